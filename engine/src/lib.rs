@@ -1,0 +1,3 @@
+//! Shoal's datastore engine: the LSM tree that tables and indexes are stored in.
+
+pub mod lsm;

@@ -1,0 +1,1 @@
+//! DynamoDB expressions (being written).

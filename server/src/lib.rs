@@ -1,0 +1,1 @@
+//! DynamoDB JSON-over-HTTP protocol (issue: `shoal serve`); not built yet.

@@ -1,0 +1,155 @@
+//! Real files: what production uses.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::io::AsRawFd;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::{DirLock, FileSystem, ReadableFile, WritableFile};
+
+/// The production file system: real files, fdatasync, directory fsync, mmap reads.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RealFs;
+
+impl RealFs {
+    /// A shared handle to the real file system.
+    pub fn shared() -> crate::Fs {
+        Arc::new(RealFs)
+    }
+}
+
+struct RealWritable {
+    file: File,
+    position: u64,
+}
+
+impl WritableFile for RealWritable {
+    fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
+        self.file.write_all(data)?;
+        self.position += data.len() as u64;
+        Ok(())
+    }
+
+    fn sync_data(&mut self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+
+    fn position(&self) -> u64 {
+        self.position
+    }
+}
+
+enum RealReadable {
+    Mapped(memmap2::Mmap),
+    // mmap of a zero-length file fails on Linux; an empty file is simply no bytes.
+    Empty,
+}
+
+impl ReadableFile for RealReadable {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            RealReadable::Mapped(map) => map,
+            RealReadable::Empty => &[],
+        }
+    }
+}
+
+struct RealLock {
+    // Held open: the flock is released when the descriptor closes.
+    _file: File,
+}
+
+impl DirLock for RealLock {}
+
+impl FileSystem for RealFs {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)?;
+        Ok(Box::new(RealWritable { file, position: 0 }))
+    }
+
+    fn open_overwrite(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        let file = OpenOptions::new().write(true).open(path)?;
+        Ok(Box::new(RealWritable { file, position: 0 }))
+    }
+
+    fn open_read(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>> {
+        let file = File::open(path)?;
+        if file.metadata()?.len() == 0 {
+            return Ok(Arc::new(RealReadable::Empty));
+        }
+        // SAFETY: Shoal never modifies a file it has mapped for reading: SSTables and
+        // manifests are immutable once written, and WAL segments are only read during
+        // recovery, before any writer opens them. Another process changing the file under us
+        // is excluded by the data-directory lock.
+        let map = unsafe { memmap2::Mmap::map(&file)? };
+        Ok(Arc::new(RealReadable::Mapped(map)))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::rename(from, to)
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        fs::remove_file(path)
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in fs::read_dir(dir)? {
+            let entry = entry?;
+            if let Some(name) = entry.file_name().to_str() {
+                names.push(name.to_string());
+            }
+        }
+        Ok(names)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        File::open(dir)?.sync_all()
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        fs::create_dir_all(dir)?;
+        if let Some(parent) = dir.parent() {
+            if !parent.as_os_str().is_empty() {
+                self.sync_dir(parent)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        path.exists()
+    }
+
+    fn file_size(&self, path: &Path) -> io::Result<u64> {
+        Ok(fs::metadata(path)?.len())
+    }
+
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn DirLock>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
+        // SAFETY: flock on a descriptor we own; no memory is touched.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc != 0 {
+            let err = io::Error::last_os_error();
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!(
+                    "{} is locked by another process ({err}); is another Shoal using this data directory?",
+                    path.display()
+                ),
+            ));
+        }
+        Ok(Box::new(RealLock { _file: file }))
+    }
+}

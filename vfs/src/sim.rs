@@ -1,0 +1,1 @@
+//! placeholder; SimFs is being written
