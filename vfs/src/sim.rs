@@ -1,1 +1,799 @@
-//! placeholder; SimFs is being written
+//! `SimFs`: an in-memory [`FileSystem`] that simulates power loss and I/O errors.
+//!
+//! The model follows what POSIX (and ext4/xfs in practice) promises, and no more:
+//!
+//! - Every file is an *inode* with its current bytes and its durable bytes, the latter as of
+//!   the last successful `sync_data` on any handle of that inode.
+//! - Every directory has a live map (name -> inode) and a durable map, the latter as of the
+//!   last successful `sync_dir`. `create`, `rename` and `remove` change only the live map.
+//! - Directories themselves are created durably (`create_dir_all` promises that).
+//!
+//! [`SimFs::power_loss`] pulls the plug: every directory reverts to its durable map, inodes no
+//! directory references any more disappear, and every surviving inode gets its durable bytes
+//! plus a seeded random choice of its unsynced changes (none; a prefix of the appended bytes;
+//! or a random subset of the dirty 512-byte sectors), sometimes with one dirty sector torn
+//! (its unsynced bytes replaced by garbage). Bytes that were durable are never altered: a real
+//! disk writes a sector atomically, so a torn write can only garble what had not been synced.
+//! Handles opened before the crash are stale afterwards and fail every call, so a test can drop
+//! the old instance and reopen cleanly.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::{DirLock, FileSystem, Fs, ReadableFile, WritableFile};
+
+/// Size of the unit a simulated disk writes atomically.
+const SECTOR_BYTES: usize = 512;
+
+type InodeId = u64;
+
+#[derive(Debug, Default)]
+struct Inode {
+    current: Vec<u8>,
+    durable: Vec<u8>,
+    /// Byte range of `current` written since the last sync, so a sync copies only that.
+    dirty: Option<(usize, usize)>,
+    /// Set when the file was truncated (create on an existing name) since the last sync.
+    truncated: bool,
+}
+
+#[derive(Debug, Default)]
+struct Directory {
+    live: BTreeMap<String, InodeId>,
+    durable: BTreeMap<String, InodeId>,
+}
+
+/// Counters a test can assert on.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct SimCounters {
+    /// Successful `sync_data` calls.
+    pub data_syncs: u64,
+    /// Successful `sync_dir` calls.
+    pub dir_syncs: u64,
+    /// Bytes accepted by `write_all`.
+    pub bytes_written: u64,
+}
+
+#[derive(Debug, Default)]
+struct SimState {
+    directories: BTreeMap<PathBuf, Directory>,
+    inodes: HashMap<InodeId, Inode>,
+    inode_next: InodeId,
+    /// Incremented by every power loss; handles from an older epoch are stale.
+    epoch: u64,
+    locks: HashMap<PathBuf, u64>,
+    lock_next: u64,
+    fail_syncs: bool,
+    fail_writes: bool,
+    /// Mutating calls still allowed before the disk freezes (None: no limit). A frozen disk
+    /// fails every mutating call and changes nothing, as if the power went out at that
+    /// instant; the test then calls `power_loss` to decide what survived.
+    mutations_left: Option<u64>,
+    sync_latency: std::time::Duration,
+    counters: SimCounters,
+}
+
+/// The fault-injecting in-memory file system. Cloning shares the same simulated disk.
+#[derive(Debug, Clone, Default)]
+pub struct SimFs {
+    state: Arc<Mutex<SimState>>,
+}
+
+fn not_found(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("{}: no such file or directory", path.display()),
+    )
+}
+
+fn injected(what: &str) -> io::Error {
+    io::Error::other(format!("injected {what} failure (EIO)"))
+}
+
+fn stale() -> io::Error {
+    io::Error::other("stale file handle: opened before a simulated power loss")
+}
+
+/// Splits a file path into its directory and file name.
+fn split(path: &Path) -> io::Result<(PathBuf, String)> {
+    let name = path
+        .file_name()
+        .and_then(|name| name.to_str())
+        .ok_or_else(|| not_found(path))?;
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    Ok((dir, name.to_string()))
+}
+
+impl SimState {
+    /// Spends one mutating call of the freeze budget, or fails if the disk is frozen.
+    fn spend_mutation(&mut self) -> io::Result<()> {
+        match self.mutations_left {
+            Some(0) => Err(injected("frozen disk (simulated power cut)")),
+            Some(ref mut left) => {
+                *left -= 1;
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+
+    fn lookup(&self, path: &Path) -> io::Result<InodeId> {
+        let (dir, name) = split(path)?;
+        self.directories
+            .get(&dir)
+            .and_then(|directory| directory.live.get(&name))
+            .copied()
+            .ok_or_else(|| not_found(path))
+    }
+
+    fn directory_mut(&mut self, dir: &Path) -> io::Result<&mut Directory> {
+        self.directories.get_mut(dir).ok_or_else(|| not_found(dir))
+    }
+
+    fn inode_mut(&mut self, id: InodeId) -> io::Result<&mut Inode> {
+        // An inode only disappears at power loss, after which every handle is stale.
+        self.inodes.get_mut(&id).ok_or_else(stale)
+    }
+}
+
+impl SimFs {
+    /// An empty simulated disk.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A shared [`Fs`] handle onto this simulated disk.
+    pub fn fs(&self) -> Fs {
+        Arc::new(self.clone())
+    }
+
+    /// While `fail` is true, `sync_data` and `sync_dir` return an I/O error and make nothing
+    /// durable.
+    pub fn fail_syncs(&self, fail: bool) {
+        self.state.lock().fail_syncs = fail;
+    }
+
+    /// While `fail` is true, `write_all` returns an I/O error and writes nothing.
+    pub fn fail_writes(&self, fail: bool) {
+        self.state.lock().fail_writes = fail;
+    }
+
+    /// Lets `mutations` more mutating calls (writes, syncs, creates, renames, removes) through,
+    /// then freezes the disk: every later mutating call fails and changes nothing. This puts
+    /// a power cut at an exact point *inside* an operation (mid-flush, mid-manifest-switch);
+    /// follow it with [`SimFs::power_loss`]. `None` lifts the limit.
+    pub fn freeze_after(&self, mutations: Option<u64>) {
+        self.state.lock().mutations_left = mutations;
+    }
+
+    /// Makes every `sync_data` take at least `latency` (slept without holding any lock), like
+    /// a real disk's flush, so that concurrency tests see syncs overlap with other work.
+    pub fn set_sync_latency(&self, latency: std::time::Duration) {
+        self.state.lock().sync_latency = latency;
+    }
+
+    /// Syncs and bytes written so far.
+    pub fn counters(&self) -> SimCounters {
+        self.state.lock().counters
+    }
+
+    /// The bytes of `path` that would survive a power loss with no luck at all.
+    pub fn durable_bytes(&self, path: &Path) -> io::Result<Vec<u8>> {
+        let state = self.state.lock();
+        let id = state.lookup(path)?;
+        Ok(state
+            .inodes
+            .get(&id)
+            .map(|inode| inode.durable.clone())
+            .unwrap_or_default())
+    }
+
+    /// Simulates pulling the plug; deterministic for a given `rng_seed` and history.
+    pub fn power_loss(&self, rng_seed: u64) {
+        let mut rng = StdRng::seed_from_u64(rng_seed);
+        let mut state = self.state.lock();
+        state.epoch += 1;
+        state.locks.clear();
+        state.mutations_left = None;
+        let mut referenced: Vec<InodeId> = Vec::new();
+        for directory in state.directories.values_mut() {
+            directory.live = directory.durable.clone();
+            referenced.extend(directory.live.values().copied());
+        }
+        referenced.sort_unstable();
+        referenced.dedup();
+        let inodes = std::mem::take(&mut state.inodes);
+        for (id, inode) in inodes {
+            if referenced.binary_search(&id).is_ok() {
+                let bytes = crash_contents(&inode, &mut rng);
+                state.inodes.insert(
+                    id,
+                    Inode {
+                        current: bytes.clone(),
+                        durable: bytes,
+                        dirty: None,
+                        truncated: false,
+                    },
+                );
+            }
+        }
+    }
+
+    fn new_inode(state: &mut SimState) -> InodeId {
+        state.inode_next += 1;
+        let id = state.inode_next;
+        state.inodes.insert(id, Inode::default());
+        id
+    }
+
+    fn writable(&self, id: InodeId, epoch: u64) -> Box<dyn WritableFile> {
+        Box::new(SimWritable {
+            state: Arc::clone(&self.state),
+            inode: id,
+            epoch,
+            position: 0,
+        })
+    }
+}
+
+/// What one inode holds after a power loss: its durable bytes plus a random part of the rest.
+fn crash_contents(inode: &Inode, rng: &mut StdRng) -> Vec<u8> {
+    let durable = &inode.durable;
+    let current = &inode.current;
+    let mut result = durable.clone();
+    let dirty_sectors: Vec<usize> = (0..current.len().max(durable.len()).div_ceil(SECTOR_BYTES))
+        .filter(|&sector| {
+            let range = sector * SECTOR_BYTES..(sector + 1) * SECTOR_BYTES;
+            let old = &durable[range.start.min(durable.len())..range.end.min(durable.len())];
+            let new = &current[range.start.min(current.len())..range.end.min(current.len())];
+            old != new
+        })
+        .collect();
+    if dirty_sectors.is_empty() {
+        return result;
+    }
+    match rng.random_range(0..3u8) {
+        // Nothing unsynced reached the disk.
+        0 => {}
+        // The appended bytes reached the disk in order, up to some point.
+        1 if current.len() > durable.len() && current.starts_with(durable) => {
+            let kept = rng.random_range(0..=current.len() - durable.len());
+            result.extend_from_slice(&current[durable.len()..durable.len() + kept]);
+        }
+        // Any subset of the dirty sectors reached the disk, in no particular order.
+        _ => {
+            for &sector in &dirty_sectors {
+                if rng.random_bool(0.5) {
+                    copy_sector(&mut result, current, sector);
+                }
+            }
+        }
+    }
+    if rng.random_bool(0.3) {
+        let sector = dirty_sectors[rng.random_range(0..dirty_sectors.len())];
+        tear_sector(&mut result, inode, sector, rng);
+    }
+    result
+}
+
+/// Copies one sector of `current` into `result`, growing it (with zeros) if needed.
+fn copy_sector(result: &mut Vec<u8>, current: &[u8], sector: usize) {
+    let start = sector * SECTOR_BYTES;
+    let end = ((sector + 1) * SECTOR_BYTES).min(current.len());
+    if start >= end {
+        return;
+    }
+    if result.len() < end {
+        result.resize(end, 0);
+    }
+    result[start..end].copy_from_slice(&current[start..end]);
+}
+
+/// Replaces the unsynced bytes of one sector with garbage: a write that was cut mid-sector.
+fn tear_sector(result: &mut Vec<u8>, inode: &Inode, sector: usize, rng: &mut StdRng) {
+    let start = sector * SECTOR_BYTES;
+    let end = ((sector + 1) * SECTOR_BYTES).min(inode.current.len());
+    if start >= end {
+        return;
+    }
+    if result.len() < end {
+        result.resize(end, 0);
+    }
+    for (offset, byte) in result.iter_mut().enumerate().take(end).skip(start) {
+        let was_durable =
+            offset < inode.durable.len() && inode.durable.get(offset) == inode.current.get(offset);
+        if !was_durable {
+            *byte = rng.random();
+        }
+    }
+}
+
+struct SimWritable {
+    state: Arc<Mutex<SimState>>,
+    inode: InodeId,
+    epoch: u64,
+    position: u64,
+}
+
+impl WritableFile for SimWritable {
+    fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
+        let mut state = self.state.lock();
+        if state.epoch != self.epoch {
+            return Err(stale());
+        }
+        if state.fail_writes {
+            return Err(injected("write"));
+        }
+        state.spend_mutation()?;
+        let start = usize::try_from(self.position).map_err(io::Error::other)?;
+        let end = start + data.len();
+        let inode = state.inode_mut(self.inode)?;
+        if inode.current.len() < end {
+            inode.current.resize(end, 0);
+        }
+        inode.current[start..end].copy_from_slice(data);
+        inode.dirty = Some(match inode.dirty {
+            Some((low, high)) => (low.min(start), high.max(end)),
+            None => (start, end),
+        });
+        state.counters.bytes_written += data.len() as u64;
+        self.position = end as u64;
+        Ok(())
+    }
+
+    fn sync_data(&mut self) -> io::Result<()> {
+        let latency = self.state.lock().sync_latency;
+        if !latency.is_zero() {
+            std::thread::sleep(latency);
+        }
+        let mut state = self.state.lock();
+        if state.epoch != self.epoch {
+            return Err(stale());
+        }
+        if state.fail_syncs {
+            return Err(injected("fdatasync"));
+        }
+        state.spend_mutation()?;
+        let inode = state.inode_mut(self.inode)?;
+        let length = inode.current.len();
+        if inode.truncated {
+            inode.durable.clear();
+            inode.truncated = false;
+        }
+        inode.durable.resize(length, 0);
+        if let Some((low, high)) = inode.dirty.take() {
+            let high = high.min(length);
+            if low < high {
+                inode.durable[low..high].copy_from_slice(&inode.current[low..high]);
+            }
+        }
+        state.counters.data_syncs += 1;
+        Ok(())
+    }
+
+    fn position(&self) -> u64 {
+        self.position
+    }
+}
+
+struct SimReadable {
+    bytes: Vec<u8>,
+}
+
+impl ReadableFile for SimReadable {
+    fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+struct SimLock {
+    state: Arc<Mutex<SimState>>,
+    path: PathBuf,
+    id: u64,
+}
+
+impl DirLock for SimLock {}
+
+impl Drop for SimLock {
+    fn drop(&mut self) {
+        let mut state = self.state.lock();
+        // After a power loss the lock table was cleared and may hold a newer owner's lock.
+        if state.locks.get(&self.path) == Some(&self.id) {
+            state.locks.remove(&self.path);
+        }
+    }
+}
+
+impl FileSystem for SimFs {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        let (dir, name) = split(path)?;
+        let mut state = self.state.lock();
+        state.spend_mutation()?;
+        let epoch = state.epoch;
+        let existing = state
+            .directories
+            .get(&dir)
+            .ok_or_else(|| not_found(&dir))?
+            .live
+            .get(&name)
+            .copied();
+        let id = match existing {
+            Some(id) => {
+                let inode = state.inode_mut(id)?;
+                inode.current.clear();
+                inode.dirty = None;
+                inode.truncated = true;
+                id
+            }
+            None => {
+                let id = Self::new_inode(&mut state);
+                state.directory_mut(&dir)?.live.insert(name, id);
+                id
+            }
+        };
+        Ok(self.writable(id, epoch))
+    }
+
+    fn open_overwrite(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        let state = self.state.lock();
+        let id = state.lookup(path)?;
+        Ok(self.writable(id, state.epoch))
+    }
+
+    fn open_read(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>> {
+        let state = self.state.lock();
+        let id = state.lookup(path)?;
+        let bytes = state
+            .inodes
+            .get(&id)
+            .map(|inode| inode.current.clone())
+            .unwrap_or_default();
+        Ok(Arc::new(SimReadable { bytes }))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let (from_dir, from_name) = split(from)?;
+        let (to_dir, to_name) = split(to)?;
+        let mut state = self.state.lock();
+        state.spend_mutation()?;
+        if !state.directories.contains_key(&to_dir) {
+            return Err(not_found(&to_dir));
+        }
+        let id = state
+            .directory_mut(&from_dir)?
+            .live
+            .remove(&from_name)
+            .ok_or_else(|| not_found(from))?;
+        state.directory_mut(&to_dir)?.live.insert(to_name, id);
+        Ok(())
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        let (dir, name) = split(path)?;
+        let mut state = self.state.lock();
+        state.spend_mutation()?;
+        state
+            .directory_mut(&dir)?
+            .live
+            .remove(&name)
+            .map(|_| ())
+            .ok_or_else(|| not_found(path))
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        let state = self.state.lock();
+        let directory = state.directories.get(dir).ok_or_else(|| not_found(dir))?;
+        let mut names: Vec<String> = directory.live.keys().cloned().collect();
+        // Subdirectories are entries too, as in a real listing.
+        names.extend(
+            state
+                .directories
+                .keys()
+                .filter(|path| path.parent() == Some(dir))
+                .filter_map(|path| path.file_name()?.to_str().map(str::to_string)),
+        );
+        Ok(names)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        let mut state = self.state.lock();
+        if state.fail_syncs {
+            return Err(injected("directory fsync"));
+        }
+        state.spend_mutation()?;
+        let directory = state.directory_mut(dir)?;
+        directory.durable = directory.live.clone();
+        state.counters.dir_syncs += 1;
+        Ok(())
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        let mut state = self.state.lock();
+        for ancestor in dir.ancestors() {
+            state.directories.entry(ancestor.to_path_buf()).or_default();
+        }
+        Ok(())
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        let state = self.state.lock();
+        state.directories.contains_key(path) || state.lookup(path).is_ok()
+    }
+
+    fn file_size(&self, path: &Path) -> io::Result<u64> {
+        let state = self.state.lock();
+        let id = state.lookup(path)?;
+        Ok(state
+            .inodes
+            .get(&id)
+            .map_or(0, |inode| inode.current.len() as u64))
+    }
+
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn DirLock>> {
+        let mut state = self.state.lock();
+        if state.locks.contains_key(path) {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!("{} is locked by another holder", path.display()),
+            ));
+        }
+        state.lock_next += 1;
+        let id = state.lock_next;
+        state.locks.insert(path.to_path_buf(), id);
+        Ok(Box::new(SimLock {
+            state: Arc::clone(&self.state),
+            path: path.to_path_buf(),
+            id,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir() -> PathBuf {
+        PathBuf::from("/db")
+    }
+
+    fn file() -> PathBuf {
+        dir().join("a.log")
+    }
+
+    fn read(sim: &SimFs, path: &Path) -> Vec<u8> {
+        sim.open_read(path).unwrap().bytes().to_vec()
+    }
+
+    /// A file whose creation is durable, holding `synced` durably.
+    fn durable_file(sim: &SimFs, synced: &[u8]) -> Box<dyn WritableFile> {
+        sim.create_dir_all(&dir()).unwrap();
+        let mut handle = sim.create(&file()).unwrap();
+        handle.write_all(synced).unwrap();
+        handle.sync_data().unwrap();
+        sim.sync_dir(&dir()).unwrap();
+        handle
+    }
+
+    #[test]
+    fn synced_bytes_survive_and_unsynced_append_is_at_most_a_prefix() {
+        for seed in 0..64 {
+            let sim = SimFs::new();
+            let mut handle = durable_file(&sim, b"durable");
+            handle.write_all(b"-volatile").unwrap();
+            sim.power_loss(seed);
+            let bytes = read(&sim, &file());
+            assert!(bytes.starts_with(b"durable"), "seed {seed}: {bytes:?}");
+            assert!(bytes.len() <= b"durable-volatile".len());
+        }
+    }
+
+    #[test]
+    fn unsynced_append_is_lost_for_some_seed_and_kept_for_another() {
+        let mut lost = false;
+        let mut kept = false;
+        for seed in 0..64 {
+            let sim = SimFs::new();
+            let mut handle = durable_file(&sim, b"durable");
+            handle.write_all(b"-volatile").unwrap();
+            sim.power_loss(seed);
+            match read(&sim, &file()).as_slice() {
+                b"durable" => lost = true,
+                b"durable-volatile" => kept = true,
+                _ => {}
+            }
+        }
+        assert!(lost && kept);
+    }
+
+    #[test]
+    fn synced_append_is_kept_for_every_seed() {
+        for seed in 0..32 {
+            let sim = SimFs::new();
+            let mut handle = durable_file(&sim, b"one");
+            handle.write_all(b"two").unwrap();
+            handle.sync_data().unwrap();
+            sim.power_loss(seed);
+            assert_eq!(read(&sim, &file()), b"onetwo");
+        }
+    }
+
+    #[test]
+    fn new_file_without_dir_sync_vanishes() {
+        let sim = SimFs::new();
+        sim.create_dir_all(&dir()).unwrap();
+        let mut handle = sim.create(&file()).unwrap();
+        handle.write_all(b"x").unwrap();
+        handle.sync_data().unwrap();
+        assert!(sim.exists(&file()));
+        sim.power_loss(1);
+        assert!(!sim.exists(&file()));
+        assert!(sim.list(&dir()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn rename_and_remove_without_dir_sync_revert() {
+        let sim = SimFs::new();
+        drop(durable_file(&sim, b"content"));
+        let renamed = dir().join("b.log");
+        sim.rename(&file(), &renamed).unwrap();
+        assert!(!sim.exists(&file()));
+        sim.power_loss(2);
+        assert_eq!(read(&sim, &file()), b"content");
+        assert!(!sim.exists(&renamed));
+
+        sim.remove(&file()).unwrap();
+        sim.power_loss(3);
+        assert!(sim.exists(&file()));
+
+        sim.rename(&file(), &renamed).unwrap();
+        sim.sync_dir(&dir()).unwrap();
+        sim.power_loss(4);
+        assert_eq!(read(&sim, &renamed), b"content");
+        assert!(!sim.exists(&file()));
+    }
+
+    #[test]
+    fn overwrites_keep_durable_bytes_and_some_seeds_tear_or_mix_sectors() {
+        let original = vec![b'a'; 4 * SECTOR_BYTES];
+        let mut torn = false;
+        let mut mixed = false;
+        for seed in 0..128 {
+            let sim = SimFs::new();
+            drop(durable_file(&sim, &original));
+            let mut handle = sim.open_overwrite(&file()).unwrap();
+            handle.write_all(&vec![b'b'; 4 * SECTOR_BYTES]).unwrap();
+            sim.power_loss(seed);
+            let bytes = read(&sim, &file());
+            assert_eq!(bytes.len(), original.len());
+            let sectors: Vec<&[u8]> = bytes.chunks(SECTOR_BYTES).collect();
+            let clean = |sector: &[u8]| {
+                sector.iter().all(|&b| b == b'a') || sector.iter().all(|&b| b == b'b')
+            };
+            if sectors.iter().any(|sector| !clean(sector)) {
+                torn = true;
+            } else if sectors.iter().any(|s| s[0] == b'a') && sectors.iter().any(|s| s[0] == b'b') {
+                mixed = true;
+            }
+        }
+        assert!(torn, "no seed produced a torn sector");
+        assert!(
+            mixed,
+            "no seed persisted a strict subset of the dirty sectors"
+        );
+    }
+
+    #[test]
+    fn torn_appends_never_touch_durable_bytes() {
+        let mut garbage_seen = false;
+        for seed in 0..128 {
+            let sim = SimFs::new();
+            let mut handle = durable_file(&sim, &[7u8; 100]);
+            handle.write_all(&[9u8; 1000]).unwrap();
+            sim.power_loss(seed);
+            let bytes = read(&sim, &file());
+            assert_eq!(&bytes[..100], &[7u8; 100][..]);
+            garbage_seen |= bytes[100..].iter().any(|&b| b != 9 && b != 0);
+        }
+        assert!(garbage_seen);
+    }
+
+    #[test]
+    fn power_loss_is_deterministic_for_a_seed() {
+        let run = |seed| {
+            let sim = SimFs::new();
+            let mut handle = durable_file(&sim, b"base");
+            handle.write_all(&[5u8; 3000]).unwrap();
+            sim.power_loss(seed);
+            read(&sim, &file())
+        };
+        for seed in 0..16 {
+            assert_eq!(run(seed), run(seed));
+        }
+    }
+
+    #[test]
+    fn handles_from_before_a_power_loss_are_stale() {
+        let sim = SimFs::new();
+        let mut handle = durable_file(&sim, b"x");
+        sim.power_loss(5);
+        assert!(handle.write_all(b"y").is_err());
+        assert!(handle.sync_data().is_err());
+        let mut fresh = sim.open_overwrite(&file()).unwrap();
+        fresh.write_all(b"z").unwrap();
+        fresh.sync_data().unwrap();
+        assert_eq!(read(&sim, &file()), b"z");
+    }
+
+    #[test]
+    fn injected_failures_and_counters() {
+        let sim = SimFs::new();
+        let mut handle = durable_file(&sim, b"abc");
+        assert_eq!(
+            sim.counters(),
+            SimCounters {
+                data_syncs: 1,
+                dir_syncs: 1,
+                bytes_written: 3
+            }
+        );
+        sim.fail_syncs(true);
+        handle.write_all(b"d").unwrap();
+        assert!(handle.sync_data().is_err());
+        assert!(sim.sync_dir(&dir()).is_err());
+        assert_eq!(sim.durable_bytes(&file()).unwrap(), b"abc");
+        sim.fail_syncs(false);
+        sim.fail_writes(true);
+        assert!(handle.write_all(b"e").is_err());
+        sim.fail_writes(false);
+        handle.sync_data().unwrap();
+        assert_eq!(sim.durable_bytes(&file()).unwrap(), b"abcd");
+        assert_eq!(sim.counters().data_syncs, 2);
+    }
+
+    #[test]
+    fn create_on_existing_name_truncates_but_durably_only_after_sync() {
+        let sim = SimFs::new();
+        drop(durable_file(&sim, b"old contents"));
+        let mut handle = sim.create(&file()).unwrap();
+        handle.write_all(b"new").unwrap();
+        assert_eq!(read(&sim, &file()), b"new");
+        handle.sync_data().unwrap();
+        assert_eq!(sim.durable_bytes(&file()).unwrap(), b"new");
+    }
+
+    #[test]
+    fn a_frozen_disk_changes_nothing_until_power_loss_lifts_it() {
+        let sim = SimFs::new();
+        let fs = sim.fs();
+        fs.create_dir_all(&dir()).unwrap();
+        let mut f = fs.create(&file()).unwrap();
+        sim.freeze_after(Some(1));
+        f.write_all(b"ok").unwrap();
+        assert!(f.sync_data().is_err(), "the second mutation must fail");
+        assert!(f.write_all(b"more").is_err());
+        assert!(fs.rename(&file(), &dir().join("other")).is_err());
+        assert!(fs.exists(&file()));
+        sim.power_loss(7);
+        // The unsynced write may or may not survive, the failed rename never happened.
+        assert!(!fs.exists(&dir().join("other")));
+        let mut g = fs.create(&dir().join("new")).unwrap();
+        g.write_all(b"x").unwrap();
+        g.sync_data().unwrap();
+    }
+
+    #[test]
+    fn lock_is_exclusive_until_dropped() {
+        let sim = SimFs::new();
+        let path = dir().join("LOCK");
+        let first = sim.lock(&path).unwrap();
+        assert!(sim.lock(&path).is_err());
+        drop(first);
+        let _second = sim.lock(&path).unwrap();
+    }
+}

@@ -1,0 +1,88 @@
+//! How a WAL is configured.
+
+use std::time::Duration;
+
+use crate::format::{HEADER_BYTES, PAYLOAD_BYTES_MAX, SEGMENT_HEADER_RECORD_BYTES};
+use crate::WalError;
+
+/// When a commit is acknowledged relative to fdatasync. Every mode survives `kill -9` of the
+/// process; only `Sync` survives a power loss with no acknowledged write lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Acknowledged only after the group's bytes are fdatasynced.
+    #[default]
+    Sync,
+    /// Acknowledged once written; a background thread fdatasyncs at least this often.
+    Interval(Duration),
+    /// Acknowledged once written; syncing is left to the OS.
+    None,
+}
+
+/// WAL configuration.
+#[derive(Debug, Clone)]
+pub struct WalOptions {
+    pub durability: Durability,
+    /// A new segment is started when the next group would take the current one past this.
+    pub segment_size_bytes: u64,
+    /// Obsolete segments kept (renamed) for reuse instead of deleted.
+    pub recycled_segments_max: usize,
+    /// false: corruption before the tail fails the open. true: the log is cut there instead
+    /// (later records and segments are discarded).
+    pub truncate_at_corruption: bool,
+    /// Largest batch payload accepted; larger ones get `WalError::RecordTooLarge`.
+    pub record_bytes_max: usize,
+    /// A leader stops adding members to its group past this many bytes.
+    pub group_bytes_max: usize,
+    /// Fill new segments with zeros up to `segment_size_bytes` when creating them, so that
+    /// commits overwrite allocated blocks and fdatasync needs no metadata update. Costs one
+    /// write of `segment_size_bytes` per new segment (not for recycled ones).
+    pub preallocate_segments: bool,
+}
+
+impl Default for WalOptions {
+    fn default() -> Self {
+        WalOptions {
+            durability: Durability::Sync,
+            segment_size_bytes: 64 << 20,
+            recycled_segments_max: 2,
+            truncate_at_corruption: false,
+            record_bytes_max: 64 << 20,
+            group_bytes_max: 16 << 20,
+            preallocate_segments: true,
+        }
+    }
+}
+
+/// The smallest interval mode accepts: below it the sync thread would just spin.
+const INTERVAL_MIN: Duration = Duration::from_millis(1);
+
+impl WalOptions {
+    pub(crate) fn validate(&self) -> Result<(), WalError> {
+        let invalid = |reason: String| Err(WalError::InvalidOptions(reason));
+        let segment_size_min = SEGMENT_HEADER_RECORD_BYTES + HEADER_BYTES as u64;
+        if self.segment_size_bytes < segment_size_min {
+            return invalid(format!(
+                "segment_size_bytes is {} but must be at least {segment_size_min}",
+                self.segment_size_bytes
+            ));
+        }
+        if self.record_bytes_max > PAYLOAD_BYTES_MAX - HEADER_BYTES {
+            return invalid(format!(
+                "record_bytes_max is {} but the record format allows at most {}",
+                self.record_bytes_max,
+                PAYLOAD_BYTES_MAX - HEADER_BYTES
+            ));
+        }
+        if self.group_bytes_max == 0 {
+            return invalid("group_bytes_max must be positive".to_string());
+        }
+        if let Durability::Interval(interval) = self.durability {
+            if interval < INTERVAL_MIN {
+                return invalid(format!(
+                    "the sync interval is {interval:?} but must be at least {INTERVAL_MIN:?}"
+                ));
+            }
+        }
+        Ok(())
+    }
+}

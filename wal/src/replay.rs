@@ -1,0 +1,382 @@
+//! Opening a WAL directory: replaying every segment in order and starting a fresh segment.
+//! The rules for where the log ends and what is corruption are in [`crate::format`].
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use vfs::{Fs, ReadableFile};
+
+use crate::format::{
+    decode_record, decode_segment_header_payload, find_record_proving_corruption, RecordKind,
+};
+use crate::segments::{
+    parse_file_name, recycled_path, segment_path, start_segment, LiveSegment, Predecessor,
+    SegmentCatalog, SegmentSource, WalFile,
+};
+use crate::writer::SegmentWriter;
+use crate::{ReplayRecord, WalError, WalOptions};
+
+/// What a valid segment header says.
+#[derive(Debug, Clone, Copy)]
+struct SegmentHeader {
+    first_seq: u64,
+    predecessor: u64,
+    predecessor_end_offset: u64,
+    len_bytes: usize,
+}
+
+struct SegmentFile {
+    number: u64,
+    path: PathBuf,
+    contents: Arc<dyn ReadableFile>,
+    /// None when the header record is missing or invalid.
+    header: Option<SegmentHeader>,
+}
+
+/// Where corruption was found, before deciding between failing and truncating.
+struct Corruption {
+    offset: u64,
+    detail: String,
+}
+
+/// The outcome of reading one segment's records.
+struct SegmentScan {
+    /// Where its log ends (the corruption offset if there is corruption).
+    end_offset: u64,
+    end_seq: u64,
+    corruption: Option<Corruption>,
+}
+
+fn corruption_error(path: &Path, corruption: Corruption) -> WalError {
+    WalError::Corruption {
+        file: path.to_path_buf(),
+        offset: corruption.offset,
+        detail: corruption.detail,
+    }
+}
+
+fn read_header(number: u64, bytes: &[u8]) -> Option<SegmentHeader> {
+    let record = decode_record(bytes, 0, number)?;
+    if record.header.kind != RecordKind::SegmentHeader {
+        return None;
+    }
+    let (predecessor, predecessor_end_offset) = decode_segment_header_payload(record.payload)?;
+    Some(SegmentHeader {
+        first_seq: record.header.first_seq,
+        predecessor,
+        predecessor_end_offset,
+        len_bytes: record.len_bytes,
+    })
+}
+
+/// Replays `dir` through `visit` and returns the writer and catalog of the reopened log, whose
+/// new segment is already durable.
+pub fn recover<E: From<WalError>>(
+    fs: &Fs,
+    dir: &Path,
+    options: &WalOptions,
+    seq_floor: u64,
+    visit: &mut impl FnMut(ReplayRecord<'_>) -> Result<(), E>,
+) -> Result<(SegmentWriter, SegmentCatalog), E> {
+    fs.create_dir_all(dir)
+        .map_err(|source| WalError::io("create directory", dir, source))?;
+    let names = fs
+        .list(dir)
+        .map_err(|source| WalError::io("list", dir, source))?;
+    let mut segment_numbers = Vec::new();
+    let mut recycled_numbers = Vec::new();
+    for name in &names {
+        match parse_file_name(name) {
+            Some(WalFile::Segment(number)) => segment_numbers.push(number),
+            Some(WalFile::Recycled(number)) => recycled_numbers.push(number),
+            None => {}
+        }
+    }
+    segment_numbers.sort_unstable();
+    recycled_numbers.sort_unstable();
+    let number_max = segment_numbers
+        .iter()
+        .chain(&recycled_numbers)
+        .copied()
+        .max()
+        .unwrap_or(0);
+
+    let mut files = Vec::with_capacity(segment_numbers.len());
+    for number in segment_numbers {
+        let path = segment_path(dir, number);
+        let contents = fs
+            .open_read(&path)
+            .map_err(|source| WalError::io("open for replay", &path, source))?;
+        let header = read_header(number, contents.bytes());
+        files.push(SegmentFile {
+            number,
+            path,
+            contents,
+            header,
+        });
+    }
+
+    let kept_count = chain_length(&files, options)?;
+    let mut live: VecDeque<LiveSegment> = VecDeque::new();
+    let mut kept_count_after_replay = kept_count;
+    let mut previous_end_seq: Option<u64> = None;
+    for index in 0..kept_count {
+        let file = &files[index];
+        let declared_end = files
+            .get(index + 1)
+            .filter(|_| index + 1 < kept_count)
+            .and_then(|next| next.header)
+            .map(|next| next.predecessor_end_offset);
+        // chain_length keeps only segments with a valid header.
+        let Some(header) = file.header else {
+            break;
+        };
+        let scan = scan_segment(file, header, declared_end, previous_end_seq, visit)?;
+        match scan.corruption {
+            None => {}
+            Some(corruption) if !options.truncate_at_corruption => {
+                return Err(corruption_error(&file.path, corruption).into());
+            }
+            Some(corruption) => {
+                tracing::warn!(
+                    file = %file.path.display(),
+                    offset = corruption.offset,
+                    detail = %corruption.detail,
+                    "write-ahead log corruption: truncating the log there as configured"
+                );
+                // Corruption inside the header record leaves nothing of this segment.
+                let keeps_this_segment = corruption.offset >= header.len_bytes as u64;
+                kept_count_after_replay = index + usize::from(keeps_this_segment);
+                if keeps_this_segment {
+                    live.push_back(LiveSegment {
+                        number: file.number,
+                        first_seq: header.first_seq,
+                        end_seq: scan.end_seq,
+                        size_bytes: scan.end_offset,
+                    });
+                }
+                break;
+            }
+        }
+        live.push_back(LiveSegment {
+            number: file.number,
+            first_seq: header.first_seq,
+            end_seq: scan.end_seq,
+            size_bytes: scan.end_offset,
+        });
+        previous_end_seq = Some(scan.end_seq);
+    }
+
+    // Segments after the end of the log go before the new segment is created, durably, so
+    // that no later open sees them between the log's end and the new segment.
+    let discarded = &files[kept_count_after_replay..];
+    for file in discarded {
+        tracing::warn!(file = %file.path.display(), "discarding write-ahead log segment past the end of the log");
+        fs.remove(&file.path)
+            .map_err(|source| WalError::io("remove", &file.path, source))?;
+    }
+    let mut recycled: VecDeque<u64> = VecDeque::new();
+    let mut removed_recycled = false;
+    for number in recycled_numbers {
+        if recycled.len() < options.recycled_segments_max {
+            recycled.push_back(number);
+        } else {
+            let path = recycled_path(dir, number);
+            fs.remove(&path)
+                .map_err(|source| WalError::io("remove", &path, source))?;
+            removed_recycled = true;
+        }
+    }
+    if !discarded.is_empty() || removed_recycled {
+        fs.sync_dir(dir)
+            .map_err(|source| WalError::io("fsync directory", dir, source))?;
+    }
+
+    let next_seq = live
+        .back()
+        .map_or(1, |segment| segment.end_seq)
+        .max(seq_floor)
+        .max(1);
+    let predecessor = live
+        .back()
+        .map_or(Predecessor::default(), |segment| Predecessor {
+            number: segment.number,
+            end_offset: segment.size_bytes,
+        });
+    let number = number_max + 1;
+    let source = match recycled.pop_front() {
+        Some(old_number) => SegmentSource::Recycled(old_number),
+        None => SegmentSource::Fresh {
+            preallocate_bytes: if options.preallocate_segments {
+                options.segment_size_bytes
+            } else {
+                0
+            },
+        },
+    };
+    let file = start_segment(fs, dir, number, source, next_seq, predecessor)?;
+    let position = file.position();
+    live.push_back(LiveSegment {
+        number,
+        first_seq: next_seq,
+        end_seq: next_seq,
+        size_bytes: position,
+    });
+    let writer = SegmentWriter {
+        file,
+        number,
+        position,
+        synced_offset: position,
+        has_batches: false,
+        next_seq,
+        buffer: Vec::new(),
+    };
+    Ok((writer, SegmentCatalog { live, recycled }))
+}
+
+/// How many segments, from the first, form the log: each has a valid header naming the
+/// previous file as its predecessor. A last segment with no valid header and no records was
+/// being started when the process died and is not part of the log.
+fn chain_length(files: &[SegmentFile], options: &WalOptions) -> Result<usize, WalError> {
+    for (index, file) in files.iter().enumerate() {
+        let problem = match file.header {
+            None => {
+                let is_last = index + 1 == files.len();
+                let has_records =
+                    find_record_proving_corruption(file.contents.bytes(), 0, file.number).is_some();
+                if is_last && !has_records {
+                    return Ok(index);
+                }
+                "the segment header is missing or damaged".to_string()
+            }
+            Some(header) if index > 0 && header.predecessor != files[index - 1].number => {
+                format!(
+                    "the segment header names segment {} as its predecessor but the previous \
+                     file is segment {}: a segment is missing",
+                    header.predecessor,
+                    files[index - 1].number
+                )
+            }
+            Some(_) => continue,
+        };
+        let corruption = Corruption {
+            offset: 0,
+            detail: problem,
+        };
+        if !options.truncate_at_corruption {
+            return Err(corruption_error(&file.path, corruption));
+        }
+        tracing::warn!(
+            file = %file.path.display(),
+            detail = %corruption.detail,
+            "write-ahead log corruption: truncating the log before this segment as configured"
+        );
+        return Ok(index);
+    }
+    Ok(files.len())
+}
+
+/// Visits the batches of one segment. `declared_end` is where the next segment's header says
+/// this one ends (None for the last segment, whose end is found by the tail rules).
+fn scan_segment<E: From<WalError>>(
+    file: &SegmentFile,
+    header: SegmentHeader,
+    declared_end: Option<u64>,
+    previous_end_seq: Option<u64>,
+    visit: &mut impl FnMut(ReplayRecord<'_>) -> Result<(), E>,
+) -> Result<SegmentScan, E> {
+    let bytes = file.contents.bytes();
+    let mut offset = header.len_bytes;
+    let mut next_seq = header.first_seq;
+    let corrupt_at = |offset: usize, next_seq: u64, detail: String| SegmentScan {
+        end_offset: offset as u64,
+        end_seq: next_seq,
+        corruption: Some(Corruption {
+            offset: offset as u64,
+            detail,
+        }),
+    };
+    if let Some(previous_end_seq) = previous_end_seq {
+        if header.first_seq < previous_end_seq {
+            return Ok(corrupt_at(
+                0,
+                next_seq,
+                format!(
+                    "the segment starts at sequence number {} but the previous segment ended at {}",
+                    header.first_seq, previous_end_seq
+                ),
+            ));
+        }
+    }
+    let limit = match declared_end {
+        Some(end) if end > bytes.len() as u64 => {
+            return Ok(corrupt_at(
+                bytes.len(),
+                next_seq,
+                format!(
+                    "the next segment says this one ends at offset {end} but the file has only {} bytes",
+                    bytes.len()
+                ),
+            ));
+        }
+        Some(end) => end as usize,
+        None => bytes.len(),
+    };
+    while offset < limit || declared_end.is_none() {
+        let record = decode_record(&bytes[..limit], offset, file.number)
+            .filter(|record| record.header.kind == RecordKind::Batch);
+        let Some(record) = record else {
+            break;
+        };
+        if record.header.first_seq != next_seq {
+            return Ok(corrupt_at(
+                offset,
+                next_seq,
+                format!(
+                    "a record with sequence number {} where {} was expected",
+                    record.header.first_seq, next_seq
+                ),
+            ));
+        }
+        let Some(end_seq) = next_seq.checked_add(record.header.seq_count) else {
+            return Ok(corrupt_at(
+                offset,
+                next_seq,
+                "the record's sequence numbers overflow".to_string(),
+            ));
+        };
+        visit(ReplayRecord {
+            first_seq: record.header.first_seq,
+            seq_count: record.header.seq_count,
+            payload: record.payload,
+            segment: file.number,
+            offset: offset as u64,
+        })?;
+        next_seq = end_seq;
+        offset += record.len_bytes;
+    }
+    if declared_end.is_some() {
+        if offset != limit {
+            return Ok(corrupt_at(
+                offset,
+                next_seq,
+                "no valid record here, though the log continues to the next segment".to_string(),
+            ));
+        }
+    } else if let Some(proof) = find_record_proving_corruption(bytes, offset, file.number) {
+        return Ok(corrupt_at(
+            offset,
+            next_seq,
+            format!(
+                "no valid record here, but the valid record at offset {proof} was written after \
+                 these bytes were made durable"
+            ),
+        ));
+    }
+    Ok(SegmentScan {
+        end_offset: offset as u64,
+        end_seq: next_seq,
+        corruption: None,
+    })
+}

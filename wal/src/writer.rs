@@ -1,0 +1,307 @@
+//! The part of the WAL that writes: the current segment, rotation, syncing, releasing old
+//! segments and poisoning. It knows nothing of batches' types or of the commit queue; the
+//! group leader (in `lib.rs`) calls it while holding the writer lock.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+use vfs::{Fs, WritableFile};
+
+use crate::format::{encode_record, RecordHeader, RecordKind, HEADER_BYTES};
+use crate::segments::{
+    recycled_path, segment_path, start_segment, LiveSegment, Predecessor, SegmentCatalog,
+    SegmentSource,
+};
+use crate::{Durability, WalError, WalOptions, WalStats};
+
+/// The group buffer is shrunk back after a group larger than this.
+const BUFFER_RETAINED_BYTES_MAX: usize = 4 << 20;
+
+/// The segment being written. Guarded by `Log::writer`, the leader token.
+pub struct SegmentWriter {
+    pub file: Box<dyn WritableFile>,
+    pub number: u64,
+    /// Where the next record goes.
+    pub position: u64,
+    /// Offset up to which the segment is known durable.
+    pub synced_offset: u64,
+    pub has_batches: bool,
+    /// Sequence number the next batch gets.
+    pub next_seq: u64,
+    /// Reused for encoding each group.
+    pub buffer: Vec<u8>,
+}
+
+/// One batch of a group, as the leader hands it to [`Log::write_group`].
+pub struct GroupEntry<'a> {
+    pub seq_count: u64,
+    pub payload: &'a [u8],
+    /// A hasher that has consumed `payload`, computed by the committing thread.
+    pub payload_crc: &'a crc32fast::Hasher,
+}
+
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub commits: AtomicU64,
+    pub groups: AtomicU64,
+    pub syncs: AtomicU64,
+    pub bytes_written: AtomicU64,
+}
+
+/// Shared state of an open WAL that does not depend on the batch or applier types.
+pub struct Log {
+    pub fs: Fs,
+    pub dir: PathBuf,
+    pub options: WalOptions,
+    /// The leader token: held while a group is written, synced and applied.
+    pub writer: Mutex<SegmentWriter>,
+    pub catalog: Mutex<SegmentCatalog>,
+    poison: Mutex<Option<String>>,
+    /// Last sequence number assigned to a written batch.
+    pub last_seq: AtomicU64,
+    pub counters: Counters,
+}
+
+impl Log {
+    pub fn new(
+        fs: Fs,
+        dir: PathBuf,
+        options: WalOptions,
+        writer: SegmentWriter,
+        catalog: SegmentCatalog,
+    ) -> Self {
+        let last_seq = writer.next_seq.saturating_sub(1);
+        Log {
+            fs,
+            dir,
+            options,
+            writer: Mutex::new(writer),
+            catalog: Mutex::new(catalog),
+            poison: Mutex::new(None),
+            last_seq: AtomicU64::new(last_seq),
+            counters: Counters::default(),
+        }
+    }
+
+    pub fn poisoned(&self) -> Option<String> {
+        self.poison.lock().clone()
+    }
+
+    pub fn check_poison(&self) -> Result<(), WalError> {
+        match self.poisoned() {
+            Some(reason) => Err(WalError::Poisoned(reason)),
+            None => Ok(()),
+        }
+    }
+
+    /// Stops all further writes. The first reason sticks: later failures are consequences.
+    fn poison(&self, error: &WalError) {
+        let mut poison = self.poison.lock();
+        if poison.is_none() {
+            tracing::error!(%error, "write-ahead log poisoned; no more writes are accepted");
+            *poison = Some(error.to_string());
+        }
+    }
+
+    /// Runs an I/O step; a failure poisons the log, because after a failed write or fsync
+    /// nobody knows what reached the disk (and retrying an fsync can falsely succeed).
+    fn poison_on_error<T>(&self, result: Result<T, WalError>) -> Result<T, WalError> {
+        if let Err(error) = &result {
+            self.poison(error);
+        }
+        result
+    }
+
+    /// Writes `entries` as one group with one write call, syncs in Sync mode, and returns the
+    /// first sequence number of the first entry. The caller holds the writer lock.
+    pub fn write_group(
+        &self,
+        writer: &mut SegmentWriter,
+        entries: &[GroupEntry<'_>],
+    ) -> Result<u64, WalError> {
+        self.check_poison()?;
+        let group_bytes: u64 = entries
+            .iter()
+            .map(|entry| (HEADER_BYTES + entry.payload.len()) as u64)
+            .sum();
+        if writer.has_batches
+            && writer.position.saturating_add(group_bytes) > self.options.segment_size_bytes
+        {
+            let rotated = self.rotate(writer);
+            self.poison_on_error(rotated)?;
+        }
+        let first_seq = writer.next_seq;
+        let mut next_seq = first_seq;
+        writer.buffer.clear();
+        for entry in entries {
+            let header = RecordHeader {
+                kind: RecordKind::Batch,
+                segment: writer.number,
+                synced_through: writer.synced_offset,
+                first_seq: next_seq,
+                seq_count: entry.seq_count,
+            };
+            encode_record(
+                &mut writer.buffer,
+                &header,
+                entry.payload,
+                entry.payload_crc,
+            );
+            next_seq = next_seq
+                .checked_add(entry.seq_count)
+                .ok_or(WalError::SequenceNumbersExhausted)?;
+        }
+        debug_assert_eq!(writer.buffer.len() as u64, group_bytes);
+        let path = segment_path(&self.dir, writer.number);
+        let written = writer
+            .file
+            .write_all(&writer.buffer)
+            .map_err(|source| WalError::io("write", &path, source));
+        self.poison_on_error(written)?;
+        if writer.buffer.capacity() > BUFFER_RETAINED_BYTES_MAX {
+            writer.buffer = Vec::new();
+        }
+        writer.position += group_bytes;
+        writer.has_batches = true;
+        writer.next_seq = next_seq;
+        self.counters
+            .bytes_written
+            .fetch_add(group_bytes, Ordering::Relaxed);
+        self.counters.groups.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .commits
+            .fetch_add(entries.len() as u64, Ordering::Relaxed);
+        if self.options.durability == Durability::Sync {
+            let synced = self.sync_writer(writer);
+            self.poison_on_error(synced)?;
+        }
+        if let Some(current) = self.catalog.lock().live.back_mut() {
+            debug_assert_eq!(current.number, writer.number);
+            current.end_seq = next_seq;
+            current.size_bytes = writer.position;
+        }
+        self.last_seq
+            .store(next_seq.saturating_sub(1), Ordering::Release);
+        Ok(first_seq)
+    }
+
+    fn sync_writer(&self, writer: &mut SegmentWriter) -> Result<(), WalError> {
+        writer.file.sync_data().map_err(|source| {
+            WalError::io("fdatasync", segment_path(&self.dir, writer.number), source)
+        })?;
+        writer.synced_offset = writer.position;
+        self.counters.syncs.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// fdatasyncs the current segment if it has unsynced bytes. Takes the writer lock (never
+    /// the commit queue's lock, so committers keep enqueueing meanwhile).
+    pub fn sync(&self) -> Result<(), WalError> {
+        self.check_poison()?;
+        let mut writer = self.writer.lock();
+        if writer.synced_offset == writer.position {
+            return Ok(());
+        }
+        let synced = self.sync_writer(&mut writer);
+        self.poison_on_error(synced)
+    }
+
+    /// Makes the current segment durable and starts the next one (see the format docs for
+    /// why the order matters).
+    fn rotate(&self, writer: &mut SegmentWriter) -> Result<(), WalError> {
+        if writer.synced_offset != writer.position {
+            self.sync_writer(writer)?;
+        }
+        // Numbers only grow: the current one is the largest any WAL file has had.
+        let number = writer.number + 1;
+        let source = match self.catalog.lock().recycled.pop_front() {
+            Some(old_number) => SegmentSource::Recycled(old_number),
+            None => SegmentSource::Fresh {
+                preallocate_bytes: self.preallocate_bytes(),
+            },
+        };
+        let predecessor = Predecessor {
+            number: writer.number,
+            end_offset: writer.position,
+        };
+        let file = start_segment(
+            &self.fs,
+            &self.dir,
+            number,
+            source,
+            writer.next_seq,
+            predecessor,
+        )?;
+        writer.position = file.position();
+        writer.synced_offset = writer.position;
+        writer.file = file;
+        writer.number = number;
+        writer.has_batches = false;
+        self.catalog.lock().live.push_back(LiveSegment {
+            number,
+            first_seq: writer.next_seq,
+            end_seq: writer.next_seq,
+            size_bytes: writer.position,
+        });
+        Ok(())
+    }
+
+    pub fn preallocate_bytes(&self) -> u64 {
+        if self.options.preallocate_segments {
+            self.options.segment_size_bytes
+        } else {
+            0
+        }
+    }
+
+    /// Deletes or recycles the segments whose every batch has sequence number <= `seq`.
+    /// Each change is made durable before the next, so after a crash the remaining segments
+    /// are still a contiguous run. Never touches the segment being written.
+    pub fn release_through(&self, seq: u64) -> Result<(), WalError> {
+        let released = self.catalog.lock().take_released_through(seq);
+        for (index, segment) in released.iter().enumerate() {
+            let result = self.retire(segment);
+            if result.is_err() {
+                // Keep the catalog truthful: what was not retired is still live.
+                let mut catalog = self.catalog.lock();
+                for segment in released[index..].iter().rev() {
+                    catalog.live.push_front(*segment);
+                }
+                return result;
+            }
+        }
+        Ok(())
+    }
+
+    fn retire(&self, segment: &LiveSegment) -> Result<(), WalError> {
+        let path = segment_path(&self.dir, segment.number);
+        let recycle = self.catalog.lock().recycled.len() < self.options.recycled_segments_max;
+        if recycle {
+            let target = recycled_path(&self.dir, segment.number);
+            self.fs
+                .rename(&path, &target)
+                .map_err(|source| WalError::io("rename for recycling", &path, source))?;
+        } else {
+            self.fs
+                .remove(&path)
+                .map_err(|source| WalError::io("remove", &path, source))?;
+        }
+        self.fs
+            .sync_dir(&self.dir)
+            .map_err(|source| WalError::io("fsync directory", &self.dir, source))?;
+        if recycle {
+            self.catalog.lock().recycled.push_back(segment.number);
+        }
+        Ok(())
+    }
+
+    pub fn stats(&self) -> WalStats {
+        WalStats {
+            commits: self.counters.commits.load(Ordering::Relaxed),
+            groups: self.counters.groups.load(Ordering::Relaxed),
+            syncs: self.counters.syncs.load(Ordering::Relaxed),
+            bytes_written: self.counters.bytes_written.load(Ordering::Relaxed),
+        }
+    }
+}
