@@ -89,7 +89,10 @@ impl<'a> InternalKey<'a> {
 
 /// The user-key part of an internal key (everything but the trailer).
 pub fn user_key(internal: &[u8]) -> &[u8] {
-    debug_assert!(internal.len() >= TRAILER_LEN, "internal key shorter than its trailer");
+    debug_assert!(
+        internal.len() >= TRAILER_LEN,
+        "internal key shorter than its trailer"
+    );
     &internal[..internal.len().saturating_sub(TRAILER_LEN)]
 }
 
@@ -125,15 +128,27 @@ mod tests {
     fn parse_round_trips() {
         let k = encode(b"abc", 42, EntryKind::Delete);
         let p = InternalKey::parse(&k).unwrap();
-        assert_eq!((p.user_key, p.seq, p.kind), (&b"abc"[..], 42, EntryKind::Delete));
+        assert_eq!(
+            (p.user_key, p.seq, p.kind),
+            (&b"abc"[..], 42, EntryKind::Delete)
+        );
         assert!(InternalKey::parse(b"short").is_none());
     }
 
     #[test]
     fn seek_key_lands_on_newest_visible() {
         let at5 = seek_key(b"k", 5);
-        assert_eq!(compare_internal(&at5, &encode(b"k", 5, EntryKind::Put)), Ordering::Equal);
-        assert_eq!(compare_internal(&at5, &encode(b"k", 5, EntryKind::Delete)), Ordering::Less);
-        assert_eq!(compare_internal(&at5, &encode(b"k", 6, EntryKind::Put)), Ordering::Greater);
+        assert_eq!(
+            compare_internal(&at5, &encode(b"k", 5, EntryKind::Put)),
+            Ordering::Equal
+        );
+        assert_eq!(
+            compare_internal(&at5, &encode(b"k", 5, EntryKind::Delete)),
+            Ordering::Less
+        );
+        assert_eq!(
+            compare_internal(&at5, &encode(b"k", 6, EntryKind::Put)),
+            Ordering::Greater
+        );
     }
 }

@@ -4,9 +4,33 @@
 //! SSTables ([`key`]), the positioned iterator contract every source implements
 //! ([`iter::InternalIterator`]) and the k-way merge over such sources. It knows nothing
 //! about items, tables or files beyond what the engine hands it.
+//!
+//! - [`merge`]: [`MergingIterator`], every version from many sources in one order.
+//! - [`user_iter`]: [`UserIterator`], the reader's view at a snapshot (newest visible value
+//!   per user key, deletes hidden), both directions.
+//! - [`gc`]: [`CompactionIterator`], what a compaction writes given the live snapshots.
+//! - [`output`]: [`OutputSplitter`], where output files are cut (item-collection boundaries).
+//! - [`policy`]: [`pick`], which files to compact next (leveled or size-tiered), and
+//!   [`write_slowdown`], the back-pressure on writers.
+//! - [`vec_iter`]: [`VecIterator`], an in-memory source for tests.
 
+pub mod gc;
 pub mod iter;
 pub mod key;
+pub mod merge;
+pub mod output;
+pub mod policy;
+pub mod user_iter;
+pub mod vec_iter;
 
+pub use gc::{CompactionIterator, GcStats};
 pub use iter::{InternalIterator, IterError};
 pub use key::{compare_internal, EntryKind, InternalKey, SEQ_MAX};
+pub use merge::MergingIterator;
+pub use output::OutputSplitter;
+pub use policy::{
+    level_targets, pick, write_slowdown, FileView, Job, LevelTargets, LevelsView, PolicyKind,
+    PolicyOptions, ViewError,
+};
+pub use user_iter::UserIterator;
+pub use vec_iter::VecIterator;

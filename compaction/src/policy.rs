@@ -1,0 +1,880 @@
+//! Which files to compact next: a pure function of the tree's current shape.
+//!
+//! The engine describes its current version as a [`LevelsView`] and asks [`pick`] for at most
+//! one [`Job`]; it marks the job's files `being_compacted` in later views until the job lands.
+//! Two policies:
+//!
+//! **Leveled** (default). L0 holds flushed files, newest first, possibly overlapping; L1 and
+//! below are sorted runs of non-overlapping files. L0 is compacted when it holds
+//! `l0_trigger_files` files. Level sizes follow *dynamic level sizing* (RocksDB's
+//! `level_compaction_dynamic_level_bytes`): the last level's target is the size of the largest
+//! level, each level above it is `level_ratio` times smaller, and L0 flushes go straight to the
+//! *base level*, the highest level whose target is still above `base_level_bytes`. So the last
+//! level holds about 90% of the data and a small tree does not rewrite data through six levels.
+//! Among levels over their target (and L0 over its trigger), the most over wins; from that level
+//! the file that overlaps the fewest bytes of the next level (relative to its own size) is
+//! chosen, and a file that overlaps nothing is moved down without rewriting (trivial move).
+//!
+//! **Size-tiered**. Every L0 file is a sorted run, and each non-empty lower level is one run.
+//! Once there are `l0_trigger_files` runs, it merges a window of adjacent runs (never skipping
+//! one: that would reorder versions): everything when the newer runs together exceed
+//! `tiered_max_space_amp_percent` of the oldest; else the first window of runs of similar size
+//! (each next run at most `tiered_size_ratio_percent` larger than the window so far); else the
+//! newest runs. The output goes to the lowest level above the next older run. Only one tiered
+//! job runs at a time (nothing is picked while any file is being compacted), which keeps the
+//! output levels of concurrent jobs from colliding.
+
+use std::cmp::Ordering;
+use std::time::Duration;
+
+/// One SSTable as the policy sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileView {
+    /// The file number (the engine's name for the file).
+    pub number: u64,
+    /// Size on disk.
+    pub size_bytes: u64,
+    /// Smallest user key in the file.
+    pub smallest_user_key: Vec<u8>,
+    /// Largest user key in the file.
+    pub largest_user_key: Vec<u8>,
+    /// Whether a running job already has this file as an input.
+    pub being_compacted: bool,
+}
+
+/// The tree's current files by level.
+///
+/// `levels[0]` is L0, newest file first, files may overlap. Every other level is sorted by key
+/// and its files do not overlap. Missing trailing levels are empty.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LevelsView {
+    pub levels: Vec<Vec<FileView>>,
+}
+
+/// A view that breaks the shape [`pick`] relies on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ViewError {
+    /// A file's smallest key is above its largest key.
+    #[error("file {number} in level {level} has smallest key above largest key")]
+    InvertedRange { level: usize, number: u64 },
+    /// Two adjacent files of a level below L0 are out of order or overlap.
+    #[error("files {first} and {second} in level {level} are out of order or overlap")]
+    Overlap {
+        level: usize,
+        first: u64,
+        second: u64,
+    },
+}
+
+impl LevelsView {
+    /// Checks the shape [`pick`] relies on: every file's range is ordered, and every level
+    /// below L0 is sorted with files that do not overlap (adjacent files may share a boundary
+    /// key). The engine should call this on any view built from data read from disk; `pick`
+    /// only debug-asserts it.
+    pub fn validate(&self) -> Result<(), ViewError> {
+        for (level, files) in self.levels.iter().enumerate() {
+            if let Some(f) = files
+                .iter()
+                .find(|f| f.smallest_user_key > f.largest_user_key)
+            {
+                return Err(ViewError::InvertedRange {
+                    level,
+                    number: f.number,
+                });
+            }
+            if level == 0 {
+                continue;
+            }
+            if let Some(pair) = files
+                .windows(2)
+                .find(|pair| pair[0].largest_user_key > pair[1].smallest_user_key)
+            {
+                return Err(ViewError::Overlap {
+                    level,
+                    first: pair[0].number,
+                    second: pair[1].number,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Which compaction policy a database uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PolicyKind {
+    #[default]
+    Leveled,
+    SizeTiered,
+}
+
+/// Tuning for [`pick`] and [`write_slowdown`]. Out-of-range values are clamped to the nearest
+/// sensible one (noted per field) rather than rejected, so a bad option cannot stop compaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyOptions {
+    pub kind: PolicyKind,
+    /// L0 file count (size-tiered: sorted-run count) that triggers a compaction (at least 1).
+    pub l0_trigger_files: usize,
+    /// L0 file count (runs, for size-tiered) from which writers are slowed down.
+    pub l0_slowdown_files: usize,
+    /// L0 file count (runs) at which the slowdown reaches its cap of one second per write.
+    pub l0_max_delay_files: usize,
+    /// Size ratio between adjacent levels (at least 2).
+    pub level_ratio: u64,
+    /// Size target of the base level (the level L0 compacts into); at least 1.
+    pub base_level_bytes: u64,
+    /// Size at which compaction output files are cut.
+    pub target_file_bytes: u64,
+    /// Number of levels including L0 (at least 2).
+    pub max_levels: usize,
+    /// Most L0 files one job takes (the oldest ones); at least 1.
+    pub l0_job_files_max: usize,
+    /// Size-tiered: a run joins a window if it is at most this much larger than the window.
+    pub tiered_size_ratio_percent: u64,
+    /// Size-tiered: merge everything once all newer runs exceed this share of the oldest run.
+    pub tiered_max_space_amp_percent: u64,
+}
+
+impl Default for PolicyOptions {
+    fn default() -> PolicyOptions {
+        PolicyOptions {
+            kind: PolicyKind::Leveled,
+            l0_trigger_files: 4,
+            l0_slowdown_files: 12,
+            l0_max_delay_files: 24,
+            level_ratio: 10,
+            base_level_bytes: 64 << 20,
+            target_file_bytes: 64 << 20,
+            max_levels: 7,
+            l0_job_files_max: 32,
+            tiered_size_ratio_percent: 20,
+            tiered_max_space_amp_percent: 200,
+        }
+    }
+}
+
+/// One compaction to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Job {
+    /// Input files by level, upper level first; the output level's overlapping files, if any,
+    /// are the last entry. L0 files are listed newest first.
+    pub inputs: Vec<(usize, Vec<u64>)>,
+    /// Level the output files go to.
+    pub output_level: usize,
+    /// The inputs can be relinked into the output level without rewriting them.
+    pub trivial_move: bool,
+    /// No level below the output level holds any key in the inputs' range, so tombstones may
+    /// be dropped (see [`crate::gc`]).
+    pub bottommost: bool,
+}
+
+/// Dynamic per-level size targets (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LevelTargets {
+    /// The level L0 compacts into.
+    pub base_level: usize,
+    /// Target bytes per level; 0 for L0 (which uses a file count) and for levels above the
+    /// base level (which should be empty and are drained downwards when not).
+    pub target_bytes: Vec<u64>,
+}
+
+/// The deepest level index.
+fn last_level(view: &LevelsView, opts: &PolicyOptions) -> usize {
+    opts.max_levels.max(view.levels.len()).max(2) - 1
+}
+
+fn level_files(view: &LevelsView, level: usize) -> &[FileView] {
+    view.levels.get(level).map_or(&[], |files| files.as_slice())
+}
+
+fn total_bytes<'a>(files: impl IntoIterator<Item = &'a FileView>) -> u64 {
+    files
+        .into_iter()
+        .fold(0u64, |sum, f| sum.saturating_add(f.size_bytes))
+}
+
+/// Computes the dynamic level targets for `view`.
+pub fn level_targets(view: &LevelsView, opts: &PolicyOptions) -> LevelTargets {
+    let last = last_level(view, opts);
+    let ratio = opts.level_ratio.max(2);
+    let base_bytes = opts.base_level_bytes.max(1);
+    let largest_level_bytes = (1..=last)
+        .map(|level| total_bytes(level_files(view, level)))
+        .max()
+        .unwrap_or(0);
+
+    // Walk up from the last level until a level's share fits the base target.
+    let mut base_level = last;
+    let mut share = largest_level_bytes;
+    while base_level > 1 && share > base_bytes {
+        share /= ratio;
+        base_level -= 1;
+    }
+
+    let mut target_bytes = vec![0u64; last + 1];
+    let mut level_target = largest_level_bytes;
+    for level in (base_level..=last).rev() {
+        target_bytes[level] = level_target.max(base_bytes);
+        level_target /= ratio;
+    }
+    LevelTargets {
+        base_level,
+        target_bytes,
+    }
+}
+
+/// Picks the next compaction, if any is due.
+///
+/// A view that fails [`LevelsView::validate`] gets no job: any job computed from it could
+/// merge files into a level they overlap. The engine should validate views it builds from
+/// disk itself, so the cause is reported rather than compaction silently stopping.
+pub fn pick(view: &LevelsView, opts: &PolicyOptions) -> Option<Job> {
+    if view.validate().is_err() {
+        return None;
+    }
+    match opts.kind {
+        PolicyKind::Leveled => pick_leveled(view, opts),
+        PolicyKind::SizeTiered => pick_size_tiered(view, opts),
+    }
+}
+
+/// How long to delay each write given the current backlog: zero below `l0_slowdown_files`
+/// L0 files (sorted runs for size-tiered), then growing quadratically to one second at
+/// `l0_max_delay_files`, and capped there. Writers are slowed, never stopped.
+pub fn write_slowdown(view: &LevelsView, opts: &PolicyOptions) -> Duration {
+    const DELAY_MAX: Duration = Duration::from_secs(1);
+    const DELAY_MIN: Duration = Duration::from_millis(1);
+    let backlog = match opts.kind {
+        PolicyKind::Leveled => level_files(view, 0).len(),
+        PolicyKind::SizeTiered => sorted_runs(view, opts).len(),
+    };
+    let soft = opts.l0_slowdown_files;
+    if backlog < soft {
+        return Duration::ZERO;
+    }
+    let steps = opts.l0_max_delay_files.saturating_sub(soft).max(1) as f64;
+    let fraction = ((backlog - soft) as f64 / steps).min(1.0);
+    (DELAY_MAX.mul_f64(fraction * fraction)).clamp(DELAY_MIN, DELAY_MAX)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Key ranges
+
+/// An inclusive user-key range.
+#[derive(Debug, Clone, Copy)]
+struct KeyRange<'a> {
+    smallest: &'a [u8],
+    largest: &'a [u8],
+}
+
+impl<'a> KeyRange<'a> {
+    /// The smallest range covering all `files`; `None` when there are none.
+    fn covering(files: impl IntoIterator<Item = &'a FileView>) -> Option<KeyRange<'a>> {
+        files.into_iter().fold(None, |range, f| {
+            let file = KeyRange {
+                smallest: &f.smallest_user_key,
+                largest: &f.largest_user_key,
+            };
+            Some(match range {
+                None => file,
+                Some(r) => r.union(file),
+            })
+        })
+    }
+
+    fn union(self, other: KeyRange<'a>) -> KeyRange<'a> {
+        KeyRange {
+            smallest: self.smallest.min(other.smallest),
+            largest: self.largest.max(other.largest),
+        }
+    }
+
+    fn overlaps(&self, file: &FileView) -> bool {
+        file.smallest_user_key.as_slice() <= self.largest
+            && file.largest_user_key.as_slice() >= self.smallest
+    }
+}
+
+/// The files of a sorted, non-overlapping level that overlap `range`.
+fn overlapping<'a>(files: &'a [FileView], range: KeyRange<'_>) -> &'a [FileView] {
+    let start = files.partition_point(|f| f.largest_user_key.as_slice() < range.smallest);
+    let len = files[start..].partition_point(|f| f.smallest_user_key.as_slice() <= range.largest);
+    &files[start..start + len]
+}
+
+/// Whether no level below `output_level` holds a key in `range`.
+fn is_bottommost(view: &LevelsView, output_level: usize, range: KeyRange<'_>) -> bool {
+    view.levels
+        .iter()
+        .skip(output_level + 1)
+        .all(|files| files.iter().all(|f| !range.overlaps(f)))
+}
+
+fn numbers(files: &[FileView]) -> Vec<u64> {
+    files.iter().map(|f| f.number).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Leveled
+
+fn pick_leveled(view: &LevelsView, opts: &PolicyOptions) -> Option<Job> {
+    let targets = level_targets(view, opts);
+    let last = last_level(view, opts);
+
+    // Score every level that can start a compaction: L0 by file count, the others by bytes
+    // not already being compacted over their target. The last level never compacts by size.
+    let mut scored: Vec<(f64, usize)> = Vec::with_capacity(last);
+    let l0_files = level_files(view, 0).len();
+    scored.push((l0_files as f64 / opts.l0_trigger_files.max(1) as f64, 0));
+    for level in 1..last {
+        let files = level_files(view, level);
+        let idle_bytes = total_bytes(files.iter().filter(|f| !f.being_compacted));
+        let score = match targets.target_bytes[level] {
+            // Above the base level: any data there is in the way and drains down first.
+            0 if idle_bytes > 0 => f64::MAX,
+            0 => 0.0,
+            target => idle_bytes as f64 / target as f64,
+        };
+        scored.push((score, level));
+    }
+    // Highest score first; on ties the upper level (stable sort keeps level order).
+    scored.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(Ordering::Equal));
+
+    scored
+        .into_iter()
+        .filter(|&(score, _)| score >= 1.0)
+        .find_map(|(_, level)| {
+            if level == 0 {
+                pick_l0(view, opts, targets.base_level)
+            } else {
+                pick_level_file(view, level)
+            }
+        })
+}
+
+/// L0 into the base level (or into a higher level that still holds data in the range, since
+/// newer data must never end up below older data).
+fn pick_l0(view: &LevelsView, opts: &PolicyOptions, base_level: usize) -> Option<Job> {
+    let l0 = level_files(view, 0);
+    if l0.is_empty() || l0.iter().any(|f| f.being_compacted) {
+        return None;
+    }
+    // The oldest files: leaving newer L0 files behind is fine (L0 is read first), leaving
+    // older ones behind is not.
+    let take = l0.len().min(opts.l0_job_files_max.max(1));
+    let chosen = &l0[l0.len() - take..];
+    let range = KeyRange::covering(chosen)?;
+    let output_level = (1..base_level)
+        .find(|&level| !overlapping(level_files(view, level), range).is_empty())
+        .unwrap_or(base_level);
+    let overlapped = overlapping(level_files(view, output_level), range);
+    if overlapped.iter().any(|f| f.being_compacted) {
+        return None;
+    }
+    let full_range = KeyRange::covering(chosen.iter().chain(overlapped))?;
+    let mut inputs = vec![(0, numbers(chosen))];
+    if !overlapped.is_empty() {
+        inputs.push((output_level, numbers(overlapped)));
+    }
+    Some(Job {
+        inputs,
+        output_level,
+        trivial_move: chosen.len() == 1 && overlapped.is_empty(),
+        bottommost: is_bottommost(view, output_level, full_range),
+    })
+}
+
+/// One file (plus neighbours sharing a boundary key) of `level` into `level + 1`: the one
+/// overlapping the fewest next-level bytes per byte of its own.
+fn pick_level_file(view: &LevelsView, level: usize) -> Option<Job> {
+    let files = level_files(view, level);
+    let next_files = level_files(view, level + 1);
+    struct Candidate<'a> {
+        overlap_bytes: u64,
+        input_bytes: u64,
+        /// Inclusive index range of the chosen files in `level`.
+        first: usize,
+        last: usize,
+        overlapped: &'a [FileView],
+    }
+    let mut best: Option<Candidate<'_>> = None;
+    for index in 0..files.len() {
+        let (lo, hi) = clean_cut(files, index);
+        let chosen = &files[lo..=hi];
+        if chosen.iter().any(|f| f.being_compacted) {
+            continue;
+        }
+        let Some(range) = KeyRange::covering(chosen) else {
+            continue;
+        };
+        let overlapped = overlapping(next_files, range);
+        if overlapped.iter().any(|f| f.being_compacted) {
+            continue;
+        }
+        let overlap_bytes = total_bytes(overlapped);
+        let input_bytes = total_bytes(chosen).max(1);
+        let better = match &best {
+            None => true,
+            // overlap/input < best.overlap/best.input, cross-multiplied to stay exact.
+            Some(b) => {
+                (overlap_bytes as u128) * (b.input_bytes as u128)
+                    < (b.overlap_bytes as u128) * (input_bytes as u128)
+            }
+        };
+        if better {
+            best = Some(Candidate {
+                overlap_bytes,
+                input_bytes,
+                first: lo,
+                last: hi,
+                overlapped,
+            });
+        }
+    }
+    let Candidate {
+        first,
+        last,
+        overlapped,
+        ..
+    } = best?;
+    let chosen = &files[first..=last];
+    let full_range = KeyRange::covering(chosen.iter().chain(overlapped))?;
+    let mut inputs = vec![(level, numbers(chosen))];
+    if !overlapped.is_empty() {
+        inputs.push((level + 1, numbers(overlapped)));
+    }
+    Some(Job {
+        inputs,
+        output_level: level + 1,
+        trivial_move: overlapped.is_empty(),
+        bottommost: is_bottommost(view, level + 1, full_range),
+    })
+}
+
+/// The run of adjacent files around `index` that share boundary user keys: they must move
+/// together, or versions of one user key would be split between two levels.
+fn clean_cut(files: &[FileView], index: usize) -> (usize, usize) {
+    let (mut lo, mut hi) = (index, index);
+    while lo > 0 && files[lo - 1].largest_user_key == files[lo].smallest_user_key {
+        lo -= 1;
+    }
+    while hi + 1 < files.len() && files[hi + 1].smallest_user_key == files[hi].largest_user_key {
+        hi += 1;
+    }
+    (lo, hi)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Size-tiered
+
+/// One sorted run: a single L0 file or a whole lower level.
+#[derive(Debug)]
+struct SortedRun<'a> {
+    level: usize,
+    files: &'a [FileView],
+    size_bytes: u64,
+}
+
+/// The sorted runs, newest first.
+fn sorted_runs<'a>(view: &'a LevelsView, opts: &PolicyOptions) -> Vec<SortedRun<'a>> {
+    let l0 = level_files(view, 0);
+    let l0_runs = l0.iter().enumerate().map(|(i, f)| SortedRun {
+        level: 0,
+        files: &l0[i..=i],
+        size_bytes: f.size_bytes,
+    });
+    let level_runs = (1..=last_level(view, opts)).filter_map(|level| {
+        let files = level_files(view, level);
+        (!files.is_empty()).then(|| SortedRun {
+            level,
+            files,
+            size_bytes: total_bytes(files),
+        })
+    });
+    l0_runs.chain(level_runs).collect()
+}
+
+/// The level the merge of `runs[start..end]` writes to, if one exists: the last level when the
+/// window includes the oldest run, else the lowest level above the next older run, which must
+/// not be above the window's oldest run nor be L0.
+fn tiered_output_level(runs: &[SortedRun<'_>], end: usize, last: usize) -> Option<usize> {
+    let oldest_in_window = runs.get(end.checked_sub(1)?)?.level;
+    let output_level = match runs.get(end) {
+        None => last,
+        Some(next_older) => next_older.level.checked_sub(1)?,
+    };
+    (output_level >= 1 && output_level >= oldest_in_window).then_some(output_level)
+}
+
+fn pick_size_tiered(view: &LevelsView, opts: &PolicyOptions) -> Option<Job> {
+    let runs = sorted_runs(view, opts);
+    let last = last_level(view, opts);
+    if runs.len() < opts.l0_trigger_files.max(2) {
+        return None;
+    }
+    if runs
+        .iter()
+        .any(|run| run.files.iter().any(|f| f.being_compacted))
+    {
+        return None;
+    }
+
+    let window = space_amp_window(&runs, opts)
+        .or_else(|| size_ratio_window(&runs, opts, last))
+        .or_else(|| newest_runs_window(&runs, last))?;
+    let (start, end) = window;
+    let output_level = tiered_output_level(&runs, end, last)?;
+
+    let mut inputs: Vec<(usize, Vec<u64>)> = Vec::new();
+    for run in &runs[start..end] {
+        match inputs.last_mut() {
+            Some((level, numbers)) if *level == run.level => {
+                numbers.extend(run.files.iter().map(|f| f.number))
+            }
+            _ => inputs.push((run.level, numbers(run.files))),
+        }
+    }
+    let range = KeyRange::covering(runs[start..end].iter().flat_map(|run| run.files))?;
+    Some(Job {
+        inputs,
+        output_level,
+        trivial_move: false,
+        bottommost: is_bottommost(view, output_level, range),
+    })
+}
+
+/// All runs, when the newer runs add up to more than the allowed share of the oldest one.
+fn space_amp_window(runs: &[SortedRun<'_>], opts: &PolicyOptions) -> Option<(usize, usize)> {
+    let (oldest, newer) = runs.split_last()?;
+    let newer_bytes = newer
+        .iter()
+        .fold(0u64, |sum, run| sum.saturating_add(run.size_bytes));
+    let allowed = (oldest.size_bytes as u128) * (opts.tiered_max_space_amp_percent as u128) / 100;
+    (!newer.is_empty() && newer_bytes as u128 > allowed).then_some((0, runs.len()))
+}
+
+/// The first window of at least two adjacent runs of similar size that has an output level.
+fn size_ratio_window(
+    runs: &[SortedRun<'_>],
+    opts: &PolicyOptions,
+    last: usize,
+) -> Option<(usize, usize)> {
+    let growth_percent = 100u128 + opts.tiered_size_ratio_percent as u128;
+    (0..runs.len()).find_map(|start| {
+        let mut window_bytes = runs[start].size_bytes as u128;
+        let mut end = start + 1;
+        while end < runs.len()
+            && (runs[end].size_bytes as u128) * 100 <= window_bytes * growth_percent
+        {
+            window_bytes += runs[end].size_bytes as u128;
+            end += 1;
+        }
+        (end - start >= 2 && tiered_output_level(runs, end, last).is_some()).then_some((start, end))
+    })
+}
+
+/// The newest runs, as few as give a valid output level (at least two).
+fn newest_runs_window(runs: &[SortedRun<'_>], last: usize) -> Option<(usize, usize)> {
+    (2..=runs.len())
+        .find(|&end| tiered_output_level(runs, end, last).is_some())
+        .map(|end| (0, end))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    fn file(number: u64, size_bytes: u64, smallest: &str, largest: &str) -> FileView {
+        FileView {
+            number,
+            size_bytes,
+            smallest_user_key: smallest.as_bytes().to_vec(),
+            largest_user_key: largest.as_bytes().to_vec(),
+            being_compacted: false,
+        }
+    }
+
+    fn view(levels: Vec<Vec<FileView>>) -> LevelsView {
+        LevelsView { levels }
+    }
+
+    fn l0_files(count: u64) -> Vec<FileView> {
+        // Newest first: higher numbers are newer.
+        (0..count)
+            .rev()
+            .map(|n| file(100 + n, MIB, "a", "z"))
+            .collect()
+    }
+
+    #[test]
+    fn validate_rejects_overlapping_levels_and_inverted_files() {
+        let ok = view(vec![
+            vec![file(1, 1, "a", "z"), file(2, 1, "b", "c")],
+            vec![file(3, 1, "a", "c"), file(4, 1, "c", "d")],
+        ]);
+        assert_eq!(ok.validate(), Ok(()));
+        let overlap = view(vec![
+            vec![],
+            vec![file(3, 1, "a", "d"), file(4, 1, "c", "e")],
+        ]);
+        assert_eq!(
+            overlap.validate(),
+            Err(ViewError::Overlap {
+                level: 1,
+                first: 3,
+                second: 4
+            })
+        );
+        let inverted = view(vec![vec![file(7, 1, "z", "a")]]);
+        assert_eq!(
+            inverted.validate(),
+            Err(ViewError::InvertedRange {
+                level: 0,
+                number: 7
+            })
+        );
+    }
+
+    #[test]
+    fn malformed_views_get_no_job() {
+        let mut levels = vec![l0_files(8)];
+        levels.push(vec![file(3, 1, "a", "d"), file(4, 1, "c", "e")]);
+        assert_eq!(pick(&view(levels), &PolicyOptions::default()), None);
+    }
+
+    #[test]
+    fn l0_below_trigger_picks_nothing() {
+        let opts = PolicyOptions::default();
+        assert_eq!(pick(&view(vec![l0_files(3)]), &opts), None);
+        assert_eq!(pick(&LevelsView::default(), &opts), None);
+    }
+
+    #[test]
+    fn l0_at_trigger_goes_to_the_base_level_with_overlaps() {
+        let opts = PolicyOptions::default();
+        // Small tree: base level is the last level (L6).
+        let mut levels = vec![l0_files(4)];
+        levels.resize(6, Vec::new());
+        levels.push(vec![
+            file(1, 10 * MIB, "a", "f"),
+            file(2, 10 * MIB, "x", "y"),
+        ]);
+        let job = pick(&view(levels), &opts).unwrap();
+        assert_eq!(
+            job,
+            Job {
+                inputs: vec![(0, vec![103, 102, 101, 100]), (6, vec![1, 2])],
+                output_level: 6,
+                trivial_move: false,
+                bottommost: true,
+            }
+        );
+    }
+
+    #[test]
+    fn l0_waits_while_l0_is_being_compacted() {
+        let mut l0 = l0_files(5);
+        l0[4].being_compacted = true;
+        assert_eq!(pick(&view(vec![l0]), &PolicyOptions::default()), None);
+    }
+
+    #[test]
+    fn single_l0_file_over_empty_range_is_a_trivial_move() {
+        let opts = PolicyOptions {
+            l0_trigger_files: 1,
+            ..PolicyOptions::default()
+        };
+        let mut levels = vec![vec![file(9, MIB, "m", "n")]];
+        levels.resize(6, Vec::new());
+        levels.push(vec![file(1, MIB, "a", "b"), file(2, MIB, "x", "y")]);
+        let job = pick(&view(levels), &opts).unwrap();
+        assert_eq!(job.inputs, vec![(0, vec![9])]);
+        assert_eq!(job.output_level, 6);
+        assert!(job.trivial_move);
+    }
+
+    #[test]
+    fn dynamic_targets_put_most_data_in_the_last_level() {
+        let opts = PolicyOptions::default();
+        let mut levels = vec![Vec::new(); 6];
+        levels.push(vec![file(1, 10_000 * MIB, "a", "z")]);
+        let targets = level_targets(&view(levels), &opts);
+        // 10000 MiB -> L5 1000, L4 100, L3 10 (<= 64: base level, floored at 64 MiB).
+        assert_eq!(targets.base_level, 3);
+        assert_eq!(
+            targets.target_bytes,
+            vec![0, 0, 0, 64 * MIB, 100 * MIB, 1000 * MIB, 10_000 * MIB]
+        );
+        let small = level_targets(&view(vec![vec![], vec![file(1, MIB, "a", "b")]]), &opts);
+        assert_eq!(small.base_level, 6);
+        assert_eq!(small.target_bytes[6], 64 * MIB);
+    }
+
+    #[test]
+    fn over_target_level_picks_least_overlapping_file() {
+        let opts = PolicyOptions::default();
+        let mut levels = vec![Vec::new(); 5];
+        // L5 target is 1000 MiB (L6 holds 10000); L5 holds 1200 MiB in three files.
+        levels.push(vec![
+            file(10, 400 * MIB, "a", "c"),
+            file(11, 400 * MIB, "d", "f"),
+            file(12, 400 * MIB, "g", "i"),
+        ]);
+        levels.push(vec![
+            file(20, 5000 * MIB, "a", "c"),
+            file(21, 100 * MIB, "d", "e"),
+            file(22, 4900 * MIB, "f", "z"),
+        ]);
+        let job = pick(&view(levels.clone()), &opts).unwrap();
+        // File 11 overlaps 21 and 22 (5000 MiB); file 10 overlaps 20 (5000); file 12 overlaps
+        // 22 (4900): least.
+        assert_eq!(job.inputs, vec![(5, vec![12]), (6, vec![22])]);
+        assert_eq!(job.output_level, 6);
+        assert!(!job.trivial_move);
+        assert!(job.bottommost);
+
+        // A file overlapping nothing below moves down without a rewrite.
+        levels[5].push(file(13, 400 * MIB, "zz", "zzz"));
+        let job = pick(&view(levels), &opts).unwrap();
+        assert_eq!(job.inputs, vec![(5, vec![13])]);
+        assert!(job.trivial_move);
+    }
+
+    #[test]
+    fn busy_next_level_files_are_avoided() {
+        let opts = PolicyOptions::default();
+        let mut levels = vec![Vec::new(); 5];
+        levels.push(vec![
+            file(10, 1200 * MIB, "a", "c"),
+            file(11, 10 * MIB, "d", "e"),
+        ]);
+        let mut bottom = file(20, 10_000 * MIB, "a", "c");
+        bottom.being_compacted = true;
+        levels.push(vec![bottom, file(21, 100 * MIB, "d", "e")]);
+        let job = pick(&view(levels), &opts).unwrap();
+        assert_eq!(job.inputs, vec![(5, vec![11]), (6, vec![21])]);
+    }
+
+    #[test]
+    fn files_sharing_a_boundary_key_move_together() {
+        let opts = PolicyOptions::default();
+        let mut levels = vec![Vec::new(); 5];
+        levels.push(vec![
+            file(10, 1000 * MIB, "a", "c"),
+            file(11, 1000 * MIB, "c", "e"),
+        ]);
+        levels.push(vec![file(20, 10_000 * MIB, "m", "z")]);
+        let job = pick(&view(levels), &opts).unwrap();
+        assert_eq!(job.inputs, vec![(5, vec![10, 11])]);
+        assert!(job.trivial_move);
+    }
+
+    #[test]
+    fn not_bottommost_when_a_lower_level_overlaps() {
+        let opts = PolicyOptions::default();
+        let mut levels = vec![Vec::new(); 4];
+        // Base level 4 (L6 holds 2000 MiB -> L5 200, L4 20 -> floored 64). L4 over target.
+        levels.push(vec![file(10, 100 * MIB, "a", "b")]);
+        levels.push(vec![]);
+        levels.push(vec![file(30, 2000 * MIB, "a", "z")]);
+        let job = pick(&view(levels), &opts).unwrap();
+        assert_eq!(job.inputs, vec![(4, vec![10])]);
+        assert_eq!(job.output_level, 5);
+        assert!(job.trivial_move);
+        assert!(!job.bottommost);
+    }
+
+    #[test]
+    fn l0_never_lands_below_data_above_the_base_level() {
+        // L1 holds stale data above the base level: L0 must merge into L1, not skip past it.
+        let opts = PolicyOptions::default();
+        let mut levels = vec![l0_files(4), vec![file(5, MIB, "b", "c")]];
+        levels.resize(7, Vec::new());
+        let job = pick_l0(&view(levels.clone()), &opts, 6).unwrap();
+        assert_eq!(job.output_level, 1);
+        assert_eq!(job.inputs[1], (1, vec![5]));
+        // And pick drains that level first since its target is 0.
+        let job = pick(&view(levels), &opts).unwrap();
+        assert!(job.inputs[0].0 == 1 || job.output_level == 1);
+    }
+
+    #[test]
+    fn write_slowdown_grows_gradually_and_caps() {
+        let opts = PolicyOptions::default();
+        let delay = |files| write_slowdown(&view(vec![l0_files(files)]), &opts);
+        assert_eq!(delay(11), Duration::ZERO);
+        assert!(delay(12) > Duration::ZERO);
+        assert!(delay(12) < delay(18));
+        assert!(delay(18) < delay(24));
+        assert_eq!(delay(24), Duration::from_secs(1));
+        assert_eq!(delay(100), Duration::from_secs(1));
+    }
+
+    fn tiered() -> PolicyOptions {
+        PolicyOptions {
+            kind: PolicyKind::SizeTiered,
+            ..PolicyOptions::default()
+        }
+    }
+
+    #[test]
+    fn size_tiered_merges_similar_runs_above_a_big_one() {
+        let mut levels = vec![l0_files(4)];
+        levels.resize(6, Vec::new());
+        levels.push(vec![file(1, 100 * MIB, "a", "z")]);
+        let job = pick(&view(levels), &tiered()).unwrap();
+        assert_eq!(
+            job,
+            Job {
+                inputs: vec![(0, vec![103, 102, 101, 100])],
+                output_level: 5,
+                trivial_move: false,
+                bottommost: false,
+            }
+        );
+    }
+
+    #[test]
+    fn size_tiered_space_amplification_merges_everything() {
+        let mut levels = vec![l0_files(2)];
+        levels.resize(5, Vec::new());
+        levels.push(vec![file(50, 5 * MIB, "a", "z")]);
+        levels.push(vec![file(1, 3 * MIB, "a", "z")]);
+        // Newer runs: 1 + 1 + 5 = 7 MiB > 200% of 3 MiB.
+        let job = pick(&view(levels), &tiered()).unwrap();
+        assert_eq!(
+            job.inputs,
+            vec![(0, vec![101, 100]), (5, vec![50]), (6, vec![1])]
+        );
+        assert_eq!(job.output_level, 6);
+        assert!(job.bottommost);
+    }
+
+    #[test]
+    fn size_tiered_falls_back_to_newest_runs() {
+        // Sizes grow 10x per run: no similar-size window, no space amp problem.
+        let mut levels = vec![vec![file(100, MIB, "a", "z")]];
+        levels.resize(3, Vec::new());
+        levels.push(vec![file(3, 10 * MIB, "a", "z")]);
+        levels.push(vec![file(4, 100 * MIB, "a", "z")]);
+        levels.push(vec![file(5, 1000 * MIB, "a", "z")]);
+        levels.push(vec![file(6, 10_000 * MIB, "a", "z")]);
+        let job = pick(&view(levels), &tiered()).unwrap();
+        assert_eq!(job.inputs, vec![(0, vec![100]), (3, vec![3])]);
+        assert_eq!(job.output_level, 3);
+    }
+
+    #[test]
+    fn size_tiered_runs_one_job_at_a_time_and_waits_for_trigger() {
+        assert_eq!(pick(&view(vec![l0_files(3)]), &tiered()), None);
+        let mut l0 = l0_files(6);
+        l0[0].being_compacted = true;
+        assert_eq!(pick(&view(vec![l0]), &tiered()), None);
+        // Only L0 files: the window must reach the oldest run and lands on the last level.
+        let job = pick(&view(vec![l0_files(4)]), &tiered()).unwrap();
+        assert_eq!(job.output_level, 6);
+        assert!(job.bottommost);
+    }
+}
