@@ -2,9 +2,15 @@
 //! encodings, and the API error type every layer returns.
 
 pub mod error;
+pub mod json;
+pub mod keycodec;
 pub mod number;
+pub mod size;
 pub mod value;
 
 pub use error::{ApiError, ErrorCode};
+pub use json::{item_from_json, item_to_json};
+pub use keycodec::{decode_key_value, encode_key_value, KeyCodecError};
 pub use number::Number;
-pub use value::{AttributeValue, Item};
+pub use size::{check_item_limits, item_size_bytes, ITEM_SIZE_BYTES_MAX, NESTING_LEVELS_MAX};
+pub use value::{check_key_value_not_empty, AttributeValue, Item, ScalarType};

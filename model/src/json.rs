@@ -1,0 +1,516 @@
+//! DynamoDB JSON: `{"S": "text"}`, `{"N": "12.5"}`, `{"M": {"a": {"BOOL": true}}}`, …
+//!
+//! Decoding follows the AWS JSON protocol as DynamoDB applies it:
+//! - a member whose value is JSON `null` is treated as absent, and unknown members are
+//!   ignored (so `{"X": 1}` is an empty AttributeValue);
+//! - a payload of the wrong JSON type (`{"N": 3}`, `{"S": true}`) and bad base64 are
+//!   `SerializationException`s;
+//! - everything DynamoDB validates after parsing (empty value, two types, `NULL: false`,
+//!   numbers, empty or duplicate sets, nesting) is a `ValidationException` with SPEC §1
+//!   texts.
+//!
+//! Decoding is recursive but depth-limited: a value nested deeper than
+//! [`NESTING_LEVELS_MAX`] is rejected before descending further, so hostile input cannot
+//! overflow the stack. The top-level attribute value is level 1.
+
+use std::collections::BTreeMap;
+
+use base64::Engine;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use crate::error::ApiError;
+use crate::number::Number;
+use crate::size::{NESTING_LEVELS_MAX, NESTING_MESSAGE};
+use crate::value::{AttributeValue, Item};
+
+pub const EMPTY_VALUE_MESSAGE: &str =
+    "Supplied AttributeValue is empty, must contain exactly one of the supported datatypes";
+pub const SEVERAL_TYPES_MESSAGE: &str = "Supplied AttributeValue has more than one datatypes set, \
+     must contain exactly one of the supported datatypes";
+pub const NULL_FALSE_MESSAGE: &str =
+    "One or more parameter values were invalid: Null attribute value types must have the value of true";
+pub const EMPTY_STRING_SET_MESSAGE: &str =
+    "One or more parameter values were invalid: An string set  may not be empty";
+pub const EMPTY_NUMBER_SET_MESSAGE: &str =
+    "One or more parameter values were invalid: An number set  may not be empty";
+pub const EMPTY_BINARY_SET_MESSAGE: &str =
+    "One or more parameter values were invalid: Binary sets should not be empty";
+pub const BAD_BASE64_MESSAGE: &str = "Base64 encoded binary value could not be decoded";
+
+/// The type tags DynamoDB knows, in wire spelling.
+const TYPE_TAGS: [&str; 10] = ["S", "N", "B", "BOOL", "NULL", "M", "L", "SS", "NS", "BS"];
+
+impl AttributeValue {
+    /// Decodes one DynamoDB-JSON AttributeValue (see the module docs for the errors).
+    pub fn from_json(json: &Value) -> Result<AttributeValue, ApiError> {
+        decode_value(json, 1)
+    }
+
+    /// Encodes as DynamoDB JSON; numbers in canonical text, binary as base64.
+    pub fn to_json(&self) -> Value {
+        let (tag, payload) = match self {
+            AttributeValue::S(text) => ("S", Value::String(text.clone())),
+            AttributeValue::N(number) => ("N", Value::String(number.to_string())),
+            AttributeValue::B(bytes) => ("B", Value::String(encode_base64(bytes))),
+            AttributeValue::Bool(flag) => ("BOOL", Value::Bool(*flag)),
+            AttributeValue::Null => ("NULL", Value::Bool(true)),
+            AttributeValue::M(members) => (
+                "M",
+                Value::Object(
+                    members
+                        .iter()
+                        .map(|(name, value)| (name.clone(), value.to_json()))
+                        .collect(),
+                ),
+            ),
+            AttributeValue::L(elements) => (
+                "L",
+                Value::Array(elements.iter().map(AttributeValue::to_json).collect()),
+            ),
+            AttributeValue::Ss(members) => (
+                "SS",
+                Value::Array(members.iter().cloned().map(Value::String).collect()),
+            ),
+            AttributeValue::Ns(members) => (
+                "NS",
+                Value::Array(
+                    members
+                        .iter()
+                        .map(|number| Value::String(number.to_string()))
+                        .collect(),
+                ),
+            ),
+            AttributeValue::Bs(members) => (
+                "BS",
+                Value::Array(
+                    members
+                        .iter()
+                        .map(|bytes| Value::String(encode_base64(bytes)))
+                        .collect(),
+                ),
+            ),
+        };
+        let mut object = Map::new();
+        object.insert(tag.to_string(), payload);
+        Value::Object(object)
+    }
+}
+
+/// Decodes an item: a JSON object of attribute name to AttributeValue.
+pub fn item_from_json(json: &Value) -> Result<Item, ApiError> {
+    let object = expect_object(json)?;
+    decode_members(object, 1)
+}
+
+/// Encodes an item as a JSON object of attribute name to AttributeValue.
+pub fn item_to_json(item: &Item) -> Value {
+    Value::Object(
+        item.iter()
+            .map(|(name, value)| (name.clone(), value.to_json()))
+            .collect(),
+    )
+}
+
+impl Serialize for AttributeValue {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.to_json().serialize(serializer)
+    }
+}
+
+/// Goes through `serde_json::Value` (whose parser has its own recursion limit), then
+/// `from_json`; the `ApiError` becomes a custom serde error carrying its message.
+impl<'de> Deserialize<'de> for AttributeValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<AttributeValue, D::Error> {
+        let json = Value::deserialize(deserializer)?;
+        AttributeValue::from_json(&json).map_err(|error| serde::de::Error::custom(error.message))
+    }
+}
+
+fn decode_value(json: &Value, depth: usize) -> Result<AttributeValue, ApiError> {
+    if depth > NESTING_LEVELS_MAX {
+        return Err(ApiError::validation(NESTING_MESSAGE));
+    }
+    let object = expect_object(json)?;
+    let mut present = object
+        .iter()
+        .filter(|(tag, payload)| !payload.is_null() && TYPE_TAGS.contains(&tag.as_str()));
+    let (tag, payload) = match (present.next(), present.next()) {
+        (None, _) => return Err(ApiError::validation(EMPTY_VALUE_MESSAGE)),
+        (Some(_), Some(_)) => return Err(ApiError::validation(SEVERAL_TYPES_MESSAGE)),
+        (Some(only), None) => only,
+    };
+    match tag.as_str() {
+        "S" => Ok(AttributeValue::S(
+            expect_string(payload, "String")?.to_string(),
+        )),
+        "N" => Ok(AttributeValue::N(Number::parse(expect_string(
+            payload, "String",
+        )?)?)),
+        "B" => Ok(AttributeValue::B(decode_base64(payload)?)),
+        "BOOL" => Ok(AttributeValue::Bool(expect_bool(payload)?)),
+        "NULL" => match expect_bool(payload)? {
+            true => Ok(AttributeValue::Null),
+            false => Err(ApiError::validation(NULL_FALSE_MESSAGE)),
+        },
+        "M" => Ok(AttributeValue::M(decode_members(
+            expect_object(payload)?,
+            depth + 1,
+        )?)),
+        "L" => expect_array(payload)?
+            .iter()
+            .map(|element| decode_value(element, depth + 1))
+            .collect::<Result<Vec<_>, _>>()
+            .map(AttributeValue::L),
+        "SS" => decode_string_set(payload),
+        "NS" => decode_number_set(payload),
+        "BS" => decode_binary_set(payload),
+        _ => Err(ApiError::validation(EMPTY_VALUE_MESSAGE)),
+    }
+}
+
+fn decode_members(
+    object: &Map<String, Value>,
+    depth: usize,
+) -> Result<BTreeMap<String, AttributeValue>, ApiError> {
+    object
+        .iter()
+        .map(|(name, json)| Ok((name.clone(), decode_value(json, depth)?)))
+        .collect()
+}
+
+fn decode_string_set(payload: &Value) -> Result<AttributeValue, ApiError> {
+    let members = expect_array(payload)?
+        .iter()
+        .map(|member| expect_string(member, "String").map(str::to_string))
+        .collect::<Result<Vec<_>, _>>()?;
+    if members.is_empty() {
+        return Err(ApiError::validation(EMPTY_STRING_SET_MESSAGE));
+    }
+    reject_duplicates(AttributeValue::Ss(members))
+}
+
+fn decode_number_set(payload: &Value) -> Result<AttributeValue, ApiError> {
+    let texts = expect_array(payload)?
+        .iter()
+        .map(|member| expect_string(member, "String"))
+        .collect::<Result<Vec<_>, _>>()?;
+    if texts.is_empty() {
+        return Err(ApiError::validation(EMPTY_NUMBER_SET_MESSAGE));
+    }
+    let members = texts
+        .into_iter()
+        .map(Number::parse)
+        .collect::<Result<Vec<_>, _>>()?;
+    reject_duplicates(AttributeValue::Ns(members))
+}
+
+fn decode_binary_set(payload: &Value) -> Result<AttributeValue, ApiError> {
+    let members = expect_array(payload)?
+        .iter()
+        .map(decode_base64)
+        .collect::<Result<Vec<_>, _>>()?;
+    if members.is_empty() {
+        return Err(ApiError::validation(EMPTY_BINARY_SET_MESSAGE));
+    }
+    reject_duplicates(AttributeValue::Bs(members))
+}
+
+/// Rejects a set holding the same member twice (numbers compare by value), with the whole
+/// collection in the message: `Input collection [a, b, a] contains duplicates.`
+fn reject_duplicates(set: AttributeValue) -> Result<AttributeValue, ApiError> {
+    let has_duplicates = match &set {
+        AttributeValue::Ss(members) => has_duplicate_members(members),
+        AttributeValue::Ns(members) => has_duplicate_members(members),
+        AttributeValue::Bs(members) => has_duplicate_members(members),
+        _ => false,
+    };
+    if !has_duplicates {
+        return Ok(set);
+    }
+    let rendered = set.set_display().unwrap_or_default();
+    Err(ApiError::validation(format!(
+        "One or more parameter values were invalid: Input collection {rendered} contains duplicates."
+    )))
+}
+
+fn has_duplicate_members<T: Ord>(members: &[T]) -> bool {
+    let mut sorted: Vec<&T> = members.iter().collect();
+    sorted.sort_unstable();
+    sorted.windows(2).any(|pair| pair[0] == pair[1])
+}
+
+fn decode_base64(payload: &Value) -> Result<Vec<u8>, ApiError> {
+    let text = expect_string(payload, "Blob")?;
+    base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|_| ApiError::serialization(BAD_BASE64_MESSAGE))
+}
+
+fn encode_base64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// The AWS JSON protocol's name for a JSON token, used in its SerializationException texts.
+fn json_kind(json: &Value) -> &'static str {
+    match json {
+        Value::Null => "VALUE_NULL",
+        Value::Bool(true) => "VALUE_TRUE",
+        Value::Bool(false) => "VALUE_FALSE",
+        Value::Number(_) => "NUMBER_VALUE",
+        Value::String(_) => "STRING_VALUE",
+        Value::Array(_) => "START_ARRAY",
+        Value::Object(_) => "START_OBJECT",
+    }
+}
+
+fn wrong_json_type(json: &Value, expected: &str) -> ApiError {
+    match json {
+        Value::Array(_) => ApiError::serialization("Start of list found where not expected"),
+        Value::Object(_) => {
+            ApiError::serialization("Start of structure or map found where not expected.")
+        }
+        _ => ApiError::serialization(format!(
+            "{} cannot be converted to {expected}",
+            json_kind(json)
+        )),
+    }
+}
+
+fn expect_object(json: &Value) -> Result<&Map<String, Value>, ApiError> {
+    match json {
+        Value::Object(object) => Ok(object),
+        Value::Array(_) => Err(ApiError::serialization(
+            "Start of list found where not expected",
+        )),
+        _ => Err(ApiError::serialization(format!(
+            "Unexpected {} where a structure or map was expected",
+            json_kind(json)
+        ))),
+    }
+}
+
+fn expect_array(json: &Value) -> Result<&Vec<Value>, ApiError> {
+    match json {
+        Value::Array(elements) => Ok(elements),
+        Value::Object(_) => Err(ApiError::serialization(
+            "Start of structure or map found where not expected.",
+        )),
+        _ => Err(ApiError::serialization(format!(
+            "Unexpected {} where a list was expected",
+            json_kind(json)
+        ))),
+    }
+}
+
+fn expect_string<'a>(json: &'a Value, expected: &str) -> Result<&'a str, ApiError> {
+    json.as_str().ok_or_else(|| wrong_json_type(json, expected))
+}
+
+fn expect_bool(json: &Value) -> Result<bool, ApiError> {
+    json.as_bool()
+        .ok_or_else(|| wrong_json_type(json, "Boolean"))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::error::ErrorCode;
+
+    fn decode(json: Value) -> AttributeValue {
+        AttributeValue::from_json(&json).unwrap()
+    }
+
+    fn decode_error(json: Value) -> ApiError {
+        AttributeValue::from_json(&json).unwrap_err()
+    }
+
+    fn assert_validation(json: Value, message: &str) {
+        let error = decode_error(json.clone());
+        assert_eq!(error.code, ErrorCode::ValidationException, "{json}");
+        assert_eq!(error.message, message, "{json}");
+    }
+
+    fn assert_serialization(json: Value) {
+        let error = decode_error(json.clone());
+        assert_eq!(
+            error.code,
+            ErrorCode::SerializationException,
+            "{json}: {error}"
+        );
+    }
+
+    #[test]
+    fn every_type_round_trips() {
+        let document = json!({"M": {
+            "s": {"S": "text"},
+            "empty_s": {"S": ""},
+            "n": {"N": "-12.5"},
+            "b": {"B": "AQID"},
+            "empty_b": {"B": ""},
+            "t": {"BOOL": true},
+            "f": {"BOOL": false},
+            "null": {"NULL": true},
+            "l": {"L": [{"S": "x"}, {"M": {}}, {"L": []}]},
+            "ss": {"SS": ["a", "b"]},
+            "ns": {"NS": ["1", "2.5"]},
+            "bs": {"BS": ["AQ==", "Ag=="]}
+        }});
+        let value = decode(document.clone());
+        assert_eq!(value.to_json(), document);
+        let AttributeValue::M(members) = &value else {
+            panic!("not a map")
+        };
+        assert_eq!(members["b"], AttributeValue::B(vec![1, 2, 3]));
+        assert_eq!(members["n"].to_json(), json!({"N": "-12.5"}));
+    }
+
+    #[test]
+    fn numbers_are_normalised_on_output() {
+        assert_eq!(
+            decode(json!({"N": "0042.1200"})).to_json(),
+            json!({"N": "42.12"})
+        );
+        assert_eq!(
+            decode(json!({"NS": ["1e3", "-0"]})).to_json(),
+            json!({"NS": ["1000", "0"]})
+        );
+        assert_validation(json!({"N": "abc"}), crate::number::UNPARSABLE_MESSAGE);
+        assert_validation(json!({"N": "1e126"}), crate::number::OVERFLOW_MESSAGE);
+    }
+
+    #[test]
+    fn shape_errors() {
+        assert_validation(json!({}), EMPTY_VALUE_MESSAGE);
+        assert_validation(json!({"S": null}), EMPTY_VALUE_MESSAGE);
+        assert_validation(json!({"X": "a"}), EMPTY_VALUE_MESSAGE);
+        assert_validation(json!({"S": "a", "N": "1"}), SEVERAL_TYPES_MESSAGE);
+        assert_validation(json!({"NULL": false}), NULL_FALSE_MESSAGE);
+        assert_eq!(
+            decode(json!({"S": "a", "X": 1})),
+            AttributeValue::S("a".into())
+        );
+    }
+
+    #[test]
+    fn wrong_json_types_are_serialization_errors() {
+        assert_serialization(json!({"N": 3}));
+        assert_eq!(
+            decode_error(json!({"N": 3})).message,
+            "NUMBER_VALUE cannot be converted to String"
+        );
+        assert_serialization(json!({"S": true}));
+        assert_serialization(json!({"BOOL": "true"}));
+        assert_serialization(json!({"NULL": 1}));
+        assert_serialization(json!({"M": []}));
+        assert_serialization(json!({"L": {}}));
+        assert_serialization(json!({"SS": "a"}));
+        assert_serialization(json!({"SS": [1]}));
+        assert_serialization(json!({"NS": [1]}));
+        assert_serialization(json!({"B": "not base64!"}));
+        assert_serialization(json!({"BS": ["AQ=", "AQ=="]}));
+        assert_serialization(json!("S"));
+        assert_serialization(json!([{"S": "a"}]));
+    }
+
+    #[test]
+    fn set_errors() {
+        assert_validation(json!({"SS": []}), EMPTY_STRING_SET_MESSAGE);
+        assert_validation(json!({"NS": []}), EMPTY_NUMBER_SET_MESSAGE);
+        assert_validation(json!({"BS": []}), EMPTY_BINARY_SET_MESSAGE);
+        assert_validation(
+            json!({"SS": ["a", "a"]}),
+            "One or more parameter values were invalid: Input collection [a, a] contains duplicates.",
+        );
+        assert_validation(
+            json!({"SS": ["a", "b", "a"]}),
+            "One or more parameter values were invalid: Input collection [a, b, a] contains duplicates.",
+        );
+        assert_validation(
+            json!({"NS": ["1", "1.0"]}),
+            "One or more parameter values were invalid: Input collection [1, 1] contains duplicates.",
+        );
+        assert_validation(
+            json!({"BS": ["AQ==", "AQ=="]}),
+            "One or more parameter values were invalid: Input collection [AQ==, AQ==] contains duplicates.",
+        );
+        // Empty sets nested in maps and lists are rejected too.
+        assert_validation(json!({"M": {"a": {"SS": []}}}), EMPTY_STRING_SET_MESSAGE);
+        assert_validation(json!({"L": [{"NS": []}]}), EMPTY_NUMBER_SET_MESSAGE);
+        // Empty strings inside sets are fine.
+        assert_eq!(
+            decode(json!({"SS": [""]})),
+            AttributeValue::Ss(vec![String::new()])
+        );
+    }
+
+    fn wrapped_in_maps(wraps: usize) -> Value {
+        let mut value = json!({"S": "leaf"});
+        for _ in 0..wraps {
+            value = json!({"M": {"n": value}});
+        }
+        value
+    }
+
+    #[test]
+    fn nesting_limit() {
+        // 31 wraps put the leaf at level 32: accepted; 32 wraps: rejected.
+        assert!(AttributeValue::from_json(&wrapped_in_maps(31)).is_ok());
+        assert_validation(wrapped_in_maps(32), NESTING_MESSAGE);
+        let mut list = json!({"L": []});
+        for _ in 0..32 {
+            list = json!({"L": [list]});
+        }
+        assert_validation(list, NESTING_MESSAGE);
+    }
+
+    #[test]
+    fn hostile_depth_does_not_overflow_the_stack() {
+        // Built by hand: serde_json's own parser would stop at 128 levels.
+        let mut value = json!({"S": "leaf"});
+        for _ in 0..100_000 {
+            let mut object = Map::new();
+            object.insert("L".into(), Value::Array(vec![value]));
+            value = Value::Object(object);
+        }
+        let error = AttributeValue::from_json(&value).unwrap_err();
+        assert_eq!(error.message, NESTING_MESSAGE);
+        // serde_json's Value drop is recursive: leak the hostile value instead of dropping it.
+        std::mem::forget(value);
+    }
+
+    #[test]
+    fn items() {
+        let json = json!({"pk": {"S": "a"}, "n": {"N": "1"}});
+        let item = item_from_json(&json).unwrap();
+        assert_eq!(item.len(), 2);
+        assert_eq!(item_to_json(&item), json);
+        assert_eq!(
+            item_from_json(&json!([])).unwrap_err().code,
+            ErrorCode::SerializationException
+        );
+        assert_eq!(
+            item_from_json(&json!({"a": {}})).unwrap_err().message,
+            EMPTY_VALUE_MESSAGE
+        );
+    }
+
+    #[test]
+    fn serde_impls() {
+        let value: AttributeValue = serde_json::from_str(r#"{"SS":["b","a"]}"#).unwrap();
+        assert_eq!(value, AttributeValue::Ss(vec!["a".into(), "b".into()]));
+        assert_eq!(
+            serde_json::to_string(&value).unwrap(),
+            r#"{"SS":["b","a"]}"#
+        );
+        let error = serde_json::from_str::<AttributeValue>(r#"{"NULL":false}"#).unwrap_err();
+        assert!(error.to_string().contains("Null attribute value types"));
+        let item: Item = serde_json::from_str(r#"{"a":{"N":"1e2"}}"#).unwrap();
+        assert_eq!(
+            serde_json::to_string(&item).unwrap(),
+            r#"{"a":{"N":"100"}}"#
+        );
+    }
+}
