@@ -1,0 +1,861 @@
+//! The LSM database: several trees sharing one WAL and one manifest.
+//!
+//! Write path: a [`WriteBatch`] (entries for any number of trees) is committed through the
+//! WAL's group commit. The group leader writes and syncs the group, then applies each batch
+//! to the trees' active memtables in sequence order and publishes the group's last sequence
+//! number as visible. Reads take the visible sequence number, then the current
+//! [`SuperVersion`], and never lock against writers.
+//!
+//! Background work: when a tree's active memtable passes its size limit it is frozen (under
+//! `Wal::exclusive`, so no batch is half-applied) and a flusher thread writes it to an L0
+//! SSTable, installs a new manifest version recording the file and the tree's flushed
+//! sequence number, then releases WAL segments no tree needs any more.
+//!
+//! Directory layout: `CURRENT`, `MANIFEST-*` and `*.sst` (see `manifest`), `wal/` (see the
+//! `wal` crate), and `LOCK`, held while the database is open.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use compaction::EntryKind;
+use parking_lot::{Condvar, Mutex, RwLock};
+use vfs::{DirLock, Fs};
+use wal::{Applier, Durability, Wal, WalOptions};
+
+use crate::lsm::batch::{BatchEntries, WriteBatch};
+use crate::lsm::error::DbError;
+use crate::lsm::manifest::{self, Manifest};
+use crate::lsm::memtable::Memtable;
+use crate::lsm::sstable::{PrefixFn, Table, TableBuilder, TableOptions};
+use crate::lsm::superversion::{Immutable, SuperVersion, TreeMemtables};
+use crate::lsm::version::{FileMeta, TreeId, Version, VersionEdit};
+
+/// Name of the lock file inside the data directory.
+pub const LOCK_FILE_NAME: &str = "LOCK";
+/// Name of the WAL's directory inside the data directory.
+pub const WAL_DIR_NAME: &str = "wal";
+
+/// Frozen memtables a tree may have waiting for flush before writers wait for the flusher:
+/// the bound on memory held by unflushed data.
+const IMMUTABLES_PER_TREE_MAX: usize = 4;
+
+/// How a database is opened.
+#[derive(Clone)]
+pub struct DbOptions {
+    pub durability: Durability,
+    /// A tree's active memtable is frozen and flushed past this size.
+    pub memtable_size_bytes: usize,
+    /// When the WAL's unreleased segments pass this, the trees pinning the oldest ones are
+    /// flushed so the WAL can shrink.
+    pub wal_live_bytes_max: u64,
+    pub wal_segment_size_bytes: u64,
+    /// Zero-fill new WAL segments up front so synced commits overwrite allocated blocks
+    /// (cheaper fdatasync). Costs one segment-sized write per fresh segment.
+    pub wal_preallocate: bool,
+    /// Truncate the WAL at a corrupt record instead of refusing to open (loses what follows).
+    pub truncate_wal_at_corruption: bool,
+    /// The bloom-filter prefix of a user key (the item-collection prefix).
+    pub bloom_prefix: PrefixFn,
+    pub block_size_bytes: usize,
+    /// Run flushes on a background thread (tests may turn this off and call `flush_all`).
+    pub background_flush: bool,
+}
+
+impl std::fmt::Debug for DbOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DbOptions")
+            .field("durability", &self.durability)
+            .field("memtable_size_bytes", &self.memtable_size_bytes)
+            .field("wal_live_bytes_max", &self.wal_live_bytes_max)
+            .finish_non_exhaustive()
+    }
+}
+
+fn whole_key(key: &[u8]) -> &[u8] {
+    key
+}
+
+impl Default for DbOptions {
+    fn default() -> Self {
+        DbOptions {
+            durability: Durability::Sync,
+            memtable_size_bytes: 64 << 20,
+            wal_live_bytes_max: 1 << 30,
+            wal_segment_size_bytes: 64 << 20,
+            wal_preallocate: true,
+            truncate_wal_at_corruption: false,
+            bloom_prefix: whole_key,
+            block_size_bytes: 4096,
+            background_flush: true,
+        }
+    }
+}
+
+/// State shared by the database handle, the WAL applier and the flusher thread.
+pub(crate) struct Shared {
+    pub(crate) fs: Fs,
+    pub(crate) dir: PathBuf,
+    pub(crate) options: DbOptions,
+    /// The current superversion; replaced whole under the write lock.
+    pub(crate) superversion: RwLock<Arc<SuperVersion>>,
+    /// Highest sequence number whose batch is fully applied: reads see everything <= this.
+    pub(crate) visible_seq: AtomicU64,
+    /// The manifest; its lock also serialises every version change.
+    manifest: Mutex<Manifest>,
+    next_file_number: AtomicU64,
+    /// Live snapshots: sequence number → how many handles hold it.
+    snapshots: Mutex<BTreeMap<u64, usize>>,
+    /// Set when background work failed; writes are refused from then on.
+    background_error: Mutex<Option<String>>,
+    flush_wakeup: Condvar,
+    flush_state: Mutex<FlushState>,
+    /// Held for a whole flush: a tree's memtables must reach SSTables one at a time, in
+    /// order, or two flushers could write the same memtable twice.
+    flush_running: Mutex<()>,
+    shutting_down: AtomicBool,
+}
+
+#[derive(Default)]
+struct FlushState {
+    /// Bumped whenever there may be flush work; the flusher sleeps until it changes.
+    requests: u64,
+    /// Bumped whenever a flush finished; writers waiting for room sleep on it.
+    completed: u64,
+}
+
+/// The WAL's view of the database: applies committed batches to memtables.
+pub(crate) struct MemtableApplier {
+    shared: Arc<Shared>,
+}
+
+impl Applier<WriteBatch> for MemtableApplier {
+    fn apply(&self, first_seq: u64, batch: &WriteBatch) {
+        let sv = self.shared.superversion.read().clone();
+        apply_payload(&sv, first_seq, batch.payload());
+    }
+
+    fn publish(&self, last_seq: u64) {
+        debug_assert!(last_seq >= self.shared.visible_seq.load(Ordering::Relaxed));
+        self.shared.visible_seq.store(last_seq, Ordering::Release);
+    }
+}
+
+/// Inserts a committed payload's entries into the active memtables of `sv`. Entries for a
+/// tree that no longer exists are dropped: the tree was deleted after the batch was logged.
+fn apply_payload(sv: &SuperVersion, first_seq: u64, payload: &[u8]) {
+    for (index, entry) in BatchEntries::new(payload).enumerate() {
+        // A payload we built ourselves and that the WAL checksummed cannot be malformed;
+        // if it were, applying the well-formed prefix would break atomicity, so stop loudly
+        // in debug builds and skip the rest otherwise.
+        let Ok(entry) = entry else {
+            debug_assert!(false, "malformed batch payload reached the applier");
+            return;
+        };
+        if let Some(tree) = sv.memtables.get(&entry.tree) {
+            tree.active
+                .insert(entry.key, first_seq + index as u64, entry.kind, entry.value);
+        }
+    }
+}
+
+/// A registered snapshot: reads through it see the database as of `seq`.
+pub struct Snapshot {
+    seq: u64,
+    shared: Arc<Shared>,
+}
+
+impl Snapshot {
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        let mut snapshots = self.shared.snapshots.lock();
+        if let Some(count) = snapshots.get_mut(&self.seq) {
+            *count -= 1;
+            if *count == 0 {
+                snapshots.remove(&self.seq);
+            }
+        }
+    }
+}
+
+/// An open LSM database.
+pub struct Db {
+    pub(crate) shared: Arc<Shared>,
+    wal: Arc<Wal<WriteBatch, MemtableApplier>>,
+    flusher: Option<JoinHandle<()>>,
+    // Held for the database's lifetime; released (file unlocked) on drop.
+    _lock: Box<dyn DirLock>,
+}
+
+impl Db {
+    /// Opens (creating if needed) the database in `dir` on the real file system.
+    pub fn open(dir: &Path, options: DbOptions) -> Result<Db, DbError> {
+        Db::open_with_fs(vfs::RealFs::shared(), dir, options)
+    }
+
+    /// Opens the database in `dir` through `fs`.
+    ///
+    /// Recovery: the manifest names the SSTables and each tree's flushed sequence number;
+    /// files it does not name are leftovers of an interrupted flush and are removed; then
+    /// every WAL record is replayed into memtables, skipping entries a tree already flushed.
+    pub fn open_with_fs(fs: Fs, dir: &Path, options: DbOptions) -> Result<Db, DbError> {
+        fs.create_dir_all(dir)
+            .map_err(|e| DbError::io(format!("creating {}", dir.display()), e))?;
+        let lock = fs
+            .lock(&dir.join(LOCK_FILE_NAME))
+            .map_err(|e| DbError::io("locking the data directory", e))?;
+        let (manifest, version) = Manifest::open(Arc::clone(&fs), dir)?;
+        // Only files the durable version names are ours; anything else is the debris of a
+        // flush or compaction that crashed before its version was installed.
+        manifest::remove_obsolete_files(&fs, dir, &version, &manifest.current_file_name())?;
+
+        let mut tables = std::collections::HashMap::new();
+        for number in version.live_file_numbers() {
+            tables.insert(number, open_table(&fs, dir, number, options.bloom_prefix)?);
+        }
+        let memtables = version
+            .trees
+            .keys()
+            .map(|id| (*id, TreeMemtables::new()))
+            .collect();
+        // Sequence numbers must never go backwards, even if every WAL segment was released:
+        // continue after the largest one the manifest or any SSTable knows.
+        let seq_floor = version
+            .trees
+            .values()
+            .flat_map(|t| t.levels.iter().flatten())
+            .map(|f| f.seq_max)
+            .chain([version.last_seq])
+            .max()
+            .unwrap_or(0);
+        let next_file_number = version.next_file_number;
+        let version = Arc::new(version);
+        let superversion = Arc::new(SuperVersion {
+            version: Arc::clone(&version),
+            memtables,
+            tables,
+        });
+        let shared = Arc::new(Shared {
+            fs: Arc::clone(&fs),
+            dir: dir.to_path_buf(),
+            options: options.clone(),
+            superversion: RwLock::new(Arc::clone(&superversion)),
+            visible_seq: AtomicU64::new(0),
+            manifest: Mutex::new(manifest),
+            next_file_number: AtomicU64::new(next_file_number),
+            snapshots: Mutex::new(BTreeMap::new()),
+            background_error: Mutex::new(None),
+            flush_wakeup: Condvar::new(),
+            flush_state: Mutex::new(FlushState::default()),
+            flush_running: Mutex::new(()),
+            shutting_down: AtomicBool::new(false),
+        });
+
+        let wal_options = WalOptions {
+            durability: options.durability,
+            segment_size_bytes: options.wal_segment_size_bytes,
+            preallocate_segments: options.wal_preallocate,
+            truncate_at_corruption: options.truncate_wal_at_corruption,
+            ..WalOptions::default()
+        };
+        let applier = MemtableApplier {
+            shared: Arc::clone(&shared),
+        };
+        let wal = Wal::open(
+            Arc::clone(&fs),
+            &dir.join(WAL_DIR_NAME),
+            wal_options,
+            applier,
+            seq_floor,
+            |record: wal::ReplayRecord<'_>| -> Result<(), DbError> {
+                replay_record(&superversion, &version, record)
+            },
+        )?;
+        shared
+            .visible_seq
+            .store(wal.last_seq().max(seq_floor), Ordering::Release);
+        let wal = Arc::new(wal);
+
+        let flusher = if options.background_flush {
+            let shared = Arc::clone(&shared);
+            let wal = Arc::clone(&wal);
+            Some(
+                std::thread::Builder::new()
+                    .name("shoal-flush".into())
+                    .spawn(move || flusher_loop(&shared, &wal))
+                    .map_err(|e| DbError::io("starting the flush thread", e))?,
+            )
+        } else {
+            None
+        };
+        let db = Db {
+            shared,
+            wal,
+            flusher,
+            _lock: lock,
+        };
+        // Replay may have filled memtables past their limit; freeze them so they flush.
+        db.freeze_full_memtables(true);
+        Ok(db)
+    }
+
+    /// Commits `batch` atomically; returns the sequence number of its first entry. When this
+    /// returns Ok the batch is durable per the durability mode and visible to reads.
+    pub fn write(&self, batch: &WriteBatch) -> Result<u64, DbError> {
+        if let Some(reason) = self.shared.background_error.lock().clone() {
+            return Err(DbError::Poisoned(reason));
+        }
+        if batch.is_empty() {
+            return Ok(self.shared.visible_seq.load(Ordering::Acquire));
+        }
+        self.make_room(batch)?;
+        Ok(self.wal.commit(batch.clone())?)
+    }
+
+    /// Before a write: freezes full memtables, and waits (bounded) while the flusher is too
+    /// far behind, so unflushed memory stays bounded.
+    fn make_room(&self, batch: &WriteBatch) -> Result<(), DbError> {
+        let limit = self.shared.options.memtable_size_bytes;
+        let needs_freeze = {
+            let sv = self.shared.superversion.read();
+            batch.trees().iter().any(|tree| {
+                sv.memtables
+                    .get(tree)
+                    .is_some_and(|m| m.active.size_bytes() >= limit)
+            }) || self.wal.live_bytes() > self.shared.options.wal_live_bytes_max
+        };
+        if needs_freeze {
+            self.freeze_full_memtables(false);
+        }
+        // Back-pressure: wait for the flusher while any touched tree has too many frozen
+        // memtables. Bounded waits, re-checking background errors each time.
+        loop {
+            let backlog = {
+                let sv = self.shared.superversion.read();
+                batch.trees().iter().any(|tree| {
+                    sv.memtables
+                        .get(tree)
+                        .is_some_and(|m| m.immutables.len() >= IMMUTABLES_PER_TREE_MAX)
+                })
+            };
+            if !backlog || self.flusher.is_none() {
+                return Ok(());
+            }
+            if let Some(reason) = self.shared.background_error.lock().clone() {
+                return Err(DbError::Poisoned(reason));
+            }
+            let mut state = self.shared.flush_state.lock();
+            let seen = state.completed;
+            self.shared.flush_wakeup.wait_while_for(
+                &mut state,
+                |s| s.completed == seen,
+                Duration::from_millis(100),
+            );
+        }
+    }
+
+    /// Freezes every active memtable that is over its limit (or, with `all_nonempty`, every
+    /// non-empty one), plus — when the WAL is over its cap — the trees pinning the oldest
+    /// WAL data. Runs under `Wal::exclusive` so no batch is half-applied when frozen.
+    fn freeze_full_memtables(&self, all_nonempty: bool) {
+        let shared = &self.shared;
+        let wal_over_cap = self.wal.live_bytes() > shared.options.wal_live_bytes_max;
+        let frozen_any = self.wal.exclusive(|| {
+            let mut guard = shared.superversion.write();
+            let oldest_pinning = if wal_over_cap {
+                guard.unflushed_seq_min()
+            } else {
+                None
+            };
+            let frozen_at_seq = shared.visible_seq.load(Ordering::Acquire);
+            let mut next = (**guard).clone();
+            let mut changed = false;
+            for tree in next.memtables.values_mut() {
+                let full = tree.active.size_bytes() >= shared.options.memtable_size_bytes;
+                let pins_oldest =
+                    oldest_pinning.is_some() && tree.active.seq_min() == oldest_pinning;
+                let wanted = full || pins_oldest || (all_nonempty && !tree.active.is_empty());
+                if wanted && !tree.active.is_empty() {
+                    let frozen = std::mem::replace(&mut tree.active, Arc::new(Memtable::new()));
+                    tree.immutables.push(Immutable {
+                        memtable: frozen,
+                        frozen_at_seq,
+                    });
+                    changed = true;
+                }
+            }
+            if changed {
+                *guard = Arc::new(next);
+            }
+            changed
+        });
+        if frozen_any {
+            self.shared.request_flush();
+        }
+    }
+
+    /// Freezes every non-empty memtable and flushes all frozen memtables now, on this thread.
+    pub fn flush_all(&self) -> Result<(), DbError> {
+        self.freeze_full_memtables(true);
+        while flush_one(&self.shared, &self.wal)? {}
+        Ok(())
+    }
+
+    /// The sequence number reads currently see.
+    pub fn visible_seq(&self) -> u64 {
+        self.shared.visible_seq.load(Ordering::Acquire)
+    }
+
+    /// Registers a snapshot of the current state.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut snapshots = self.shared.snapshots.lock();
+        let seq = self.shared.visible_seq.load(Ordering::Acquire);
+        *snapshots.entry(seq).or_insert(0) += 1;
+        Snapshot {
+            seq,
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    /// Sequence numbers of live snapshots, ascending (compaction keeps what they can see).
+    pub fn live_snapshots(&self) -> Vec<u64> {
+        self.shared.snapshots.lock().keys().copied().collect()
+    }
+
+    /// The current superversion (what reads use).
+    pub(crate) fn current(&self) -> Arc<SuperVersion> {
+        self.shared.superversion.read().clone()
+    }
+
+    /// Creates a tree named `name` (durably) and returns its id.
+    pub fn create_tree(&self, name: &str) -> Result<TreeId, DbError> {
+        self.create_tree_with(name, Vec::new())
+    }
+
+    /// Creates a tree and applies `extra` edits (e.g. catalog metadata) in the same durable
+    /// version change, so the tree and what describes it appear together or not at all.
+    pub fn create_tree_with(&self, name: &str, extra: Vec<VersionEdit>) -> Result<TreeId, DbError> {
+        let id = self.change_version(|version| {
+            if version.trees.values().any(|t| t.name == name) {
+                return Err(DbError::TreeExists(name.to_string()));
+            }
+            let id = version.next_tree_id;
+            let mut edits = vec![VersionEdit::CreateTree {
+                id,
+                name: name.to_string(),
+            }];
+            edits.extend(extra);
+            Ok((edits, id))
+        })?;
+        Ok(id)
+    }
+
+    /// Drops a tree: durably forgets it and removes its files (no rewriting).
+    pub fn drop_tree(&self, id: TreeId, extra: Vec<VersionEdit>) -> Result<(), DbError> {
+        let dropped_files = self.change_version(|version| {
+            let tree = version.trees.get(&id).ok_or(DbError::UnknownTree(id))?;
+            let files: Vec<u64> = tree.files().map(|f| f.number).collect();
+            let mut edits = vec![VersionEdit::DropTree { id }];
+            edits.extend(extra);
+            Ok((edits, files))
+        })?;
+        // Only this tree's files, never a sweep of the directory: a flush of another tree may
+        // be writing a file the version does not name yet. Readers that still hold a dropped
+        // table keep its mapping; unlinking does not disturb them. A failed removal only
+        // leaves garbage that the next open removes.
+        for number in dropped_files {
+            let path = self.shared.dir.join(manifest::sst_file_name(number));
+            if let Err(error) = self.shared.fs.remove(&path) {
+                tracing::warn!(%error, file = %path.display(), "could not remove a dropped tree's file");
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies metadata-only edits durably (e.g. a catalog change).
+    pub fn apply_edits(&self, edits: Vec<VersionEdit>) -> Result<(), DbError> {
+        self.change_version(|_| Ok((edits, ())))
+    }
+
+    /// Looks a tree up by name.
+    pub fn tree_id(&self, name: &str) -> Option<TreeId> {
+        let sv = self.current();
+        sv.version
+            .trees
+            .iter()
+            .find(|(_, t)| t.name == name)
+            .map(|(id, _)| *id)
+    }
+
+    /// The current durable version (trees, files, metadata).
+    pub fn version(&self) -> Arc<Version> {
+        Arc::clone(&self.current().version)
+    }
+
+    /// Computes edits from the current version, installs the result durably and publishes it
+    /// in a new superversion (adding/removing tree memtables and tables as needed).
+    fn change_version<R>(
+        &self,
+        make_edits: impl FnOnce(&Version) -> Result<(Vec<VersionEdit>, R), DbError>,
+    ) -> Result<R, DbError> {
+        // Tree creation and removal must not race a batch being applied (a batch for a tree
+        // must land in the memtables of the superversion that knows the tree).
+        self.wal.exclusive(|| {
+            let mut manifest = self.shared.manifest.lock();
+            let current = self.current();
+            let (edits, result) = make_edits(&current.version)?;
+            let mut edits = edits;
+            edits.push(VersionEdit::SetNextFileNumber(
+                self.shared.next_file_number.load(Ordering::Acquire),
+            ));
+            let next = current.version.apply(&edits)?;
+            manifest.install(&next)?;
+            let mut guard = self.shared.superversion.write();
+            let mut sv = (**guard).clone();
+            sv.memtables.retain(|id, _| next.trees.contains_key(id));
+            for id in next.trees.keys() {
+                sv.memtables.entry(*id).or_default();
+            }
+            let live = next.live_file_numbers();
+            sv.tables.retain(|number, _| live.contains(number));
+            sv.version = Arc::new(next);
+            *guard = Arc::new(sv);
+            Ok(result)
+        })
+    }
+
+    /// Forces an fdatasync of the WAL now.
+    pub fn sync_wal(&self) -> Result<(), DbError> {
+        Ok(self.wal.sync()?)
+    }
+
+    /// WAL statistics (commits, groups, syncs, bytes).
+    pub fn wal_stats(&self) -> wal::WalStats {
+        self.wal.stats()
+    }
+
+    /// Bytes in WAL segments not yet released.
+    pub fn wal_live_bytes(&self) -> u64 {
+        self.wal.live_bytes()
+    }
+
+    /// Why writes are refused, if they are.
+    pub fn poisoned(&self) -> Option<String> {
+        self.shared
+            .background_error
+            .lock()
+            .clone()
+            .or_else(|| self.wal.poisoned())
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        self.shared.shutting_down.store(true, Ordering::Release);
+        self.shared.request_flush();
+        if let Some(handle) = self.flusher.take() {
+            // A panicked flusher has nothing left to clean up; the WAL still holds its data.
+            let _ = handle.join();
+        }
+        // Interval and none modes: push what was written to disk before the handle goes.
+        // An error here cannot be reported; the WAL poisons itself and recovery replays.
+        let _ = self.wal.sync();
+    }
+}
+
+impl Shared {
+    fn request_flush(&self) {
+        let mut state = self.flush_state.lock();
+        state.requests += 1;
+        self.flush_wakeup.notify_all();
+    }
+
+    fn set_background_error(&self, reason: String) {
+        tracing::error!(%reason, "background flush failed; refusing further writes");
+        let mut error = self.background_error.lock();
+        if error.is_none() {
+            *error = Some(reason);
+        }
+    }
+}
+
+/// Replays one WAL record into the recovering superversion's memtables.
+fn replay_record(
+    sv: &SuperVersion,
+    version: &Version,
+    record: wal::ReplayRecord<'_>,
+) -> Result<(), DbError> {
+    let mut count = 0u64;
+    for (index, entry) in BatchEntries::new(record.payload).enumerate() {
+        let entry = entry?;
+        count += 1;
+        let seq = record.first_seq + index as u64;
+        // Skip what the tree already has in SSTables, and entries of dropped trees.
+        let Some(tree_version) = version.trees.get(&entry.tree) else {
+            continue;
+        };
+        if seq <= tree_version.flushed_seq {
+            continue;
+        }
+        if let Some(tree) = sv.memtables.get(&entry.tree) {
+            tree.active.insert(entry.key, seq, entry.kind, entry.value);
+        }
+    }
+    if count != record.seq_count {
+        return Err(DbError::Batch(crate::lsm::batch::BatchError::Malformed {
+            offset: 0,
+            detail: "entry count differs from the WAL record's sequence count",
+        }));
+    }
+    Ok(())
+}
+
+fn open_table(fs: &Fs, dir: &Path, number: u64, prefix: PrefixFn) -> Result<Arc<Table>, DbError> {
+    let path = dir.join(manifest::sst_file_name(number));
+    let file = fs
+        .open_read(&path)
+        .map_err(|e| DbError::io(format!("opening {}", path.display()), e))?;
+    Ok(Arc::new(Table::open(file, number, prefix)?))
+}
+
+fn flusher_loop(shared: &Arc<Shared>, wal: &Wal<WriteBatch, MemtableApplier>) {
+    let mut seen_requests = 0;
+    loop {
+        {
+            let mut state = shared.flush_state.lock();
+            while state.requests == seen_requests && !shared.shutting_down.load(Ordering::Acquire) {
+                shared.flush_wakeup.wait(&mut state);
+            }
+            seen_requests = state.requests;
+        }
+        if shared.shutting_down.load(Ordering::Acquire) {
+            return;
+        }
+        loop {
+            match flush_one(shared, wal) {
+                Ok(true) => continue,
+                Ok(false) => break,
+                Err(error) => {
+                    shared.set_background_error(error.to_string());
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Flushes the oldest frozen memtable of some tree to an L0 SSTable. Returns whether there
+/// was one.
+fn flush_one(
+    shared: &Arc<Shared>,
+    wal: &Wal<WriteBatch, MemtableApplier>,
+) -> Result<bool, DbError> {
+    let _flushing = shared.flush_running.lock();
+    let picked = {
+        let sv = shared.superversion.read();
+        sv.memtables
+            .iter()
+            .filter_map(|(id, mems)| mems.immutables.first().map(|imm| (*id, imm.clone())))
+            .min_by_key(|(_, imm)| imm.frozen_at_seq)
+    };
+    let Some((tree, immutable)) = picked else {
+        return Ok(false);
+    };
+
+    // Whatever the durability mode, the WAL must be durable up to this memtable's last entry
+    // before the SSTable becomes part of the version: otherwise a power loss could keep this
+    // tree's half of a batch (in the SSTable) and lose the other trees' half (unsynced WAL),
+    // leaving a partial batch and a hole in the recovered prefix.
+    wal.sync()?;
+    let file = if immutable.memtable.is_empty() {
+        None
+    } else {
+        Some(write_sstable(shared, &immutable.memtable)?)
+    };
+
+    let installed_last_seq = {
+        let mut manifest = shared.manifest.lock();
+        let current = shared.superversion.read().clone();
+        if !current.version.trees.contains_key(&tree) {
+            // The tree was dropped while we wrote; the file is unreferenced and goes at the
+            // next cleanup (or open).
+            drop(manifest);
+            release_wal(shared, wal, u64::MAX)?;
+            return Ok(true);
+        }
+        let last_seq = shared.visible_seq.load(Ordering::Acquire);
+        let mut edits = Vec::new();
+        let mut table = None;
+        if let Some((meta, opened)) = file {
+            edits.push(VersionEdit::AddFile {
+                tree,
+                level: 0,
+                file: meta,
+            });
+            table = Some(opened);
+        }
+        edits.push(VersionEdit::SetFlushedSeq {
+            tree,
+            seq: immutable.frozen_at_seq,
+        });
+        edits.push(VersionEdit::SetLastSeq(
+            last_seq.max(current.version.last_seq),
+        ));
+        edits.push(VersionEdit::SetNextFileNumber(
+            shared.next_file_number.load(Ordering::Acquire),
+        ));
+        let next = current.version.apply(&edits)?;
+        manifest.install(&next)?;
+        let installed_last_seq = next.last_seq;
+
+        let mut guard = shared.superversion.write();
+        let mut sv = (**guard).clone();
+        if let Some(mems) = sv.memtables.get_mut(&tree) {
+            // Remove exactly the memtable we flushed (it is the oldest, but match by identity
+            // rather than assume it).
+            mems.immutables
+                .retain(|imm| !Arc::ptr_eq(&imm.memtable, &immutable.memtable));
+        }
+        if let Some(table) = table {
+            sv.tables.insert(table.0, table.1);
+        }
+        sv.version = Arc::new(next);
+        *guard = Arc::new(sv);
+        installed_last_seq
+    };
+    {
+        let mut state = shared.flush_state.lock();
+        state.completed += 1;
+        shared.flush_wakeup.notify_all();
+    }
+    release_wal(shared, wal, installed_last_seq)?;
+    Ok(true)
+}
+
+/// Releases WAL segments holding only data every tree has flushed. Never beyond the
+/// manifest's durable `last_seq`: after a restart with every segment gone, sequence numbers
+/// continue from there, so they must already cover whatever the released segments held.
+fn release_wal(
+    shared: &Shared,
+    wal: &Wal<WriteBatch, MemtableApplier>,
+    durable_last_seq: u64,
+) -> Result<(), DbError> {
+    let visible = shared.visible_seq.load(Ordering::Acquire);
+    let sv = shared.superversion.read().clone();
+    let through = match sv.unflushed_seq_min() {
+        Some(seq) => seq.saturating_sub(1),
+        None => visible,
+    }
+    .min(durable_last_seq)
+    .min(sv.version.last_seq);
+    wal.release_through(through)?;
+    Ok(())
+}
+
+/// Writes a frozen memtable to a new SSTable, durably (file and directory synced).
+fn write_sstable(
+    shared: &Shared,
+    memtable: &Arc<Memtable>,
+) -> Result<(FileMeta, (u64, Arc<Table>)), DbError> {
+    use compaction::InternalIterator;
+
+    let number = shared.next_file_number.fetch_add(1, Ordering::AcqRel);
+    let path = shared.dir.join(manifest::sst_file_name(number));
+    let file = shared
+        .fs
+        .create(&path)
+        .map_err(|e| DbError::io(format!("creating {}", path.display()), e))?;
+    let mut builder = TableBuilder::new(
+        file,
+        TableOptions {
+            block_size_bytes: shared.options.block_size_bytes,
+            prefix: shared.options.bloom_prefix,
+            ..TableOptions::default()
+        },
+    );
+    let mut iter = memtable.iter();
+    iter.seek_to_first()?;
+    while iter.valid() {
+        builder.add(iter.key(), iter.value())?;
+        iter.next()?;
+    }
+    let properties = builder.finish()?;
+    shared
+        .fs
+        .sync_dir(&shared.dir)
+        .map_err(|e| DbError::io(format!("syncing {}", shared.dir.display()), e))?;
+    let meta = FileMeta {
+        number,
+        size_bytes: properties.size_bytes,
+        smallest_key: properties.smallest_key.clone(),
+        largest_key: properties.largest_key.clone(),
+        entries: properties.entries,
+        tombstones: properties.tombstones,
+        seq_min: properties.seq_min,
+        seq_max: properties.seq_max,
+    };
+    let table = open_table(&shared.fs, &shared.dir, number, shared.options.bloom_prefix)?;
+    Ok((meta, (number, table)))
+}
+
+/// The kind and value of a key's newest visible version, searching newest data first.
+pub(crate) fn lookup(
+    sv: &SuperVersion,
+    tree: TreeId,
+    user_key: &[u8],
+    seq: u64,
+) -> Result<Option<Vec<u8>>, DbError> {
+    let mems = sv.memtables.get(&tree).ok_or(DbError::UnknownTree(tree))?;
+    for memtable in mems.newest_first() {
+        if let Some((kind, value)) = memtable.get(user_key, seq) {
+            return Ok(match kind {
+                EntryKind::Put => Some(value),
+                EntryKind::Delete => None,
+            });
+        }
+    }
+    for file in sv.version.files_for_key(tree, user_key) {
+        let Some(table) = sv.tables.get(&file.number) else {
+            debug_assert!(
+                false,
+                "version names file {} with no open table",
+                file.number
+            );
+            continue;
+        };
+        if let Some((kind, value)) = table.get(user_key, seq)? {
+            return Ok(match kind {
+                EntryKind::Put => Some(value),
+                EntryKind::Delete => None,
+            });
+        }
+    }
+    Ok(None)
+}
+
+impl Db {
+    /// The value of `key` in `tree`, as of `snapshot` (or now).
+    pub fn get(
+        &self,
+        tree: TreeId,
+        key: &[u8],
+        snapshot: Option<&Snapshot>,
+    ) -> Result<Option<Vec<u8>>, DbError> {
+        // Visible seq first, then the superversion: anything at or below the seq was applied
+        // into memtables that the later superversion still holds (or has flushed to tables).
+        let seq = match snapshot {
+            Some(s) => s.seq,
+            None => self.shared.visible_seq.load(Ordering::Acquire),
+        };
+        let sv = self.current();
+        lookup(&sv, tree, key, seq)
+    }
+}

@@ -1,0 +1,303 @@
+//! The memtable: a tree's newest writes, in memory, in internal-key order.
+//!
+//! A concurrent skiplist (crossbeam-skiplist) keyed by internal key (user key ‖ seq ‖ kind,
+//! see `compaction::key`). Only the WAL's group leader inserts (in sequence order); readers
+//! iterate concurrently without locks. When a memtable passes its size limit it is frozen
+//! (made immutable) and flushed to an SSTable in the background.
+
+use std::borrow::Borrow;
+use std::cmp::Ordering;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::Arc;
+
+use compaction::key::{self, EntryKind, InternalKey};
+use compaction::{compare_internal, InternalIterator, IterError};
+use crossbeam_skiplist::map::Entry;
+use crossbeam_skiplist::SkipMap;
+
+/// An internal key as a borrowed, unsized type ordered by [`compare_internal`], so the
+/// skiplist can be searched with a `&[u8]` without allocating an owned key.
+#[repr(transparent)]
+#[derive(PartialEq, Eq)]
+struct KeyRef([u8]);
+
+impl KeyRef {
+    fn new(bytes: &[u8]) -> &KeyRef {
+        // SAFETY: KeyRef is #[repr(transparent)] over [u8], so the two references have the
+        // same layout and the same metadata (length); the lifetime is carried over unchanged.
+        unsafe { &*(bytes as *const [u8] as *const KeyRef) }
+    }
+}
+
+impl Ord for KeyRef {
+    fn cmp(&self, other: &KeyRef) -> Ordering {
+        compare_internal(&self.0, &other.0)
+    }
+}
+
+impl PartialOrd for KeyRef {
+    fn partial_cmp(&self, other: &KeyRef) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// An owned internal key; orders exactly as [`KeyRef`] (required by `Borrow`).
+#[derive(PartialEq, Eq)]
+struct OwnedKey(Box<[u8]>);
+
+impl Borrow<KeyRef> for OwnedKey {
+    fn borrow(&self) -> &KeyRef {
+        KeyRef::new(&self.0)
+    }
+}
+
+impl Ord for OwnedKey {
+    fn cmp(&self, other: &OwnedKey) -> Ordering {
+        compare_internal(&self.0, &other.0)
+    }
+}
+
+impl PartialOrd for OwnedKey {
+    fn partial_cmp(&self, other: &OwnedKey) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Per-entry bookkeeping the skiplist costs beyond key and value bytes (node, pointers);
+/// an estimate, so the size limit tracks real memory roughly.
+const ENTRY_OVERHEAD_BYTES: usize = 64;
+
+/// One memtable.
+pub struct Memtable {
+    map: SkipMap<OwnedKey, Box<[u8]>>,
+    size_bytes: AtomicUsize,
+    entries: AtomicU64,
+    /// Smallest sequence number inserted (u64::MAX while empty): what this memtable pins in
+    /// the WAL.
+    seq_min: AtomicU64,
+    /// Largest sequence number inserted (0 while empty).
+    seq_max: AtomicU64,
+}
+
+impl Default for Memtable {
+    fn default() -> Self {
+        Memtable::new()
+    }
+}
+
+impl Memtable {
+    pub fn new() -> Memtable {
+        Memtable {
+            map: SkipMap::new(),
+            size_bytes: AtomicUsize::new(0),
+            entries: AtomicU64::new(0),
+            seq_min: AtomicU64::new(u64::MAX),
+            seq_max: AtomicU64::new(0),
+        }
+    }
+
+    /// Inserts one version. Sequence numbers are unique, so no existing entry is replaced.
+    pub fn insert(&self, user_key: &[u8], seq: u64, kind: EntryKind, value: &[u8]) {
+        let ikey = key::encode(user_key, seq, kind);
+        let charged = ikey.len() + value.len() + ENTRY_OVERHEAD_BYTES;
+        self.map
+            .insert(OwnedKey(ikey.into_boxed_slice()), value.into());
+        self.size_bytes.fetch_add(charged, AtomicOrdering::Relaxed);
+        self.entries.fetch_add(1, AtomicOrdering::Relaxed);
+        self.seq_min.fetch_min(seq, AtomicOrdering::Relaxed);
+        self.seq_max.fetch_max(seq, AtomicOrdering::Relaxed);
+    }
+
+    /// Approximate memory used, in bytes.
+    pub fn size_bytes(&self) -> usize {
+        self.size_bytes.load(AtomicOrdering::Relaxed)
+    }
+
+    pub fn entry_count(&self) -> u64 {
+        self.entries.load(AtomicOrdering::Relaxed)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Smallest sequence number held, if any.
+    pub fn seq_min(&self) -> Option<u64> {
+        match self.seq_min.load(AtomicOrdering::Relaxed) {
+            u64::MAX => None,
+            seq => Some(seq),
+        }
+    }
+
+    /// Largest sequence number held (0 when empty).
+    pub fn seq_max(&self) -> u64 {
+        self.seq_max.load(AtomicOrdering::Relaxed)
+    }
+
+    /// The newest version of `user_key` visible at `snapshot_seq`: `Some(Put(value))`,
+    /// `Some(Delete)` (a tombstone hides older data), or `None` (this memtable knows nothing).
+    pub fn get(&self, user_key: &[u8], snapshot_seq: u64) -> Option<(EntryKind, Vec<u8>)> {
+        let target = key::seek_key(user_key, snapshot_seq);
+        let entry = self
+            .map
+            .lower_bound(Bound::Included(KeyRef::new(&target)))?;
+        let found = InternalKey::parse(&entry.key().0)?;
+        if found.user_key != user_key {
+            return None;
+        }
+        debug_assert!(found.seq <= snapshot_seq);
+        Some((found.kind, entry.value().to_vec()))
+    }
+
+    /// A cursor over every entry; keeps the memtable alive.
+    pub fn iter(self: &Arc<Self>) -> MemtableIterator {
+        MemtableIterator {
+            current: None,
+            memtable: Arc::clone(self),
+        }
+    }
+}
+
+/// A positioned cursor over a memtable (see [`InternalIterator`]).
+pub struct MemtableIterator {
+    // Declared before `memtable` so it is dropped first: the entry borrows the skiplist.
+    current: Option<StaticEntry>,
+    memtable: Arc<Memtable>,
+}
+
+type StaticEntry = Entry<'static, OwnedKey, Box<[u8]>>;
+
+/// Extends an entry's lifetime to 'static so the iterator can store it next to the Arc that
+/// keeps its skiplist alive.
+///
+/// SAFETY (of the callers): `entry` must borrow the skiplist of the `Memtable` held by the
+/// iterator that stores the result. The iterator keeps that Arc for as long as it holds the
+/// entry (the entry field is declared, and so dropped, first), so the entry never outlives
+/// its skiplist even though its type no longer says so.
+unsafe fn extend(entry: Option<Entry<'_, OwnedKey, Box<[u8]>>>) -> Option<StaticEntry> {
+    // SAFETY: see the function's contract; only the lifetime parameter changes.
+    entry.map(|e| unsafe { std::mem::transmute::<Entry<'_, OwnedKey, Box<[u8]>>, StaticEntry>(e) })
+}
+
+impl MemtableIterator {
+    /// Positions on the entry `find` picks from this iterator's skiplist.
+    fn position(
+        &mut self,
+        find: impl for<'m> FnOnce(
+            &'m SkipMap<OwnedKey, Box<[u8]>>,
+        ) -> Option<Entry<'m, OwnedKey, Box<[u8]>>>,
+    ) {
+        let memtable = Arc::clone(&self.memtable);
+        // SAFETY: the entry comes from `self.memtable`'s skiplist (the same allocation as the
+        // clone), which `self` keeps alive while it holds the entry.
+        self.current = unsafe { extend(find(&memtable.map)) };
+    }
+}
+
+impl InternalIterator for MemtableIterator {
+    fn valid(&self) -> bool {
+        self.current.is_some()
+    }
+
+    fn key(&self) -> &[u8] {
+        self.current.as_ref().map(|e| &*e.key().0).unwrap_or(&[])
+    }
+
+    fn value(&self) -> &[u8] {
+        self.current.as_ref().map(|e| &**e.value()).unwrap_or(&[])
+    }
+
+    fn seek_to_first(&mut self) -> Result<(), IterError> {
+        self.position(|map| map.front());
+        Ok(())
+    }
+
+    fn seek_to_last(&mut self) -> Result<(), IterError> {
+        self.position(|map| map.back());
+        Ok(())
+    }
+
+    fn seek(&mut self, target: &[u8]) -> Result<(), IterError> {
+        self.position(|map| map.lower_bound(Bound::Included(KeyRef::new(target))));
+        Ok(())
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) -> Result<(), IterError> {
+        self.position(|map| map.upper_bound(Bound::Included(KeyRef::new(target))));
+        Ok(())
+    }
+
+    fn next(&mut self) -> Result<(), IterError> {
+        let entry = self.current.as_ref().and_then(|e| e.next());
+        self.current = entry;
+        Ok(())
+    }
+
+    fn prev(&mut self) -> Result<(), IterError> {
+        let entry = self.current.as_ref().and_then(|e| e.prev());
+        self.current = entry;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn get_sees_newest_visible_version() {
+        let m = Memtable::new();
+        m.insert(b"a", 1, EntryKind::Put, b"v1");
+        m.insert(b"a", 3, EntryKind::Put, b"v3");
+        m.insert(b"a", 5, EntryKind::Delete, b"");
+        m.insert(b"b", 2, EntryKind::Put, b"w");
+        assert_eq!(m.get(b"a", 2), Some((EntryKind::Put, b"v1".to_vec())));
+        assert_eq!(m.get(b"a", 4), Some((EntryKind::Put, b"v3".to_vec())));
+        assert_eq!(m.get(b"a", 9), Some((EntryKind::Delete, vec![])));
+        assert_eq!(m.get(b"a", 0), None);
+        assert_eq!(m.get(b"c", 9), None);
+        assert_eq!((m.seq_min(), m.seq_max()), (Some(1), 5));
+    }
+
+    #[test]
+    fn iterates_both_ways_in_internal_order() {
+        let m = Arc::new(Memtable::new());
+        for (i, k) in [b"c", b"a", b"b"].iter().enumerate() {
+            m.insert(*k, i as u64 + 1, EntryKind::Put, b"x");
+        }
+        m.insert(b"a", 7, EntryKind::Put, b"new");
+        let mut it = m.iter();
+        it.seek_to_first().unwrap();
+        let mut forward = Vec::new();
+        while it.valid() {
+            let k = InternalKey::parse(it.key()).unwrap();
+            forward.push((k.user_key.to_vec(), k.seq));
+            it.next().unwrap();
+        }
+        let expected = vec![
+            (b"a".to_vec(), 7),
+            (b"a".to_vec(), 2),
+            (b"b".to_vec(), 3),
+            (b"c".to_vec(), 1),
+        ];
+        assert_eq!(forward, expected);
+        it.seek_to_last().unwrap();
+        let mut backward = Vec::new();
+        while it.valid() {
+            let k = InternalKey::parse(it.key()).unwrap();
+            backward.push((k.user_key.to_vec(), k.seq));
+            it.prev().unwrap();
+        }
+        backward.reverse();
+        assert_eq!(backward, expected);
+        // (b, seq 0) sorts after every version of b: the last entry <= it is b's.
+        it.seek_for_prev(&key::seek_key(b"b", 0)).unwrap();
+        assert_eq!(InternalKey::parse(it.key()).unwrap().user_key, b"b");
+        // (b, newest possible) sorts before every version of b.
+        it.seek_for_prev(&key::seek_key(b"b", key::SEQ_MAX))
+            .unwrap();
+        let k = InternalKey::parse(it.key()).unwrap();
+        assert_eq!((k.user_key, k.seq), (&b"a"[..], 2));
+    }
+}

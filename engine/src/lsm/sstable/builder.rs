@@ -1,0 +1,213 @@
+//! Writes a table: data blocks as entries arrive, then filter, properties, index, footer.
+
+use std::cmp::Ordering;
+
+use compaction::key::{EntryKind, InternalKey};
+use vfs::WritableFile;
+
+use super::block_builder::BlockBuilder;
+use super::bloom;
+use super::format::{append_block_trailer, put_varint, BlockHandle, BlockKind, Footer};
+use super::properties::TableProperties;
+use super::{
+    SstError, TableOptions, BLOCK_SIZE_MAX_BYTES, BLOOM_BITS_PER_KEY_MAX, KEY_LEN_MAX_BYTES,
+    VALUE_LEN_MAX_BYTES,
+};
+
+/// Index blocks are decoded whole at open, so their restart interval only trades size
+/// against the cost of that one decode.
+const INDEX_RESTART_INTERVAL: usize = 16;
+
+/// Writes one table from entries in increasing internal-key order.
+///
+/// After any error the file is incomplete: drop the builder and delete the file.
+pub struct TableBuilder {
+    file: Box<dyn WritableFile>,
+    options: TableOptions,
+    data_block: BlockBuilder,
+    index_block: BlockBuilder,
+    /// Reused buffer for one block plus trailer, so each block is one write.
+    write_buffer: Vec<u8>,
+    /// Bytes written so far (the next block's offset).
+    offset: u64,
+    /// Hashes of the distinct consecutive prefixes seen, for the filter.
+    prefix_hashes: Vec<u64>,
+    properties: TableProperties,
+    failed: bool,
+}
+
+impl TableBuilder {
+    pub fn new(file: Box<dyn WritableFile>, options: TableOptions) -> TableBuilder {
+        let options = TableOptions {
+            block_size_bytes: options.block_size_bytes.clamp(1, BLOCK_SIZE_MAX_BYTES),
+            restart_interval: options.restart_interval.max(1),
+            bloom_bits_per_key: options.bloom_bits_per_key.min(BLOOM_BITS_PER_KEY_MAX),
+            prefix: options.prefix,
+        };
+        // Block offsets are absolute, and a reader expects the first block at offset 0.
+        debug_assert_eq!(
+            file.position(),
+            0,
+            "a table must start at the start of its file"
+        );
+        let offset = file.position();
+        TableBuilder {
+            file,
+            data_block: BlockBuilder::new(options.restart_interval),
+            index_block: BlockBuilder::new(INDEX_RESTART_INTERVAL),
+            options,
+            write_buffer: Vec::new(),
+            offset,
+            prefix_hashes: Vec::new(),
+            properties: TableProperties::default(),
+            failed: false,
+        }
+    }
+
+    /// Adds an entry. Keys must arrive in strictly increasing internal order: a key out of
+    /// order panics, because it would make the file unreadable.
+    pub fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<(), SstError> {
+        if self.failed {
+            return Err(SstError::BuilderFailed);
+        }
+        if internal_key.len() > KEY_LEN_MAX_BYTES || value.len() > VALUE_LEN_MAX_BYTES {
+            return Err(SstError::EntryTooLarge {
+                key_len: internal_key.len(),
+                value_len: value.len(),
+            });
+        }
+        let parsed = InternalKey::parse(internal_key).ok_or(SstError::InvalidKey {
+            len: internal_key.len(),
+        })?;
+        if self.properties.entries > 0 {
+            assert!(
+                compaction::compare_internal(&self.properties.largest_key, internal_key)
+                    == Ordering::Less,
+                "sstable keys added out of order"
+            );
+        }
+        self.record_properties(internal_key, &parsed, value);
+        let hash = bloom::hash64((self.options.prefix)(parsed.user_key));
+        if self.prefix_hashes.last() != Some(&hash) {
+            self.prefix_hashes.push(hash);
+        }
+        self.data_block.add(internal_key, value);
+        if self.data_block.size_estimate_bytes() >= self.options.block_size_bytes {
+            self.flush_data_block()?;
+        }
+        Ok(())
+    }
+
+    /// The file size if finished now (approximate: filter and index are estimated).
+    pub fn estimated_size_bytes(&self) -> u64 {
+        let filter_bytes = self.prefix_hashes.len() * self.options.bloom_bits_per_key / 8;
+        let pending = self.data_block.size_estimate_bytes()
+            + self.index_block.size_estimate_bytes()
+            + filter_bytes
+            + self.properties.smallest_key.len()
+            + self.properties.largest_key.len();
+        self.offset + pending as u64
+    }
+
+    pub fn entry_count(&self) -> u64 {
+        self.properties.entries
+    }
+
+    /// Writes the last data block, filter, properties, index and footer, then syncs the
+    /// file's data. The caller syncs the directory.
+    pub fn finish(mut self) -> Result<TableProperties, SstError> {
+        if self.failed {
+            return Err(SstError::BuilderFailed);
+        }
+        if !self.data_block.is_empty() {
+            self.flush_data_block()?;
+        }
+        let filter = bloom::build_filter(&self.prefix_hashes, self.options.bloom_bits_per_key);
+        let filter_handle = self.write_block(BlockKind::Filter, |out| out.extend(&filter))?;
+
+        let properties = self.properties.clone();
+        let properties_handle =
+            self.write_block(BlockKind::Properties, |out| properties.encode_into(out))?;
+
+        let mut index_block = std::mem::replace(&mut self.index_block, BlockBuilder::new(1));
+        let index_handle =
+            self.write_block(BlockKind::Index, |out| index_block.finish_into(out))?;
+
+        let footer = Footer {
+            filter: filter_handle,
+            properties: properties_handle,
+            index: index_handle,
+        };
+        self.write(&footer.encode())?;
+        self.file.sync_data()?;
+        Ok(TableProperties {
+            size_bytes: self.offset,
+            ..properties
+        })
+    }
+
+    fn record_properties(&mut self, internal_key: &[u8], parsed: &InternalKey, value: &[u8]) {
+        let properties = &mut self.properties;
+        if properties.entries == 0 {
+            properties.smallest_key = internal_key.to_vec();
+            properties.seq_min = parsed.seq;
+            properties.seq_max = parsed.seq;
+        }
+        properties.entries += 1;
+        if parsed.kind == EntryKind::Delete {
+            properties.tombstones += 1;
+        }
+        properties.seq_min = properties.seq_min.min(parsed.seq);
+        properties.seq_max = properties.seq_max.max(parsed.seq);
+        properties.raw_key_bytes += internal_key.len() as u64;
+        properties.raw_value_bytes += value.len() as u64;
+        properties.largest_key.clear();
+        properties.largest_key.extend_from_slice(internal_key);
+    }
+
+    fn flush_data_block(&mut self) -> Result<(), SstError> {
+        debug_assert!(!self.data_block.is_empty(), "flushing an empty data block");
+        let mut data_block = std::mem::replace(&mut self.data_block, BlockBuilder::new(1));
+        // The index key is the block's last key: the largest key the block can answer for.
+        let last_key = self.properties.largest_key.clone();
+        debug_assert_eq!(data_block.last_key(), &last_key[..]);
+        debug_assert!(data_block.entry_count() > 0);
+        let handle = self.write_block(BlockKind::Data, |out| data_block.finish_into(out));
+        self.data_block = data_block;
+        let handle = handle?;
+        let mut encoded_handle = Vec::with_capacity(20);
+        put_varint(&mut encoded_handle, handle.offset);
+        put_varint(&mut encoded_handle, handle.size);
+        self.index_block.add(&last_key, &encoded_handle);
+        self.properties.data_blocks += 1;
+        Ok(())
+    }
+
+    /// Writes one block (contents produced by `fill`, then its trailer) in a single write.
+    fn write_block(
+        &mut self,
+        kind: BlockKind,
+        fill: impl FnOnce(&mut Vec<u8>),
+    ) -> Result<BlockHandle, SstError> {
+        let mut buffer = std::mem::take(&mut self.write_buffer);
+        buffer.clear();
+        fill(&mut buffer);
+        let handle = BlockHandle {
+            offset: self.offset,
+            size: buffer.len() as u64,
+        };
+        append_block_trailer(&mut buffer, 0, kind);
+        let result = self.write(&buffer);
+        self.write_buffer = buffer;
+        result.map(|()| handle)
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<(), SstError> {
+        if let Err(error) = self.file.write_all(bytes) {
+            self.failed = true;
+            return Err(error.into());
+        }
+        self.offset += bytes.len() as u64;
+        Ok(())
+    }
+}
