@@ -1,0 +1,196 @@
+//! The per-request parsing context: the `ExpressionAttributeNames` / `ExpressionAttributeValues`
+//! maps every expression of one request shares, and which of their entries were used.
+//!
+//! DynamoDB rejects a request whose maps hold an entry that none of its expressions uses, so
+//! one `Context` parses all of a request's expressions and `finish` checks what was left over.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use model::{ApiError, AttributeValue};
+
+use crate::ast::Condition;
+use crate::key_condition::{KeyCondition, KeySchemaView};
+use crate::parser::Parser;
+use crate::projection::Projection;
+use crate::update::Update;
+
+/// Which parameter a condition came from (only the error prefix differs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConditionKind {
+    /// `ConditionExpression`.
+    Condition,
+    /// `FilterExpression`.
+    Filter,
+}
+
+/// Every expression parameter, for error prefixes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ExpressionKind {
+    Condition,
+    Filter,
+    KeyCondition,
+    Projection,
+    Update,
+}
+
+impl ExpressionKind {
+    pub(crate) fn parameter_name(self) -> &'static str {
+        match self {
+            ExpressionKind::Condition => "ConditionExpression",
+            ExpressionKind::Filter => "FilterExpression",
+            ExpressionKind::KeyCondition => "KeyConditionExpression",
+            ExpressionKind::Projection => "ProjectionExpression",
+            ExpressionKind::Update => "UpdateExpression",
+        }
+    }
+
+    /// `Invalid <Kind>Expression: <message>`, as DynamoDB words expression errors.
+    pub(crate) fn error(self, message: &str) -> ApiError {
+        ApiError::validation(format!("Invalid {}: {message}", self.parameter_name()))
+    }
+}
+
+impl From<ConditionKind> for ExpressionKind {
+    fn from(kind: ConditionKind) -> ExpressionKind {
+        match kind {
+            ConditionKind::Condition => ExpressionKind::Condition,
+            ConditionKind::Filter => ExpressionKind::Filter,
+        }
+    }
+}
+
+/// The placeholder maps of one request and which entries its expressions used.
+#[derive(Debug)]
+pub struct Context<'a> {
+    names: Option<&'a BTreeMap<String, String>>,
+    values: Option<&'a BTreeMap<String, AttributeValue>>,
+    used_names: BTreeSet<String>,
+    used_values: BTreeSet<String>,
+}
+
+impl<'a> Context<'a> {
+    /// A context over the request's maps (`None` when the parameter is absent). A present but
+    /// empty map is an error, as in DynamoDB.
+    pub fn new(
+        names: Option<&'a BTreeMap<String, String>>,
+        values: Option<&'a BTreeMap<String, AttributeValue>>,
+    ) -> Result<Context<'a>, ApiError> {
+        if names.is_some_and(BTreeMap::is_empty) {
+            return Err(ApiError::validation(
+                "ExpressionAttributeNames must not be empty",
+            ));
+        }
+        if values.is_some_and(BTreeMap::is_empty) {
+            return Err(ApiError::validation(
+                "ExpressionAttributeValues must not be empty",
+            ));
+        }
+        Ok(Context {
+            names,
+            values,
+            used_names: BTreeSet::new(),
+            used_values: BTreeSet::new(),
+        })
+    }
+
+    /// Parses and validates a ConditionExpression or FilterExpression.
+    pub fn parse_condition(
+        &mut self,
+        text: &str,
+        kind: ConditionKind,
+    ) -> Result<Condition, ApiError> {
+        let kind = ExpressionKind::from(kind);
+        Parser::new(text, kind, self)?
+            .parse_condition_expression()
+            .map_err(|message| kind.error(&message))
+    }
+
+    /// Parses and validates an UpdateExpression.
+    pub fn parse_update(&mut self, text: &str) -> Result<Update, ApiError> {
+        let kind = ExpressionKind::Update;
+        Parser::new(text, kind, self)?
+            .parse_update_expression()
+            .map_err(|message| kind.error(&message))
+    }
+
+    /// Parses and validates a ProjectionExpression.
+    pub fn parse_projection(&mut self, text: &str) -> Result<Projection, ApiError> {
+        let kind = ExpressionKind::Projection;
+        Parser::new(text, kind, self)?
+            .parse_projection_expression()
+            .map_err(|message| kind.error(&message))
+    }
+
+    /// Parses a KeyConditionExpression and checks it against the key schema being queried.
+    pub fn parse_key_condition(
+        &mut self,
+        text: &str,
+        schema: &KeySchemaView,
+    ) -> Result<KeyCondition, ApiError> {
+        let kind = ExpressionKind::KeyCondition;
+        let condition = Parser::new(text, kind, self)?
+            .parse_condition_expression()
+            .map_err(|message| kind.error(&message))?;
+        KeyCondition::from_condition(&condition, schema)
+    }
+
+    /// Call after parsing every expression of the request: rejects map entries no expression
+    /// used.
+    pub fn finish(&self) -> Result<(), ApiError> {
+        if let Some(names) = self.names {
+            let unused = unused_keys(names.keys(), &self.used_names);
+            if !unused.is_empty() {
+                return Err(ApiError::validation(format!(
+                    "Value provided in ExpressionAttributeNames unused in expressions: keys: {{{unused}}}"
+                )));
+            }
+        }
+        if let Some(values) = self.values {
+            let unused = unused_keys(values.keys(), &self.used_values);
+            if !unused.is_empty() {
+                return Err(ApiError::validation(format!(
+                    "Value provided in ExpressionAttributeValues unused in expressions: keys: {{{unused}}}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The attribute name behind `#placeholder`, marking it used.
+    pub(crate) fn resolve_name(&mut self, placeholder: &str) -> Option<String> {
+        let name = self.names?.get(placeholder)?.clone();
+        self.used_names.insert(placeholder.to_string());
+        Some(name)
+    }
+
+    /// The value behind `:placeholder`, marking it used.
+    pub(crate) fn resolve_value(&mut self, placeholder: &str) -> Option<AttributeValue> {
+        let value = self.values?.get(placeholder)?.clone();
+        self.used_values.insert(placeholder.to_string());
+        Some(value)
+    }
+}
+
+fn unused_keys<'k>(keys: impl Iterator<Item = &'k String>, used: &BTreeSet<String>) -> String {
+    keys.filter(|key| !used.contains(*key))
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Rejects a request that mixes legacy and expression parameters. Pass the names of the
+/// parameters present of each family, e.g. `(&["Expected"], &["ConditionExpression"])`.
+pub fn check_no_mixing(
+    legacy_parameters: &[&str],
+    expression_parameters: &[&str],
+) -> Result<(), ApiError> {
+    if legacy_parameters.is_empty() || expression_parameters.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::validation(format!(
+        "Can not use both expression and non-expression parameters in the same request: \
+         Non-expression parameters: {{{}}} Expression parameters: {{{}}}",
+        legacy_parameters.join(", "),
+        expression_parameters.join(", ")
+    )))
+}

@@ -1,0 +1,698 @@
+//! One hand-written recursive-descent parser for every expression kind.
+//!
+//! Grammar (keywords case-insensitive, function names case-sensitive):
+//!
+//! ```text
+//! condition  := or
+//! or         := and ( OR and )*
+//! and        := not ( AND not )*
+//! not        := NOT not | primary
+//! primary    := '(' or ')' | function-call | operand comparator operand
+//!             | operand BETWEEN operand AND operand | operand IN '(' operand ( ',' operand )* ')'
+//! operand    := path | :value | function-call
+//! path       := name ( '.' name | '[' integer ']' )*        name := identifier | #placeholder
+//! update     := ( SET set-action (',' set-action)* | REMOVE path (',' path)*
+//!               | ADD path :value (',' …)* | DELETE path :value (',' …)* )+
+//! set-action := path '=' operand ( ('+' | '-') operand )?
+//! projection := path ( ',' path )*
+//! ```
+//!
+//! Syntax errors stop parsing at once. Reserved words and undefined placeholders are
+//! remembered and reported only once the whole text has parsed, so a syntax error later in the
+//! text wins, as in DynamoDB. Errors are plain messages here; `Context` adds the
+//! `Invalid <Kind>Expression: ` prefix.
+
+use model::{ApiError, AttributeValue};
+
+use crate::ast::{
+    Comparator, Condition, Operand, Path, PathElement, SetValue, UpdateAction, UpdateOperand,
+    ValueRef,
+};
+use crate::context::{Context, ExpressionKind};
+use crate::lexer::{tokenize, Token, TokenKind};
+use crate::projection::Projection;
+use crate::reserved::is_reserved_word;
+use crate::update::Update;
+use crate::validate;
+
+/// Longest expression text DynamoDB accepts, in bytes.
+pub const EXPRESSION_SIZE_BYTES_MAX: usize = 4096;
+/// Most operators and functions in one expression.
+pub const OPERATOR_COUNT_MAX: usize = 300;
+/// Most operands on the right of `IN`.
+pub const IN_OPERAND_COUNT_MAX: usize = 100;
+/// Deepest nesting of parentheses, `NOT`s and function calls; keeps recursion bounded.
+const NESTING_DEPTH_MAX: usize = 128;
+
+/// Keywords of the grammar; they can never be a bare path name.
+const GRAMMAR_KEYWORDS: [&str; 9] = [
+    "AND", "OR", "NOT", "BETWEEN", "IN", "SET", "REMOVE", "ADD", "DELETE",
+];
+
+/// An operand as written, before it is checked for the place it is used in.
+#[derive(Debug, Clone)]
+enum RawOperand {
+    Path(Path),
+    Value(ValueRef),
+    Call {
+        function: String,
+        arguments: Vec<RawOperand>,
+    },
+}
+
+const CONDITION_FUNCTIONS: [&str; 5] = [
+    "attribute_exists",
+    "attribute_not_exists",
+    "attribute_type",
+    "begins_with",
+    "contains",
+];
+const UPDATE_FUNCTIONS: [&str; 2] = ["if_not_exists", "list_append"];
+
+fn is_known_function(name: &str) -> bool {
+    name == "size" || CONDITION_FUNCTIONS.contains(&name) || UPDATE_FUNCTIONS.contains(&name)
+}
+
+fn invalid_function(name: &str) -> String {
+    format!("Invalid function name; function: {name}")
+}
+
+fn misused_function(name: &str) -> String {
+    format!("The function is not allowed to be used this way in an expression; function: {name}")
+}
+
+fn operand_count_error(name: &str, count: usize) -> String {
+    format!(
+        "Incorrect number of operands for operator or function; operator or function: {name}, number of operands: {count}"
+    )
+}
+
+fn path_required(name: &str) -> String {
+    format!("Operator or function requires a document path; operator or function: {name}")
+}
+
+pub(crate) struct Parser<'t, 'c, 'a> {
+    source: &'t str,
+    tokens: Vec<Token>,
+    position: usize,
+    context: &'c mut Context<'a>,
+    /// First semantic error (reserved word, undefined placeholder, …), reported after parsing.
+    deferred_error: Option<String>,
+    operator_count: usize,
+    nesting_depth: usize,
+}
+
+type Parsed<T> = Result<T, String>;
+
+impl<'t, 'c, 'a> Parser<'t, 'c, 'a> {
+    /// Checks the text's emptiness and size, then tokenizes it.
+    pub(crate) fn new(
+        source: &'t str,
+        kind: ExpressionKind,
+        context: &'c mut Context<'a>,
+    ) -> Result<Parser<'t, 'c, 'a>, ApiError> {
+        if source.trim().is_empty() {
+            return Err(kind.error("The expression can not be empty;"));
+        }
+        if source.len() > EXPRESSION_SIZE_BYTES_MAX {
+            return Err(kind.error(&format!(
+                "Expression size has exceeded the maximum allowed size; expression size: {}",
+                source.len()
+            )));
+        }
+        Ok(Parser {
+            source,
+            tokens: tokenize(source),
+            position: 0,
+            context,
+            deferred_error: None,
+            operator_count: 0,
+            nesting_depth: 0,
+        })
+    }
+
+    // ---- entry points ------------------------------------------------------------------
+
+    pub(crate) fn parse_condition_expression(mut self) -> Parsed<Condition> {
+        let (condition, _) = self.parse_or()?;
+        self.expect_end()?;
+        self.finish_checks()?;
+        validate::check_condition(&condition)?;
+        Ok(condition)
+    }
+
+    pub(crate) fn parse_update_expression(mut self) -> Parsed<Update> {
+        let mut actions = Vec::new();
+        let mut sections_seen: Vec<&'static str> = Vec::new();
+        while self.peek().kind != TokenKind::EndOfInput {
+            let section = self.parse_section_keyword()?;
+            if sections_seen.contains(&section) {
+                return Err(format!(
+                    "The \"{section}\" section can only be used once in an update expression;"
+                ));
+            }
+            sections_seen.push(section);
+            loop {
+                actions.push(self.parse_update_action(section)?);
+                if self.peek().kind != TokenKind::Comma {
+                    break;
+                }
+                self.advance();
+            }
+        }
+        self.finish_checks()?;
+        validate::check_update_actions(&actions)?;
+        Ok(Update::from_actions(actions))
+    }
+
+    pub(crate) fn parse_projection_expression(mut self) -> Parsed<Projection> {
+        let mut paths = vec![self.parse_path()?];
+        while self.peek().kind == TokenKind::Comma {
+            self.advance();
+            paths.push(self.parse_path()?);
+        }
+        self.expect_end()?;
+        self.finish_checks()?;
+        validate::check_no_overlap(&paths)?;
+        Ok(Projection::new(paths))
+    }
+
+    fn finish_checks(&mut self) -> Parsed<()> {
+        if let Some(message) = self.deferred_error.take() {
+            return Err(message);
+        }
+        if self.operator_count > OPERATOR_COUNT_MAX {
+            return Err(format!(
+                "The expression contains too many operators; operator count: {}",
+                self.operator_count
+            ));
+        }
+        Ok(())
+    }
+
+    // ---- tokens ------------------------------------------------------------------------
+
+    fn peek(&self) -> Token {
+        self.peek_at(0)
+    }
+
+    fn peek_at(&self, offset: usize) -> Token {
+        let last = self.tokens.len().saturating_sub(1);
+        let index = (self.position + offset).min(last);
+        self.tokens.get(index).copied().unwrap_or(Token {
+            kind: TokenKind::EndOfInput,
+            start: self.source.len(),
+            end: self.source.len(),
+        })
+    }
+
+    fn advance(&mut self) -> Token {
+        let token = self.peek();
+        if self.position < self.tokens.len().saturating_sub(1) {
+            self.position += 1;
+        }
+        token
+    }
+
+    fn text(&self, token: Token) -> &'t str {
+        self.source.get(token.start..token.end).unwrap_or("")
+    }
+
+    fn is_keyword(&self, token: Token, keyword: &str) -> bool {
+        token.kind == TokenKind::Identifier && self.text(token).eq_ignore_ascii_case(keyword)
+    }
+
+    /// `Syntax error; token: "<tok>", near: "<previous token through this one>"`.
+    fn syntax_error(&self) -> String {
+        let token = self.peek();
+        let token_text = if token.kind == TokenKind::EndOfInput {
+            "<EOF>"
+        } else {
+            self.text(token)
+        };
+        let near_start = match self
+            .position
+            .checked_sub(1)
+            .and_then(|index| self.tokens.get(index))
+        {
+            Some(previous) => previous.start,
+            None => token.start,
+        };
+        let near = self.source.get(near_start..token.end).unwrap_or("");
+        format!("Syntax error; token: \"{token_text}\", near: \"{near}\"")
+    }
+
+    fn expect(&mut self, kind: TokenKind) -> Parsed<Token> {
+        if self.peek().kind == kind {
+            Ok(self.advance())
+        } else {
+            Err(self.syntax_error())
+        }
+    }
+
+    fn expect_end(&self) -> Parsed<()> {
+        if self.peek().kind == TokenKind::EndOfInput {
+            Ok(())
+        } else {
+            Err(self.syntax_error())
+        }
+    }
+
+    fn defer(&mut self, message: String) {
+        if self.deferred_error.is_none() {
+            self.deferred_error = Some(message);
+        }
+    }
+
+    fn count_operator(&mut self) {
+        self.operator_count += 1;
+    }
+
+    fn enter_nesting(&mut self) -> Parsed<()> {
+        if self.nesting_depth >= NESTING_DEPTH_MAX {
+            return Err(self.syntax_error());
+        }
+        self.nesting_depth += 1;
+        Ok(())
+    }
+
+    fn leave_nesting(&mut self) {
+        self.nesting_depth = self.nesting_depth.saturating_sub(1);
+    }
+
+    // ---- conditions --------------------------------------------------------------------
+    //
+    // Each level also returns whether what it parsed is exactly one parenthesized group, to
+    // detect DynamoDB's "redundant parentheses" error for `((a < b))`.
+
+    fn parse_or(&mut self) -> Parsed<(Condition, bool)> {
+        let (mut condition, mut is_group) = self.parse_and()?;
+        while self.is_keyword(self.peek(), "OR") {
+            self.advance();
+            self.count_operator();
+            let (right, _) = self.parse_and()?;
+            condition = Condition::Or(Box::new(condition), Box::new(right));
+            is_group = false;
+        }
+        Ok((condition, is_group))
+    }
+
+    fn parse_and(&mut self) -> Parsed<(Condition, bool)> {
+        let (mut condition, mut is_group) = self.parse_not()?;
+        while self.is_keyword(self.peek(), "AND") {
+            self.advance();
+            self.count_operator();
+            let (right, _) = self.parse_not()?;
+            condition = Condition::And(Box::new(condition), Box::new(right));
+            is_group = false;
+        }
+        Ok((condition, is_group))
+    }
+
+    fn parse_not(&mut self) -> Parsed<(Condition, bool)> {
+        if self.is_keyword(self.peek(), "NOT") {
+            self.advance();
+            self.count_operator();
+            self.enter_nesting()?;
+            let (inner, _) = self.parse_not()?;
+            self.leave_nesting();
+            return Ok((Condition::Not(Box::new(inner)), false));
+        }
+        self.parse_primary()
+    }
+
+    fn parse_primary(&mut self) -> Parsed<(Condition, bool)> {
+        if self.peek().kind == TokenKind::OpenParen {
+            self.advance();
+            self.enter_nesting()?;
+            let (inner, inner_is_group) = self.parse_or()?;
+            self.leave_nesting();
+            self.expect(TokenKind::CloseParen)?;
+            if inner_is_group {
+                self.defer("The expression has redundant parentheses;".to_string());
+            }
+            return Ok((inner, true));
+        }
+        let left = self.parse_raw_operand()?;
+        let next = self.peek();
+        let comparator = match next.kind {
+            TokenKind::Equal => Some(Comparator::Eq),
+            TokenKind::NotEqual => Some(Comparator::Ne),
+            TokenKind::Less => Some(Comparator::Lt),
+            TokenKind::LessOrEqual => Some(Comparator::Le),
+            TokenKind::Greater => Some(Comparator::Gt),
+            TokenKind::GreaterOrEqual => Some(Comparator::Ge),
+            _ => None,
+        };
+        if let Some(comparator) = comparator {
+            self.advance();
+            self.count_operator();
+            let left = condition_operand(left)?;
+            let right = condition_operand(self.parse_raw_operand()?)?;
+            return Ok((
+                Condition::Compare {
+                    left,
+                    comparator,
+                    right,
+                },
+                false,
+            ));
+        }
+        if self.is_keyword(next, "BETWEEN") {
+            self.advance();
+            self.count_operator();
+            let value = condition_operand(left)?;
+            let low = condition_operand(self.parse_raw_operand()?)?;
+            if !self.is_keyword(self.peek(), "AND") {
+                return Err(self.syntax_error());
+            }
+            self.advance();
+            let high = condition_operand(self.parse_raw_operand()?)?;
+            return Ok((Condition::Between { value, low, high }, false));
+        }
+        if self.is_keyword(next, "IN") {
+            self.advance();
+            self.count_operator();
+            let value = condition_operand(left)?;
+            self.expect(TokenKind::OpenParen)?;
+            let mut candidates = vec![condition_operand(self.parse_raw_operand()?)?];
+            while self.peek().kind == TokenKind::Comma {
+                self.advance();
+                candidates.push(condition_operand(self.parse_raw_operand()?)?);
+                if candidates.len() > IN_OPERAND_COUNT_MAX {
+                    return Err(format!(
+                        "The IN operator is provided with too many operands; number of operands: {}",
+                        candidates.len()
+                    ));
+                }
+            }
+            self.expect(TokenKind::CloseParen)?;
+            return Ok((Condition::In { value, candidates }, false));
+        }
+        match left {
+            RawOperand::Call {
+                function,
+                arguments,
+            } => Ok((condition_function(&function, arguments)?, false)),
+            RawOperand::Path(_) | RawOperand::Value(_) => Err(self.syntax_error()),
+        }
+    }
+
+    // ---- operands ----------------------------------------------------------------------
+
+    fn parse_raw_operand(&mut self) -> Parsed<RawOperand> {
+        let token = self.peek();
+        match token.kind {
+            TokenKind::ValuePlaceholder => {
+                self.advance();
+                Ok(RawOperand::Value(self.resolve_value(token)))
+            }
+            TokenKind::Identifier if self.peek_at(1).kind == TokenKind::OpenParen => {
+                self.parse_call()
+            }
+            _ => Ok(RawOperand::Path(self.parse_path()?)),
+        }
+    }
+
+    fn parse_call(&mut self) -> Parsed<RawOperand> {
+        let name_token = self.advance();
+        let function = self.text(name_token).to_string();
+        self.expect(TokenKind::OpenParen)?;
+        self.count_operator();
+        self.enter_nesting()?;
+        let mut arguments = vec![self.parse_raw_operand()?];
+        while self.peek().kind == TokenKind::Comma {
+            self.advance();
+            arguments.push(self.parse_raw_operand()?);
+        }
+        self.leave_nesting();
+        self.expect(TokenKind::CloseParen)?;
+        if !is_known_function(&function) {
+            return Err(invalid_function(&function));
+        }
+        Ok(RawOperand::Call {
+            function,
+            arguments,
+        })
+    }
+
+    fn resolve_value(&mut self, token: Token) -> ValueRef {
+        let placeholder = self.text(token).to_string();
+        let value = match self.context.resolve_value(&placeholder) {
+            Some(value) => value,
+            None => {
+                self.defer(format!(
+                    "An expression attribute value used in expression is not defined; attribute value: {placeholder}"
+                ));
+                AttributeValue::Null
+            }
+        };
+        ValueRef { placeholder, value }
+    }
+
+    pub(crate) fn parse_path(&mut self) -> Parsed<Path> {
+        let first = self.parse_name()?;
+        let mut path = Path::new(vec![first]).ok_or_else(|| self.syntax_error())?;
+        let mut depth = 1usize;
+        loop {
+            match self.peek().kind {
+                TokenKind::Dot => {
+                    self.advance();
+                    path.push(self.parse_name()?);
+                }
+                TokenKind::OpenBracket => {
+                    self.advance();
+                    let index_token = self.peek();
+                    if index_token.kind != TokenKind::Integer {
+                        return Err(self.syntax_error());
+                    }
+                    let index: u32 = self
+                        .text(index_token)
+                        .parse()
+                        .map_err(|_| self.syntax_error())?;
+                    self.advance();
+                    self.expect(TokenKind::CloseBracket)?;
+                    path.push(PathElement::Index(index));
+                }
+                _ => break,
+            }
+            depth += 1;
+        }
+        if depth > crate::ast::PATH_DEPTH_MAX {
+            self.defer(format!(
+                "The document path has too many nesting levels; nesting levels: {depth}"
+            ));
+        }
+        Ok(path)
+    }
+
+    fn parse_name(&mut self) -> Parsed<PathElement> {
+        let token = self.peek();
+        match token.kind {
+            TokenKind::Identifier => {
+                let name = self.text(token);
+                if GRAMMAR_KEYWORDS
+                    .iter()
+                    .any(|keyword| name.eq_ignore_ascii_case(keyword))
+                {
+                    return Err(self.syntax_error());
+                }
+                self.advance();
+                if is_reserved_word(name) {
+                    self.defer(format!(
+                        "Attribute name is a reserved keyword; reserved keyword: {name}"
+                    ));
+                }
+                Ok(PathElement::attribute(name))
+            }
+            TokenKind::NamePlaceholder => {
+                self.advance();
+                let placeholder = self.text(token).to_string();
+                let name = match self.context.resolve_name(&placeholder) {
+                    Some(name) => name,
+                    None => {
+                        self.defer(format!(
+                            "An expression attribute name used in the document path is not defined; attribute name: {placeholder}"
+                        ));
+                        placeholder.clone()
+                    }
+                };
+                Ok(PathElement::Attribute {
+                    name,
+                    placeholder: Some(placeholder),
+                })
+            }
+            _ => Err(self.syntax_error()),
+        }
+    }
+
+    // ---- updates -----------------------------------------------------------------------
+
+    fn parse_section_keyword(&mut self) -> Parsed<&'static str> {
+        let token = self.peek();
+        for section in ["SET", "REMOVE", "ADD", "DELETE"] {
+            if self.is_keyword(token, section) {
+                self.advance();
+                return Ok(section);
+            }
+        }
+        Err(self.syntax_error())
+    }
+
+    fn parse_update_action(&mut self, section: &'static str) -> Parsed<UpdateAction> {
+        let path = self.parse_path()?;
+        match section {
+            "SET" => {
+                self.expect(TokenKind::Equal)?;
+                let first = update_operand(self.parse_raw_operand()?)?;
+                let value = match self.peek().kind {
+                    TokenKind::Plus => {
+                        self.advance();
+                        self.count_operator();
+                        SetValue::Plus(first, update_operand(self.parse_raw_operand()?)?)
+                    }
+                    TokenKind::Minus => {
+                        self.advance();
+                        self.count_operator();
+                        SetValue::Minus(first, update_operand(self.parse_raw_operand()?)?)
+                    }
+                    _ => SetValue::Operand(first),
+                };
+                Ok(UpdateAction::Set { path, value })
+            }
+            "REMOVE" => Ok(UpdateAction::Remove { path }),
+            _ => {
+                let token = self.expect(TokenKind::ValuePlaceholder)?;
+                let value = self.resolve_value(token);
+                if section == "ADD" {
+                    Ok(UpdateAction::Add {
+                        path,
+                        value,
+                        lists_allowed: false,
+                    })
+                } else {
+                    Ok(UpdateAction::Delete {
+                        path,
+                        value: Some(value),
+                    })
+                }
+            }
+        }
+    }
+}
+
+// ---- turning raw operands into the operand kinds of each place --------------------------
+
+/// An operand of a comparison, BETWEEN, IN or a condition function's value argument.
+fn condition_operand(raw: RawOperand) -> Parsed<Operand> {
+    match raw {
+        RawOperand::Path(path) => Ok(Operand::Path(path)),
+        RawOperand::Value(value) => Ok(Operand::Value(value)),
+        RawOperand::Call {
+            function,
+            arguments,
+        } => {
+            if function != "size" {
+                return Err(misused_function(&function));
+            }
+            Ok(Operand::Size(single_path_argument(&function, arguments)?))
+        }
+    }
+}
+
+fn single_path_argument(function: &str, arguments: Vec<RawOperand>) -> Parsed<Path> {
+    let count = arguments.len();
+    let mut arguments = arguments.into_iter();
+    match (arguments.next(), arguments.next()) {
+        (Some(RawOperand::Path(path)), None) => Ok(path),
+        (Some(_), None) => Err(path_required(function)),
+        _ => Err(operand_count_error(function, count)),
+    }
+}
+
+fn two_arguments(function: &str, arguments: Vec<RawOperand>) -> Parsed<(RawOperand, RawOperand)> {
+    let count = arguments.len();
+    let mut arguments = arguments.into_iter();
+    match (arguments.next(), arguments.next(), arguments.next()) {
+        (Some(first), Some(second), None) => Ok((first, second)),
+        _ => Err(operand_count_error(function, count)),
+    }
+}
+
+/// A function call used as a whole condition.
+fn condition_function(function: &str, arguments: Vec<RawOperand>) -> Parsed<Condition> {
+    match function {
+        "attribute_exists" => Ok(Condition::AttributeExists(single_path_argument(
+            function, arguments,
+        )?)),
+        "attribute_not_exists" => Ok(Condition::AttributeNotExists(single_path_argument(
+            function, arguments,
+        )?)),
+        "attribute_type" => {
+            let (first, second) = two_arguments(function, arguments)?;
+            let RawOperand::Path(path) = first else {
+                return Err(path_required(function));
+            };
+            match second {
+                RawOperand::Value(type_name) => Ok(Condition::AttributeType { path, type_name }),
+                RawOperand::Path(_) => Err(format!(
+                    "Incorrect operand type for operator or function; operator or function: {function}, operand type: PATH"
+                )),
+                RawOperand::Call { function: inner, .. } => Err(misused_function(&inner)),
+            }
+        }
+        "begins_with" => {
+            let (first, second) = two_arguments(function, arguments)?;
+            Ok(Condition::BeginsWith {
+                value: condition_operand(first)?,
+                prefix: condition_operand(second)?,
+            })
+        }
+        "contains" => {
+            let (first, second) = two_arguments(function, arguments)?;
+            Ok(Condition::Contains {
+                container: condition_operand(first)?,
+                member: condition_operand(second)?,
+            })
+        }
+        // `size`, `if_not_exists` and `list_append` do not yield a condition.
+        _ => Err(misused_function(function)),
+    }
+}
+
+/// An operand of a `SET` action.
+fn update_operand(raw: RawOperand) -> Parsed<UpdateOperand> {
+    match raw {
+        RawOperand::Path(path) => Ok(UpdateOperand::Path(path)),
+        RawOperand::Value(value) => Ok(UpdateOperand::Value(value)),
+        RawOperand::Call {
+            function,
+            arguments,
+        } => match function.as_str() {
+            "if_not_exists" => {
+                let (first, second) = two_arguments(&function, arguments)?;
+                let RawOperand::Path(path) = first else {
+                    return Err(path_required(&function));
+                };
+                Ok(UpdateOperand::IfNotExists(
+                    path,
+                    Box::new(update_operand(second)?),
+                ))
+            }
+            "list_append" => {
+                let (first, second) = two_arguments(&function, arguments)?;
+                Ok(UpdateOperand::ListAppend(
+                    Box::new(update_operand(first)?),
+                    Box::new(update_operand(second)?),
+                ))
+            }
+            _ => Err(format!(
+                "The function is not allowed in an update expression; function: {function}"
+            )),
+        },
+    }
+}
+
+#[cfg(test)]
+#[path = "parser_tests.rs"]
+mod tests;

@@ -1,0 +1,465 @@
+//! Applying an UpdateExpression (or legacy `AttributeUpdates`) to an item (SPEC §3.5).
+//!
+//! Semantics: every `SET` operand is evaluated against the item as it was before the update,
+//! so list indexes and paths always mean positions and values *before* the update. SET, ADD
+//! and DELETE are then applied in order; REMOVEs come last, deepest list positions first, and
+//! only for paths that existed before the update, so removing `a[0]` and `a[1]` in one
+//! expression removes the two original elements.
+
+use std::cmp::Ordering;
+use std::collections::BTreeSet;
+use std::fmt;
+
+use model::{ApiError, AttributeValue, Item};
+
+use crate::ast::{fmt_update_actions, Path, PathElement, SetValue, UpdateAction, UpdateOperand};
+use crate::document::{remove_at, resolve, set_at};
+
+/// A parsed, validated update.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Update {
+    actions: Vec<UpdateAction>,
+}
+
+/// The result of applying an update.
+#[derive(Debug, Clone)]
+pub struct UpdateOutcome {
+    /// The item after the update.
+    pub item: Item,
+    /// The paths the update wrote or removed (an index appended past the end is reported at
+    /// the position it landed on). Feed them to `extract_paths` with the old item for
+    /// UPDATED_OLD and with `item` for UPDATED_NEW.
+    pub touched_paths: Vec<Path>,
+}
+
+fn incorrect_data_type() -> ApiError {
+    ApiError::validation("An operand in the update expression has an incorrect data type")
+}
+
+fn missing_attribute() -> ApiError {
+    ApiError::validation(
+        "The provided expression refers to an attribute that does not exist in the item",
+    )
+}
+
+fn evaluate_operand(operand: &UpdateOperand, item: &Item) -> Result<AttributeValue, ApiError> {
+    match operand {
+        UpdateOperand::Path(path) => resolve(item, path).cloned().ok_or_else(missing_attribute),
+        UpdateOperand::Value(value) => Ok(value.value.clone()),
+        UpdateOperand::IfNotExists(path, fallback) => match resolve(item, path) {
+            Some(value) => Ok(value.clone()),
+            None => evaluate_operand(fallback, item),
+        },
+        UpdateOperand::ListAppend(first, second) => {
+            match (
+                evaluate_operand(first, item)?,
+                evaluate_operand(second, item)?,
+            ) {
+                (AttributeValue::L(mut head), AttributeValue::L(tail)) => {
+                    head.extend(tail);
+                    Ok(AttributeValue::L(head))
+                }
+                _ => Err(incorrect_data_type()),
+            }
+        }
+    }
+}
+
+fn evaluate_set_value(value: &SetValue, item: &Item) -> Result<AttributeValue, ApiError> {
+    match value {
+        SetValue::Operand(operand) => evaluate_operand(operand, item),
+        SetValue::Plus(left, right) | SetValue::Minus(left, right) => {
+            let (AttributeValue::N(left), AttributeValue::N(right)) = (
+                evaluate_operand(left, item)?,
+                evaluate_operand(right, item)?,
+            ) else {
+                return Err(incorrect_data_type());
+            };
+            let result = if matches!(value, SetValue::Plus(..)) {
+                left.checked_add(&right)?
+            } else {
+                left.checked_sub(&right)?
+            };
+            Ok(AttributeValue::N(result))
+        }
+    }
+}
+
+/// Appends the members of `added` that `members` lacks.
+fn union<T: PartialEq + Clone>(members: &mut Vec<T>, added: &[T]) {
+    for member in added {
+        if !members.contains(member) {
+            members.push(member.clone());
+        }
+    }
+}
+
+/// `ADD`: numeric addition (a missing attribute counts as 0) or set union (a missing attribute
+/// counts as the empty set); lists only for legacy `AttributeUpdates`.
+fn added_value(
+    current: Option<&AttributeValue>,
+    added: &AttributeValue,
+    lists_allowed: bool,
+) -> Result<AttributeValue, ApiError> {
+    let Some(current) = current else {
+        return match added {
+            AttributeValue::N(_)
+            | AttributeValue::Ss(_)
+            | AttributeValue::Ns(_)
+            | AttributeValue::Bs(_) => Ok(added.clone()),
+            AttributeValue::L(_) if lists_allowed => Ok(added.clone()),
+            _ => Err(incorrect_data_type()),
+        };
+    };
+    let mut result = current.clone();
+    match (&mut result, added) {
+        (AttributeValue::N(number), AttributeValue::N(delta)) => {
+            *number = number.checked_add(delta)?;
+        }
+        (AttributeValue::Ss(members), AttributeValue::Ss(new)) => union(members, new),
+        (AttributeValue::Ns(members), AttributeValue::Ns(new)) => union(members, new),
+        (AttributeValue::Bs(members), AttributeValue::Bs(new)) => union(members, new),
+        (AttributeValue::L(elements), AttributeValue::L(new)) if lists_allowed => {
+            elements.extend(new.iter().cloned());
+        }
+        _ => return Err(incorrect_data_type()),
+    }
+    Ok(result)
+}
+
+/// `DELETE` of set members: `None` when nothing is left (the attribute is then removed).
+fn value_after_delete(
+    current: &AttributeValue,
+    removed: &AttributeValue,
+) -> Result<Option<AttributeValue>, ApiError> {
+    let mut result = current.clone();
+    let now_empty = match (&mut result, removed) {
+        (AttributeValue::Ss(members), AttributeValue::Ss(gone)) => {
+            members.retain(|member| !gone.contains(member));
+            members.is_empty()
+        }
+        (AttributeValue::Ns(members), AttributeValue::Ns(gone)) => {
+            members.retain(|member| !gone.contains(member));
+            members.is_empty()
+        }
+        (AttributeValue::Bs(members), AttributeValue::Bs(gone)) => {
+            members.retain(|member| !gone.contains(member));
+            members.is_empty()
+        }
+        _ => return Err(incorrect_data_type()),
+    };
+    Ok((!now_empty).then_some(result))
+}
+
+/// Orders REMOVE paths so that later list positions go first (removing them does not shift
+/// the earlier ones).
+fn removal_order(first: &Path, second: &Path) -> Ordering {
+    for (a, b) in first.elements().iter().zip(second.elements()) {
+        let ordering = match (a, b) {
+            (PathElement::Index(a), PathElement::Index(b)) => b.cmp(a),
+            (PathElement::Attribute { name: a, .. }, PathElement::Attribute { name: b, .. }) => {
+                a.cmp(b)
+            }
+            _ => Ordering::Equal,
+        };
+        if ordering != Ordering::Equal {
+            return ordering;
+        }
+    }
+    second.elements().len().cmp(&first.elements().len())
+}
+
+impl Update {
+    pub(crate) fn from_actions(actions: Vec<UpdateAction>) -> Update {
+        Update { actions }
+    }
+
+    /// The actions, in the order they were written.
+    pub fn actions(&self) -> &[UpdateAction] {
+        &self.actions
+    }
+
+    /// Every path the update writes or removes.
+    pub fn paths(&self) -> impl Iterator<Item = &Path> {
+        self.actions.iter().map(UpdateAction::path)
+    }
+
+    /// The top-level attributes the update touches (the engine rejects updates of key
+    /// attributes and nested paths into index keys).
+    pub fn touched_top_level_attributes(&self) -> BTreeSet<&str> {
+        self.paths().map(Path::top_level_name).collect()
+    }
+
+    /// Applies the update to a copy of `item` (pass an empty item when none exists).
+    pub fn apply(&self, item: &Item) -> Result<UpdateOutcome, ApiError> {
+        // SET operands read the item as it was before the update.
+        let mut set_values = Vec::new();
+        for action in &self.actions {
+            if let UpdateAction::Set { value, .. } = action {
+                set_values.push(evaluate_set_value(value, item)?);
+            }
+        }
+        let mut set_values = set_values.into_iter();
+        let mut updated = item.clone();
+        let mut touched_paths = Vec::with_capacity(self.actions.len());
+        let mut removals = Vec::new();
+        for action in &self.actions {
+            match action {
+                UpdateAction::Set { path, .. } => {
+                    let value = set_values.next().ok_or_else(incorrect_data_type)?;
+                    touched_paths.push(set_at(&mut updated, path, value)?);
+                }
+                UpdateAction::Remove { path } => {
+                    touched_paths.push(path.clone());
+                    if resolve(item, path).is_some() {
+                        removals.push(path);
+                    }
+                }
+                UpdateAction::Add {
+                    path,
+                    value,
+                    lists_allowed,
+                } => {
+                    let new_value =
+                        added_value(resolve(&updated, path), &value.value, *lists_allowed)?;
+                    touched_paths.push(set_at(&mut updated, path, new_value)?);
+                }
+                UpdateAction::Delete { path, value } => {
+                    touched_paths.push(path.clone());
+                    let Some(current) = resolve(&updated, path) else {
+                        continue;
+                    };
+                    let remaining = match value {
+                        Some(removed) => value_after_delete(current, &removed.value)?,
+                        None => None,
+                    };
+                    match remaining {
+                        Some(remaining) => {
+                            set_at(&mut updated, path, remaining)?;
+                        }
+                        None => {
+                            remove_at(&mut updated, path);
+                        }
+                    }
+                }
+            }
+        }
+        removals.sort_by(|a, b| removal_order(a, b));
+        for path in removals {
+            remove_at(&mut updated, path);
+        }
+        Ok(UpdateOutcome {
+            item: updated,
+            touched_paths,
+        })
+    }
+}
+
+impl fmt::Display for Update {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt_update_actions(&self.actions, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use model::Item;
+
+    use crate::document::extract_paths;
+    use crate::test_support::{item, message, value, Maps};
+
+    fn maps() -> Maps {
+        Maps::new(
+            r##"{"#c": "count"}"##,
+            r#"{":one": {"N": "1"}, ":two": {"N": "2"}, ":x": {"S": "x"}, ":y": {"S": "y"},
+                ":list": {"L": [{"N": "9"}]}, ":ab": {"SS": ["a", "b"]}, ":bc": {"SS": ["b", "c"]},
+                ":n12": {"NS": ["1", "2"]}, ":big": {"N": "1e50"}}"#,
+        )
+    }
+
+    fn apply(text: &str, before: &Item) -> Result<crate::update::UpdateOutcome, model::ApiError> {
+        maps()
+            .update(text)
+            .unwrap_or_else(|error| panic!("{text}: {error}"))
+            .apply(before)
+    }
+
+    fn after(text: &str, before_json: &str) -> Item {
+        apply(text, &item(before_json))
+            .unwrap_or_else(|error| panic!("{text}: {error}"))
+            .item
+    }
+
+    #[test]
+    fn set_creates_replaces_and_writes_nested_paths() {
+        assert_eq!(after("SET a = :x", "{}"), item(r#"{"a": {"S": "x"}}"#));
+        assert_eq!(
+            after(
+                "SET a = :y, m.k = :x",
+                r#"{"a": {"S": "x"}, "m": {"M": {}}}"#
+            ),
+            item(r#"{"a": {"S": "y"}, "m": {"M": {"k": {"S": "x"}}}}"#)
+        );
+        assert_eq!(
+            after(
+                "SET l[0] = :y, l[7] = :x",
+                r#"{"l": {"L": [{"S": "a"}, {"S": "b"}]}}"#
+            ),
+            item(r#"{"l": {"L": [{"S": "y"}, {"S": "b"}, {"S": "x"}]}}"#)
+        );
+    }
+
+    #[test]
+    fn set_into_a_missing_or_wrong_parent_is_invalid() {
+        let invalid = "The document path provided in the update expression is invalid for update";
+        assert_eq!(message(apply("SET m.k = :x", &Item::new())), invalid);
+        assert_eq!(
+            message(apply("SET m.k = :x", &item(r#"{"m": {"S": "no"}}"#))),
+            invalid
+        );
+        assert_eq!(
+            message(apply("SET l[0] = :x", &item(r#"{"l": {"M": {}}}"#))),
+            invalid
+        );
+    }
+
+    #[test]
+    fn set_arithmetic_and_functions() {
+        assert_eq!(
+            after("SET #c = #c + :one", r#"{"count": {"N": "41"}}"#),
+            item(r#"{"count": {"N": "42"}}"#)
+        );
+        assert_eq!(
+            after("SET a = :one - :two", "{}"),
+            item(r#"{"a": {"N": "-1"}}"#)
+        );
+        assert_eq!(
+            after(
+                "SET a = if_not_exists(a, :one), b = if_not_exists(c, :two)",
+                r#"{"a": {"N": "5"}}"#
+            ),
+            item(r#"{"a": {"N": "5"}, "b": {"N": "2"}}"#)
+        );
+        assert_eq!(
+            after(
+                "SET l = list_append(l, :list), k = list_append(:list, l)",
+                r#"{"l": {"L": [{"N": "1"}]}}"#
+            ),
+            item(r#"{"l": {"L": [{"N": "1"}, {"N": "9"}]}, "k": {"L": [{"N": "9"}, {"N": "1"}]}}"#)
+        );
+    }
+
+    #[test]
+    fn set_operand_errors() {
+        assert_eq!(
+            message(apply("SET a = b + :one", &Item::new())),
+            "The provided expression refers to an attribute that does not exist in the item"
+        );
+        assert_eq!(
+            message(apply("SET a = b + :one", &item(r#"{"b": {"S": "text"}}"#))),
+            "An operand in the update expression has an incorrect data type"
+        );
+        assert_eq!(
+            message(apply(
+                "SET a = list_append(b, :list)",
+                &item(r#"{"b": {"N": "1"}}"#)
+            )),
+            "An operand in the update expression has an incorrect data type"
+        );
+        assert!(message(apply("SET a = :big + :one", &Item::new())).contains("overflow"));
+    }
+
+    #[test]
+    fn operands_read_the_item_before_the_update() {
+        assert_eq!(
+            after("SET a = b, b = a", r#"{"a": {"S": "x"}, "b": {"S": "y"}}"#),
+            item(r#"{"a": {"S": "y"}, "b": {"S": "x"}}"#)
+        );
+        // Indexes name positions before the update: l[1] is "b", l[0] is "a".
+        assert_eq!(
+            after(
+                "SET l[1] = :x REMOVE l[0]",
+                r#"{"l": {"L": [{"S": "a"}, {"S": "b"}, {"S": "c"}]}}"#
+            ),
+            item(r#"{"l": {"L": [{"S": "x"}, {"S": "c"}]}}"#)
+        );
+    }
+
+    #[test]
+    fn remove_uses_original_positions_and_ignores_missing_paths() {
+        let before =
+            r#"{"l": {"L": [{"S": "a"}, {"S": "b"}, {"S": "c"}, {"S": "d"}]}, "k": {"S": "k"}}"#;
+        assert_eq!(
+            after("REMOVE l[0], l[2], l[17], k, nope, q.deeper", before),
+            item(r#"{"l": {"L": [{"S": "b"}, {"S": "d"}]}}"#)
+        );
+        assert_eq!(after("REMOVE x.y", "{}"), Item::new());
+    }
+
+    #[test]
+    fn add_numbers_and_sets() {
+        assert_eq!(after("ADD n :two", "{}"), item(r#"{"n": {"N": "2"}}"#));
+        assert_eq!(
+            after("ADD n :two", r#"{"n": {"N": "1"}}"#),
+            item(r#"{"n": {"N": "3"}}"#)
+        );
+        let union = after("ADD s :bc", r#"{"s": {"SS": ["a", "b"]}}"#);
+        assert_eq!(union, item(r#"{"s": {"SS": ["a", "b", "c"]}}"#));
+        assert_eq!(
+            after("ADD s :n12", "{}"),
+            item(r#"{"s": {"NS": ["1", "2"]}}"#)
+        );
+        assert_eq!(
+            message(apply("ADD s :n12", &item(r#"{"s": {"SS": ["a"]}}"#))),
+            "An operand in the update expression has an incorrect data type"
+        );
+        assert_eq!(
+            message(apply("ADD n :one", &item(r#"{"n": {"S": "1"}}"#))),
+            "An operand in the update expression has an incorrect data type"
+        );
+    }
+
+    #[test]
+    fn delete_removes_members_and_empty_sets() {
+        assert_eq!(
+            after("DELETE s :bc", r#"{"s": {"SS": ["a", "b"]}}"#),
+            item(r#"{"s": {"SS": ["a"]}}"#)
+        );
+        assert_eq!(
+            after("DELETE s :ab", r#"{"s": {"SS": ["a", "b"]}}"#),
+            Item::new()
+        );
+        assert_eq!(after("DELETE s :ab", "{}"), Item::new());
+        assert_eq!(
+            message(apply("DELETE s :ab", &item(r#"{"s": {"NS": ["1"]}}"#))),
+            "An operand in the update expression has an incorrect data type"
+        );
+    }
+
+    #[test]
+    fn touched_paths_give_updated_old_and_new() {
+        let before = item(
+            r#"{"a": {"M": {"c": {"L": [{"N": "1"}, {"N": "2"}, {"N": "3"}]}, "d": {"N": "1"}}}, "e": {"S": "x"}}"#,
+        );
+        let update = maps().update("SET a.c[1] = :x REMOVE e").unwrap();
+        let outcome = update.apply(&before).unwrap();
+        assert_eq!(
+            extract_paths(&outcome.item, &outcome.touched_paths),
+            item(r#"{"a": {"M": {"c": {"L": [{"S": "x"}]}}}}"#)
+        );
+        assert_eq!(
+            extract_paths(&before, &outcome.touched_paths),
+            item(r#"{"a": {"M": {"c": {"L": [{"N": "2"}]}}}, "e": {"S": "x"}}"#)
+        );
+        let names: Vec<&str> = update.touched_top_level_attributes().into_iter().collect();
+        assert_eq!(names, vec!["a", "e"]);
+    }
+
+    #[test]
+    fn the_original_item_is_untouched() {
+        let before = item(r#"{"a": {"S": "x"}}"#);
+        let outcome = apply("SET a = :y", &before).unwrap();
+        assert_eq!(before.get("a"), Some(&value(r#"{"S": "x"}"#)));
+        assert_eq!(outcome.item.get("a"), Some(&value(r#"{"S": "y"}"#)));
+    }
+}
