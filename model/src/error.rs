@@ -68,6 +68,10 @@ impl ErrorCode {
 pub struct ApiError {
     pub code: ErrorCode,
     pub message: String,
+    /// Further top-level members of the error body, for the errors that carry data:
+    /// `Item` on a ConditionalCheckFailedException with ReturnValuesOnConditionCheckFailure,
+    /// `CancellationReasons` on a TransactionCanceledException.
+    pub extra: Option<Box<serde_json::Map<String, serde_json::Value>>>,
 }
 
 impl ApiError {
@@ -75,7 +79,16 @@ impl ApiError {
         ApiError {
             code,
             message: message.into(),
+            extra: None,
         }
+    }
+
+    /// Adds a member to the error body (see [`ApiError::extra`]).
+    pub fn with_extra(mut self, member: &str, value: serde_json::Value) -> ApiError {
+        self.extra
+            .get_or_insert_with(Default::default)
+            .insert(member.to_string(), value);
+        self
     }
 
     /// A `ValidationException` with `message`.
@@ -89,6 +102,69 @@ impl ApiError {
     }
 }
 
+/// Marks an [`ApiError`] carried through serde as text (serde errors can carry only a
+/// message): `MARKER <Code> MARKER <message>`.
+const SERDE_MARKER: char = '\u{1}';
+
+impl ErrorCode {
+    /// Parses an exception name produced by [`ErrorCode::name`].
+    pub fn from_name(name: &str) -> Option<ErrorCode> {
+        use ErrorCode::*;
+        [
+            ValidationException,
+            SerializationException,
+            UnknownOperationException,
+            MissingAuthenticationTokenException,
+            IncompleteSignatureException,
+            InvalidSignatureException,
+            UnrecognizedClientException,
+            AccessDeniedException,
+            ResourceNotFoundException,
+            ResourceInUseException,
+            ConditionalCheckFailedException,
+            LimitExceededException,
+            ItemCollectionSizeLimitExceededException,
+            ProvisionedThroughputExceededException,
+            ThrottlingException,
+            RequestLimitExceeded,
+            TransactionCanceledException,
+            TransactionConflictException,
+            TransactionInProgressException,
+            IdempotentParameterMismatchException,
+            InternalServerError,
+        ]
+        .into_iter()
+        .find(|code| code.name() == name)
+    }
+}
+
+impl ApiError {
+    /// The text a `Deserialize` impl passes to `serde::de::Error::custom` so that
+    /// [`ApiError::from_serde_message`] can recover this exact error on the other side.
+    pub fn to_serde_message(&self) -> String {
+        format!(
+            "{SERDE_MARKER}{}{SERDE_MARKER}{}",
+            self.code.name(),
+            self.message
+        )
+    }
+
+    /// Recovers an error raised inside a `Deserialize` impl (see
+    /// [`ApiError::to_serde_message`]); any other serde message is a
+    /// `SerializationException`, which is what a malformed request shape is.
+    pub fn from_serde_message(text: &str) -> ApiError {
+        if let Some(start) = text.find(SERDE_MARKER) {
+            let rest = &text[start + SERDE_MARKER.len_utf8()..];
+            if let Some((code, message)) = rest.split_once(SERDE_MARKER) {
+                if let Some(code) = ErrorCode::from_name(code) {
+                    return ApiError::new(code, message);
+                }
+            }
+        }
+        ApiError::serialization(text)
+    }
+}
+
 impl fmt::Display for ApiError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.code.name(), self.message)
@@ -96,3 +172,17 @@ impl fmt::Display for ApiError {
 }
 
 impl std::error::Error for ApiError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_survive_a_trip_through_serde_text() {
+        let original = ApiError::validation("One or more parameter values were invalid: x");
+        let text = format!("invalid value: {}", original.to_serde_message());
+        assert_eq!(ApiError::from_serde_message(&text), original);
+        let plain = ApiError::from_serde_message("invalid type: integer, expected a string");
+        assert_eq!(plain.code, ErrorCode::SerializationException);
+    }
+}

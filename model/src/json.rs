@@ -123,7 +123,8 @@ impl Serialize for AttributeValue {
 impl<'de> Deserialize<'de> for AttributeValue {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<AttributeValue, D::Error> {
         let json = Value::deserialize(deserializer)?;
-        AttributeValue::from_json(&json).map_err(|error| serde::de::Error::custom(error.message))
+        AttributeValue::from_json(&json)
+            .map_err(|error| serde::de::Error::custom(error.to_serde_message()))
     }
 }
 

@@ -1,0 +1,204 @@
+//! Shoal vs fjall 3 on the storage-core workloads of the issue, in one run: 5-record atomic
+//! batches (one ~1 KB record + four ~150 B records in two trees/keyspaces) with durability
+//! none and sync at 1–16 writer threads, and warm point gets of existing and missing keys.
+//! Prints process CPU per batch beside criterion's timings.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use engine::lsm::{Db, DbOptions, TreeId, WriteBatch};
+use engine::Durability;
+use fjall::{KeyspaceCreateOptions, PersistMode};
+use rand::{Rng, SeedableRng};
+
+const THREAD_COUNTS: [usize; 5] = [1, 2, 4, 8, 16];
+
+fn cpu_time() -> Duration {
+    // SAFETY: getrusage only writes into the struct we pass; a zeroed rusage is valid.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let micros = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
+    Duration::from_micros(micros(usage.ru_utime) + micros(usage.ru_stime))
+}
+
+fn key16(a: u64, b: u64) -> [u8; 16] {
+    let mut k = [0u8; 16];
+    k[..8].copy_from_slice(&a.to_be_bytes());
+    k[8..].copy_from_slice(&b.to_be_bytes());
+    k
+}
+
+fn prefix8(key: &[u8]) -> &[u8] {
+    &key[..key.len().min(8)]
+}
+
+/// One storage engine under test.
+trait Engine: Send + Sync {
+    fn write_batch(&self, base: u64, value_1k: &[u8], value_150: &[u8]);
+    fn get(&self, key: &[u8]) -> bool;
+}
+
+struct Shoal {
+    db: Db,
+    items: TreeId,
+    index: TreeId,
+}
+
+impl Shoal {
+    fn open(dir: &std::path::Path, durability: Durability) -> Shoal {
+        let db = Db::open(
+            dir,
+            DbOptions {
+                durability,
+                bloom_prefix: prefix8,
+                ..DbOptions::default()
+            },
+        )
+        .unwrap();
+        let items = db.create_tree("items").unwrap();
+        let index = db.create_tree("index").unwrap();
+        Shoal { db, items, index }
+    }
+}
+
+impl Engine for Shoal {
+    fn write_batch(&self, base: u64, value_1k: &[u8], value_150: &[u8]) {
+        let mut batch = WriteBatch::new();
+        batch.put(self.items, &key16(base, 0), value_1k).unwrap();
+        for i in 1..5u64 {
+            batch.put(self.index, &key16(base, i), value_150).unwrap();
+        }
+        self.db.write(&batch).unwrap();
+    }
+
+    fn get(&self, key: &[u8]) -> bool {
+        self.db.get(self.items, key, None).unwrap().is_some()
+    }
+}
+
+struct Fjall {
+    db: fjall::Database,
+    items: fjall::Keyspace,
+    index: fjall::Keyspace,
+    persist: Option<PersistMode>,
+}
+
+impl Fjall {
+    fn open(dir: &std::path::Path, sync: bool) -> Fjall {
+        let db = fjall::Database::builder(dir).open().unwrap();
+        let items = db.keyspace("items", KeyspaceCreateOptions::default).unwrap();
+        let index = db.keyspace("index", KeyspaceCreateOptions::default).unwrap();
+        Fjall {
+            db,
+            items,
+            index,
+            persist: sync.then_some(PersistMode::SyncData),
+        }
+    }
+}
+
+impl Engine for Fjall {
+    fn write_batch(&self, base: u64, value_1k: &[u8], value_150: &[u8]) {
+        let mut batch = self.db.batch().durability(self.persist);
+        batch.insert(&self.items, key16(base, 0).to_vec(), value_1k.to_vec());
+        for i in 1..5u64 {
+            batch.insert(&self.index, key16(base, i).to_vec(), value_150.to_vec());
+        }
+        batch.commit().unwrap();
+    }
+
+    fn get(&self, key: &[u8]) -> bool {
+        self.items.get(key).unwrap().is_some()
+    }
+}
+
+fn open_engine(name: &str, dir: &std::path::Path, sync: bool) -> Arc<dyn Engine> {
+    match name {
+        "shoal" => Arc::new(Shoal::open(dir, if sync { Durability::Sync } else { Durability::None })),
+        _ => Arc::new(Fjall::open(dir, sync)),
+    }
+}
+
+fn bench_batches(c: &mut Criterion) {
+    let value_1k = vec![7u8; 1000];
+    let value_150 = vec![9u8; 150];
+    for (mode, sync) in [("none", false), ("sync", true)] {
+        let mut group = c.benchmark_group(format!("peer_batch_write_{mode}"));
+        group.throughput(Throughput::Elements(1));
+        group.sample_size(10);
+        group.measurement_time(Duration::from_secs(4));
+        for engine_name in ["shoal", "fjall"] {
+            for threads in THREAD_COUNTS {
+                let dir = tempfile::tempdir().unwrap();
+                let engine = open_engine(engine_name, dir.path(), sync);
+                let mut cpu_total = Duration::ZERO;
+                let mut batches_total = 0u64;
+                let id = BenchmarkId::new(engine_name, threads);
+                group.bench_with_input(id, &threads, |b, &threads| {
+                    b.iter_custom(|iters| {
+                        let per_thread = iters.div_ceil(threads as u64);
+                        let cpu_before = cpu_time();
+                        let start = Instant::now();
+                        std::thread::scope(|scope| {
+                            for t in 0..threads {
+                                let engine = Arc::clone(&engine);
+                                let (value_1k, value_150) = (&value_1k, &value_150);
+                                scope.spawn(move || {
+                                    let mut rng = rand::rngs::StdRng::seed_from_u64(t as u64 ^ iters);
+                                    for _ in 0..per_thread {
+                                        engine.write_batch(rng.random(), value_1k, value_150);
+                                    }
+                                });
+                            }
+                        });
+                        let elapsed = start.elapsed();
+                        cpu_total += cpu_time() - cpu_before;
+                        batches_total += per_thread * threads as u64;
+                        elapsed.mul_f64(iters as f64 / (per_thread * threads as u64) as f64)
+                    });
+                });
+                eprintln!(
+                    "peer_batch_write_{mode}/{engine_name}/{threads}: CPU per batch {:.1} µs over {batches_total} batches",
+                    cpu_total.as_secs_f64() * 1e6 / batches_total.max(1) as f64
+                );
+            }
+        }
+        group.finish();
+    }
+}
+
+fn bench_gets(c: &mut Criterion) {
+    let mut group = c.benchmark_group("peer_point_get");
+    group.throughput(Throughput::Elements(1));
+    let value = vec![5u8; 1000];
+    for engine_name in ["shoal", "fjall"] {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = open_engine(engine_name, dir.path(), false);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+        let keys: Vec<u64> = (0..100_000).map(|_| rng.random()).collect();
+        for k in &keys {
+            engine.write_batch(*k, &value, &value[..150]);
+        }
+        let mut i = 0usize;
+        group.bench_function(BenchmarkId::new(engine_name, "existing"), |b| {
+            b.iter(|| {
+                i = (i + 7919) % keys.len();
+                assert!(engine.get(&key16(keys[i], 0)));
+            })
+        });
+        group.bench_function(BenchmarkId::new(engine_name, "missing"), |b| {
+            b.iter(|| {
+                let k: u64 = rng.random();
+                assert!(!engine.get(&key16(k, 9)));
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_batches, bench_gets);
+criterion_main!(benches);

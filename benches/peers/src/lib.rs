@@ -1,0 +1,1 @@
+//! Bench-only package; see benches/.

@@ -1,0 +1,152 @@
+//! `Database`: DynamoDB tables on one LSM database — the engine's public entry point.
+//!
+//! `Database::open(path, Options)`, then one method per DynamoDB operation, each taking the
+//! operation's typed request (`crate::api`) and returning its typed response or the
+//! `ApiError` a DynamoDB client expects. The operations live in their own files as further
+//! `impl Database` blocks: control plane in `table/control.rs`, item writes and reads in
+//! `table/items.rs`, Query and Scan in `table/query.rs`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use model::{ApiError, ErrorCode};
+use parking_lot::{Mutex, RwLock};
+use vfs::Fs;
+
+use crate::api::common::table_not_found;
+use crate::lsm::{Db, DbError, DbOptions};
+use crate::table::catalog::{TableDef, METADATA_PREFIX};
+use crate::table::keys;
+use crate::table::locks::CollectionLocks;
+use crate::Durability;
+
+/// DynamoDB's item-collection cap: 10 GiB.
+pub const ITEM_COLLECTION_SIZE_LIMIT_BYTES_DEFAULT: u64 = 10 << 30;
+
+/// How a [`Database`] is opened.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub durability: Durability,
+    /// Cap on one item collection (base items + LSI entries) of a table with an LSI.
+    pub item_collection_size_limit_bytes: u64,
+    /// Memtable size per tree before it is flushed.
+    pub memtable_size_bytes: usize,
+    /// WAL segment size (smaller segments preallocate faster; tests use small ones).
+    pub wal_segment_size_bytes: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            durability: Durability::Sync,
+            item_collection_size_limit_bytes: ITEM_COLLECTION_SIZE_LIMIT_BYTES_DEFAULT,
+            memtable_size_bytes: 64 << 20,
+            wal_segment_size_bytes: 64 << 20,
+        }
+    }
+}
+
+impl Options {
+    fn db_options(&self) -> DbOptions {
+        DbOptions {
+            durability: self.durability,
+            memtable_size_bytes: self.memtable_size_bytes,
+            wal_segment_size_bytes: self.wal_segment_size_bytes,
+            bloom_prefix: keys::bloom_prefix,
+            ..DbOptions::default()
+        }
+    }
+}
+
+/// An open datastore of DynamoDB tables.
+pub struct Database {
+    pub(crate) db: Db,
+    pub(crate) options: Options,
+    /// Table definitions by name: a cache of the durable catalog in the manifest, replaced
+    /// whole under `catalog_change` after every durable change.
+    pub(crate) catalog: RwLock<BTreeMap<String, Arc<TableDef>>>,
+    /// Serialises control-plane changes (create, delete, update of tables).
+    pub(crate) catalog_change: Mutex<()>,
+    pub(crate) locks: CollectionLocks,
+}
+
+/// Any storage failure reaches clients as DynamoDB's `InternalServerError`.
+pub(crate) fn internal(error: impl std::fmt::Display) -> ApiError {
+    ApiError::new(
+        ErrorCode::InternalServerError,
+        format!("Internal server error: {error}"),
+    )
+}
+
+impl From<DbError> for ApiError {
+    fn from(error: DbError) -> ApiError {
+        internal(error)
+    }
+}
+
+impl Database {
+    /// Opens (creating if needed) the datastore in `path`.
+    pub fn open(path: &Path, options: Options) -> Result<Database, DbError> {
+        Database::open_with_fs(vfs::RealFs::shared(), path, options)
+    }
+
+    /// Opens a datastore that lives only in memory (nothing survives the process).
+    pub fn open_in_memory(options: Options) -> Result<Database, DbError> {
+        Database::open_with_fs(vfs::sim::SimFs::new().fs(), Path::new("/shoal"), options)
+    }
+
+    /// Opens the datastore in `path` through `fs` (fault-injection tests use `SimFs`).
+    pub fn open_with_fs(fs: Fs, path: &Path, options: Options) -> Result<Database, DbError> {
+        let db = Db::open_with_fs(fs, path, options.db_options())?;
+        let database = Database {
+            db,
+            options,
+            catalog: RwLock::new(BTreeMap::new()),
+            catalog_change: Mutex::new(()),
+            locks: CollectionLocks::default(),
+        };
+        database.reload_catalog()?;
+        Ok(database)
+    }
+
+    /// Rebuilds the catalog cache from the durable version.
+    pub(crate) fn reload_catalog(&self) -> Result<(), DbError> {
+        let version = self.db.version();
+        let mut catalog = BTreeMap::new();
+        for (key, bytes) in &version.metadata {
+            if key.starts_with(METADATA_PREFIX) {
+                let table = TableDef::from_metadata(bytes).map_err(|e| {
+                    DbError::Poisoned(format!("catalog entry {key} cannot be read: {e}"))
+                })?;
+                catalog.insert(table.name.clone(), Arc::new(table));
+            }
+        }
+        *self.catalog.write() = catalog;
+        Ok(())
+    }
+
+    /// The definition of table `name`, or ResourceNotFoundException.
+    pub fn table(&self, name: &str) -> Result<Arc<TableDef>, ApiError> {
+        self.catalog
+            .read()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| table_not_found(name))
+    }
+
+    /// Names of all tables, in byte order.
+    pub fn table_names(&self) -> Vec<String> {
+        self.catalog.read().keys().cloned().collect()
+    }
+
+    /// The underlying LSM database (statistics, snapshots, checks).
+    pub fn lsm(&self) -> &Db {
+        &self.db
+    }
+
+    /// The options the database was opened with.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+}
