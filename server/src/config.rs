@@ -1,0 +1,230 @@
+//! Server settings and the access-key file.
+//!
+//! # Key file format
+//!
+//! UTF-8 text, one key per line: the access key id, whitespace, the secret access key.
+//! Blank lines and lines whose first non-blank character is `#` are ignored. Example:
+//!
+//! ```text
+//! # shoal keys
+//! AKIDEXAMPLE wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY
+//! ```
+//!
+//! Limits: the file is at most [`KEY_FILE_BYTES_MAX`] bytes and holds at most
+//! [`KEY_FILE_KEYS_MAX`] keys; an access key id appearing twice is an error (which secret is
+//! meant would be a guess).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::Path;
+use std::time::Duration;
+
+/// DynamoDB's request body cap: 16 MiB.
+pub const BODY_BYTES_MAX_DEFAULT: usize = 16 * 1024 * 1024;
+
+/// Request line plus headers: AWS allows 16 KiB; we allow more room for proxies' additions.
+pub const HEADER_BYTES_MAX_DEFAULT: usize = 64 * 1024;
+
+/// Largest key file accepted.
+pub const KEY_FILE_BYTES_MAX: u64 = 1024 * 1024;
+
+/// Most keys a key file may hold.
+pub const KEY_FILE_KEYS_MAX: usize = 10_000;
+
+/// How requests are authenticated.
+#[derive(Clone, Default)]
+pub enum AuthMode {
+    /// DynamoDB Local's behaviour: any well-formed SigV4 `Authorization` header is accepted,
+    /// whatever its key and signature.
+    #[default]
+    AcceptAnyWellFormed,
+    /// Signatures are verified against these secrets, keyed by access key id.
+    Verify { keys: HashMap<String, String> },
+}
+
+impl fmt::Debug for AuthMode {
+    // Secrets must never reach a log line.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AuthMode::AcceptAnyWellFormed => f.write_str("AcceptAnyWellFormed"),
+            AuthMode::Verify { keys } => write!(f, "Verify {{ {} keys }}", keys.len()),
+        }
+    }
+}
+
+/// Everything `serve` needs besides the listener and the handler.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Address to bind; loopback by default so a dev server is not reachable from the network.
+    pub host: String,
+    pub port: u16,
+    pub auth: AuthMode,
+    /// Larger request bodies get 413 (see the crate docs).
+    pub body_bytes_max: usize,
+    /// When set, signed requests must be scoped to this region (verify mode), and the health
+    /// answer names it.
+    pub region: Option<String>,
+    /// Cap on a request's line plus headers (and on chunked trailers); larger ones get `431`.
+    pub header_bytes_max: usize,
+    /// Connections beyond this are closed on accept.
+    pub connections_max: usize,
+    /// A client that has not sent its request headers within this time is disconnected.
+    pub header_read_timeout: Duration,
+    /// How far `X-Amz-Date` may be from the server's clock (AWS: 15 minutes).
+    pub signature_clock_skew_max: Duration,
+    /// After shutdown is signalled, how long in-flight requests get to finish.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> ServerConfig {
+        ServerConfig {
+            host: "127.0.0.1".to_owned(),
+            port: 8000,
+            auth: AuthMode::default(),
+            body_bytes_max: BODY_BYTES_MAX_DEFAULT,
+            region: None,
+            header_bytes_max: HEADER_BYTES_MAX_DEFAULT,
+            connections_max: 1024,
+            header_read_timeout: Duration::from_secs(30),
+            signature_clock_skew_max: Duration::from_secs(15 * 60),
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+impl ServerConfig {
+    /// `host:port`, for binding and for messages.
+    pub fn listen_address(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// Why a key file could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyFileError {
+    #[error("cannot read key file {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("key file {path} is larger than {KEY_FILE_BYTES_MAX} bytes")]
+    TooLarge { path: String },
+    #[error("key file {path} holds more than {KEY_FILE_KEYS_MAX} keys")]
+    TooManyKeys { path: String },
+    #[error("key file {path}, line {line_number}: expected `ACCESS_KEY SECRET`")]
+    MalformedLine { path: String, line_number: usize },
+    #[error("key file {path}, line {line_number}: access key {access_key} appears twice")]
+    DuplicateKey {
+        path: String,
+        line_number: usize,
+        access_key: String,
+    },
+}
+
+/// Reads a key file (format in the module docs) into access key id → secret.
+pub fn load_key_file(path: &Path) -> Result<HashMap<String, String>, KeyFileError> {
+    let display_path = path.display().to_string();
+    let io_error = |source| KeyFileError::Io {
+        path: display_path.clone(),
+        source,
+    };
+    let size_bytes = std::fs::metadata(path).map_err(io_error)?.len();
+    if size_bytes > KEY_FILE_BYTES_MAX {
+        return Err(KeyFileError::TooLarge { path: display_path });
+    }
+    let text = std::fs::read_to_string(path).map_err(io_error)?;
+    parse_key_file(&text, &display_path)
+}
+
+/// Parses key file text; `path` only names the file in errors.
+pub fn parse_key_file(text: &str, path: &str) -> Result<HashMap<String, String>, KeyFileError> {
+    let mut keys = HashMap::new();
+    for (line_index, line) in text.lines().enumerate() {
+        let line_number = line_index + 1;
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let [access_key, secret] = words.as_slice() else {
+            return Err(KeyFileError::MalformedLine {
+                path: path.to_owned(),
+                line_number,
+            });
+        };
+        if keys.len() == KEY_FILE_KEYS_MAX {
+            return Err(KeyFileError::TooManyKeys {
+                path: path.to_owned(),
+            });
+        }
+        if keys
+            .insert((*access_key).to_owned(), (*secret).to_owned())
+            .is_some()
+        {
+            return Err(KeyFileError::DuplicateKey {
+                path: path.to_owned(),
+                line_number,
+                access_key: (*access_key).to_owned(),
+            });
+        }
+    }
+    Ok(keys)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_keys_skipping_comments_and_blank_lines() {
+        let keys = parse_key_file("# comment\n\n  AK1 secret1 \nAK2\tsecret/2+x\n", "k").unwrap();
+        assert_eq!(keys.len(), 2);
+        assert_eq!(keys["AK1"], "secret1");
+        assert_eq!(keys["AK2"], "secret/2+x");
+    }
+
+    #[test]
+    fn rejects_malformed_and_duplicate_lines() {
+        assert!(matches!(
+            parse_key_file("AK1 s1\nAK2\n", "k"),
+            Err(KeyFileError::MalformedLine { line_number: 2, .. })
+        ));
+        assert!(matches!(
+            parse_key_file("AK1 s1 extra\n", "k"),
+            Err(KeyFileError::MalformedLine { line_number: 1, .. })
+        ));
+        assert!(matches!(
+            parse_key_file("AK1 s1\nAK1 s2\n", "k"),
+            Err(KeyFileError::DuplicateKey { line_number: 2, .. })
+        ));
+    }
+
+    #[test]
+    fn debug_output_hides_secrets() {
+        let mut keys = HashMap::new();
+        keys.insert("AK".to_owned(), "very-secret".to_owned());
+        let text = format!(
+            "{:?}",
+            ServerConfig {
+                auth: AuthMode::Verify { keys },
+                ..ServerConfig::default()
+            }
+        );
+        assert!(!text.contains("very-secret"), "{text}");
+    }
+
+    #[test]
+    fn listen_address_brackets_ipv6() {
+        let config = ServerConfig {
+            host: "::1".to_owned(),
+            ..ServerConfig::default()
+        };
+        assert_eq!(config.listen_address(), "[::1]:8000");
+        assert_eq!(ServerConfig::default().listen_address(), "127.0.0.1:8000");
+    }
+}

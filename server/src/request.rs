@@ -1,0 +1,231 @@
+//! Turning an HTTP request into an operation call, in SPEC §7's order.
+//!
+//! 1. [`route`]: `GET /` is the health check and `GET /metrics` the metrics page; anything
+//!    else that is not a `POST` with content type `application/x-amz-json-1.0` or
+//!    `application/json` is answered 404 with `<UnknownOperationException/>` (as DynamoDB and
+//!    dynalite do).
+//! 2. The body size cap (in `serve`, before the body is read).
+//! 3. [`decode_api_request`]: the body must be JSON (`SerializationException`; an empty body
+//!    counts as `{}`), and a JSON object; the `X-Amz-Target` must be
+//!    `DynamoDB_20120810.<Operation>` with an operation the handler knows
+//!    (`UnknownOperationException`, with no message, as AWS sends it); then authentication (see
+//!    `auth`).
+//!
+//! Only DynamoDB's own target prefix is routed; the Streams API (`DynamoDBStreams_20120810.`) is
+//! not served yet and gets `UnknownOperationException`.
+//!
+//! JSON nesting is capped by serde_json's recursion limit (128 levels): deeper input is a
+//! `SerializationException`, never a stack overflow.
+
+use crate::auth::{authenticate, AuthPolicy};
+use crate::sigv4::RequestToSign;
+use http::{HeaderValue, Method};
+use model::{ApiError, ErrorCode};
+use serde_json::Value;
+
+/// The prefix of every DynamoDB `X-Amz-Target`.
+pub const TARGET_PREFIX: &str = "DynamoDB_20120810.";
+
+/// The body DynamoDB sends with a 404 for a non-API request.
+pub const NOT_FOUND_BODY: &str = "<UnknownOperationException/>\n";
+
+/// Where a request goes, decided from its method, path and content type alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    Health,
+    Metrics,
+    Api,
+    NotFound,
+}
+
+/// Picks the route (step 1 of the pipeline).
+pub fn route(method: &Method, path: &str, content_type: Option<&HeaderValue>) -> Route {
+    if method == Method::GET {
+        return match path {
+            "/" => Route::Health,
+            "/metrics" => Route::Metrics,
+            _ => Route::NotFound,
+        };
+    }
+    if method != Method::POST {
+        return Route::NotFound;
+    }
+    let media_type = content_type
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .map(|media_type| media_type.trim().to_ascii_lowercase());
+    match media_type.as_deref() {
+        Some("application/x-amz-json-1.0") | Some("application/json") => Route::Api,
+        _ => Route::NotFound,
+    }
+}
+
+/// An API request that passed the transport's checks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiRequest {
+    /// One of the handler's operation names.
+    pub operation: &'static str,
+    /// The body, a JSON object.
+    pub body: Value,
+}
+
+/// Steps 3 and later of the pipeline for a request routed to [`Route::Api`]; `operations` are
+/// the names the handler knows.
+pub fn decode_api_request(
+    request: &RequestToSign<'_>,
+    operations: &[&'static str],
+    auth_policy: &AuthPolicy<'_>,
+) -> Result<ApiRequest, ApiError> {
+    let body = parse_body(request.body)?;
+    let target = request
+        .headers
+        .get("x-amz-target")
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
+    let operation = target
+        .strip_prefix(TARGET_PREFIX)
+        .and_then(|name| operations.iter().find(|known| **known == name))
+        .copied()
+        .ok_or_else(|| ApiError::new(ErrorCode::UnknownOperationException, ""))?;
+    authenticate(request, auth_policy)?;
+    Ok(ApiRequest { operation, body })
+}
+
+fn parse_body(body: &[u8]) -> Result<Value, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Value::Object(serde_json::Map::new()));
+    }
+    let value: Value = serde_json::from_slice(body).map_err(|error| {
+        ApiError::serialization(format!("Malformed JSON request body: {error}"))
+    })?;
+    match value {
+        Value::Object(_) => Ok(value),
+        Value::Array(_) => Err(ApiError::serialization(
+            "Start of list found where not expected",
+        )),
+        _ => Err(ApiError::serialization("Unexpected value type in payload")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::AuthMode;
+    use http::HeaderMap;
+    use serde_json::json;
+
+    const OPERATIONS: &[&str] = &["PutItem", "GetItem"];
+
+    fn decode(headers: &HeaderMap, body: &[u8]) -> Result<ApiRequest, ApiError> {
+        let request = RequestToSign {
+            method: "POST",
+            path: "/",
+            query: "",
+            headers,
+            body,
+        };
+        let policy = AuthPolicy {
+            mode: &AuthMode::AcceptAnyWellFormed,
+            region: None,
+            clock_skew_max_seconds: 900,
+            now_unix_seconds: 0,
+        };
+        decode_api_request(&request, OPERATIONS, &policy)
+    }
+
+    fn headers(target: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-amz-target", HeaderValue::from_str(target).unwrap());
+        headers.insert("x-amz-date", HeaderValue::from_static("20240101T000000Z"));
+        headers.insert(
+            "authorization",
+            HeaderValue::from_static(
+                "AWS4-HMAC-SHA256 Credential=a/b/c/d/aws4_request, SignedHeaders=host, Signature=0",
+            ),
+        );
+        headers
+    }
+
+    #[test]
+    fn routes() {
+        let json = HeaderValue::from_static("application/x-amz-json-1.0");
+        let plain_json = HeaderValue::from_static("Application/JSON; charset=utf-8");
+        let text = HeaderValue::from_static("text/plain");
+        assert_eq!(route(&Method::GET, "/", None), Route::Health);
+        assert_eq!(route(&Method::GET, "/metrics", None), Route::Metrics);
+        assert_eq!(route(&Method::GET, "/other", Some(&json)), Route::NotFound);
+        assert_eq!(route(&Method::PUT, "/", Some(&json)), Route::NotFound);
+        assert_eq!(route(&Method::POST, "/", Some(&json)), Route::Api);
+        assert_eq!(route(&Method::POST, "/", Some(&plain_json)), Route::Api);
+        assert_eq!(route(&Method::POST, "/", Some(&text)), Route::NotFound);
+        assert_eq!(route(&Method::POST, "/", None), Route::NotFound);
+    }
+
+    #[test]
+    fn decodes_a_good_request_and_treats_an_empty_body_as_an_object() {
+        let decoded = decode(
+            &headers("DynamoDB_20120810.PutItem"),
+            br#"{"TableName":"t"}"#,
+        )
+        .unwrap();
+        assert_eq!(decoded.operation, "PutItem");
+        assert_eq!(decoded.body, json!({"TableName": "t"}));
+        let decoded = decode(&headers("DynamoDB_20120810.GetItem"), b" \n").unwrap();
+        assert_eq!(decoded.body, json!({}));
+    }
+
+    #[test]
+    fn pipeline_order_json_before_target_before_auth() {
+        let mut no_auth = headers("DynamoDB_20120810.Nope");
+        no_auth.remove("authorization");
+        // Bad JSON wins over a bad target and missing auth.
+        assert_eq!(
+            decode(&no_auth, b"{").unwrap_err().code,
+            ErrorCode::SerializationException
+        );
+        // A bad target wins over missing auth.
+        assert_eq!(
+            decode(&no_auth, b"{}").unwrap_err().code,
+            ErrorCode::UnknownOperationException
+        );
+        no_auth.insert(
+            "x-amz-target",
+            HeaderValue::from_static("DynamoDB_20120810.PutItem"),
+        );
+        assert_eq!(
+            decode(&no_auth, b"{}").unwrap_err().code,
+            ErrorCode::MissingAuthenticationTokenException
+        );
+    }
+
+    #[test]
+    fn rejects_non_objects_unknown_targets_and_deep_nesting() {
+        let good = headers("DynamoDB_20120810.PutItem");
+        for body in [&b"[]"[..], b"1", b"\"s\"", b"null", b"{} {}"] {
+            assert_eq!(
+                decode(&good, body).unwrap_err().code,
+                ErrorCode::SerializationException
+            );
+        }
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        assert_eq!(
+            decode(&good, deep.as_bytes()).unwrap_err().code,
+            ErrorCode::SerializationException
+        );
+        for target in [
+            "PutItem",
+            "DynamoDB_20120810.",
+            "DynamoDB_20120810.putitem",
+            "DynamoDBStreams_20120810.PutItem",
+        ] {
+            let error = decode(&headers(target), b"{}").unwrap_err();
+            assert_eq!(error.code, ErrorCode::UnknownOperationException, "{target}");
+        }
+        let mut no_target = good.clone();
+        no_target.remove("x-amz-target");
+        assert_eq!(
+            decode(&no_target, b"{}").unwrap_err().code,
+            ErrorCode::UnknownOperationException
+        );
+    }
+}

@@ -1,0 +1,307 @@
+//! The HTTP/1.1 server: accepting connections, reading bodies under the size cap, running the
+//! pipeline and the handler, and shutting down gracefully.
+
+use crate::auth::AuthPolicy;
+use crate::config::ServerConfig;
+use crate::handler::{DynamoHandler, HandlerError};
+use crate::metrics::{Metrics, Outcome};
+use crate::request::{decode_api_request, route, Route, NOT_FOUND_BODY};
+use crate::response::{
+    close_connection, error_response, new_request_id, response, AMZ_JSON_CONTENT_TYPE,
+};
+use crate::sigv4::RequestToSign;
+use bytes::Bytes;
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use http::request::Parts;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use model::{ApiError, ErrorCode};
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+
+/// How long to pause after a failed accept (typically out of file descriptors) before retrying.
+const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(50);
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("cannot listen on {address}: {source}")]
+    Bind {
+        address: String,
+        source: std::io::Error,
+    },
+}
+
+/// Binds the listener `config` names (`host:port`; port 0 picks a free one).
+pub async fn bind(config: &ServerConfig) -> Result<TcpListener, ServerError> {
+    let address = config.listen_address();
+    TcpListener::bind(&address)
+        .await
+        .map_err(|source| ServerError::Bind { address, source })
+}
+
+/// Serves DynamoDB's protocol on `listener` until `shutdown` completes, then stops accepting,
+/// lets in-flight requests finish for up to `config.shutdown_grace`, and returns. Connections
+/// still open after the grace period are left to the runtime's shutdown.
+pub async fn serve(
+    listener: TcpListener,
+    handler: Arc<dyn DynamoHandler>,
+    config: ServerConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServerError> {
+    let connection_slots = Arc::new(Semaphore::new(config.connections_max));
+    let state = Arc::new(ServerState::new(handler, config));
+    let graceful = GracefulShutdown::new();
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    tracing::warn!(%error, "accept failed");
+                    tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
+                    continue;
+                }
+            },
+        };
+        let Ok(slot) = Arc::clone(&connection_slots).try_acquire_owned() else {
+            state.metrics.connection_rejected();
+            // debug, not warn: a flood of connections must not become a flood of log lines;
+            // shoal_rejected_connections_total shows it.
+            tracing::debug!(%peer, "connection limit reached; closing new connection");
+            continue;
+        };
+        let connection_state = Arc::clone(&state);
+        let service = service_fn(move |request| {
+            let request_state = Arc::clone(&connection_state);
+            async move { Ok::<_, Infallible>(handle_http(&request_state, request).await) }
+        });
+        let connection = http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(state.config.header_read_timeout)
+            .max_header_size(state.config.header_bytes_max)
+            .serve_connection(TokioIo::new(stream), service);
+        let connection = graceful.watch(connection);
+        let metrics_state = Arc::clone(&state);
+        metrics_state.metrics.connection_opened();
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%peer, %error, "connection ended with an error");
+            }
+            metrics_state.metrics.connection_closed();
+            drop(slot);
+        });
+    }
+    drop(listener);
+    tokio::select! {
+        () = graceful.shutdown() => {}
+        () = tokio::time::sleep(state.config.shutdown_grace) => {
+            tracing::warn!("shutdown grace period over; abandoning open connections");
+        }
+    }
+    Ok(())
+}
+
+struct ServerState {
+    handler: Arc<dyn DynamoHandler>,
+    operations: Vec<&'static str>,
+    config: ServerConfig,
+    metrics: Metrics,
+    health_body: String,
+}
+
+impl ServerState {
+    fn new(handler: Arc<dyn DynamoHandler>, config: ServerConfig) -> ServerState {
+        let operations = handler.operations().to_vec();
+        let region = config.region.as_deref().unwrap_or("us-east-1");
+        ServerState {
+            metrics: Metrics::new(&operations),
+            health_body: format!("healthy: dynamodb.{region}.amazonaws.com "),
+            handler,
+            operations,
+            config,
+        }
+    }
+}
+
+async fn handle_http(state: &ServerState, request: Request<Incoming>) -> Response<Full<Bytes>> {
+    let started = Instant::now();
+    let request_id = new_request_id();
+    state.metrics.record_http_request();
+    let (parts, body) = request.into_parts();
+    let route = route(
+        &parts.method,
+        parts.uri.path(),
+        parts.headers.get(CONTENT_TYPE),
+    );
+    let (response, operation) = match route {
+        Route::Health => (
+            response(
+                StatusCode::OK,
+                "text/plain",
+                state.health_body.clone(),
+                &request_id,
+            ),
+            None,
+        ),
+        Route::Metrics => {
+            let mut page = String::new();
+            state.metrics.render(&mut page);
+            state.handler.render_metrics(&mut page);
+            (
+                response(
+                    StatusCode::OK,
+                    "text/plain; version=0.0.4",
+                    page,
+                    &request_id,
+                ),
+                None,
+            )
+        }
+        Route::NotFound => {
+            state.metrics.record_rejection("NotFound");
+            (
+                response(
+                    StatusCode::NOT_FOUND,
+                    AMZ_JSON_CONTENT_TYPE,
+                    NOT_FOUND_BODY,
+                    &request_id,
+                ),
+                None,
+            )
+        }
+        Route::Api => handle_api(state, &parts, body, &request_id).await,
+    };
+    tracing::debug!(
+        request_id,
+        method = %parts.method,
+        path = parts.uri.path(),
+        operation = operation.unwrap_or("-"),
+        status = response.status().as_u16(),
+        elapsed_micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+        "request"
+    );
+    response
+}
+
+/// Answers a request routed to the API; also returns the operation, once known, for the log.
+async fn handle_api(
+    state: &ServerState,
+    parts: &Parts,
+    body: Incoming,
+    request_id: &str,
+) -> (Response<Full<Bytes>>, Option<&'static str>) {
+    let body_bytes_max = state.config.body_bytes_max;
+    let declared_length = parts
+        .headers
+        .get(CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok());
+    if declared_length.is_some_and(|length| length > body_bytes_max as u64) {
+        return (too_large(state, request_id), None);
+    }
+    let body = match Limited::new(body, body_bytes_max).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => {
+            return (too_large(state, request_id), None);
+        }
+        Err(error) => {
+            // The client went away or sent broken framing; hyper closes the connection.
+            tracing::debug!(%error, "failed to read request body");
+            let error = ApiError::serialization("Failed to read the request body");
+            return (reject(state, error, request_id), None);
+        }
+    };
+
+    let request = RequestToSign {
+        method: parts.method.as_str(),
+        path: parts.uri.path(),
+        query: parts.uri.query().unwrap_or(""),
+        headers: &parts.headers,
+        body: &body,
+    };
+    let auth_policy = AuthPolicy {
+        mode: &state.config.auth,
+        region: state.config.region.as_deref(),
+        clock_skew_max_seconds: i64::try_from(state.config.signature_clock_skew_max.as_secs())
+            .unwrap_or(i64::MAX / 2),
+        now_unix_seconds: unix_now_seconds(),
+    };
+    let decoded = match decode_api_request(&request, &state.operations, &auth_policy) {
+        Ok(decoded) => decoded,
+        Err(error) => return (reject(state, error, request_id), None),
+    };
+
+    let operation = decoded.operation;
+    let handler = Arc::clone(&state.handler);
+    let started = Instant::now();
+    let result =
+        tokio::task::spawn_blocking(move || handler.handle_detailed(operation, decoded.body)).await;
+    let (response, outcome) = match result {
+        Ok(Ok(value)) => {
+            let body = if value.is_null() {
+                "{}".to_owned()
+            } else {
+                value.to_string()
+            };
+            let ok = response(StatusCode::OK, AMZ_JSON_CONTENT_TYPE, body, request_id);
+            (ok, Outcome::Success)
+        }
+        Ok(Err(error)) => {
+            let outcome = if error.error.code == ErrorCode::InternalServerError {
+                Outcome::ServerError
+            } else {
+                Outcome::ClientError
+            };
+            (error_response(&error, request_id), outcome)
+        }
+        Err(join_error) => {
+            tracing::error!(operation, request_id, error = %join_error, "handler panicked");
+            let error = HandlerError::from(ApiError::new(
+                ErrorCode::InternalServerError,
+                "Internal server error",
+            ));
+            (error_response(&error, request_id), Outcome::ServerError)
+        }
+    };
+    state
+        .metrics
+        .record_operation(operation, outcome, started.elapsed());
+    (response, Some(operation))
+}
+
+fn reject(state: &ServerState, error: ApiError, request_id: &str) -> Response<Full<Bytes>> {
+    state.metrics.record_rejection(error.code.name());
+    error_response(&HandlerError::from(error), request_id)
+}
+
+/// 413 with a DynamoDB-style body. The rest of the body is left unread, so the connection is
+/// closed after this response.
+fn too_large(state: &ServerState, request_id: &str) -> Response<Full<Bytes>> {
+    state.metrics.record_rejection("RequestTooLarge");
+    let error = HandlerError::from(ApiError::validation(format!(
+        "Request size exceeds {} bytes",
+        state.config.body_bytes_max
+    )));
+    let mut too_large = error_response(&error, request_id);
+    *too_large.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
+    close_connection(too_large)
+}
+
+fn unix_now_seconds() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since_epoch| {
+            i64::try_from(since_epoch.as_secs()).unwrap_or(i64::MAX / 2)
+        })
+}

@@ -1,0 +1,221 @@
+//! A server on 127.0.0.1:0 with a fake handler, and a tiny raw HTTP/1.1 client, so tests see
+//! exactly the bytes a DynamoDB client would.
+
+#![allow(dead_code)] // each test file uses a different part of this module
+
+use model::{ApiError, ErrorCode};
+use serde_json::{json, Value};
+use server::{DynamoHandler, HandlerError, ServerConfig};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// How long any single exchange may take before the test fails instead of hanging.
+pub const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Echoes `PutItem`, answers `GetItem` with `null` (→ `{}`), and fails the others in canned ways.
+pub struct FakeHandler;
+
+impl DynamoHandler for FakeHandler {
+    fn handle(&self, operation: &str, body: Value) -> Result<Value, ApiError> {
+        self.handle_detailed(operation, body)
+            .map_err(|error| error.error)
+    }
+
+    fn operations(&self) -> &[&'static str] {
+        &[
+            "PutItem",
+            "GetItem",
+            "DeleteItem",
+            "TransactWriteItems",
+            "Scan",
+            "Query",
+        ]
+    }
+
+    fn handle_detailed(&self, operation: &str, body: Value) -> Result<Value, HandlerError> {
+        match operation {
+            "PutItem" => Ok(body),
+            "GetItem" => Ok(Value::Null),
+            "DeleteItem" => Err(ApiError::validation("canned validation").into()),
+            "TransactWriteItems" => Err(HandlerError::with_field(
+                ApiError::new(
+                    ErrorCode::TransactionCanceledException,
+                    "Transaction cancelled, please refer cancellation reasons for specific reasons [ConditionalCheckFailed]",
+                ),
+                "CancellationReasons",
+                json!([{"Code": "ConditionalCheckFailed", "Message": "The conditional request failed"}]),
+            )),
+            "Scan" => Err(ApiError::new(ErrorCode::InternalServerError, "canned internal").into()),
+            "Query" => panic!("canned handler panic"),
+            _ => Err(ApiError::new(ErrorCode::UnknownOperationException, "").into()),
+        }
+    }
+
+    fn render_metrics(&self, out: &mut String) {
+        out.push_str("# TYPE shoal_fake_engine_gauge gauge\nshoal_fake_engine_gauge 7\n");
+    }
+}
+
+pub struct TestServer {
+    pub address: SocketAddr,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<Result<(), server::ServerError>>>,
+}
+
+impl TestServer {
+    pub async fn start(config: ServerConfig) -> TestServer {
+        let config = ServerConfig {
+            host: "127.0.0.1".to_owned(),
+            port: 0,
+            ..config
+        };
+        let listener = server::bind(&config).await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let (shutdown, shutdown_signal) = oneshot::channel::<()>();
+        let task = tokio::spawn(server::serve(
+            listener,
+            Arc::new(FakeHandler),
+            config,
+            async move {
+                let _ = shutdown_signal.await;
+            },
+        ));
+        TestServer {
+            address,
+            shutdown: Some(shutdown),
+            task: Some(task),
+        }
+    }
+
+    /// Signals shutdown and waits for `serve` to return.
+    pub async fn stop(mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        if let Some(task) = self.task.take() {
+            tokio::time::timeout(EXCHANGE_TIMEOUT, task)
+                .await
+                .expect("serve did not return after shutdown")
+                .unwrap()
+                .unwrap();
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct RawResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl RawResponse {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(candidate, _)| candidate.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|error| {
+            panic!(
+                "body is not JSON ({error}): {:?}",
+                String::from_utf8_lossy(&self.body)
+            )
+        })
+    }
+
+    /// The error code after `#` in `__type`.
+    pub fn error_code(&self) -> String {
+        let json = self.json();
+        let error_type = json["__type"].as_str().expect("no __type").to_owned();
+        error_type.rsplit('#').next().unwrap().to_owned()
+    }
+
+    /// The checks every response must pass: a request id, and a CRC32 header matching the body.
+    pub fn assert_standard_headers(&self) {
+        let request_id = self.header("x-amzn-RequestId").expect("no request id");
+        assert_eq!(request_id.len(), 36, "{request_id}");
+        let crc32: u32 = self
+            .header("x-amz-crc32")
+            .expect("no crc32")
+            .parse()
+            .unwrap();
+        assert_eq!(
+            crc32,
+            crc32fast::hash(&self.body),
+            "crc32 header does not match the body"
+        );
+        assert!(!self.body.is_empty(), "empty body");
+    }
+}
+
+/// Sends `request` bytes on a new connection and reads the response until the server closes.
+pub async fn send_raw(address: SocketAddr, request: &[u8]) -> RawResponse {
+    tokio::time::timeout(EXCHANGE_TIMEOUT, async {
+        let mut stream = TcpStream::connect(address).await.unwrap();
+        stream.write_all(request).await.unwrap();
+        let mut received = Vec::new();
+        stream.read_to_end(&mut received).await.unwrap();
+        parse_response(&received)
+    })
+    .await
+    .expect("exchange timed out")
+}
+
+pub fn parse_response(received: &[u8]) -> RawResponse {
+    let head_end = received
+        .windows(4)
+        .position(|window| window == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no header end in {:?}", String::from_utf8_lossy(received)));
+    let head = std::str::from_utf8(&received[..head_end]).unwrap();
+    let mut lines = head.split("\r\n");
+    let status_line = lines.next().unwrap();
+    let status = status_line.split(' ').nth(1).unwrap().parse().unwrap();
+    let headers = lines
+        .map(|line| {
+            let (name, value) = line.split_once(':').unwrap();
+            (name.trim().to_owned(), value.trim().to_owned())
+        })
+        .collect();
+    RawResponse {
+        status,
+        headers,
+        body: received[head_end + 4..].to_vec(),
+    }
+}
+
+/// A well-formed (but unverifiable) SigV4 header, as DynamoDB Local accepts.
+pub const DUMMY_AUTHORIZATION: &str = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20240101/us-east-1/dynamodb/aws4_request, SignedHeaders=host;x-amz-date, Signature=0123456789abcdef";
+
+/// A POST with the given headers (content-length and `Connection: close` added) and body.
+pub fn post(headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+    let mut request = String::from("POST / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    let mut bytes = request.into_bytes();
+    bytes.extend_from_slice(body);
+    bytes
+}
+
+/// A POST of `body` to `operation` with every header a real client sends.
+pub fn api_call(operation: &str, body: &str) -> Vec<u8> {
+    let target = format!("DynamoDB_20120810.{operation}");
+    post(
+        &[
+            ("Content-Type", "application/x-amz-json-1.0"),
+            ("X-Amz-Target", &target),
+            ("X-Amz-Date", "20240101T000000Z"),
+            ("Authorization", DUMMY_AUTHORIZATION),
+        ],
+        body.as_bytes(),
+    )
+}

@@ -1,0 +1,420 @@
+//! The transport over real sockets with a fake handler: the pipeline's errors, the standard
+//! response headers, health, metrics, limits and shutdown.
+
+mod support;
+
+use serde_json::json;
+use server::ServerConfig;
+use support::{api_call, post, send_raw, TestServer, DUMMY_AUTHORIZATION, EXCHANGE_TIMEOUT};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const JSON: (&str, &str) = ("Content-Type", "application/x-amz-json-1.0");
+const DATE: (&str, &str) = ("X-Amz-Date", "20240101T000000Z");
+const AUTH: (&str, &str) = ("Authorization", DUMMY_AUTHORIZATION);
+const PUT_ITEM: (&str, &str) = ("X-Amz-Target", "DynamoDB_20120810.PutItem");
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn success_echoes_with_standard_headers() {
+    let server = TestServer::start(ServerConfig::default()).await;
+    let body = r#"{"TableName":"t","Item":{"pk":{"S":"é\u0000"}}}"#;
+    let response = send_raw(server.address, &api_call("PutItem", body)).await;
+    assert_eq!(response.status, 200);
+    response.assert_standard_headers();
+    assert_eq!(
+        response.header("content-type"),
+        Some("application/x-amz-json-1.0")
+    );
+    assert_eq!(
+        response.json(),
+        serde_json::from_str::<serde_json::Value>(body).unwrap()
+    );
+
+    // `application/json` is accepted too, and an empty body counts as `{}`.
+    let request = post(
+        &[("Content-Type", "application/json"), PUT_ITEM, DATE, AUTH],
+        b"",
+    );
+    let response = send_raw(server.address, &request).await;
+    assert_eq!(response.status, 200);
+    assert_eq!(response.body, b"{}");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_null_result_is_answered_with_an_empty_object() {
+    let server = TestServer::start(ServerConfig::default()).await;
+    let response = send_raw(server.address, &api_call("GetItem", "{}")).await;
+    assert_eq!(response.status, 200);
+    response.assert_standard_headers();
+    assert_eq!(response.body, b"{}");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_pipeline_error_gets_its_dynamodb_error() {
+    let server = TestServer::start(ServerConfig::default()).await;
+    let address = server.address;
+    let cases: Vec<(&str, Vec<u8>, &str, &str)> = vec![
+        ("bad json", api_call("PutItem", "{\"TableName\":"), "com.amazon.coral.service#SerializationException", ""),
+        ("json array", api_call("PutItem", "[1]"), "com.amazon.coral.service#SerializationException", ""),
+        ("unknown target", api_call("Frobnicate", "{}"), "com.amazon.coral.service#UnknownOperationException", ""),
+        (
+            "missing target",
+            post(&[JSON, DATE, AUTH], b"{}"),
+            "com.amazon.coral.service#UnknownOperationException",
+            "",
+        ),
+        (
+            "missing auth",
+            post(&[JSON, PUT_ITEM, DATE], b"{}"),
+            "com.amazon.coral.service#MissingAuthenticationTokenException",
+            "Request is missing Authentication Token",
+        ),
+        (
+            "malformed auth",
+            post(&[JSON, PUT_ITEM, DATE, ("Authorization", "AWS4-HMAC-SHA256 Signature=abc")], b"{}"),
+            "com.amazon.coral.service#IncompleteSignatureException",
+            "Authorization header requires 'Credential' parameter. Authorization header requires 'SignedHeaders' parameter. Authorization=AWS4-HMAC-SHA256 Signature=abc",
+        ),
+        (
+            "auth without a date",
+            post(&[JSON, PUT_ITEM, AUTH], b"{}"),
+            "com.amazon.coral.service#IncompleteSignatureException",
+            "",
+        ),
+    ];
+    for (name, request, expected_type, expected_message) in cases {
+        let response = send_raw(address, &request).await;
+        assert_eq!(response.status, 400, "{name}");
+        response.assert_standard_headers();
+        let body = response.json();
+        assert_eq!(body["__type"], expected_type, "{name}: {body}");
+        if !expected_message.is_empty() {
+            assert_eq!(body["message"], expected_message, "{name}");
+        }
+    }
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn non_api_requests_get_404_unknown_operation() {
+    let server = TestServer::start(ServerConfig::default()).await;
+    let wrong_type = post(
+        &[("Content-Type", "text/plain"), PUT_ITEM, DATE, AUTH],
+        b"{}",
+    );
+    let no_type = post(&[PUT_ITEM, DATE, AUTH], b"{}");
+    let put =
+        b"PUT / HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 0\r\n\r\n".to_vec();
+    let get_other = b"GET /tables HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".to_vec();
+    for request in [wrong_type, no_type, put, get_other] {
+        let response = send_raw(server.address, &request).await;
+        assert_eq!(response.status, 404);
+        response.assert_standard_headers();
+        assert_eq!(response.body, b"<UnknownOperationException/>\n");
+    }
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handler_errors_keep_their_namespace_status_and_extra_fields() {
+    let server = TestServer::start(ServerConfig::default()).await;
+    let response = send_raw(server.address, &api_call("DeleteItem", "{}")).await;
+    assert_eq!(response.status, 400);
+    response.assert_standard_headers();
+    assert_eq!(
+        response.json(),
+        json!({"__type": "com.amazon.coral.validate#ValidationException", "message": "canned validation"})
+    );
+
+    let response = send_raw(server.address, &api_call("TransactWriteItems", "{}")).await;
+    assert_eq!(response.status, 400);
+    let body = response.json();
+    assert_eq!(
+        body["__type"],
+        "com.amazonaws.dynamodb.v20120810#TransactionCanceledException"
+    );
+    assert_eq!(
+        body["CancellationReasons"][0]["Code"],
+        "ConditionalCheckFailed"
+    );
+
+    let response = send_raw(server.address, &api_call("Scan", "{}")).await;
+    assert_eq!(response.status, 500);
+    assert_eq!(response.error_code(), "InternalServerError");
+
+    // A panicking handler is a 500, and the server goes on serving.
+    let response = send_raw(server.address, &api_call("Query", "{}")).await;
+    assert_eq!(response.status, 500);
+    response.assert_standard_headers();
+    assert_eq!(response.error_code(), "InternalServerError");
+    let response = send_raw(server.address, &api_call("GetItem", "{}")).await;
+    assert_eq!(response.status, 200);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_bodies_get_413() {
+    // Default cap: a declared Content-Length over 16 MiB is refused before the body is sent.
+    let server = TestServer::start(ServerConfig::default()).await;
+    let request = format!(
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-amz-json-1.0\r\n\
+         X-Amz-Target: DynamoDB_20120810.PutItem\r\nContent-Length: {}\r\n\r\n",
+        16 * 1024 * 1024 + 1
+    );
+    let response = send_raw(server.address, request.as_bytes()).await;
+    assert_eq!(response.status, 413);
+    response.assert_standard_headers();
+    assert_eq!(response.error_code(), "ValidationException");
+    server.stop().await;
+
+    // A small cap and a chunked body with no declared length: the limit is enforced while reading.
+    let server = TestServer::start(ServerConfig {
+        body_bytes_max: 1024,
+        ..ServerConfig::default()
+    })
+    .await;
+    let at_limit = format!("{{\"k\":\"{}\"}}", "x".repeat(1024 - 8));
+    assert_eq!(at_limit.len(), 1024);
+    let response = send_raw(server.address, &api_call("PutItem", &at_limit)).await;
+    assert_eq!(response.status, 200);
+
+    let over_limit = format!("{{\"k\":\"{}\"}}", "x".repeat(1024));
+    let chunked = format!(
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-amz-json-1.0\r\n\
+         X-Amz-Target: DynamoDB_20120810.PutItem\r\nTransfer-Encoding: chunked\r\n\r\n\
+         {:x}\r\n{over_limit}\r\n0\r\n\r\n",
+        over_limit.len()
+    );
+    let response = send_raw(server.address, chunked.as_bytes()).await;
+    assert_eq!(response.status, 413);
+    response.assert_standard_headers();
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_headers_get_431() {
+    let server = TestServer::start(ServerConfig::default()).await;
+    let huge = "v".repeat(100 * 1024);
+    let request = post(&[JSON, PUT_ITEM, DATE, AUTH, ("X-Padding", &huge)], b"{}");
+    let response = send_raw(server.address, &request).await;
+    assert_eq!(response.status, 431);
+    // The server is still there.
+    assert_eq!(
+        send_raw(server.address, &api_call("GetItem", "{}"))
+            .await
+            .status,
+        200
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deep_nesting_is_a_serialization_error_not_a_crash() {
+    let server = TestServer::start(ServerConfig::default()).await;
+    let depth = 50_000;
+    let deep_list = format!("{{\"a\":{}{}}}", "[".repeat(depth), "]".repeat(depth));
+    let deep_map = format!("{}1{}", "{\"M\":".repeat(depth), "}".repeat(depth));
+    for body in [deep_list, deep_map] {
+        let response = send_raw(server.address, &api_call("PutItem", &body)).await;
+        assert_eq!(response.status, 400);
+        response.assert_standard_headers();
+        assert_eq!(response.error_code(), "SerializationException");
+    }
+    // Nesting within serde_json's limit passes through to the handler.
+    let shallow = format!("{{\"a\":{}{}}}", "[".repeat(100), "]".repeat(100));
+    let response = send_raw(server.address, &api_call("PutItem", &shallow)).await;
+    assert_eq!(response.status, 200);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_answer() {
+    let server = TestServer::start(ServerConfig::default()).await;
+    let response = send_raw(
+        server.address,
+        b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(response.status, 200);
+    response.assert_standard_headers();
+    assert_eq!(response.body, b"healthy: dynamodb.us-east-1.amazonaws.com ");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_requests_by_operation_and_rejection() {
+    let server = TestServer::start(ServerConfig::default()).await;
+    for _ in 0..3 {
+        assert_eq!(
+            send_raw(server.address, &api_call("PutItem", "{}"))
+                .await
+                .status,
+            200
+        );
+    }
+    assert_eq!(
+        send_raw(server.address, &api_call("DeleteItem", "{}"))
+            .await
+            .status,
+        400
+    );
+    assert_eq!(
+        send_raw(server.address, &api_call("PutItem", "{"))
+            .await
+            .status,
+        400
+    );
+    let response = send_raw(
+        server.address,
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(response.status, 200);
+    response.assert_standard_headers();
+    let page = String::from_utf8(response.body).unwrap();
+    for line in [
+        "shoal_requests_total{operation=\"PutItem\",outcome=\"success\"} 3",
+        "shoal_requests_total{operation=\"DeleteItem\",outcome=\"client_error\"} 1",
+        "shoal_request_duration_seconds_count{operation=\"PutItem\"} 3",
+        "shoal_rejected_requests_total{reason=\"SerializationException\"} 1",
+        "shoal_http_requests_total 6",
+        "shoal_fake_engine_gauge 7",
+    ] {
+        assert!(
+            page.lines().any(|candidate| candidate == line),
+            "missing {line}:\n{page}"
+        );
+    }
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_requests_are_all_answered() {
+    const CLIENTS: usize = 32;
+    const REQUESTS_PER_CLIENT: usize = 4;
+    let server = TestServer::start(ServerConfig::default()).await;
+    let mut clients = Vec::new();
+    for client in 0..CLIENTS {
+        let address = server.address;
+        clients.push(tokio::spawn(async move {
+            for request in 0..REQUESTS_PER_CLIENT {
+                let body = format!("{{\"client\":{client},\"request\":{request}}}");
+                let response = send_raw(address, &api_call("PutItem", &body)).await;
+                assert_eq!(response.status, 200);
+                response.assert_standard_headers();
+                assert_eq!(response.json()["client"], client);
+                assert_eq!(response.json()["request"], request);
+            }
+        }));
+    }
+    for client in clients {
+        client.await.unwrap();
+    }
+    let metrics = send_raw(
+        server.address,
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    let expected = format!(
+        "shoal_requests_total{{operation=\"PutItem\",outcome=\"success\"}} {}",
+        CLIENTS * REQUESTS_PER_CLIENT
+    );
+    let page = String::from_utf8(metrics.body).unwrap();
+    assert!(page.lines().any(|line| line == expected), "{page}");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keep_alive_serves_several_requests_on_one_connection() {
+    let server = TestServer::start(ServerConfig::default()).await;
+    let mut stream = TcpStream::connect(server.address).await.unwrap();
+    for round in 0..3 {
+        let body = format!("{{\"round\":{round}}}");
+        let request = format!(
+            "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-amz-json-1.0\r\n\
+             X-Amz-Target: DynamoDB_20120810.PutItem\r\nX-Amz-Date: 20240101T000000Z\r\n\
+             Authorization: {DUMMY_AUTHORIZATION}\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        // Read until the whole body (its length is in Content-Length) has arrived.
+        let mut received = Vec::new();
+        let response = tokio::time::timeout(EXCHANGE_TIMEOUT, async {
+            loop {
+                let mut buffer = [0u8; 4096];
+                let read = stream.read(&mut buffer).await.unwrap();
+                assert_ne!(read, 0, "server closed a keep-alive connection");
+                received.extend_from_slice(&buffer[..read]);
+                let Some(head_end) = received.windows(4).position(|w| w == b"\r\n\r\n") else {
+                    continue;
+                };
+                let response = support::parse_response(&received);
+                let length: usize = response.header("content-length").unwrap().parse().unwrap();
+                if received.len() >= head_end + 4 + length {
+                    break response;
+                }
+            }
+        })
+        .await
+        .unwrap();
+        assert_eq!(response.status, 200);
+        assert_eq!(response.json()["round"], round);
+    }
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_over_the_limit_are_closed() {
+    let server = TestServer::start(ServerConfig {
+        connections_max: 1,
+        ..ServerConfig::default()
+    })
+    .await;
+    let idle = TcpStream::connect(server.address).await.unwrap();
+    // Give the server time to accept `idle` first: retry until a second connection is refused.
+    let mut refused = false;
+    for _ in 0..50 {
+        let mut extra = TcpStream::connect(server.address).await.unwrap();
+        let _ = extra.write_all(&api_call("GetItem", "{}")).await;
+        let mut received = Vec::new();
+        let read = tokio::time::timeout(EXCHANGE_TIMEOUT, extra.read_to_end(&mut received))
+            .await
+            .unwrap();
+        if read.is_err() || received.is_empty() {
+            refused = true;
+            break;
+        }
+    }
+    assert!(refused, "a connection over the limit was served");
+    drop(idle);
+    // Once the idle connection is gone its slot frees up.
+    let mut served = false;
+    for _ in 0..50 {
+        let mut stream = TcpStream::connect(server.address).await.unwrap();
+        let _ = stream.write_all(&api_call("GetItem", "{}")).await;
+        let mut received = Vec::new();
+        let _ = tokio::time::timeout(EXCHANGE_TIMEOUT, stream.read_to_end(&mut received))
+            .await
+            .unwrap();
+        if received.starts_with(b"HTTP/1.1 200") {
+            served = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(served, "the freed slot was never reused");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_stops_accepting() {
+    let server = TestServer::start(ServerConfig::default()).await;
+    let address = server.address;
+    server.stop().await;
+    assert!(
+        TcpStream::connect(address).await.is_err(),
+        "still accepting after shutdown"
+    );
+}
