@@ -2,11 +2,13 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use engine::lsm::DbOptions;
-use engine::Durability;
+use engine::{Database, Durability, Options};
+use server::{AuthMode, EngineHandler, ServerConfig};
 
 #[derive(Parser)]
 #[command(
@@ -21,6 +23,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Serves DynamoDB's HTTP protocol (point any DynamoDB client at it with an endpoint URL).
+    Serve(ServeArgs),
     /// Crash-test child: writes the crash workload into DIR forever, printing `ack N` after
     /// each committed batch. Run it, kill -9 it, and verify with the crash tests.
     CrashWriter {
@@ -34,6 +38,36 @@ enum Command {
         #[arg(long, default_value_t = 64 * 1024)]
         memtable_size_bytes: usize,
     },
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    /// TCP port (DynamoDB Local alias: -port).
+    #[arg(long, default_value_t = 8000)]
+    port: u16,
+    /// Address to bind; loopback by default so nothing is exposed by accident.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// Data directory (DynamoDB Local alias: -dbPath).
+    #[arg(long, default_value = "./shoal-data")]
+    data_dir: PathBuf,
+    /// Keep everything in memory; nothing survives the process (alias: -inMemory).
+    #[arg(long)]
+    in_memory: bool,
+    /// sync (default: acknowledged after fsync), interval:MS, or none.
+    #[arg(long, default_value = "sync")]
+    durability: String,
+    /// Cap on one item collection of a table with an LSI, in bytes (default 10 GiB).
+    #[arg(long)]
+    item_collection_limit: Option<u64>,
+    /// Verify SigV4 signatures against the access keys in this file (`ACCESS_KEY SECRET`
+    /// per line); by default any well-formed Authorization header is accepted.
+    #[arg(long)]
+    auth: Option<PathBuf>,
+    /// Accepted for DynamoDB Local compatibility (-sharedDb): Shoal always serves one
+    /// database to every access key and region.
+    #[arg(long, hide = true)]
+    shared_db: bool,
 }
 
 /// Parses `sync`, `none` or `interval:MS`.
@@ -50,9 +84,99 @@ fn parse_durability(text: &str) -> Result<Durability, String> {
     }
 }
 
+/// DynamoDB Local spells its flags with one dash (`-port 8000 -dbPath x -inMemory
+/// -sharedDb`); map them onto ours so Shoal drops into existing scripts.
+fn dynamodb_local_aliases(args: impl Iterator<Item = String>) -> Vec<String> {
+    args.map(|arg| match arg.as_str() {
+        "-port" => "--port".to_string(),
+        "-dbPath" => "--data-dir".to_string(),
+        "-inMemory" => "--in-memory".to_string(),
+        "-sharedDb" => "--shared-db".to_string(),
+        _ => arg,
+    })
+    .collect()
+}
+
+fn serve(args: ServeArgs) -> Result<(), String> {
+    let durability = parse_durability(&args.durability)?;
+    let mut options = Options {
+        durability,
+        ..Options::default()
+    };
+    if let Some(limit) = args.item_collection_limit {
+        options.item_collection_size_limit_bytes = limit;
+    }
+    let auth = match &args.auth {
+        Some(path) => AuthMode::Verify {
+            keys: server::load_key_file(path).map_err(|e| e.to_string())?,
+        },
+        None => AuthMode::AcceptAnyWellFormed,
+    };
+    let database = if args.in_memory {
+        Database::open_in_memory(options)
+    } else {
+        Database::open(&args.data_dir, options)
+    }
+    .map_err(|e| format!("cannot open {}: {e}", args.data_dir.display()))?;
+    let database = Arc::new(database);
+    let config = ServerConfig {
+        host: args.host,
+        port: args.port,
+        auth,
+        ..ServerConfig::default()
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(async {
+        let listener = server::bind(&config).await.map_err(|e| e.to_string())?;
+        let address = listener.local_addr().map_err(|e| e.to_string())?;
+        // The line scripts and tests wait for before sending requests.
+        println!("shoal listening on http://{address}");
+        tracing::info!(%address, "serving DynamoDB's protocol");
+        let handler = Arc::new(EngineHandler::new(Arc::clone(&database)));
+        server::serve(listener, handler, config, shutdown_signal())
+            .await
+            .map_err(|e| e.to_string())
+    })?;
+    // Dropping the database syncs the WAL and releases the data-directory lock.
+    drop(database);
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+async fn shutdown_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate => {}
+    }
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    let cli = Cli::parse_from(dynamodb_local_aliases(std::env::args()));
     let result = match cli.command {
+        Command::Serve(args) => serve(args),
         Command::CrashWriter {
             dir,
             durability,
@@ -74,5 +198,43 @@ fn main() -> ExitCode {
             eprintln!("shoal: {message}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dynamodb_local_flags_map_onto_ours() {
+        let args = [
+            "shoal",
+            "serve",
+            "-port",
+            "9000",
+            "-dbPath",
+            "/tmp/x",
+            "-inMemory",
+            "-sharedDb",
+        ];
+        let mapped = dynamodb_local_aliases(args.iter().map(|s| s.to_string()));
+        let cli = Cli::try_parse_from(mapped).unwrap();
+        let Command::Serve(serve) = cli.command else {
+            panic!("not serve")
+        };
+        assert_eq!(serve.port, 9000);
+        assert_eq!(serve.data_dir, PathBuf::from("/tmp/x"));
+        assert!(serve.in_memory && serve.shared_db);
+    }
+
+    #[test]
+    fn durability_flags_parse() {
+        assert_eq!(parse_durability("sync"), Ok(Durability::Sync));
+        assert_eq!(
+            parse_durability("interval:5"),
+            Ok(Durability::Interval(Duration::from_millis(5)))
+        );
+        assert!(parse_durability("interval:0").is_err());
+        assert!(parse_durability("fast").is_err());
     }
 }

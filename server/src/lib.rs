@@ -26,8 +26,8 @@
 //! body bytes, unsigned decimal) and a content type (`application/x-amz-json-1.0` for the API).
 //! Success bodies are the handler's JSON (`{}` at least, never empty). Errors are
 //! `{"__type":"<namespace>#<Code>","message":"<text>"}` with AWS's namespace per code
-//! ([`error_namespace`]), status 400, or 500 for `InternalServerError`; a [`HandlerError`] adds
-//! fields such as `CancellationReasons`.
+//! ([`error_namespace`]), status 400, or 500 for `InternalServerError`; an error's `extra`
+//! members add fields such as `CancellationReasons`.
 //!
 //! # Limits
 //!
@@ -39,6 +39,7 @@
 mod amz_date;
 pub mod auth;
 pub mod config;
+mod engine_handler;
 pub mod error_body;
 pub mod handler;
 pub mod metrics;
@@ -49,7 +50,8 @@ pub mod sigv4;
 
 pub use config::{load_key_file, parse_key_file, AuthMode, KeyFileError, ServerConfig};
 pub use error_body::{error_namespace, error_type};
-pub use handler::{DynamoHandler, HandlerError};
+pub use engine_handler::EngineHandler;
+pub use handler::DynamoHandler;
 pub use serve::{bind, serve, ServerError};
 
 /// Date helpers for signing requests (`X-Amz-Date` format).

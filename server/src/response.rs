@@ -2,11 +2,11 @@
 //! body bytes, unsigned decimal, which botocore verifies) and a content type.
 
 use crate::error_body::{error_status, render_error_body};
-use crate::handler::HandlerError;
 use bytes::Bytes;
 use http::header::{CONNECTION, CONTENT_TYPE};
 use http::{HeaderName, HeaderValue, Response, StatusCode};
 use http_body_util::Full;
+use model::ApiError;
 
 /// The content type of DynamoDB's JSON bodies.
 pub const AMZ_JSON_CONTENT_TYPE: &str = "application/x-amz-json-1.0";
@@ -59,10 +59,12 @@ pub fn response(
 }
 
 /// A DynamoDB error response, with the status AWS uses for the error's code.
-pub fn error_response(error: &HandlerError, request_id: &str) -> Response<Full<Bytes>> {
-    let body = render_error_body(error.error.code, &error.error.message, &error.extra_fields);
+pub fn error_response(error: &ApiError, request_id: &str) -> Response<Full<Bytes>> {
+    let no_extra = serde_json::Map::new();
+    let extra = error.extra.as_deref().unwrap_or(&no_extra);
+    let body = render_error_body(error.code, &error.message, extra);
     response(
-        error_status(error.error.code),
+        error_status(error.code),
         AMZ_JSON_CONTENT_TYPE,
         body,
         request_id,

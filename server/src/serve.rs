@@ -3,7 +3,7 @@
 
 use crate::auth::AuthPolicy;
 use crate::config::ServerConfig;
-use crate::handler::{DynamoHandler, HandlerError};
+use crate::handler::DynamoHandler;
 use crate::metrics::{Metrics, Outcome};
 use crate::request::{decode_api_request, route, Route, NOT_FOUND_BODY};
 use crate::response::{
@@ -245,8 +245,7 @@ async fn handle_api(
     let operation = decoded.operation;
     let handler = Arc::clone(&state.handler);
     let started = Instant::now();
-    let result =
-        tokio::task::spawn_blocking(move || handler.handle_detailed(operation, decoded.body)).await;
+    let result = tokio::task::spawn_blocking(move || handler.handle(operation, decoded.body)).await;
     let (response, outcome) = match result {
         Ok(Ok(value)) => {
             let body = if value.is_null() {
@@ -258,7 +257,7 @@ async fn handle_api(
             (ok, Outcome::Success)
         }
         Ok(Err(error)) => {
-            let outcome = if error.error.code == ErrorCode::InternalServerError {
+            let outcome = if error.code == ErrorCode::InternalServerError {
                 Outcome::ServerError
             } else {
                 Outcome::ClientError
@@ -267,10 +266,7 @@ async fn handle_api(
         }
         Err(join_error) => {
             tracing::error!(operation, request_id, error = %join_error, "handler panicked");
-            let error = HandlerError::from(ApiError::new(
-                ErrorCode::InternalServerError,
-                "Internal server error",
-            ));
+            let error = ApiError::new(ErrorCode::InternalServerError, "Internal server error");
             (error_response(&error, request_id), Outcome::ServerError)
         }
     };
@@ -282,17 +278,17 @@ async fn handle_api(
 
 fn reject(state: &ServerState, error: ApiError, request_id: &str) -> Response<Full<Bytes>> {
     state.metrics.record_rejection(error.code.name());
-    error_response(&HandlerError::from(error), request_id)
+    error_response(&error, request_id)
 }
 
 /// 413 with a DynamoDB-style body. The rest of the body is left unread, so the connection is
 /// closed after this response.
 fn too_large(state: &ServerState, request_id: &str) -> Response<Full<Bytes>> {
     state.metrics.record_rejection("RequestTooLarge");
-    let error = HandlerError::from(ApiError::validation(format!(
+    let error = ApiError::validation(format!(
         "Request size exceeds {} bytes",
         state.config.body_bytes_max
-    )));
+    ));
     let mut too_large = error_response(&error, request_id);
     *too_large.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
     close_connection(too_large)

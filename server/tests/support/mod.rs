@@ -5,7 +5,7 @@
 
 use model::{ApiError, ErrorCode};
 use serde_json::{json, Value};
-use server::{DynamoHandler, HandlerError, ServerConfig};
+use server::{DynamoHandler, ServerConfig};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,11 +21,6 @@ pub const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct FakeHandler;
 
 impl DynamoHandler for FakeHandler {
-    fn handle(&self, operation: &str, body: Value) -> Result<Value, ApiError> {
-        self.handle_detailed(operation, body)
-            .map_err(|error| error.error)
-    }
-
     fn operations(&self) -> &[&'static str] {
         &[
             "PutItem",
@@ -37,22 +32,22 @@ impl DynamoHandler for FakeHandler {
         ]
     }
 
-    fn handle_detailed(&self, operation: &str, body: Value) -> Result<Value, HandlerError> {
+    fn handle(&self, operation: &str, body: Value) -> Result<Value, ApiError> {
         match operation {
             "PutItem" => Ok(body),
             "GetItem" => Ok(Value::Null),
-            "DeleteItem" => Err(ApiError::validation("canned validation").into()),
-            "TransactWriteItems" => Err(HandlerError::with_field(
-                ApiError::new(
-                    ErrorCode::TransactionCanceledException,
-                    "Transaction cancelled, please refer cancellation reasons for specific reasons [ConditionalCheckFailed]",
-                ),
+            "DeleteItem" => Err(ApiError::validation("canned validation")),
+            "TransactWriteItems" => Err(ApiError::new(
+                ErrorCode::TransactionCanceledException,
+                "Transaction cancelled, please refer cancellation reasons for specific reasons [ConditionalCheckFailed]",
+            )
+            .with_extra(
                 "CancellationReasons",
                 json!([{"Code": "ConditionalCheckFailed", "Message": "The conditional request failed"}]),
             )),
-            "Scan" => Err(ApiError::new(ErrorCode::InternalServerError, "canned internal").into()),
+            "Scan" => Err(ApiError::new(ErrorCode::InternalServerError, "canned internal")),
             "Query" => panic!("canned handler panic"),
-            _ => Err(ApiError::new(ErrorCode::UnknownOperationException, "").into()),
+            _ => Err(ApiError::new(ErrorCode::UnknownOperationException, "")),
         }
     }
 
