@@ -1,0 +1,362 @@
+//! End-to-end: `shoal serve` driven by the official AWS SDK for Rust (static dummy
+//! credentials, endpoint override), as a DynamoDB user would use it.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_dynamodb::error::ProvideErrorMetadata;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement,
+    KeyType, LocalSecondaryIndex, Projection, ProjectionType, ReturnConsumedCapacity,
+    ScalarAttributeType, Select,
+};
+use aws_sdk_dynamodb::Client;
+
+/// A `shoal serve` child process on a free loopback port; SIGTERMed on drop.
+struct Server {
+    child: Child,
+    endpoint: String,
+}
+
+impl Server {
+    fn start(data_dir: &Path, extra: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_shoal"))
+            .args(["serve", "--port", "0", "--durability", "none", "--data-dir"])
+            .arg(data_dir)
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start shoal serve");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("read the address line");
+        let endpoint = line
+            .trim()
+            .strip_prefix("shoal listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_string();
+        Server { child, endpoint }
+    }
+
+    fn client(&self) -> Client {
+        let config = aws_sdk_dynamodb::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::new(
+                "AKIDSHOALTEST",
+                "secret",
+                None,
+                None,
+                "static",
+            ))
+            .endpoint_url(&self.endpoint)
+            .build();
+        Client::from_conf(config)
+    }
+
+    /// Stops the server the way an operator does (SIGTERM) and waits for it.
+    fn stop(mut self) {
+        terminate(&mut self.child);
+    }
+}
+
+fn terminate(child: &mut Child) {
+    // SAFETY: kill(2) on our own child's pid; no memory is involved.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let _ = child.wait();
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        terminate(&mut self.child);
+    }
+}
+
+fn s(v: &str) -> AttributeValue {
+    AttributeValue::S(v.to_string())
+}
+
+fn n(v: &str) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+fn key_element(name: &str, key_type: KeyType) -> KeySchemaElement {
+    KeySchemaElement::builder()
+        .attribute_name(name)
+        .key_type(key_type)
+        .build()
+        .unwrap()
+}
+
+fn definition(name: &str) -> AttributeDefinition {
+    AttributeDefinition::builder()
+        .attribute_name(name)
+        .attribute_type(ScalarAttributeType::S)
+        .build()
+        .unwrap()
+}
+
+/// Thread(ForumName, Subject) with LSI LastPostIndex (INCLUDE Replies) and GSI BySubject
+/// (KEYS_ONLY), as in the LSI seed scenario.
+async fn create_thread_table(client: &Client) {
+    client
+        .create_table()
+        .table_name("Thread")
+        .attribute_definitions(definition("ForumName"))
+        .attribute_definitions(definition("Subject"))
+        .attribute_definitions(definition("LastPostDateTime"))
+        .key_schema(key_element("ForumName", KeyType::Hash))
+        .key_schema(key_element("Subject", KeyType::Range))
+        .local_secondary_indexes(
+            LocalSecondaryIndex::builder()
+                .index_name("LastPostIndex")
+                .key_schema(key_element("ForumName", KeyType::Hash))
+                .key_schema(key_element("LastPostDateTime", KeyType::Range))
+                .projection(
+                    Projection::builder()
+                        .projection_type(ProjectionType::Include)
+                        .non_key_attributes("Replies")
+                        .build(),
+                )
+                .build()
+                .unwrap(),
+        )
+        .global_secondary_indexes(
+            GlobalSecondaryIndex::builder()
+                .index_name("BySubject")
+                .key_schema(key_element("Subject", KeyType::Hash))
+                .projection(
+                    Projection::builder()
+                        .projection_type(ProjectionType::KeysOnly)
+                        .build(),
+                )
+                .build()
+                .unwrap(),
+        )
+        .billing_mode(BillingMode::PayPerRequest)
+        .send()
+        .await
+        .expect("create table");
+}
+
+async fn put_post(client: &Client, subject: &str, last_post: &str, replies: &str) {
+    client
+        .put_item()
+        .table_name("Thread")
+        .item("ForumName", s("S3"))
+        .item("Subject", s(subject))
+        .item("LastPostDateTime", s(last_post))
+        .item("Replies", n(replies))
+        .item("Tags", AttributeValue::Ss(vec!["t1".into(), "t2".into()]))
+        .send()
+        .await
+        .expect("put item");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_sdk_drives_every_core_operation() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let client = server.client();
+
+    create_thread_table(&client).await;
+    let tables = client.list_tables().send().await.unwrap();
+    assert_eq!(tables.table_names(), ["Thread".to_string()]);
+    let described = client
+        .describe_table()
+        .table_name("Thread")
+        .send()
+        .await
+        .unwrap();
+    let table = described.table().unwrap();
+    assert_eq!(table.local_secondary_indexes().len(), 1);
+    assert_eq!(
+        table.global_secondary_indexes()[0]
+            .index_status()
+            .map(|s| s.as_str()),
+        Some("ACTIVE")
+    );
+
+    put_post(&client, "aaa", "2015-09-22", "12").await;
+    put_post(&client, "bbb", "2015-09-01", "3").await;
+    put_post(&client, "ccc", "2015-11-15", "7").await;
+
+    let got = client
+        .get_item()
+        .table_name("Thread")
+        .key("ForumName", s("S3"))
+        .key("Subject", s("bbb"))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(got.item().unwrap().get("Replies"), Some(&n("3")));
+
+    // LSI query that asks for a non-projected attribute: fetched from the table.
+    let queried = client
+        .query()
+        .table_name("Thread")
+        .index_name("LastPostIndex")
+        .key_condition_expression("ForumName = :f AND LastPostDateTime > :d")
+        .expression_attribute_values(":f", s("S3"))
+        .expression_attribute_values(":d", s("2015-09-10"))
+        .projection_expression("Subject, Tags")
+        .scan_index_forward(false)
+        .consistent_read(true)
+        .return_consumed_capacity(ReturnConsumedCapacity::Total)
+        .send()
+        .await
+        .unwrap();
+    let subjects: Vec<_> = queried
+        .items()
+        .iter()
+        .map(|i| i["Subject"].clone())
+        .collect();
+    assert_eq!(subjects, vec![s("ccc"), s("aaa")]);
+    assert!(
+        queried.items()[0].contains_key("Tags"),
+        "LSI fetch of a non-projected attribute"
+    );
+    assert!(
+        queried
+            .consumed_capacity()
+            .unwrap()
+            .capacity_units()
+            .unwrap()
+            >= 1.0
+    );
+
+    // GSI projection error surfaces as a ValidationException with SPEC's text.
+    let error = client
+        .query()
+        .table_name("Thread")
+        .index_name("BySubject")
+        .key_condition_expression("Subject = :s")
+        .expression_attribute_values(":s", s("aaa"))
+        .select(Select::AllAttributes)
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), Some("ValidationException"));
+    assert!(error
+        .message()
+        .unwrap_or_default()
+        .contains("Select type ALL_ATTRIBUTES is not supported"));
+
+    // Updates, conditions, deletes and scans.
+    client
+        .update_item()
+        .table_name("Thread")
+        .key("ForumName", s("S3"))
+        .key("Subject", s("aaa"))
+        .update_expression("SET Replies = Replies + :one")
+        .expression_attribute_values(":one", n("1"))
+        .send()
+        .await
+        .unwrap();
+    let failed = client
+        .delete_item()
+        .table_name("Thread")
+        .key("ForumName", s("S3"))
+        .key("Subject", s("aaa"))
+        .condition_expression("Replies = :r")
+        .expression_attribute_values(":r", n("12"))
+        .send()
+        .await
+        .unwrap_err();
+    assert!(failed
+        .into_service_error()
+        .is_conditional_check_failed_exception());
+    client
+        .delete_item()
+        .table_name("Thread")
+        .key("ForumName", s("S3"))
+        .key("Subject", s("aaa"))
+        .condition_expression("Replies = :r")
+        .expression_attribute_values(":r", n("13"))
+        .send()
+        .await
+        .unwrap();
+    let scanned = client.scan().table_name("Thread").send().await.unwrap();
+    assert_eq!(scanned.count(), 2);
+
+    // Typed errors: a missing table is ResourceNotFoundException; an existing one
+    // ResourceInUseException.
+    let missing = client
+        .describe_table()
+        .table_name("Nope")
+        .send()
+        .await
+        .unwrap_err();
+    assert!(missing
+        .into_service_error()
+        .is_resource_not_found_exception());
+    let duplicate = client
+        .create_table()
+        .table_name("Thread")
+        .attribute_definitions(definition("k"))
+        .key_schema(key_element("k", KeyType::Hash))
+        .billing_mode(BillingMode::PayPerRequest)
+        .send()
+        .await
+        .unwrap_err();
+    assert!(duplicate
+        .into_service_error()
+        .is_resource_in_use_exception());
+
+    client
+        .delete_table()
+        .table_name("Thread")
+        .send()
+        .await
+        .unwrap();
+    assert!(client
+        .list_tables()
+        .send()
+        .await
+        .unwrap()
+        .table_names()
+        .is_empty());
+    server.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_survives_a_server_restart_and_the_data_dir_is_locked() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let client = server.client();
+    create_thread_table(&client).await;
+    put_post(&client, "kept", "2015-01-01", "1").await;
+
+    // A second server on the same directory refuses to start, saying why.
+    let second = Command::new(env!("CARGO_BIN_EXE_shoal"))
+        .args(["serve", "--port", "0", "--data-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!second.status.success());
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(stderr.contains("locked"), "{stderr}");
+
+    server.stop();
+    let server = Server::start(dir.path(), &[]);
+    let client = server.client();
+    let got = client
+        .get_item()
+        .table_name("Thread")
+        .key("ForumName", s("S3"))
+        .key("Subject", s("kept"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(got.item().unwrap().get("Replies"), Some(&n("1")));
+    server.stop();
+}
