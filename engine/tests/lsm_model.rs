@@ -1,10 +1,13 @@
 //! Model test of the LSM database: random sequences of multi-tree batches, point gets,
-//! forward and reverse range scans, snapshots, flushes and reopens, compared at every read
-//! with a BTreeMap model.
+//! forward and reverse range scans, snapshots, flushes, compactions and reopens, compared at
+//! every read with a BTreeMap model. Memtables and compaction targets are tiny, so files are
+//! flushed, compacted (leveled or size-tiered, in the background and on demand) and removed
+//! while snapshots and reads are live.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
+use compaction::{PolicyKind, PolicyOptions};
 use engine::lsm::{Db, DbOptions, Direction, Snapshot, TreeId, WriteBatch};
 use engine::Durability;
 use proptest::prelude::*;
@@ -28,6 +31,7 @@ enum Op {
     ReadSnapshot(usize, usize, bool),
     DropSnapshot(usize),
     Flush,
+    Compact,
     Reopen,
 }
 
@@ -58,16 +62,28 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (0..8usize, 0..TREES, any::<bool>()).prop_map(|(s, t, r)| Op::ReadSnapshot(s, t, r)),
         1 => (0..8usize).prop_map(Op::DropSnapshot),
         1 => Just(Op::Flush),
+        1 => Just(Op::Compact),
         1 => Just(Op::Reopen),
     ]
 }
 
-fn options() -> DbOptions {
+fn options(kind: PolicyKind) -> DbOptions {
     DbOptions {
         durability: Durability::None,
         // Tiny memtables: most runs freeze and flush several times.
         memtable_size_bytes: 700,
         wal_segment_size_bytes: 16 << 10,
+        // Tiny compaction targets: two L0 files trigger a compaction, output files are cut
+        // every few entries, and levels fill after a few hundred bytes.
+        compaction: PolicyOptions {
+            kind,
+            l0_trigger_files: 2,
+            base_level_bytes: 1 << 10,
+            target_file_bytes: 256,
+            level_ratio: 2,
+            ..PolicyOptions::default()
+        },
+        compaction_threads: 1,
         ..DbOptions::default()
     }
 }
@@ -119,10 +135,13 @@ fn open_trees(db: &Db) -> Vec<TreeId> {
         .collect()
 }
 
-fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
+/// Runs `ops` against the database and the model; returns how many compactions ran.
+fn run(ops: Vec<Op>, kind: PolicyKind) -> Result<u64, TestCaseError> {
     // An in-memory disk: the model test is about logic, and real fsyncs would make it slow.
     let fs = vfs::sim::SimFs::new().fs();
     let dir = std::path::Path::new("/db");
+    let options = || options(kind);
+    let mut compactions = 0;
     let mut db = Db::open_with_fs(fs.clone(), dir, options()).unwrap();
     let mut trees = open_trees(&db);
     let mut model: Model = vec![BTreeMap::new(); TREES];
@@ -211,9 +230,14 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 }
             }
             Op::Flush => db.flush_all().unwrap(),
+            Op::Compact => {
+                db.flush_all().unwrap();
+                db.compact_until_idle().unwrap();
+            }
             Op::Reopen => {
                 // Snapshots do not survive a restart.
                 snapshots.clear();
+                compactions += db.stats().compactions;
                 drop(db);
                 db = Db::open_with_fs(fs.clone(), dir, options()).unwrap();
                 trees = open_trees(&db);
@@ -245,18 +269,53 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             }
         }
         snapshots.clear();
+        compactions += db.stats().compactions;
         drop(db);
         db = Db::open_with_fs(fs.clone(), dir, options()).unwrap();
         trees = open_trees(&db);
     }
-    Ok(())
+    Ok(compactions)
+}
+
+fn policy_kind(tiered: bool) -> PolicyKind {
+    if tiered {
+        PolicyKind::SizeTiered
+    } else {
+        PolicyKind::Leveled
+    }
+}
+
+/// A fixed workload long enough that both policies must compact: proves the model test
+/// really exercises compaction (the random cases mostly do too, but need not).
+#[test]
+fn model_workload_really_compacts() {
+    for kind in [PolicyKind::Leveled, PolicyKind::SizeTiered] {
+        let mut ops = Vec::new();
+        for i in 0..300u32 {
+            let key = vec![b'a' + (i % 3) as u8, (i % 7) as u8];
+            let value = (i % 5 != 4).then(|| vec![i as u8; 30]);
+            ops.push(Op::Write(vec![((i % 3) as usize, key.clone(), value)]));
+            if i % 50 == 0 {
+                ops.push(Op::TakeSnapshot);
+            }
+            if i % 40 == 39 {
+                ops.push(Op::Compact);
+                ops.push(Op::ReadSnapshot(i as usize, (i % 3) as usize, false));
+            }
+        }
+        let compactions = run(ops, kind).unwrap();
+        assert!(compactions > 0, "{kind:?}: no compaction ran");
+    }
 }
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     #[test]
-    fn lsm_matches_a_btreemap_model(ops in prop::collection::vec(op(), 1..160)) {
-        run(ops)?;
+    fn lsm_matches_a_btreemap_model(
+        ops in prop::collection::vec(op(), 1..160),
+        tiered in any::<bool>(),
+    ) {
+        run(ops, policy_kind(tiered))?;
     }
 }

@@ -11,6 +11,11 @@
 //! SSTable, installs a new manifest version recording the file and the tree's flushed
 //! sequence number, then releases WAL segments no tree needs any more.
 //!
+//! Compaction (`compact`, `compact_job`) runs on `compaction_threads` background threads
+//! (or on the caller's, through `compact_until_idle`) and changes versions through the same
+//! manifest lock; replaced files are removed when their last reader drops them
+//! (`compact_files`).
+//!
 //! Directory layout: `CURRENT`, `MANIFEST-*` and `*.sst` (see `manifest`), `wal/` (see the
 //! `wal` crate), and `LOCK`, held while the database is open.
 
@@ -21,18 +26,21 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use compaction::EntryKind;
+use compaction::{EntryKind, PolicyOptions};
 use parking_lot::{Condvar, Mutex, RwLock};
 use vfs::{DirLock, Fs};
 use wal::{Applier, Durability, Wal, WalOptions};
 
 use crate::lsm::batch::{BatchEntries, WriteBatch};
+use crate::lsm::compact::{self, Scheduler};
+use crate::lsm::compact_files::FileRegistry;
 use crate::lsm::error::DbError;
 use crate::lsm::manifest::{self, Manifest};
 use crate::lsm::memtable::Memtable;
-use crate::lsm::sstable::{PrefixFn, Table, TableBuilder, TableOptions};
+use crate::lsm::sstable::{PrefixFn, Table, TableBuilder, TableOptions, TableProperties};
+use crate::lsm::stats::{self, Counters, DbStats, TreeStats};
 use crate::lsm::superversion::{Immutable, SuperVersion, TreeMemtables};
-use crate::lsm::version::{FileMeta, TreeId, Version, VersionEdit};
+use crate::lsm::version::{FileMeta, TreeId, Version, VersionEdit, LEVELS};
 
 /// Name of the lock file inside the data directory.
 pub const LOCK_FILE_NAME: &str = "LOCK";
@@ -42,6 +50,13 @@ pub const WAL_DIR_NAME: &str = "wal";
 /// Frozen memtables a tree may have waiting for flush before writers wait for the flusher:
 /// the bound on memory held by unflushed data.
 const IMMUTABLES_PER_TREE_MAX: usize = 4;
+
+/// Most background compaction threads a database starts, whatever the options say.
+const COMPACTION_THREADS_MAX: usize = 16;
+
+/// Attempts at a consistent (sequence number, superversion) pair before a read falls back to
+/// registering a snapshot.
+const READ_VIEW_ATTEMPTS_MAX: usize = 8;
 
 /// How a database is opened.
 #[derive(Clone)]
@@ -63,6 +78,11 @@ pub struct DbOptions {
     pub block_size_bytes: usize,
     /// Run flushes on a background thread (tests may turn this off and call `flush_all`).
     pub background_flush: bool,
+    /// Compaction policy (leveled by default, or size-tiered) and its tuning.
+    pub compaction: PolicyOptions,
+    /// Background compaction threads (at most 16). 0 turns background compaction off: the
+    /// caller runs `compact_until_idle`, and writers are never slowed for the backlog.
+    pub compaction_threads: usize,
 }
 
 impl std::fmt::Debug for DbOptions {
@@ -71,6 +91,8 @@ impl std::fmt::Debug for DbOptions {
             .field("durability", &self.durability)
             .field("memtable_size_bytes", &self.memtable_size_bytes)
             .field("wal_live_bytes_max", &self.wal_live_bytes_max)
+            .field("compaction", &self.compaction)
+            .field("compaction_threads", &self.compaction_threads)
             .finish_non_exhaustive()
     }
 }
@@ -91,11 +113,14 @@ impl Default for DbOptions {
             bloom_prefix: whole_key,
             block_size_bytes: 4096,
             background_flush: true,
+            compaction: PolicyOptions::default(),
+            // The target machine has two cores; one compacts while the other serves writes.
+            compaction_threads: 1,
         }
     }
 }
 
-/// State shared by the database handle, the WAL applier and the flusher thread.
+/// State shared by the database handle, the WAL applier, the flusher and compaction threads.
 pub(crate) struct Shared {
     pub(crate) fs: Fs,
     pub(crate) dir: PathBuf,
@@ -105,18 +130,22 @@ pub(crate) struct Shared {
     /// Highest sequence number whose batch is fully applied: reads see everything <= this.
     pub(crate) visible_seq: AtomicU64,
     /// The manifest; its lock also serialises every version change.
-    manifest: Mutex<Manifest>,
-    next_file_number: AtomicU64,
+    pub(crate) manifest: Mutex<Manifest>,
+    pub(crate) next_file_number: AtomicU64,
     /// Live snapshots: sequence number → how many handles hold it.
-    snapshots: Mutex<BTreeMap<u64, usize>>,
+    pub(crate) snapshots: Mutex<BTreeMap<u64, usize>>,
     /// Set when background work failed; writes are refused from then on.
-    background_error: Mutex<Option<String>>,
+    pub(crate) background_error: Mutex<Option<String>>,
+    /// Open SSTables' deletion marks (files go when their last reader does).
+    pub(crate) files: FileRegistry,
+    pub(crate) counters: Counters,
+    pub(crate) compaction: Scheduler,
     flush_wakeup: Condvar,
     flush_state: Mutex<FlushState>,
     /// Held for a whole flush: a tree's memtables must reach SSTables one at a time, in
     /// order, or two flushers could write the same memtable twice.
     flush_running: Mutex<()>,
-    shutting_down: AtomicBool,
+    pub(crate) shutting_down: AtomicBool,
 }
 
 #[derive(Default)]
@@ -191,6 +220,7 @@ pub struct Db {
     pub(crate) shared: Arc<Shared>,
     wal: Arc<Wal<WriteBatch, MemtableApplier>>,
     flusher: Option<JoinHandle<()>>,
+    compactors: Vec<JoinHandle<()>>,
     // Held for the database's lifetime; released (file unlocked) on drop.
     _lock: Box<dyn DirLock>,
 }
@@ -217,9 +247,11 @@ impl Db {
         // flush or compaction that crashed before its version was installed.
         manifest::remove_obsolete_files(&fs, dir, &version, &manifest.current_file_name())?;
 
+        let files = FileRegistry::default();
         let mut tables = std::collections::HashMap::new();
         for number in version.live_file_numbers() {
-            tables.insert(number, open_table(&fs, dir, number, options.bloom_prefix)?);
+            let table = open_table(&fs, dir, number, options.bloom_prefix, &files)?;
+            tables.insert(number, table);
         }
         let memtables = version
             .trees
@@ -253,6 +285,9 @@ impl Db {
             next_file_number: AtomicU64::new(next_file_number),
             snapshots: Mutex::new(BTreeMap::new()),
             background_error: Mutex::new(None),
+            files,
+            counters: Counters::default(),
+            compaction: Scheduler::default(),
             flush_wakeup: Condvar::new(),
             flush_state: Mutex::new(FlushState::default()),
             flush_running: Mutex::new(()),
@@ -296,12 +331,24 @@ impl Db {
         } else {
             None
         };
-        let db = Db {
+        let mut db = Db {
             shared,
             wal,
             flusher,
+            compactors: Vec::new(),
             _lock: lock,
         };
+        // On failure `db` is dropped, which stops the threads already started.
+        for index in 0..options.compaction_threads.min(COMPACTION_THREADS_MAX) {
+            let shared = Arc::clone(&db.shared);
+            let handle = std::thread::Builder::new()
+                .name(format!("shoal-compact-{index}"))
+                .spawn(move || compact::compaction_loop(&shared))
+                .map_err(|e| DbError::io("starting a compaction thread", e))?;
+            db.compactors.push(handle);
+        }
+        // The recovered shape may already call for compaction.
+        db.shared.compaction.request();
         // Replay may have filled memtables past their limit; freeze them so they flush.
         db.freeze_full_memtables(true);
         Ok(db)
@@ -317,7 +364,31 @@ impl Db {
             return Ok(self.shared.visible_seq.load(Ordering::Acquire));
         }
         self.make_room(batch)?;
-        Ok(self.wal.commit(batch.clone())?)
+        self.slow_down_for_compaction(batch);
+        let first_seq = self.wal.commit(batch.clone())?;
+        Counters::add(
+            &self.shared.counters.user_bytes_written,
+            batch.payload().len() as u64,
+        );
+        Ok(first_seq)
+    }
+
+    /// Back-pressure from the compaction backlog (module docs of `compact`): sleeps for the
+    /// policy's delay, at most one second, and records it. Only with background compaction,
+    /// which is what drains the backlog.
+    fn slow_down_for_compaction(&self, batch: &WriteBatch) {
+        if self.compactors.is_empty() {
+            return;
+        }
+        let policy = compact::effective_policy(&self.shared.options.compaction);
+        let delay = compact::write_delay(&self.current(), batch.trees(), &policy);
+        if delay.is_zero() {
+            return;
+        }
+        // Make sure someone is working on the backlog we are waiting for.
+        self.shared.compaction.request();
+        self.shared.counters.record_stall(delay);
+        std::thread::sleep(delay);
     }
 
     /// Before a write: freezes full memtables, and waits (bounded) while the flusher is too
@@ -437,47 +508,63 @@ impl Db {
 
     /// Creates a tree named `name` (durably) and returns its id.
     pub fn create_tree(&self, name: &str) -> Result<TreeId, DbError> {
-        self.create_tree_with(name, Vec::new())
+        let ids = self.create_trees_with(&[name.to_string()], |_| Vec::new())?;
+        Ok(ids[0])
     }
 
-    /// Creates a tree and applies `extra` edits (e.g. catalog metadata) in the same durable
-    /// version change, so the tree and what describes it appear together or not at all.
-    pub fn create_tree_with(&self, name: &str, extra: Vec<VersionEdit>) -> Result<TreeId, DbError> {
-        let id = self.change_version(|version| {
-            if version.trees.values().any(|t| t.name == name) {
-                return Err(DbError::TreeExists(name.to_string()));
+    /// Creates several trees and applies `extra(ids)` edits (e.g. catalog metadata naming
+    /// them) in one durable version change, so the trees and what describes them appear
+    /// together or not at all. Returns the new ids in the order of `names`.
+    pub fn create_trees_with(
+        &self,
+        names: &[String],
+        extra: impl FnOnce(&[TreeId]) -> Vec<VersionEdit>,
+    ) -> Result<Vec<TreeId>, DbError> {
+        self.change_version(|version| {
+            let mut edits = Vec::new();
+            let mut ids = Vec::new();
+            for (offset, name) in names.iter().enumerate() {
+                let duplicate = version.trees.values().any(|t| &t.name == name)
+                    || names[..offset].contains(name);
+                if duplicate {
+                    return Err(DbError::TreeExists(name.clone()));
+                }
+                let id = version.next_tree_id + offset as TreeId;
+                edits.push(VersionEdit::CreateTree {
+                    id,
+                    name: name.clone(),
+                });
+                ids.push(id);
             }
-            let id = version.next_tree_id;
-            let mut edits = vec![VersionEdit::CreateTree {
-                id,
-                name: name.to_string(),
-            }];
-            edits.extend(extra);
-            Ok((edits, id))
-        })?;
-        Ok(id)
+            edits.extend(extra(&ids));
+            Ok((edits, ids))
+        })
     }
 
     /// Drops a tree: durably forgets it and removes its files (no rewriting).
     pub fn drop_tree(&self, id: TreeId, extra: Vec<VersionEdit>) -> Result<(), DbError> {
-        let dropped_files = self.change_version(|version| {
-            let tree = version.trees.get(&id).ok_or(DbError::UnknownTree(id))?;
-            let files: Vec<u64> = tree.files().map(|f| f.number).collect();
-            let mut edits = vec![VersionEdit::DropTree { id }];
-            edits.extend(extra);
-            Ok((edits, files))
-        })?;
-        // Only this tree's files, never a sweep of the directory: a flush of another tree may
-        // be writing a file the version does not name yet. Readers that still hold a dropped
-        // table keep its mapping; unlinking does not disturb them. A failed removal only
-        // leaves garbage that the next open removes.
-        for number in dropped_files {
-            let path = self.shared.dir.join(manifest::sst_file_name(number));
-            if let Err(error) = self.shared.fs.remove(&path) {
-                tracing::warn!(%error, file = %path.display(), "could not remove a dropped tree's file");
+        self.drop_trees_with(&[id], extra)
+    }
+
+    /// Drops several trees and applies `extra` edits in one durable version change; the
+    /// trees' files are then removed (no rewriting).
+    ///
+    /// `change_version` marks the files obsolete once the drop is durable, and each is
+    /// removed when the last reader (or a running compaction) lets go of it. Only these
+    /// files, never a sweep of the directory: a flush of another tree may be writing a file
+    /// the version does not name yet.
+    pub fn drop_trees_with(&self, ids: &[TreeId], extra: Vec<VersionEdit>) -> Result<(), DbError> {
+        self.change_version(|version| {
+            let mut edits = Vec::new();
+            for id in ids {
+                if !version.trees.contains_key(id) {
+                    return Err(DbError::UnknownTree(*id));
+                }
+                edits.push(VersionEdit::DropTree { id: *id });
             }
-        }
-        Ok(())
+            edits.extend(extra);
+            Ok((edits, ()))
+        })
     }
 
     /// Applies metadata-only edits durably (e.g. a catalog change).
@@ -525,6 +612,14 @@ impl Db {
                 sv.memtables.entry(*id).or_default();
             }
             let live = next.live_file_numbers();
+            let obsolete: Vec<u64> = sv
+                .tables
+                .keys()
+                .filter(|number| !live.contains(number))
+                .copied()
+                .collect();
+            // The new version is durable: nothing will need these files after their readers.
+            self.shared.files.mark_obsolete(obsolete);
             sv.tables.retain(|number, _| live.contains(number));
             sv.version = Arc::new(next);
             *guard = Arc::new(sv);
@@ -561,8 +656,13 @@ impl Drop for Db {
     fn drop(&mut self) {
         self.shared.shutting_down.store(true, Ordering::Release);
         self.shared.request_flush();
+        self.shared.compaction.request();
         if let Some(handle) = self.flusher.take() {
             // A panicked flusher has nothing left to clean up; the WAL still holds its data.
+            let _ = handle.join();
+        }
+        for handle in self.compactors.drain(..) {
+            // A compaction stopped part-way leaves only unreferenced files (removed at open).
             let _ = handle.join();
         }
         // Interval and none modes: push what was written to disk before the handle goes.
@@ -578,8 +678,8 @@ impl Shared {
         self.flush_wakeup.notify_all();
     }
 
-    fn set_background_error(&self, reason: String) {
-        tracing::error!(%reason, "background flush failed; refusing further writes");
+    pub(crate) fn set_background_error(&self, reason: String) {
+        tracing::error!(%reason, "background work failed; refusing further writes");
         let mut error = self.background_error.lock();
         if error.is_none() {
             *error = Some(reason);
@@ -618,12 +718,26 @@ fn replay_record(
     Ok(())
 }
 
-fn open_table(fs: &Fs, dir: &Path, number: u64, prefix: PrefixFn) -> Result<Arc<Table>, DbError> {
+/// Opens SSTable `number`, tracked so that it is removed once obsolete and unread.
+pub(crate) fn open_table(
+    fs: &Fs,
+    dir: &Path,
+    number: u64,
+    prefix: PrefixFn,
+    files: &FileRegistry,
+) -> Result<Arc<Table>, DbError> {
     let path = dir.join(manifest::sst_file_name(number));
     let file = fs
         .open_read(&path)
         .map_err(|e| DbError::io(format!("opening {}", path.display()), e))?;
-    Ok(Arc::new(Table::open(file, number, prefix)?))
+    let file = files.track(fs, path, number, file);
+    match Table::open(file, number, prefix) {
+        Ok(table) => Ok(Arc::new(table)),
+        Err(error) => {
+            files.forget([number]);
+            Err(error.into())
+        }
+    }
 }
 
 fn flusher_loop(shared: &Arc<Shared>, wal: &Wal<WriteBatch, MemtableApplier>) {
@@ -685,8 +799,11 @@ fn flush_one(
         let mut manifest = shared.manifest.lock();
         let current = shared.superversion.read().clone();
         if !current.version.trees.contains_key(&tree) {
-            // The tree was dropped while we wrote; the file is unreferenced and goes at the
-            // next cleanup (or open).
+            // The tree was dropped while we wrote; the file is unreferenced: it goes when its
+            // table is dropped at the end of this block (or, after a crash, at the next open).
+            if let Some((meta, _)) = &file {
+                shared.files.mark_obsolete([meta.number]);
+            }
             drop(manifest);
             release_wal(shared, wal, u64::MAX)?;
             return Ok(true);
@@ -695,6 +812,7 @@ fn flush_one(
         let mut edits = Vec::new();
         let mut table = None;
         if let Some((meta, opened)) = file {
+            Counters::add(&shared.counters.flush_bytes_written, meta.size_bytes);
             edits.push(VersionEdit::AddFile {
                 tree,
                 level: 0,
@@ -736,6 +854,8 @@ fn flush_one(
         state.completed += 1;
         shared.flush_wakeup.notify_all();
     }
+    // A new L0 file may make a compaction due.
+    shared.compaction.request();
     release_wal(shared, wal, installed_last_seq)?;
     Ok(true)
 }
@@ -792,7 +912,20 @@ fn write_sstable(
         .fs
         .sync_dir(&shared.dir)
         .map_err(|e| DbError::io(format!("syncing {}", shared.dir.display()), e))?;
-    let meta = FileMeta {
+    let meta = file_meta(number, &properties);
+    let table = open_table(
+        &shared.fs,
+        &shared.dir,
+        number,
+        shared.options.bloom_prefix,
+        &shared.files,
+    )?;
+    Ok((meta, (number, table)))
+}
+
+/// The version's description of a table just written.
+pub(crate) fn file_meta(number: u64, properties: &TableProperties) -> FileMeta {
+    FileMeta {
         number,
         size_bytes: properties.size_bytes,
         smallest_key: properties.smallest_key.clone(),
@@ -801,9 +934,7 @@ fn write_sstable(
         tombstones: properties.tombstones,
         seq_min: properties.seq_min,
         seq_max: properties.seq_max,
-    };
-    let table = open_table(&shared.fs, &shared.dir, number, shared.options.bloom_prefix)?;
-    Ok((meta, (number, table)))
+    }
 }
 
 /// The kind and value of a key's newest visible version, searching newest data first.
@@ -849,13 +980,66 @@ impl Db {
         key: &[u8],
         snapshot: Option<&Snapshot>,
     ) -> Result<Option<Vec<u8>>, DbError> {
-        // Visible seq first, then the superversion: anything at or below the seq was applied
-        // into memtables that the later superversion still holds (or has flushed to tables).
-        let seq = match snapshot {
-            Some(s) => s.seq,
-            None => self.shared.visible_seq.load(Ordering::Acquire),
-        };
-        let sv = self.current();
+        let (seq, sv) = self.read_view(snapshot);
         lookup(&sv, tree, key, seq)
+    }
+
+    /// The sequence number and superversion a read uses, consistent with each other.
+    ///
+    /// With a snapshot, its registered seq: compaction keeps what it sees. Without one, the
+    /// pair must satisfy two rules. Memtables: every batch at or below the seq must be in
+    /// the superversion's memtables or tables, which holds if the superversion was current
+    /// when the seq was loaded. Compaction: a compaction drops versions hidden from every
+    /// registered snapshot and from reads at the visible seq *when it started*; a read whose
+    /// seq predates a compaction installed in its superversion could miss a version it
+    /// should see. Both hold when the superversion is loaded, then the seq, then the
+    /// superversion is found still current: every compaction in it finished before the seq
+    /// was loaded. After a few races with version changes, fall back to the old order (seq,
+    /// then superversion) with the seq registered as a snapshot while the superversion is
+    /// loaded: a compaction that starts before the registration covers only data visible at
+    /// that seq, and one that starts later either sees the snapshot or is not in the
+    /// superversion.
+    pub(crate) fn read_view(&self, snapshot: Option<&Snapshot>) -> (u64, Arc<SuperVersion>) {
+        if let Some(snapshot) = snapshot {
+            return (snapshot.seq, self.current());
+        }
+        for _ in 0..READ_VIEW_ATTEMPTS_MAX {
+            let sv = self.current();
+            let seq = self.shared.visible_seq.load(Ordering::Acquire);
+            if Arc::ptr_eq(&sv, &*self.shared.superversion.read()) {
+                return (seq, sv);
+            }
+        }
+        let pinned = self.snapshot();
+        let sv = self.current();
+        (pinned.seq, sv)
+    }
+
+    /// Shape and work counters of the whole database (see `stats` for definitions).
+    pub fn stats(&self) -> DbStats {
+        let mut stats = self.shared.counters.snapshot();
+        stats.obsolete_files_removed = self.shared.files.removed_files();
+        let sv = self.current();
+        stats.level_files = vec![0; LEVELS];
+        stats.level_bytes = vec![0; LEVELS];
+        for tree in sv.version.trees.values() {
+            let (files, bytes) = stats::level_shape(tree);
+            for level in 0..LEVELS {
+                stats.level_files[level] += files[level];
+                stats.level_bytes[level] = stats.level_bytes[level].saturating_add(bytes[level]);
+            }
+        }
+        stats
+    }
+
+    /// Size estimates and shape of one tree (see `stats` for how they are estimated).
+    pub fn tree_stats(&self, tree: TreeId) -> Result<TreeStats, DbError> {
+        let sv = self.current();
+        let version = sv
+            .version
+            .trees
+            .get(&tree)
+            .ok_or(DbError::UnknownTree(tree))?;
+        Ok(stats::tree_stats(version, sv.memtables.get(&tree)))
     }
 }

@@ -6,19 +6,28 @@
 //! - [`version`], [`manifest`]: which files make up each tree, durably.
 //! - [`superversion`]: one consistent view of memtables + files for readers.
 //! - [`db`]: open/recovery, the write path, flushes; [`read`]: range cursors.
+//! - `compact`, `compact_job`, `compact_files`: compaction scheduling, running one job, and
+//!   removing replaced files once unread; [`stats`]: what the database reports.
 
 pub mod batch;
+mod compact;
+mod compact_files;
+mod compact_job;
 pub mod db;
 pub mod error;
 pub mod manifest;
 pub mod memtable;
 pub mod read;
 pub mod sstable;
+pub mod stats;
 pub mod superversion;
 pub mod version;
 
 pub use batch::WriteBatch;
+// DbOptions::compaction is a PolicyOptions: embedders need not depend on the compaction crate.
+pub use compaction::{PolicyKind, PolicyOptions};
 pub use db::{Db, DbOptions, Snapshot};
 pub use error::DbError;
 pub use read::{DbIterator, Direction};
+pub use stats::{DbStats, TreeStats};
 pub use version::TreeId;

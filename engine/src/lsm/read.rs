@@ -8,7 +8,6 @@
 //! nothing it sees.
 
 use std::ops::Bound;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use compaction::InternalIterator;
@@ -145,11 +144,9 @@ impl Db {
         direction: Direction,
         snapshot: Option<&Snapshot>,
     ) -> Result<DbIterator, DbError> {
-        let seq = match snapshot {
-            Some(s) => s.seq(),
-            None => self.shared.visible_seq.load(Ordering::Acquire),
-        };
-        let sv = self.current();
+        // One consistent (sequence number, superversion) pair: see `Db::read_view` for why
+        // loading them separately could miss a version a compaction just dropped.
+        let (seq, sv) = self.read_view(snapshot);
         let mems = sv.memtables.get(&tree).ok_or(DbError::UnknownTree(tree))?;
         let mut sources: Vec<Source> = mems
             .newest_first()

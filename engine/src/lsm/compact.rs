@@ -1,0 +1,448 @@
+//! Compaction scheduling: which job runs next, on which thread, and the writers' back-pressure.
+//!
+//! The policy (`compaction::pick`) is pure: it sees one tree as a [`LevelsView`] built from
+//! the current `Version` and returns at most one [`Job`]. This module turns that into work:
+//!
+//! - **Claiming.** Under the scheduler lock, the trees are visited round-robin; each tree's
+//!   view marks the files of running jobs `being_compacted`, so two jobs never take the same
+//!   file. A job is also refused while a running job of the same tree writes into the same
+//!   level over an overlapping key range (two outputs there would overlap each other; RocksDB
+//!   guards against the same race). The claim is released by [`JobClaim`]'s `Drop`, so a
+//!   failed job never leaves files marked busy.
+//! - **Threads.** `DbOptions::compaction_threads` background threads (0 = none: the caller
+//!   runs [`Db::compact_until_idle`]) sleep until a flush or a finished job asks for work.
+//!   Running a job is `compact_job::run` (merge, write outputs, install the version).
+//! - **Back-pressure.** Before a write, the touched trees' backlog gives a delay from
+//!   `compaction::write_slowdown`: zero below `l0_slowdown_files`, then growing to one second
+//!   per write and capped there. Writers are slowed, never stopped. The delay only applies
+//!   when background compaction runs; without it nothing would drain the backlog.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use compaction::{
+    pick, write_slowdown, FileView, IterError, Job, LevelsView, PolicyKind, PolicyOptions,
+};
+use parking_lot::{Condvar, Mutex};
+
+use crate::lsm::compact_job::{self, JobOutcome};
+use crate::lsm::db::{Db, Shared};
+use crate::lsm::error::DbError;
+use crate::lsm::sstable::Table;
+use crate::lsm::superversion::SuperVersion;
+use crate::lsm::version::{FileMeta, TreeId, TreeVersion};
+
+/// How long an idle thread waits in [`Db::compact_until_idle`] before looking again.
+const IDLE_RECHECK: Duration = Duration::from_millis(50);
+
+/// Jobs that may run at once, whatever the thread count: bounds memory and open outputs.
+const RUNNING_JOBS_MAX: usize = 64;
+
+/// Shared state of the compaction threads.
+#[derive(Default)]
+pub(crate) struct Scheduler {
+    state: Mutex<SchedulerState>,
+    wakeup: Condvar,
+}
+
+#[derive(Default)]
+struct SchedulerState {
+    /// Bumped whenever there may be new work; idle threads sleep until it changes.
+    requests: u64,
+    running: Vec<RunningJob>,
+    next_job_id: u64,
+    /// The tree to look at first next time, so one busy tree cannot starve the others.
+    next_tree: TreeId,
+}
+
+/// What a running job has claimed.
+struct RunningJob {
+    id: u64,
+    tree: TreeId,
+    input_numbers: BTreeSet<u64>,
+    output_level: usize,
+    /// User-key range of all inputs, which bounds the outputs.
+    smallest_user_key: Vec<u8>,
+    largest_user_key: Vec<u8>,
+}
+
+impl RunningJob {
+    fn output_overlaps(&self, other: &RunningJob) -> bool {
+        self.tree == other.tree
+            && self.output_level == other.output_level
+            && self.smallest_user_key <= other.largest_user_key
+            && other.smallest_user_key <= self.largest_user_key
+    }
+}
+
+/// A claimed job, with everything needed to run it. The input tables are held for the job's
+/// duration, so their files outlive any version swap that happens meanwhile.
+pub(crate) struct ClaimedJob {
+    pub(crate) tree: TreeId,
+    pub(crate) job: Job,
+    /// Input files by level, in the job's order (upper level first, L0 newest first).
+    pub(crate) inputs: Vec<(usize, Vec<Arc<FileMeta>>)>,
+    /// The open tables of all inputs, in the same order.
+    pub(crate) tables: Vec<Arc<Table>>,
+}
+
+/// Releases a claimed job's files when dropped, whatever happened to the job.
+pub(crate) struct JobClaim<'a> {
+    scheduler: &'a Scheduler,
+    id: u64,
+}
+
+impl Drop for JobClaim<'_> {
+    fn drop(&mut self) {
+        let mut state = self.scheduler.state.lock();
+        state.running.retain(|job| job.id != self.id);
+        // The finished job may have made more work due (e.g. the next level is now full).
+        state.requests += 1;
+        self.scheduler.wakeup.notify_all();
+    }
+}
+
+impl Scheduler {
+    /// Wakes the compaction threads: there may be work.
+    pub(crate) fn request(&self) {
+        let mut state = self.state.lock();
+        state.requests += 1;
+        self.wakeup.notify_all();
+    }
+
+    fn running_count(&self) -> usize {
+        self.state.lock().running.len()
+    }
+}
+
+/// The policy options the engine actually uses: the file cut size is at least one byte and
+/// `max_levels` cannot exceed the version's levels.
+pub(crate) fn effective_policy(options: &PolicyOptions) -> PolicyOptions {
+    PolicyOptions {
+        max_levels: options.max_levels.clamp(2, crate::lsm::version::LEVELS),
+        target_file_bytes: options.target_file_bytes.max(1),
+        ..options.clone()
+    }
+}
+
+/// One tree as the policy sees it, with the files of running jobs marked busy.
+pub(crate) fn levels_view(tree: &TreeVersion, busy: &BTreeSet<u64>) -> LevelsView {
+    LevelsView {
+        levels: tree
+            .levels
+            .iter()
+            .map(|files| {
+                files
+                    .iter()
+                    .map(|f| FileView {
+                        number: f.number,
+                        size_bytes: f.size_bytes,
+                        smallest_user_key: f.smallest_user_key().to_vec(),
+                        largest_user_key: f.largest_user_key().to_vec(),
+                        being_compacted: busy.contains(&f.number),
+                    })
+                    .collect()
+            })
+            .collect(),
+    }
+}
+
+/// Claims the next job of any tree, if one is due and does not collide with running jobs.
+pub(crate) fn claim_next(shared: &Shared) -> Result<Option<(ClaimedJob, JobClaim<'_>)>, DbError> {
+    if let Some(reason) = shared.background_error.lock().clone() {
+        return Err(DbError::Poisoned(reason));
+    }
+    let policy = effective_policy(&shared.options.compaction);
+    let scheduler = &shared.compaction;
+    let mut state = scheduler.state.lock();
+    if state.running.len() >= RUNNING_JOBS_MAX {
+        return Ok(None);
+    }
+    let sv = shared.superversion.read().clone();
+    let busy: BTreeSet<u64> = state
+        .running
+        .iter()
+        .flat_map(|job| job.input_numbers.iter().copied())
+        .collect();
+    let start = state.next_tree;
+    let order = sv
+        .version
+        .trees
+        .range(start..)
+        .chain(sv.version.trees.range(..start));
+    for (&tree_id, tree) in order {
+        let view = levels_view(tree, &busy);
+        // A view from a checked version always passes; a failure means the version itself is
+        // broken, which must be reported rather than silently stop compaction.
+        view.validate().map_err(|e| {
+            DbError::Iter(IterError::Corruption(format!(
+                "tree {tree_id} cannot be compacted: {e}"
+            )))
+        })?;
+        let Some(job) = pick(&view, &policy) else {
+            continue;
+        };
+        let Some(claimed) = resolve(&sv, tree_id, tree, job) else {
+            debug_assert!(false, "the policy picked a file the version does not have");
+            continue;
+        };
+        let running = running_job(state.next_job_id, &claimed);
+        if state
+            .running
+            .iter()
+            .any(|job| job.output_overlaps(&running))
+        {
+            continue;
+        }
+        let id = running.id;
+        state.next_job_id += 1;
+        state.running.push(running);
+        state.next_tree = tree_id.wrapping_add(1);
+        return Ok(Some((claimed, JobClaim { scheduler, id })));
+    }
+    Ok(None)
+}
+
+/// Looks the job's input numbers up in the tree and the superversion's open tables.
+fn resolve(sv: &SuperVersion, tree_id: TreeId, tree: &TreeVersion, job: Job) -> Option<ClaimedJob> {
+    let mut inputs = Vec::with_capacity(job.inputs.len());
+    let mut tables = Vec::new();
+    for (level, numbers) in &job.inputs {
+        let level_files = tree.levels.get(*level)?;
+        let mut files = Vec::with_capacity(numbers.len());
+        for number in numbers {
+            let file = level_files.iter().find(|f| f.number == *number)?;
+            files.push(Arc::clone(file));
+            tables.push(Arc::clone(sv.tables.get(number)?));
+        }
+        inputs.push((*level, files));
+    }
+    Some(ClaimedJob {
+        tree: tree_id,
+        job,
+        inputs,
+        tables,
+    })
+}
+
+fn running_job(id: u64, claimed: &ClaimedJob) -> RunningJob {
+    let files = || claimed.inputs.iter().flat_map(|(_, files)| files.iter());
+    let smallest = files().map(|f| f.smallest_user_key()).min().unwrap_or(&[]);
+    let largest = files().map(|f| f.largest_user_key()).max().unwrap_or(&[]);
+    RunningJob {
+        id,
+        tree: claimed.tree,
+        input_numbers: files().map(|f| f.number).collect(),
+        output_level: claimed.job.output_level,
+        smallest_user_key: smallest.to_vec(),
+        largest_user_key: largest.to_vec(),
+    }
+}
+
+/// Claims and runs one job on this thread. Returns whether there was one.
+pub(crate) fn compact_once(shared: &Shared) -> Result<bool, DbError> {
+    let Some((claimed, claim)) = claim_next(shared)? else {
+        return Ok(false);
+    };
+    let result = compact_job::run(shared, &claimed);
+    // The inputs' tables go before the claim: whoever waits for compaction to be idle then
+    // finds the obsolete files already removed.
+    drop(claimed);
+    drop(claim);
+    match result {
+        Ok(JobOutcome::Installed | JobOutcome::Abandoned) => Ok(true),
+        Err(error) => {
+            // Like a failed flush: the state of the files involved is unknown (an fsync may
+            // have failed), so nothing is retried and writes stop. Reads go on.
+            shared.set_background_error(format!("compaction failed: {error}"));
+            Err(error)
+        }
+    }
+}
+
+/// A background compaction thread: runs jobs while there are any, then sleeps until asked.
+pub(crate) fn compaction_loop(shared: &Shared) {
+    let mut seen_requests = 0;
+    loop {
+        {
+            let mut state = shared.compaction.state.lock();
+            while state.requests == seen_requests && !shared.shutting_down.load(Ordering::Acquire) {
+                shared.compaction.wakeup.wait(&mut state);
+            }
+            seen_requests = state.requests;
+        }
+        loop {
+            if shared.shutting_down.load(Ordering::Acquire) {
+                return;
+            }
+            match compact_once(shared) {
+                Ok(true) => continue,
+                Ok(false) => break,
+                // Recorded as the background error by compact_once; nothing more to do.
+                Err(_) => return,
+            }
+        }
+    }
+}
+
+/// The delay a write to `trees` gets from the compaction backlog (see module docs), whether
+/// or not it is applied.
+pub(crate) fn write_delay(sv: &SuperVersion, trees: &[TreeId], policy: &PolicyOptions) -> Duration {
+    let mut delay = Duration::ZERO;
+    for tree in trees {
+        let Some(tree) = sv.version.trees.get(tree) else {
+            continue;
+        };
+        // Cheap pre-check on the hot path: the backlog is L0 files (plus lower sorted runs for
+        // size-tiered); only a tree that could be over the threshold gets a full view.
+        let backlog = match policy.kind {
+            PolicyKind::Leveled => tree.levels[0].len(),
+            PolicyKind::SizeTiered => {
+                tree.levels[0].len() + tree.levels[1..].iter().filter(|l| !l.is_empty()).count()
+            }
+        };
+        if backlog < policy.l0_slowdown_files {
+            continue;
+        }
+        let view = levels_view(tree, &BTreeSet::new());
+        delay = delay.max(write_slowdown(&view, policy));
+    }
+    delay
+}
+
+impl Db {
+    /// Runs compaction jobs on this thread until none is due (waiting for background jobs
+    /// that are still running, so the tree's shape is settled when this returns).
+    pub fn compact_until_idle(&self) -> Result<(), DbError> {
+        loop {
+            if compact_once(&self.shared)? {
+                continue;
+            }
+            if self.shared.compaction.running_count() == 0 {
+                // A background job may have finished between the two checks.
+                if !compact_once(&self.shared)? {
+                    return Ok(());
+                }
+                continue;
+            }
+            let mut state = self.shared.compaction.state.lock();
+            if !state.running.is_empty() {
+                self.shared
+                    .compaction
+                    .wakeup
+                    .wait_for(&mut state, IDLE_RECHECK);
+            }
+        }
+    }
+
+    /// The delay a write to `tree` would get now from the compaction backlog (zero for an
+    /// unknown tree). It is applied only when background compaction runs.
+    pub fn write_slowdown(&self, tree: TreeId) -> Duration {
+        let policy = effective_policy(&self.shared.options.compaction);
+        write_delay(&self.current(), &[tree], &policy)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lsm::{DbOptions, WriteBatch};
+
+    fn db_with_full_l0(trees: &[&str]) -> (Db, Vec<TreeId>) {
+        let options = DbOptions {
+            background_flush: false,
+            compaction_threads: 0,
+            compaction: PolicyOptions {
+                l0_trigger_files: 2,
+                ..PolicyOptions::default()
+            },
+            ..DbOptions::default()
+        };
+        let fs = vfs::sim::SimFs::new().fs();
+        let db = Db::open_with_fs(fs, std::path::Path::new("/db"), options).unwrap();
+        let ids: Vec<TreeId> = trees.iter().map(|t| db.create_tree(t).unwrap()).collect();
+        for round in 0..3u8 {
+            let mut batch = WriteBatch::new();
+            for id in &ids {
+                batch.put(*id, &[round], b"v").unwrap();
+            }
+            db.write(&batch).unwrap();
+            db.flush_all().unwrap();
+        }
+        (db, ids)
+    }
+
+    fn input_numbers(claimed: &ClaimedJob) -> BTreeSet<u64> {
+        claimed
+            .inputs
+            .iter()
+            .flat_map(|(_, files)| files.iter().map(|f| f.number))
+            .collect()
+    }
+
+    #[test]
+    fn concurrent_claims_never_share_files_and_release_on_drop() {
+        let (db, ids) = db_with_full_l0(&["a", "b"]);
+        let shared = &db.shared;
+        let (first, first_claim) = claim_next(shared).unwrap().unwrap();
+        let (second, second_claim) = claim_next(shared).unwrap().unwrap();
+        assert_ne!(
+            first.tree, second.tree,
+            "both trees have work; each gets a job"
+        );
+        assert!(input_numbers(&first).is_disjoint(&input_numbers(&second)));
+        assert_eq!(
+            BTreeSet::from([first.tree, second.tree]),
+            ids.iter().copied().collect()
+        );
+        // Every L0 file is busy now: nothing else to pick.
+        assert!(claim_next(shared).unwrap().is_none());
+        assert_eq!(shared.compaction.running_count(), 2);
+
+        drop(first_claim);
+        let (again, _claim) = claim_next(shared).unwrap().unwrap();
+        assert_eq!(
+            again.tree, first.tree,
+            "released files can be claimed again"
+        );
+        drop(second_claim);
+    }
+
+    #[test]
+    fn overlapping_outputs_into_one_level_conflict() {
+        let job = |tree, level, lo: &str, hi: &str| RunningJob {
+            id: 0,
+            tree,
+            input_numbers: BTreeSet::new(),
+            output_level: level,
+            smallest_user_key: lo.as_bytes().to_vec(),
+            largest_user_key: hi.as_bytes().to_vec(),
+        };
+        let running = job(1, 3, "c", "f");
+        assert!(
+            running.output_overlaps(&job(1, 3, "a", "c")),
+            "shared boundary"
+        );
+        assert!(running.output_overlaps(&job(1, 3, "d", "e")));
+        assert!(!running.output_overlaps(&job(1, 3, "g", "z")));
+        assert!(
+            !running.output_overlaps(&job(1, 4, "c", "f")),
+            "other level"
+        );
+        assert!(!running.output_overlaps(&job(2, 3, "c", "f")), "other tree");
+    }
+
+    #[test]
+    fn engine_policy_stays_within_the_version_levels() {
+        let options = PolicyOptions {
+            max_levels: 40,
+            target_file_bytes: 0,
+            ..PolicyOptions::default()
+        };
+        let effective = effective_policy(&options);
+        assert_eq!(effective.max_levels, crate::lsm::version::LEVELS);
+        assert_eq!(effective.target_file_bytes, 1);
+    }
+}
