@@ -69,6 +69,8 @@ pub struct Database {
     /// Serialises control-plane changes (create, delete, update of tables).
     pub(crate) catalog_change: Mutex<()>,
     pub(crate) locks: CollectionLocks,
+    /// Recent DescribeTable sizes per table (see `table::control`).
+    pub(crate) stats_cache: crate::table::control::StatsCache,
 }
 
 /// Any storage failure reaches clients as DynamoDB's `InternalServerError`.
@@ -105,6 +107,7 @@ impl Database {
             catalog: RwLock::new(BTreeMap::new()),
             catalog_change: Mutex::new(()),
             locks: CollectionLocks::default(),
+            stats_cache: Default::default(),
         };
         database.reload_catalog()?;
         Ok(database)

@@ -5,14 +5,25 @@
 use model::{ApiError, ErrorCode};
 use serde_json::Value;
 
+use crate::api::{decode, encode};
 use crate::database::Database;
 
 impl Database {
     /// Runs operation `operation` with a JSON request body and returns the JSON response.
     pub fn execute(&self, operation: &str, body: Value) -> Result<Value, ApiError> {
         match operation {
+            "CreateTable" => Ok(encode(&self.create_table(decode(body)?)?)),
+            "DescribeTable" => Ok(encode(&self.describe_table(decode(body)?)?)),
+            "ListTables" => Ok(encode(&self.list_tables(decode(body)?)?)),
+            "DeleteTable" => Ok(encode(&self.delete_table(decode(body)?)?)),
             // control: add arms above this line
+            "PutItem" => Ok(encode(&self.put_item(decode(body)?)?)),
+            "GetItem" => Ok(encode(&self.get_item(decode(body)?)?)),
+            "UpdateItem" => Ok(encode(&self.update_item(decode(body)?)?)),
+            "DeleteItem" => Ok(encode(&self.delete_item(decode(body)?)?)),
             // items: add arms above this line
+            "Query" => Ok(encode(&self.query(decode(body)?)?)),
+            "Scan" => Ok(encode(&self.scan(decode(body)?)?)),
             // query: add arms above this line
             _ => Err(ApiError::new(
                 ErrorCode::UnknownOperationException,
@@ -29,7 +40,17 @@ impl Database {
 
 /// Every operation [`Database::execute`] dispatches.
 pub const SUPPORTED_OPERATIONS: &[&str] = &[
+    "CreateTable",
+    "DescribeTable",
+    "ListTables",
+    "DeleteTable",
     // control: add names above this line
+    "PutItem",
+    "GetItem",
+    "UpdateItem",
+    "DeleteItem",
     // items: add names above this line
+    "Query",
+    "Scan",
     // query: add names above this line
 ];

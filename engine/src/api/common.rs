@@ -132,6 +132,19 @@ pub fn check_table_name(name: Option<&str>, length_min: usize) -> Result<&str, A
     }
 }
 
+/// The table a data-plane request names: a plain name or a table ARN
+/// (`arn:aws:dynamodb:<region>:<account>:table/<name>`), checked as [`check_table_name`] does.
+pub fn table_name_of(name: Option<&str>) -> Result<&str, ApiError> {
+    let name = match name {
+        Some(value) if value.starts_with("arn:") => match value.split_once(":table/") {
+            Some((_, rest)) => Some(rest),
+            None => Some(value),
+        },
+        other => other,
+    };
+    check_table_name(name, 1)
+}
+
 /// DynamoDB's aggregated constraint message: `N validation error(s) detected: a; b`.
 pub fn validation_errors(problems: &[String]) -> ApiError {
     let noun = if problems.len() == 1 {
@@ -160,7 +173,8 @@ mod tests {
             check_table_name(Some("ab"), 3).unwrap_err().message,
             "1 validation error detected: Value 'ab' at 'tableName' failed to satisfy constraint: Member must have length greater than or equal to 3"
         );
-        assert!(check_table_name(Some("a b!"), 3)
+        // Too short and a character outside the pattern: both are reported.
+        assert!(check_table_name(Some("a!"), 3)
             .unwrap_err()
             .message
             .starts_with("2 validation errors detected"));

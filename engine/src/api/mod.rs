@@ -13,6 +13,9 @@
 //!   response serialises to.
 
 pub mod common;
+pub mod control;
+pub mod items;
+pub mod query;
 
 use model::ApiError;
 use serde::de::DeserializeOwned;

@@ -3,7 +3,15 @@
 
 pub mod capacity;
 pub mod catalog;
+pub mod collection;
+pub mod control;
 pub mod index;
 pub mod item_codec;
+pub mod items;
 pub mod keys;
 pub mod locks;
+pub mod paging;
+pub mod query;
+pub mod scan;
+pub mod schema;
+pub mod write;

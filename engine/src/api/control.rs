@@ -1,0 +1,208 @@
+//! Control-plane requests and responses: CreateTable, DescribeTable, ListTables,
+//! DeleteTable (SPEC §2).
+//!
+//! Request members are all `Option`s so that a missing member is reported with DynamoDB's
+//! own text by the validation in `table::schema` rather than as a serde shape error.
+//! Members DynamoDB accepts but Shoal does not act on (Tags, SSESpecification,
+//! StreamSpecification, TableClass, DeletionProtectionEnabled, …) are ignored, as serde
+//! ignores unknown fields (docs/COMPATIBILITY.md).
+
+use serde::{Deserialize, Serialize};
+
+/// `AttributeDefinition`: a key attribute's name and scalar type.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct AttributeDefinition {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attribute_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attribute_type: Option<String>,
+}
+
+/// `KeySchemaElement`: an attribute name and its role (`HASH` or `RANGE`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct KeySchemaElement {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attribute_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_type: Option<String>,
+}
+
+/// `Projection`: which attributes an index holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct Projection {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub projection_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub non_key_attributes: Option<Vec<String>>,
+}
+
+/// `ProvisionedThroughput` as requested.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct ProvisionedThroughput {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_capacity_units: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write_capacity_units: Option<i64>,
+}
+
+/// A `LocalSecondaryIndexes` member of CreateTable.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct LocalSecondaryIndex {
+    pub index_name: Option<String>,
+    pub key_schema: Option<Vec<KeySchemaElement>>,
+    pub projection: Option<Projection>,
+}
+
+/// A `GlobalSecondaryIndexes` member of CreateTable.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct GlobalSecondaryIndex {
+    pub index_name: Option<String>,
+    pub key_schema: Option<Vec<KeySchemaElement>>,
+    pub projection: Option<Projection>,
+    pub provisioned_throughput: Option<ProvisionedThroughput>,
+}
+
+/// CreateTable request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct CreateTableRequest {
+    pub table_name: Option<String>,
+    pub attribute_definitions: Option<Vec<AttributeDefinition>>,
+    pub key_schema: Option<Vec<KeySchemaElement>>,
+    pub local_secondary_indexes: Option<Vec<LocalSecondaryIndex>>,
+    pub global_secondary_indexes: Option<Vec<GlobalSecondaryIndex>>,
+    pub billing_mode: Option<String>,
+    pub provisioned_throughput: Option<ProvisionedThroughput>,
+}
+
+/// `ProvisionedThroughputDescription` (zeros for on-demand tables).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct ProvisionedThroughputDescription {
+    pub read_capacity_units: u64,
+    pub write_capacity_units: u64,
+    pub number_of_decreases_today: u64,
+}
+
+/// `BillingModeSummary`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct BillingModeSummary {
+    pub billing_mode: String,
+    /// Epoch seconds; present for on-demand tables (their creation time).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_update_to_pay_per_request_date_time: Option<f64>,
+}
+
+/// `LocalSecondaryIndexDescription`: no IndexStatus, no ProvisionedThroughput (SPEC §2.4).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct LocalSecondaryIndexDescription {
+    pub index_name: String,
+    pub key_schema: Vec<KeySchemaElement>,
+    pub projection: Projection,
+    pub index_size_bytes: u64,
+    pub item_count: u64,
+    pub index_arn: String,
+}
+
+/// `GlobalSecondaryIndexDescription`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct GlobalSecondaryIndexDescription {
+    pub index_name: String,
+    pub key_schema: Vec<KeySchemaElement>,
+    pub projection: Projection,
+    pub index_status: String,
+    /// Present only while the index is CREATING (SPEC §2.3).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backfilling: Option<bool>,
+    pub provisioned_throughput: ProvisionedThroughputDescription,
+    pub index_size_bytes: u64,
+    pub item_count: u64,
+    pub index_arn: String,
+}
+
+/// `TableDescription` (DescribeTable's `Table`, CreateTable's and DeleteTable's
+/// `TableDescription`). DeleteTable leaves the schema members out (SPEC §2.4).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct TableDescription {
+    pub table_name: String,
+    pub table_arn: String,
+    pub table_id: String,
+    pub table_status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_schema: Option<Vec<KeySchemaElement>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attribute_definitions: Option<Vec<AttributeDefinition>>,
+    /// Epoch seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub creation_date_time: Option<f64>,
+    pub item_count: u64,
+    pub table_size_bytes: u64,
+    pub provisioned_throughput: ProvisionedThroughputDescription,
+    pub billing_mode_summary: BillingModeSummary,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local_secondary_indexes: Option<Vec<LocalSecondaryIndexDescription>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub global_secondary_indexes: Option<Vec<GlobalSecondaryIndexDescription>>,
+}
+
+/// CreateTable response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct CreateTableResponse {
+    pub table_description: TableDescription,
+}
+
+/// DescribeTable request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct DescribeTableRequest {
+    pub table_name: Option<String>,
+}
+
+/// DescribeTable response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct DescribeTableResponse {
+    pub table: TableDescription,
+}
+
+/// DeleteTable request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct DeleteTableRequest {
+    pub table_name: Option<String>,
+}
+
+/// DeleteTable response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct DeleteTableResponse {
+    pub table_description: TableDescription,
+}
+
+/// ListTables request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct ListTablesRequest {
+    pub exclusive_start_table_name: Option<String>,
+    pub limit: Option<i64>,
+}
+
+/// ListTables response: `TableNames` is always present (possibly empty).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct ListTablesResponse {
+    pub table_names: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_evaluated_table_name: Option<String>,
+}
