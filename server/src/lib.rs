@@ -49,8 +49,8 @@ mod serve;
 pub mod sigv4;
 
 pub use config::{load_key_file, parse_key_file, AuthMode, KeyFileError, ServerConfig};
-pub use error_body::{error_namespace, error_type};
 pub use engine_handler::EngineHandler;
+pub use error_body::{error_namespace, error_type};
 pub use handler::DynamoHandler;
 pub use serve::{bind, serve, ServerError};
 
