@@ -359,4 +359,17 @@ async fn data_survives_a_server_restart_and_the_data_dir_is_locked() {
         .unwrap();
     assert_eq!(got.item().unwrap().get("Replies"), Some(&n("1")));
     server.stop();
+
+    // `shoal check` verifies the stopped database: indexes and collections match the items.
+    let check = Command::new(env!("CARGO_BIN_EXE_shoal"))
+        .args(["check", "--data-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&check.stdout);
+    assert!(check.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("1 tables, 1 items, 2 index entries"),
+        "{stdout}"
+    );
 }

@@ -268,7 +268,7 @@ impl Database {
         )?;
         while cursor.advance()? {
             let key = cursor.key();
-            let section = section_of(key, pk_type)?;
+            let (_, section) = keys::split_table_key(key, pk_type).map_err(internal)?;
             let counted = if section == keys::SECTION_BASE {
                 &mut stats.table
             } else if section == keys::SECTION_COLLECTION {
@@ -326,17 +326,6 @@ fn count_entry(stats: &mut SizeStats, value: &[u8]) -> Result<(), ApiError> {
     stats.item_count += 1;
     stats.size_bytes += model::item_size_bytes(&item) as u64;
     Ok(())
-}
-
-/// The section byte of a table-tree key: after the hash and the encoded partition key.
-fn section_of(key: &[u8], pk_type: model::ScalarType) -> Result<u8, ApiError> {
-    let rest = key
-        .get(keys::HASH_BYTES..)
-        .ok_or_else(|| internal("table key shorter than its hash"))?;
-    let (_, pk_bytes) = model::decode_key_value(rest, pk_type).map_err(internal)?;
-    rest.get(pk_bytes)
-        .copied()
-        .ok_or_else(|| internal("table key without a section byte"))
 }
 
 /// `arn:aws:dynamodb:ddblocal:000000000000:table/<name>`.

@@ -125,6 +125,16 @@ pub fn gsi_key(
     Ok(key)
 }
 
+/// Splits a table-tree key at its section byte: returns the length of `hash64(pk) | pk` and
+/// the section (base item, LSI n, or collection record).
+pub fn split_table_key(key: &[u8], pk_type: ScalarType) -> Result<(usize, u8), KeyCodecError> {
+    let encoded_pk = key.get(HASH_BYTES..).ok_or(KeyCodecError::Truncated)?;
+    let (_, used) = decode_key_value(encoded_pk, pk_type)?;
+    let prefix_len = HASH_BYTES + used;
+    let section = *key.get(prefix_len).ok_or(KeyCodecError::Truncated)?;
+    Ok((prefix_len, section))
+}
+
 /// Decodes a sequence of key values of the given types from `bytes` (after any hash and
 /// section bytes), requiring that they use the bytes exactly.
 pub fn decode_values(

@@ -3,6 +3,7 @@
 
 pub mod capacity;
 pub mod catalog;
+pub mod check;
 pub mod collection;
 pub mod control;
 pub mod index;

@@ -247,18 +247,6 @@ struct SectionCursor<'a> {
     iter: DbIterator,
 }
 
-impl SectionCursor<'_> {
-    /// Length of `hash | pk` at the start of a table-tree key.
-    fn partition_prefix_len(&self, key: &[u8]) -> Result<usize, ApiError> {
-        let encoded_pk = key
-            .get(keys::HASH_BYTES..)
-            .ok_or_else(|| internal("table key shorter than its hash"))?;
-        let (_, used) =
-            model::decode_key_value(encoded_pk, self.partition_key_type).map_err(internal)?;
-        Ok(keys::HASH_BYTES + used)
-    }
-}
-
 impl EntryCursor for SectionCursor<'_> {
     fn advance(&mut self) -> Result<bool, ApiError> {
         loop {
@@ -266,10 +254,8 @@ impl EntryCursor for SectionCursor<'_> {
                 return Ok(false);
             }
             let key = self.iter.key();
-            let prefix_len = self.partition_prefix_len(key)?;
-            let section = *key
-                .get(prefix_len)
-                .ok_or_else(|| internal("table key without a section byte"))?;
+            let (prefix_len, section) =
+                keys::split_table_key(key, self.partition_key_type).map_err(internal)?;
             // Each seek moves strictly forward, so the loop ends.
             let seek_to = match section.cmp(&self.section) {
                 std::cmp::Ordering::Equal => return Ok(true),
