@@ -12,7 +12,14 @@ use engine::Durability;
 use fjall::{KeyspaceCreateOptions, PersistMode};
 use rand::{Rng, SeedableRng};
 
-const THREAD_COUNTS: [usize; 5] = [1, 2, 4, 8, 16];
+/// Writer thread counts; `SHOAL_PEER_THREADS=1,8` runs a shorter comparison.
+fn thread_counts() -> Vec<usize> {
+    std::env::var("SHOAL_PEER_THREADS")
+        .ok()
+        .map(|v| v.split(',').filter_map(|t| t.trim().parse().ok()).collect())
+        .filter(|v: &Vec<usize>| !v.is_empty())
+        .unwrap_or_else(|| vec![1, 2, 4, 8, 16])
+}
 
 fn cpu_time() -> Duration {
     // SAFETY: getrusage only writes into the struct we pass; a zeroed rusage is valid.
@@ -132,7 +139,7 @@ fn bench_batches(c: &mut Criterion) {
         group.sample_size(10);
         group.measurement_time(Duration::from_secs(4));
         for engine_name in ["shoal", "fjall"] {
-            for threads in THREAD_COUNTS {
+            for threads in thread_counts() {
                 let dir = tempfile::tempdir().unwrap();
                 let engine = open_engine(engine_name, dir.path(), sync);
                 let mut cpu_total = Duration::ZERO;
