@@ -25,6 +25,9 @@ struct Cli {
 enum Command {
     /// Serves DynamoDB's HTTP protocol (point any DynamoDB client at it with an endpoint URL).
     Serve(ServeArgs),
+    /// Load generator: PutItem, GetItem, Query on an LSI and on a GSI against any DynamoDB
+    /// endpoint on this machine, from many keep-alive connections.
+    Bench(BenchArgs),
     /// Verifies a database: every index equals the index derived from the base items and
     /// every item-collection record its recomputed size (exits 1 if anything disagrees).
     Check {
@@ -45,6 +48,28 @@ enum Command {
         #[arg(long, default_value_t = 64 * 1024)]
         memtable_size_bytes: usize,
     },
+}
+
+#[derive(Args)]
+struct BenchArgs {
+    /// Endpoint to load (loopback only), e.g. http://127.0.0.1:8000.
+    #[arg(long, default_value = "http://127.0.0.1:8000")]
+    endpoint: String,
+    /// Concurrent keep-alive connections.
+    #[arg(long, default_value_t = 32)]
+    connections: usize,
+    /// Seconds per workload.
+    #[arg(long, default_value_t = 10)]
+    seconds: u64,
+    /// Items loaded before the timed runs (~1 KB each).
+    #[arg(long, default_value_t = 20_000)]
+    items: u64,
+    /// Partition keys the items spread over.
+    #[arg(long, default_value_t = 1_000)]
+    partitions: u64,
+    /// The server's pid, to report its CPU time per operation.
+    #[arg(long)]
+    server_pid: Option<u32>,
 }
 
 #[derive(Args)]
@@ -153,6 +178,30 @@ fn serve(args: ServeArgs) -> Result<(), String> {
     Ok(())
 }
 
+fn bench(args: BenchArgs) -> Result<(), String> {
+    let address = args
+        .endpoint
+        .strip_prefix("http://")
+        .unwrap_or(&args.endpoint)
+        .trim_end_matches('/')
+        .to_string();
+    let config = shoal::loadgen::LoadConfig {
+        address,
+        connections: args.connections,
+        duration: Duration::from_secs(args.seconds),
+        items: args.items,
+        partitions: args.partitions.max(1),
+        server_pid: args.server_pid,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let results = runtime.block_on(shoal::loadgen::run(&config))?;
+    print!("{}", shoal::loadgen::report(&results));
+    Ok(())
+}
+
 fn check(data_dir: &std::path::Path) -> Result<(), String> {
     let database = Database::open(data_dir, Options::default())
         .map_err(|e| format!("cannot open {}: {e}", data_dir.display()))?;
@@ -204,6 +253,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(args) => serve(args),
         Command::Check { data_dir } => check(&data_dir),
+        Command::Bench(args) => bench(args),
         Command::CrashWriter {
             dir,
             durability,

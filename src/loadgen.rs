@@ -1,0 +1,355 @@
+//! `shoal bench`: a load generator for any DynamoDB endpoint (Shoal, DynamoDB Local,
+//! Dynoxide, …) on loopback.
+//!
+//! It creates a table with 2 LSIs (INCLUDE) and 2 GSIs (ALL, KEYS_ONLY), loads ~1 KB items
+//! over many partition keys, then runs each workload — PutItem, GetItem, Query on an LSI,
+//! Query on a GSI — from `connections` keep-alive HTTP/1.1 connections for a fixed duration,
+//! and reports operations per second, p50/p99 latency and, when given the server's pid,
+//! the server's CPU time per operation (from /proc/<pid>/stat).
+//!
+//! Requests are written by hand (DynamoDB's JSON protocol is a POST with two headers) so the
+//! client costs little CPU and adds no dependency; every response is checked for status 200.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+
+/// Table the benchmark creates (and deletes first if it exists).
+pub const TABLE_NAME: &str = "ShoalLoadBench";
+/// Largest response body accepted, in bytes (DynamoDB pages are at most 1 MB of items).
+const RESPONSE_BYTES_MAX: usize = 16 << 20;
+/// Connections accepted at most.
+pub const CONNECTIONS_MAX: usize = 1024;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct LoadConfig {
+    /// `host:port` of the endpoint (loopback).
+    pub address: String,
+    pub connections: usize,
+    pub duration: Duration,
+    /// Items loaded before the timed runs.
+    pub items: u64,
+    /// Partition keys the items spread over.
+    pub partitions: u64,
+    /// The server's pid, to report its CPU time per operation.
+    pub server_pid: Option<u32>,
+}
+
+/// The result of one workload.
+#[derive(Debug, Clone)]
+pub struct WorkloadResult {
+    pub name: &'static str,
+    pub operations: u64,
+    pub errors: u64,
+    pub ops_per_second: f64,
+    pub p50: Duration,
+    pub p99: Duration,
+    /// Server CPU (user + system) per operation, if the pid was given.
+    pub server_cpu_per_op: Option<Duration>,
+}
+
+/// One keep-alive HTTP/1.1 connection speaking DynamoDB's protocol.
+struct Connection {
+    reader: BufReader<TcpStream>,
+    address: String,
+}
+
+impl Connection {
+    async fn open(address: &str) -> Result<Connection, String> {
+        let stream = TcpStream::connect(address)
+            .await
+            .map_err(|e| format!("connect {address}: {e}"))?;
+        stream.set_nodelay(true).map_err(|e| e.to_string())?;
+        Ok(Connection {
+            reader: BufReader::new(stream),
+            address: address.to_string(),
+        })
+    }
+
+    /// Sends one operation; returns the HTTP status and the body.
+    async fn call(&mut self, operation: &str, body: &Value) -> Result<(u16, Vec<u8>), String> {
+        let body = body.to_string();
+        let request = format!(
+            "POST / HTTP/1.1\r\nHost: {}\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: DynamoDB_20120810.{operation}\r\nX-Amz-Date: 20260101T000000Z\r\nAuthorization: AWS4-HMAC-SHA256 Credential=BENCH/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host;x-amz-date;x-amz-target, Signature=00\r\nContent-Length: {}\r\n\r\n{body}",
+            self.address,
+            body.len()
+        );
+        let stream = self.reader.get_mut();
+        stream
+            .write_all(request.as_bytes())
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut line = String::new();
+        self.reader
+            .read_line(&mut line)
+            .await
+            .map_err(|e| e.to_string())?;
+        let status = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| format!("bad status line {line:?}"))?;
+        let mut length = 0usize;
+        loop {
+            line.clear();
+            self.reader
+                .read_line(&mut line)
+                .await
+                .map_err(|e| e.to_string())?;
+            let header = line.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':') {
+                if name.eq_ignore_ascii_case("content-length") {
+                    length = value
+                        .trim()
+                        .parse()
+                        .map_err(|_| "bad content-length".to_string())?;
+                }
+            }
+        }
+        if length > RESPONSE_BYTES_MAX {
+            return Err(format!("response of {length} bytes"));
+        }
+        let mut body = vec![0u8; length];
+        self.reader
+            .read_exact(&mut body)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok((status, body))
+    }
+
+    async fn expect_ok(&mut self, operation: &str, body: &Value) -> Result<Value, String> {
+        let (status, response) = self.call(operation, body).await?;
+        let json: Value = serde_json::from_slice(&response).map_err(|e| e.to_string())?;
+        if status != 200 {
+            return Err(format!("{operation} answered {status}: {json}"));
+        }
+        Ok(json)
+    }
+}
+
+fn item(i: u64, partitions: u64) -> Value {
+    json!({
+        "pk": {"S": format!("p{:06}", i % partitions)},
+        "sk": {"S": format!("s{i:09}")},
+        "l1": {"S": format!("l{:04}", i % 97)},
+        "l2": {"N": (i % 1000).to_string()},
+        "g1": {"S": format!("g{:04}", i % 1009)},
+        "g2": {"S": format!("h{:05}", i % 4999)},
+        "inc": {"N": i.to_string()},
+        "payload": {"S": "x".repeat(900)}
+    })
+}
+
+fn create_table_request() -> Value {
+    let index = |name: &str, hash: &str, range: &str, projection: Value| {
+        json!({"IndexName": name, "KeySchema": [
+            {"AttributeName": hash, "KeyType": "HASH"}, {"AttributeName": range, "KeyType": "RANGE"}
+        ], "Projection": projection})
+    };
+    let include = json!({"ProjectionType": "INCLUDE", "NonKeyAttributes": ["inc"]});
+    json!({
+        "TableName": TABLE_NAME,
+        "AttributeDefinitions": [
+            {"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "S"},
+            {"AttributeName": "l1", "AttributeType": "S"}, {"AttributeName": "l2", "AttributeType": "N"},
+            {"AttributeName": "g1", "AttributeType": "S"}, {"AttributeName": "g2", "AttributeType": "S"}
+        ],
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        "LocalSecondaryIndexes": [index("ByL1", "pk", "l1", include.clone()), index("ByL2", "pk", "l2", include)],
+        "GlobalSecondaryIndexes": [
+            index("ByG1", "g1", "sk", json!({"ProjectionType": "ALL"})),
+            index("ByG2", "g2", "sk", json!({"ProjectionType": "KEYS_ONLY"}))
+        ],
+        "BillingMode": "PAY_PER_REQUEST"
+    })
+}
+
+/// The request of operation number `n` of a workload.
+fn request(workload: &str, n: u64, config: &LoadConfig) -> (&'static str, Value) {
+    // A cheap deterministic scramble so consecutive requests hit different keys.
+    let i = n.wrapping_mul(0x9E37_79B9_7F4A_7C15) % config.items.max(1);
+    match workload {
+        "PutItem" => (
+            "PutItem",
+            json!({"TableName": TABLE_NAME, "Item": item(i, config.partitions)}),
+        ),
+        "GetItem" => (
+            "GetItem",
+            json!({"TableName": TABLE_NAME, "Key": {
+                "pk": {"S": format!("p{:06}", i % config.partitions)}, "sk": {"S": format!("s{i:09}")}
+            }}),
+        ),
+        "QueryLSI" => (
+            "Query",
+            json!({"TableName": TABLE_NAME, "IndexName": "ByL1",
+                "KeyConditionExpression": "pk = :p", "Limit": 50,
+                "ExpressionAttributeValues": {":p": {"S": format!("p{:06}", i % config.partitions)}}}),
+        ),
+        _ => (
+            "Query",
+            json!({"TableName": TABLE_NAME, "IndexName": "ByG1",
+                "KeyConditionExpression": "g1 = :g", "Limit": 50,
+                "ExpressionAttributeValues": {":g": {"S": format!("g{:04}", i % 1009)}}}),
+        ),
+    }
+}
+
+/// User + system CPU time of a process, from /proc/<pid>/stat.
+pub fn process_cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+    let after = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    // SAFETY: sysconf has no memory effects.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let ticks = u64::try_from(ticks).ok().filter(|t| *t > 0)?;
+    Some(Duration::from_micros((utime + stime) * 1_000_000 / ticks))
+}
+
+fn percentile(sorted: &[u32], fraction: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let index = ((sorted.len() as f64 - 1.0) * fraction).round() as usize;
+    Duration::from_micros(u64::from(sorted[index.min(sorted.len() - 1)]))
+}
+
+/// Creates the table and loads the items.
+pub async fn prepare(config: &LoadConfig) -> Result<(), String> {
+    let mut connection = Connection::open(&config.address).await?;
+    // A leftover table from an earlier run is dropped first; "not found" is fine.
+    let _ = connection
+        .call("DeleteTable", &json!({"TableName": TABLE_NAME}))
+        .await?;
+    connection
+        .expect_ok("CreateTable", &create_table_request())
+        .await?;
+    let config = Arc::new(config.clone());
+    let loaders = config.connections.clamp(1, 16) as u64;
+    let mut tasks = Vec::new();
+    for loader in 0..loaders {
+        let config = Arc::clone(&config);
+        tasks.push(tokio::spawn(async move {
+            let mut connection = Connection::open(&config.address).await?;
+            let mut i = loader;
+            while i < config.items {
+                connection
+                    .expect_ok(
+                        "PutItem",
+                        &json!({"TableName": TABLE_NAME, "Item": item(i, config.partitions)}),
+                    )
+                    .await?;
+                i += loaders;
+            }
+            Ok::<(), String>(())
+        }));
+    }
+    for task in tasks {
+        task.await.map_err(|e| e.to_string())??;
+    }
+    Ok(())
+}
+
+/// Runs one workload for `config.duration` from `config.connections` connections.
+pub async fn run_workload(
+    name: &'static str,
+    config: &LoadConfig,
+) -> Result<WorkloadResult, String> {
+    let connections = config.connections.clamp(1, CONNECTIONS_MAX);
+    let config = Arc::new(config.clone());
+    let cpu_before = config.server_pid.and_then(process_cpu_time);
+    let started = Instant::now();
+    let deadline = started + config.duration;
+    let mut tasks = Vec::new();
+    for connection_index in 0..connections as u64 {
+        let config = Arc::clone(&config);
+        tasks.push(tokio::spawn(async move {
+            let mut connection = Connection::open(&config.address).await?;
+            let mut latencies = Vec::new();
+            let mut errors = 0u64;
+            let mut n = connection_index;
+            while Instant::now() < deadline {
+                let (operation, body) = request(name, n, &config);
+                let sent = Instant::now();
+                match connection.call(operation, &body).await {
+                    Ok((200, _)) => {
+                        let micros = sent.elapsed().as_micros().min(u128::from(u32::MAX)) as u32;
+                        latencies.push(micros);
+                    }
+                    Ok(_) => errors += 1,
+                    Err(error) => return Err(error),
+                }
+                n += connections as u64;
+            }
+            Ok::<(Vec<u32>, u64), String>((latencies, errors))
+        }));
+    }
+    let mut latencies = Vec::new();
+    let mut errors = 0;
+    for task in tasks {
+        let (mut l, e) = task.await.map_err(|e| e.to_string())??;
+        latencies.append(&mut l);
+        errors += e;
+    }
+    let elapsed = started.elapsed();
+    let cpu_after = config.server_pid.and_then(process_cpu_time);
+    latencies.sort_unstable();
+    let operations = latencies.len() as u64;
+    let server_cpu_per_op = match (cpu_before, cpu_after) {
+        (Some(before), Some(after)) if operations > 0 => {
+            Some((after.saturating_sub(before)) / operations.min(u64::from(u32::MAX)) as u32)
+        }
+        _ => None,
+    };
+    Ok(WorkloadResult {
+        name,
+        operations,
+        errors,
+        ops_per_second: operations as f64 / elapsed.as_secs_f64(),
+        p50: percentile(&latencies, 0.50),
+        p99: percentile(&latencies, 0.99),
+        server_cpu_per_op,
+    })
+}
+
+/// The workloads `shoal bench` runs, in order.
+pub const WORKLOADS: [&str; 4] = ["PutItem", "GetItem", "QueryLSI", "QueryGSI"];
+
+/// Prepares the table and runs every workload.
+pub async fn run(config: &LoadConfig) -> Result<Vec<WorkloadResult>, String> {
+    prepare(config).await?;
+    let mut results = Vec::new();
+    for name in WORKLOADS {
+        results.push(run_workload(name, config).await?);
+    }
+    Ok(results)
+}
+
+/// Formats results as a Markdown table.
+pub fn report(results: &[WorkloadResult]) -> String {
+    let mut out = String::from("| workload | ops/s | p50 | p99 | server CPU per op | errors |\n|---|---|---|---|---|---|\n");
+    for r in results {
+        let cpu = r.server_cpu_per_op.map_or_else(
+            || "n/a".to_string(),
+            |d| format!("{:.1} µs", d.as_secs_f64() * 1e6),
+        );
+        out.push_str(&format!(
+            "| {} | {:.0} | {:.0} µs | {:.0} µs | {cpu} | {} |\n",
+            r.name,
+            r.ops_per_second,
+            r.p50.as_secs_f64() * 1e6,
+            r.p99.as_secs_f64() * 1e6,
+            r.errors
+        ));
+    }
+    out
+}
