@@ -45,5 +45,29 @@ impl DynamoHandler for EngineHandler {
             wal.bytes_written,
             self.database.lsm().wal_live_bytes(),
         );
+        let stats = self.database.lsm().stats();
+        out.push_str("# TYPE shoal_sstable_files gauge\n");
+        for (level, files) in stats.level_files.iter().enumerate() {
+            let _ = writeln!(out, "shoal_sstable_files{{level=\"{level}\"}} {files}");
+        }
+        out.push_str("# TYPE shoal_sstable_bytes gauge\n");
+        for (level, bytes) in stats.level_bytes.iter().enumerate() {
+            let _ = writeln!(out, "shoal_sstable_bytes{{level=\"{level}\"}} {bytes}");
+        }
+        let _ = write!(
+            out,
+            "# TYPE shoal_write_amplification gauge\nshoal_write_amplification {}\n\
+             # TYPE shoal_compactions_total counter\nshoal_compactions_total {}\n\
+             # TYPE shoal_compaction_bytes_written_total counter\nshoal_compaction_bytes_written_total {}\n\
+             # TYPE shoal_flush_bytes_written_total counter\nshoal_flush_bytes_written_total {}\n\
+             # TYPE shoal_write_stalls_total counter\nshoal_write_stalls_total {}\n\
+             # TYPE shoal_write_stall_seconds_total counter\nshoal_write_stall_seconds_total {}\n",
+            stats.write_amplification,
+            stats.compactions,
+            stats.compaction_bytes_written,
+            stats.flush_bytes_written,
+            stats.write_stalls,
+            stats.stall_time_total.as_secs_f64(),
+        );
     }
 }
