@@ -149,8 +149,17 @@ impl SimFs {
     }
 
     /// A shared [`Fs`] handle onto this simulated disk.
+    ///
+    /// The handle belongs to the current power epoch: after [`SimFs::power_loss`] every call
+    /// through it fails, as if the process that held it had died with the machine. Without
+    /// this, background threads of a database opened before the crash could go on renaming
+    /// and removing files on the recovered disk, which no real crash allows.
     pub fn fs(&self) -> Fs {
-        Arc::new(self.clone())
+        let epoch = self.state.lock().epoch;
+        Arc::new(EpochFs {
+            sim: self.clone(),
+            epoch,
+        })
     }
 
     /// While `fail` is true, `sync_data` and `sync_dir` return an I/O error and make nothing
@@ -407,6 +416,59 @@ impl Drop for SimLock {
         if state.locks.get(&self.path) == Some(&self.id) {
             state.locks.remove(&self.path);
         }
+    }
+}
+
+/// A [`SimFs`] handle that dies at the next power loss (see [`SimFs::fs`]).
+#[derive(Debug)]
+struct EpochFs {
+    sim: SimFs,
+    epoch: u64,
+}
+
+impl EpochFs {
+    fn alive(&self) -> io::Result<&SimFs> {
+        if self.sim.state.lock().epoch == self.epoch {
+            Ok(&self.sim)
+        } else {
+            Err(stale())
+        }
+    }
+}
+
+impl FileSystem for EpochFs {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.alive()?.create(path)
+    }
+    fn open_overwrite(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.alive()?.open_overwrite(path)
+    }
+    fn open_read(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>> {
+        self.alive()?.open_read(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.alive()?.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        self.alive()?.remove(path)
+    }
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        self.alive()?.list(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.alive()?.sync_dir(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        self.alive()?.create_dir_all(dir)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.alive().is_ok_and(|sim| sim.exists(path))
+    }
+    fn file_size(&self, path: &Path) -> io::Result<u64> {
+        self.alive()?.file_size(path)
+    }
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn DirLock>> {
+        self.alive()?.lock(path)
     }
 }
 
@@ -781,10 +843,26 @@ mod tests {
         assert!(fs.exists(&file()));
         sim.power_loss(7);
         // The unsynced write may or may not survive, the failed rename never happened.
+        let fs = sim.fs();
         assert!(!fs.exists(&dir().join("other")));
         let mut g = fs.create(&dir().join("new")).unwrap();
         g.write_all(b"x").unwrap();
         g.sync_data().unwrap();
+    }
+
+    #[test]
+    fn handles_from_fs_die_at_power_loss_even_for_path_calls() {
+        let sim = SimFs::new();
+        let old = sim.fs();
+        old.create_dir_all(&dir()).unwrap();
+        old.sync_dir(&dir()).unwrap();
+        sim.power_loss(1);
+        assert!(old.create(&file()).is_err());
+        assert!(old.rename(&file(), &dir().join("x")).is_err());
+        assert!(!old.exists(&dir()));
+        let new = sim.fs();
+        new.create(&file()).unwrap();
+        assert!(new.exists(&file()));
     }
 
     #[test]
