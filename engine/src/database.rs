@@ -59,18 +59,44 @@ impl Options {
     }
 }
 
+/// Table definitions by name.
+pub(crate) type Catalog = BTreeMap<String, Arc<TableDef>>;
+
 /// An open datastore of DynamoDB tables.
+///
+/// The LSM database, the catalog cache, its change lock and the collection locks are shared
+/// (`Arc`) with the background index backfills (`table::backfill`), which outlive any one
+/// request; `backfills` stops and joins those threads when the database is dropped.
 pub struct Database {
-    pub(crate) db: Db,
+    pub(crate) db: Arc<Db>,
     pub(crate) options: Options,
     /// Table definitions by name: a cache of the durable catalog in the manifest, replaced
     /// whole under `catalog_change` after every durable change.
-    pub(crate) catalog: RwLock<BTreeMap<String, Arc<TableDef>>>,
+    pub(crate) catalog: Arc<RwLock<Catalog>>,
     /// Serialises control-plane changes (create, delete, update of tables).
-    pub(crate) catalog_change: Mutex<()>,
-    pub(crate) locks: CollectionLocks,
+    pub(crate) catalog_change: Arc<Mutex<()>>,
+    pub(crate) locks: Arc<CollectionLocks>,
+    /// Running GSI backfills (UpdateTable); resumed at open.
+    pub(crate) backfills: crate::table::backfill::Backfills,
     /// Recent DescribeTable sizes per table (see `table::control`).
     pub(crate) stats_cache: crate::table::control::StatsCache,
+    /// Recent TransactWriteItems `ClientRequestToken`s (see `table::transact`).
+    pub(crate) transaction_tokens: crate::table::transact::TokenTable,
+}
+
+/// The catalog as stored in the current durable version of `db`.
+pub(crate) fn read_catalog(db: &Db) -> Result<Catalog, DbError> {
+    let version = db.version();
+    let mut catalog = BTreeMap::new();
+    for (key, bytes) in &version.metadata {
+        if key.starts_with(METADATA_PREFIX) {
+            let table = TableDef::from_metadata(bytes).map_err(|e| {
+                DbError::Poisoned(format!("catalog entry {key} cannot be read: {e}"))
+            })?;
+            catalog.insert(table.name.clone(), Arc::new(table));
+        }
+    }
+    Ok(catalog)
 }
 
 /// Any storage failure reaches clients as DynamoDB's `InternalServerError`.
@@ -102,30 +128,25 @@ impl Database {
     pub fn open_with_fs(fs: Fs, path: &Path, options: Options) -> Result<Database, DbError> {
         let db = Db::open_with_fs(fs, path, options.db_options())?;
         let database = Database {
-            db,
+            db: Arc::new(db),
             options,
-            catalog: RwLock::new(BTreeMap::new()),
-            catalog_change: Mutex::new(()),
-            locks: CollectionLocks::default(),
+            catalog: Arc::new(RwLock::new(BTreeMap::new())),
+            catalog_change: Arc::new(Mutex::new(())),
+            locks: Arc::new(CollectionLocks::default()),
+            backfills: Default::default(),
             stats_cache: Default::default(),
+            transaction_tokens: Default::default(),
         };
         database.reload_catalog()?;
+        // An index left CREATING by a crash or a close is rebuilt (never marked ACTIVE
+        // before a complete pass).
+        database.resume_backfills()?;
         Ok(database)
     }
 
     /// Rebuilds the catalog cache from the durable version.
     pub(crate) fn reload_catalog(&self) -> Result<(), DbError> {
-        let version = self.db.version();
-        let mut catalog = BTreeMap::new();
-        for (key, bytes) in &version.metadata {
-            if key.starts_with(METADATA_PREFIX) {
-                let table = TableDef::from_metadata(bytes).map_err(|e| {
-                    DbError::Poisoned(format!("catalog entry {key} cannot be read: {e}"))
-                })?;
-                catalog.insert(table.name.clone(), Arc::new(table));
-            }
-        }
-        *self.catalog.write() = catalog;
+        *self.catalog.write() = read_catalog(&self.db)?;
         Ok(())
     }
 

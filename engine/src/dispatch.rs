@@ -16,11 +16,16 @@ impl Database {
             "DescribeTable" => Ok(encode(&self.describe_table(decode(body)?)?)),
             "ListTables" => Ok(encode(&self.list_tables(decode(body)?)?)),
             "DeleteTable" => Ok(encode(&self.delete_table(decode(body)?)?)),
+            "UpdateTable" => Ok(encode(&self.update_table(decode(body)?)?)),
             // control: add arms above this line
             "PutItem" => Ok(encode(&self.put_item(decode(body)?)?)),
             "GetItem" => Ok(encode(&self.get_item(decode(body)?)?)),
             "UpdateItem" => Ok(encode(&self.update_item(decode(body)?)?)),
             "DeleteItem" => Ok(encode(&self.delete_item(decode(body)?)?)),
+            "BatchWriteItem" => Ok(encode(&self.batch_write_item(decode(body)?)?)),
+            "BatchGetItem" => Ok(encode(&self.batch_get_item(decode(body)?)?)),
+            "TransactWriteItems" => Ok(encode(&self.transact_write_items(decode(body)?)?)),
+            "TransactGetItems" => Ok(encode(&self.transact_get_items(decode(body)?)?)),
             // items: add arms above this line
             "Query" => Ok(encode(&self.query(decode(body)?)?)),
             "Scan" => Ok(encode(&self.scan(decode(body)?)?)),
@@ -44,11 +49,16 @@ pub const SUPPORTED_OPERATIONS: &[&str] = &[
     "DescribeTable",
     "ListTables",
     "DeleteTable",
+    "UpdateTable",
     // control: add names above this line
     "PutItem",
     "GetItem",
     "UpdateItem",
     "DeleteItem",
+    "BatchWriteItem",
+    "BatchGetItem",
+    "TransactWriteItems",
+    "TransactGetItems",
     // items: add names above this line
     "Query",
     "Scan",

@@ -12,10 +12,13 @@
 //! - Responses derive `Serialize` and skip absent members, so `{}` is what an empty
 //!   response serialises to.
 
+pub mod batch;
 pub mod common;
 pub mod control;
 pub mod items;
 pub mod query;
+pub mod transact;
+pub mod update_table;
 
 use model::ApiError;
 use serde::de::DeserializeOwned;

@@ -1,6 +1,8 @@
 //! DynamoDB tables on the LSM tree: the catalog, the physical key layout, the stored item
 //! format and index entries.
 
+pub mod backfill;
+pub mod batch;
 pub mod capacity;
 pub mod catalog;
 pub mod check;
@@ -15,4 +17,6 @@ pub mod paging;
 pub mod query;
 pub mod scan;
 pub mod schema;
+pub mod transact;
+pub mod update_table;
 pub mod write;

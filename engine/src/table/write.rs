@@ -142,6 +142,28 @@ pub fn check_new_item(table: &TableDef, item: &Item, via_update: bool) -> Result
     index::check_index_keys(table, item, via_update)
 }
 
+/// Rejects updates of table key attributes and nested paths into any key attribute
+/// (SPEC §3.1). The same rule as UpdateItem's, for the Update actions of transactions.
+pub fn check_update_key_paths(table: &TableDef, update: &expr::Update) -> Result<(), ApiError> {
+    let all_keys = table.all_key_attribute_names();
+    for path in update.paths() {
+        let name = path.top_level_name();
+        if table.key.names().any(|key| key == name) {
+            return Err(ApiError::validation(if path.is_nested() {
+                format!("Key attributes must be scalars; list random access '[]' and map lookup '.' are not allowed: Key: {name}")
+            } else {
+                format!("One or more parameter values were invalid: Cannot update attribute {name}. This attribute is part of the key")
+            }));
+        }
+        if path.is_nested() && all_keys.contains(name) {
+            return Err(ApiError::validation(format!(
+                "Key attributes must be scalars; list random access '[]' and map lookup '.' are not allowed: IndexKey: {name}"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// One change to one LSM tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Mutation {
@@ -449,8 +471,32 @@ impl Database {
         table: &TableDef,
         plans: &[&WritePlan],
     ) -> Result<Vec<Option<CollectionRecord>>, ApiError> {
+        let mut records = self.commit_plans_across(&[(table, plans.to_vec())])?;
+        Ok(records.pop().unwrap_or_default())
+    }
+
+    /// Commits the plans of item writes spanning several tables as ONE atomic batch (batches
+    /// and transactions): every table's plans as [`Database::commit_plans`] would, but one
+    /// WAL record for all of them. Each table appears once in `groups`. The caller holds the
+    /// collection locks of every plan. Returns the new collection records per group, in plan
+    /// order.
+    pub(crate) fn commit_plans_across(
+        &self,
+        groups: &[(&TableDef, Vec<&WritePlan>)],
+    ) -> Result<Vec<Vec<Option<CollectionRecord>>>, ApiError> {
+        debug_assert!(
+            {
+                let mut trees: Vec<TreeId> = groups.iter().map(|(table, _)| table.tree).collect();
+                trees.sort_unstable();
+                trees.windows(2).all(|pair| pair[0] != pair[1])
+            },
+            "each table is committed as one group"
+        );
+        for (table, _) in groups {
+            self.check_definition_current(table)?;
+        }
         let mut batch = WriteBatch::new();
-        for plan in plans {
+        for plan in groups.iter().flat_map(|(_, plans)| plans) {
             for mutation in &plan.mutations {
                 let added = match mutation {
                     Mutation::Put { tree, key, value } => batch.put(*tree, key, value),
@@ -459,9 +505,49 @@ impl Database {
                 added.map_err(internal)?;
             }
         }
-        let records = self.stage_collections(table, plans, &mut batch)?;
-        self.db.write(&batch)?;
+        let mut records = Vec::with_capacity(groups.len());
+        for (table, plans) in groups {
+            records.push(self.stage_collections(table, plans, &mut batch)?);
+        }
+        if !batch.is_empty() {
+            self.db.write(&batch)?;
+        }
         Ok(records)
+    }
+
+    /// Refuses to commit plans made from a table definition whose indexes have changed since
+    /// (a GSI created or deleted between the caller reading the definition and taking its
+    /// collection locks): the plans would miss or invent index entries. Checked under the
+    /// collection locks; a backfill sweeps every lock stripe after changing the catalog, so
+    /// a write either commits before the backfill reads its item or sees the new
+    /// definition here. The refusal is an InternalServerError, which clients retry.
+    fn check_definition_current(&self, table: &TableDef) -> Result<(), ApiError> {
+        let catalog = self.catalog.read();
+        let Some(current) = catalog.get(&table.name) else {
+            return Err(crate::api::common::table_not_found(&table.name));
+        };
+        let same_indexes = current.tree == table.tree
+            && current.local_indexes == table.local_indexes
+            && current.global_indexes.len() == table.global_indexes.len()
+            && current
+                .global_indexes
+                .iter()
+                .zip(&table.global_indexes)
+                // Status moves (CREATING → ACTIVE) do not change what a write maintains.
+                .all(|(a, b)| {
+                    a.name == b.name
+                        && a.tree == b.tree
+                        && a.key == b.key
+                        && a.projection == b.projection
+                });
+        if same_indexes {
+            Ok(())
+        } else {
+            Err(internal(format!(
+                "the indexes of table {} changed during the write; retry the request",
+                table.name
+            )))
+        }
     }
 
     /// Adds the new collection records of `plans` to `batch` after checking the cap.

@@ -1,0 +1,71 @@
+//! UpdateTable request and response (SPEC §2.3): online creation and deletion of global
+//! secondary indexes.
+//!
+//! Members Shoal does not act on through UpdateTable (`BillingMode`,
+//! `ProvisionedThroughput`, `StreamSpecification`, …) are decoded so that a request using
+//! them gets a clear ValidationException rather than being silently ignored
+//! (docs/COMPATIBILITY.md).
+
+use serde::{Deserialize, Serialize};
+
+use crate::api::control::{
+    AttributeDefinition, KeySchemaElement, Projection, ProvisionedThroughput, TableDescription,
+};
+
+/// UpdateTable request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct UpdateTableRequest {
+    pub table_name: Option<String>,
+    pub attribute_definitions: Option<Vec<AttributeDefinition>>,
+    pub global_secondary_index_updates: Option<Vec<GlobalSecondaryIndexUpdate>>,
+    pub billing_mode: Option<String>,
+    pub provisioned_throughput: Option<ProvisionedThroughput>,
+    pub stream_specification: Option<serde_json::Value>,
+    #[serde(rename = "SSESpecification")]
+    pub sse_specification: Option<serde_json::Value>,
+    pub replica_updates: Option<serde_json::Value>,
+    pub table_class: Option<String>,
+    pub deletion_protection_enabled: Option<bool>,
+}
+
+/// One member of `GlobalSecondaryIndexUpdates`: exactly one action.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct GlobalSecondaryIndexUpdate {
+    pub create: Option<CreateGlobalSecondaryIndexAction>,
+    pub update: Option<UpdateGlobalSecondaryIndexAction>,
+    pub delete: Option<DeleteGlobalSecondaryIndexAction>,
+}
+
+/// `Create`: a new GSI, backfilled from the table's items.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct CreateGlobalSecondaryIndexAction {
+    pub index_name: Option<String>,
+    pub key_schema: Option<Vec<KeySchemaElement>>,
+    pub projection: Option<Projection>,
+    pub provisioned_throughput: Option<ProvisionedThroughput>,
+}
+
+/// `Update`: new provisioned throughput for a GSI (not supported by Shoal).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct UpdateGlobalSecondaryIndexAction {
+    pub index_name: Option<String>,
+    pub provisioned_throughput: Option<ProvisionedThroughput>,
+}
+
+/// `Delete`: drops a GSI.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct DeleteGlobalSecondaryIndexAction {
+    pub index_name: Option<String>,
+}
+
+/// UpdateTable response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct UpdateTableResponse {
+    pub table_description: TableDescription,
+}
