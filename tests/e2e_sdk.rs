@@ -373,3 +373,205 @@ async fn data_survives_a_server_restart_and_the_data_dir_is_locked() {
         "{stdout}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batches_transactions_and_online_indexes_through_the_sdk() {
+    use aws_sdk_dynamodb::types::{
+        ConditionCheck, CreateGlobalSecondaryIndexAction, DeleteGlobalSecondaryIndexAction, Get,
+        GlobalSecondaryIndexUpdate, KeysAndAttributes, Put, PutRequest, TransactGetItem,
+        TransactWriteItem, WriteRequest,
+    };
+
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let client = server.client();
+    create_thread_table(&client).await;
+
+    // BatchWriteItem of 3 puts, then BatchGetItem of them.
+    let puts: Vec<WriteRequest> = ["b1", "b2", "b3"]
+        .iter()
+        .map(|subject| {
+            WriteRequest::builder()
+                .put_request(
+                    PutRequest::builder()
+                        .item("ForumName", s("S3"))
+                        .item("Subject", s(subject))
+                        .item("Owner", s("ann"))
+                        .build()
+                        .unwrap(),
+                )
+                .build()
+        })
+        .collect();
+    let written = client
+        .batch_write_item()
+        .request_items("Thread", puts)
+        .send()
+        .await
+        .unwrap();
+    assert!(written.unprocessed_items().unwrap().is_empty());
+    let mut keys = KeysAndAttributes::builder();
+    for subject in ["b1", "b2", "b3"] {
+        keys = keys.keys(
+            [
+                ("ForumName".to_string(), s("S3")),
+                ("Subject".to_string(), s(subject)),
+            ]
+            .into(),
+        );
+    }
+    let got = client
+        .batch_get_item()
+        .request_items("Thread", keys.build().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(got.responses().unwrap()["Thread"].len(), 3);
+
+    // A transaction whose condition fails is cancelled with reasons in request order.
+    let key = |subject: &str| -> std::collections::HashMap<String, AttributeValue> {
+        [
+            ("ForumName".to_string(), s("S3")),
+            ("Subject".to_string(), s(subject)),
+        ]
+        .into()
+    };
+    let cancelled = client
+        .transact_write_items()
+        .transact_items(
+            TransactWriteItem::builder()
+                .put(
+                    Put::builder()
+                        .table_name("Thread")
+                        .item("ForumName", s("S3"))
+                        .item("Subject", s("t1"))
+                        .build()
+                        .unwrap(),
+                )
+                .build(),
+        )
+        .transact_items(
+            TransactWriteItem::builder()
+                .condition_check(
+                    ConditionCheck::builder()
+                        .table_name("Thread")
+                        .set_key(Some(key("b1")))
+                        .condition_expression("#o = :o")
+                        .expression_attribute_names("#o", "Owner")
+                        .expression_attribute_values(":o", s("bob"))
+                        .build()
+                        .unwrap(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap_err()
+        .into_service_error();
+    let reasons: Vec<_> = match &cancelled {
+        aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError::TransactionCanceledException(e) => {
+            e.cancellation_reasons().iter().map(|r| r.code().unwrap_or_default().to_string()).collect()
+        }
+        other => panic!("expected TransactionCanceledException, got {other:?}"),
+    };
+    assert_eq!(reasons, vec!["None", "ConditionalCheckFailed"]);
+    let t1 = client
+        .transact_get_items()
+        .transact_items(
+            TransactGetItem::builder()
+                .get(
+                    Get::builder()
+                        .table_name("Thread")
+                        .set_key(Some(key("t1")))
+                        .build()
+                        .unwrap(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        t1.responses()[0].item().is_none(),
+        "the cancelled put must not be there"
+    );
+
+    // Online GSI: create, wait for ACTIVE, query it, delete it.
+    client
+        .update_table()
+        .table_name("Thread")
+        .attribute_definitions(definition("Owner"))
+        .global_secondary_index_updates(
+            GlobalSecondaryIndexUpdate::builder()
+                .create(
+                    CreateGlobalSecondaryIndexAction::builder()
+                        .index_name("ByOwner")
+                        .key_schema(key_element("Owner", KeyType::Hash))
+                        .projection(
+                            Projection::builder()
+                                .projection_type(ProjectionType::All)
+                                .build(),
+                        )
+                        .build()
+                        .unwrap(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let mut active = false;
+    for _ in 0..200 {
+        let table = client
+            .describe_table()
+            .table_name("Thread")
+            .send()
+            .await
+            .unwrap();
+        let status = table
+            .table()
+            .unwrap()
+            .global_secondary_indexes()
+            .iter()
+            .find(|g| g.index_name() == Some("ByOwner"))
+            .and_then(|g| g.index_status().map(|s| s.as_str().to_string()));
+        if status.as_deref() == Some("ACTIVE") {
+            active = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert!(active, "the new index never became ACTIVE");
+    let owned = client
+        .query()
+        .table_name("Thread")
+        .index_name("ByOwner")
+        .key_condition_expression("#o = :o")
+        .expression_attribute_names("#o", "Owner")
+        .expression_attribute_values(":o", s("ann"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        owned.count(),
+        3,
+        "the backfill indexed the batch-written items"
+    );
+    client
+        .update_table()
+        .table_name("Thread")
+        .global_secondary_index_updates(
+            GlobalSecondaryIndexUpdate::builder()
+                .delete(
+                    DeleteGlobalSecondaryIndexAction::builder()
+                        .index_name("ByOwner")
+                        .build()
+                        .unwrap(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    server.stop();
+}
