@@ -22,8 +22,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, SendError, SyncSender};
 use std::sync::Arc;
-use std::thread::JoinHandle;
+use std::thread::{JoinHandle, Scope, ScopedJoinHandle};
 use std::time::Duration;
 
 use compaction::{EntryKind, PolicyOptions};
@@ -36,7 +37,7 @@ use crate::lsm::compact::{self, Scheduler};
 use crate::lsm::compact_files::FileRegistry;
 use crate::lsm::error::DbError;
 use crate::lsm::manifest::{self, Manifest};
-use crate::lsm::memtable::Memtable;
+use crate::lsm::memtable::{Memtable, MemtableEntry};
 use crate::lsm::sstable::{PrefixFn, Table, TableBuilder, TableOptions, TableProperties};
 use crate::lsm::stats::{self, Counters, DbStats, TreeStats};
 use crate::lsm::superversion::{Immutable, SuperVersion, TreeMemtables};
@@ -304,16 +305,24 @@ impl Db {
         let applier = MemtableApplier {
             shared: Arc::clone(&shared),
         };
-        let wal = Wal::open(
-            Arc::clone(&fs),
-            &dir.join(WAL_DIR_NAME),
-            wal_options,
-            applier,
-            seq_floor,
-            |record: wal::ReplayRecord<'_>| -> Result<(), DbError> {
-                replay_record(&superversion, &version, record)
-            },
-        )?;
+        let wal = std::thread::scope(|scope| {
+            let mut inserter = ReplayInserter::new(scope);
+            let opened = Wal::open(
+                Arc::clone(&fs),
+                &dir.join(WAL_DIR_NAME),
+                wal_options,
+                applier,
+                seq_floor,
+                |record: wal::ReplayRecord<'_>| -> Result<(), DbError> {
+                    replay_record(&superversion, &version, record, &mut inserter)
+                },
+            );
+            // Every replayed entry is in its memtable before the database is used.
+            let inserted = inserter.finish();
+            let wal = opened?;
+            inserted?;
+            Ok::<_, DbError>(wal)
+        })?;
         shared
             .visible_seq
             .store(wal.last_seq().max(seq_floor), Ordering::Release);
@@ -688,10 +697,11 @@ impl Shared {
 }
 
 /// Replays one WAL record into the recovering superversion's memtables.
-fn replay_record(
-    sv: &SuperVersion,
+fn replay_record<'scope, 'm: 'scope>(
+    sv: &'m SuperVersion,
     version: &Version,
     record: wal::ReplayRecord<'_>,
+    inserter: &mut ReplayInserter<'scope, '_, 'm>,
 ) -> Result<(), DbError> {
     let mut count = 0u64;
     for (index, entry) in BatchEntries::new(record.payload).enumerate() {
@@ -706,7 +716,8 @@ fn replay_record(
             continue;
         }
         if let Some(tree) = sv.memtables.get(&entry.tree) {
-            tree.active.insert(entry.key, seq, entry.kind, entry.value);
+            let prepared = MemtableEntry::new(entry.key, seq, entry.kind, entry.value);
+            inserter.push(&tree.active, prepared);
         }
     }
     if count != record.seq_count {
@@ -716,6 +727,121 @@ fn replay_record(
         }));
     }
     Ok(())
+}
+
+/// Entries handed to an inserter thread at once: enough that channel traffic is small next
+/// to the skiplist inserts, and the size below which a replay never starts threads.
+const REPLAY_CHUNK_ENTRIES: usize = 1024;
+/// Chunks waiting for each inserter thread; bounds what a slow inserter holds up.
+const REPLAY_QUEUED_CHUNKS_MAX: usize = 4;
+/// Most threads inserting replayed entries.
+const REPLAY_INSERTERS_MAX: usize = 4;
+
+/// Replayed entries, each with the memtable it goes into.
+type ReplayChunk<'m> = Vec<(&'m Memtable, MemtableEntry)>;
+
+struct InserterThread<'scope, 'm> {
+    chunks: SyncSender<ReplayChunk<'m>>,
+    handle: ScopedJoinHandle<'scope, ()>,
+}
+
+/// Puts replayed WAL entries into memtables. Replay is bound by skiplist inserts, so once a
+/// replay proves long (a full chunk) the inserts move to threads while this thread goes on
+/// reading, checking and decoding the log. Entries have distinct sequence numbers and so
+/// distinct keys: their inserts commute, and any thread may insert any entry in any order.
+/// A log that fails to replay fails the open, so entries inserted before the failure do not
+/// matter, as before.
+struct ReplayInserter<'scope, 'env, 'm> {
+    scope: &'scope Scope<'scope, 'env>,
+    chunk: ReplayChunk<'m>,
+    threads: Vec<InserterThread<'scope, 'm>>,
+    threads_started: bool,
+    next_thread: usize,
+}
+
+impl<'scope, 'env, 'm: 'scope> ReplayInserter<'scope, 'env, 'm> {
+    fn new(scope: &'scope Scope<'scope, 'env>) -> Self {
+        ReplayInserter {
+            scope,
+            chunk: Vec::new(),
+            threads: Vec::new(),
+            threads_started: false,
+            next_thread: 0,
+        }
+    }
+
+    fn push(&mut self, memtable: &'m Memtable, entry: MemtableEntry) {
+        self.chunk.push((memtable, entry));
+        if self.chunk.len() >= REPLAY_CHUNK_ENTRIES {
+            self.dispatch();
+        }
+    }
+
+    fn dispatch(&mut self) {
+        let chunk = std::mem::replace(&mut self.chunk, Vec::with_capacity(REPLAY_CHUNK_ENTRIES));
+        if !self.threads_started {
+            self.threads_started = true;
+            self.start_threads();
+        }
+        let Some(thread) = self.threads.get(self.next_thread) else {
+            insert_replay_chunk(chunk);
+            return;
+        };
+        self.next_thread = (self.next_thread + 1) % self.threads.len();
+        // A thread that is gone has panicked; `finish` reports it. Insert here meanwhile.
+        if let Err(SendError(chunk)) = thread.chunks.send(chunk) {
+            insert_replay_chunk(chunk);
+        }
+    }
+
+    /// One inserter per core; none on a single core, where they would only take turns
+    /// with this thread. If a thread cannot be started, this thread inserts instead.
+    fn start_threads(&mut self) {
+        let cores = std::thread::available_parallelism().map_or(1, |count| count.get());
+        if cores < 2 {
+            return;
+        }
+        for index in 0..cores.min(REPLAY_INSERTERS_MAX) {
+            let (chunks, received) = sync_channel::<ReplayChunk<'m>>(REPLAY_QUEUED_CHUNKS_MAX);
+            let spawned = std::thread::Builder::new()
+                .name(format!("shoal-replay-{index}"))
+                .spawn_scoped(self.scope, move || {
+                    for chunk in received {
+                        insert_replay_chunk(chunk);
+                    }
+                });
+            match spawned {
+                Ok(handle) => self.threads.push(InserterThread { chunks, handle }),
+                Err(error) => {
+                    tracing::warn!(%error, "could not start a WAL replay thread; inserting on fewer");
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Inserts what is left and waits until every thread has inserted all it was given.
+    fn finish(mut self) -> Result<(), DbError> {
+        insert_replay_chunk(std::mem::take(&mut self.chunk));
+        let mut panicked = false;
+        for thread in self.threads {
+            drop(thread.chunks);
+            panicked |= thread.handle.join().is_err();
+        }
+        if panicked {
+            return Err(DbError::io(
+                "replaying the write-ahead log",
+                std::io::Error::other("a memtable insert thread panicked"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn insert_replay_chunk(chunk: ReplayChunk<'_>) {
+    for (memtable, entry) in chunk {
+        memtable.insert_entry(entry);
+    }
 }
 
 /// Opens SSTable `number`, tracked so that it is removed once obsolete and unread.
@@ -1041,5 +1167,66 @@ impl Db {
             .get(&tree)
             .ok_or(DbError::UnknownTree(tree))?;
         Ok(stats::tree_stats(version, sv.memtables.get(&tree)))
+    }
+}
+
+#[cfg(test)]
+mod replay_tests {
+    use super::*;
+
+    fn options() -> DbOptions {
+        DbOptions {
+            durability: Durability::None,
+            wal_preallocate: false,
+            background_flush: false,
+            compaction_threads: 0,
+            ..DbOptions::default()
+        }
+    }
+
+    fn key(index: usize) -> Vec<u8> {
+        format!("key-{index:06}").into_bytes()
+    }
+
+    /// Several chunks' worth of entries, so the replay runs on inserter threads; half of
+    /// them flushed, so the replay must skip those; overwrites and deletes on both sides of
+    /// the flush, so a lost, misplaced or resurrected version shows.
+    #[test]
+    fn replay_on_threads_restores_every_version_and_skips_flushed_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let key_count = REPLAY_CHUNK_ENTRIES * 3;
+        let (items, index, stats_before) = {
+            let db = Db::open(dir.path(), options()).unwrap();
+            let items = db.create_tree("items").unwrap();
+            let index = db.create_tree("index").unwrap();
+            for round in 0..2u8 {
+                for position in 0..key_count {
+                    let mut batch = WriteBatch::new();
+                    batch.put(items, &key(position), &[round; 3]).unwrap();
+                    if position % 7 == usize::from(round) {
+                        batch.delete(index, &key(position)).unwrap();
+                    } else {
+                        batch.put(index, &key(position), &[round, 9]).unwrap();
+                    }
+                    db.write(&batch).unwrap();
+                }
+                if round == 0 {
+                    db.flush_all().unwrap();
+                }
+            }
+            let stats = [db.tree_stats(items).unwrap(), db.tree_stats(index).unwrap()];
+            (items, index, stats.map(|s| s.entries_estimate))
+        };
+        let db = Db::open(dir.path(), options()).unwrap();
+        let stats_after = [db.tree_stats(items).unwrap(), db.tree_stats(index).unwrap()];
+        assert_eq!(stats_after.map(|s| s.entries_estimate), stats_before);
+        for position in 0..key_count {
+            assert_eq!(
+                db.get(items, &key(position), None).unwrap(),
+                Some(vec![1; 3])
+            );
+            let expected = (position % 7 != 1).then(|| vec![1, 9]);
+            assert_eq!(db.get(index, &key(position), None).unwrap(), expected);
+        }
     }
 }

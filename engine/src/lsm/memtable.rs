@@ -1,9 +1,14 @@
 //! The memtable: a tree's newest writes, in memory, in internal-key order.
 //!
 //! A concurrent skiplist (crossbeam-skiplist) keyed by internal key (user key ‖ seq ‖ kind,
-//! see `compaction::key`). Only the WAL's group leader inserts (in sequence order); readers
-//! iterate concurrently without locks. When a memtable passes its size limit it is frozen
-//! (made immutable) and flushed to an SSTable in the background.
+//! see `compaction::key`). While the database runs only the WAL's group leader inserts (in
+//! sequence order); WAL replay inserts from several threads at once, in any order, which is
+//! equally correct because every entry has its own sequence number and so its own key.
+//! Readers iterate concurrently without locks. When a memtable passes its size limit it is
+//! frozen (made immutable) and flushed to an SSTable in the background.
+//!
+//! Each entry's internal key and value share one heap allocation ([`MemtableEntry`]): half
+//! the allocations of storing them apart, which shows when replaying millions of entries.
 
 use std::borrow::Borrow;
 use std::cmp::Ordering;
@@ -42,24 +47,79 @@ impl PartialOrd for KeyRef {
     }
 }
 
-/// An owned internal key; orders exactly as [`KeyRef`] (required by `Borrow`).
-#[derive(PartialEq, Eq)]
-struct OwnedKey(Box<[u8]>);
+/// One version ready to go into a memtable: its internal key and its value in one
+/// allocation (`internal key ‖ value`). It is the skiplist's key; it orders, and compares
+/// equal, by the internal key alone, exactly as [`KeyRef`] (required by `Borrow`).
+///
+/// Building one (decoding and copying) is separate from inserting it, so WAL replay can
+/// build entries on one thread while others insert them.
+pub struct MemtableEntry {
+    /// The user key's first eight bytes, zero-padded, as a big-endian integer. It decides
+    /// most comparisons (tree keys start with a hash) without reading `bytes`, which sit in
+    /// another cache line: a skiplist insert compares at every level, and replay profiles
+    /// showed those comparisons' cache misses dominating.
+    user_key_prefix: u64,
+    bytes: Box<[u8]>,
+    /// Length of the internal key at the start of `bytes`.
+    key_len_bytes: usize,
+    seq: u64,
+}
 
-impl Borrow<KeyRef> for OwnedKey {
+impl MemtableEntry {
+    pub fn new(user_key: &[u8], seq: u64, kind: EntryKind, value: &[u8]) -> MemtableEntry {
+        let key_len_bytes = user_key.len() + key::TRAILER_LEN;
+        let mut bytes = Vec::with_capacity(key_len_bytes + value.len());
+        key::encode_into(&mut bytes, user_key, seq, kind);
+        bytes.extend_from_slice(value);
+        let mut prefix = [0u8; 8];
+        let prefix_len_bytes = user_key.len().min(prefix.len());
+        prefix[..prefix_len_bytes].copy_from_slice(&user_key[..prefix_len_bytes]);
+        MemtableEntry {
+            user_key_prefix: u64::from_be_bytes(prefix),
+            bytes: bytes.into_boxed_slice(),
+            key_len_bytes,
+            seq,
+        }
+    }
+
+    fn internal_key(&self) -> &[u8] {
+        &self.bytes[..self.key_len_bytes]
+    }
+
+    fn value(&self) -> &[u8] {
+        &self.bytes[self.key_len_bytes..]
+    }
+}
+
+impl PartialEq for MemtableEntry {
+    fn eq(&self, other: &MemtableEntry) -> bool {
+        self.internal_key() == other.internal_key()
+    }
+}
+
+impl Eq for MemtableEntry {}
+
+impl Borrow<KeyRef> for MemtableEntry {
     fn borrow(&self) -> &KeyRef {
-        KeyRef::new(&self.0)
+        KeyRef::new(self.internal_key())
     }
 }
 
-impl Ord for OwnedKey {
-    fn cmp(&self, other: &OwnedKey) -> Ordering {
-        compare_internal(&self.0, &other.0)
+impl Ord for MemtableEntry {
+    /// Agrees with [`compare_internal`] (as `Borrow` requires). Internal keys order by user
+    /// key first. Where two prefixes differ, the first differing byte is inside both user
+    /// keys and orders them, or is padding in one (zero) against a non-zero byte of the
+    /// other, whose key the shorter one is then a proper prefix of: either way the prefixes
+    /// order as the user keys do. Equal prefixes fall back to the whole keys.
+    fn cmp(&self, other: &MemtableEntry) -> Ordering {
+        self.user_key_prefix
+            .cmp(&other.user_key_prefix)
+            .then_with(|| compare_internal(self.internal_key(), other.internal_key()))
     }
 }
 
-impl PartialOrd for OwnedKey {
-    fn partial_cmp(&self, other: &OwnedKey) -> Option<Ordering> {
+impl PartialOrd for MemtableEntry {
+    fn partial_cmp(&self, other: &MemtableEntry) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
@@ -70,7 +130,7 @@ const ENTRY_OVERHEAD_BYTES: usize = 64;
 
 /// One memtable.
 pub struct Memtable {
-    map: SkipMap<OwnedKey, Box<[u8]>>,
+    map: SkipMap<MemtableEntry, ()>,
     size_bytes: AtomicUsize,
     entries: AtomicU64,
     /// Smallest sequence number inserted (u64::MAX while empty): what this memtable pins in
@@ -99,10 +159,15 @@ impl Memtable {
 
     /// Inserts one version. Sequence numbers are unique, so no existing entry is replaced.
     pub fn insert(&self, user_key: &[u8], seq: u64, kind: EntryKind, value: &[u8]) {
-        let ikey = key::encode(user_key, seq, kind);
-        let charged = ikey.len() + value.len() + ENTRY_OVERHEAD_BYTES;
-        self.map
-            .insert(OwnedKey(ikey.into_boxed_slice()), value.into());
+        self.insert_entry(MemtableEntry::new(user_key, seq, kind, value));
+    }
+
+    /// Inserts one prepared version; safe to call from several threads at once, in any
+    /// sequence order.
+    pub fn insert_entry(&self, entry: MemtableEntry) {
+        let seq = entry.seq;
+        let charged = entry.bytes.len() + ENTRY_OVERHEAD_BYTES;
+        self.map.insert(entry, ());
         self.size_bytes.fetch_add(charged, AtomicOrdering::Relaxed);
         self.entries.fetch_add(1, AtomicOrdering::Relaxed);
         self.seq_min.fetch_min(seq, AtomicOrdering::Relaxed);
@@ -142,12 +207,12 @@ impl Memtable {
         let entry = self
             .map
             .lower_bound(Bound::Included(KeyRef::new(&target)))?;
-        let found = InternalKey::parse(&entry.key().0)?;
+        let found = InternalKey::parse(entry.key().internal_key())?;
         if found.user_key != user_key {
             return None;
         }
         debug_assert!(found.seq <= snapshot_seq);
-        Some((found.kind, entry.value().to_vec()))
+        Some((found.kind, entry.key().value().to_vec()))
     }
 
     /// A cursor over every entry; keeps the memtable alive.
@@ -166,7 +231,7 @@ pub struct MemtableIterator {
     memtable: Arc<Memtable>,
 }
 
-type StaticEntry = Entry<'static, OwnedKey, Box<[u8]>>;
+type StaticEntry = Entry<'static, MemtableEntry, ()>;
 
 /// Extends an entry's lifetime to 'static so the iterator can store it next to the Arc that
 /// keeps its skiplist alive.
@@ -175,9 +240,9 @@ type StaticEntry = Entry<'static, OwnedKey, Box<[u8]>>;
 /// iterator that stores the result. The iterator keeps that Arc for as long as it holds the
 /// entry (the entry field is declared, and so dropped, first), so the entry never outlives
 /// its skiplist even though its type no longer says so.
-unsafe fn extend(entry: Option<Entry<'_, OwnedKey, Box<[u8]>>>) -> Option<StaticEntry> {
+unsafe fn extend(entry: Option<Entry<'_, MemtableEntry, ()>>) -> Option<StaticEntry> {
     // SAFETY: see the function's contract; only the lifetime parameter changes.
-    entry.map(|e| unsafe { std::mem::transmute::<Entry<'_, OwnedKey, Box<[u8]>>, StaticEntry>(e) })
+    entry.map(|e| unsafe { std::mem::transmute::<Entry<'_, MemtableEntry, ()>, StaticEntry>(e) })
 }
 
 impl MemtableIterator {
@@ -185,8 +250,8 @@ impl MemtableIterator {
     fn position(
         &mut self,
         find: impl for<'m> FnOnce(
-            &'m SkipMap<OwnedKey, Box<[u8]>>,
-        ) -> Option<Entry<'m, OwnedKey, Box<[u8]>>>,
+            &'m SkipMap<MemtableEntry, ()>,
+        ) -> Option<Entry<'m, MemtableEntry, ()>>,
     ) {
         let memtable = Arc::clone(&self.memtable);
         // SAFETY: the entry comes from `self.memtable`'s skiplist (the same allocation as the
@@ -201,11 +266,17 @@ impl InternalIterator for MemtableIterator {
     }
 
     fn key(&self) -> &[u8] {
-        self.current.as_ref().map(|e| &*e.key().0).unwrap_or(&[])
+        self.current
+            .as_ref()
+            .map(|e| e.key().internal_key())
+            .unwrap_or(&[])
     }
 
     fn value(&self) -> &[u8] {
-        self.current.as_ref().map(|e| &**e.value()).unwrap_or(&[])
+        self.current
+            .as_ref()
+            .map(|e| e.key().value())
+            .unwrap_or(&[])
     }
 
     fn seek_to_first(&mut self) -> Result<(), IterError> {
@@ -258,6 +329,44 @@ mod tests {
         assert_eq!(m.get(b"a", 0), None);
         assert_eq!(m.get(b"c", 9), None);
         assert_eq!((m.seq_min(), m.seq_max()), (Some(1), 5));
+    }
+
+    #[test]
+    fn entry_order_agrees_with_internal_key_order() {
+        // Short keys, keys that are prefixes of others, zero bytes, equal prefixes.
+        let user_keys: [&[u8]; 9] = [
+            b"",
+            b"\0",
+            b"a",
+            b"a\0",
+            b"a\0\0\0\0\0\0\0\0",
+            b"abcdefgh",
+            b"abcdefgh\0",
+            b"abcdefghi",
+            b"abcdefgi",
+        ];
+        let mut entries = Vec::new();
+        for (index, user_key) in user_keys.iter().enumerate() {
+            for seq in [1, 5] {
+                let kind = if index % 2 == 0 {
+                    EntryKind::Put
+                } else {
+                    EntryKind::Delete
+                };
+                entries.push(MemtableEntry::new(user_key, seq + index as u64, kind, b"v"));
+            }
+        }
+        for a in &entries {
+            for b in &entries {
+                assert_eq!(
+                    a.cmp(b),
+                    compare_internal(a.internal_key(), b.internal_key()),
+                    "{:?} vs {:?}",
+                    a.internal_key(),
+                    b.internal_key()
+                );
+            }
+        }
     }
 
     #[test]
