@@ -64,8 +64,10 @@ impl From<ConditionKind> for ExpressionKind {
 pub struct Context<'a> {
     names: Option<&'a BTreeMap<String, String>>,
     values: Option<&'a BTreeMap<String, AttributeValue>>,
-    used_names: BTreeSet<String>,
-    used_values: BTreeSet<String>,
+    /// Keys of the maps above that an expression used; they borrow the maps, so marking an
+    /// entry used never allocates a string.
+    used_names: BTreeSet<&'a str>,
+    used_values: BTreeSet<&'a str>,
 }
 
 impl<'a> Context<'a> {
@@ -157,22 +159,22 @@ impl<'a> Context<'a> {
     }
 
     /// The attribute name behind `#placeholder`, marking it used.
-    pub(crate) fn resolve_name(&mut self, placeholder: &str) -> Option<String> {
-        let name = self.names?.get(placeholder)?.clone();
-        self.used_names.insert(placeholder.to_string());
+    pub(crate) fn resolve_name(&mut self, placeholder: &str) -> Option<&'a str> {
+        let (key, name) = self.names?.get_key_value(placeholder)?;
+        self.used_names.insert(key);
         Some(name)
     }
 
     /// The value behind `:placeholder`, marking it used.
-    pub(crate) fn resolve_value(&mut self, placeholder: &str) -> Option<AttributeValue> {
-        let value = self.values?.get(placeholder)?.clone();
-        self.used_values.insert(placeholder.to_string());
+    pub(crate) fn resolve_value(&mut self, placeholder: &str) -> Option<&'a AttributeValue> {
+        let (key, value) = self.values?.get_key_value(placeholder)?;
+        self.used_values.insert(key);
         Some(value)
     }
 }
 
-fn unused_keys<'k>(keys: impl Iterator<Item = &'k String>, used: &BTreeSet<String>) -> String {
-    keys.filter(|key| !used.contains(*key))
+fn unused_keys<'k>(keys: impl Iterator<Item = &'k String>, used: &BTreeSet<&str>) -> String {
+    keys.filter(|key| !used.contains(key.as_str()))
         .map(String::as_str)
         .collect::<Vec<_>>()
         .join(", ")

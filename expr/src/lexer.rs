@@ -30,12 +30,27 @@ pub(crate) enum TokenKind {
     EndOfInput,
 }
 
-/// A token and where it sits in the source (byte offsets).
+/// A token and where it sits in the source (byte offsets). Offsets are u32 (expressions
+/// are at most a few KiB) to keep the token vector small: tokenizing is on every request's
+/// path, and a vector past 1 KiB takes the allocator's slower large-chunk route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Token {
     pub kind: TokenKind,
-    pub start: usize,
-    pub end: usize,
+    pub start: u32,
+    pub end: u32,
+}
+
+impl Token {
+    /// The token's bytes in the source.
+    pub(crate) fn span(self) -> std::ops::Range<usize> {
+        self.start as usize..self.end as usize
+    }
+}
+
+/// A source offset as stored in a token; saturates past 4 GiB, far beyond any expression
+/// the parser accepts (it checks the size before tokenizing).
+fn offset(position: usize) -> u32 {
+    u32::try_from(position).unwrap_or(u32::MAX)
 }
 
 fn is_name_char(byte: u8) -> bool {
@@ -45,7 +60,9 @@ fn is_name_char(byte: u8) -> bool {
 /// Tokenizes `source`; the last token is always `EndOfInput`.
 pub(crate) fn tokenize(source: &str) -> Vec<Token> {
     let bytes = source.as_bytes();
-    let mut tokens = Vec::new();
+    // Typical expressions have about one token per four bytes; reserving a little more up
+    // front saves the reallocations of a growing vector.
+    let mut tokens = Vec::with_capacity(bytes.len() / 3 + 2);
     let mut position = 0;
     while position < bytes.len() {
         let start = position;
@@ -117,21 +134,25 @@ pub(crate) fn tokenize(source: &str) -> Vec<Token> {
                     _ => TokenKind::Unknown,
                 };
                 // Step over a whole UTF-8 character so token text stays on char boundaries.
-                let character = source.get(start..).and_then(|rest| rest.chars().next());
-                position += character.map_or(1, char::len_utf8);
+                position += if byte.is_ascii() {
+                    1
+                } else {
+                    let character = source.get(start..).and_then(|rest| rest.chars().next());
+                    character.map_or(1, char::len_utf8)
+                };
                 single
             }
         };
         tokens.push(Token {
             kind,
-            start,
-            end: position,
+            start: offset(start),
+            end: offset(position),
         });
     }
     tokens.push(Token {
         kind: TokenKind::EndOfInput,
-        start: bytes.len(),
-        end: bytes.len(),
+        start: offset(bytes.len()),
+        end: offset(bytes.len()),
     });
     tokens
 }
@@ -181,6 +202,6 @@ mod tests {
         assert_eq!(tokens[0].kind, TokenKind::Unknown);
         assert_eq!(tokens[1].kind, TokenKind::Unknown);
         assert_eq!(tokens[2].kind, TokenKind::Unknown);
-        assert_eq!(&source[tokens[2].start..tokens[2].end], "é");
+        assert_eq!(&source[tokens[2].span()], "é");
     }
 }

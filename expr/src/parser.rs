@@ -44,19 +44,23 @@ pub const IN_OPERAND_COUNT_MAX: usize = 100;
 /// Deepest nesting of parentheses, `NOT`s and function calls; keeps recursion bounded.
 const NESTING_DEPTH_MAX: usize = 128;
 
+/// The sections of an update expression, each allowed once.
+const UPDATE_SECTIONS: [&str; 4] = ["SET", "REMOVE", "ADD", "DELETE"];
+
 /// Keywords of the grammar; they can never be a bare path name.
 const GRAMMAR_KEYWORDS: [&str; 9] = [
     "AND", "OR", "NOT", "BETWEEN", "IN", "SET", "REMOVE", "ADD", "DELETE",
 ];
 
-/// An operand as written, before it is checked for the place it is used in.
+/// An operand as written, before it is checked for the place it is used in. A function name
+/// borrows the source text: most calls are valid and need no owned copy.
 #[derive(Debug, Clone)]
-enum RawOperand {
+enum RawOperand<'t> {
     Path(Path),
     Value(ValueRef),
     Call {
-        function: String,
-        arguments: Vec<RawOperand>,
+        function: &'t str,
+        arguments: Vec<RawOperand<'t>>,
     },
 }
 
@@ -142,16 +146,17 @@ impl<'t, 'c, 'a> Parser<'t, 'c, 'a> {
     }
 
     pub(crate) fn parse_update_expression(mut self) -> Parsed<Update> {
-        let mut actions = Vec::new();
-        let mut sections_seen: Vec<&'static str> = Vec::new();
+        // Room for a typical update's actions without regrowing.
+        let mut actions = Vec::with_capacity(8);
+        let mut sections_seen = [false; UPDATE_SECTIONS.len()];
         while self.peek().kind != TokenKind::EndOfInput {
-            let section = self.parse_section_keyword()?;
-            if sections_seen.contains(&section) {
+            let (section_index, section) = self.parse_section_keyword()?;
+            if sections_seen[section_index] {
                 return Err(format!(
                     "The \"{section}\" section can only be used once in an update expression;"
                 ));
             }
-            sections_seen.push(section);
+            sections_seen[section_index] = true;
             loop {
                 actions.push(self.parse_update_action(section)?);
                 if self.peek().kind != TokenKind::Comma {
@@ -173,7 +178,7 @@ impl<'t, 'c, 'a> Parser<'t, 'c, 'a> {
         }
         self.expect_end()?;
         self.finish_checks()?;
-        validate::check_no_overlap(&paths)?;
+        validate::check_no_overlap(&paths, |path| path)?;
         Ok(Projection::new(paths))
     }
 
@@ -199,10 +204,13 @@ impl<'t, 'c, 'a> Parser<'t, 'c, 'a> {
     fn peek_at(&self, offset: usize) -> Token {
         let last = self.tokens.len().saturating_sub(1);
         let index = (self.position + offset).min(last);
-        self.tokens.get(index).copied().unwrap_or(Token {
-            kind: TokenKind::EndOfInput,
-            start: self.source.len(),
-            end: self.source.len(),
+        self.tokens.get(index).copied().unwrap_or_else(|| {
+            let end = u32::try_from(self.source.len()).unwrap_or(u32::MAX);
+            Token {
+                kind: TokenKind::EndOfInput,
+                start: end,
+                end,
+            }
         })
     }
 
@@ -215,7 +223,7 @@ impl<'t, 'c, 'a> Parser<'t, 'c, 'a> {
     }
 
     fn text(&self, token: Token) -> &'t str {
-        self.source.get(token.start..token.end).unwrap_or("")
+        self.source.get(token.span()).unwrap_or("")
     }
 
     fn is_keyword(&self, token: Token, keyword: &str) -> bool {
@@ -235,10 +243,10 @@ impl<'t, 'c, 'a> Parser<'t, 'c, 'a> {
             .checked_sub(1)
             .and_then(|index| self.tokens.get(index))
         {
-            Some(previous) => previous.start,
-            None => token.start,
+            Some(previous) => previous.span().start,
+            None => token.span().start,
         };
-        let near = self.source.get(near_start..token.end).unwrap_or("");
+        let near = self.source.get(near_start..token.span().end).unwrap_or("");
         format!("Syntax error; token: \"{token_text}\", near: \"{near}\"")
     }
 
@@ -258,9 +266,11 @@ impl<'t, 'c, 'a> Parser<'t, 'c, 'a> {
         }
     }
 
-    fn defer(&mut self, message: String) {
+    /// Remembers a semantic error to report once the whole text has parsed. Only the first
+    /// one is reported, so the message is built only when it is the first.
+    fn defer_with(&mut self, message: impl FnOnce() -> String) {
         if self.deferred_error.is_none() {
-            self.deferred_error = Some(message);
+            self.deferred_error = Some(message());
         }
     }
 
@@ -329,7 +339,7 @@ impl<'t, 'c, 'a> Parser<'t, 'c, 'a> {
             self.leave_nesting();
             self.expect(TokenKind::CloseParen)?;
             if inner_is_group {
-                self.defer("The expression has redundant parentheses;".to_string());
+                self.defer_with(|| "The expression has redundant parentheses;".to_string());
             }
             return Ok((inner, true));
         }
@@ -393,14 +403,14 @@ impl<'t, 'c, 'a> Parser<'t, 'c, 'a> {
             RawOperand::Call {
                 function,
                 arguments,
-            } => Ok((condition_function(&function, arguments)?, false)),
+            } => Ok((condition_function(function, arguments)?, false)),
             RawOperand::Path(_) | RawOperand::Value(_) => Err(self.syntax_error()),
         }
     }
 
     // ---- operands ----------------------------------------------------------------------
 
-    fn parse_raw_operand(&mut self) -> Parsed<RawOperand> {
+    fn parse_raw_operand(&mut self) -> Parsed<RawOperand<'t>> {
         let token = self.peek();
         match token.kind {
             TokenKind::ValuePlaceholder => {
@@ -414,21 +424,23 @@ impl<'t, 'c, 'a> Parser<'t, 'c, 'a> {
         }
     }
 
-    fn parse_call(&mut self) -> Parsed<RawOperand> {
+    fn parse_call(&mut self) -> Parsed<RawOperand<'t>> {
         let name_token = self.advance();
-        let function = self.text(name_token).to_string();
+        let function = self.text(name_token);
         self.expect(TokenKind::OpenParen)?;
         self.count_operator();
         self.enter_nesting()?;
-        let mut arguments = vec![self.parse_raw_operand()?];
+        // Every function takes one or two operands when used correctly.
+        let mut arguments = Vec::with_capacity(2);
+        arguments.push(self.parse_raw_operand()?);
         while self.peek().kind == TokenKind::Comma {
             self.advance();
             arguments.push(self.parse_raw_operand()?);
         }
         self.leave_nesting();
         self.expect(TokenKind::CloseParen)?;
-        if !is_known_function(&function) {
-            return Err(invalid_function(&function));
+        if !is_known_function(function) {
+            return Err(invalid_function(function));
         }
         Ok(RawOperand::Call {
             function,
@@ -437,17 +449,22 @@ impl<'t, 'c, 'a> Parser<'t, 'c, 'a> {
     }
 
     fn resolve_value(&mut self, token: Token) -> ValueRef {
-        let placeholder = self.text(token).to_string();
-        let value = match self.context.resolve_value(&placeholder) {
-            Some(value) => value,
+        let placeholder = self.text(token);
+        let value = match self.context.resolve_value(placeholder) {
+            Some(value) => value.clone(),
             None => {
-                self.defer(format!(
-                    "An expression attribute value used in expression is not defined; attribute value: {placeholder}"
-                ));
+                self.defer_with(|| {
+                    format!(
+                        "An expression attribute value used in expression is not defined; attribute value: {placeholder}"
+                    )
+                });
                 AttributeValue::Null
             }
         };
-        ValueRef { placeholder, value }
+        ValueRef {
+            placeholder: placeholder.to_string(),
+            value,
+        }
     }
 
     pub(crate) fn parse_path(&mut self) -> Parsed<Path> {
@@ -479,9 +496,9 @@ impl<'t, 'c, 'a> Parser<'t, 'c, 'a> {
             depth += 1;
         }
         if depth > crate::ast::PATH_DEPTH_MAX {
-            self.defer(format!(
-                "The document path has too many nesting levels; nesting levels: {depth}"
-            ));
+            self.defer_with(|| {
+                format!("The document path has too many nesting levels; nesting levels: {depth}")
+            });
         }
         Ok(path)
     }
@@ -499,27 +516,29 @@ impl<'t, 'c, 'a> Parser<'t, 'c, 'a> {
                 }
                 self.advance();
                 if is_reserved_word(name) {
-                    self.defer(format!(
-                        "Attribute name is a reserved keyword; reserved keyword: {name}"
-                    ));
+                    self.defer_with(|| {
+                        format!("Attribute name is a reserved keyword; reserved keyword: {name}")
+                    });
                 }
                 Ok(PathElement::attribute(name))
             }
             TokenKind::NamePlaceholder => {
                 self.advance();
-                let placeholder = self.text(token).to_string();
-                let name = match self.context.resolve_name(&placeholder) {
+                let placeholder = self.text(token);
+                let name = match self.context.resolve_name(placeholder) {
                     Some(name) => name,
                     None => {
-                        self.defer(format!(
-                            "An expression attribute name used in the document path is not defined; attribute name: {placeholder}"
-                        ));
-                        placeholder.clone()
+                        self.defer_with(|| {
+                            format!(
+                                "An expression attribute name used in the document path is not defined; attribute name: {placeholder}"
+                            )
+                        });
+                        placeholder
                     }
                 };
                 Ok(PathElement::Attribute {
-                    name,
-                    placeholder: Some(placeholder),
+                    name: name.to_string(),
+                    placeholder: Some(placeholder.to_string()),
                 })
             }
             _ => Err(self.syntax_error()),
@@ -528,12 +547,13 @@ impl<'t, 'c, 'a> Parser<'t, 'c, 'a> {
 
     // ---- updates -----------------------------------------------------------------------
 
-    fn parse_section_keyword(&mut self) -> Parsed<&'static str> {
+    /// The section keyword at the cursor, with its index in [`UPDATE_SECTIONS`].
+    fn parse_section_keyword(&mut self) -> Parsed<(usize, &'static str)> {
         let token = self.peek();
-        for section in ["SET", "REMOVE", "ADD", "DELETE"] {
+        for (index, section) in UPDATE_SECTIONS.into_iter().enumerate() {
             if self.is_keyword(token, section) {
                 self.advance();
-                return Ok(section);
+                return Ok((index, section));
             }
         }
         Err(self.syntax_error())
@@ -584,7 +604,7 @@ impl<'t, 'c, 'a> Parser<'t, 'c, 'a> {
 // ---- turning raw operands into the operand kinds of each place --------------------------
 
 /// An operand of a comparison, BETWEEN, IN or a condition function's value argument.
-fn condition_operand(raw: RawOperand) -> Parsed<Operand> {
+fn condition_operand(raw: RawOperand<'_>) -> Parsed<Operand> {
     match raw {
         RawOperand::Path(path) => Ok(Operand::Path(path)),
         RawOperand::Value(value) => Ok(Operand::Value(value)),
@@ -593,14 +613,14 @@ fn condition_operand(raw: RawOperand) -> Parsed<Operand> {
             arguments,
         } => {
             if function != "size" {
-                return Err(misused_function(&function));
+                return Err(misused_function(function));
             }
-            Ok(Operand::Size(single_path_argument(&function, arguments)?))
+            Ok(Operand::Size(single_path_argument(function, arguments)?))
         }
     }
 }
 
-fn single_path_argument(function: &str, arguments: Vec<RawOperand>) -> Parsed<Path> {
+fn single_path_argument(function: &str, arguments: Vec<RawOperand<'_>>) -> Parsed<Path> {
     let count = arguments.len();
     let mut arguments = arguments.into_iter();
     match (arguments.next(), arguments.next()) {
@@ -610,7 +630,10 @@ fn single_path_argument(function: &str, arguments: Vec<RawOperand>) -> Parsed<Pa
     }
 }
 
-fn two_arguments(function: &str, arguments: Vec<RawOperand>) -> Parsed<(RawOperand, RawOperand)> {
+fn two_arguments<'t>(
+    function: &str,
+    arguments: Vec<RawOperand<'t>>,
+) -> Parsed<(RawOperand<'t>, RawOperand<'t>)> {
     let count = arguments.len();
     let mut arguments = arguments.into_iter();
     match (arguments.next(), arguments.next(), arguments.next()) {
@@ -620,7 +643,7 @@ fn two_arguments(function: &str, arguments: Vec<RawOperand>) -> Parsed<(RawOpera
 }
 
 /// A function call used as a whole condition.
-fn condition_function(function: &str, arguments: Vec<RawOperand>) -> Parsed<Condition> {
+fn condition_function(function: &str, arguments: Vec<RawOperand<'_>>) -> Parsed<Condition> {
     match function {
         "attribute_exists" => Ok(Condition::AttributeExists(single_path_argument(
             function, arguments,
@@ -638,7 +661,7 @@ fn condition_function(function: &str, arguments: Vec<RawOperand>) -> Parsed<Cond
                 RawOperand::Path(_) => Err(format!(
                     "Incorrect operand type for operator or function; operator or function: {function}, operand type: PATH"
                 )),
-                RawOperand::Call { function: inner, .. } => Err(misused_function(&inner)),
+                RawOperand::Call { function: inner, .. } => Err(misused_function(inner)),
             }
         }
         "begins_with" => {
@@ -661,18 +684,18 @@ fn condition_function(function: &str, arguments: Vec<RawOperand>) -> Parsed<Cond
 }
 
 /// An operand of a `SET` action.
-fn update_operand(raw: RawOperand) -> Parsed<UpdateOperand> {
+fn update_operand(raw: RawOperand<'_>) -> Parsed<UpdateOperand> {
     match raw {
         RawOperand::Path(path) => Ok(UpdateOperand::Path(path)),
         RawOperand::Value(value) => Ok(UpdateOperand::Value(value)),
         RawOperand::Call {
             function,
             arguments,
-        } => match function.as_str() {
+        } => match function {
             "if_not_exists" => {
-                let (first, second) = two_arguments(&function, arguments)?;
+                let (first, second) = two_arguments(function, arguments)?;
                 let RawOperand::Path(path) = first else {
-                    return Err(path_required(&function));
+                    return Err(path_required(function));
                 };
                 Ok(UpdateOperand::IfNotExists(
                     path,
@@ -680,7 +703,7 @@ fn update_operand(raw: RawOperand) -> Parsed<UpdateOperand> {
                 ))
             }
             "list_append" => {
-                let (first, second) = two_arguments(&function, arguments)?;
+                let (first, second) = two_arguments(function, arguments)?;
                 Ok(UpdateOperand::ListAppend(
                     Box::new(update_operand(first)?),
                     Box::new(update_operand(second)?),

@@ -9,10 +9,26 @@ const RESERVED_WORDS: &str = include_str!("reserved_words.txt");
 /// Longest reserved word; longer identifiers skip the lookup.
 const RESERVED_WORD_BYTES_MAX: usize = 16;
 
-fn sorted_words() -> &'static [&'static str] {
-    static WORDS: OnceLock<Vec<&'static str>> = OnceLock::new();
+/// A word of at most [`RESERVED_WORD_BYTES_MAX`] bytes, upper-cased and zero-padded into one
+/// big-endian integer: integers order like the words (no word holds a zero byte), so the
+/// lookup is a binary search over integers, with no allocation and no string comparison.
+fn packed(word: &str) -> Option<u128> {
+    if word.len() > RESERVED_WORD_BYTES_MAX {
+        return None;
+    }
+    let mut bytes = [0u8; RESERVED_WORD_BYTES_MAX];
+    bytes[..word.len()].copy_from_slice(word.as_bytes());
+    bytes.make_ascii_uppercase();
+    Some(u128::from_be_bytes(bytes))
+}
+
+fn sorted_packed_words() -> &'static [u128] {
+    static WORDS: OnceLock<Vec<u128>> = OnceLock::new();
     WORDS.get_or_init(|| {
-        let mut words: Vec<&'static str> = RESERVED_WORDS.lines().map(str::trim).collect();
+        let mut words: Vec<u128> = RESERVED_WORDS
+            .lines()
+            .filter_map(|word| packed(word.trim()))
+            .collect();
         words.sort_unstable();
         words
     })
@@ -20,11 +36,11 @@ fn sorted_words() -> &'static [&'static str] {
 
 /// Whether `word` is reserved (reserved words are case-insensitive).
 pub(crate) fn is_reserved_word(word: &str) -> bool {
-    if word.len() > RESERVED_WORD_BYTES_MAX {
+    // Identifiers never hold a zero byte; one that did could alias a shorter word.
+    if word.as_bytes().contains(&0) {
         return false;
     }
-    let upper = word.to_ascii_uppercase();
-    sorted_words().binary_search(&upper.as_str()).is_ok()
+    packed(word).is_some_and(|word| sorted_packed_words().binary_search(&word).is_ok())
 }
 
 #[cfg(test)]
@@ -39,6 +55,8 @@ mod tests {
         assert!(is_reserved_word("size"));
         assert!(!is_reserved_word("price"));
         assert!(!is_reserved_word("my_attr"));
+        assert!(!is_reserved_word("size\0"));
+        assert!(!is_reserved_word("a_name_longer_than_sixteen_bytes"));
     }
 
     #[test]

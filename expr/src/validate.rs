@@ -188,15 +188,17 @@ pub(crate) fn check_update_actions(actions: &[UpdateAction]) -> Result<(), Strin
             }
         }
     }
-    let paths: Vec<Path> = actions.iter().map(|action| action.path().clone()).collect();
-    check_no_overlap(&paths)
+    check_no_overlap(actions, UpdateAction::path)
 }
 
 /// Rejects two paths where one contains the other (overlap) or where one indexes a list and
 /// the other a map at the same place (conflict).
-pub(crate) fn check_no_overlap(paths: &[Path]) -> Result<(), String> {
-    for (position, first) in paths.iter().enumerate() {
-        for second in &paths[position + 1..] {
+/// `path_of` picks the path of each item, so callers need not collect the paths first.
+pub(crate) fn check_no_overlap<T>(items: &[T], path_of: fn(&T) -> &Path) -> Result<(), String> {
+    for (position, first) in items.iter().enumerate() {
+        let first = path_of(first);
+        for second in &items[position + 1..] {
+            let second = path_of(second);
             let mismatch = first
                 .elements()
                 .iter()
