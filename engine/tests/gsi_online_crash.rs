@@ -9,6 +9,8 @@
 //! `SHOAL_GSI_CRASH_ITERATIONS` sets the number of simulated disks (default 12);
 //! `SHOAL_GSI_CRASH_SEED` replays one.
 
+mod crash_support;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -175,20 +177,7 @@ fn run_iteration(seed: u64) -> Result<(), String> {
 
 #[test]
 fn a_backfill_cut_by_power_loss_completes_after_reopening() {
-    let iterations: u64 = std::env::var("SHOAL_GSI_CRASH_ITERATIONS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(12);
-    let seeds: Vec<u64> = match std::env::var("SHOAL_GSI_CRASH_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    {
-        Some(seed) => vec![seed],
-        None => {
-            let base: u64 = rand::random::<u64>() >> 8;
-            (0..iterations).map(|i| base + i).collect()
-        }
-    };
+    let seeds = crash_support::seeds("SHOAL_GSI_CRASH_ITERATIONS", "SHOAL_GSI_CRASH_SEED", 12);
     for seed in seeds {
         if let Err(message) = run_iteration(seed) {
             panic!("seed {seed}: {message} (replay with SHOAL_GSI_CRASH_SEED={seed})");

@@ -9,10 +9,12 @@
 //! `SHOAL_TRANSACT_CRASH_ITERATIONS` sets the number of simulated disks (default 60);
 //! `SHOAL_TRANSACT_CRASH_SEED` replays one.
 
+mod crash_support;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use engine::{Database, Durability, Options};
+use engine::Database;
 use model::{ErrorCode, Item};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -21,50 +23,6 @@ use vfs::sim::SimFs;
 
 const PARTITIONS: u32 = 3;
 const SORT_KEYS: u32 = 4;
-
-fn options() -> Options {
-    Options {
-        durability: Durability::Sync,
-        // Tiny memtables and segments: flushes, compactions and WAL rotation happen often.
-        memtable_size_bytes: 3 << 10,
-        wal_segment_size_bytes: 16 << 10,
-        ..Options::default()
-    }
-}
-
-fn create_table(db: &Database) {
-    let index = |name: &str, hash: &str, range: Option<&str>, projection: Value| {
-        let mut key = vec![json!({"AttributeName": hash, "KeyType": "HASH"})];
-        if let Some(range) = range {
-            key.push(json!({"AttributeName": range, "KeyType": "RANGE"}));
-        }
-        json!({"IndexName": name, "KeySchema": key, "Projection": projection})
-    };
-    let request = json!({
-        "TableName": "Crash",
-        "AttributeDefinitions": [
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-            {"AttributeName": "a", "AttributeType": "S"},
-            {"AttributeName": "b", "AttributeType": "N"},
-            {"AttributeName": "g", "AttributeType": "S"}
-        ],
-        "KeySchema": [
-            {"AttributeName": "pk", "KeyType": "HASH"},
-            {"AttributeName": "sk", "KeyType": "RANGE"}
-        ],
-        "LocalSecondaryIndexes": [
-            index("ByA", "pk", Some("a"), json!({"ProjectionType": "KEYS_ONLY"})),
-            index("ByB", "pk", Some("b"), json!({"ProjectionType": "INCLUDE", "NonKeyAttributes": ["x"]}))
-        ],
-        "GlobalSecondaryIndexes": [
-            index("ByG", "g", Some("b"), json!({"ProjectionType": "ALL"})),
-            index("ByGOnly", "g", None, json!({"ProjectionType": "KEYS_ONLY"}))
-        ],
-        "BillingMode": "PAY_PER_REQUEST"
-    });
-    db.execute("CreateTable", request).expect("create table");
-}
 
 /// Item names are "p<pk>/s<sk>"; the model maps them to the stored item (None: absent).
 type State = BTreeMap<String, Option<Item>>;
@@ -192,7 +150,7 @@ fn run_iteration(seed: u64) -> Result<(), String> {
     let mut created = false;
 
     for round in 0..rng.random_range(2..5) {
-        let db = Database::open_with_fs(sim.fs(), dir, options())
+        let db = Database::open_with_fs(sim.fs(), dir, crash_support::table_options())
             .map_err(|e| format!("round {round}: reopen failed: {e}"))?;
         if created {
             let report = db
@@ -227,7 +185,7 @@ fn run_iteration(seed: u64) -> Result<(), String> {
                 acknowledged = with_flight;
             }
         } else if db.table("Crash").is_err() {
-            create_table(&db);
+            crash_support::create_indexed_table(&db);
         }
         created = true;
         in_flight = None;
@@ -263,20 +221,11 @@ fn run_iteration(seed: u64) -> Result<(), String> {
 
 #[test]
 fn transactions_and_batches_survive_power_cuts_whole_or_not_at_all() {
-    let iterations: u64 = std::env::var("SHOAL_TRANSACT_CRASH_ITERATIONS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(60);
-    let seeds: Vec<u64> = match std::env::var("SHOAL_TRANSACT_CRASH_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    {
-        Some(seed) => vec![seed],
-        None => {
-            let base: u64 = rand::random::<u64>() >> 8;
-            (0..iterations).map(|i| base + i).collect()
-        }
-    };
+    let seeds = crash_support::seeds(
+        "SHOAL_TRANSACT_CRASH_ITERATIONS",
+        "SHOAL_TRANSACT_CRASH_SEED",
+        60,
+    );
     for seed in seeds {
         if let Err(message) = run_iteration(seed) {
             panic!("seed {seed}: {message} (replay with SHOAL_TRANSACT_CRASH_SEED={seed})");

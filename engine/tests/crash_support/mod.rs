@@ -1,0 +1,65 @@
+//! What the simulated-crash tests share: which seeds to run, and the indexed table of the
+//! table-level ones.
+
+#![allow(dead_code)] // Each test file uses a different subset.
+
+/// The seeds a crash test runs: `default_iterations` consecutive seeds from a random base
+/// (or `$iterations_var` of them), or the single seed in `$seed_var` to replay a failure.
+/// Every test prints the seed of a failing iteration with the variable that replays it.
+pub fn seeds(iterations_var: &str, seed_var: &str, default_iterations: u64) -> Vec<u64> {
+    let parse = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+    if let Some(seed) = parse(seed_var) {
+        return vec![seed];
+    }
+    let iterations = parse(iterations_var).unwrap_or(default_iterations);
+    let base: u64 = rand::random::<u64>() >> 8;
+    (0..iterations).map(|i| base + i).collect()
+}
+
+/// Database options for table-level crash tests: tiny memtables and segments, so flushes,
+/// compactions and WAL rotation happen within a few hundred writes.
+pub fn table_options() -> engine::Options {
+    engine::Options {
+        durability: engine::Durability::Sync,
+        memtable_size_bytes: 3 << 10,
+        wal_segment_size_bytes: 16 << 10,
+        ..engine::Options::default()
+    }
+}
+
+/// Table `Crash`: pk + sk (S); LSIs ByA (a, S, KEYS_ONLY) and ByB (b, N, INCLUDE x); GSIs ByG
+/// (g S + b N, ALL) and ByGOnly (g, KEYS_ONLY).
+pub fn create_indexed_table(db: &engine::Database) {
+    use serde_json::{json, Value};
+    let index = |name: &str, hash: &str, range: Option<&str>, projection: Value| {
+        let mut key = vec![json!({"AttributeName": hash, "KeyType": "HASH"})];
+        if let Some(range) = range {
+            key.push(json!({"AttributeName": range, "KeyType": "RANGE"}));
+        }
+        json!({"IndexName": name, "KeySchema": key, "Projection": projection})
+    };
+    let request = json!({
+        "TableName": "Crash",
+        "AttributeDefinitions": [
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+            {"AttributeName": "a", "AttributeType": "S"},
+            {"AttributeName": "b", "AttributeType": "N"},
+            {"AttributeName": "g", "AttributeType": "S"}
+        ],
+        "KeySchema": [
+            {"AttributeName": "pk", "KeyType": "HASH"},
+            {"AttributeName": "sk", "KeyType": "RANGE"}
+        ],
+        "LocalSecondaryIndexes": [
+            index("ByA", "pk", Some("a"), json!({"ProjectionType": "KEYS_ONLY"})),
+            index("ByB", "pk", Some("b"), json!({"ProjectionType": "INCLUDE", "NonKeyAttributes": ["x"]}))
+        ],
+        "GlobalSecondaryIndexes": [
+            index("ByG", "g", Some("b"), json!({"ProjectionType": "ALL"})),
+            index("ByGOnly", "g", None, json!({"ProjectionType": "KEYS_ONLY"}))
+        ],
+        "BillingMode": "PAY_PER_REQUEST"
+    });
+    db.execute("CreateTable", request).expect("create table");
+}
