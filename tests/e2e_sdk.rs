@@ -325,6 +325,22 @@ async fn the_official_sdk_drives_every_core_operation() {
         .unwrap()
         .table_names()
         .is_empty());
+    // Prometheus metrics: per-operation counts from the transport; WAL, compaction and
+    // per-table consumed capacity from the engine (every request is metered, asked or not).
+    let metrics = http_get(&server.endpoint, "/metrics");
+    for needle in [
+        "PutItem",
+        "shoal_wal_commits_total",
+        "shoal_compactions_total",
+        "shoal_sstable_files",
+        "shoal_consumed_write_capacity_units_total{table=\"Thread\"}",
+        "shoal_consumed_read_capacity_units_total{table=\"Thread\"}",
+    ] {
+        assert!(
+            metrics.contains(needle),
+            "/metrics lacks {needle}:\n{metrics}"
+        );
+    }
     server.stop();
 }
 
@@ -574,4 +590,22 @@ async fn batches_transactions_and_online_indexes_through_the_sdk() {
         .await
         .unwrap();
     server.stop();
+}
+
+/// A plain GET over a fresh connection; returns the body.
+fn http_get(endpoint: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let address = endpoint.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_string())
+        .unwrap_or_default()
 }

@@ -82,6 +82,8 @@ pub struct Database {
     pub(crate) stats_cache: crate::table::control::StatsCache,
     /// Recent TransactWriteItems `ClientRequestToken`s (see `table::transact`).
     pub(crate) transaction_tokens: crate::table::transact::TokenTable,
+    /// Consumed capacity per table, for monitoring (see `metering`).
+    pub(crate) capacity_meter: crate::metering::CapacityMeter,
 }
 
 /// The catalog as stored in the current durable version of `db`.
@@ -136,6 +138,7 @@ impl Database {
             backfills: Default::default(),
             stats_cache: Default::default(),
             transaction_tokens: Default::default(),
+            capacity_meter: Default::default(),
         };
         database.reload_catalog()?;
         // An index left CREATING by a crash or a close is rebuilt (never marked ACTIVE

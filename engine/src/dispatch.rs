@@ -7,10 +7,45 @@ use serde_json::Value;
 
 use crate::api::{decode, encode};
 use crate::database::Database;
+use crate::metering::{CapacityTotals, Metered};
 
 impl Database {
     /// Runs operation `operation` with a JSON request body and returns the JSON response.
-    pub fn execute(&self, operation: &str, body: Value) -> Result<Value, ApiError> {
+    ///
+    /// Data-plane operations are metered: they are asked for their TOTAL consumed capacity,
+    /// which is added to [`Database::consumed_capacity`] and removed from the response again
+    /// unless the client asked for it.
+    pub fn execute(&self, operation: &str, mut body: Value) -> Result<Value, ApiError> {
+        let Some(kind) = Metered::of(operation) else {
+            return self.dispatch(operation, body);
+        };
+        let requested = body.get("ReturnConsumedCapacity").and_then(Value::as_str);
+        let client_asked = requested.is_some_and(|r| r != "NONE");
+        if requested.is_none_or(|r| r == "NONE") {
+            if let Some(object) = body.as_object_mut() {
+                object.insert("ReturnConsumedCapacity".into(), Value::from("TOTAL"));
+            }
+        }
+        let mut response = self.dispatch(operation, body)?;
+        if let Some(object) = response.as_object_mut() {
+            let consumed = if client_asked {
+                object.get("ConsumedCapacity").cloned()
+            } else {
+                object.remove("ConsumedCapacity")
+            };
+            if let Some(consumed) = consumed {
+                self.capacity_meter.record(kind, &consumed);
+            }
+        }
+        Ok(response)
+    }
+
+    /// Capacity units consumed per table through [`Database::execute`] since open.
+    pub fn consumed_capacity(&self) -> Vec<(String, CapacityTotals)> {
+        self.capacity_meter.totals()
+    }
+
+    fn dispatch(&self, operation: &str, body: Value) -> Result<Value, ApiError> {
         match operation {
             "CreateTable" => Ok(encode(&self.create_table(decode(body)?)?)),
             "DescribeTable" => Ok(encode(&self.describe_table(decode(body)?)?)),

@@ -10,6 +10,7 @@ pub mod api;
 pub mod database;
 mod dispatch;
 pub mod lsm;
+pub mod metering;
 pub mod table;
 
 pub use database::{Database, Options};

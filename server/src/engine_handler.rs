@@ -45,6 +45,25 @@ impl DynamoHandler for EngineHandler {
             wal.bytes_written,
             self.database.lsm().wal_live_bytes(),
         );
+        out.push_str("# TYPE shoal_consumed_read_capacity_units_total counter\n");
+        let consumed = self.database.consumed_capacity();
+        for (table, totals) in &consumed {
+            let _ = writeln!(
+                out,
+                "shoal_consumed_read_capacity_units_total{{table=\"{}\"}} {}",
+                escape_label(table),
+                totals.read_units
+            );
+        }
+        out.push_str("# TYPE shoal_consumed_write_capacity_units_total counter\n");
+        for (table, totals) in &consumed {
+            let _ = writeln!(
+                out,
+                "shoal_consumed_write_capacity_units_total{{table=\"{}\"}} {}",
+                escape_label(table),
+                totals.write_units
+            );
+        }
         let stats = self.database.lsm().stats();
         out.push_str("# TYPE shoal_sstable_files gauge\n");
         for (level, files) in stats.level_files.iter().enumerate() {
@@ -70,4 +89,12 @@ impl DynamoHandler for EngineHandler {
             stats.stall_time_total.as_secs_f64(),
         );
     }
+}
+
+/// Table names are `[a-zA-Z0-9_.-]+`, but escape as Prometheus requires anyway.
+fn escape_label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
