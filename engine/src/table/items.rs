@@ -6,7 +6,7 @@
 //! it through the shared pipeline of `table/write.rs`. Nothing is written when any check
 //! fails.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use expr::legacy::AttributeValueUpdate;
 use expr::{check_no_mixing, extract_paths, Condition, ConditionKind, Context, Update};
@@ -22,7 +22,9 @@ use crate::database::Database;
 use crate::table::capacity::{read_units, ReadConsistency};
 use crate::table::catalog::TableDef;
 use crate::table::collection::{self, CollectionRecord};
-use crate::table::write::{check_new_item, key_from_request, key_of_item, plan_write, WritePlan};
+use crate::table::write::{
+    check_new_item, check_update_key_paths, key_from_request, key_of_item, plan_write, WritePlan,
+};
 
 /// DynamoDB's text for a failed condition.
 pub const CONDITION_FAILED_MESSAGE: &str = "The conditional request failed";
@@ -129,7 +131,7 @@ impl Database {
         let table = self.table(input.table_name.as_deref().unwrap_or_default())?;
         let key = key_from_request(&table, input.key.as_ref().unwrap_or(&Item::new()))?;
         if let Some(update) = &update {
-            check_update_paths(&table, update)?;
+            check_update_key_paths(&table, update)?;
         }
 
         let (old, new, touched, plan, record) = {
@@ -326,29 +328,6 @@ fn check_condition(
     })
 }
 
-/// Rejects updates of table key attributes and nested paths into any key attribute
-/// (SPEC §3.1).
-fn check_update_paths(table: &TableDef, update: &Update) -> Result<(), ApiError> {
-    let table_keys: BTreeSet<&str> = table.key.names().collect();
-    let all_keys = table.all_key_attribute_names();
-    for path in update.paths() {
-        let name = path.top_level_name();
-        if table_keys.contains(name) {
-            return Err(ApiError::validation(if path.is_nested() {
-                format!("Key attributes must be scalars; list random access '[]' and map lookup '.' are not allowed: Key: {name}")
-            } else {
-                format!("One or more parameter values were invalid: Cannot update attribute {name}. This attribute is part of the key")
-            }));
-        }
-        if path.is_nested() && all_keys.contains(name) {
-            return Err(ApiError::validation(format!(
-                "Key attributes must be scalars; list random access '[]' and map lookup '.' are not allowed: IndexKey: {name}"
-            )));
-        }
-    }
-    Ok(())
-}
-
 /// The response of a write: returned attributes (omitted when empty), capacity and
 /// collection metrics as asked for.
 fn write_output(
@@ -438,7 +417,7 @@ mod tests {
         let values = BTreeMap::from([(":v".to_string(), AttributeValue::S("x".into()))]);
         let mut context = Context::new(None, Some(&values)).unwrap();
         let update = context.parse_update(expression).unwrap();
-        check_update_paths(&table(), &update)
+        check_update_key_paths(&table(), &update)
             .err()
             .map(|e| e.message)
     }
