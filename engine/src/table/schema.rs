@@ -297,6 +297,20 @@ fn key_schema_problems(
     }
 }
 
+/// The member constraints every secondary index shares (name, key schema, projection),
+/// reported under `member` (e.g. `localSecondaryIndexes.1.member`).
+fn index_problems(
+    name: Option<&str>,
+    key_schema: Option<&[KeySchemaElement]>,
+    projection: Option<&ProjectionRequest>,
+    member: &str,
+    problems: &mut Vec<String>,
+) {
+    name_problems(name, &format!("{member}.indexName"), problems);
+    key_schema_problems(key_schema, &format!("{member}.keySchema"), problems);
+    projection_problems(projection, &format!("{member}.projection"), problems);
+}
+
 fn projection_problems(
     projection: Option<&ProjectionRequest>,
     path: &str,
@@ -393,19 +407,11 @@ fn constraint_problems(request: &CreateTableRequest) -> Vec<String> {
     key_schema_problems(request.key_schema.as_deref(), "keySchema", &mut problems);
     for (position, index) in request.local_secondary_indexes.iter().flatten().enumerate() {
         let member = format!("localSecondaryIndexes.{}.member", position + 1);
-        name_problems(
+        index_problems(
             index.index_name.as_deref(),
-            &format!("{member}.indexName"),
-            &mut problems,
-        );
-        key_schema_problems(
             index.key_schema.as_deref(),
-            &format!("{member}.keySchema"),
-            &mut problems,
-        );
-        projection_problems(
             index.projection.as_ref(),
-            &format!("{member}.projection"),
+            &member,
             &mut problems,
         );
     }
@@ -416,19 +422,11 @@ fn constraint_problems(request: &CreateTableRequest) -> Vec<String> {
         .enumerate()
     {
         let member = format!("globalSecondaryIndexes.{}.member", position + 1);
-        name_problems(
+        index_problems(
             index.index_name.as_deref(),
-            &format!("{member}.indexName"),
-            &mut problems,
-        );
-        key_schema_problems(
             index.key_schema.as_deref(),
-            &format!("{member}.keySchema"),
-            &mut problems,
-        );
-        projection_problems(
             index.projection.as_ref(),
-            &format!("{member}.projection"),
+            &member,
             &mut problems,
         );
         throughput_problems(
