@@ -151,7 +151,7 @@ fn run(config: &Config, workload: Workload, kind: PolicyKind) {
             batch.put(tree, &key(index), &value).expect("batch");
         }
         let write_start = Instant::now();
-        db.write(&batch).expect("write");
+        db.write(batch).expect("write");
         write_longest = write_longest.max(write_start.elapsed());
         interval_batches += 1;
         if interval_start.elapsed() >= REPORT_INTERVAL {

@@ -110,7 +110,7 @@ fn bench_batches(c: &mut Criterion) {
                                         let batch = workload_batch(
                                             &mut rng, items, index, value_1k, value_150,
                                         );
-                                        db.write(&batch).unwrap();
+                                        db.write(batch).unwrap();
                                     }
                                 });
                             }
@@ -146,7 +146,7 @@ fn bench_reads(c: &mut Criterion) {
         for k in chunk {
             batch.put(items, &key16(*k, 0), &value).unwrap();
         }
-        db.write(&batch).unwrap();
+        db.write(batch).unwrap();
     }
     db.flush_all().unwrap();
     let mut group = c.benchmark_group("point_get");
@@ -183,7 +183,7 @@ fn bench_collection_scans(c: &mut Criterion) {
                 )
                 .unwrap();
         }
-        db.write(&batch).unwrap();
+        db.write(batch).unwrap();
     }
     db.flush_all().unwrap();
     let mut group = c.benchmark_group("collection_scan_100x1KB");
@@ -240,7 +240,7 @@ fn bench_replay(c: &mut Criterion) {
         let mut rng = rand::rngs::StdRng::seed_from_u64(2);
         let (value_1k, value_150) = (vec![1u8; 1000], vec![2u8; 150]);
         while db.wal_live_bytes() < bytes_target {
-            db.write(&workload_batch(
+            db.write(workload_batch(
                 &mut rng, items, index, &value_1k, &value_150,
             ))
             .unwrap();

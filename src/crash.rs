@@ -149,7 +149,7 @@ pub fn run_writer(
     let (log, slots) = open_trees(&db).map_err(|e| e.to_string())?;
     for i in start.. {
         let batch = batch(log, slots, i).map_err(|e| e.to_string())?;
-        db.write(&batch).map_err(|e| e.to_string())?;
+        db.write(batch).map_err(|e| e.to_string())?;
         writeln!(out, "ack {i}").map_err(|e| e.to_string())?;
         out.flush().map_err(|e| e.to_string())?;
     }

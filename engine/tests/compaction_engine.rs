@@ -83,13 +83,13 @@ fn key(i: u64) -> Vec<u8> {
 fn put(db: &Db, tree: TreeId, key: &[u8], value: &[u8]) {
     let mut batch = WriteBatch::new();
     batch.put(tree, key, value).unwrap();
-    db.write(&batch).unwrap();
+    db.write(batch).unwrap();
 }
 
 fn delete(db: &Db, tree: TreeId, key: &[u8]) {
     let mut batch = WriteBatch::new();
     batch.delete(tree, key).unwrap();
-    db.write(&batch).unwrap();
+    db.write(batch).unwrap();
 }
 
 #[test]
@@ -528,7 +528,7 @@ fn several_compaction_threads_share_the_work_safely() {
                         let k = key((i % 200) * 2 + writer);
                         batch.put(*tree, &k, &i.to_be_bytes()).unwrap();
                     }
-                    db.write(&batch).unwrap();
+                    db.write(batch).unwrap();
                 }
             });
         }

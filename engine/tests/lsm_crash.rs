@@ -82,7 +82,7 @@ fn write_batch(db: &Db, log: TreeId, slots: TreeId, i: u64) -> bool {
         Some(v) => batch.put(slots, &key, &v).unwrap(),
         None => batch.delete(slots, &key).unwrap(),
     }
-    db.write(&batch).is_ok()
+    db.write(batch).is_ok()
 }
 
 /// Checks the recovered state; returns how many batches it holds.

@@ -157,7 +157,7 @@ fn run(ops: Vec<Op>, kind: PolicyKind) -> Result<u64, TestCaseError> {
                         None => batch.delete(trees[*tree], key).unwrap(),
                     }
                 }
-                db.write(&batch).unwrap();
+                db.write(batch).unwrap();
                 for (tree, key, value) in entries {
                     match value {
                         Some(v) => model[tree].insert(key, v),

@@ -10,7 +10,7 @@ use vfs::sim::SimFs;
 fn put(db: &Db, tree: u32, key: &[u8]) -> Result<u64, DbError> {
     let mut batch = WriteBatch::new();
     batch.put(tree, key, b"v").unwrap();
-    db.write(&batch)
+    db.write(batch)
 }
 
 #[test]

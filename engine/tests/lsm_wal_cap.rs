@@ -27,12 +27,12 @@ fn a_tree_pinning_old_segments_is_flushed_when_the_wal_passes_its_cap() {
     // memtable never fills, so only the WAL cap can get its entry flushed.
     let mut batch = WriteBatch::new();
     batch.put(quiet, b"only", b"entry").unwrap();
-    db.write(&batch).unwrap();
+    db.write(batch).unwrap();
     let value = vec![0u8; 200];
     for i in 0..5_000u32 {
         let mut batch = WriteBatch::new();
         batch.put(busy, &i.to_be_bytes(), &value).unwrap();
-        db.write(&batch).unwrap();
+        db.write(batch).unwrap();
     }
 
     // Flushes run in the background: wait (bounded) for the WAL to shrink.

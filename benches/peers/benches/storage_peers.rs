@@ -79,7 +79,7 @@ impl Engine for Shoal {
         for i in 1..5u64 {
             batch.put(self.index, &key16(base, i), value_150).unwrap();
         }
-        self.db.write(&batch).unwrap();
+        self.db.write(batch).unwrap();
     }
 
     fn get(&self, key: &[u8]) -> bool {

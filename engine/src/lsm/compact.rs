@@ -368,7 +368,7 @@ mod tests {
             for id in &ids {
                 batch.put(*id, &[round], b"v").unwrap();
             }
-            db.write(&batch).unwrap();
+            db.write(batch).unwrap();
             db.flush_all().unwrap();
         }
         (db, ids)

@@ -322,7 +322,7 @@ fn backfill(context: &Context, target: &Target) -> Result<Outcome, ApiError> {
                 indexed += 1;
             }
         }
-        context.db.write(&batch)?;
+        context.db.write(batch)?;
         drop(guards);
         items += batch_keys.len() as u64;
         after = Some(last);

@@ -510,7 +510,7 @@ impl Database {
             records.push(self.stage_collections(table, plans, &mut batch)?);
         }
         if !batch.is_empty() {
-            self.db.write(&batch)?;
+            self.db.write(batch)?;
         }
         Ok(records)
     }
