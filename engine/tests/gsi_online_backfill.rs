@@ -204,6 +204,18 @@ fn lifecycle_creating_backfilling_active_and_skipped_items() {
     assert_eq!(empty.code, ErrorCode::ValidationException);
 }
 
+/// Runs a write, retrying the InternalServerError a write gets when a GSI appeared between
+/// planning and committing (documented; DynamoDB clients retry 500s). Bounded.
+fn retrying(mut write: impl FnMut() -> Result<Value, model::ApiError>) -> Value {
+    for _ in 0..100 {
+        match write() {
+            Err(error) if error.code == model::ErrorCode::InternalServerError => continue,
+            other => return other.unwrap(),
+        }
+    }
+    panic!("a write kept failing with InternalServerError");
+}
+
 /// Each writer owns the ids `w<writer>-<n>`, so its own map is the exact final state.
 fn writer(
     db: &Database,
@@ -229,12 +241,12 @@ fn writer(
                 if rng.random_bool(0.8) {
                     item["age"] = json!({"N": rng.random_range(0..30).to_string()});
                 }
-                put(db, item.clone()).unwrap();
+                retrying(|| put(db, item.clone()));
                 state.insert(id, Some(item));
             }
             6..=7 => {
-                let response = db
-                    .execute(
+                let response = retrying(|| {
+                    db.execute(
                         "UpdateItem",
                         json!({"TableName": "Users", "Key": {"id": {"S": id}},
                                "UpdateExpression": "SET city = :c REMOVE #n",
@@ -242,15 +254,16 @@ fn writer(
                                "ExpressionAttributeValues": {":c": {"S": "moved"}},
                                "ReturnValues": "ALL_NEW"}),
                     )
-                    .unwrap();
+                });
                 state.insert(id, Some(response["Attributes"].clone()));
             }
             _ => {
-                db.execute(
-                    "DeleteItem",
-                    json!({"TableName": "Users", "Key": {"id": {"S": id}}}),
-                )
-                .unwrap();
+                retrying(|| {
+                    db.execute(
+                        "DeleteItem",
+                        json!({"TableName": "Users", "Key": {"id": {"S": id}}}),
+                    )
+                });
                 state.insert(id, None);
             }
         }
