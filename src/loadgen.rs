@@ -37,6 +37,8 @@ pub struct LoadConfig {
     pub partitions: u64,
     /// The server's pid, to report its CPU time per operation.
     pub server_pid: Option<u32>,
+    /// The workloads to run, a subset of [`WORKLOADS`] in any order (all when empty).
+    pub workloads: Vec<String>,
 }
 
 /// The result of one workload.
@@ -326,9 +328,22 @@ pub const WORKLOADS: [&str; 4] = ["PutItem", "GetItem", "QueryLSI", "QueryGSI"];
 
 /// Prepares the table and runs every workload.
 pub async fn run(config: &LoadConfig) -> Result<Vec<WorkloadResult>, String> {
+    if let Some(unknown) = config
+        .workloads
+        .iter()
+        .find(|name| !WORKLOADS.contains(&name.as_str()))
+    {
+        return Err(format!(
+            "unknown workload {unknown}; the workloads are {}",
+            WORKLOADS.join(", ")
+        ));
+    }
     prepare(config).await?;
     let mut results = Vec::new();
-    for name in WORKLOADS {
+    let selected = WORKLOADS
+        .into_iter()
+        .filter(|name| config.workloads.is_empty() || config.workloads.iter().any(|w| w == name));
+    for name in selected {
         results.push(run_workload(name, config).await?);
     }
     Ok(results)

@@ -70,6 +70,9 @@ struct BenchArgs {
     /// The server's pid, to report its CPU time per operation.
     #[arg(long)]
     server_pid: Option<u32>,
+    /// Workloads to run, comma-separated (default: PutItem,GetItem,QueryLSI,QueryGSI).
+    #[arg(long, value_delimiter = ',')]
+    workloads: Vec<String>,
 }
 
 #[derive(Args)]
@@ -192,6 +195,7 @@ fn bench(args: BenchArgs) -> Result<(), String> {
         items: args.items,
         partitions: args.partitions.max(1),
         server_pid: args.server_pid,
+        workloads: args.workloads,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

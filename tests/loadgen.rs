@@ -38,6 +38,7 @@ fn every_workload_runs_without_errors_and_measures_server_cpu() {
         items: 300,
         partitions: 20,
         server_pid: Some(server.id()),
+        workloads: Vec::new(),
     };
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let results = runtime.block_on(loadgen::run(&config));
@@ -53,4 +54,21 @@ fn every_workload_runs_without_errors_and_measures_server_cpu() {
     }
     let table = loadgen::report(&results);
     assert!(table.contains("| QueryGSI |"), "{table}");
+}
+
+#[test]
+fn an_unknown_workload_is_refused_before_any_request() {
+    let config = LoadConfig {
+        // Nothing listens here: the run must fail on the name, not on connecting.
+        address: "127.0.0.1:1".to_string(),
+        connections: 1,
+        duration: Duration::from_millis(10),
+        items: 1,
+        partitions: 1,
+        server_pid: None,
+        workloads: vec!["GetItem".to_string(), "Bogus".to_string()],
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let error = runtime.block_on(loadgen::run(&config)).unwrap_err();
+    assert!(error.contains("unknown workload Bogus"), "{error}");
 }
