@@ -5,9 +5,15 @@
 use model::{ApiError, ErrorCode};
 use serde_json::Value;
 
+use crate::api::batch::{BatchGetItemOutput, BatchWriteItemOutput};
+use crate::api::common::ConsumedCapacity;
+use crate::api::items::{GetItemOutput, PutItemOutput};
+use crate::api::query::QueryResponse;
+use crate::api::transact::{TransactGetItemsOutput, TransactWriteItemsOutput};
 use crate::api::{decode, encode};
 use crate::database::Database;
 use crate::metering::{CapacityTotals, Metered};
+use serde::Serialize;
 
 impl Database {
     /// Runs operation `operation` with a JSON request body and returns the JSON response.
@@ -15,55 +21,65 @@ impl Database {
     /// Data-plane operations are metered: they are asked for their TOTAL consumed capacity,
     /// which is added to [`Database::consumed_capacity`] and removed from the response again
     /// unless the client asked for it.
-    pub fn execute(&self, operation: &str, mut body: Value) -> Result<Value, ApiError> {
-        let Some(kind) = Metered::of(operation) else {
-            return self.dispatch(operation, body);
-        };
-        let requested = body.get("ReturnConsumedCapacity").and_then(Value::as_str);
-        let client_asked = requested.is_some_and(|r| r != "NONE");
-        if requested.is_none_or(|r| r == "NONE") {
-            if let Some(object) = body.as_object_mut() {
-                object.insert("ReturnConsumedCapacity".into(), Value::from("TOTAL"));
-            }
-        }
-        let mut response = self.dispatch(operation, body)?;
-        if let Some(object) = response.as_object_mut() {
-            let consumed = if client_asked {
-                object.get("ConsumedCapacity").cloned()
-            } else {
-                object.remove("ConsumedCapacity")
-            };
-            if let Some(consumed) = consumed {
-                self.capacity_meter.record(kind, &consumed);
-            }
-        }
-        Ok(response)
+    pub fn execute(&self, operation: &str, body: Value) -> Result<Value, ApiError> {
+        self.dispatch(operation, body, ToValue)
     }
 
-    /// Capacity units consumed per table through [`Database::execute`] since open.
+    /// [`Database::execute`] answering with the response's JSON text, serialised straight
+    /// from the typed response (no intermediate `Value`): what a server sends.
+    pub fn execute_to_json(&self, operation: &str, body: Value) -> Result<Vec<u8>, ApiError> {
+        self.dispatch(operation, body, ToJsonText)
+    }
+
+    /// Capacity units consumed per table through [`Database::execute`] and
+    /// [`Database::execute_to_json`] since open.
     pub fn consumed_capacity(&self) -> Vec<(String, CapacityTotals)> {
         self.capacity_meter.totals()
     }
 
-    fn dispatch(&self, operation: &str, body: Value) -> Result<Value, ApiError> {
+    fn dispatch<E: Encoding>(
+        &self,
+        operation: &str,
+        mut body: Value,
+        encoding: E,
+    ) -> Result<E::Output, ApiError> {
+        let metered = Metered::of(operation);
+        let requested = body.get("ReturnConsumedCapacity").and_then(Value::as_str);
+        let meter = metered.map(|kind| MeterRequest {
+            kind,
+            client_asked: requested.is_some_and(|r| r != "NONE"),
+        });
+        if metered.is_some() && requested.is_none_or(|r| r == "NONE") {
+            if let Some(object) = body.as_object_mut() {
+                object.insert("ReturnConsumedCapacity".into(), Value::from("TOTAL"));
+            }
+        }
         match operation {
-            "CreateTable" => Ok(encode(&self.create_table(decode(body)?)?)),
-            "DescribeTable" => Ok(encode(&self.describe_table(decode(body)?)?)),
-            "ListTables" => Ok(encode(&self.list_tables(decode(body)?)?)),
-            "DeleteTable" => Ok(encode(&self.delete_table(decode(body)?)?)),
-            "UpdateTable" => Ok(encode(&self.update_table(decode(body)?)?)),
+            "CreateTable" => Ok(encoding.encode(&self.create_table(decode(body)?)?)),
+            "DescribeTable" => Ok(encoding.encode(&self.describe_table(decode(body)?)?)),
+            "ListTables" => Ok(encoding.encode(&self.list_tables(decode(body)?)?)),
+            "DeleteTable" => Ok(encoding.encode(&self.delete_table(decode(body)?)?)),
+            "UpdateTable" => Ok(encoding.encode(&self.update_table(decode(body)?)?)),
             // control: add arms above this line
-            "PutItem" => Ok(encode(&self.put_item(decode(body)?)?)),
-            "GetItem" => Ok(encode(&self.get_item(decode(body)?)?)),
-            "UpdateItem" => Ok(encode(&self.update_item(decode(body)?)?)),
-            "DeleteItem" => Ok(encode(&self.delete_item(decode(body)?)?)),
-            "BatchWriteItem" => Ok(encode(&self.batch_write_item(decode(body)?)?)),
-            "BatchGetItem" => Ok(encode(&self.batch_get_item(decode(body)?)?)),
-            "TransactWriteItems" => Ok(encode(&self.transact_write_items(decode(body)?)?)),
-            "TransactGetItems" => Ok(encode(&self.transact_get_items(decode(body)?)?)),
+            "PutItem" => Ok(self.metered(meter, self.put_item(decode(body)?)?, &encoding)),
+            "GetItem" => Ok(self.metered(meter, self.get_item(decode(body)?)?, &encoding)),
+            "UpdateItem" => Ok(self.metered(meter, self.update_item(decode(body)?)?, &encoding)),
+            "DeleteItem" => Ok(self.metered(meter, self.delete_item(decode(body)?)?, &encoding)),
+            "BatchWriteItem" => {
+                Ok(self.metered(meter, self.batch_write_item(decode(body)?)?, &encoding))
+            }
+            "BatchGetItem" => {
+                Ok(self.metered(meter, self.batch_get_item(decode(body)?)?, &encoding))
+            }
+            "TransactWriteItems" => {
+                Ok(self.metered(meter, self.transact_write_items(decode(body)?)?, &encoding))
+            }
+            "TransactGetItems" => {
+                Ok(self.metered(meter, self.transact_get_items(decode(body)?)?, &encoding))
+            }
             // items: add arms above this line
-            "Query" => Ok(encode(&self.query(decode(body)?)?)),
-            "Scan" => Ok(encode(&self.scan(decode(body)?)?)),
+            "Query" => Ok(self.metered(meter, self.query(decode(body)?)?, &encoding)),
+            "Scan" => Ok(self.metered(meter, self.scan(decode(body)?)?, &encoding)),
             // query: add arms above this line
             _ => Err(ApiError::new(
                 ErrorCode::UnknownOperationException,
@@ -72,11 +88,42 @@ impl Database {
         }
     }
 
+    /// Records a data-plane response's capacity and, unless the client asked for it, removes
+    /// it before encoding.
+    fn metered<R: CarriesCapacity + Serialize, E: Encoding>(
+        &self,
+        meter: Option<MeterRequest>,
+        mut response: R,
+        encoding: &E,
+    ) -> E::Output {
+        if let Some(meter) = meter {
+            self.capacity_meter
+                .record(meter.kind, response.consumed_capacity());
+            if !meter.client_asked {
+                response.clear_consumed_capacity();
+            }
+        }
+        encoding.encode(&response)
+    }
+
     /// Whether [`Database::execute`] knows `operation`.
     pub fn supports(&self, operation: &str) -> bool {
         SUPPORTED_OPERATIONS.contains(&operation)
     }
 }
+
+/// The operations that never wait: they read a snapshot (no collection lock, no WAL write, no
+/// fsync) and take microseconds, so a server may run them on its event-loop threads. Every
+/// other operation may block on a lock or an fsync.
+/// (Control-plane reads stay off the list: DescribeTable may compute statistics over a
+/// whole tree, and neither is hot.)
+pub const NON_WAITING_OPERATIONS: &[&str] = &[
+    "GetItem",
+    "BatchGetItem",
+    "TransactGetItems",
+    "Query",
+    "Scan",
+];
 
 /// Every operation [`Database::execute`] dispatches.
 pub const SUPPORTED_OPERATIONS: &[&str] = &[
@@ -99,3 +146,81 @@ pub const SUPPORTED_OPERATIONS: &[&str] = &[
     "Scan",
     // query: add names above this line
 ];
+
+/// How a data-plane request is metered.
+#[derive(Debug, Clone, Copy)]
+struct MeterRequest {
+    kind: Metered,
+    /// The client asked for ConsumedCapacity itself, so it stays in the response.
+    client_asked: bool,
+}
+
+/// How a typed response becomes the caller's answer.
+trait Encoding {
+    type Output;
+    fn encode<T: Serialize>(&self, response: &T) -> Self::Output;
+}
+
+/// As a `serde_json::Value` (embedded callers, the scenario runner).
+struct ToValue;
+
+impl Encoding for ToValue {
+    type Output = Value;
+    fn encode<T: Serialize>(&self, response: &T) -> Value {
+        encode(response)
+    }
+}
+
+/// As JSON text (the server).
+struct ToJsonText;
+
+impl Encoding for ToJsonText {
+    type Output = Vec<u8>;
+    fn encode<T: Serialize>(&self, response: &T) -> Vec<u8> {
+        // Responses are plain data with string keys, so serialisation cannot fail; if it ever
+        // did, an empty object is still a well-formed answer (as `api::encode` does).
+        serde_json::to_vec(response).unwrap_or_else(|_| b"{}".to_vec())
+    }
+}
+
+/// A data-plane response: the capacity it reports, for metering.
+trait CarriesCapacity {
+    fn consumed_capacity(&self) -> &[ConsumedCapacity];
+    fn clear_consumed_capacity(&mut self);
+}
+
+/// Responses with one ConsumedCapacity.
+macro_rules! carries_one_capacity {
+    ($($response:ty),*) => {$(
+        impl CarriesCapacity for $response {
+            fn consumed_capacity(&self) -> &[ConsumedCapacity] {
+                self.consumed_capacity.as_slice()
+            }
+            fn clear_consumed_capacity(&mut self) {
+                self.consumed_capacity = None;
+            }
+        }
+    )*};
+}
+
+/// Responses with one ConsumedCapacity per table.
+macro_rules! carries_capacity_per_table {
+    ($($response:ty),*) => {$(
+        impl CarriesCapacity for $response {
+            fn consumed_capacity(&self) -> &[ConsumedCapacity] {
+                self.consumed_capacity.as_deref().unwrap_or(&[])
+            }
+            fn clear_consumed_capacity(&mut self) {
+                self.consumed_capacity = None;
+            }
+        }
+    )*};
+}
+
+carries_one_capacity!(PutItemOutput, GetItemOutput, QueryResponse);
+carries_capacity_per_table!(
+    BatchWriteItemOutput,
+    BatchGetItemOutput,
+    TransactWriteItemsOutput,
+    TransactGetItemsOutput
+);

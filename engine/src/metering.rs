@@ -7,7 +7,8 @@
 use std::collections::BTreeMap;
 
 use parking_lot::Mutex;
-use serde_json::Value;
+
+use crate::api::common::ConsumedCapacity;
 
 /// Tables tracked at most; the meter never grows past this (deleted tables' totals stay).
 const TABLES_MAX: usize = 10_000;
@@ -48,27 +49,20 @@ pub struct CapacityMeter {
 }
 
 impl CapacityMeter {
-    /// Adds the `ConsumedCapacity` of a response (one object, or an array of them).
-    pub(crate) fn record(&self, kind: Metered, consumed: &Value) {
-        let entries: Vec<&Value> = match consumed {
-            Value::Array(items) => items.iter().collect(),
-            other => vec![other],
-        };
+    /// Adds the capacity entries of one response.
+    pub(crate) fn record(&self, kind: Metered, consumed: &[ConsumedCapacity]) {
+        if consumed.is_empty() {
+            return;
+        }
         let mut totals = self.totals.lock();
-        for entry in entries {
-            let (Some(table), Some(units)) = (
-                entry.get("TableName").and_then(Value::as_str),
-                entry.get("CapacityUnits").and_then(Value::as_f64),
-            ) else {
-                continue;
-            };
-            if totals.len() >= TABLES_MAX && !totals.contains_key(table) {
+        for entry in consumed {
+            if totals.len() >= TABLES_MAX && !totals.contains_key(&entry.table_name) {
                 continue;
             }
-            let slot = totals.entry(table.to_string()).or_default();
+            let slot = totals.entry(entry.table_name.clone()).or_default();
             match kind {
-                Metered::Read => slot.read_units += units,
-                Metered::Write => slot.write_units += units,
+                Metered::Read => slot.read_units += entry.capacity_units,
+                Metered::Write => slot.write_units += entry.capacity_units,
             }
         }
     }

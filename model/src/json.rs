@@ -16,6 +16,7 @@
 use std::collections::BTreeMap;
 
 use base64::Engine;
+use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
@@ -112,9 +113,48 @@ pub fn item_to_json(item: &Item) -> Value {
     )
 }
 
+/// Writes the same JSON as [`AttributeValue::to_json`] straight to the serializer, without
+/// building a `Value` tree: responses of thousands of attributes are serialised this way.
 impl Serialize for AttributeValue {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.to_json().serialize(serializer)
+        let mut object = serializer.serialize_map(Some(1))?;
+        match self {
+            AttributeValue::S(text) => object.serialize_entry("S", text)?,
+            AttributeValue::N(number) => object.serialize_entry("N", &Displayed(number))?,
+            AttributeValue::B(bytes) => object.serialize_entry("B", &Base64(bytes))?,
+            AttributeValue::Bool(flag) => object.serialize_entry("BOOL", flag)?,
+            AttributeValue::Null => object.serialize_entry("NULL", &true)?,
+            AttributeValue::M(members) => object.serialize_entry("M", members)?,
+            AttributeValue::L(elements) => object.serialize_entry("L", elements)?,
+            AttributeValue::Ss(members) => object.serialize_entry("SS", members)?,
+            AttributeValue::Ns(members) => {
+                let numbers: Vec<Displayed<'_, Number>> = members.iter().map(Displayed).collect();
+                object.serialize_entry("NS", &numbers)?
+            }
+            AttributeValue::Bs(members) => {
+                let encoded: Vec<Base64<'_>> = members.iter().map(|bytes| Base64(bytes)).collect();
+                object.serialize_entry("BS", &encoded)?
+            }
+        }
+        object.end()
+    }
+}
+
+/// Serialises as the JSON string of its `Display` text (numbers in canonical form).
+struct Displayed<'a, T>(&'a T);
+
+impl<T: std::fmt::Display> Serialize for Displayed<'_, T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self.0)
+    }
+}
+
+/// Serialises bytes as the JSON string of their standard base64.
+struct Base64<'a>(&'a [u8]);
+
+impl Serialize for Base64<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&encode_base64(self.0))
     }
 }
 

@@ -1,4 +1,4 @@
-//! The engine behind the transport: every operation goes to `Database::execute`.
+//! The engine behind the transport: every operation goes to `Database::execute_to_json`.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -21,12 +21,16 @@ impl EngineHandler {
 }
 
 impl DynamoHandler for EngineHandler {
-    fn handle(&self, operation: &str, body: Value) -> Result<Value, ApiError> {
-        self.database.execute(operation, body)
+    fn handle(&self, operation: &str, body: Value) -> Result<Vec<u8>, ApiError> {
+        self.database.execute_to_json(operation, body)
     }
 
     fn operations(&self) -> &[&'static str] {
         engine::SUPPORTED_OPERATIONS
+    }
+
+    fn runs_inline(&self, operation: &str) -> bool {
+        engine::NON_WAITING_OPERATIONS.contains(&operation)
     }
 
     fn render_metrics(&self, out: &mut String) {

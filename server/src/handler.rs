@@ -11,19 +11,27 @@ use serde_json::Value;
 /// (`ValidationException`), semantic checks, then execution.
 ///
 /// Calls run on tokio's blocking pool (`spawn_blocking`), so a handler may block on fsync or
-/// locks. A panic in a handler is caught and answered as `InternalServerError`.
+/// locks, except the operations [`DynamoHandler::runs_inline`] names, which run on the
+/// connection's own task because handing them to another thread would cost more than they do.
+/// A panic in a handler is caught and answered as `InternalServerError`.
 pub trait DynamoHandler: Send + Sync + 'static {
     /// Runs `operation` (the `X-Amz-Target` suffix, e.g. `"PutItem"`, always one of
     /// [`DynamoHandler::operations`]) on `body`, the request's JSON object.
     ///
-    /// The returned value should be a JSON object; `Value::Null` is answered as `{}`. An
-    /// error's `extra` members (`CancellationReasons`, `Item`, …) become further top-level
-    /// members of the error body.
-    fn handle(&self, operation: &str, body: Value) -> Result<Value, ApiError>;
+    /// Returns the response body: the JSON text of an object. An error's `extra` members
+    /// (`CancellationReasons`, `Item`, …) become further top-level members of the error body.
+    fn handle(&self, operation: &str, body: Value) -> Result<Vec<u8>, ApiError>;
 
     /// The operation names this handler knows; any other target is answered with
     /// `UnknownOperationException` without calling the handler.
     fn operations(&self) -> &[&'static str];
+
+    /// Whether `operation` may run on the async runtime's own threads: true only for
+    /// operations that never wait (no fsync, no lock a writer holds across I/O) and take
+    /// microseconds. The default runs everything on the blocking pool.
+    fn runs_inline(&self, _operation: &str) -> bool {
+        false
+    }
 
     /// Appends engine statistics to the `/metrics` page, in Prometheus text format (one
     /// `# TYPE` line per metric family, names prefixed `shoal_`). The default adds nothing.

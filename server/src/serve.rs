@@ -23,6 +23,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use model::{ApiError, ErrorCode};
 use std::convert::Infallible;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::net::TcpListener;
@@ -245,14 +246,18 @@ async fn handle_api(
     let operation = decoded.operation;
     let handler = Arc::clone(&state.handler);
     let started = Instant::now();
-    let result = tokio::task::spawn_blocking(move || handler.handle(operation, decoded.body)).await;
+    let result = if handler.runs_inline(operation) {
+        // A panic must still become a 500 rather than a dropped connection, as it does on the
+        // blocking pool.
+        std::panic::catch_unwind(AssertUnwindSafe(|| handler.handle(operation, decoded.body)))
+            .map_err(|_| "handler panicked".to_string())
+    } else {
+        tokio::task::spawn_blocking(move || handler.handle(operation, decoded.body))
+            .await
+            .map_err(|join_error| join_error.to_string())
+    };
     let (response, outcome) = match result {
-        Ok(Ok(value)) => {
-            let body = if value.is_null() {
-                "{}".to_owned()
-            } else {
-                value.to_string()
-            };
+        Ok(Ok(body)) => {
             let ok = response(StatusCode::OK, AMZ_JSON_CONTENT_TYPE, body, request_id);
             (ok, Outcome::Success)
         }
@@ -264,8 +269,8 @@ async fn handle_api(
             };
             (error_response(&error, request_id), outcome)
         }
-        Err(join_error) => {
-            tracing::error!(operation, request_id, error = %join_error, "handler panicked");
+        Err(panic) => {
+            tracing::error!(operation, request_id, error = %panic, "handler panicked");
             let error = ApiError::new(ErrorCode::InternalServerError, "Internal server error");
             (error_response(&error, request_id), Outcome::ServerError)
         }

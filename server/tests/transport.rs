@@ -144,13 +144,16 @@ async fn handler_errors_keep_their_namespace_status_and_extra_fields() {
     assert_eq!(response.status, 500);
     assert_eq!(response.error_code(), "InternalServerError");
 
-    // A panicking handler is a 500, and the server goes on serving.
-    let response = send_raw(server.address, &api_call("Query", "{}")).await;
-    assert_eq!(response.status, 500);
-    response.assert_standard_headers();
-    assert_eq!(response.error_code(), "InternalServerError");
-    let response = send_raw(server.address, &api_call("GetItem", "{}")).await;
-    assert_eq!(response.status, 200);
+    // A panicking handler is a 500, and the server goes on serving, whether the operation ran
+    // inline (Query) or on the blocking pool (UpdateItem).
+    for operation in ["Query", "UpdateItem"] {
+        let response = send_raw(server.address, &api_call(operation, "{}")).await;
+        assert_eq!(response.status, 500, "{operation}");
+        response.assert_standard_headers();
+        assert_eq!(response.error_code(), "InternalServerError");
+        let response = send_raw(server.address, &api_call("GetItem", "{}")).await;
+        assert_eq!(response.status, 200);
+    }
     server.stop().await;
 }
 

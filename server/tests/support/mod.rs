@@ -29,13 +29,20 @@ impl DynamoHandler for FakeHandler {
             "TransactWriteItems",
             "Scan",
             "Query",
+            "UpdateItem",
         ]
     }
 
-    fn handle(&self, operation: &str, body: Value) -> Result<Value, ApiError> {
+    /// Query and GetItem run on the connection's task, the rest on the blocking pool, so the
+    /// tests cover both paths (including a panic on each).
+    fn runs_inline(&self, operation: &str) -> bool {
+        matches!(operation, "Query" | "GetItem")
+    }
+
+    fn handle(&self, operation: &str, body: Value) -> Result<Vec<u8>, ApiError> {
         match operation {
-            "PutItem" => Ok(body),
-            "GetItem" => Ok(Value::Null),
+            "PutItem" => Ok(body.to_string().into_bytes()),
+            "GetItem" => Ok(b"{}".to_vec()),
             "DeleteItem" => Err(ApiError::validation("canned validation")),
             "TransactWriteItems" => Err(ApiError::new(
                 ErrorCode::TransactionCanceledException,
@@ -46,7 +53,8 @@ impl DynamoHandler for FakeHandler {
                 json!([{"Code": "ConditionalCheckFailed", "Message": "The conditional request failed"}]),
             )),
             "Scan" => Err(ApiError::new(ErrorCode::InternalServerError, "canned internal")),
-            "Query" => panic!("canned handler panic"),
+            "Query" => panic!("canned handler panic, inline"),
+            "UpdateItem" => panic!("canned handler panic, on the blocking pool"),
             _ => Err(ApiError::new(ErrorCode::UnknownOperationException, "")),
         }
     }
