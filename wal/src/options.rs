@@ -35,7 +35,9 @@ pub struct WalOptions {
     pub group_bytes_max: usize,
     /// Fill new segments with zeros up to `segment_size_bytes` when creating them, so that
     /// commits overwrite allocated blocks and fdatasync needs no metadata update. Costs one
-    /// write of `segment_size_bytes` per new segment (not for recycled ones).
+    /// write of `segment_size_bytes` per new segment (not for recycled ones). Ignored with
+    /// [`Durability::None`], which never fdatasyncs a commit (see
+    /// [`WalOptions::preallocate_bytes`]).
     pub preallocate_segments: bool,
 }
 
@@ -57,6 +59,17 @@ impl Default for WalOptions {
 const INTERVAL_MIN: Duration = Duration::from_millis(1);
 
 impl WalOptions {
+    /// Bytes of zeros a fresh segment is filled with. Preallocation only pays where commits
+    /// are fdatasynced; with `Durability::None` it would double the bytes written and put a
+    /// segment-sized write and fdatasync on the write path at every rotation.
+    pub fn preallocate_bytes(&self) -> u64 {
+        if self.preallocate_segments && self.durability != Durability::None {
+            self.segment_size_bytes
+        } else {
+            0
+        }
+    }
+
     pub(crate) fn validate(&self) -> Result<(), WalError> {
         let invalid = |reason: String| Err(WalError::InvalidOptions(reason));
         let segment_size_min = SEGMENT_HEADER_RECORD_BYTES + HEADER_BYTES as u64;

@@ -209,11 +209,7 @@ pub fn recover<E: From<WalError>>(
     let source = match recycled.pop_front() {
         Some(old_number) => SegmentSource::Recycled(old_number),
         None => SegmentSource::Fresh {
-            preallocate_bytes: if options.preallocate_segments {
-                options.segment_size_bytes
-            } else {
-                0
-            },
+            preallocate_bytes: options.preallocate_bytes(),
         },
     };
     let file = start_segment(fs, dir, number, source, next_seq, predecessor)?;

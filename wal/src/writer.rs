@@ -218,7 +218,7 @@ impl Log {
         let source = match self.catalog.lock().recycled.pop_front() {
             Some(old_number) => SegmentSource::Recycled(old_number),
             None => SegmentSource::Fresh {
-                preallocate_bytes: self.preallocate_bytes(),
+                preallocate_bytes: self.options.preallocate_bytes(),
             },
         };
         let predecessor = Predecessor {
@@ -245,14 +245,6 @@ impl Log {
             size_bytes: writer.position,
         });
         Ok(())
-    }
-
-    pub fn preallocate_bytes(&self) -> u64 {
-        if self.options.preallocate_segments {
-            self.options.segment_size_bytes
-        } else {
-            0
-        }
     }
 
     /// Deletes or recycles the segments whose every batch has sequence number <= `seq`.

@@ -68,6 +68,37 @@ fn round_trip_on_real_files_with_preallocation() {
 }
 
 #[test]
+fn durability_none_never_preallocates() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("wal");
+    let options = |durability| WalOptions {
+        segment_size_bytes: 1 << 20,
+        preallocate_segments: true,
+        durability,
+        ..WalOptions::default()
+    };
+    let fs = vfs::RealFs::shared();
+    let (wal, _) = open(fs.clone(), &dir, options(Durability::None)).unwrap();
+    for i in 0..10 {
+        wal.commit(TestBatch::new(payload(i), 1)).unwrap();
+    }
+    drop(wal);
+    let numbers = segment_numbers(&fs, &dir);
+    let only = dir.join(format!("{:020}.log", numbers[0]));
+    assert!(
+        fs.file_size(&only).unwrap() < 64 << 10,
+        "a None-mode segment holds only what was written"
+    );
+    // The same options with fdatasynced commits do preallocate the next fresh segment.
+    let (wal, replayed) = open(fs.clone(), &dir, options(Durability::Sync)).unwrap();
+    assert_eq!(replayed.len(), 10);
+    drop(wal);
+    let newest = *segment_numbers(&fs, &dir).last().unwrap();
+    let newest = dir.join(format!("{newest:020}.log"));
+    assert!(fs.file_size(&newest).unwrap() >= 1 << 20);
+}
+
+#[test]
 fn applier_calls_carry_first_seqs_and_publish_the_last_seq() {
     let sim = SimFs::new();
     let (wal, _) = open(sim.fs(), &wal_dir(), small_options()).unwrap();
