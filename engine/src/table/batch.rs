@@ -30,7 +30,7 @@ use crate::table::catalog::TableDef;
 use crate::table::collection::{self, CollectionRecord};
 use crate::table::locks::CollectionLocks;
 use crate::table::write::{
-    key_from_request, key_of_item, plan_write, ItemKey, WriteCapacity, WritePlan,
+    key_from_request, key_of_item, plan_write, replanning, ItemKey, WriteCapacity, WritePlan,
     KEY_SCHEMA_MISMATCH_MESSAGE,
 };
 
@@ -51,6 +51,13 @@ impl Database {
     pub fn batch_write_item(
         &self,
         input: BatchWriteItemInput,
+    ) -> Result<BatchWriteItemOutput, ApiError> {
+        replanning(|| self.batch_write_item_attempt(&input))
+    }
+
+    fn batch_write_item_attempt(
+        &self,
+        input: &BatchWriteItemInput,
     ) -> Result<BatchWriteItemOutput, ApiError> {
         let (options, request_items) = input.check_constraints()?;
         for request in request_items.values().flatten() {

@@ -23,7 +23,8 @@ use crate::table::capacity::{read_units, ReadConsistency};
 use crate::table::catalog::TableDef;
 use crate::table::collection::{self, CollectionRecord};
 use crate::table::write::{
-    check_new_item, check_update_key_paths, key_from_request, key_of_item, plan_write, WritePlan,
+    check_new_item, check_update_key_paths, key_from_request, key_of_item, plan_write, replanning,
+    WritePlan,
 };
 
 /// DynamoDB's text for a failed condition.
@@ -32,6 +33,10 @@ pub const CONDITION_FAILED_MESSAGE: &str = "The conditional request failed";
 impl Database {
     /// PutItem: creates or replaces a whole item.
     pub fn put_item(&self, input: PutItemInput) -> Result<PutItemOutput, ApiError> {
+        replanning(|| self.put_item_attempt(&input))
+    }
+
+    fn put_item_attempt(&self, input: &PutItemInput) -> Result<PutItemOutput, ApiError> {
         let options = input.check_constraints()?;
         only_all_old_or_none(options.return_values)?;
         let condition = {
@@ -48,12 +53,13 @@ impl Database {
             )?;
             parsed.condition
         };
+        let no_item = Item::new();
         // Present: the constraints above require it.
-        let item = input.item.unwrap_or_default();
-        model::check_item_limits(&item, false)?;
+        let item = input.item.as_ref().unwrap_or(&no_item);
+        model::check_item_limits(item, false)?;
         let table = self.table(input.table_name.as_deref().unwrap_or_default())?;
-        let key = key_of_item(&table, &item)?;
-        check_new_item(&table, &item, false)?;
+        let key = key_of_item(&table, item)?;
+        check_new_item(&table, item, false)?;
 
         let (old, plan, record) = {
             let _collection = self.locks.lock(table.tree, &key.partition_prefix()?);
@@ -63,7 +69,7 @@ impl Database {
                 old.as_ref(),
                 options.return_old_on_condition_failure,
             )?;
-            let plan = plan_write(&table, &key, old.as_ref(), Some(&item), false)?;
+            let plan = plan_write(&table, &key, old.as_ref(), Some(item), false)?;
             let record = self.commit_one(&table, &plan)?;
             (old, plan, record)
         };
@@ -76,6 +82,10 @@ impl Database {
 
     /// DeleteItem: removes an item (a missing item is not an error).
     pub fn delete_item(&self, input: DeleteItemInput) -> Result<DeleteItemOutput, ApiError> {
+        replanning(|| self.delete_item_attempt(&input))
+    }
+
+    fn delete_item_attempt(&self, input: &DeleteItemInput) -> Result<DeleteItemOutput, ApiError> {
         let options = input.check_constraints()?;
         only_all_old_or_none(options.return_values)?;
         let values_error = "ExpressionAttributeValues can only be specified when using expressions: ConditionExpression is null";
@@ -114,6 +124,10 @@ impl Database {
 
     /// UpdateItem: edits an item in place, creating it when it does not exist.
     pub fn update_item(&self, input: UpdateItemInput) -> Result<UpdateItemOutput, ApiError> {
+        replanning(|| self.update_item_attempt(&input))
+    }
+
+    fn update_item_attempt(&self, input: &UpdateItemInput) -> Result<UpdateItemOutput, ApiError> {
         let options = input.check_constraints()?;
         let values_error =
             "ExpressionAttributeValues can only be specified when using expressions: UpdateExpression and ConditionExpression are null";
@@ -142,13 +156,22 @@ impl Database {
                 old.as_ref(),
                 options.return_old_on_condition_failure,
             )?;
-            let base = old.clone().unwrap_or_else(|| key.to_item(&table));
+            // `apply` copies the item it starts from, so the stored item is lent to it rather
+            // than cloned once more (that clone was ~3% of an UpdateItem of a ~1 KB item).
+            let key_only;
+            let base = match &old {
+                Some(old) => old,
+                None => {
+                    key_only = key.to_item(&table);
+                    &key_only
+                }
+            };
             let (new, touched) = match &update {
                 Some(update) => {
-                    let outcome = update.apply(&base)?;
+                    let outcome = update.apply(base)?;
                     (outcome.item, outcome.touched_paths)
                 }
-                None => (base, Vec::new()),
+                None => (base.clone(), Vec::new()),
             };
             model::check_item_limits(&new, true)?;
             check_new_item(&table, &new, true)?;

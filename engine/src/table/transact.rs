@@ -40,8 +40,8 @@ use crate::table::collection::{self, CollectionDelta, COLLECTION_SIZE_EXCEEDED_M
 use crate::table::keys;
 use crate::table::locks::CollectionLocks;
 use crate::table::write::{
-    check_new_item, check_update_key_paths, key_from_request, key_of_item, plan_write, ItemKey,
-    WriteCapacity, WritePlan,
+    check_new_item, check_update_key_paths, key_from_request, key_of_item, plan_write, replanning,
+    ItemKey, WriteCapacity, WritePlan,
 };
 
 /// How long a completed transaction's `ClientRequestToken` is remembered.
@@ -133,6 +133,13 @@ impl Database {
         &self,
         input: TransactWriteItemsInput,
     ) -> Result<TransactWriteItemsOutput, ApiError> {
+        replanning(|| self.transact_write_items_attempt(&input))
+    }
+
+    fn transact_write_items_attempt(
+        &self,
+        input: &TransactWriteItemsInput,
+    ) -> Result<TransactWriteItemsOutput, ApiError> {
         let (options, views) = input.check_constraints()?;
         let mut parsed = Vec::with_capacity(views.len());
         for view in &views {
@@ -151,7 +158,7 @@ impl Database {
         let Some(token) = input.client_request_token.as_deref() else {
             return self.run_write_transaction(options, &actions);
         };
-        let fingerprint = fingerprint(&input)?;
+        let fingerprint = fingerprint(input)?;
         if let Some(output) = self
             .transaction_tokens
             .begin(token, &fingerprint, Instant::now())?

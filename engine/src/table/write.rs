@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use model::{ApiError, AttributeValue, Item};
+use model::{ApiError, AttributeValue, ErrorCode, Item};
 
 use crate::api::common::{Capacity, ConsumedCapacity, ReturnConsumedCapacity};
 use crate::database::{internal, Database};
@@ -448,6 +448,37 @@ fn index_location(table: &TableDef, index: IndexRef) -> Result<(TreeId, &str), A
     .ok_or_else(|| internal(format!("index {index:?} is not in table {}", table.name)))
 }
 
+/// The refusal of [`Database::check_definition_current`]; a client only sees it when the
+/// indexes kept changing through every re-run.
+const DEFINITION_CHANGED_MESSAGE: &str =
+    "The table's indexes changed while the write was being planned; retry the request";
+
+/// Runs a whole write operation at most this many times while the table's indexes change
+/// under it (each change is an UpdateTable, so more than a few in a row is pathological).
+const WRITE_ATTEMPTS_MAX: usize = 8;
+
+/// Runs `attempt` (a whole write operation: validation against the table's current
+/// definition, planning and commit) again when it was refused because the table's indexes
+/// changed while it planned. A refused attempt wrote nothing, so running it again is safe;
+/// DynamoDB never shows a GSI being added or removed to writers as an error.
+pub(crate) fn replanning<T>(
+    mut attempt: impl FnMut() -> Result<T, ApiError>,
+) -> Result<T, ApiError> {
+    let mut attempts = 1;
+    loop {
+        match attempt() {
+            Err(error)
+                if attempts < WRITE_ATTEMPTS_MAX
+                    && error.code == ErrorCode::InternalServerError
+                    && error.message == DEFINITION_CHANGED_MESSAGE =>
+            {
+                attempts += 1;
+            }
+            outcome => return outcome,
+        }
+    }
+}
+
 impl Database {
     /// The stored item with `key`, as of `snapshot` (or now).
     pub(crate) fn read_item(
@@ -520,7 +551,8 @@ impl Database {
     /// collection locks): the plans would miss or invent index entries. Checked under the
     /// collection locks; a backfill sweeps every lock stripe after changing the catalog, so
     /// a write either commits before the backfill reads its item or sees the new
-    /// definition here. The refusal is an InternalServerError, which clients retry.
+    /// definition here. Nothing has been written when this refuses, so the write operations
+    /// run again from the start ([`replanning`]) with the new definition.
     fn check_definition_current(&self, table: &TableDef) -> Result<(), ApiError> {
         let catalog = self.catalog.read();
         let Some(current) = catalog.get(&table.name) else {
@@ -543,10 +575,10 @@ impl Database {
         if same_indexes {
             Ok(())
         } else {
-            Err(internal(format!(
-                "the indexes of table {} changed during the write; retry the request",
-                table.name
-            )))
+            Err(ApiError::new(
+                ErrorCode::InternalServerError,
+                DEFINITION_CHANGED_MESSAGE,
+            ))
         }
     }
 
@@ -609,6 +641,46 @@ mod tests {
         CATALOG_FORMAT,
     };
     use model::{Number, ScalarType};
+
+    fn definition_changed() -> ApiError {
+        ApiError::new(ErrorCode::InternalServerError, DEFINITION_CHANGED_MESSAGE)
+    }
+
+    #[test]
+    fn replanning_reruns_only_refusals_for_changed_indexes_and_is_bounded() {
+        let mut calls = 0;
+        let outcome = replanning(|| {
+            calls += 1;
+            if calls < 3 {
+                Err(definition_changed())
+            } else {
+                Ok(calls)
+            }
+        });
+        assert_eq!(outcome.unwrap(), 3);
+
+        calls = 0;
+        let outcome: Result<(), ApiError> = replanning(|| {
+            calls += 1;
+            Err(definition_changed())
+        });
+        assert_eq!(outcome.unwrap_err().message, DEFINITION_CHANGED_MESSAGE);
+        assert_eq!(calls, WRITE_ATTEMPTS_MAX);
+
+        // Any other error, even another InternalServerError, is answered at once.
+        for error in [
+            ApiError::validation("bad"),
+            ApiError::new(ErrorCode::InternalServerError, "disk on fire"),
+        ] {
+            calls = 0;
+            let outcome: Result<(), ApiError> = replanning(|| {
+                calls += 1;
+                Err(error.clone())
+            });
+            assert_eq!(outcome.unwrap_err(), error);
+            assert_eq!(calls, 1);
+        }
+    }
 
     fn schema(hash: &str, range: Option<&str>) -> KeySchema {
         KeySchema {
