@@ -9,11 +9,22 @@
 //! `l0_trigger_files` files. Level sizes follow *dynamic level sizing* (RocksDB's
 //! `level_compaction_dynamic_level_bytes`): the last level's target is the size of the largest
 //! level, each level above it is `level_ratio` times smaller, and L0 flushes go straight to the
-//! *base level*, the highest level whose target is still above `base_level_bytes`. So the last
-//! level holds about 90% of the data and a small tree does not rewrite data through six levels.
+//! *base level*, the deepest level whose share fits in `base_level_bytes` (so its target lies
+//! between `base_level_bytes / level_ratio` and `base_level_bytes`). Unlike RocksDB, which
+//! raises every target to at least `base_level_bytes`, the targets follow the largest level
+//! exactly. That floor lets the levels above the last hold up to `base_level_bytes` more (as
+//! much as the last level itself when it is just over `base_level_bytes`), and under
+//! overwrites every byte there is a stale copy of a key the last level also holds. Without it
+//! the levels above the last hold at most `1/(level_ratio - 1)` of it (11% at ratio 10): the
+//! last level holds about 90% of the data.
+//!
 //! Among levels over their target (and L0 over its trigger), the most over wins; from that level
 //! the file that overlaps the fewest bytes of the next level (relative to its own size) is
 //! chosen, and a file that overlaps nothing is moved down without rewriting (trivial move).
+//! L0's score is its file count over the trigger, or, once it reaches the trigger, its bytes
+//! over the base level's target if that is higher: a small base level is over its target after
+//! every L0 job, and scoring L0 by file count alone would let it drain the base level while L0
+//! piles up (RocksDB scores L0 the same way for the same reason).
 //!
 //! **Size-tiered**. Every L0 file is a sorted run, and each non-empty lower level is one run.
 //! Once there are `l0_trigger_files` runs, it merges a window of adjacent runs (never skipping
@@ -193,7 +204,7 @@ fn total_bytes<'a>(files: impl IntoIterator<Item = &'a FileView>) -> u64 {
         .fold(0u64, |sum, f| sum.saturating_add(f.size_bytes))
 }
 
-/// Computes the dynamic level targets for `view`.
+/// Computes the dynamic level targets for `view` (see the module docs).
 pub fn level_targets(view: &LevelsView, opts: &PolicyOptions) -> LevelTargets {
     let last = last_level(view, opts);
     let ratio = opts.level_ratio.max(2);
@@ -212,11 +223,19 @@ pub fn level_targets(view: &LevelsView, opts: &PolicyOptions) -> LevelTargets {
     }
 
     let mut target_bytes = vec![0u64; last + 1];
+    // A tree whose largest level fits the base target is one level (plus L0); its target
+    // only matters for reporting, since the last level never compacts by size.
+    target_bytes[last] = largest_level_bytes.max(base_bytes);
     let mut level_target = largest_level_bytes;
-    for level in (base_level..=last).rev() {
-        target_bytes[level] = level_target.max(base_bytes);
+    for level in (base_level..last).rev() {
         level_target /= ratio;
+        // At least one byte: a target of 0 means "above the base level".
+        target_bytes[level] = level_target.max(1);
     }
+    debug_assert!(
+        (base_level..last).all(|level| target_bytes[level] <= target_bytes[level + 1]),
+        "level targets must grow downwards: {target_bytes:?}"
+    );
     LevelTargets {
         base_level,
         target_bytes,
@@ -324,8 +343,7 @@ fn pick_leveled(view: &LevelsView, opts: &PolicyOptions) -> Option<Job> {
     // Score every level that can start a compaction: L0 by file count, the others by bytes
     // not already being compacted over their target. The last level never compacts by size.
     let mut scored: Vec<(f64, usize)> = Vec::with_capacity(last);
-    let l0_files = level_files(view, 0).len();
-    scored.push((l0_files as f64 / opts.l0_trigger_files.max(1) as f64, 0));
+    scored.push((l0_score(view, opts, &targets), 0));
     for level in 1..last {
         let files = level_files(view, level);
         let idle_bytes = total_bytes(files.iter().filter(|f| !f.being_compacted));
@@ -350,6 +368,21 @@ fn pick_leveled(view: &LevelsView, opts: &PolicyOptions) -> Option<Job> {
                 pick_level_file(view, level)
             }
         })
+}
+
+/// L0's score (module docs): its file count over the trigger, raised to its bytes over the
+/// base level's target once the trigger is reached.
+fn l0_score(view: &LevelsView, opts: &PolicyOptions, targets: &LevelTargets) -> f64 {
+    let l0 = level_files(view, 0);
+    let trigger = opts.l0_trigger_files.max(1);
+    let by_count = l0.len() as f64 / trigger as f64;
+    if l0.len() < trigger {
+        return by_count;
+    }
+    let base_target = targets.target_bytes[targets.base_level].max(1);
+    let by_bytes =
+        total_bytes(l0.iter().filter(|f| !f.being_compacted)) as f64 / base_target as f64;
+    by_count.max(by_bytes)
 }
 
 /// L0 into the base level (or into a higher level that still holds data in the range, since
@@ -701,15 +734,76 @@ mod tests {
         let mut levels = vec![Vec::new(); 6];
         levels.push(vec![file(1, 10_000 * MIB, "a", "z")]);
         let targets = level_targets(&view(levels), &opts);
-        // 10000 MiB -> L5 1000, L4 100, L3 10 (<= 64: base level, floored at 64 MiB).
+        // 10000 MiB -> L5 1000, L4 100, L3 10 (fits 64 MiB: the base level).
         assert_eq!(targets.base_level, 3);
         assert_eq!(
             targets.target_bytes,
-            vec![0, 0, 0, 64 * MIB, 100 * MIB, 1000 * MIB, 10_000 * MIB]
+            vec![0, 0, 0, 10 * MIB, 100 * MIB, 1000 * MIB, 10_000 * MIB]
         );
         let small = level_targets(&view(vec![vec![], vec![file(1, MIB, "a", "b")]]), &opts);
         assert_eq!(small.base_level, 6);
         assert_eq!(small.target_bytes[6], 64 * MIB);
+    }
+
+    #[test]
+    fn levels_above_the_last_hold_at_most_a_ninth_of_it_at_every_size() {
+        // Whatever the tree's size relative to the base target (this includes a last level
+        // just over the base target, where the levels above used to be raised to the base
+        // target and could hold half as much as the last one), full levels above the last add
+        // at most 1/(ratio - 1) of it: the last level holds at least 90% of the bytes.
+        let opts = PolicyOptions {
+            base_level_bytes: 32 * MIB,
+            ..PolicyOptions::default()
+        };
+        for last_level_bytes in [
+            33 * MIB,
+            61 * MIB,
+            320 * MIB,
+            330 * MIB,
+            640 * MIB,
+            5_000 * MIB,
+            100_000 * MIB,
+        ] {
+            let mut levels = vec![Vec::new(); 6];
+            levels.push(vec![file(1, last_level_bytes, "a", "z")]);
+            let targets = level_targets(&view(levels), &opts);
+            let above: u64 = targets.target_bytes[..6].iter().sum();
+            let last_share = last_level_bytes as f64 / (last_level_bytes + above) as f64;
+            assert!(
+                last_share >= 0.9,
+                "{last_level_bytes} bytes: {targets:?}, last level share {last_share:.3}"
+            );
+            let base_target = targets.target_bytes[targets.base_level];
+            assert!(
+                base_target <= opts.base_level_bytes && base_target > opts.base_level_bytes / 10,
+                "{last_level_bytes} bytes: base target {base_target}"
+            );
+        }
+    }
+
+    #[test]
+    fn l0_at_trigger_outscores_a_small_base_level_by_its_bytes() {
+        // L6 holds 400 MiB, so the base level is L5 with a 40 MiB target. L5 is twice over it,
+        // but L0's four 64 MiB files are over six times the base target: L0 goes first, where
+        // a score by file count alone (1.0) would leave it waiting behind L5.
+        let opts = PolicyOptions::default();
+        let mut levels = vec![(0..4)
+            .rev()
+            .map(|n| file(100 + n, 64 * MIB, "a", "z"))
+            .collect::<Vec<_>>()];
+        levels.resize(5, Vec::new());
+        levels.push(vec![file(10, 80 * MIB, "a", "z")]);
+        levels.push(vec![file(20, 400 * MIB, "a", "z")]);
+        let targets = level_targets(&view(levels.clone()), &opts);
+        assert_eq!((targets.base_level, targets.target_bytes[5]), (5, 40 * MIB));
+        let job = pick(&view(levels.clone()), &opts).unwrap();
+        assert_eq!(job.inputs[0], (0, vec![103, 102, 101, 100]));
+        assert_eq!(job.output_level, 5);
+
+        // Below the trigger, L0's bytes do not count: L5 goes.
+        levels[0].truncate(3);
+        let job = pick(&view(levels), &opts).unwrap();
+        assert_eq!(job.inputs[0], (5, vec![10]));
     }
 
     #[test]
@@ -775,7 +869,7 @@ mod tests {
     fn not_bottommost_when_a_lower_level_overlaps() {
         let opts = PolicyOptions::default();
         let mut levels = vec![Vec::new(); 4];
-        // Base level 4 (L6 holds 2000 MiB -> L5 200, L4 20 -> floored 64). L4 over target.
+        // Base level 4 (L6 holds 2000 MiB -> L5 200, L4 20, which fits 64). L4 over target.
         levels.push(vec![file(10, 100 * MIB, "a", "b")]);
         levels.push(vec![]);
         levels.push(vec![file(30, 2000 * MIB, "a", "z")]);
