@@ -247,8 +247,15 @@ struct SectionCursor<'a> {
     iter: DbIterator,
 }
 
+/// Entries of other sections a [`SectionCursor`] steps over before it seeks. A seek opens a
+/// new iterator over every memtable and SSTable, which costs more than reading a few
+/// entries; a partition of one item has only a few to pass (an entry per LSI and the
+/// collection record), a large partition has many and gets its seek.
+const SKIPPED_BEFORE_SEEK_MAX: usize = 4;
+
 impl EntryCursor for SectionCursor<'_> {
     fn advance(&mut self) -> Result<bool, ApiError> {
+        let mut skipped = 0;
         loop {
             if !self.iter.advance()? {
                 return Ok(false);
@@ -256,18 +263,24 @@ impl EntryCursor for SectionCursor<'_> {
             let key = self.iter.key();
             let (prefix_len, section) =
                 keys::split_table_key(key, self.partition_key_type).map_err(internal)?;
+            if section == self.section {
+                return Ok(true);
+            }
+            skipped += 1;
+            if skipped <= SKIPPED_BEFORE_SEEK_MAX {
+                continue;
+            }
+            skipped = 0;
             // Each seek moves strictly forward, so the loop ends.
-            let seek_to = match section.cmp(&self.section) {
-                std::cmp::Ordering::Equal => return Ok(true),
-                std::cmp::Ordering::Less => {
-                    let mut next = key[..prefix_len].to_vec();
-                    next.push(self.section);
-                    next
-                }
-                std::cmp::Ordering::Greater => match keys::prefix_successor(&key[..prefix_len]) {
+            let seek_to = if section < self.section {
+                let mut next = key[..prefix_len].to_vec();
+                next.push(self.section);
+                next
+            } else {
+                match keys::prefix_successor(&key[..prefix_len]) {
                     Some(next_partition) => next_partition,
                     None => return Ok(false),
-                },
+                }
             };
             let upper = match &self.upper {
                 Bound::Included(k) => Bound::Included(k.as_slice()),
@@ -292,6 +305,95 @@ impl EntryCursor for SectionCursor<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Options;
+    use serde_json::json;
+
+    /// A table with two LSIs: one partition of `big_items` items (so far more entries of
+    /// other sections than `SKIPPED_BEFORE_SEEK_MAX` lie between sections: the cursor must
+    /// seek) and 20 partitions of one item (few enough to step over).
+    fn table_with_mixed_partitions(big_items: usize) -> Database {
+        let db = Database::open_in_memory(Options::default()).unwrap();
+        let key = |name: &str, kind: &str| json!({"AttributeName": name, "KeyType": kind});
+        let lsi = |name: &str, range: &str| {
+            json!({"IndexName": name, "KeySchema": [key("pk", "HASH"), key(range, "RANGE")],
+                   "Projection": {"ProjectionType": "KEYS_ONLY"}})
+        };
+        db.execute(
+            "CreateTable",
+            json!({
+                "TableName": "Tbl",
+                "AttributeDefinitions": [
+                    {"AttributeName": "pk", "AttributeType": "S"},
+                    {"AttributeName": "sk", "AttributeType": "S"},
+                    {"AttributeName": "l1", "AttributeType": "N"},
+                    {"AttributeName": "l2", "AttributeType": "N"}
+                ],
+                "KeySchema": [key("pk", "HASH"), key("sk", "RANGE")],
+                "LocalSecondaryIndexes": [lsi("ByL1", "l1"), lsi("ByL2", "l2")],
+                "BillingMode": "PAY_PER_REQUEST"
+            }),
+        )
+        .unwrap();
+        let put = |pk: String, i: usize| {
+            let item = json!({"pk": {"S": pk}, "sk": {"S": format!("s{i:03}")},
+                              "l1": {"N": i.to_string()}, "l2": {"N": i.to_string()}});
+            db.execute("PutItem", json!({"TableName": "Tbl", "Item": item}))
+                .unwrap();
+        };
+        for i in 0..big_items {
+            put("big".to_string(), i);
+        }
+        for partition in 0..20 {
+            put(format!("small{partition}"), 0);
+        }
+        db
+    }
+
+    /// Every (pk, sk) a scan of `index` returns, over all pages of `limit` items.
+    fn scanned_keys(db: &Database, index: Option<&str>, limit: i64) -> Vec<(String, String)> {
+        let mut keys = Vec::new();
+        let mut start = None;
+        loop {
+            let response = db
+                .scan(ScanRequest {
+                    table_name: Some("Tbl".to_string()),
+                    index_name: index.map(str::to_string),
+                    limit: Some(limit),
+                    exclusive_start_key: start,
+                    ..Default::default()
+                })
+                .unwrap();
+            for item in response.items.unwrap() {
+                let text = |name: &str| match item.get(name) {
+                    Some(model::AttributeValue::S(text)) => text.clone(),
+                    other => panic!("{name}: {other:?}"),
+                };
+                keys.push((text("pk"), text("sk")));
+            }
+            start = response.last_evaluated_key;
+            if start.is_none() {
+                return keys;
+            }
+        }
+    }
+
+    #[test]
+    fn section_cursor_steps_over_and_seeks_past_other_sections() {
+        let big_items = 3 * SKIPPED_BEFORE_SEEK_MAX;
+        let db = table_with_mixed_partitions(big_items);
+        let mut expected: Vec<(String, String)> = (0..big_items)
+            .map(|i| ("big".to_string(), format!("s{i:03}")))
+            .chain((0..20).map(|p| (format!("small{p}"), "s000".to_string())))
+            .collect();
+        expected.sort();
+        for index in [None, Some("ByL1"), Some("ByL2")] {
+            for limit in [1, 7, 1000] {
+                let mut keys = scanned_keys(&db, index, limit);
+                keys.sort();
+                assert_eq!(keys, expected, "index {index:?}, limit {limit}");
+            }
+        }
+    }
 
     #[test]
     fn segment_parameters_use_dynamodb_texts() {
