@@ -52,6 +52,9 @@ pub struct WorkloadResult {
     pub p99: Duration,
     /// Server CPU (user + system) per operation, if the pid was given.
     pub server_cpu_per_op: Option<Duration>,
+    /// This load generator's own CPU per operation: with client and server on one machine,
+    /// throughput is bounded by the two together.
+    pub client_cpu_per_op: Option<Duration>,
 }
 
 /// One keep-alive HTTP/1.1 connection speaking DynamoDB's protocol.
@@ -269,6 +272,7 @@ pub async fn run_workload(
     let connections = config.connections.clamp(1, CONNECTIONS_MAX);
     let config = Arc::new(config.clone());
     let cpu_before = config.server_pid.and_then(process_cpu_time);
+    let client_cpu_before = process_cpu_time(std::process::id());
     let started = Instant::now();
     let deadline = started + config.duration;
     let mut tasks = Vec::new();
@@ -304,14 +308,17 @@ pub async fn run_workload(
     }
     let elapsed = started.elapsed();
     let cpu_after = config.server_pid.and_then(process_cpu_time);
+    let client_cpu_after = process_cpu_time(std::process::id());
     latencies.sort_unstable();
     let operations = latencies.len() as u64;
-    let server_cpu_per_op = match (cpu_before, cpu_after) {
+    let per_op = |before: Option<Duration>, after: Option<Duration>| match (before, after) {
         (Some(before), Some(after)) if operations > 0 => {
             Some((after.saturating_sub(before)) / operations.min(u64::from(u32::MAX)) as u32)
         }
         _ => None,
     };
+    let server_cpu_per_op = per_op(cpu_before, cpu_after);
+    let client_cpu_per_op = per_op(client_cpu_before, client_cpu_after);
     Ok(WorkloadResult {
         name,
         operations,
@@ -320,6 +327,7 @@ pub async fn run_workload(
         p50: percentile(&latencies, 0.50),
         p99: percentile(&latencies, 0.99),
         server_cpu_per_op,
+        client_cpu_per_op,
     })
 }
 
@@ -351,18 +359,22 @@ pub async fn run(config: &LoadConfig) -> Result<Vec<WorkloadResult>, String> {
 
 /// Formats results as a Markdown table.
 pub fn report(results: &[WorkloadResult]) -> String {
-    let mut out = String::from("| workload | ops/s | p50 | p99 | server CPU per op | errors |\n|---|---|---|---|---|---|\n");
-    for r in results {
-        let cpu = r.server_cpu_per_op.map_or_else(
+    let mut out = String::from("| workload | ops/s | p50 | p99 | server CPU per op | client CPU per op | errors |\n|---|---|---|---|---|---|---|\n");
+    let micros = |cpu: Option<Duration>| {
+        cpu.map_or_else(
             || "n/a".to_string(),
             |d| format!("{:.1} µs", d.as_secs_f64() * 1e6),
-        );
+        )
+    };
+    for r in results {
         out.push_str(&format!(
-            "| {} | {:.0} | {:.0} µs | {:.0} µs | {cpu} | {} |\n",
+            "| {} | {:.0} | {:.0} µs | {:.0} µs | {} | {} | {} |\n",
             r.name,
             r.ops_per_second,
             r.p50.as_secs_f64() * 1e6,
             r.p99.as_secs_f64() * 1e6,
+            micros(r.server_cpu_per_op),
+            micros(r.client_cpu_per_op),
             r.errors
         ));
     }

@@ -51,6 +51,7 @@ fn every_workload_runs_without_errors_and_measures_server_cpu() {
         assert_eq!(result.errors, 0, "{result:?}");
         assert!(result.p50 <= result.p99, "{result:?}");
         assert!(result.server_cpu_per_op.is_some(), "{result:?}");
+        assert!(result.client_cpu_per_op.is_some(), "{result:?}");
     }
     let table = loadgen::report(&results);
     assert!(table.contains("| QueryGSI |"), "{table}");
