@@ -29,8 +29,8 @@ pub use key::{compare_internal, EntryKind, InternalKey, SEQ_MAX};
 pub use merge::MergingIterator;
 pub use output::OutputSplitter;
 pub use policy::{
-    level_targets, pick, write_slowdown, FileView, Job, LevelTargets, LevelsView, PolicyKind,
-    PolicyOptions, ViewError,
+    level_targets, pending_bytes, pending_scale_bytes, pick, write_slowdown, FileView, Job,
+    LevelTargets, LevelsView, PolicyKind, PolicyOptions, ViewError,
 };
 pub use user_iter::UserIterator;
 pub use vec_iter::VecIterator;

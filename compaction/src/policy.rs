@@ -130,6 +130,12 @@ pub struct PolicyOptions {
     pub l0_slowdown_files: usize,
     /// L0 file count (runs) at which the slowdown reaches its cap of one second per write.
     pub l0_max_delay_files: usize,
+    /// Leveled: writers are also slowed once the bytes waiting to move down (what L1 to the
+    /// level above the last hold over their targets) pass this percentage of the last level
+    /// (at least `base_level_bytes`)...
+    pub pending_slowdown_percent: u64,
+    /// ...and the slowdown reaches its cap at this percentage.
+    pub pending_max_delay_percent: u64,
     /// Size ratio between adjacent levels (at least 2).
     pub level_ratio: u64,
     /// Size target of the base level (the level L0 compacts into); at least 1.
@@ -153,6 +159,8 @@ impl Default for PolicyOptions {
             l0_trigger_files: 4,
             l0_slowdown_files: 12,
             l0_max_delay_files: 24,
+            pending_slowdown_percent: 30,
+            pending_max_delay_percent: 100,
             level_ratio: 10,
             base_level_bytes: 64 << 20,
             target_file_bytes: 64 << 20,
@@ -257,23 +265,68 @@ pub fn pick(view: &LevelsView, opts: &PolicyOptions) -> Option<Job> {
     }
 }
 
-/// How long to delay each write given the current backlog: zero below `l0_slowdown_files`
-/// L0 files (sorted runs for size-tiered), then growing quadratically to one second at
-/// `l0_max_delay_files`, and capped there. Writers are slowed, never stopped.
+/// How long to delay each write given the current backlog, growing quadratically from the
+/// smallest delay to one second per write and capped there (writers are slowed, never
+/// stopped). Two backlogs count, the larger wins:
+/// - L0 files (sorted runs for size-tiered): from `l0_slowdown_files` to `l0_max_delay_files`;
+/// - leveled only, the bytes waiting to move down ([`pending_bytes`]): from
+///   `pending_slowdown_percent` to `pending_max_delay_percent` of the last level. Without it
+///   a writer faster than compaction keeps L0 short (L0 jobs score high) while stale versions
+///   pile up in the levels below it, and space amplification during writes grows unbounded.
 pub fn write_slowdown(view: &LevelsView, opts: &PolicyOptions) -> Duration {
     const DELAY_MAX: Duration = Duration::from_secs(1);
     const DELAY_MIN: Duration = Duration::from_millis(1);
-    let backlog = match opts.kind {
-        PolicyKind::Leveled => level_files(view, 0).len(),
-        PolicyKind::SizeTiered => sorted_runs(view, opts).len(),
+    let (runs, pending) = match opts.kind {
+        PolicyKind::Leveled => (level_files(view, 0).len(), pending_fraction(view, opts)),
+        PolicyKind::SizeTiered => (sorted_runs(view, opts).len(), None),
     };
-    let soft = opts.l0_slowdown_files;
-    if backlog < soft {
+    let by_runs = backlog_fraction(
+        runs as u64,
+        opts.l0_slowdown_files as u64,
+        opts.l0_max_delay_files as u64,
+    );
+    let Some(fraction) = by_runs.into_iter().chain(pending).reduce(f64::max) else {
         return Duration::ZERO;
-    }
-    let steps = opts.l0_max_delay_files.saturating_sub(soft).max(1) as f64;
-    let fraction = ((backlog - soft) as f64 / steps).min(1.0);
+    };
     (DELAY_MAX.mul_f64(fraction * fraction)).clamp(DELAY_MIN, DELAY_MAX)
+}
+
+/// Where `backlog` lies between `soft` (0.0) and `hard` (1.0, and beyond); `None` below soft.
+fn backlog_fraction(backlog: u64, soft: u64, hard: u64) -> Option<f64> {
+    if backlog < soft {
+        return None;
+    }
+    let steps = hard.saturating_sub(soft).max(1) as f64;
+    Some(((backlog - soft) as f64 / steps).min(1.0))
+}
+
+/// Leveled: the bytes waiting to move down, i.e. what L1 to the level above the last hold
+/// over their dynamic targets (a level above the base level has target 0: all of it waits).
+pub fn pending_bytes(view: &LevelsView, opts: &PolicyOptions) -> u64 {
+    let targets = level_targets(view, opts);
+    let last = targets.target_bytes.len() - 1;
+    (1..last)
+        .map(|level| {
+            total_bytes(level_files(view, level)).saturating_sub(targets.target_bytes[level])
+        })
+        .fold(0u64, u64::saturating_add)
+}
+
+/// The scale pending bytes are measured against: the last level, at least the base target
+/// (so a young tree whose data has not reached the last level yet is not slowed).
+pub fn pending_scale_bytes(last_level_bytes: u64, opts: &PolicyOptions) -> u64 {
+    last_level_bytes.max(opts.base_level_bytes).max(1)
+}
+
+fn pending_fraction(view: &LevelsView, opts: &PolicyOptions) -> Option<f64> {
+    let last = last_level(view, opts);
+    let scale = pending_scale_bytes(total_bytes(level_files(view, last)), opts);
+    let percent_of_scale = |percent: u64| (scale as u128 * u128::from(percent) / 100) as u64;
+    backlog_fraction(
+        pending_bytes(view, opts),
+        percent_of_scale(opts.pending_slowdown_percent),
+        percent_of_scale(opts.pending_max_delay_percent),
+    )
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -904,6 +957,58 @@ mod tests {
         assert!(delay(18) < delay(24));
         assert_eq!(delay(24), Duration::from_secs(1));
         assert_eq!(delay(100), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn write_slowdown_follows_bytes_waiting_above_the_last_level() {
+        // L6 holds 1000 MiB, so L5's target is 100 MiB; default thresholds 30% and 100% of
+        // L6 waiting to move down.
+        let opts = PolicyOptions::default();
+        let delay = |l5_mib: u64| {
+            let mut levels = vec![Vec::new(); 6];
+            levels[5] = vec![file(5, l5_mib * MIB, "a", "z")];
+            levels.push(vec![file(6, 1000 * MIB, "a", "z")]);
+            let view = view(levels);
+            (
+                pending_bytes(&view, &opts) / MIB,
+                write_slowdown(&view, &opts),
+            )
+        };
+        // Within its target, or over it by less than 300 MiB: no delay.
+        assert_eq!(delay(100), (0, Duration::ZERO));
+        assert_eq!(delay(399), (299, Duration::ZERO));
+        // Over by 300 MiB: the smallest delay, growing towards the cap at 1000 MiB over.
+        let (pending, at_soft) = delay(400);
+        assert_eq!(pending, 300);
+        assert!(at_soft > Duration::ZERO && at_soft < Duration::from_millis(10));
+        assert!(delay(700).1 > at_soft);
+        assert!(delay(700).1 < delay(1000).1);
+        // (At 1200 MiB L5 is the largest level: its target is 120 MiB, 1080 MiB wait.)
+        assert_eq!(delay(1200), (1080, Duration::from_secs(1)));
+        // L5 outgrowing L6 (a backlog the writer built faster than compaction drains it):
+        // capped, never stopped.
+        assert_eq!(delay(3000).1, Duration::from_secs(1));
+        // Size-tiered ignores pending bytes (it has no level targets).
+        let mut levels = vec![Vec::new(); 6];
+        levels[5] = vec![file(5, 3000 * MIB, "a", "z")];
+        levels.push(vec![file(6, 1000 * MIB, "a", "z")]);
+        assert_eq!(write_slowdown(&view(levels), &tiered()), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_young_tree_is_measured_against_the_base_target() {
+        // Nothing in the last level yet, so all of L5 waits to move down; 15 MiB is under 30%
+        // of the 64 MiB base target (against the empty last level it would be infinitely
+        // over), 25 MiB is over.
+        let opts = PolicyOptions::default();
+        let slowdown = |l5_mib: u64| {
+            let mut levels = vec![Vec::new(); 5];
+            levels.push(vec![file(5, l5_mib * MIB, "a", "z")]);
+            levels.push(Vec::new());
+            write_slowdown(&view(levels), &opts)
+        };
+        assert_eq!(slowdown(15), Duration::ZERO);
+        assert!(slowdown(25) > Duration::ZERO);
     }
 
     fn tiered() -> PolicyOptions {

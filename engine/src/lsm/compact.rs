@@ -13,9 +13,10 @@
 //!   runs [`Db::compact_until_idle`]) sleep until a flush or a finished job asks for work.
 //!   Running a job is `compact_job::run` (merge, write outputs, install the version).
 //! - **Back-pressure.** Before a write, the touched trees' backlog gives a delay from
-//!   `compaction::write_slowdown`: zero below `l0_slowdown_files`, then growing to one second
-//!   per write and capped there. Writers are slowed, never stopped. The delay only applies
-//!   when background compaction runs; without it nothing would drain the backlog.
+//!   `compaction::write_slowdown`: zero below `l0_slowdown_files` L0 files and (leveled) below
+//!   `pending_slowdown_percent` of the last level waiting to move down, then growing to one
+//!   second per write and capped there. Writers are slowed, never stopped. The delay only
+//!   applies when background compaction runs; without it nothing would drain the backlog.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
@@ -23,8 +24,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use compaction::{
-    level_targets, pick, write_slowdown, FileView, IterError, Job, LevelTargets, LevelsView,
-    PolicyKind, PolicyOptions,
+    level_targets, pending_scale_bytes, pick, write_slowdown, FileView, IterError, Job,
+    LevelTargets, LevelsView, PolicyKind, PolicyOptions,
 };
 use parking_lot::{Condvar, Mutex};
 
@@ -297,14 +298,28 @@ pub(crate) fn write_delay(sv: &SuperVersion, trees: &[TreeId], policy: &PolicyOp
             continue;
         };
         // Cheap pre-check on the hot path: the backlog is L0 files (plus lower sorted runs for
-        // size-tiered); only a tree that could be over the threshold gets a full view.
-        let backlog = match policy.kind {
-            PolicyKind::Leveled => tree.levels[0].len(),
+        // size-tiered) and, for leveled, bytes waiting to move down, which are at most what
+        // the levels between L0 and the last hold; only a tree that could be over a threshold
+        // gets a full view.
+        let could_be_slowed = match policy.kind {
+            PolicyKind::Leveled => {
+                let level_bytes =
+                    |files: &Vec<Arc<FileMeta>>| files.iter().map(|f| f.size_bytes).sum::<u64>();
+                let (last, upper) = tree.levels[1..]
+                    .split_last()
+                    .unwrap_or((&tree.levels[0], &[]));
+                let upper_bytes: u64 = upper.iter().map(level_bytes).sum();
+                let scale = pending_scale_bytes(level_bytes(last), policy);
+                tree.levels[0].len() >= policy.l0_slowdown_files
+                    || u128::from(upper_bytes) * 100
+                        >= u128::from(scale) * u128::from(policy.pending_slowdown_percent)
+            }
             PolicyKind::SizeTiered => {
                 tree.levels[0].len() + tree.levels[1..].iter().filter(|l| !l.is_empty()).count()
+                    >= policy.l0_slowdown_files
             }
         };
-        if backlog < policy.l0_slowdown_files {
+        if !could_be_slowed {
             continue;
         }
         let view = levels_view(tree, &BTreeSet::new());
