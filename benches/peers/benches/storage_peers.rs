@@ -12,6 +12,10 @@ use engine::Durability;
 use fjall::{KeyspaceCreateOptions, PersistMode};
 use rand::{Rng, SeedableRng};
 
+/// The allocator the `shoal` binary uses; both engines in this process share it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Writer thread counts; `SHOAL_PEER_THREADS=1,8` runs a shorter comparison.
 fn thread_counts() -> Vec<usize> {
     std::env::var("SHOAL_PEER_THREADS")
@@ -97,8 +101,12 @@ struct Fjall {
 impl Fjall {
     fn open(dir: &std::path::Path, sync: bool) -> Fjall {
         let db = fjall::Database::builder(dir).open().unwrap();
-        let items = db.keyspace("items", KeyspaceCreateOptions::default).unwrap();
-        let index = db.keyspace("index", KeyspaceCreateOptions::default).unwrap();
+        let items = db
+            .keyspace("items", KeyspaceCreateOptions::default)
+            .unwrap();
+        let index = db
+            .keyspace("index", KeyspaceCreateOptions::default)
+            .unwrap();
         Fjall {
             db,
             items,
@@ -125,7 +133,14 @@ impl Engine for Fjall {
 
 fn open_engine(name: &str, dir: &std::path::Path, sync: bool) -> Arc<dyn Engine> {
     match name {
-        "shoal" => Arc::new(Shoal::open(dir, if sync { Durability::Sync } else { Durability::None })),
+        "shoal" => Arc::new(Shoal::open(
+            dir,
+            if sync {
+                Durability::Sync
+            } else {
+                Durability::None
+            },
+        )),
         _ => Arc::new(Fjall::open(dir, sync)),
     }
 }
@@ -155,7 +170,8 @@ fn bench_batches(c: &mut Criterion) {
                                 let engine = Arc::clone(&engine);
                                 let (value_1k, value_150) = (&value_1k, &value_150);
                                 scope.spawn(move || {
-                                    let mut rng = rand::rngs::StdRng::seed_from_u64(t as u64 ^ iters);
+                                    let mut rng =
+                                        rand::rngs::StdRng::seed_from_u64(t as u64 ^ iters);
                                     for _ in 0..per_thread {
                                         engine.write_batch(rng.random(), value_1k, value_150);
                                     }

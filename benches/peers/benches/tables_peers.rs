@@ -45,6 +45,10 @@ use engine::api::query::{QueryRequest, ScanRequest};
 use engine::{Database, Durability, Options};
 use serde_json::json;
 
+/// The allocator the `shoal` binary uses; both engines in this process share it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const TABLE: &str = "Bench";
 const HOT_PARTITIONS: u64 = 100;
 const HOT_ITEMS_PER_PARTITION: u64 = 60;
