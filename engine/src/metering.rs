@@ -56,10 +56,16 @@ impl CapacityMeter {
         }
         let mut totals = self.totals.lock();
         for entry in consumed {
-            if totals.len() >= TABLES_MAX && !totals.contains_key(&entry.table_name) {
-                continue;
+            // Every request comes here: the table's name is copied only the first time.
+            if !totals.contains_key(&entry.table_name) {
+                if totals.len() >= TABLES_MAX {
+                    continue;
+                }
+                totals.insert(entry.table_name.clone(), CapacityTotals::default());
             }
-            let slot = totals.entry(entry.table_name.clone()).or_default();
+            let Some(slot) = totals.get_mut(&entry.table_name) else {
+                continue;
+            };
             match kind {
                 Metered::Read => slot.read_units += entry.capacity_units,
                 Metered::Write => slot.write_units += entry.capacity_units,

@@ -14,12 +14,14 @@ use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use compaction::key::{self, EntryKind, InternalKey};
 use compaction::{compare_internal, InternalIterator, IterError};
 use crossbeam_skiplist::map::Entry;
 use crossbeam_skiplist::SkipMap;
+
+use crate::lsm::sstable::bloom;
 
 /// An internal key as a borrowed, unsized type ordered by [`compare_internal`], so the
 /// skiplist can be searched with a `&[u8]` without allocating an owned key.
@@ -86,6 +88,10 @@ impl MemtableEntry {
         &self.bytes[..self.key_len_bytes]
     }
 
+    fn user_key(&self) -> &[u8] {
+        &self.bytes[..self.key_len_bytes - key::TRAILER_LEN]
+    }
+
     fn value(&self) -> &[u8] {
         &self.bytes[self.key_len_bytes..]
     }
@@ -128,9 +134,56 @@ impl PartialOrd for MemtableEntry {
 /// an estimate, so the size limit tracks real memory roughly.
 const ENTRY_OVERHEAD_BYTES: usize = 64;
 
+/// Bits in a memtable's key filter (64 KiB): about 1% false positives up to ~50,000 keys;
+/// a fuller memtable still filters, less sharply.
+const KEY_FILTER_BITS: u64 = 1 << 19;
+/// Probes per key: fewer than the optimum for 10 bits a key (7), to keep inserts cheap.
+const KEY_FILTER_PROBES: u8 = 4;
+
+/// A Bloom filter over the user keys a memtable holds (RocksDB's whole-key memtable filter).
+/// A point lookup of a key the memtable does not hold then skips the skiplist search: most
+/// GetItems once the data read is older than the newest memtable, and the read before every
+/// write of a new item. Profiles of GetItem under load showed that search at ~14% of the
+/// server's time. Bits are atomic so replay threads set them concurrently. Relaxed ordering
+/// suffices: an entry is looked for only at sequence numbers readers learned from the
+/// Release store that publishes it, which comes after its bits were set.
+struct KeyFilter {
+    words: Box<[AtomicU64]>,
+}
+
+impl KeyFilter {
+    fn new() -> KeyFilter {
+        KeyFilter {
+            words: (0..KEY_FILTER_BITS / 64)
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+        }
+    }
+
+    fn insert(&self, key_hash: u64) {
+        for bit in bloom::probes(key_hash, KEY_FILTER_PROBES, KEY_FILTER_BITS) {
+            // `probes` yields bits below KEY_FILTER_BITS, so the word exists.
+            if let Some(word) = self.words.get((bit / 64) as usize) {
+                word.fetch_or(1 << (bit % 64), AtomicOrdering::Relaxed);
+            }
+        }
+    }
+
+    /// `false`: the key is certainly not in the memtable.
+    fn may_contain(&self, key_hash: u64) -> bool {
+        bloom::probes(key_hash, KEY_FILTER_PROBES, KEY_FILTER_BITS).all(|bit| {
+            self.words
+                .get((bit / 64) as usize)
+                .is_some_and(|word| word.load(AtomicOrdering::Relaxed) & (1 << (bit % 64)) != 0)
+        })
+    }
+}
+
 /// One memtable.
 pub struct Memtable {
     map: SkipMap<MemtableEntry, ()>,
+    /// Allocated at the first insert, so the empty memtables of idle trees cost nothing.
+    key_filter: OnceLock<KeyFilter>,
     size_bytes: AtomicUsize,
     entries: AtomicU64,
     /// Smallest sequence number inserted (u64::MAX while empty): what this memtable pins in
@@ -150,6 +203,7 @@ impl Memtable {
     pub fn new() -> Memtable {
         Memtable {
             map: SkipMap::new(),
+            key_filter: OnceLock::new(),
             size_bytes: AtomicUsize::new(0),
             entries: AtomicU64::new(0),
             seq_min: AtomicU64::new(u64::MAX),
@@ -167,6 +221,10 @@ impl Memtable {
     pub fn insert_entry(&self, entry: MemtableEntry) {
         let seq = entry.seq;
         let charged = entry.bytes.len() + ENTRY_OVERHEAD_BYTES;
+        // Bits before the entry: see KeyFilter on why readers then never miss it.
+        self.key_filter
+            .get_or_init(KeyFilter::new)
+            .insert(bloom::hash64(entry.user_key()));
         self.map.insert(entry, ());
         self.size_bytes.fetch_add(charged, AtomicOrdering::Relaxed);
         self.entries.fetch_add(1, AtomicOrdering::Relaxed);
@@ -203,6 +261,14 @@ impl Memtable {
     /// The newest version of `user_key` visible at `snapshot_seq`: `Some(Put(value))`,
     /// `Some(Delete)` (a tombstone hides older data), or `None` (this memtable knows nothing).
     pub fn get(&self, user_key: &[u8], snapshot_seq: u64) -> Option<(EntryKind, Vec<u8>)> {
+        // No filter yet means nothing was ever inserted.
+        if !self
+            .key_filter
+            .get()
+            .is_some_and(|filter| filter.may_contain(bloom::hash64(user_key)))
+        {
+            return None;
+        }
         let target = key::seek_key(user_key, snapshot_seq);
         let entry = self
             .map
@@ -367,6 +433,36 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn key_filter_never_hides_a_key_and_turns_most_absent_ones_away() {
+        let m = Memtable::new();
+        assert_eq!(
+            m.get(b"anything", 1),
+            None,
+            "an empty memtable has no filter yet"
+        );
+        let key = |i: u32| format!("present-{i}").into_bytes();
+        for i in 0..20_000u32 {
+            m.insert(&key(i), u64::from(i) + 1, EntryKind::Put, b"v");
+        }
+        for i in 0..20_000u32 {
+            assert_eq!(
+                m.get(&key(i), u64::from(i) + 1),
+                Some((EntryKind::Put, b"v".to_vec()))
+            );
+        }
+        let filter = m.key_filter.get().unwrap();
+        let passed = (0..20_000u32)
+            .filter(|i| filter.may_contain(bloom::hash64(format!("absent-{i}").as_bytes())))
+            .count();
+        // ~26 bits a key with 4 probes: well under 1% expected.
+        assert!(
+            passed < 200,
+            "{passed} of 20000 absent keys passed the filter"
+        );
+        assert_eq!(m.get(b"absent-1", u64::MAX >> 8), None);
     }
 
     #[test]

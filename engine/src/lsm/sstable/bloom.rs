@@ -42,9 +42,10 @@ pub fn hash64(data: &[u8]) -> u64 {
     h
 }
 
-/// Iterates the bit positions probed for a hash in a filter of `bit_count` bits.
+/// Iterates the bit positions probed for a hash in a filter of `bit_count` bits (also used
+/// by the memtable's key filter).
 #[inline]
-fn probes(hash: u64, probe_count: u8, bit_count: u64) -> impl Iterator<Item = u64> {
+pub(crate) fn probes(hash: u64, probe_count: u8, bit_count: u64) -> impl Iterator<Item = u64> {
     let delta = hash.rotate_right(21);
     (0..u64::from(probe_count)).map(move |i| hash.wrapping_add(i.wrapping_mul(delta)) % bit_count)
 }

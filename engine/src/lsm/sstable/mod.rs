@@ -87,7 +87,7 @@
 
 mod block;
 mod block_builder;
-mod bloom;
+pub(crate) mod bloom;
 mod builder;
 mod format;
 mod iter;
