@@ -292,107 +292,127 @@ fn check_token_length(token: &str, problems: &mut Problems) {
     }
 }
 
+/// What one kind of write action contributes to its [`ActionView`]; checking the members and
+/// building the view is the same for every kind.
+struct ActionParts<'a> {
+    kind: ActionKind,
+    /// The action's member name in messages (`conditionCheck`, `put`, …).
+    member: &'static str,
+    /// The required members, in the order DynamoDB reports them missing, and whether each
+    /// is present.
+    required: Vec<(&'static str, bool)>,
+    table_name: Option<&'a String>,
+    key_or_item: Option<&'a Item>,
+    condition_expression: Option<&'a String>,
+    update_expression: Option<&'a String>,
+    names: Option<&'a BTreeMap<String, String>>,
+    values: Option<&'a BTreeMap<String, AttributeValue>>,
+    return_values_on_condition_check_failure: Option<&'a String>,
+}
+
 impl TransactWriteItem {
     /// The action's members, recording null required members in `problems`. None when the
     /// action has no operation or a required member is missing (errors reported later).
     fn view(&self, member: &str, problems: &mut Problems) -> Option<ActionView<'_>> {
-        let rvoccf = |value: Option<&String>, kind: &str, problems: &mut Problems| {
-            problems.one_of(
-                value.map(String::as_str),
-                &format!("{member}.{kind}.returnValuesOnConditionCheckFailure"),
-                &RETURN_VALUES_ON_CONDITION_CHECK_FAILURE,
-            );
-            value.map(String::as_str) == Some("ALL_OLD")
-        };
-        if let Some(check) = &self.condition_check {
-            let path = format!("{member}.conditionCheck");
-            problems.not_null(&format!("{path}.key"), check.key.is_some());
-            problems.not_null(&format!("{path}.tableName"), check.table_name.is_some());
-            problems.not_null(
-                &format!("{path}.conditionExpression"),
-                check.condition_expression.is_some(),
-            );
-            let return_old = rvoccf(
-                check.return_values_on_condition_check_failure.as_ref(),
-                "conditionCheck",
-                problems,
-            );
-            return Some(ActionView {
+        let parts = if let Some(check) = &self.condition_check {
+            ActionParts {
                 kind: ActionKind::ConditionCheck,
-                table_name: check.table_name.as_deref()?,
-                key_or_item: check.key.as_ref()?,
-                condition_expression: check.condition_expression.as_deref(),
+                member: "conditionCheck",
+                required: vec![
+                    ("key", check.key.is_some()),
+                    ("tableName", check.table_name.is_some()),
+                    ("conditionExpression", check.condition_expression.is_some()),
+                ],
+                table_name: check.table_name.as_ref(),
+                key_or_item: check.key.as_ref(),
+                condition_expression: check.condition_expression.as_ref(),
                 update_expression: None,
                 names: check.expression_attribute_names.as_ref(),
                 values: check.expression_attribute_values.as_ref(),
-                return_old_on_condition_failure: return_old,
-            });
-        }
-        if let Some(put) = &self.put {
-            let path = format!("{member}.put");
-            problems.not_null(&format!("{path}.item"), put.item.is_some());
-            problems.not_null(&format!("{path}.tableName"), put.table_name.is_some());
-            let return_old = rvoccf(
-                put.return_values_on_condition_check_failure.as_ref(),
-                "put",
-                problems,
-            );
-            return Some(ActionView {
+                return_values_on_condition_check_failure: check
+                    .return_values_on_condition_check_failure
+                    .as_ref(),
+            }
+        } else if let Some(put) = &self.put {
+            ActionParts {
                 kind: ActionKind::Put,
-                table_name: put.table_name.as_deref()?,
-                key_or_item: put.item.as_ref()?,
-                condition_expression: put.condition_expression.as_deref(),
+                member: "put",
+                required: vec![
+                    ("item", put.item.is_some()),
+                    ("tableName", put.table_name.is_some()),
+                ],
+                table_name: put.table_name.as_ref(),
+                key_or_item: put.item.as_ref(),
+                condition_expression: put.condition_expression.as_ref(),
                 update_expression: None,
                 names: put.expression_attribute_names.as_ref(),
                 values: put.expression_attribute_values.as_ref(),
-                return_old_on_condition_failure: return_old,
-            });
-        }
-        if let Some(delete) = &self.delete {
-            let path = format!("{member}.delete");
-            problems.not_null(&format!("{path}.key"), delete.key.is_some());
-            problems.not_null(&format!("{path}.tableName"), delete.table_name.is_some());
-            let return_old = rvoccf(
-                delete.return_values_on_condition_check_failure.as_ref(),
-                "delete",
-                problems,
-            );
-            return Some(ActionView {
+                return_values_on_condition_check_failure: put
+                    .return_values_on_condition_check_failure
+                    .as_ref(),
+            }
+        } else if let Some(delete) = &self.delete {
+            ActionParts {
                 kind: ActionKind::Delete,
-                table_name: delete.table_name.as_deref()?,
-                key_or_item: delete.key.as_ref()?,
-                condition_expression: delete.condition_expression.as_deref(),
+                member: "delete",
+                required: vec![
+                    ("key", delete.key.is_some()),
+                    ("tableName", delete.table_name.is_some()),
+                ],
+                table_name: delete.table_name.as_ref(),
+                key_or_item: delete.key.as_ref(),
+                condition_expression: delete.condition_expression.as_ref(),
                 update_expression: None,
                 names: delete.expression_attribute_names.as_ref(),
                 values: delete.expression_attribute_values.as_ref(),
-                return_old_on_condition_failure: return_old,
-            });
-        }
-        if let Some(update) = &self.update {
-            let path = format!("{member}.update");
-            problems.not_null(&format!("{path}.key"), update.key.is_some());
-            problems.not_null(
-                &format!("{path}.updateExpression"),
-                update.update_expression.is_some(),
-            );
-            problems.not_null(&format!("{path}.tableName"), update.table_name.is_some());
-            let return_old = rvoccf(
-                update.return_values_on_condition_check_failure.as_ref(),
-                "update",
-                problems,
-            );
-            return Some(ActionView {
+                return_values_on_condition_check_failure: delete
+                    .return_values_on_condition_check_failure
+                    .as_ref(),
+            }
+        } else if let Some(update) = &self.update {
+            ActionParts {
                 kind: ActionKind::Update,
-                table_name: update.table_name.as_deref()?,
-                key_or_item: update.key.as_ref()?,
-                condition_expression: update.condition_expression.as_deref(),
-                update_expression: update.update_expression.as_deref(),
+                member: "update",
+                required: vec![
+                    ("key", update.key.is_some()),
+                    ("updateExpression", update.update_expression.is_some()),
+                    ("tableName", update.table_name.is_some()),
+                ],
+                table_name: update.table_name.as_ref(),
+                key_or_item: update.key.as_ref(),
+                condition_expression: update.condition_expression.as_ref(),
+                update_expression: update.update_expression.as_ref(),
                 names: update.expression_attribute_names.as_ref(),
                 values: update.expression_attribute_values.as_ref(),
-                return_old_on_condition_failure: return_old,
-            });
+                return_values_on_condition_check_failure: update
+                    .return_values_on_condition_check_failure
+                    .as_ref(),
+            }
+        } else {
+            return None;
+        };
+        let path = format!("{member}.{}", parts.member);
+        for (name, present) in &parts.required {
+            problems.not_null(&format!("{path}.{name}"), *present);
         }
-        None
+        let return_values = parts
+            .return_values_on_condition_check_failure
+            .map(String::as_str);
+        problems.one_of(
+            return_values,
+            &format!("{path}.returnValuesOnConditionCheckFailure"),
+            &RETURN_VALUES_ON_CONDITION_CHECK_FAILURE,
+        );
+        Some(ActionView {
+            kind: parts.kind,
+            table_name: parts.table_name?,
+            key_or_item: parts.key_or_item?,
+            condition_expression: parts.condition_expression.map(String::as_str),
+            update_expression: parts.update_expression.map(String::as_str),
+            names: parts.names,
+            values: parts.values,
+            return_old_on_condition_failure: return_values == Some("ALL_OLD"),
+        })
     }
 }
 
@@ -484,6 +504,38 @@ mod tests {
             write_error(json!({"TransactItems": [{"Put": {"TableName": "T", "Item": {}, "ReturnValuesOnConditionCheckFailure": "ALL_NEW"}}]})),
             "1 validation error detected: Value 'ALL_NEW' at 'transactItems.1.member.put.returnValuesOnConditionCheckFailure' failed to satisfy constraint: Member must satisfy enum value set: [ALL_OLD, NONE]"
         );
+        // Every kind names its own required members, in DynamoDB's order.
+        let missing = |path: &str, members: &[&str]| {
+            let texts: Vec<String> = members
+                .iter()
+                .map(|m| format!("Value null at 'transactItems.1.member.{path}.{m}' failed to satisfy constraint: Member must not be null"))
+                .collect();
+            format!(
+                "{} validation errors detected: {}",
+                members.len(),
+                texts.join("; ")
+            )
+        };
+        for (action, path, members) in [
+            (
+                "ConditionCheck",
+                "conditionCheck",
+                vec!["key", "tableName", "conditionExpression"],
+            ),
+            ("Put", "put", vec!["item", "tableName"]),
+            ("Delete", "delete", vec!["key", "tableName"]),
+            (
+                "Update",
+                "update",
+                vec!["key", "updateExpression", "tableName"],
+            ),
+        ] {
+            assert_eq!(
+                write_error(json!({"TransactItems": [{action: {}}]})),
+                missing(path, &members),
+                "{action}"
+            );
+        }
     }
 
     #[test]
