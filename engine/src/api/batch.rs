@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::common::{
     table_name_of, validation_errors, ConsumedCapacity, ItemCollectionMetrics,
-    ReturnConsumedCapacity,
+    ReturnConsumedCapacity, RETURN_CONSUMED_CAPACITY, RETURN_ITEM_COLLECTION_METRICS,
 };
 
 /// Write requests in one BatchWriteItem, per table and in total.
@@ -128,9 +128,6 @@ impl Problems {
         }
     }
 }
-
-const RETURN_CONSUMED_CAPACITY: [&str; 3] = ["INDEXES", "TOTAL", "NONE"];
-const RETURN_ITEM_COLLECTION_METRICS: [&str; 2] = ["SIZE", "NONE"];
 
 /// Checks every table name of a batch (plain names or table ARNs).
 fn check_table_names<'a>(names: impl Iterator<Item = &'a String>) -> Result<(), ApiError> {

@@ -52,15 +52,18 @@ pub enum ReturnConsumedCapacity {
     Indexes,
 }
 
+/// The values of `ReturnConsumedCapacity`, in the order DynamoDB lists them in messages.
+pub const RETURN_CONSUMED_CAPACITY: [&str; 3] = ["INDEXES", "TOTAL", "NONE"];
+/// The values of `ReturnItemCollectionMetrics`.
+pub const RETURN_ITEM_COLLECTION_METRICS: [&str; 2] = ["SIZE", "NONE"];
+/// The values of `ReturnValuesOnConditionCheckFailure`.
+pub const RETURN_VALUES_ON_CONDITION_CHECK_FAILURE: [&str; 2] = ["ALL_OLD", "NONE"];
+
 impl ReturnConsumedCapacity {
     /// Parses the request member (absent = NONE).
     pub fn parse(value: Option<&str>) -> Result<ReturnConsumedCapacity, ApiError> {
         Ok(
-            match parse_enum(
-                value,
-                "returnConsumedCapacity",
-                &["INDEXES", "TOTAL", "NONE"],
-            )? {
+            match parse_enum(value, "returnConsumedCapacity", &RETURN_CONSUMED_CAPACITY)? {
                 Some("TOTAL") => ReturnConsumedCapacity::Total,
                 Some("INDEXES") => ReturnConsumedCapacity::Indexes,
                 _ => ReturnConsumedCapacity::None,

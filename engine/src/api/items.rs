@@ -13,6 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::common::{
     check_table_name, validation_errors, ConsumedCapacity, ItemCollectionMetrics,
+    RETURN_CONSUMED_CAPACITY, RETURN_ITEM_COLLECTION_METRICS,
+    RETURN_VALUES_ON_CONDITION_CHECK_FAILURE,
 };
 
 /// One entry of the legacy `Expected` map.
@@ -190,9 +192,6 @@ impl Constraints {
     }
 }
 
-const RETURN_CONSUMED_CAPACITY: [&str; 3] = ["INDEXES", "TOTAL", "NONE"];
-const RETURN_ITEM_COLLECTION_METRICS: [&str; 2] = ["SIZE", "NONE"];
-const RETURN_VALUES_ON_CONDITION_CHECK_FAILURE: [&str; 2] = ["ALL_OLD", "NONE"];
 const CONDITIONAL_OPERATOR: [&str; 2] = ["AND", "OR"];
 const COMPARISON_OPERATORS: [&str; 13] = [
     "EQ",

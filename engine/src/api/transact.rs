@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::common::{
     table_name_of, validation_errors, ConsumedCapacity, ItemCollectionMetrics,
-    ReturnConsumedCapacity,
+    ReturnConsumedCapacity, RETURN_CONSUMED_CAPACITY, RETURN_ITEM_COLLECTION_METRICS,
+    RETURN_VALUES_ON_CONDITION_CHECK_FAILURE,
 };
 
 /// Actions in one transaction.
@@ -156,10 +157,6 @@ pub(crate) struct ActionView<'a> {
     pub values: Option<&'a BTreeMap<String, AttributeValue>>,
     pub return_old_on_condition_failure: bool,
 }
-
-const RETURN_CONSUMED_CAPACITY: [&str; 3] = ["INDEXES", "TOTAL", "NONE"];
-const RETURN_ITEM_COLLECTION_METRICS: [&str; 2] = ["SIZE", "NONE"];
-const RETURN_VALUES_ON_CONDITION_CHECK_FAILURE: [&str; 2] = ["ALL_OLD", "NONE"];
 
 #[derive(Default)]
 struct Problems(Vec<String>);
