@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::api::control::{
-    AttributeDefinition, KeySchemaElement, Projection, ProvisionedThroughput, TableDescription,
+    AttributeDefinition, GlobalSecondaryIndex, ProvisionedThroughput, TableDescription,
 };
 
 /// UpdateTable request.
@@ -38,15 +38,9 @@ pub struct GlobalSecondaryIndexUpdate {
     pub delete: Option<DeleteGlobalSecondaryIndexAction>,
 }
 
-/// `Create`: a new GSI, backfilled from the table's items.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "PascalCase")]
-pub struct CreateGlobalSecondaryIndexAction {
-    pub index_name: Option<String>,
-    pub key_schema: Option<Vec<KeySchemaElement>>,
-    pub projection: Option<Projection>,
-    pub provisioned_throughput: Option<ProvisionedThroughput>,
-}
+/// `Create`: a new GSI, backfilled from the table's items. Its members are exactly those of a
+/// CreateTable `GlobalSecondaryIndexes` member, and it is validated by the same rules.
+pub type CreateGlobalSecondaryIndexAction = GlobalSecondaryIndex;
 
 /// `Update`: new provisioned throughput for a GSI (not supported by Shoal).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]

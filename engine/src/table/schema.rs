@@ -114,20 +114,12 @@ pub fn validate_create_table(request: &CreateTableRequest) -> Result<TableSchema
         used.insert(definition_name(&definitions, name));
     }
 
-    let non_key_total: usize = local_indexes
-        .iter()
-        .map(|i| &i.projection)
-        .chain(global_indexes.iter().map(|i| &i.projection))
-        .map(|p| match p {
-            Projection::Include(names) => names.len(),
-            _ => 0,
-        })
-        .sum();
-    if non_key_total > NON_KEY_ATTRIBUTES_PER_TABLE_MAX {
-        return Err(ApiError::validation(format!(
-            "{INVALID} The number of NonKeyAttributes across all secondary indexes of the table ({non_key_total}) exceeds the limit of {NON_KEY_ATTRIBUTES_PER_TABLE_MAX}"
-        )));
-    }
+    check_non_key_attribute_total(
+        local_indexes
+            .iter()
+            .map(|i| &i.projection)
+            .chain(global_indexes.iter().map(|i| &i.projection)),
+    )?;
 
     if used.len() != definitions.len() {
         let defined: Vec<&str> = definitions.iter().map(|d| d.name.as_str()).collect();
@@ -709,4 +701,23 @@ fn global_indexes(
         });
     }
     Ok(out)
+}
+
+/// The limit on `NonKeyAttributes` summed over every INCLUDE projection of a table's indexes
+/// (CreateTable, and UpdateTable adding a GSI).
+pub(crate) fn check_non_key_attribute_total<'a>(
+    projections: impl Iterator<Item = &'a Projection>,
+) -> Result<(), ApiError> {
+    let non_key_total: usize = projections
+        .map(|p| match p {
+            Projection::Include(names) => names.len(),
+            _ => 0,
+        })
+        .sum();
+    if non_key_total > NON_KEY_ATTRIBUTES_PER_TABLE_MAX {
+        return Err(ApiError::validation(format!(
+            "{INVALID} The number of NonKeyAttributes across all secondary indexes of the table ({non_key_total}) exceeds the limit of {NON_KEY_ATTRIBUTES_PER_TABLE_MAX}"
+        )));
+    }
+    Ok(())
 }

@@ -27,8 +27,8 @@ use model::{ApiError, ErrorCode, ScalarType};
 
 use crate::api::common::{table_name_of, validation_errors};
 use crate::api::control::{
-    AttributeDefinition, CreateTableRequest, DescribeTableRequest, GlobalSecondaryIndex,
-    KeySchemaElement, ProvisionedThroughput,
+    AttributeDefinition, CreateTableRequest, DescribeTableRequest, KeySchemaElement,
+    ProvisionedThroughput,
 };
 use crate::api::update_table::{
     CreateGlobalSecondaryIndexAction, UpdateTableRequest, UpdateTableResponse,
@@ -37,11 +37,9 @@ use crate::database::{internal, Database};
 use crate::lsm::version::VersionEdit;
 use crate::lsm::TreeId;
 use crate::table::catalog::{
-    metadata_key, BillingMode, GlobalIndexDef, IndexStatus, KeyAttribute, Projection, TableDef,
+    metadata_key, BillingMode, GlobalIndexDef, IndexStatus, KeyAttribute, TableDef,
 };
-use crate::table::schema::{
-    self, GlobalIndexSchema, GLOBAL_INDEXES_MAX, NON_KEY_ATTRIBUTES_PER_TABLE_MAX,
-};
+use crate::table::schema::{self, GlobalIndexSchema, GLOBAL_INDEXES_MAX};
 
 /// Text of an UpdateTable that asks for nothing.
 pub const NOTHING_TO_UPDATE_MESSAGE: &str = "At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates or SSESpecification or ReplicaUpdates is required";
@@ -400,12 +398,7 @@ fn validate_create(
         ),
         key_schema: Some(table_key_elements(table)),
         local_secondary_indexes: None,
-        global_secondary_indexes: Some(vec![GlobalSecondaryIndex {
-            index_name: action.index_name.clone(),
-            key_schema: action.key_schema.clone(),
-            projection: action.projection.clone(),
-            provisioned_throughput: action.provisioned_throughput,
-        }]),
+        global_secondary_indexes: Some(vec![action.clone()]),
         billing_mode: Some(
             match table.billing {
                 BillingMode::PayPerRequest => "PAY_PER_REQUEST",
@@ -433,22 +426,14 @@ fn validate_create(
         return Err(internal("a validated GSI creation lost its index"));
     };
 
-    let non_key_total: usize = table
-        .local_indexes
-        .iter()
-        .map(|i| &i.projection)
-        .chain(table.global_indexes.iter().map(|i| &i.projection))
-        .chain(std::iter::once(&index.projection))
-        .map(|p| match p {
-            Projection::Include(names) => names.len(),
-            _ => 0,
-        })
-        .sum();
-    if non_key_total > NON_KEY_ATTRIBUTES_PER_TABLE_MAX {
-        return Err(ApiError::validation(format!(
-            "{INVALID} The number of NonKeyAttributes across all secondary indexes of the table ({non_key_total}) exceeds the limit of {NON_KEY_ATTRIBUTES_PER_TABLE_MAX}"
-        )));
-    }
+    schema::check_non_key_attribute_total(
+        table
+            .local_indexes
+            .iter()
+            .map(|i| &i.projection)
+            .chain(table.global_indexes.iter().map(|i| &i.projection))
+            .chain(std::iter::once(&index.projection)),
+    )?;
     Ok(index)
 }
 
