@@ -530,3 +530,28 @@ fn rejected_requests_create_nothing_and_allowed_shapes_succeed() {
     assert_eq!(error.code, ErrorCode::ResourceInUseException);
     assert_eq!(error.message, "Table already exists: Allowed");
 }
+
+#[test]
+fn non_key_attributes_are_limited_across_the_table() {
+    let db = open();
+    let gsi = |n: usize| {
+        let attributes: Vec<String> = (0..20).map(|i| format!("x{n}_{i}")).collect();
+        json!({"IndexName": format!("Ix{n}"), "KeySchema": [key("g", "HASH")],
+               "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": attributes}})
+    };
+    let request = |indexes: usize| {
+        json!({"TableName": format!("Tbl{indexes}"),
+               "AttributeDefinitions": [def("id", "S"), def("g", "S")],
+               "KeySchema": [key("id", "HASH")],
+               "GlobalSecondaryIndexes": (0..indexes).map(gsi).collect::<Vec<_>>(),
+               "BillingMode": "PAY_PER_REQUEST"})
+    };
+    // 5 x 20 is the limit exactly; 6 x 20 is over it.
+    db.execute("CreateTable", request(5)).unwrap();
+    let error = db.execute("CreateTable", request(6)).unwrap_err();
+    assert_eq!(error.code, ErrorCode::ValidationException);
+    assert_eq!(
+        error.message,
+        "One or more parameter values were invalid: The number of NonKeyAttributes across all secondary indexes of the table (120) exceeds the limit of 100"
+    );
+}

@@ -364,3 +364,28 @@ fn a_deleted_index_disappears_with_its_tree() {
     )
     .unwrap();
 }
+
+#[test]
+fn non_key_attributes_are_limited_across_the_table_not_per_index() {
+    let db = open();
+    create(&db);
+    let include = |name: &str, count: usize| {
+        let attributes: Vec<String> = (0..count).map(|i| format!("{name}{i}")).collect();
+        json!({"TableName": "Tbl",
+        "AttributeDefinitions": [{"AttributeName": "g", "AttributeType": "S"}],
+        "GlobalSecondaryIndexUpdates": [{"Create": {
+            "IndexName": name,
+            "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+            "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": attributes}
+        }}]})
+    };
+    // Five indexes of 20 (each index's own limit) reach the table's limit of 100 exactly; one
+    // more attribute anywhere is over it.
+    for index in ["Ix0", "Ix1", "Ix2", "Ix3", "Ix4"] {
+        update(&db, include(index, 20)).unwrap();
+    }
+    assert_eq!(
+        error(&db, include("Ix5", 1)),
+        validation("One or more parameter values were invalid: The number of NonKeyAttributes across all secondary indexes of the table (101) exceeds the limit of 100")
+    );
+}
