@@ -134,6 +134,18 @@ fn owned(bound: Bound<&[u8]>) -> Bound<Vec<u8>> {
 }
 
 impl Db {
+    /// A cursor over every live key of `tree`, in key order, as of `snapshot`: the walk of
+    /// whole-tree passes (statistics, checks).
+    pub fn iter_tree(&self, tree: TreeId, snapshot: &Snapshot) -> Result<DbIterator, DbError> {
+        self.iter(
+            tree,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            Direction::Forward,
+            Some(snapshot),
+        )
+    }
+
     /// A cursor over the live keys of `tree` within (`lower`, `upper`), walked in
     /// `direction`, as of `snapshot` (or now).
     pub fn iter(

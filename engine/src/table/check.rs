@@ -9,12 +9,11 @@
 //! tests, crash verification and `shoal check`, not for a live multi-terabyte database.
 
 use std::collections::BTreeMap;
-use std::ops::Bound;
 
 use model::{ApiError, Item};
 
 use crate::database::{internal, Database};
-use crate::lsm::{Direction, Snapshot, TreeId};
+use crate::lsm::{Snapshot, TreeId};
 use crate::table::backfill::backfill_indexes;
 use crate::table::catalog::{IndexStatus, TableDef};
 use crate::table::collection::CollectionRecord;
@@ -79,13 +78,7 @@ impl Database {
         let mut stored_local = Entries::new();
         let mut stored_collections: BTreeMap<Vec<u8>, CollectionRecord> = BTreeMap::new();
 
-        let mut cursor = self.db.iter(
-            table.tree,
-            Bound::Unbounded,
-            Bound::Unbounded,
-            Direction::Forward,
-            Some(snapshot),
-        )?;
+        let mut cursor = self.db.iter_tree(table.tree, snapshot)?;
         while cursor.advance()? {
             let key = cursor.key();
             let (prefix_len, section) = keys::split_table_key(key, pk_type).map_err(internal)?;
@@ -174,13 +167,7 @@ impl Database {
 
     fn read_entries(&self, tree: TreeId, snapshot: &Snapshot) -> Result<Entries, ApiError> {
         let mut entries = Entries::new();
-        let mut cursor = self.db.iter(
-            tree,
-            Bound::Unbounded,
-            Bound::Unbounded,
-            Direction::Forward,
-            Some(snapshot),
-        )?;
+        let mut cursor = self.db.iter_tree(tree, snapshot)?;
         while cursor.advance()? {
             let item = decode_item(cursor.value()).map_err(internal)?;
             entries.insert(cursor.key().to_vec(), item);

@@ -32,7 +32,7 @@ use crate::api::control::{
 };
 use crate::database::{internal, Database};
 use crate::lsm::version::VersionEdit;
-use crate::lsm::{Direction, Snapshot, TreeId};
+use crate::lsm::{Snapshot, TreeId};
 use crate::table::catalog::{
     metadata_key, BillingMode, GlobalIndexDef, IndexStatus, KeySchema, Projection, TableDef,
     Throughput, CATALOG_FORMAT,
@@ -259,13 +259,7 @@ impl Database {
         let snapshot = self.db.snapshot();
         let mut stats = TableStats::empty_for(table);
         let pk_type = table.key.hash.scalar_type();
-        let mut cursor = self.db.iter(
-            table.tree,
-            Bound::Unbounded,
-            Bound::Unbounded,
-            Direction::Forward,
-            Some(&snapshot),
-        )?;
+        let mut cursor = self.db.iter_tree(table.tree, &snapshot)?;
         while cursor.advance()? {
             let key = cursor.key();
             let (_, section) = keys::split_table_key(key, pk_type).map_err(internal)?;
@@ -296,13 +290,7 @@ impl Database {
 
     fn tree_stats_at(&self, tree: TreeId, snapshot: &Snapshot) -> Result<SizeStats, ApiError> {
         let mut stats = SizeStats::default();
-        let mut cursor = self.db.iter(
-            tree,
-            Bound::Unbounded,
-            Bound::Unbounded,
-            Direction::Forward,
-            Some(snapshot),
-        )?;
+        let mut cursor = self.db.iter_tree(tree, snapshot)?;
         while cursor.advance()? {
             count_entry(&mut stats, cursor.value())?;
         }
