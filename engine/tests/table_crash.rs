@@ -24,44 +24,16 @@ use vfs::sim::SimFs;
 const PARTITIONS: u32 = 3;
 const SORT_KEYS: u32 = 4;
 
-fn key(pk: u32, sk: u32) -> Value {
-    json!({"pk": {"S": format!("p{pk}")}, "sk": {"S": format!("s{sk}")}})
-}
-
 /// A random write: the operation, its request, and for puts the item it stores.
 fn random_write(rng: &mut StdRng) -> (String, Value, Option<Value>) {
     let (pk, sk) = (
         rng.random_range(0..PARTITIONS),
         rng.random_range(0..SORT_KEYS),
     );
-    let k = key(pk, sk);
+    let k = crash_support::crash_key(pk, sk);
     match rng.random_range(0..10) {
         0..=4 => {
-            let mut item = k.as_object().cloned().unwrap_or_default();
-            // Each index attribute present or absent at random: sparse membership churns.
-            if rng.random_bool(0.7) {
-                item.insert(
-                    "a".into(),
-                    json!({"S": format!("a{}", rng.random_range(0..5))}),
-                );
-            }
-            if rng.random_bool(0.7) {
-                item.insert(
-                    "b".into(),
-                    json!({"N": rng.random_range(0..50).to_string()}),
-                );
-            }
-            if rng.random_bool(0.6) {
-                item.insert(
-                    "g".into(),
-                    json!({"S": format!("g{}", rng.random_range(0..3))}),
-                );
-            }
-            item.insert(
-                "x".into(),
-                json!({"S": "x".repeat(rng.random_range(0..200))}),
-            );
-            let item = Value::Object(item);
+            let item = crash_support::random_crash_item(rng, pk, sk);
             let request = json!({"TableName": "Crash", "Item": item});
             ("PutItem".into(), request, Some(item))
         }
@@ -95,7 +67,7 @@ fn stored(db: &Database, pk: u32, sk: u32) -> Result<Option<Value>, String> {
     let response = db
         .execute(
             "GetItem",
-            json!({"TableName": "Crash", "Key": key(pk, sk), "ConsistentRead": true}),
+            json!({"TableName": "Crash", "Key": crash_support::crash_key(pk, sk), "ConsistentRead": true}),
         )
         .map_err(|e| e.to_string())?;
     Ok(response.get("Item").cloned())

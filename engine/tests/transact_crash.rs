@@ -27,37 +27,6 @@ const SORT_KEYS: u32 = 4;
 /// Item names are "p<pk>/s<sk>"; the model maps them to the stored item (None: absent).
 type State = BTreeMap<String, Option<Item>>;
 
-fn key_json(pk: u32, sk: u32) -> Value {
-    json!({"pk": {"S": format!("p{pk}")}, "sk": {"S": format!("s{sk}")}})
-}
-
-fn random_item(rng: &mut StdRng, pk: u32, sk: u32) -> Value {
-    let mut item = key_json(pk, sk).as_object().cloned().unwrap_or_default();
-    if rng.random_bool(0.7) {
-        item.insert(
-            "a".into(),
-            json!({"S": format!("a{}", rng.random_range(0..5))}),
-        );
-    }
-    if rng.random_bool(0.7) {
-        item.insert(
-            "b".into(),
-            json!({"N": rng.random_range(0..50).to_string()}),
-        );
-    }
-    if rng.random_bool(0.6) {
-        item.insert(
-            "g".into(),
-            json!({"S": format!("g{}", rng.random_range(0..3))}),
-        );
-    }
-    item.insert(
-        "x".into(),
-        json!({"S": "x".repeat(rng.random_range(0..200))}),
-    );
-    Value::Object(item)
-}
-
 /// A random transaction or batch: the operation, its request, the state it leaves for each
 /// item it writes if it commits, and whether the model expects it to be cancelled.
 fn random_request(rng: &mut StdRng, state: &State) -> (String, Value, State, bool) {
@@ -76,10 +45,10 @@ fn random_request(rng: &mut StdRng, state: &State) -> (String, Value, State, boo
     for (pk, sk) in chosen {
         let name = format!("p{pk}/s{sk}");
         let before = state.get(&name).cloned().flatten();
-        let key = key_json(pk, sk);
+        let key = crash_support::crash_key(pk, sk);
         match rng.random_range(0..10) {
             0..=4 => {
-                let item = random_item(rng, pk, sk);
+                let item = crash_support::random_crash_item(rng, pk, sk);
                 after.insert(name, Some(model::item_from_json(&item).expect("item")));
                 actions.push(if batch {
                     json!({"PutRequest": {"Item": item}})
@@ -132,7 +101,7 @@ fn stored(db: &Database, pk: u32, sk: u32) -> Result<Option<Item>, String> {
     let response = db
         .execute(
             "GetItem",
-            json!({"TableName": "Crash", "Key": key_json(pk, sk), "ConsistentRead": true}),
+            json!({"TableName": "Crash", "Key": crash_support::crash_key(pk, sk), "ConsistentRead": true}),
         )
         .map_err(|e| e.to_string())?;
     Ok(response

@@ -63,3 +63,39 @@ pub fn create_indexed_table(db: &engine::Database) {
     });
     db.execute("CreateTable", request).expect("create table");
 }
+
+/// The key of item (`pk`, `sk`) of table `Crash`.
+pub fn crash_key(pk: u32, sk: u32) -> serde_json::Value {
+    serde_json::json!({"pk": {"S": format!("p{pk}")}, "sk": {"S": format!("s{sk}")}})
+}
+
+/// A random item of table `Crash` with key (`pk`, `sk`): each index attribute present or
+/// absent at random, so sparse index membership churns, and a payload of random length.
+pub fn random_crash_item(rng: &mut rand::rngs::StdRng, pk: u32, sk: u32) -> serde_json::Value {
+    use rand::Rng;
+    use serde_json::json;
+    let mut item = crash_key(pk, sk).as_object().cloned().unwrap_or_default();
+    if rng.random_bool(0.7) {
+        item.insert(
+            "a".into(),
+            json!({"S": format!("a{}", rng.random_range(0..5))}),
+        );
+    }
+    if rng.random_bool(0.7) {
+        item.insert(
+            "b".into(),
+            json!({"N": rng.random_range(0..50).to_string()}),
+        );
+    }
+    if rng.random_bool(0.6) {
+        item.insert(
+            "g".into(),
+            json!({"S": format!("g{}", rng.random_range(0..3))}),
+        );
+    }
+    item.insert(
+        "x".into(),
+        json!({"S": "x".repeat(rng.random_range(0..200))}),
+    );
+    serde_json::Value::Object(item)
+}
