@@ -112,18 +112,14 @@ impl Database {
     }
 }
 
-/// The operations that never wait: they read a snapshot (no collection lock, no WAL write, no
-/// fsync) and take microseconds, so a server may run them on its event-loop threads. Every
-/// other operation may block on a lock or an fsync.
-/// (Control-plane reads stay off the list: DescribeTable may compute statistics over a
-/// whole tree, and neither is hot.)
-pub const NON_WAITING_OPERATIONS: &[&str] = &[
-    "GetItem",
-    "BatchGetItem",
-    "TransactGetItems",
-    "Query",
-    "Scan",
-];
+/// Whether `operation` never waits: the data-plane reads (those metered as reads) read a
+/// snapshot, with no collection lock, WAL write or fsync, and take microseconds, so a server
+/// may run them on its event-loop threads. Every other operation may block on a lock or an
+/// fsync. (Control-plane reads are not among them: DescribeTable may compute statistics over
+/// a whole tree.)
+pub fn never_waits(operation: &str) -> bool {
+    Metered::of(operation) == Some(Metered::Read)
+}
 
 /// Every operation [`Database::execute`] dispatches.
 pub const SUPPORTED_OPERATIONS: &[&str] = &[
@@ -224,3 +220,27 @@ carries_capacity_per_table!(
     TransactWriteItemsOutput,
     TransactGetItemsOutput
 );
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_data_plane_reads_never_wait() {
+        let never_waiting: Vec<&str> = SUPPORTED_OPERATIONS
+            .iter()
+            .copied()
+            .filter(|operation| never_waits(operation))
+            .collect();
+        assert_eq!(
+            never_waiting,
+            [
+                "GetItem",
+                "BatchGetItem",
+                "TransactGetItems",
+                "Query",
+                "Scan"
+            ]
+        );
+    }
+}

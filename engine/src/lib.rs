@@ -14,5 +14,5 @@ pub mod metering;
 pub mod table;
 
 pub use database::{Database, Options};
-pub use dispatch::{NON_WAITING_OPERATIONS, SUPPORTED_OPERATIONS};
+pub use dispatch::{never_waits, SUPPORTED_OPERATIONS};
 pub use wal::Durability;

@@ -30,7 +30,7 @@ impl DynamoHandler for EngineHandler {
     }
 
     fn runs_inline(&self, operation: &str) -> bool {
-        engine::NON_WAITING_OPERATIONS.contains(&operation)
+        engine::never_waits(operation)
     }
 
     fn render_metrics(&self, out: &mut String) {
