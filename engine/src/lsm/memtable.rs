@@ -10,7 +10,6 @@
 //! Each entry's internal key and value share one heap allocation ([`MemtableEntry`]): half
 //! the allocations of storing them apart, which shows when replaying millions of entries.
 
-use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
@@ -23,44 +22,21 @@ use crossbeam_skiplist::SkipMap;
 
 use crate::lsm::sstable::bloom;
 
-/// An internal key as a borrowed, unsized type ordered by [`compare_internal`], so the
-/// skiplist can be searched with a `&[u8]` without allocating an owned key.
-#[repr(transparent)]
-#[derive(PartialEq, Eq)]
-struct KeyRef([u8]);
-
-impl KeyRef {
-    fn new(bytes: &[u8]) -> &KeyRef {
-        // SAFETY: KeyRef is #[repr(transparent)] over [u8], so the two references have the
-        // same layout and the same metadata (length); the lifetime is carried over unchanged.
-        unsafe { &*(bytes as *const [u8] as *const KeyRef) }
-    }
-}
-
-impl Ord for KeyRef {
-    fn cmp(&self, other: &KeyRef) -> Ordering {
-        compare_internal(&self.0, &other.0)
-    }
-}
-
-impl PartialOrd for KeyRef {
-    fn partial_cmp(&self, other: &KeyRef) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
 /// One version ready to go into a memtable: its internal key and its value in one
-/// allocation (`internal key ‖ value`). It is the skiplist's key; it orders, and compares
-/// equal, by the internal key alone, exactly as [`KeyRef`] (required by `Borrow`).
+/// allocation (`internal key ‖ value`). It is the skiplist's key, and the skiplist is
+/// searched with entries too ([`MemtableEntry::search_probe`]); it orders, and compares
+/// equal, by the internal key alone, exactly as [`compare_internal`] orders internal keys.
 ///
 /// Building one (decoding and copying) is separate from inserting it, so WAL replay can
 /// build entries on one thread while others insert them.
 pub struct MemtableEntry {
-    /// The user key's first eight bytes, zero-padded, as a big-endian integer. It decides
-    /// most comparisons (tree keys start with a hash) without reading `bytes`, which sit in
-    /// another cache line: a skiplist insert compares at every level, and replay profiles
-    /// showed those comparisons' cache misses dominating.
-    user_key_prefix: u64,
+    /// The user key's first [`INLINE_PREFIX_BYTES`] bytes, zero-padded, as big-endian
+    /// integers. It decides nearly every comparison without reading `bytes`, which sit in
+    /// another allocation: a skiplist search compares at every level, and profiles (replay,
+    /// GetItem under load) showed those comparisons' cache misses dominating. Eight bytes
+    /// (the tree key's hash) were not enough: inside an item collection every key shares
+    /// its hash and partition key, so the last levels of a search compared whole keys.
+    user_key_prefix: [u64; INLINE_PREFIX_WORDS],
     bytes: Box<[u8]>,
     /// Length of the internal key at the start of `bytes`.
     key_len_bytes: usize,
@@ -73,14 +49,22 @@ impl MemtableEntry {
         let mut bytes = Vec::with_capacity(key_len_bytes + value.len());
         key::encode_into(&mut bytes, user_key, seq, kind);
         bytes.extend_from_slice(value);
-        let mut prefix = [0u8; 8];
-        let prefix_len_bytes = user_key.len().min(prefix.len());
-        prefix[..prefix_len_bytes].copy_from_slice(&user_key[..prefix_len_bytes]);
         MemtableEntry {
-            user_key_prefix: u64::from_be_bytes(prefix),
+            user_key_prefix: inline_prefix(user_key),
             bytes: bytes.into_boxed_slice(),
             key_len_bytes,
             seq,
+        }
+    }
+
+    /// A search key: `internal_key` with no value. Searching with an entry rather than the
+    /// key's bytes lets every comparison start with the inline prefixes.
+    fn search_probe(internal_key: &[u8]) -> MemtableEntry {
+        MemtableEntry {
+            user_key_prefix: inline_prefix(key::user_key(internal_key)),
+            bytes: internal_key.into(),
+            key_len_bytes: internal_key.len(),
+            seq: 0,
         }
     }
 
@@ -97,6 +81,26 @@ impl MemtableEntry {
     }
 }
 
+/// User-key bytes kept inline in every entry (a base item's key, hash ‖ partition key ‖
+/// section ‖ sort key, usually fits).
+const INLINE_PREFIX_BYTES: usize = 32;
+const INLINE_PREFIX_WORDS: usize = INLINE_PREFIX_BYTES / 8;
+
+/// A user key's first [`INLINE_PREFIX_BYTES`] bytes, zero-padded, as big-endian words: the
+/// words order as the padded bytes do.
+fn inline_prefix(user_key: &[u8]) -> [u64; INLINE_PREFIX_WORDS] {
+    let mut padded = [0u8; INLINE_PREFIX_BYTES];
+    let len_bytes = user_key.len().min(INLINE_PREFIX_BYTES);
+    padded[..len_bytes].copy_from_slice(&user_key[..len_bytes]);
+    let mut words = [0u64; INLINE_PREFIX_WORDS];
+    for (word, chunk) in words.iter_mut().zip(padded.chunks_exact(8)) {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(chunk);
+        *word = u64::from_be_bytes(bytes);
+    }
+    words
+}
+
 impl PartialEq for MemtableEntry {
     fn eq(&self, other: &MemtableEntry) -> bool {
         self.internal_key() == other.internal_key()
@@ -105,14 +109,8 @@ impl PartialEq for MemtableEntry {
 
 impl Eq for MemtableEntry {}
 
-impl Borrow<KeyRef> for MemtableEntry {
-    fn borrow(&self) -> &KeyRef {
-        KeyRef::new(self.internal_key())
-    }
-}
-
 impl Ord for MemtableEntry {
-    /// Agrees with [`compare_internal`] (as `Borrow` requires). Internal keys order by user
+    /// Agrees with [`compare_internal`]. Internal keys order by user
     /// key first. Where two prefixes differ, the first differing byte is inside both user
     /// keys and orders them, or is padding in one (zero) against a non-zero byte of the
     /// other, whose key the shorter one is then a proper prefix of: either way the prefixes
@@ -132,7 +130,7 @@ impl PartialOrd for MemtableEntry {
 
 /// Per-entry bookkeeping the skiplist costs beyond key and value bytes (node, pointers);
 /// an estimate, so the size limit tracks real memory roughly.
-const ENTRY_OVERHEAD_BYTES: usize = 64;
+const ENTRY_OVERHEAD_BYTES: usize = 88;
 
 /// Bits in a memtable's key filter (64 KiB): about 1% false positives up to ~50,000 keys;
 /// a fuller memtable still filters, less sharply.
@@ -269,10 +267,8 @@ impl Memtable {
         {
             return None;
         }
-        let target = key::seek_key(user_key, snapshot_seq);
-        let entry = self
-            .map
-            .lower_bound(Bound::Included(KeyRef::new(&target)))?;
+        let probe = MemtableEntry::search_probe(&key::seek_key(user_key, snapshot_seq));
+        let entry = self.map.lower_bound(Bound::Included(&probe))?;
         let found = InternalKey::parse(entry.key().internal_key())?;
         if found.user_key != user_key {
             return None;
@@ -356,12 +352,14 @@ impl InternalIterator for MemtableIterator {
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<(), IterError> {
-        self.position(|map| map.lower_bound(Bound::Included(KeyRef::new(target))));
+        let probe = MemtableEntry::search_probe(target);
+        self.position(|map| map.lower_bound(Bound::Included(&probe)));
         Ok(())
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<(), IterError> {
-        self.position(|map| map.upper_bound(Bound::Included(KeyRef::new(target))));
+        let probe = MemtableEntry::search_probe(target);
+        self.position(|map| map.upper_bound(Bound::Included(&probe)));
         Ok(())
     }
 
@@ -397,20 +395,9 @@ mod tests {
         assert_eq!((m.seq_min(), m.seq_max()), (Some(1), 5));
     }
 
-    #[test]
-    fn entry_order_agrees_with_internal_key_order() {
-        // Short keys, keys that are prefixes of others, zero bytes, equal prefixes.
-        let user_keys: [&[u8]; 9] = [
-            b"",
-            b"\0",
-            b"a",
-            b"a\0",
-            b"a\0\0\0\0\0\0\0\0",
-            b"abcdefgh",
-            b"abcdefgh\0",
-            b"abcdefghi",
-            b"abcdefgi",
-        ];
+    /// Every ordered pair of `user_keys` (two versions each, both kinds) compares as
+    /// `compare_internal` compares their internal keys.
+    fn assert_entry_order_agrees(user_keys: &[Vec<u8>]) {
         let mut entries = Vec::new();
         for (index, user_key) in user_keys.iter().enumerate() {
             for seq in [1, 5] {
@@ -421,6 +408,8 @@ mod tests {
                 };
                 entries.push(MemtableEntry::new(user_key, seq + index as u64, kind, b"v"));
             }
+            // A search probe compares as the entry it was made from.
+            entries.push(MemtableEntry::search_probe(&key::seek_key(user_key, 3)));
         }
         for a in &entries {
             for b in &entries {
@@ -432,6 +421,50 @@ mod tests {
                     b.internal_key()
                 );
             }
+        }
+    }
+
+    #[test]
+    fn entry_order_agrees_with_internal_key_order() {
+        // Short keys, keys that are prefixes of others, zero bytes, equal prefixes, and keys
+        // either side of the inline prefix's length.
+        let mut user_keys: Vec<Vec<u8>> = [
+            &b""[..],
+            b"\0",
+            b"a",
+            b"a\0",
+            b"a\0\0\0\0\0\0\0\0",
+            b"abcdefgh",
+            b"abcdefgh\0",
+            b"abcdefghi",
+            b"abcdefgi",
+        ]
+        .iter()
+        .map(|k| k.to_vec())
+        .collect();
+        for len in [
+            INLINE_PREFIX_BYTES - 1,
+            INLINE_PREFIX_BYTES,
+            INLINE_PREFIX_BYTES + 1,
+        ] {
+            user_keys.push(vec![b'x'; len]);
+            user_keys.push([vec![b'x'; len], vec![0]].concat());
+            user_keys.push([vec![b'x'; len - 1], vec![b'y']].concat());
+        }
+        assert_entry_order_agrees(&user_keys);
+    }
+
+    proptest::proptest! {
+        /// Random keys over a tiny alphabet (so shared prefixes and zero padding are common),
+        /// around the inline prefix's length.
+        #[test]
+        fn entry_order_agrees_on_random_keys(
+            user_keys in proptest::collection::vec(
+                proptest::collection::vec(proptest::sample::select(vec![0u8, 1, 0xff]), 0..40),
+                1..12,
+            )
+        ) {
+            assert_entry_order_agrees(&user_keys);
         }
     }
 
