@@ -100,6 +100,12 @@ impl ApiError {
     pub fn serialization(message: impl Into<String>) -> ApiError {
         ApiError::new(ErrorCode::SerializationException, message)
     }
+
+    /// The `SerializationException` for a request body that is not JSON; `parse_error` is
+    /// the parser's account of why.
+    pub fn malformed_json(parse_error: impl std::fmt::Display) -> ApiError {
+        ApiError::serialization(format!("Malformed JSON request body: {parse_error}"))
+    }
 }
 
 /// Marks an [`ApiError`] carried through serde as text (serde errors can carry only a

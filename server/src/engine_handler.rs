@@ -1,11 +1,10 @@
-//! The engine behind the transport: every operation goes to `Database::execute_to_json`.
+//! The engine behind the transport: every operation goes to `Database::execute_json_text`.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
 
 use engine::Database;
 use model::ApiError;
-use serde_json::Value;
 
 use crate::handler::DynamoHandler;
 
@@ -21,8 +20,8 @@ impl EngineHandler {
 }
 
 impl DynamoHandler for EngineHandler {
-    fn handle(&self, operation: &str, body: Value) -> Result<Vec<u8>, ApiError> {
-        self.database.execute_to_json(operation, body)
+    fn handle(&self, operation: &str, body: &[u8]) -> Result<Vec<u8>, ApiError> {
+        self.database.execute_json_text(operation, body)
     }
 
     fn operations(&self) -> &[&'static str] {

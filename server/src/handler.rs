@@ -1,7 +1,6 @@
 //! The seam between the transport and whatever executes operations (the engine adapter).
 
 use model::ApiError;
-use serde_json::Value;
 
 /// What the transport calls for each operation; the engine adapter implements it.
 ///
@@ -16,11 +15,12 @@ use serde_json::Value;
 /// A panic in a handler is caught and answered as `InternalServerError`.
 pub trait DynamoHandler: Send + Sync + 'static {
     /// Runs `operation` (the `X-Amz-Target` suffix, e.g. `"PutItem"`, always one of
-    /// [`DynamoHandler::operations`]) on `body`, the request's JSON object.
+    /// [`DynamoHandler::operations`]) on `body`, the text of the request's JSON object (its
+    /// grammar checked, nothing more).
     ///
     /// Returns the response body: the JSON text of an object. An error's `extra` members
     /// (`CancellationReasons`, `Item`, …) become further top-level members of the error body.
-    fn handle(&self, operation: &str, body: Value) -> Result<Vec<u8>, ApiError>;
+    fn handle(&self, operation: &str, body: &[u8]) -> Result<Vec<u8>, ApiError>;
 
     /// The operation names this handler knows; any other target is answered with
     /// `UnknownOperationException` without calling the handler.

@@ -6,7 +6,9 @@
 //!    dynalite do).
 //! 2. The body size cap (in `serve`, before the body is read).
 //! 3. [`decode_api_request`]: the body must be JSON (`SerializationException`; an empty body
-//!    counts as `{}`), and a JSON object; the `X-Amz-Target` must be
+//!    counts as `{}`), and a JSON object. The transport checks only the JSON grammar (without
+//!    building a value) and passes the text on: the handler deserialises its typed input
+//!    straight from it; the `X-Amz-Target` must be
 //!    `DynamoDB_20120810.<Operation>` with an operation the handler knows
 //!    (`UnknownOperationException`, with no message, as AWS sends it); then authentication (see
 //!    `auth`).
@@ -21,7 +23,7 @@ use crate::auth::{authenticate, AuthPolicy};
 use crate::sigv4::RequestToSign;
 use http::{HeaderValue, Method};
 use model::{ApiError, ErrorCode};
-use serde_json::Value;
+use serde::de::IgnoredAny;
 
 /// The prefix of every DynamoDB `X-Amz-Target`.
 pub const TARGET_PREFIX: &str = "DynamoDB_20120810.";
@@ -62,21 +64,21 @@ pub fn route(method: &Method, path: &str, content_type: Option<&HeaderValue>) ->
 
 /// An API request that passed the transport's checks.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ApiRequest {
+pub struct ApiRequest<'a> {
     /// One of the handler's operation names.
     pub operation: &'static str,
-    /// The body, a JSON object.
-    pub body: Value,
+    /// The body: the text of a JSON object (the request's own, or `{}` for a blank one).
+    pub body: &'a [u8],
 }
 
 /// Steps 3 and later of the pipeline for a request routed to [`Route::Api`]; `operations` are
 /// the names the handler knows.
-pub fn decode_api_request(
-    request: &RequestToSign<'_>,
+pub fn decode_api_request<'a>(
+    request: &RequestToSign<'a>,
     operations: &[&'static str],
     auth_policy: &AuthPolicy<'_>,
-) -> Result<ApiRequest, ApiError> {
-    let body = parse_body(request.body)?;
+) -> Result<ApiRequest<'a>, ApiError> {
+    let body = check_body(request.body)?;
     let target = request
         .headers
         .get("x-amz-target")
@@ -91,16 +93,18 @@ pub fn decode_api_request(
     Ok(ApiRequest { operation, body })
 }
 
-fn parse_body(body: &[u8]) -> Result<Value, ApiError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Value::Object(serde_json::Map::new()));
+/// The body if it is the text of a JSON object (a blank body stands for `{}`).
+fn check_body(body: &[u8]) -> Result<&[u8], ApiError> {
+    let text = body.trim_ascii_start();
+    if text.is_empty() {
+        return Ok(b"{}");
     }
-    let value: Value = serde_json::from_slice(body).map_err(|error| {
-        ApiError::serialization(format!("Malformed JSON request body: {error}"))
-    })?;
-    match value {
-        Value::Object(_) => Ok(value),
-        Value::Array(_) => Err(ApiError::serialization(
+    // Checks the grammar (and the nesting limit) without building anything.
+    serde_json::from_slice::<IgnoredAny>(text).map_err(ApiError::malformed_json)?;
+    // Valid JSON: the first byte names the top-level value's type.
+    match text.first() {
+        Some(b'{') => Ok(body),
+        Some(b'[') => Err(ApiError::serialization(
             "Start of list found where not expected",
         )),
         _ => Err(ApiError::serialization("Unexpected value type in payload")),
@@ -112,11 +116,10 @@ mod tests {
     use super::*;
     use crate::config::AuthMode;
     use http::HeaderMap;
-    use serde_json::json;
 
     const OPERATIONS: &[&str] = &["PutItem", "GetItem"];
 
-    fn decode(headers: &HeaderMap, body: &[u8]) -> Result<ApiRequest, ApiError> {
+    fn decode<'a>(headers: &'a HeaderMap, body: &'a [u8]) -> Result<ApiRequest<'a>, ApiError> {
         let request = RequestToSign {
             method: "POST",
             path: "/",
@@ -163,15 +166,13 @@ mod tests {
 
     #[test]
     fn decodes_a_good_request_and_treats_an_empty_body_as_an_object() {
-        let decoded = decode(
-            &headers("DynamoDB_20120810.PutItem"),
-            br#"{"TableName":"t"}"#,
-        )
-        .unwrap();
+        let put_headers = headers("DynamoDB_20120810.PutItem");
+        let decoded = decode(&put_headers, br#"{"TableName":"t"}"#).unwrap();
         assert_eq!(decoded.operation, "PutItem");
-        assert_eq!(decoded.body, json!({"TableName": "t"}));
-        let decoded = decode(&headers("DynamoDB_20120810.GetItem"), b" \n").unwrap();
-        assert_eq!(decoded.body, json!({}));
+        assert_eq!(decoded.body, br#"{"TableName":"t"}"#);
+        let get_headers = headers("DynamoDB_20120810.GetItem");
+        let decoded = decode(&get_headers, b" \n").unwrap();
+        assert_eq!(decoded.body, b"{}");
     }
 
     #[test]

@@ -252,7 +252,13 @@ async fn handle_api(
         std::panic::catch_unwind(AssertUnwindSafe(|| handler.handle(operation, decoded.body)))
             .map_err(|_| "handler panicked".to_string())
     } else {
-        tokio::task::spawn_blocking(move || handler.handle(operation, decoded.body))
+        // The blocking pool needs an owned body: the request's bytes unless it was blank.
+        let body = if decoded.body.len() == body.len() {
+            body.clone()
+        } else {
+            Bytes::copy_from_slice(decoded.body)
+        };
+        tokio::task::spawn_blocking(move || handler.handle(operation, &body))
             .await
             .map_err(|join_error| join_error.to_string())
     };

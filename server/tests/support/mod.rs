@@ -39,9 +39,12 @@ impl DynamoHandler for FakeHandler {
         matches!(operation, "Query" | "GetItem")
     }
 
-    fn handle(&self, operation: &str, body: Value) -> Result<Vec<u8>, ApiError> {
+    fn handle(&self, operation: &str, body: &[u8]) -> Result<Vec<u8>, ApiError> {
         match operation {
-            "PutItem" => Ok(body.to_string().into_bytes()),
+            "PutItem" => Ok(serde_json::from_slice::<Value>(body)
+                .map_err(|e| ApiError::serialization(e.to_string()))?
+                .to_string()
+                .into_bytes()),
             "GetItem" => Ok(b"{}".to_vec()),
             "DeleteItem" => Err(ApiError::validation("canned validation")),
             "TransactWriteItems" => Err(ApiError::new(
