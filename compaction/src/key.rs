@@ -111,6 +111,43 @@ pub fn compare_internal(a: &[u8], b: &[u8]) -> Ordering {
         .then_with(|| trailer_of(b).cmp(&trailer_of(a)))
 }
 
+/// Bytes of a user key an [`InlinePrefix`] holds: a table tree's base-item key (hash ‖
+/// partition key ‖ section ‖ sort key) usually fits.
+pub const INLINE_PREFIX_BYTES: usize = 32;
+
+/// A user key's first [`INLINE_PREFIX_BYTES`] bytes, zero-padded, as big-endian words, kept
+/// beside a key that lives elsewhere (another allocation, another cache line) so most
+/// comparisons of a search are decided without reading the key itself: searches (memtable
+/// skiplists, SSTable indexes) compare at every step, and profiles showed the cache misses
+/// of reading the keys dominating them. Eight bytes (the hash) are not enough: inside an
+/// item collection every key shares its hash and partition key.
+///
+/// Where two prefixes differ, the first differing byte is inside both user keys and orders
+/// them, or is padding in one (zero) against a non-zero byte of the other, whose key the
+/// shorter one is then a proper prefix of: either way prefixes order as their user keys do.
+/// Equal prefixes say nothing: compare the whole internal keys ([`compare_internal`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct InlinePrefix([u64; INLINE_PREFIX_BYTES / 8]);
+
+impl InlinePrefix {
+    pub fn of_user_key(user_key: &[u8]) -> InlinePrefix {
+        let mut padded = [0u8; INLINE_PREFIX_BYTES];
+        let len_bytes = user_key.len().min(INLINE_PREFIX_BYTES);
+        padded[..len_bytes].copy_from_slice(&user_key[..len_bytes]);
+        let mut words = [0u64; INLINE_PREFIX_BYTES / 8];
+        for (word, chunk) in words.iter_mut().zip(padded.chunks_exact(8)) {
+            let mut bytes = [0u8; 8];
+            bytes.copy_from_slice(chunk);
+            *word = u64::from_be_bytes(bytes);
+        }
+        InlinePrefix(words)
+    }
+
+    pub fn of_internal_key(internal_key: &[u8]) -> InlinePrefix {
+        InlinePrefix::of_user_key(user_key(internal_key))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

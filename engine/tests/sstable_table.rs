@@ -15,11 +15,25 @@ use sstable_support::{build, open, two_byte_prefix, MemReadable, MemWritable};
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
+/// A user key over `alphabet`, sometimes after a long run of 'a's: keys then share more
+/// than the 32 bytes searches compare inline (`compaction::key::InlinePrefix`), or end
+/// just around them.
+fn user_key_strategy(
+    alphabet: std::ops::RangeInclusive<u8>,
+    len_max: usize,
+) -> impl Strategy<Value = Vec<u8>> {
+    (
+        proptest::sample::select(vec![0usize, 0, 29, 31, 32]),
+        proptest::collection::vec(alphabet, 0..len_max),
+    )
+        .prop_map(|(stem_len, rest)| [vec![b'a'; stem_len], rest].concat())
+}
+
 /// Random versions of random user keys over a small alphabet (so keys share prefixes and
 /// have several versions), sorted and unique per (user key, seq).
 fn entries_strategy() -> impl Strategy<Value = Entries> {
     let version = (
-        proptest::collection::vec(b'a'..=b'c', 0..6),
+        user_key_strategy(b'a'..=b'c', 6),
         1u64..200,
         proptest::bool::weighted(0.25),
         proptest::collection::vec(any::<u8>(), 0..24),
@@ -65,11 +79,7 @@ fn options_strategy() -> impl Strategy<Value = TableOptions> {
 
 /// A seek target: any user key over the alphabet (present or not) at any seq and kind.
 fn target_strategy() -> impl Strategy<Value = (Vec<u8>, u64, bool)> {
-    (
-        proptest::collection::vec(b'a'..=b'd', 0..7),
-        0u64..210,
-        any::<bool>(),
-    )
+    (user_key_strategy(b'a'..=b'd', 7), 0u64..210, any::<bool>())
 }
 
 fn current(it: &impl InternalIterator) -> (Vec<u8>, Vec<u8>) {

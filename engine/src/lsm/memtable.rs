@@ -15,7 +15,7 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::{Arc, OnceLock};
 
-use compaction::key::{self, EntryKind, InternalKey};
+use compaction::key::{self, EntryKind, InlinePrefix, InternalKey};
 use compaction::{compare_internal, InternalIterator, IterError};
 use crossbeam_skiplist::map::Entry;
 use crossbeam_skiplist::SkipMap;
@@ -30,13 +30,9 @@ use crate::lsm::sstable::bloom;
 /// Building one (decoding and copying) is separate from inserting it, so WAL replay can
 /// build entries on one thread while others insert them.
 pub struct MemtableEntry {
-    /// The user key's first [`INLINE_PREFIX_BYTES`] bytes, zero-padded, as big-endian
-    /// integers. It decides nearly every comparison without reading `bytes`, which sit in
-    /// another allocation: a skiplist search compares at every level, and profiles (replay,
-    /// GetItem under load) showed those comparisons' cache misses dominating. Eight bytes
-    /// (the tree key's hash) were not enough: inside an item collection every key shares
-    /// its hash and partition key, so the last levels of a search compared whole keys.
-    user_key_prefix: [u64; INLINE_PREFIX_WORDS],
+    /// Decides nearly every comparison without reading `bytes`, which sit in another
+    /// allocation (see [`InlinePrefix`]).
+    user_key_prefix: InlinePrefix,
     bytes: Box<[u8]>,
     /// Length of the internal key at the start of `bytes`.
     key_len_bytes: usize,
@@ -50,7 +46,7 @@ impl MemtableEntry {
         key::encode_into(&mut bytes, user_key, seq, kind);
         bytes.extend_from_slice(value);
         MemtableEntry {
-            user_key_prefix: inline_prefix(user_key),
+            user_key_prefix: InlinePrefix::of_user_key(user_key),
             bytes: bytes.into_boxed_slice(),
             key_len_bytes,
             seq,
@@ -61,7 +57,7 @@ impl MemtableEntry {
     /// key's bytes lets every comparison start with the inline prefixes.
     fn search_probe(internal_key: &[u8]) -> MemtableEntry {
         MemtableEntry {
-            user_key_prefix: inline_prefix(key::user_key(internal_key)),
+            user_key_prefix: InlinePrefix::of_internal_key(internal_key),
             bytes: internal_key.into(),
             key_len_bytes: internal_key.len(),
             seq: 0,
@@ -81,26 +77,6 @@ impl MemtableEntry {
     }
 }
 
-/// User-key bytes kept inline in every entry (a base item's key, hash ‖ partition key ‖
-/// section ‖ sort key, usually fits).
-const INLINE_PREFIX_BYTES: usize = 32;
-const INLINE_PREFIX_WORDS: usize = INLINE_PREFIX_BYTES / 8;
-
-/// A user key's first [`INLINE_PREFIX_BYTES`] bytes, zero-padded, as big-endian words: the
-/// words order as the padded bytes do.
-fn inline_prefix(user_key: &[u8]) -> [u64; INLINE_PREFIX_WORDS] {
-    let mut padded = [0u8; INLINE_PREFIX_BYTES];
-    let len_bytes = user_key.len().min(INLINE_PREFIX_BYTES);
-    padded[..len_bytes].copy_from_slice(&user_key[..len_bytes]);
-    let mut words = [0u64; INLINE_PREFIX_WORDS];
-    for (word, chunk) in words.iter_mut().zip(padded.chunks_exact(8)) {
-        let mut bytes = [0u8; 8];
-        bytes.copy_from_slice(chunk);
-        *word = u64::from_be_bytes(bytes);
-    }
-    words
-}
-
 impl PartialEq for MemtableEntry {
     fn eq(&self, other: &MemtableEntry) -> bool {
         self.internal_key() == other.internal_key()
@@ -110,11 +86,8 @@ impl PartialEq for MemtableEntry {
 impl Eq for MemtableEntry {}
 
 impl Ord for MemtableEntry {
-    /// Agrees with [`compare_internal`]. Internal keys order by user
-    /// key first. Where two prefixes differ, the first differing byte is inside both user
-    /// keys and orders them, or is padding in one (zero) against a non-zero byte of the
-    /// other, whose key the shorter one is then a proper prefix of: either way the prefixes
-    /// order as the user keys do. Equal prefixes fall back to the whole keys.
+    /// Agrees with [`compare_internal`] (see [`InlinePrefix`] on why the prefixes may
+    /// decide).
     fn cmp(&self, other: &MemtableEntry) -> Ordering {
         self.user_key_prefix
             .cmp(&other.user_key_prefix)
@@ -379,6 +352,7 @@ impl InternalIterator for MemtableIterator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use compaction::key::INLINE_PREFIX_BYTES;
 
     #[test]
     fn get_sees_newest_visible_version() {
