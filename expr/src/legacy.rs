@@ -716,7 +716,7 @@ mod tests {
     fn attributes_to_get_projects_top_level_names() {
         let names = vec!["a".to_string(), "status".to_string()];
         let projection = attributes_to_get(&names).unwrap();
-        assert_eq!(projection.apply(&sample()), item(r#"{"a": {"N": "1"}}"#));
+        assert_eq!(projection.apply(sample()), item(r#"{"a": {"N": "1"}}"#));
         let duplicated = vec!["a".to_string(), "a".to_string()];
         assert!(message(attributes_to_get(&duplicated)).contains("Duplicate value"));
     }

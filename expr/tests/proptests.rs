@@ -264,9 +264,12 @@ proptest! {
         let parsed = parsed.unwrap();
         let reparsed = context.parse_projection(&parsed.to_string()).unwrap();
         prop_assert_eq!(&parsed, &reparsed);
-        let projected = parsed.apply(&item);
+        let projected = parsed.apply(item.clone());
         // A projection only keeps attributes the item has.
         prop_assert!(projected.keys().all(|name| item.contains_key(name)));
+        // Projections of top-level attributes keep them in place; every projection must
+        // still select exactly what the general path extraction selects.
+        prop_assert_eq!(projected, expr::extract_paths(&item, parsed.paths()));
     }
 
     #[test]
@@ -283,7 +286,7 @@ proptest! {
             let _ = update.apply(&item);
         }
         if let Ok(projection) = context.parse_projection(&source) {
-            let _ = projection.apply(&item);
+            let _ = projection.apply(item.clone());
         }
         let _ = context.finish();
     }

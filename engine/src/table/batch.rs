@@ -206,7 +206,7 @@ impl Database {
                             read_units(size_bytes, consistency);
                         if let Some(item) = item {
                             found.push(match projection {
-                                Some(projection) => projection.apply(&item),
+                                Some(projection) => projection.apply(item),
                                 None => item,
                             });
                         }

@@ -226,7 +226,7 @@ impl Database {
             ReadConsistency::from_consistent_read(input.consistent_read),
         );
         let item = match (item, &projection) {
-            (Some(item), Some(projection)) => Some(projection.apply(&item)),
+            (Some(item), Some(projection)) => Some(projection.apply(item)),
             (item, _) => item,
         };
         Ok(GetItemOutput {

@@ -487,7 +487,9 @@ impl Database {
                 page.count += 1;
                 match &plan.shape.output {
                     Output::Count => {}
-                    Output::Specific(projection) => page.items.push(projection.apply(fullest)),
+                    Output::Specific(projection) => {
+                        page.items.push(projection.apply(fetched.unwrap_or(entry)))
+                    }
                     // Moved, not cloned: items may be 400 KB each.
                     Output::Fetched => page.items.extend(fetched),
                     Output::Entry => page.items.push(entry),

@@ -403,7 +403,7 @@ impl Database {
             *units.entry(table.name.clone()).or_default() +=
                 read_units(size_bytes, ReadConsistency::Transactional);
             let item = match (item, projection) {
-                (Some(item), Some(projection)) => Some(projection.apply(&item)),
+                (Some(item), Some(projection)) => Some(projection.apply(item)),
                 (item, _) => item,
             };
             responses.push(ItemResponse { item });
