@@ -6,7 +6,7 @@ mod sstable_support;
 use compaction::key::{encode, EntryKind, InternalKey};
 use compaction::InternalIterator;
 use engine::lsm::sstable::{SstError, Table, TableOptions};
-use sstable_support::{build, open, two_byte_prefix};
+use sstable_support::{build, open, owned, two_byte_prefix};
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
@@ -90,7 +90,7 @@ fn read_everything(
     }
 
     for case in expected_gets {
-        match table.get(&case.user_key, case.snapshot) {
+        match table.get(&case.user_key, case.snapshot).map(owned) {
             Ok(found) => assert_eq!(
                 found, case.expected,
                 "get({:?}, {})",
@@ -119,7 +119,7 @@ fn get_cases(table: &Table, entries: &Entries) -> Vec<GetCase> {
             cases.push(GetCase {
                 user_key: parsed.user_key.to_vec(),
                 snapshot,
-                expected: table.get(parsed.user_key, snapshot).unwrap(),
+                expected: table.get(parsed.user_key, snapshot).map(owned).unwrap(),
             });
         }
     }

@@ -11,7 +11,7 @@ use engine::lsm::sstable::{
     whole_key, SstError, Table, TableBuilder, TableIterator, TableOptions, TableProperties,
 };
 use proptest::prelude::*;
-use sstable_support::{build, open, two_byte_prefix, MemReadable, MemWritable};
+use sstable_support::{build, open, owned, two_byte_prefix, MemReadable, MemWritable};
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
@@ -154,7 +154,7 @@ fn check_table(table: &Arc<Table>, entries: &Entries, targets: &[(Vec<u8>, u64, 
         }
 
         assert_eq!(
-            table.get(&user_key, seq).unwrap(),
+            table.get(&user_key, seq).map(owned).unwrap(),
             model_get(entries, &user_key, seq),
             "get({user_key:?}, {seq})"
         );
@@ -257,9 +257,9 @@ fn default_options_round_trip_through_real_files() {
     assert_eq!(table.properties(), &properties);
     check_table(&table, &entries, &[(b"user-0007".to_vec(), 50_000, false)]);
     // Versions of user-0003 are at seqs 9994 and 9993; below both there is nothing.
-    assert_eq!(table.get(b"user-0003", 9992).unwrap(), None);
+    assert_eq!(table.get(b"user-0003", 9992).map(owned).unwrap(), None);
     assert_eq!(
-        table.get(b"user-0003", 9993).unwrap(),
+        table.get(b"user-0003", 9993).map(owned).unwrap(),
         Some((EntryKind::Put, b"value-7".to_vec()))
     );
 }
@@ -291,7 +291,7 @@ fn empty_table_is_valid_and_empty() {
     assert!(!it.valid());
     it.seek_for_prev(&encode(b"k", 1, EntryKind::Put)).unwrap();
     assert!(!it.valid());
-    assert_eq!(table.get(b"k", 10).unwrap(), None);
+    assert_eq!(table.get(b"k", 10).map(owned).unwrap(), None);
 }
 
 fn mem_builder() -> TableBuilder {

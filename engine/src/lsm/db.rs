@@ -1062,18 +1062,20 @@ pub(crate) fn file_meta(number: u64, properties: &TableProperties) -> FileMeta {
     }
 }
 
-/// The kind and value of a key's newest visible version, searching newest data first.
-pub(crate) fn lookup(
+/// A key's newest visible value, searching newest data first, read by `read_value` where it
+/// lies (memtable node or mapped SSTable block): a caller that decodes it needs no copy.
+pub(crate) fn lookup<R>(
     sv: &SuperVersion,
     tree: TreeId,
     user_key: &[u8],
     seq: u64,
-) -> Result<Option<Vec<u8>>, DbError> {
+    read_value: impl FnOnce(&[u8]) -> R,
+) -> Result<Option<R>, DbError> {
     let mems = sv.memtables.get(&tree).ok_or(DbError::UnknownTree(tree))?;
     for memtable in mems.newest_first() {
-        if let Some((kind, value)) = memtable.get(user_key, seq) {
-            return Ok(match kind {
-                EntryKind::Put => Some(value),
+        if let Some(found) = memtable.get(user_key, seq) {
+            return Ok(match found.kind {
+                EntryKind::Put => Some(read_value(found.value())),
                 EntryKind::Delete => None,
             });
         }
@@ -1089,7 +1091,7 @@ pub(crate) fn lookup(
         };
         if let Some((kind, value)) = table.get(user_key, seq)? {
             return Ok(match kind {
-                EntryKind::Put => Some(value),
+                EntryKind::Put => Some(read_value(value)),
                 EntryKind::Delete => None,
             });
         }
@@ -1105,8 +1107,19 @@ impl Db {
         key: &[u8],
         snapshot: Option<&Snapshot>,
     ) -> Result<Option<Vec<u8>>, DbError> {
+        self.get_with(tree, key, snapshot, <[u8]>::to_vec)
+    }
+
+    /// [`Db::get`] reading the value in place with `read_value` rather than copying it out.
+    pub fn get_with<R>(
+        &self,
+        tree: TreeId,
+        key: &[u8],
+        snapshot: Option<&Snapshot>,
+        read_value: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>, DbError> {
         let (seq, sv) = self.read_view(snapshot);
-        lookup(&sv, tree, key, seq)
+        lookup(&sv, tree, key, seq, read_value)
     }
 
     /// The sequence number and superversion a read uses, consistent with each other.

@@ -229,9 +229,10 @@ impl Memtable {
         self.seq_max.load(AtomicOrdering::Relaxed)
     }
 
-    /// The newest version of `user_key` visible at `snapshot_seq`: `Some(Put(value))`,
-    /// `Some(Delete)` (a tombstone hides older data), or `None` (this memtable knows nothing).
-    pub fn get(&self, user_key: &[u8], snapshot_seq: u64) -> Option<(EntryKind, Vec<u8>)> {
+    /// The newest version of `user_key` visible at `snapshot_seq`: a Put (its value) or a
+    /// Delete (a tombstone hides older data); `None` if this memtable knows nothing. The
+    /// value is read in place (the found entry keeps its node alive), not copied.
+    pub fn get(&self, user_key: &[u8], snapshot_seq: u64) -> Option<FoundVersion<'_>> {
         // No filter yet means nothing was ever inserted.
         if !self
             .key_filter
@@ -247,7 +248,10 @@ impl Memtable {
             return None;
         }
         debug_assert!(found.seq <= snapshot_seq);
-        Some((found.kind, entry.key().value().to_vec()))
+        Some(FoundVersion {
+            kind: found.kind,
+            entry,
+        })
     }
 
     /// A cursor over every entry; keeps the memtable alive.
@@ -256,6 +260,19 @@ impl Memtable {
             current: None,
             memtable: Arc::clone(self),
         }
+    }
+}
+
+/// A version [`Memtable::get`] found.
+pub struct FoundVersion<'m> {
+    pub kind: EntryKind,
+    entry: Entry<'m, MemtableEntry, ()>,
+}
+
+impl FoundVersion<'_> {
+    /// The value (empty for a Delete).
+    pub fn value(&self) -> &[u8] {
+        self.entry.key().value()
     }
 }
 
@@ -354,6 +371,12 @@ mod tests {
     use super::*;
     use compaction::key::INLINE_PREFIX_BYTES;
 
+    /// `Memtable::get`, owned.
+    fn get(m: &Memtable, user_key: &[u8], seq: u64) -> Option<(EntryKind, Vec<u8>)> {
+        m.get(user_key, seq)
+            .map(|found| (found.kind, found.value().to_vec()))
+    }
+
     #[test]
     fn get_sees_newest_visible_version() {
         let m = Memtable::new();
@@ -361,11 +384,11 @@ mod tests {
         m.insert(b"a", 3, EntryKind::Put, b"v3");
         m.insert(b"a", 5, EntryKind::Delete, b"");
         m.insert(b"b", 2, EntryKind::Put, b"w");
-        assert_eq!(m.get(b"a", 2), Some((EntryKind::Put, b"v1".to_vec())));
-        assert_eq!(m.get(b"a", 4), Some((EntryKind::Put, b"v3".to_vec())));
-        assert_eq!(m.get(b"a", 9), Some((EntryKind::Delete, vec![])));
-        assert_eq!(m.get(b"a", 0), None);
-        assert_eq!(m.get(b"c", 9), None);
+        assert_eq!(get(&m, b"a", 2), Some((EntryKind::Put, b"v1".to_vec())));
+        assert_eq!(get(&m, b"a", 4), Some((EntryKind::Put, b"v3".to_vec())));
+        assert_eq!(get(&m, b"a", 9), Some((EntryKind::Delete, vec![])));
+        assert_eq!(get(&m, b"a", 0), None);
+        assert_eq!(get(&m, b"c", 9), None);
         assert_eq!((m.seq_min(), m.seq_max()), (Some(1), 5));
     }
 
@@ -446,7 +469,7 @@ mod tests {
     fn key_filter_never_hides_a_key_and_turns_most_absent_ones_away() {
         let m = Memtable::new();
         assert_eq!(
-            m.get(b"anything", 1),
+            get(&m, b"anything", 1),
             None,
             "an empty memtable has no filter yet"
         );
@@ -456,7 +479,7 @@ mod tests {
         }
         for i in 0..20_000u32 {
             assert_eq!(
-                m.get(&key(i), u64::from(i) + 1),
+                get(&m, &key(i), u64::from(i) + 1),
                 Some((EntryKind::Put, b"v".to_vec()))
             );
         }
@@ -469,7 +492,7 @@ mod tests {
             passed < 200,
             "{passed} of 20000 absent keys passed the filter"
         );
-        assert_eq!(m.get(b"absent-1", u64::MAX >> 8), None);
+        assert_eq!(get(&m, b"absent-1", u64::MAX >> 8), None);
     }
 
     #[test]

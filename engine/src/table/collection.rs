@@ -124,9 +124,9 @@ pub fn read_record(
     snapshot: Option<&Snapshot>,
 ) -> Result<CollectionRecord, ApiError> {
     let key = keys::collection_key(pk).map_err(internal)?;
-    match db.get(table.tree, &key, snapshot)? {
+    match db.get_with(table.tree, &key, snapshot, CollectionRecord::decode)? {
         None => Ok(CollectionRecord::default()),
-        Some(bytes) => CollectionRecord::decode(&bytes).map_err(internal),
+        Some(record) => record.map_err(internal),
     }
 }
 

@@ -514,8 +514,11 @@ impl Database {
             .map(|r| key_value(entry, r))
             .transpose()?;
         let key = keys::base_key(pk, sk).map_err(internal)?;
-        match self.db.get(table.tree, &key, Some(plan.snapshot))? {
-            Some(bytes) => decode_item(&bytes).map_err(internal),
+        match self
+            .db
+            .get_with(table.tree, &key, Some(plan.snapshot), decode_item)?
+        {
+            Some(item) => item.map_err(internal),
             // An index entry without its base item breaks invariant 3 (DESIGN §7): report it
             // rather than return a partial item.
             None => Err(internal(format!(

@@ -487,10 +487,10 @@ impl Database {
         key: &ItemKey,
         snapshot: Option<&Snapshot>,
     ) -> Result<Option<Item>, ApiError> {
-        match self.db.get(table.tree, &key.base_key()?, snapshot)? {
-            None => Ok(None),
-            Some(bytes) => decode_item(&bytes).map(Some).map_err(internal),
-        }
+        self.db
+            .get_with(table.tree, &key.base_key()?, snapshot, decode_item)?
+            .transpose()
+            .map_err(internal)
     }
 
     /// Commits the plans of one or more item writes of `table` as ONE atomic batch, with

@@ -150,7 +150,7 @@ impl Table {
         &self,
         user_key: &[u8],
         snapshot_seq: u64,
-    ) -> Result<Option<(EntryKind, Vec<u8>)>, SstError> {
+    ) -> Result<Option<(EntryKind, &[u8])>, SstError> {
         if !self.may_contain_prefix((self.prefix)(user_key)) {
             return Ok(None);
         }
@@ -174,7 +174,8 @@ impl Table {
             return Ok(None);
         }
         let (start, end) = cursor.value_range();
-        Ok(Some((found.kind, block.contents[start..end].to_vec())))
+        // In place: the value is read where the table's file is mapped, not copied.
+        Ok(Some((found.kind, &block.contents[start..end])))
     }
 
     /// A cursor over the whole table, forward and reverse.
