@@ -49,7 +49,7 @@ fn prefix8(key: &[u8]) -> &[u8] {
 
 /// One storage engine under test.
 trait Engine: Send + Sync {
-    fn write_batch(&self, base: u64, value_1k: &[u8], value_150: &[u8]);
+    fn write_batch(&self, base: u64, value_1k: &[u8], values_150: [&[u8]; 4]);
     fn get(&self, key: &[u8]) -> bool;
 }
 
@@ -77,10 +77,10 @@ impl Shoal {
 }
 
 impl Engine for Shoal {
-    fn write_batch(&self, base: u64, value_1k: &[u8], value_150: &[u8]) {
+    fn write_batch(&self, base: u64, value_1k: &[u8], values_150: [&[u8]; 4]) {
         let mut batch = WriteBatch::new();
         batch.put(self.items, &key16(base, 0), value_1k).unwrap();
-        for i in 1..5u64 {
+        for (i, value_150) in (1..5u64).zip(values_150) {
             batch.put(self.index, &key16(base, i), value_150).unwrap();
         }
         self.db.write(batch).unwrap();
@@ -117,10 +117,10 @@ impl Fjall {
 }
 
 impl Engine for Fjall {
-    fn write_batch(&self, base: u64, value_1k: &[u8], value_150: &[u8]) {
+    fn write_batch(&self, base: u64, value_1k: &[u8], values_150: [&[u8]; 4]) {
         let mut batch = self.db.batch().durability(self.persist);
         batch.insert(&self.items, key16(base, 0).to_vec(), value_1k.to_vec());
-        for i in 1..5u64 {
+        for (i, value_150) in (1..5u64).zip(values_150) {
             batch.insert(&self.index, key16(base, i).to_vec(), value_150.to_vec());
         }
         batch.commit().unwrap();
@@ -151,9 +151,25 @@ fn open_engine(name: &str, dir: &std::path::Path, sync: bool) -> Arc<dyn Engine>
     }
 }
 
+/// Random bytes the batches' values are cut from, at a random offset per record: values
+/// that do not compress, as fjall's default LZ4 would shrink constant values (or one value
+/// repeated in every block) to almost nothing and the two engines would not be storing the
+/// same bytes. Shoal does not compress.
+const VALUE_POOL_BYTES: usize = 4 << 20;
+
+fn value_pool() -> Vec<u8> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed);
+    (0..VALUE_POOL_BYTES).map(|_| rng.random()).collect()
+}
+
+/// A `len`-byte value from the pool, chosen by `choice`.
+fn pooled_value(pool: &[u8], choice: u64, len: usize) -> &[u8] {
+    let start = (choice % (pool.len() - len) as u64) as usize;
+    &pool[start..start + len]
+}
+
 fn bench_batches(c: &mut Criterion) {
-    let value_1k = vec![7u8; 1000];
-    let value_150 = vec![9u8; 150];
+    let pool = value_pool();
     for (mode, sync) in [("none", false), ("sync", true)] {
         let mut group = c.benchmark_group(format!("peer_batch_write_{mode}"));
         group.throughput(Throughput::Elements(1));
@@ -179,12 +195,16 @@ fn bench_batches(c: &mut Criterion) {
                         std::thread::scope(|scope| {
                             for t in 0..threads {
                                 let engine = Arc::clone(&engine);
-                                let (value_1k, value_150) = (&value_1k, &value_150);
+                                let pool = &pool;
                                 scope.spawn(move || {
                                     let mut rng =
                                         rand::rngs::StdRng::seed_from_u64(t as u64 ^ iters);
                                     for _ in 0..per_thread {
-                                        engine.write_batch(rng.random(), value_1k, value_150);
+                                        let base: u64 = rng.random();
+                                        let value_1k = pooled_value(pool, base, 1000);
+                                        let values_150 = [13, 26, 39, 52]
+                                            .map(|shift| pooled_value(pool, base >> shift, 150));
+                                        engine.write_batch(base, value_1k, values_150);
                                     }
                                 });
                             }
@@ -208,14 +228,15 @@ fn bench_batches(c: &mut Criterion) {
 fn bench_gets(c: &mut Criterion) {
     let mut group = c.benchmark_group("peer_point_get");
     group.throughput(Throughput::Elements(1));
-    let value = vec![5u8; 1000];
+    let pool = value_pool();
     for engine_name in ["shoal", "fjall"] {
         let dir = tempfile::tempdir().unwrap();
         let engine = open_engine(engine_name, dir.path(), false);
         let mut rng = rand::rngs::StdRng::seed_from_u64(1);
         let keys: Vec<u64> = (0..100_000).map(|_| rng.random()).collect();
         for k in &keys {
-            engine.write_batch(*k, &value, &value[..150]);
+            let values_150 = [13, 26, 39, 52].map(|shift| pooled_value(&pool, k >> shift, 150));
+            engine.write_batch(*k, pooled_value(&pool, *k, 1000), values_150);
         }
         let mut i = 0usize;
         group.bench_function(BenchmarkId::new(engine_name, "existing"), |b| {
