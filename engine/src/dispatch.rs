@@ -61,47 +61,25 @@ impl Database {
             "DeleteTable" => Ok(encoding.encode(&self.delete_table(body.decode()?)?)),
             "UpdateTable" => Ok(encoding.encode(&self.update_table(body.decode()?)?)),
             // control: add arms above this line
-            "PutItem" => {
-                let (input, meter) = metered_input(body.decode()?, metered);
-                Ok(self.metered(meter, self.put_item(input)?, &encoding))
-            }
-            "GetItem" => {
-                let (input, meter) = metered_input(body.decode()?, metered);
-                Ok(self.metered(meter, self.get_item(input)?, &encoding))
-            }
-            "UpdateItem" => {
-                let (input, meter) = metered_input(body.decode()?, metered);
-                Ok(self.metered(meter, self.update_item(input)?, &encoding))
-            }
-            "DeleteItem" => {
-                let (input, meter) = metered_input(body.decode()?, metered);
-                Ok(self.metered(meter, self.delete_item(input)?, &encoding))
-            }
-            "BatchWriteItem" => {
-                let (input, meter) = metered_input(body.decode()?, metered);
-                Ok(self.metered(meter, self.batch_write_item(input)?, &encoding))
-            }
+            "PutItem" => self.metered(body, metered, &encoding, |input| self.put_item(input)),
+            "GetItem" => self.metered(body, metered, &encoding, |input| self.get_item(input)),
+            "UpdateItem" => self.metered(body, metered, &encoding, |input| self.update_item(input)),
+            "DeleteItem" => self.metered(body, metered, &encoding, |input| self.delete_item(input)),
+            "BatchWriteItem" => self.metered(body, metered, &encoding, |input| {
+                self.batch_write_item(input)
+            }),
             "BatchGetItem" => {
-                let (input, meter) = metered_input(body.decode()?, metered);
-                Ok(self.metered(meter, self.batch_get_item(input)?, &encoding))
+                self.metered(body, metered, &encoding, |input| self.batch_get_item(input))
             }
-            "TransactWriteItems" => {
-                let (input, meter) = metered_input(body.decode()?, metered);
-                Ok(self.metered(meter, self.transact_write_items(input)?, &encoding))
-            }
-            "TransactGetItems" => {
-                let (input, meter) = metered_input(body.decode()?, metered);
-                Ok(self.metered(meter, self.transact_get_items(input)?, &encoding))
-            }
+            "TransactWriteItems" => self.metered(body, metered, &encoding, |input| {
+                self.transact_write_items(input)
+            }),
+            "TransactGetItems" => self.metered(body, metered, &encoding, |input| {
+                self.transact_get_items(input)
+            }),
             // items: add arms above this line
-            "Query" => {
-                let (input, meter) = metered_input(body.decode()?, metered);
-                Ok(self.metered(meter, self.query(input)?, &encoding))
-            }
-            "Scan" => {
-                let (input, meter) = metered_input(body.decode()?, metered);
-                Ok(self.metered(meter, self.scan(input)?, &encoding))
-            }
+            "Query" => self.metered(body, metered, &encoding, |input| self.query(input)),
+            "Scan" => self.metered(body, metered, &encoding, |input| self.scan(input)),
             // query: add arms above this line
             _ => Err(ApiError::new(
                 ErrorCode::UnknownOperationException,
@@ -110,22 +88,37 @@ impl Database {
         }
     }
 
-    /// Records a data-plane response's capacity and, unless the client asked for it, removes
-    /// it before encoding.
-    fn metered<R: CarriesCapacity + Serialize, E: Encoding>(
+    /// Runs a data-plane operation, metered: it is always asked for its TOTAL consumed
+    /// capacity, which is added to the meter; whether the client asked for it decides
+    /// whether it stays in the response. `kind` is None for an operation that is not metered.
+    fn metered<I, R, B, E>(
         &self,
-        meter: Option<MeterRequest>,
-        mut response: R,
+        body: B,
+        kind: Option<Metered>,
         encoding: &E,
-    ) -> E::Output {
-        if let Some(meter) = meter {
+        operation: impl FnOnce(I) -> Result<R, ApiError>,
+    ) -> Result<E::Output, ApiError>
+    where
+        I: MeteredInput + DeserializeOwned,
+        R: CarriesCapacity + Serialize,
+        B: RequestBody,
+        E: Encoding,
+    {
+        let mut input: I = body.decode()?;
+        let requested = input.return_consumed_capacity();
+        let client_asked = requested.as_deref().is_some_and(|r| r != "NONE");
+        if kind.is_some() && !client_asked {
+            *requested = Some("TOTAL".to_string());
+        }
+        let mut response = operation(input)?;
+        if let Some(kind) = kind {
             self.capacity_meter
-                .record(meter.kind, response.consumed_capacity());
-            if !meter.client_asked {
+                .record(kind, response.consumed_capacity());
+            if !client_asked {
                 response.clear_consumed_capacity();
             }
         }
-        encoding.encode(&response)
+        Ok(encoding.encode(&response))
     }
 
     /// Whether [`Database::execute`] knows `operation`.
@@ -164,32 +157,6 @@ pub const SUPPORTED_OPERATIONS: &[&str] = &[
     "Scan",
     // query: add names above this line
 ];
-
-/// How a data-plane request is metered.
-#[derive(Debug, Clone, Copy)]
-struct MeterRequest {
-    kind: Metered,
-    /// The client asked for ConsumedCapacity itself, so it stays in the response.
-    client_asked: bool,
-}
-
-/// Meters a data-plane request: the operation is always asked for its TOTAL consumed
-/// capacity (to add it to the meter); whether the client asked for it decides whether it
-/// stays in the response. `kind` is None for an operation that is not metered.
-fn metered_input<I: MeteredInput>(
-    mut input: I,
-    kind: Option<Metered>,
-) -> (I, Option<MeterRequest>) {
-    let Some(kind) = kind else {
-        return (input, None);
-    };
-    let requested = input.return_consumed_capacity();
-    let client_asked = requested.as_deref().is_some_and(|r| r != "NONE");
-    if !client_asked {
-        *requested = Some("TOTAL".to_string());
-    }
-    (input, Some(MeterRequest { kind, client_asked }))
-}
 
 /// A data-plane input: its ReturnConsumedCapacity, as the client sent it.
 trait MeteredInput {
