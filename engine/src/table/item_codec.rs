@@ -339,6 +339,25 @@ mod tests {
         }
     }
 
+    /// Names out of order or repeated (never written, only corrupt) decode in name order, the
+    /// last value of a repeated name kept: what a reader expects of a map, whatever order the
+    /// decoder builds it in.
+    #[test]
+    fn unsorted_and_repeated_names_decode_like_inserts() {
+        let pairs = [("b", "1"), ("a", "2"), ("b", "3"), ("c", "4"), ("a", "5")];
+        let mut bytes = vec![FORMAT_VERSION];
+        put_varint(&mut bytes, pairs.len() as u128);
+        for (name, text) in pairs {
+            put_bytes(&mut bytes, name.as_bytes());
+            encode_value(&mut bytes, &AttributeValue::S(text.to_string()));
+        }
+        let mut inserted = Item::new();
+        for (name, text) in pairs {
+            inserted.insert(name.to_string(), AttributeValue::S(text.to_string()));
+        }
+        assert_eq!(decode_item(&bytes).unwrap(), inserted);
+    }
+
     #[test]
     fn every_truncation_is_an_error() {
         let mut item = Item::new();
