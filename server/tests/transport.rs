@@ -38,6 +38,13 @@ async fn success_echoes_with_standard_headers() {
     let response = send_raw(server.address, &request).await;
     assert_eq!(response.status, 200);
     assert_eq!(response.body, b"{}");
+    // So does a blank one, whatever its length (two bytes, as long as `{}`, included).
+    for blank in [&b"  "[..], b"\r\n", b" \n\t "] {
+        let request = post(&[JSON, PUT_ITEM, DATE, AUTH], blank);
+        let response = send_raw(server.address, &request).await;
+        assert_eq!(response.status, 200, "{blank:?}");
+        assert_eq!(response.body, b"{}", "{blank:?}");
+    }
     server.stop().await;
 }
 
