@@ -241,7 +241,9 @@ impl Memtable {
         {
             return None;
         }
-        let probe = MemtableEntry::search_probe(&key::seek_key(user_key, snapshot_seq));
+        // The seek key (newest version at the snapshot) as an entry with no value: one
+        // allocation, where encoding the seek key and then copying it into a probe took two.
+        let probe = MemtableEntry::new(user_key, snapshot_seq, EntryKind::Put, &[]);
         let entry = self.map.lower_bound(Bound::Included(&probe))?;
         let found = InternalKey::parse(entry.key().internal_key())?;
         if found.user_key != user_key {
