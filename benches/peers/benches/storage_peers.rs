@@ -168,6 +168,13 @@ fn pooled_value(pool: &[u8], choice: u64, len: usize) -> &[u8] {
     &pool[start..start + len]
 }
 
+/// The values of the batch at `base`: one of ~1 KB and four of 150 bytes, each from its own
+/// place in the pool.
+fn batch_values(pool: &[u8], base: u64) -> (&[u8], [&[u8]; 4]) {
+    let values_150 = [13, 26, 39, 52].map(|shift| pooled_value(pool, base >> shift, 150));
+    (pooled_value(pool, base, 1000), values_150)
+}
+
 fn bench_batches(c: &mut Criterion) {
     let pool = value_pool();
     for (mode, sync) in [("none", false), ("sync", true)] {
@@ -201,9 +208,7 @@ fn bench_batches(c: &mut Criterion) {
                                         rand::rngs::StdRng::seed_from_u64(t as u64 ^ iters);
                                     for _ in 0..per_thread {
                                         let base: u64 = rng.random();
-                                        let value_1k = pooled_value(pool, base, 1000);
-                                        let values_150 = [13, 26, 39, 52]
-                                            .map(|shift| pooled_value(pool, base >> shift, 150));
+                                        let (value_1k, values_150) = batch_values(pool, base);
                                         engine.write_batch(base, value_1k, values_150);
                                     }
                                 });
@@ -235,8 +240,8 @@ fn bench_gets(c: &mut Criterion) {
         let mut rng = rand::rngs::StdRng::seed_from_u64(1);
         let keys: Vec<u64> = (0..100_000).map(|_| rng.random()).collect();
         for k in &keys {
-            let values_150 = [13, 26, 39, 52].map(|shift| pooled_value(&pool, k >> shift, 150));
-            engine.write_batch(*k, pooled_value(&pool, *k, 1000), values_150);
+            let (value_1k, values_150) = batch_values(&pool, *k);
+            engine.write_batch(*k, value_1k, values_150);
         }
         let mut i = 0usize;
         group.bench_function(BenchmarkId::new(engine_name, "existing"), |b| {
