@@ -715,7 +715,7 @@ fn replay_record<'scope, 'm: 'scope>(
             continue;
         }
         if let Some(tree) = sv.memtables.get(&entry.tree) {
-            let prepared = MemtableEntry::new(entry.key, seq, entry.kind, entry.value);
+            let prepared = tree.active.entry(entry.key, seq, entry.kind, entry.value);
             inserter.push(&tree.active, prepared);
         }
     }

@@ -7,8 +7,9 @@
 //! Readers iterate concurrently without locks. When a memtable passes its size limit it is
 //! frozen (made immutable) and flushed to an SSTable in the background.
 //!
-//! Each entry's internal key and value share one heap allocation ([`MemtableEntry`]): half
-//! the allocations of storing them apart, which shows when replaying millions of entries.
+//! Each entry's internal key and value sit together in the memtable's arena
+//! ([`MemtableEntry`], [`super::arena`]): no allocation per entry beyond the skiplist node,
+//! and memory that flushed memtables hand on to new ones instead of back to the OS.
 
 use std::cmp::Ordering;
 use std::ops::Bound;
@@ -20,26 +21,37 @@ use compaction::{compare_internal, InternalIterator, IterError};
 use crossbeam_skiplist::map::Entry;
 use crossbeam_skiplist::SkipMap;
 
+use crate::lsm::arena::{Arena, EntryBytes};
 use crate::lsm::sstable::bloom;
 
-/// One version ready to go into a memtable: its internal key and its value in one
-/// allocation (`internal key ‖ value`). It is the skiplist's key, and the skiplist is
-/// searched with entries too ([`MemtableEntry::search_probe`]); it orders, and compares
-/// equal, by the internal key alone, exactly as [`compare_internal`] orders internal keys.
+/// One version ready to go into a memtable: its internal key and its value together
+/// (`internal key ‖ value`). It is the skiplist's key, and the skiplist is searched with
+/// entries too ([`MemtableEntry::search_probe`]); it orders, and compares equal, by the
+/// internal key alone, exactly as [`compare_internal`] orders internal keys.
 ///
-/// Building one (decoding and copying) is separate from inserting it, so WAL replay can
-/// build entries on one thread while others insert them.
+/// Building one (decoding and copying, [`Memtable::entry`]) is separate from inserting it, so
+/// WAL replay can build entries on one thread while others insert them.
 pub struct MemtableEntry {
-    /// Decides nearly every comparison without reading `bytes`, which sit in another
-    /// allocation (see [`InlinePrefix`]).
+    /// Decides nearly every comparison without reading `bytes`, which sit elsewhere (see
+    /// [`InlinePrefix`]).
     user_key_prefix: InlinePrefix,
-    bytes: Box<[u8]>,
-    /// Length of the internal key at the start of `bytes`.
-    key_len_bytes: usize,
-    seq: u64,
+    bytes: StoredBytes,
+    /// Length of the internal key at the start of `bytes` (keys are at most
+    /// `batch::KEY_BYTES_MAX` long). The fields are kept narrow: a skiplist search reads
+    /// one node per level, and a node whose key part fits one cache line reads one line.
+    key_len_bytes: u32,
+}
+
+/// Where an entry's bytes are: in its memtable's arena, or (search probes, which live for one
+/// lookup) in their own allocation.
+enum StoredBytes {
+    Arena(EntryBytes),
+    Owned(Box<[u8]>),
 }
 
 impl MemtableEntry {
+    /// An entry with its own allocation, for lookups and tests; entries that go into a
+    /// memtable come from [`Memtable::entry`].
     pub fn new(user_key: &[u8], seq: u64, kind: EntryKind, value: &[u8]) -> MemtableEntry {
         let key_len_bytes = user_key.len() + key::TRAILER_LEN;
         let mut bytes = Vec::with_capacity(key_len_bytes + value.len());
@@ -47,9 +59,8 @@ impl MemtableEntry {
         bytes.extend_from_slice(value);
         MemtableEntry {
             user_key_prefix: InlinePrefix::of_user_key(user_key),
-            bytes: bytes.into_boxed_slice(),
-            key_len_bytes,
-            seq,
+            bytes: StoredBytes::Owned(bytes.into_boxed_slice()),
+            key_len_bytes: key_len_bytes as u32,
         }
     }
 
@@ -58,22 +69,39 @@ impl MemtableEntry {
     fn search_probe(internal_key: &[u8]) -> MemtableEntry {
         MemtableEntry {
             user_key_prefix: InlinePrefix::of_internal_key(internal_key),
-            bytes: internal_key.into(),
-            key_len_bytes: internal_key.len(),
-            seq: 0,
+            bytes: StoredBytes::Owned(internal_key.into()),
+            key_len_bytes: internal_key.len() as u32,
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match &self.bytes {
+            StoredBytes::Arena(bytes) => bytes.as_slice(),
+            StoredBytes::Owned(bytes) => bytes,
+        }
+    }
+
+    fn len_bytes(&self) -> usize {
+        match &self.bytes {
+            StoredBytes::Arena(bytes) => bytes.len(),
+            StoredBytes::Owned(bytes) => bytes.len(),
         }
     }
 
     fn internal_key(&self) -> &[u8] {
-        &self.bytes[..self.key_len_bytes]
+        &self.bytes()[..self.key_len_bytes as usize]
     }
 
     fn user_key(&self) -> &[u8] {
-        &self.bytes[..self.key_len_bytes - key::TRAILER_LEN]
+        key::user_key(self.internal_key())
     }
 
     fn value(&self) -> &[u8] {
-        &self.bytes[self.key_len_bytes..]
+        &self.bytes()[self.key_len_bytes as usize..]
+    }
+
+    fn seq(&self) -> u64 {
+        InternalKey::parse(self.internal_key()).map_or(0, |key| key.seq)
     }
 }
 
@@ -153,6 +181,8 @@ impl KeyFilter {
 /// One memtable.
 pub struct Memtable {
     map: SkipMap<MemtableEntry, ()>,
+    /// Holds the bytes of the entries built by [`Memtable::entry`].
+    arena: Arena,
     /// Allocated at the first insert, so the empty memtables of idle trees cost nothing.
     key_filter: OnceLock<KeyFilter>,
     size_bytes: AtomicUsize,
@@ -174,6 +204,7 @@ impl Memtable {
     pub fn new() -> Memtable {
         Memtable {
             map: SkipMap::new(),
+            arena: Arena::new(),
             key_filter: OnceLock::new(),
             size_bytes: AtomicUsize::new(0),
             entries: AtomicU64::new(0),
@@ -184,14 +215,33 @@ impl Memtable {
 
     /// Inserts one version. Sequence numbers are unique, so no existing entry is replaced.
     pub fn insert(&self, user_key: &[u8], seq: u64, kind: EntryKind, value: &[u8]) {
-        self.insert_entry(MemtableEntry::new(user_key, seq, kind, value));
+        self.insert_entry(self.entry(user_key, seq, kind, value));
+    }
+
+    /// Builds an entry in this memtable's arena, to insert here (into another memtable works
+    /// too, as the entry keeps its bytes alive, but wastes this one's memory).
+    pub fn entry(&self, user_key: &[u8], seq: u64, kind: EntryKind, value: &[u8]) -> MemtableEntry {
+        let key_len_bytes = user_key.len() + key::TRAILER_LEN;
+        let bytes = self.arena.alloc(key_len_bytes + value.len(), |region| {
+            // The internal key's layout, as `key::encode_into` writes it.
+            let (user_key_region, rest) = region.split_at_mut(user_key.len());
+            let (trailer_region, value_region) = rest.split_at_mut(key::TRAILER_LEN);
+            user_key_region.copy_from_slice(user_key);
+            trailer_region.copy_from_slice(&key::trailer(seq, kind).to_be_bytes());
+            value_region.copy_from_slice(value);
+        });
+        MemtableEntry {
+            user_key_prefix: InlinePrefix::of_user_key(user_key),
+            bytes: StoredBytes::Arena(bytes),
+            key_len_bytes: key_len_bytes as u32,
+        }
     }
 
     /// Inserts one prepared version; safe to call from several threads at once, in any
     /// sequence order.
     pub fn insert_entry(&self, entry: MemtableEntry) {
-        let seq = entry.seq;
-        let charged = entry.bytes.len() + ENTRY_OVERHEAD_BYTES;
+        let seq = entry.seq();
+        let charged = entry.len_bytes() + ENTRY_OVERHEAD_BYTES;
         // Bits before the entry: see KeyFilter on why readers then never miss it.
         self.key_filter
             .get_or_init(KeyFilter::new)
@@ -392,6 +442,36 @@ mod tests {
         assert_eq!(get(&m, b"a", 0), None);
         assert_eq!(get(&m, b"c", 9), None);
         assert_eq!((m.seq_min(), m.seq_max()), (Some(1), 5));
+    }
+
+    #[test]
+    fn arena_entries_hold_the_encoded_key_and_value() {
+        let m = Memtable::new();
+        for (user_key, seq, kind, value) in [
+            (&b"k"[..], 7, EntryKind::Put, &b"value"[..]),
+            (b"", 1, EntryKind::Delete, b""),
+            (
+                &[0xff; 40][..],
+                u64::MAX >> 8,
+                EntryKind::Put,
+                &[1u8; 300_000][..],
+            ),
+        ] {
+            let built = m.entry(user_key, seq, kind, value);
+            let owned = MemtableEntry::new(user_key, seq, kind, value);
+            assert_eq!(built.internal_key(), key::encode(user_key, seq, kind));
+            assert_eq!(built.internal_key(), owned.internal_key());
+            assert_eq!((built.user_key(), built.value()), (user_key, value));
+            assert_eq!(built.seq(), seq);
+            assert_eq!(built.cmp(&owned), Ordering::Equal);
+        }
+    }
+
+    /// A search visits one node per level; a node's entry should not spill into a second
+    /// cache line by itself.
+    #[test]
+    fn entries_stay_within_a_cache_line() {
+        assert!(std::mem::size_of::<MemtableEntry>() <= 64);
     }
 
     /// Every ordered pair of `user_keys` (two versions each, both kinds) compares as

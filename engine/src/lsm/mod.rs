@@ -1,7 +1,8 @@
 //! The LSM tree: memtables, SSTables, versions and the manifest, sharing one WAL.
 //!
 //! - [`batch`]: write batches, the unit of atomicity and the WAL payload.
-//! - [`memtable`]: the in-memory skiplist of a tree's newest writes.
+//! - [`memtable`]: the in-memory skiplist of a tree's newest writes; `arena`: where its
+//!   entries' bytes live.
 //! - [`sstable`]: immutable sorted files.
 //! - [`version`], [`manifest`]: which files make up each tree, durably.
 //! - [`superversion`]: one consistent view of memtables + files for readers.
@@ -9,6 +10,7 @@
 //! - `compact`, `compact_job`, `compact_files`: compaction scheduling, running one job, and
 //!   removing replaced files once unread; [`stats`]: what the database reports.
 
+mod arena;
 pub mod batch;
 mod compact;
 mod compact_files;
