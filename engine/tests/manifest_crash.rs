@@ -62,11 +62,11 @@ struct CrashingFile {
 }
 
 impl WritableFile for CrashingFile {
-    fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
+    fn write_all(&self, data: &[u8]) -> io::Result<()> {
         self.fs.tick()?;
         self.inner.write_all(data)
     }
-    fn sync_data(&mut self) -> io::Result<()> {
+    fn sync_data(&self) -> io::Result<()> {
         self.fs.tick()?;
         self.inner.sync_data()
     }

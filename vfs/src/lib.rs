@@ -28,14 +28,26 @@ pub mod sim;
 pub use real::RealFs;
 
 /// An append-only (or overwrite-from-start) file being written.
+///
+/// Methods take `&self` so that one thread can fdatasync a file while another goes on writing
+/// it (the WAL syncs before a flush without stopping its writers). Writes themselves must not
+/// run concurrently with each other: the caller serialises them.
 pub trait WritableFile: Send + Sync {
     /// Writes `data` at the current position and advances it. Not durable until `sync_data`.
-    fn write_all(&mut self, data: &[u8]) -> io::Result<()>;
-    /// Makes every byte written so far durable (fdatasync). The file's directory entry is
+    fn write_all(&self, data: &[u8]) -> io::Result<()>;
+    /// Makes durable (fdatasync) at least every byte whose write returned before this call
+    /// began; bytes written while it runs may or may not be. The file's directory entry is
     /// not covered: a new file also needs [`FileSystem::sync_dir`].
-    fn sync_data(&mut self) -> io::Result<()>;
+    fn sync_data(&self) -> io::Result<()>;
     /// The current write position in bytes.
     fn position(&self) -> u64;
+    /// Asks the OS to start writing `len` bytes from `offset` to the device now, without
+    /// waiting (Linux `sync_file_range(SYNC_FILE_RANGE_WRITE)`): a hint that makes a later
+    /// `sync_data` find less to write. Durability is unchanged, so the default does nothing.
+    fn start_writeback(&self, offset: u64, len: u64) -> io::Result<()> {
+        let _ = (offset, len);
+        Ok(())
+    }
 }
 
 /// A file opened for reading, whole: real files are memory-mapped.

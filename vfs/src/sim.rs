@@ -20,6 +20,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -246,7 +247,7 @@ impl SimFs {
             state: Arc::clone(&self.state),
             inode: id,
             epoch,
-            position: 0,
+            position: AtomicU64::new(0),
         })
     }
 }
@@ -327,11 +328,12 @@ struct SimWritable {
     state: Arc<Mutex<SimState>>,
     inode: InodeId,
     epoch: u64,
-    position: u64,
+    /// Atomic only because writes take `&self`; they are serialised by the caller.
+    position: AtomicU64,
 }
 
 impl WritableFile for SimWritable {
-    fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
+    fn write_all(&self, data: &[u8]) -> io::Result<()> {
         let mut state = self.state.lock();
         if state.epoch != self.epoch {
             return Err(stale());
@@ -340,7 +342,8 @@ impl WritableFile for SimWritable {
             return Err(injected("write"));
         }
         state.spend_mutation()?;
-        let start = usize::try_from(self.position).map_err(io::Error::other)?;
+        let start = usize::try_from(self.position.load(AtomicOrdering::Relaxed))
+            .map_err(io::Error::other)?;
         let end = start + data.len();
         let inode = state.inode_mut(self.inode)?;
         if inode.current.len() < end {
@@ -352,11 +355,14 @@ impl WritableFile for SimWritable {
             None => (start, end),
         });
         state.counters.bytes_written += data.len() as u64;
-        self.position = end as u64;
+        self.position.store(end as u64, AtomicOrdering::Relaxed);
         Ok(())
     }
 
-    fn sync_data(&mut self) -> io::Result<()> {
+    /// Makes durable what the file holds when the state lock is taken: every write that
+    /// returned before the call, and any that slipped in before the lock, as a real fdatasync
+    /// may also catch.
+    fn sync_data(&self) -> io::Result<()> {
         let latency = self.state.lock().sync_latency;
         if !latency.is_zero() {
             std::thread::sleep(latency);
@@ -387,7 +393,7 @@ impl WritableFile for SimWritable {
     }
 
     fn position(&self) -> u64 {
-        self.position
+        self.position.load(AtomicOrdering::Relaxed)
     }
 }
 
@@ -635,7 +641,7 @@ mod tests {
     /// A file whose creation is durable, holding `synced` durably.
     fn durable_file(sim: &SimFs, synced: &[u8]) -> Box<dyn WritableFile> {
         sim.create_dir_all(&dir()).unwrap();
-        let mut handle = sim.create(&file()).unwrap();
+        let handle = sim.create(&file()).unwrap();
         handle.write_all(synced).unwrap();
         handle.sync_data().unwrap();
         sim.sync_dir(&dir()).unwrap();
@@ -646,7 +652,7 @@ mod tests {
     fn synced_bytes_survive_and_unsynced_append_is_at_most_a_prefix() {
         for seed in 0..64 {
             let sim = SimFs::new();
-            let mut handle = durable_file(&sim, b"durable");
+            let handle = durable_file(&sim, b"durable");
             handle.write_all(b"-volatile").unwrap();
             sim.power_loss(seed);
             let bytes = read(&sim, &file());
@@ -661,7 +667,7 @@ mod tests {
         let mut kept = false;
         for seed in 0..64 {
             let sim = SimFs::new();
-            let mut handle = durable_file(&sim, b"durable");
+            let handle = durable_file(&sim, b"durable");
             handle.write_all(b"-volatile").unwrap();
             sim.power_loss(seed);
             match read(&sim, &file()).as_slice() {
@@ -677,7 +683,7 @@ mod tests {
     fn synced_append_is_kept_for_every_seed() {
         for seed in 0..32 {
             let sim = SimFs::new();
-            let mut handle = durable_file(&sim, b"one");
+            let handle = durable_file(&sim, b"one");
             handle.write_all(b"two").unwrap();
             handle.sync_data().unwrap();
             sim.power_loss(seed);
@@ -689,7 +695,7 @@ mod tests {
     fn new_file_without_dir_sync_vanishes() {
         let sim = SimFs::new();
         sim.create_dir_all(&dir()).unwrap();
-        let mut handle = sim.create(&file()).unwrap();
+        let handle = sim.create(&file()).unwrap();
         handle.write_all(b"x").unwrap();
         handle.sync_data().unwrap();
         assert!(sim.exists(&file()));
@@ -728,7 +734,7 @@ mod tests {
         for seed in 0..128 {
             let sim = SimFs::new();
             drop(durable_file(&sim, &original));
-            let mut handle = sim.open_overwrite(&file()).unwrap();
+            let handle = sim.open_overwrite(&file()).unwrap();
             handle.write_all(&vec![b'b'; 4 * SECTOR_BYTES]).unwrap();
             sim.power_loss(seed);
             let bytes = read(&sim, &file());
@@ -755,7 +761,7 @@ mod tests {
         let mut garbage_seen = false;
         for seed in 0..128 {
             let sim = SimFs::new();
-            let mut handle = durable_file(&sim, &[7u8; 100]);
+            let handle = durable_file(&sim, &[7u8; 100]);
             handle.write_all(&[9u8; 1000]).unwrap();
             sim.power_loss(seed);
             let bytes = read(&sim, &file());
@@ -769,7 +775,7 @@ mod tests {
     fn power_loss_is_deterministic_for_a_seed() {
         let run = |seed| {
             let sim = SimFs::new();
-            let mut handle = durable_file(&sim, b"base");
+            let handle = durable_file(&sim, b"base");
             handle.write_all(&[5u8; 3000]).unwrap();
             sim.power_loss(seed);
             read(&sim, &file())
@@ -782,11 +788,11 @@ mod tests {
     #[test]
     fn handles_from_before_a_power_loss_are_stale() {
         let sim = SimFs::new();
-        let mut handle = durable_file(&sim, b"x");
+        let handle = durable_file(&sim, b"x");
         sim.power_loss(5);
         assert!(handle.write_all(b"y").is_err());
         assert!(handle.sync_data().is_err());
-        let mut fresh = sim.open_overwrite(&file()).unwrap();
+        let fresh = sim.open_overwrite(&file()).unwrap();
         fresh.write_all(b"z").unwrap();
         fresh.sync_data().unwrap();
         assert_eq!(read(&sim, &file()), b"z");
@@ -795,7 +801,7 @@ mod tests {
     #[test]
     fn injected_failures_and_counters() {
         let sim = SimFs::new();
-        let mut handle = durable_file(&sim, b"abc");
+        let handle = durable_file(&sim, b"abc");
         assert_eq!(
             sim.counters(),
             SimCounters {
@@ -822,7 +828,7 @@ mod tests {
     fn create_on_existing_name_truncates_but_durably_only_after_sync() {
         let sim = SimFs::new();
         drop(durable_file(&sim, b"old contents"));
-        let mut handle = sim.create(&file()).unwrap();
+        let handle = sim.create(&file()).unwrap();
         handle.write_all(b"new").unwrap();
         assert_eq!(read(&sim, &file()), b"new");
         handle.sync_data().unwrap();
@@ -834,7 +840,7 @@ mod tests {
         let sim = SimFs::new();
         let fs = sim.fs();
         fs.create_dir_all(&dir()).unwrap();
-        let mut f = fs.create(&file()).unwrap();
+        let f = fs.create(&file()).unwrap();
         sim.freeze_after(Some(1));
         f.write_all(b"ok").unwrap();
         assert!(f.sync_data().is_err(), "the second mutation must fail");
@@ -845,7 +851,7 @@ mod tests {
         // The unsynced write may or may not survive, the failed rename never happened.
         let fs = sim.fs();
         assert!(!fs.exists(&dir().join("other")));
-        let mut g = fs.create(&dir().join("new")).unwrap();
+        let g = fs.create(&dir().join("new")).unwrap();
         g.write_all(b"x").unwrap();
         g.sync_data().unwrap();
     }

@@ -225,6 +225,7 @@ pub fn recover<E: From<WalError>>(
         number,
         position,
         synced_offset: position,
+        writeback_offset: position,
         has_batches: false,
         next_seq,
         buffer: Vec::new(),

@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use vfs::{Fs, WritableFile};
 
@@ -125,7 +126,7 @@ pub fn start_segment(
     source: SegmentSource,
     first_seq: u64,
     predecessor: Predecessor,
-) -> Result<Box<dyn WritableFile>, WalError> {
+) -> Result<Arc<dyn WritableFile>, WalError> {
     let path = segment_path(dir, number);
     match source {
         SegmentSource::Recycled(old_number) => {
@@ -134,14 +135,14 @@ pub fn start_segment(
                 .map_err(|source| WalError::io("rename recycled segment", &old_path, source))?;
         }
         SegmentSource::Fresh { preallocate_bytes } => {
-            let mut file = fs
+            let file = fs
                 .create(&path)
                 .map_err(|source| WalError::io("create", &path, source))?;
-            preallocate(file.as_mut(), preallocate_bytes)
+            preallocate(file.as_ref(), preallocate_bytes)
                 .map_err(|source| WalError::io("preallocate", &path, source))?;
         }
     }
-    let mut file = fs
+    let file = fs
         .open_overwrite(&path)
         .map_err(|source| WalError::io("open for overwrite", &path, source))?;
     let mut header = Vec::with_capacity(SEGMENT_HEADER_RECORD_BYTES as usize);
@@ -158,10 +159,10 @@ pub fn start_segment(
         .map_err(|source| WalError::io("fdatasync", &path, source))?;
     fs.sync_dir(dir)
         .map_err(|source| WalError::io("fsync directory", dir, source))?;
-    Ok(file)
+    Ok(Arc::from(file))
 }
 
-fn preallocate(file: &mut dyn WritableFile, size_bytes: u64) -> std::io::Result<()> {
+fn preallocate(file: &dyn WritableFile, size_bytes: u64) -> std::io::Result<()> {
     if size_bytes == 0 {
         return Ok(());
     }

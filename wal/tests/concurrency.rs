@@ -140,3 +140,36 @@ fn the_wal_can_be_shared_between_threads() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<TestWal>();
 }
+
+/// An explicit sync (a flush's, the interval thread's) fdatasyncs without the writer lock:
+/// with durability `none` a segment can hold tens of MiB to write out, and writers must not
+/// wait for that.
+#[test]
+fn commits_go_on_while_an_explicit_sync_runs() {
+    let sim = SimFs::new();
+    let options = WalOptions {
+        durability: Durability::None,
+        segment_size_bytes: 1 << 20,
+        ..small_options()
+    };
+    let (wal, _) = open(sim.fs(), &wal_dir(), options).unwrap();
+    let wal = Arc::new(wal);
+    wal.commit(TestBatch::new(payload(0), 1)).unwrap();
+    sim.set_sync_latency(std::time::Duration::from_secs(3));
+    let syncing = {
+        let wal = Arc::clone(&wal);
+        std::thread::spawn(move || wal.sync())
+    };
+    // Let the sync reach its fdatasync. (Should it not within this time, the commits below
+    // run first and the test cannot tell; it never fails wrongly.)
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    for i in 1..=10 {
+        wal.commit(TestBatch::new(payload(i), 1)).unwrap();
+    }
+    assert!(
+        !syncing.is_finished(),
+        "the commits waited for the explicit sync to finish"
+    );
+    syncing.join().unwrap().unwrap();
+    assert_eq!(wal.last_seq(), 11);
+}

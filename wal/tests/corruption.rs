@@ -53,7 +53,7 @@ fn disk_with_flip(files: &[(PathBuf, Vec<u8>)], damaged: usize, index: usize, ma
         if file_index == damaged {
             bytes[index] ^= mask;
         }
-        let mut file = sim.create(path).unwrap();
+        let file = sim.create(path).unwrap();
         file.write_all(&bytes).unwrap();
         file.sync_data().unwrap();
     }
@@ -168,7 +168,7 @@ fn a_truncated_middle_segment_is_corruption() {
     let numbers = segment_numbers(&sim.fs(), &dir);
     let path = dir.join(format!("{:020}.log", numbers[0]));
     let bytes = sim.open_read(&path).unwrap().bytes().to_vec();
-    let mut file = sim.create(&path).unwrap();
+    let file = sim.create(&path).unwrap();
     file.write_all(&bytes[..bytes.len() - 1]).unwrap();
     drop(file);
     assert!(matches!(

@@ -343,7 +343,7 @@ fn torn_tail_is_the_end_of_the_log_and_stays_repaired() {
     let last = *segment_numbers(&sim.fs(), &dir).last().unwrap();
     let path = dir.join(format!("{last:020}.log"));
     let bytes = sim.durable_bytes(&path).unwrap();
-    let mut file = vfs::FileSystem::create(&sim, &path).unwrap();
+    let file = vfs::FileSystem::create(&sim, &path).unwrap();
     file.write_all(&bytes[..bytes.len() - 10]).unwrap();
     file.sync_data().unwrap();
     drop(file);
@@ -354,7 +354,7 @@ fn torn_tail_is_the_end_of_the_log_and_stays_repaired() {
     drop(wal);
     // Garbage appended after the repaired end is never read: the next segment says where
     // the torn one ends.
-    let mut file = vfs::FileSystem::open_overwrite(&sim, &path).unwrap();
+    let file = vfs::FileSystem::open_overwrite(&sim, &path).unwrap();
     let mut garbage = bytes[..bytes.len() - 10].to_vec();
     garbage.extend_from_slice(&[0xAB; 64]);
     file.write_all(&garbage).unwrap();

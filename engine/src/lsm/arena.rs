@@ -224,7 +224,11 @@ mod tests {
 
     #[test]
     fn a_first_entry_larger_than_the_first_chunk_fits() {
-        for len in [FIRST_CHUNK_BYTES, FIRST_CHUNK_BYTES + 1, DEDICATED_ENTRY_BYTES_MIN - 1] {
+        for len in [
+            FIRST_CHUNK_BYTES,
+            FIRST_CHUNK_BYTES + 1,
+            DEDICATED_ENTRY_BYTES_MIN - 1,
+        ] {
             let arena = Arena::new();
             assert_eq!(bytes(&arena, len, 3).as_slice(), vec![3u8; len]);
             assert_eq!(bytes(&arena, 10, 4).as_slice(), &[4u8; 10][..]);

@@ -129,7 +129,7 @@ mod tests {
     use std::path::Path;
 
     fn write_file(fs: &Fs, path: &Path) {
-        let mut file = fs.create(path).unwrap();
+        let file = fs.create(path).unwrap();
         file.write_all(b"table bytes").unwrap();
         file.sync_data().unwrap();
     }

@@ -344,7 +344,7 @@ impl Manifest {
     }
 
     fn write_synced(&self, path: &Path, bytes: &[u8]) -> Result<(), ManifestError> {
-        let mut file = self.fs.create(path).map_err(io_error(path))?;
+        let file = self.fs.create(path).map_err(io_error(path))?;
         file.write_all(bytes).map_err(io_error(path))?;
         file.sync_data().map_err(io_error(path))
     }

@@ -15,12 +15,12 @@ pub struct MemWritable {
 }
 
 impl vfs::WritableFile for MemWritable {
-    fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
+    fn write_all(&self, data: &[u8]) -> io::Result<()> {
         self.bytes.lock().unwrap().extend_from_slice(data);
         Ok(())
     }
 
-    fn sync_data(&mut self) -> io::Result<()> {
+    fn sync_data(&self) -> io::Result<()> {
         *self.synced_len.lock().unwrap() = self.bytes.lock().unwrap().len();
         Ok(())
     }
