@@ -6,7 +6,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
-use compaction::key::{EntryKind, InternalKey, SEQ_MAX};
+use compaction::key::{EntryKind, InlinePrefix, InternalKey, SEQ_MAX};
 use vfs::ReadableFile;
 
 use super::block::{BlockCursor, BlockLayout};
@@ -243,6 +243,10 @@ struct BlockIndex {
 }
 
 struct IndexEntry {
+    /// The key's first bytes: the binary search compares these and reads `keys` only on a
+    /// tie, so each step touches one entry instead of an entry and a key elsewhere
+    /// (see [`InlinePrefix`]).
+    prefix: InlinePrefix,
     key: Range<usize>,
     handle: BlockHandle,
 }
@@ -281,6 +285,7 @@ impl BlockIndex {
             let key_start = index.keys.len();
             index.keys.extend_from_slice(cursor.key());
             index.entries.push(IndexEntry {
+                prefix: InlinePrefix::of_internal_key(cursor.key()),
                 key: key_start..index.keys.len(),
                 handle,
             });
@@ -310,8 +315,13 @@ impl BlockIndex {
     }
 
     fn find(&self, target: &[u8]) -> usize {
+        let target_prefix = InlinePrefix::of_internal_key(target);
         self.entries.partition_point(|entry| {
-            compaction::compare_internal(&self.keys[entry.key.clone()], target) == Ordering::Less
+            entry
+                .prefix
+                .cmp(&target_prefix)
+                .then_with(|| compaction::compare_internal(&self.keys[entry.key.clone()], target))
+                == Ordering::Less
         })
     }
 }
