@@ -42,8 +42,9 @@ pub trait WritableFile: Send + Sync {
     /// The current write position in bytes.
     fn position(&self) -> u64;
     /// Asks the OS to start writing `len` bytes from `offset` to the device now, without
-    /// waiting (Linux `sync_file_range(SYNC_FILE_RANGE_WRITE)`): a hint that makes a later
-    /// `sync_data` find less to write. Durability is unchanged, so the default does nothing.
+    /// waiting (Linux `sync_file_range(SYNC_FILE_RANGE_WRITE)`; a no-op elsewhere): a hint
+    /// that makes a later `sync_data` find less to write. Durability is unchanged, so the
+    /// default does nothing.
     fn start_writeback(&self, offset: u64, len: u64) -> io::Result<()> {
         let _ = (offset, len);
         Ok(())

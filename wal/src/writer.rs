@@ -200,7 +200,7 @@ impl Log {
     /// With durability `none` or `interval`, asks the OS to start writing the segment out
     /// every [`WRITEBACK_STEP_BYTES`]. Otherwise dirty pages pile up until an fdatasync
     /// (segment rotation, a flush's WAL sync, the interval thread) must write tens of MiB at
-    /// once: rotation holds the writer lock for that, and an unpaced `none` writer spent ~9%
+    /// once: rotation holds the writer lock for that, and an unpaced `none` writer spent 5-8%
     /// of its time waiting on rotations. RocksDB's `wal_bytes_per_sync` does the same.
     fn start_writeback(&self, writer: &mut SegmentWriter) {
         let end = writer.position - writer.position % PAGE_BYTES;
@@ -230,9 +230,8 @@ impl Log {
     /// The fdatasync runs *without* the writer lock, so group leaders go on writing meanwhile:
     /// with durability `none` or `interval` a segment can hold tens of MiB of unsynced data
     /// when a flush or the interval thread asks for a sync, and holding the lock for that
-    /// long stalled every writer (measured: most of the writes slower than 200 µs of an
-    /// unpaced `none` writer were waiting here). Bytes written during the sync may or may not
-    /// be covered; only `position` at the start is claimed as synced.
+    /// long stalled every writer behind it. Bytes written during the sync may or may not be
+    /// covered; only `position` at the start is claimed as synced.
     pub fn sync(&self) -> Result<(), WalError> {
         self.check_poison()?;
         let (file, number, position) = {
