@@ -189,6 +189,13 @@ mod tests {
         Number::parse(text).unwrap()
     }
 
+    /// Items are maps of these, built and moved by every read (see `number::Mantissa`).
+    #[test]
+    fn values_stay_small() {
+        assert!(std::mem::size_of::<Number>() <= 24);
+        assert!(std::mem::size_of::<AttributeValue>() <= 32);
+    }
+
     #[test]
     fn numbers_compare_by_value() {
         assert_eq!(
