@@ -104,6 +104,37 @@ pub fn decode_key_value(
     }
 }
 
+/// The length of the one key value of type `kind` encoded at the start of `input`: what
+/// [`decode_key_value`] reports as used, with the same errors, except that S values are not
+/// checked for UTF-8. For walking keys (a Scan passes several per item) without building
+/// and dropping the value.
+pub fn encoded_key_value_len(input: &[u8], kind: ScalarType) -> Result<usize, KeyCodecError> {
+    match kind {
+        ScalarType::S | ScalarType::B => escaped_bytes_len(input),
+        ScalarType::N => decode_number(input).map(|(_, used)| used),
+    }
+}
+
+/// The length of the escaped bytes at the start of `input`, terminator included.
+fn escaped_bytes_len(input: &[u8]) -> Result<usize, KeyCodecError> {
+    let mut position = 0;
+    loop {
+        let rest = input.get(position..).ok_or(KeyCodecError::Truncated)?;
+        let escape_at = rest
+            .iter()
+            .position(|&byte| byte == ESCAPE_BYTE)
+            .ok_or(KeyCodecError::Truncated)?;
+        position += escape_at + 1;
+        let escape = *input.get(position).ok_or(KeyCodecError::Truncated)?;
+        position += 1;
+        match escape {
+            ESCAPED_ZERO => {}
+            TERMINATOR_END => return Ok(position),
+            byte => return Err(KeyCodecError::InvalidEscape { byte }),
+        }
+    }
+}
+
 /// Appends the escaped form of `bytes` (S and B encoding).
 pub fn encode_escaped_bytes(bytes: &[u8], out: &mut Vec<u8>) {
     out.reserve(bytes.len() + 2);

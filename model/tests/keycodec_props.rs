@@ -3,7 +3,7 @@
 
 use std::cmp::Ordering;
 
-use model::keycodec::{decode_key_value, encode_key_value, ScalarType};
+use model::keycodec::{decode_key_value, encode_key_value, encoded_key_value_len, ScalarType};
 use model::{AttributeValue, Number};
 use proptest::prelude::*;
 
@@ -107,12 +107,21 @@ proptest! {
         prop_assert_eq!(decoded_first, a1);
         prop_assert_eq!(decoded_second, a2);
         prop_assert_eq!(used_first + used_second, key_a.len());
+        // The length alone, without decoding, agrees.
+        prop_assert_eq!(encoded_key_value_len(&key_a, first), Ok(used_first));
     }
 
     #[test]
     fn decoding_garbage_never_panics(input in prop::collection::vec(any::<u8>(), 0..40), kind in kind()) {
-        if let Ok((_, used)) = decode_key_value(&input, kind) {
+        let decoded = decode_key_value(&input, kind);
+        if let Ok((_, used)) = decoded {
             prop_assert!(used <= input.len());
+        }
+        // The length-only walk agrees with decoding, except that it does not check UTF-8.
+        match (decoded, encoded_key_value_len(&input, kind)) {
+            (Ok((_, used)), length) => prop_assert_eq!(length, Ok(used)),
+            (Err(model::keycodec::KeyCodecError::InvalidUtf8), length) => prop_assert!(length.is_ok()),
+            (Err(error), length) => prop_assert_eq!(length, Err(error)),
         }
     }
 }

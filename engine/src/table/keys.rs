@@ -21,7 +21,7 @@
 use std::ops::Bound;
 
 use expr::SortKeyCondition;
-use model::keycodec::{decode_key_value, encode_key_value, KeyCodecError};
+use model::keycodec::{decode_key_value, encode_key_value, encoded_key_value_len, KeyCodecError};
 use model::{AttributeValue, ScalarType};
 
 /// Section byte of base items.
@@ -129,8 +129,7 @@ pub fn gsi_key(
 /// the section (base item, LSI n, or collection record).
 pub fn split_table_key(key: &[u8], pk_type: ScalarType) -> Result<(usize, u8), KeyCodecError> {
     let encoded_pk = key.get(HASH_BYTES..).ok_or(KeyCodecError::Truncated)?;
-    let (_, used) = decode_key_value(encoded_pk, pk_type)?;
-    let prefix_len = HASH_BYTES + used;
+    let prefix_len = HASH_BYTES + encoded_key_value_len(encoded_pk, pk_type)?;
     let section = *key.get(prefix_len).ok_or(KeyCodecError::Truncated)?;
     Ok((prefix_len, section))
 }
