@@ -215,12 +215,17 @@ impl Log {
         writer.writeback_offset = end;
     }
 
-    fn sync_writer(&self, writer: &mut SegmentWriter) -> Result<(), WalError> {
-        writer.file.sync_data().map_err(|source| {
-            WalError::io("fdatasync", segment_path(&self.dir, writer.number), source)
-        })?;
-        writer.synced_offset = writer.position;
+    /// fdatasyncs segment `number` through `file`, counting it.
+    fn fdatasync(&self, file: &dyn WritableFile, number: u64) -> Result<(), WalError> {
+        file.sync_data()
+            .map_err(|source| WalError::io("fdatasync", segment_path(&self.dir, number), source))?;
         self.counters.syncs.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn sync_writer(&self, writer: &mut SegmentWriter) -> Result<(), WalError> {
+        self.fdatasync(writer.file.as_ref(), writer.number)?;
+        writer.synced_offset = writer.position;
         Ok(())
     }
 
@@ -241,11 +246,8 @@ impl Log {
             }
             (Arc::clone(&writer.file), writer.number, writer.position)
         };
-        let synced = file
-            .sync_data()
-            .map_err(|source| WalError::io("fdatasync", segment_path(&self.dir, number), source));
+        let synced = self.fdatasync(file.as_ref(), number);
         self.poison_on_error(synced)?;
-        self.counters.syncs.fetch_add(1, Ordering::Relaxed);
         let mut writer = self.writer.lock();
         // If the segment was rotated meanwhile, rotation synced it whole; the new segment's
         // offsets are another file's.
