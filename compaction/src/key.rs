@@ -48,8 +48,18 @@ pub fn trailer(seq: u64, kind: EntryKind) -> u64 {
 
 /// Appends the internal key for (`user_key`, `seq`, `kind`) to `buf`.
 pub fn encode_into(buf: &mut Vec<u8>, user_key: &[u8], seq: u64, kind: EntryKind) {
-    buf.extend_from_slice(user_key);
-    buf.extend_from_slice(&trailer(seq, kind).to_be_bytes());
+    let start = buf.len();
+    buf.resize(start + user_key.len() + TRAILER_LEN, 0);
+    encode_to_slice(&mut buf[start..], user_key, seq, kind);
+}
+
+/// Writes the internal key for (`user_key`, `seq`, `kind`) into `out`, which must be exactly
+/// its length (`user_key.len() + TRAILER_LEN`): for callers that own the memory (the
+/// memtable arena).
+pub fn encode_to_slice(out: &mut [u8], user_key: &[u8], seq: u64, kind: EntryKind) {
+    let (user_key_part, trailer_part) = out.split_at_mut(user_key.len());
+    user_key_part.copy_from_slice(user_key);
+    trailer_part.copy_from_slice(&trailer(seq, kind).to_be_bytes());
 }
 
 /// Returns the internal key for (`user_key`, `seq`, `kind`).

@@ -223,11 +223,8 @@ impl Memtable {
     pub fn entry(&self, user_key: &[u8], seq: u64, kind: EntryKind, value: &[u8]) -> MemtableEntry {
         let key_len_bytes = user_key.len() + key::TRAILER_LEN;
         let bytes = self.arena.alloc(key_len_bytes + value.len(), |region| {
-            // The internal key's layout, as `key::encode_into` writes it.
-            let (user_key_region, rest) = region.split_at_mut(user_key.len());
-            let (trailer_region, value_region) = rest.split_at_mut(key::TRAILER_LEN);
-            user_key_region.copy_from_slice(user_key);
-            trailer_region.copy_from_slice(&key::trailer(seq, kind).to_be_bytes());
+            let (key_region, value_region) = region.split_at_mut(key_len_bytes);
+            key::encode_to_slice(key_region, user_key, seq, kind);
             value_region.copy_from_slice(value);
         });
         MemtableEntry {
