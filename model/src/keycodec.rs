@@ -149,23 +149,17 @@ pub fn encode_escaped_bytes(bytes: &[u8], out: &mut Vec<u8>) {
 }
 
 fn decode_escaped_bytes(input: &[u8]) -> Result<(Vec<u8>, usize), KeyCodecError> {
-    let mut bytes = Vec::new();
-    let mut position = 0;
-    loop {
-        let byte = *input.get(position).ok_or(KeyCodecError::Truncated)?;
-        position += 1;
-        if byte != ESCAPE_BYTE {
-            bytes.push(byte);
-            continue;
-        }
-        let escape = *input.get(position).ok_or(KeyCodecError::Truncated)?;
-        position += 1;
-        match escape {
-            ESCAPED_ZERO => bytes.push(ESCAPE_BYTE),
-            TERMINATOR_END => return Ok((bytes, position)),
-            byte => return Err(KeyCodecError::InvalidEscape { byte }),
-        }
+    // The walk checks the grammar: in what precedes the two-byte terminator, every
+    // ESCAPE_BYTE is followed by ESCAPED_ZERO, so unescaping is dropping those.
+    let used = escaped_bytes_len(input)?;
+    let mut rest = input.get(..used.saturating_sub(2)).unwrap_or_default();
+    let mut bytes = Vec::with_capacity(rest.len());
+    while let Some(escape_at) = rest.iter().position(|&byte| byte == ESCAPE_BYTE) {
+        bytes.extend_from_slice(&rest[..=escape_at]);
+        rest = rest.get(escape_at + 2..).unwrap_or_default();
     }
+    bytes.extend_from_slice(rest);
+    Ok((bytes, used))
 }
 
 /// Appends the N encoding of `number` (see the module docs).
