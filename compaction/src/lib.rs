@@ -11,7 +11,7 @@
 //! - [`gc`]: [`CompactionIterator`], what a compaction writes given the live snapshots.
 //! - [`output`]: [`OutputSplitter`], where output files are cut (item-collection boundaries).
 //! - [`policy`]: [`pick`], which files to compact next (leveled or size-tiered), and
-//!   [`write_slowdown`], the back-pressure on writers.
+//!   [`write_rate_limit`], the back-pressure on writers.
 //! - [`vec_iter`]: [`VecIterator`], an in-memory source for tests.
 
 pub mod gc;
@@ -29,8 +29,9 @@ pub use key::{compare_internal, EntryKind, InternalKey, SEQ_MAX};
 pub use merge::MergingIterator;
 pub use output::OutputSplitter;
 pub use policy::{
-    level_targets, pending_bytes, pending_scale_bytes, pick, write_slowdown, FileView, Job,
+    level_targets, pending_bytes, pending_scale_bytes, pick, write_rate_limit, FileView, Job,
     LevelTargets, LevelsView, PolicyKind, PolicyOptions, ViewError,
+    SLOWDOWN_RATE_FLOOR_BYTES_PER_SEC,
 };
 pub use user_iter::UserIterator;
 pub use vec_iter::VecIterator;

@@ -36,7 +36,6 @@
 //! output levels of concurrent jobs from colliding.
 
 use std::cmp::Ordering;
-use std::time::Duration;
 
 /// One SSTable as the policy sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,7 +118,7 @@ pub enum PolicyKind {
     SizeTiered,
 }
 
-/// Tuning for [`pick`] and [`write_slowdown`]. Out-of-range values are clamped to the nearest
+/// Tuning for [`pick`] and [`write_rate_limit`]. Out-of-range values are clamped to the nearest
 /// sensible one (noted per field) rather than rejected, so a bad option cannot stop compaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyOptions {
@@ -128,14 +127,19 @@ pub struct PolicyOptions {
     pub l0_trigger_files: usize,
     /// L0 file count (runs, for size-tiered) from which writers are slowed down.
     pub l0_slowdown_files: usize,
-    /// L0 file count (runs) at which the slowdown reaches its cap of one second per write.
+    /// L0 file count (runs) at which writers are held to `slowdown_rate_min_bytes_per_sec`.
     pub l0_max_delay_files: usize,
     /// Leveled: writers are also slowed once the bytes waiting to move down (what L1 to the
     /// level above the last hold over their targets) pass this percentage of the last level
     /// (at least `base_level_bytes`)...
     pub pending_slowdown_percent: u64,
-    /// ...and the slowdown reaches its cap at this percentage.
+    /// ...and held to `slowdown_rate_min_bytes_per_sec` at this percentage.
     pub pending_max_delay_percent: u64,
+    /// The write rate allowed at a slowdown threshold (at least 1 KiB/s, and at least the
+    /// minimum below)...
+    pub slowdown_rate_start_bytes_per_sec: u64,
+    /// ...falling geometrically to this rate at the hard threshold (at least 1 KiB/s).
+    pub slowdown_rate_min_bytes_per_sec: u64,
     /// Size ratio between adjacent levels (at least 2).
     pub level_ratio: u64,
     /// Size target of the base level (the level L0 compacts into); at least 1.
@@ -161,6 +165,8 @@ impl Default for PolicyOptions {
             l0_max_delay_files: 24,
             pending_slowdown_percent: 30,
             pending_max_delay_percent: 100,
+            slowdown_rate_start_bytes_per_sec: 64 << 20,
+            slowdown_rate_min_bytes_per_sec: 256 << 10,
             level_ratio: 10,
             base_level_bytes: 64 << 20,
             target_file_bytes: 64 << 20,
@@ -265,17 +271,25 @@ pub fn pick(view: &LevelsView, opts: &PolicyOptions) -> Option<Job> {
     }
 }
 
-/// How long to delay each write given the current backlog, growing quadratically from the
-/// smallest delay to one second per write and capped there (writers are slowed, never
-/// stopped). Two backlogs count, the larger wins:
+/// The lowest write rate any option can ask for: a slowed writer always makes progress.
+pub const SLOWDOWN_RATE_FLOOR_BYTES_PER_SEC: u64 = 1 << 10;
+
+/// The rate (bytes per second) writers are held to given the current backlog, or `None` when
+/// they run free. Two backlogs count, the one further past its soft threshold wins:
 /// - L0 files (sorted runs for size-tiered): from `l0_slowdown_files` to `l0_max_delay_files`;
 /// - leveled only, the bytes waiting to move down ([`pending_bytes`]): from
 ///   `pending_slowdown_percent` to `pending_max_delay_percent` of the last level. Without it
 ///   a writer faster than compaction keeps L0 short (L0 jobs score high) while stale versions
 ///   pile up in the levels below it, and space amplification during writes grows unbounded.
-pub fn write_slowdown(view: &LevelsView, opts: &PolicyOptions) -> Duration {
-    const DELAY_MAX: Duration = Duration::from_secs(1);
-    const DELAY_MIN: Duration = Duration::from_millis(1);
+///
+/// At the soft threshold the rate is `slowdown_rate_start_bytes_per_sec`; it falls
+/// geometrically with the backlog (a constant factor per step, as RocksDB's delayed write rate
+/// does) to `slowdown_rate_min_bytes_per_sec` at the hard threshold, and stays there beyond
+/// it. A rate, not a delay per write: a writer slightly over the threshold is slowed slightly
+/// whatever its batch size (a fixed 1 ms per write stopped a writer of 10 µs batches almost
+/// dead at the threshold), and a writer faster than compaction settles where the rate meets
+/// what compaction drains. The engine paces writes to it, never holding one more than a second.
+pub fn write_rate_limit(view: &LevelsView, opts: &PolicyOptions) -> Option<u64> {
     let (runs, pending) = match opts.kind {
         PolicyKind::Leveled => (level_files(view, 0).len(), pending_fraction(view, opts)),
         PolicyKind::SizeTiered => (sorted_runs(view, opts).len(), None),
@@ -285,10 +299,14 @@ pub fn write_slowdown(view: &LevelsView, opts: &PolicyOptions) -> Duration {
         opts.l0_slowdown_files as u64,
         opts.l0_max_delay_files as u64,
     );
-    let Some(fraction) = by_runs.into_iter().chain(pending).reduce(f64::max) else {
-        return Duration::ZERO;
-    };
-    (DELAY_MAX.mul_f64(fraction * fraction)).clamp(DELAY_MIN, DELAY_MAX)
+    let fraction = by_runs.into_iter().chain(pending).reduce(f64::max)?;
+    let min = opts
+        .slowdown_rate_min_bytes_per_sec
+        .max(SLOWDOWN_RATE_FLOOR_BYTES_PER_SEC);
+    let start = opts.slowdown_rate_start_bytes_per_sec.max(min);
+    let rate = start as f64 * (min as f64 / start as f64).powf(fraction);
+    // Rounding can land a hair outside [min, start]; the ends are exact.
+    Some((rate as u64).clamp(min, start))
 }
 
 /// Where `backlog` lies between `soft` (0.0) and `hard` (1.0, and beyond); `None` below soft.
@@ -947,52 +965,76 @@ mod tests {
         assert!(job.inputs[0].0 == 1 || job.output_level == 1);
     }
 
+    const START: u64 = 64 << 20;
+    const MIN: u64 = 256 << 10;
+
     #[test]
-    fn write_slowdown_grows_gradually_and_caps() {
+    fn write_rate_falls_geometrically_with_l0_and_bottoms_out() {
         let opts = PolicyOptions::default();
-        let delay = |files| write_slowdown(&view(vec![l0_files(files)]), &opts);
-        assert_eq!(delay(11), Duration::ZERO);
-        assert!(delay(12) > Duration::ZERO);
-        assert!(delay(12) < delay(18));
-        assert!(delay(18) < delay(24));
-        assert_eq!(delay(24), Duration::from_secs(1));
-        assert_eq!(delay(100), Duration::from_secs(1));
+        let rate = |files| write_rate_limit(&view(vec![l0_files(files)]), &opts);
+        assert_eq!(rate(11), None);
+        assert_eq!(rate(12), Some(START));
+        // Halfway between the thresholds: the geometric mean of the two rates (4 MiB/s
+        // for 64 MiB/s and 256 KiB/s, to within rounding).
+        assert!(rate(18).unwrap().abs_diff(4 << 20) <= 1, "{:?}", rate(18));
+        let rates: Vec<u64> = (12..=24).map(|files| rate(files).unwrap()).collect();
+        assert!(rates.windows(2).all(|pair| pair[0] > pair[1]), "{rates:?}");
+        assert_eq!(rate(24), Some(MIN));
+        assert_eq!(rate(100), Some(MIN));
     }
 
     #[test]
-    fn write_slowdown_follows_bytes_waiting_above_the_last_level() {
+    fn write_rate_follows_bytes_waiting_above_the_last_level() {
         // L6 holds 1000 MiB, so L5's target is 100 MiB; default thresholds 30% and 100% of
         // L6 waiting to move down.
         let opts = PolicyOptions::default();
-        let delay = |l5_mib: u64| {
+        let limit = |l5_mib: u64| {
             let mut levels = vec![Vec::new(); 6];
             levels[5] = vec![file(5, l5_mib * MIB, "a", "z")];
             levels.push(vec![file(6, 1000 * MIB, "a", "z")]);
             let view = view(levels);
             (
                 pending_bytes(&view, &opts) / MIB,
-                write_slowdown(&view, &opts),
+                write_rate_limit(&view, &opts),
             )
         };
-        // Within its target, or over it by less than 300 MiB: no delay.
-        assert_eq!(delay(100), (0, Duration::ZERO));
-        assert_eq!(delay(399), (299, Duration::ZERO));
-        // Over by 300 MiB: the smallest delay, growing towards the cap at 1000 MiB over.
-        let (pending, at_soft) = delay(400);
-        assert_eq!(pending, 300);
-        assert!(at_soft > Duration::ZERO && at_soft < Duration::from_millis(10));
-        assert!(delay(700).1 > at_soft);
-        assert!(delay(700).1 < delay(1000).1);
+        // Within its target, or over it by less than 300 MiB: free.
+        assert_eq!(limit(100), (0, None));
+        assert_eq!(limit(399), (299, None));
+        // Over by 300 MiB: the starting rate, falling towards the minimum at 1000 MiB over.
+        assert_eq!(limit(400), (300, Some(START)));
+        let middle = limit(700).1.unwrap();
+        assert!(MIN < middle && middle < START, "{middle}");
         // (At 1200 MiB L5 is the largest level: its target is 120 MiB, 1080 MiB wait.)
-        assert_eq!(delay(1200), (1080, Duration::from_secs(1)));
+        assert_eq!(limit(1200), (1080, Some(MIN)));
         // L5 outgrowing L6 (a backlog the writer built faster than compaction drains it):
-        // capped, never stopped.
-        assert_eq!(delay(3000).1, Duration::from_secs(1));
+        // held to the minimum, never stopped.
+        assert_eq!(limit(3000).1, Some(MIN));
         // Size-tiered ignores pending bytes (it has no level targets).
         let mut levels = vec![Vec::new(); 6];
         levels[5] = vec![file(5, 3000 * MIB, "a", "z")];
         levels.push(vec![file(6, 1000 * MIB, "a", "z")]);
-        assert_eq!(write_slowdown(&view(levels), &tiered()), Duration::ZERO);
+        assert_eq!(write_rate_limit(&view(levels), &tiered()), None);
+    }
+
+    #[test]
+    fn write_rate_options_are_clamped_to_a_floor_that_still_moves() {
+        let opts = PolicyOptions {
+            slowdown_rate_start_bytes_per_sec: 0,
+            slowdown_rate_min_bytes_per_sec: 0,
+            ..PolicyOptions::default()
+        };
+        let rate = |files| write_rate_limit(&view(vec![l0_files(files)]), &opts);
+        assert_eq!(rate(12), Some(SLOWDOWN_RATE_FLOOR_BYTES_PER_SEC));
+        assert_eq!(rate(100), Some(SLOWDOWN_RATE_FLOOR_BYTES_PER_SEC));
+        // A start below the minimum is raised to it: a constant rate.
+        let opts = PolicyOptions {
+            slowdown_rate_start_bytes_per_sec: 1,
+            ..PolicyOptions::default()
+        };
+        let rate = |files| write_rate_limit(&view(vec![l0_files(files)]), &opts);
+        assert_eq!(rate(12), Some(MIN));
+        assert_eq!(rate(18), Some(MIN));
     }
 
     #[test]
@@ -1001,14 +1043,14 @@ mod tests {
         // of the 64 MiB base target (against the empty last level it would be infinitely
         // over), 25 MiB is over.
         let opts = PolicyOptions::default();
-        let slowdown = |l5_mib: u64| {
+        let limit = |l5_mib: u64| {
             let mut levels = vec![Vec::new(); 5];
             levels.push(vec![file(5, l5_mib * MIB, "a", "z")]);
             levels.push(Vec::new());
-            write_slowdown(&view(levels), &opts)
+            write_rate_limit(&view(levels), &opts)
         };
-        assert_eq!(slowdown(15), Duration::ZERO);
-        assert!(slowdown(25) > Duration::ZERO);
+        assert_eq!(limit(15), None);
+        assert!(limit(25).is_some());
     }
 
     fn tiered() -> PolicyOptions {

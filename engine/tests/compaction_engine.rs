@@ -244,50 +244,55 @@ fn dropping_a_tree_removes_its_files_without_rewriting() {
 }
 
 #[test]
-fn write_slowdown_grows_with_l0_and_caps_at_one_second() {
+fn write_rate_falls_as_l0_grows_and_bottoms_out() {
     let fs = vfs::sim::SimFs::new().fs();
     let mut opts = options(PolicyKind::Leveled);
     opts.compaction = PolicyOptions {
         l0_trigger_files: 100, // never compact: let L0 grow
         l0_slowdown_files: 2,
         l0_max_delay_files: 6,
+        slowdown_rate_start_bytes_per_sec: 1 << 20,
+        slowdown_rate_min_bytes_per_sec: 16 << 10,
         ..PolicyOptions::default()
     };
     let db = open(&fs, opts);
     let tree = db.create_tree("t").unwrap();
-    let mut delays = Vec::new();
+    let mut rates = Vec::new();
     for file in 0..9u64 {
-        delays.push(db.write_slowdown(tree));
+        rates.push(db.write_rate_limit(tree));
         put(&db, tree, &key(file), b"v");
         db.flush_all().unwrap();
     }
-    // delays[n] is the delay with n L0 files.
-    assert_eq!(delays[0], Duration::ZERO);
-    assert_eq!(delays[1], Duration::ZERO);
-    assert!(delays[2] > Duration::ZERO);
+    // rates[n] is the rate with n L0 files.
+    assert_eq!(rates[..2], [None, None]);
+    assert_eq!(rates[2], Some(1 << 20));
     for n in 2..6 {
         assert!(
-            delays[n] < delays[n + 1],
-            "not growing at {n} files: {delays:?}"
+            rates[n] > rates[n + 1],
+            "not falling at {n} files: {rates:?}"
         );
     }
-    for delay in &delays[6..] {
-        assert_eq!(*delay, Duration::from_secs(1), "{delays:?}");
+    for rate in &rates[6..] {
+        assert_eq!(*rate, Some(16 << 10), "{rates:?}");
     }
     // Without background compaction nothing drains L0, so writes are not slowed.
     put(&db, tree, b"x", b"v");
+    put(&db, tree, b"y", b"v");
     assert_eq!(db.stats().write_stalls, 0);
 }
 
 #[test]
-fn slowed_writes_record_their_stall() {
+fn slowed_writes_are_paced_by_their_bytes_and_record_their_stall() {
     let fs = vfs::sim::SimFs::new().fs();
     let mut opts = options(PolicyKind::Leveled);
     opts.compaction_threads = 1;
+    const RATE: u64 = 1 << 10;
     opts.compaction = PolicyOptions {
         l0_trigger_files: 100, // the compaction thread finds nothing to do
         l0_slowdown_files: 1,
         l0_max_delay_files: 3,
+        slowdown_rate_start_bytes_per_sec: RATE,
+        slowdown_rate_min_bytes_per_sec: RATE,
         ..PolicyOptions::default()
     };
     let db = open(&fs, opts);
@@ -295,15 +300,29 @@ fn slowed_writes_record_their_stall() {
     put(&db, tree, b"a", b"v");
     assert_eq!(db.stats().write_stalls, 0);
     db.flush_all().unwrap();
-    // One L0 file: at the slowdown threshold, so the smallest delay.
-    let delay = db.write_slowdown(tree);
-    assert!(delay > Duration::ZERO && delay < Duration::from_millis(100));
-    put(&db, tree, b"b", b"v");
+    assert_eq!(db.write_rate_limit(tree), Some(RATE));
+    // The first slowed write goes at once and puts its bytes on the pacing clock; the next
+    // waits for them: a 100-byte value's batch at 1 KiB/s is about 100 ms.
+    let value = [7u8; 100];
+    let mut batch = WriteBatch::new();
+    batch.put(tree, b"b", &value).unwrap();
+    let bytes = batch.payload().len() as u64;
+    db.write(batch).unwrap();
+    assert_eq!(db.stats().write_stalls, 0);
+    let started = std::time::Instant::now();
+    put(&db, tree, b"c", &value);
+    let elapsed = started.elapsed();
+    let expected = Duration::from_secs_f64(bytes as f64 / RATE as f64);
     let stats = db.stats();
     assert_eq!(stats.write_stalls, 1);
-    assert_eq!(stats.stall_time_total, delay);
-    assert_eq!(stats.stall_time_longest, delay);
-    assert!(stats.stall_time_longest <= Duration::from_secs(1));
+    // The clock started when the first write was admitted, a moment before `started`.
+    assert!(
+        stats.stall_time_total <= expected && stats.stall_time_total > expected / 2,
+        "{:?} for {expected:?}",
+        stats.stall_time_total
+    );
+    assert_eq!(stats.stall_time_longest, stats.stall_time_total);
+    assert!(elapsed >= stats.stall_time_total);
 }
 
 /// The collection of a user key in this test: its first two bytes.

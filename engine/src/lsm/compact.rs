@@ -12,11 +12,12 @@
 //! - **Threads.** `DbOptions::compaction_threads` background threads (0 = none: the caller
 //!   runs [`Db::compact_until_idle`]) sleep until a flush or a finished job asks for work.
 //!   Running a job is `compact_job::run` (merge, write outputs, install the version).
-//! - **Back-pressure.** Before a write, the touched trees' backlog gives a delay from
-//!   `compaction::write_slowdown`: zero below `l0_slowdown_files` L0 files and (leveled) below
-//!   `pending_slowdown_percent` of the last level waiting to move down, then growing to one
-//!   second per write and capped there. Writers are slowed, never stopped. The delay only
-//!   applies when background compaction runs; without it nothing would drain the backlog.
+//! - **Back-pressure.** Before a write, the touched trees' backlog gives a write rate from
+//!   `compaction::write_rate_limit`: none below `l0_slowdown_files` L0 files and (leveled)
+//!   below `pending_slowdown_percent` of the last level waiting to move down, then falling
+//!   geometrically to `slowdown_rate_min_bytes_per_sec`. The `pacer` holds writers to it,
+//!   never for more than a second per write: slowed, never stopped. It only applies when
+//!   background compaction runs; without it nothing would drain the backlog.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
@@ -24,7 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use compaction::{
-    level_targets, pending_scale_bytes, pick, write_slowdown, FileView, IterError, Job,
+    level_targets, pending_scale_bytes, pick, write_rate_limit, FileView, IterError, Job,
     LevelTargets, LevelsView, PolicyKind, PolicyOptions,
 };
 use parking_lot::{Condvar, Mutex};
@@ -289,10 +290,14 @@ pub(crate) fn compaction_loop(shared: &Shared) {
     }
 }
 
-/// The delay a write to `trees` gets from the compaction backlog (see module docs), whether
-/// or not it is applied.
-pub(crate) fn write_delay(sv: &SuperVersion, trees: &[TreeId], policy: &PolicyOptions) -> Duration {
-    let mut delay = Duration::ZERO;
+/// The rate a write to `trees` is held to by the compaction backlog (see module docs; the
+/// slowest of the trees'), whether or not it is applied. `None`: no tree is backed up.
+pub(crate) fn write_rate(
+    sv: &SuperVersion,
+    trees: &[TreeId],
+    policy: &PolicyOptions,
+) -> Option<u64> {
+    let mut slowest: Option<u64> = None;
     for tree in trees {
         let Some(tree) = sv.version.trees.get(tree) else {
             continue;
@@ -323,9 +328,11 @@ pub(crate) fn write_delay(sv: &SuperVersion, trees: &[TreeId], policy: &PolicyOp
             continue;
         }
         let view = levels_view(tree, &BTreeSet::new());
-        delay = delay.max(write_slowdown(&view, policy));
+        if let Some(rate) = write_rate_limit(&view, policy) {
+            slowest = Some(slowest.map_or(rate, |slowest| slowest.min(rate)));
+        }
     }
-    delay
+    slowest
 }
 
 impl Db {
@@ -362,11 +369,12 @@ impl Db {
         Some(level_targets(&levels_view(tree, &BTreeSet::new()), &policy))
     }
 
-    /// The delay a write to `tree` would get now from the compaction backlog (zero for an
-    /// unknown tree). It is applied only when background compaction runs.
-    pub fn write_slowdown(&self, tree: TreeId) -> Duration {
+    /// The rate (bytes per second) a write to `tree` would be held to now by the compaction
+    /// backlog; `None` when it runs free (and for an unknown tree). It is applied only when
+    /// background compaction runs.
+    pub fn write_rate_limit(&self, tree: TreeId) -> Option<u64> {
         let policy = effective_policy(&self.shared.options.compaction);
-        write_delay(&self.current(), &[tree], &policy)
+        write_rate(&self.current(), &[tree], &policy)
     }
 }
 

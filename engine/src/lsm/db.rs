@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, SendError, SyncSender};
 use std::sync::Arc;
 use std::thread::{JoinHandle, Scope, ScopedJoinHandle};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use compaction::{EntryKind, PolicyOptions};
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -38,6 +38,7 @@ use crate::lsm::compact_files::FileRegistry;
 use crate::lsm::error::DbError;
 use crate::lsm::manifest::{self, Manifest};
 use crate::lsm::memtable::{Memtable, MemtableEntry};
+use crate::lsm::pacer::WritePacer;
 use crate::lsm::sstable::{PrefixFn, Table, TableBuilder, TableOptions, TableProperties};
 use crate::lsm::stats::{self, Counters, DbStats, TreeStats};
 use crate::lsm::superversion::{Immutable, SuperVersion, TreeMemtables};
@@ -141,6 +142,8 @@ pub(crate) struct Shared {
     pub(crate) files: FileRegistry,
     pub(crate) counters: Counters,
     pub(crate) compaction: Scheduler,
+    /// Paces writes while the compaction backlog is over a threshold.
+    pacer: WritePacer,
     flush_wakeup: Condvar,
     flush_state: Mutex<FlushState>,
     /// Held for a whole flush: a tree's memtables must reach SSTables one at a time, in
@@ -289,6 +292,7 @@ impl Db {
             files,
             counters: Counters::default(),
             compaction: Scheduler::default(),
+            pacer: WritePacer::default(),
             flush_wakeup: Condvar::new(),
             flush_state: Mutex::new(FlushState::default()),
             flush_running: Mutex::new(()),
@@ -381,20 +385,24 @@ impl Db {
         Ok(first_seq)
     }
 
-    /// Back-pressure from the compaction backlog (module docs of `compact`): sleeps for the
-    /// policy's delay, at most one second, and records it. Only with background compaction,
-    /// which is what drains the backlog.
+    /// Back-pressure from the compaction backlog (module docs of `compact`): paces the write
+    /// to the rate the backlog allows (`pacer`), sleeping at most one second, and records
+    /// the sleep. Only with background compaction, which is what drains the backlog.
     fn slow_down_for_compaction(&self, batch: &WriteBatch) {
         if self.compactors.is_empty() {
             return;
         }
         let policy = compact::effective_policy(&self.shared.options.compaction);
-        let delay = compact::write_delay(&self.current(), batch.trees(), &policy);
+        let Some(rate) = compact::write_rate(&self.current(), batch.trees(), &policy) else {
+            return;
+        };
+        // Make sure someone is working on the backlog we are waiting for.
+        self.shared.compaction.request();
+        let bytes = batch.payload().len() as u64;
+        let delay = self.shared.pacer.admit(Instant::now(), bytes, rate);
         if delay.is_zero() {
             return;
         }
-        // Make sure someone is working on the backlog we are waiting for.
-        self.shared.compaction.request();
         self.shared.counters.record_stall(delay);
         std::thread::sleep(delay);
     }

@@ -8,7 +8,8 @@
 //! - [`superversion`]: one consistent view of memtables + files for readers.
 //! - [`db`]: open/recovery, the write path, flushes; [`read`]: range cursors.
 //! - `compact`, `compact_job`, `compact_files`: compaction scheduling, running one job, and
-//!   removing replaced files once unread; [`stats`]: what the database reports.
+//!   removing replaced files once unread; `pacer`: holding writers to the rate compaction's
+//!   backlog allows; [`stats`]: what the database reports.
 
 mod arena;
 pub mod batch;
@@ -19,6 +20,7 @@ pub mod db;
 pub mod error;
 pub mod manifest;
 pub mod memtable;
+mod pacer;
 pub mod read;
 pub mod sstable;
 pub mod stats;
