@@ -202,6 +202,46 @@ fn request_knowable_faults_are_plain_validation_errors() {
 }
 
 #[test]
+fn write_transactions_are_capped_at_4_mb_in_all() {
+    let db = setup();
+    let big = "x".repeat(400_000);
+    let puts = |count: u64| -> Vec<Value> {
+        (0..count)
+            .map(|id| json!({"Put": {"TableName": "Plain", "Item": {"id": {"N": id.to_string()}, "a": {"S": big}}}}))
+            .collect()
+    };
+    // Eleven items of 400 KB: each within its own limit, 4.4 MB together.
+    assert_eq!(
+        invalid(
+            &db,
+            "TransactWriteItems",
+            json!({"TransactItems": puts(11)})
+        ),
+        "Transaction request cannot be larger than 4 MB"
+    );
+    assert!(get(&db, "Plain", json!({"id": {"N": "0"}})).is_none());
+    // Updates count the data they carry in their ExpressionAttributeValues.
+    let updates: Vec<Value> = (0..11)
+        .map(|id| {
+            json!({"Update": {"TableName": "Plain", "Key": {"id": {"N": id.to_string()}},
+                              "UpdateExpression": "SET a = :a", "ExpressionAttributeValues": {":a": {"S": big}}}})
+        })
+        .collect();
+    assert_eq!(
+        invalid(&db, "TransactWriteItems", json!({"TransactItems": updates})),
+        "Transaction request cannot be larger than 4 MB"
+    );
+    assert!(get(&db, "Plain", json!({"id": {"N": "0"}})).is_none());
+    // Ten (4.0 MB) fit.
+    ok(
+        &db,
+        "TransactWriteItems",
+        json!({"TransactItems": puts(10)}),
+    );
+    assert!(get(&db, "Plain", json!({"id": {"N": "9"}})).is_some());
+}
+
+#[test]
 fn collection_cap_is_a_cancellation_reason() {
     let db = open(Options {
         item_collection_size_limit_bytes: 1000,

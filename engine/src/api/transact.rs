@@ -18,6 +18,13 @@ pub const TRANSACT_ITEMS_MAX: usize = 100;
 /// Longest `ClientRequestToken`.
 pub const CLIENT_REQUEST_TOKEN_LENGTH_MAX: usize = 36;
 
+/// Largest aggregate size of a write transaction (SPEC §3.9: 4 MB), measured as
+/// [`ActionView::carried_bytes`] summed over its actions.
+pub const TRANSACT_WRITE_BYTES_MAX: usize = 4 << 20;
+
+/// DynamoDB's text for a write transaction over [`TRANSACT_WRITE_BYTES_MAX`].
+pub const TRANSACTION_TOO_LARGE_MESSAGE: &str = "Transaction request cannot be larger than 4 MB";
+
 /// DynamoDB's text for two actions on one item.
 pub const SAME_ITEM_MESSAGE: &str =
     "Transaction request cannot include multiple operations on one item";
@@ -156,6 +163,18 @@ pub(crate) struct ActionView<'a> {
     pub names: Option<&'a BTreeMap<String, String>>,
     pub values: Option<&'a BTreeMap<String, AttributeValue>>,
     pub return_old_on_condition_failure: bool,
+}
+
+impl ActionView<'_> {
+    /// What the action carries towards the transaction's 4 MB: its item (Put) or key, by
+    /// DynamoDB's item size rules, and the values of its `ExpressionAttributeValues` (an
+    /// Update's new data arrives there).
+    pub fn carried_bytes(&self) -> usize {
+        let values = self.values.map_or(0, |values| {
+            values.values().map(AttributeValue::size_bytes).sum()
+        });
+        model::item_size_bytes(self.key_or_item) + values
+    }
 }
 
 #[derive(Default)]

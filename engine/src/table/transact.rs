@@ -30,6 +30,7 @@ use crate::api::common::{table_name_of, ReturnConsumedCapacity};
 use crate::api::transact::{
     ActionKind, ActionView, ItemResponse, TransactGetItemsInput, TransactGetItemsOutput,
     TransactOptions, TransactWriteItemsInput, TransactWriteItemsOutput, SAME_ITEM_MESSAGE,
+    TRANSACTION_TOO_LARGE_MESSAGE, TRANSACT_WRITE_BYTES_MAX,
 };
 use crate::database::{internal, Database};
 use crate::lsm::TreeId;
@@ -144,6 +145,12 @@ impl Database {
         let mut parsed = Vec::with_capacity(views.len());
         for view in &views {
             parsed.push(parse_action_request(view)?);
+        }
+        // Each action alone is within its limits by now (items at most 400 KB); together
+        // they may not pass 4 MB. Known from the request: a plain ValidationException.
+        let carried_bytes: usize = views.iter().map(ActionView::carried_bytes).sum();
+        if carried_bytes > TRANSACT_WRITE_BYTES_MAX {
+            return Err(ApiError::validation(TRANSACTION_TOO_LARGE_MESSAGE));
         }
         let mut actions = Vec::with_capacity(views.len());
         let mut items = BTreeSet::new();
