@@ -2,6 +2,13 @@
 //! batches (one ~1 KB record + four ~150 B records in two trees/keyspaces) with durability
 //! none and sync at 1–16 writer threads, and warm point gets of existing and missing keys.
 //! Prints process CPU per batch beside criterion's timings.
+//!
+//! `SHOAL_PEER_SUSTAINED_BATCHES=N` runs only a sustained comparison instead: one writer puts N
+//! batches (durability none) into each engine in turn, and the run reports throughput for
+//! the whole run and per tenth of it, process CPU per batch and the bytes on disk at the end.
+//! Criterion's runs write well under a million batches, a burst that an engine can absorb
+//! by deferring compaction; N in the millions shows the rate each engine sustains once its
+//! compaction has to keep up.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -66,6 +73,11 @@ impl Shoal {
             DbOptions {
                 durability,
                 bloom_prefix: prefix8,
+                // `SHOAL_PEER_COMPACTION_THREADS=n` overrides the default (one on two cores).
+                compaction_threads: std::env::var("SHOAL_PEER_COMPACTION_THREADS")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(DbOptions::default().compaction_threads),
                 ..DbOptions::default()
             },
         )
@@ -175,7 +187,70 @@ fn batch_values(pool: &[u8], base: u64) -> (&[u8], [&[u8]; 4]) {
     (pooled_value(pool, base, 1000), values_150)
 }
 
+/// The sustained run's batch count, when one was asked for (module docs).
+fn sustained_batches() -> Option<u64> {
+    std::env::var("SHOAL_PEER_SUSTAINED_BATCHES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+}
+
+/// Bytes of every file under `dir`.
+fn dir_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|entry| match entry.metadata() {
+                    Ok(meta) if meta.is_dir() => dir_bytes(&entry.path()),
+                    Ok(meta) => meta.len(),
+                    Err(_) => 0,
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+fn sustained_writes(_: &mut Criterion) {
+    let Some(batches) = sustained_batches() else {
+        return;
+    };
+    let pool = value_pool();
+    const TENTHS: u64 = 10;
+    for engine_name in ["shoal", "fjall", "fjall_buffer"] {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = open_engine(engine_name, dir.path(), false);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let cpu_before = cpu_time();
+        let start = Instant::now();
+        let mut tenth_rates = Vec::new();
+        let mut tenth_start = start;
+        for n in 1..=batches {
+            let base: u64 = rng.random();
+            let (value_1k, values_150) = batch_values(&pool, base);
+            engine.write_batch(base, value_1k, values_150);
+            if n % (batches / TENTHS).max(1) == 0 {
+                let seconds = tenth_start.elapsed().as_secs_f64();
+                tenth_rates.push(format!("{:.1}k", (batches / TENTHS) as f64 / seconds / 1e3));
+                tenth_start = Instant::now();
+            }
+        }
+        let elapsed = start.elapsed();
+        let cpu = cpu_time() - cpu_before;
+        eprintln!(
+            "sustained/{engine_name}: {batches} batches in {:.1} s = {:.1}k batches/s, CPU per batch {:.1} µs, {:.0} MiB on disk at the end; per tenth: {}",
+            elapsed.as_secs_f64(),
+            batches as f64 / elapsed.as_secs_f64() / 1e3,
+            cpu.as_secs_f64() * 1e6 / batches as f64,
+            dir_bytes(dir.path()) as f64 / (1u64 << 20) as f64,
+            tenth_rates.join(" ")
+        );
+    }
+}
+
 fn bench_batches(c: &mut Criterion) {
+    if sustained_batches().is_some() {
+        return;
+    }
     let pool = value_pool();
     for (mode, sync) in [("none", false), ("sync", true)] {
         let mut group = c.benchmark_group(format!("peer_batch_write_{mode}"));
@@ -231,6 +306,9 @@ fn bench_batches(c: &mut Criterion) {
 }
 
 fn bench_gets(c: &mut Criterion) {
+    if sustained_batches().is_some() {
+        return;
+    }
     let mut group = c.benchmark_group("peer_point_get");
     group.throughput(Throughput::Elements(1));
     let pool = value_pool();
@@ -260,5 +338,5 @@ fn bench_gets(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_batches, bench_gets);
+criterion_group!(benches, sustained_writes, bench_batches, bench_gets);
 criterion_main!(benches);
