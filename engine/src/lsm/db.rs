@@ -396,13 +396,14 @@ impl Db {
         let Some(rate) = compact::write_rate(&self.current(), batch.trees(), &policy) else {
             return;
         };
-        // Make sure someone is working on the backlog we are waiting for.
-        self.shared.compaction.request();
         let bytes = batch.payload().len() as u64;
         let delay = self.shared.pacer.admit(Instant::now(), bytes, rate);
         if delay.is_zero() {
             return;
         }
+        // Make sure someone is working on the backlog we are waiting for (only when this
+        // writer sleeps: the request takes the scheduler's lock).
+        self.shared.compaction.request();
         self.shared.counters.record_stall(delay);
         std::thread::sleep(delay);
     }
