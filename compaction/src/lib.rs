@@ -29,9 +29,8 @@ pub use key::{compare_internal, EntryKind, InternalKey, SEQ_MAX};
 pub use merge::MergingIterator;
 pub use output::OutputSplitter;
 pub use policy::{
-    level_targets, pending_bytes, pending_scale_bytes, pick, write_rate_limit, FileView, Job,
-    LevelTargets, LevelsView, PolicyKind, PolicyOptions, ViewError,
-    SLOWDOWN_RATE_FLOOR_BYTES_PER_SEC,
+    level_targets, pending_bytes, pick, write_rate_limit, FileView, Job, LevelTargets, LevelsView,
+    PolicyKind, PolicyOptions, ViewError, SLOWDOWN_RATE_FLOOR_BYTES_PER_SEC,
 };
 pub use user_iter::UserIterator;
 pub use vec_iter::VecIterator;

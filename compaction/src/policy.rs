@@ -332,7 +332,7 @@ pub fn pending_bytes(view: &LevelsView, opts: &PolicyOptions) -> u64 {
 
 /// The scale pending bytes are measured against: the last level, at least the base target
 /// (so a young tree whose data has not reached the last level yet is not slowed).
-pub fn pending_scale_bytes(last_level_bytes: u64, opts: &PolicyOptions) -> u64 {
+fn pending_scale_bytes(last_level_bytes: u64, opts: &PolicyOptions) -> u64 {
     last_level_bytes.max(opts.base_level_bytes).max(1)
 }
 

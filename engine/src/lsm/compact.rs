@@ -15,18 +15,20 @@
 //! - **Back-pressure.** Before a write, the touched trees' backlog gives a write rate from
 //!   `compaction::write_rate_limit`: none below `l0_slowdown_files` L0 files and (leveled)
 //!   below `pending_slowdown_percent` of the last level waiting to move down, then falling
-//!   geometrically to `slowdown_rate_min_bytes_per_sec`. The `pacer` holds writers to it,
-//!   never for more than a second per write: slowed, never stopped. It only applies when
-//!   background compaction runs; without it nothing would drain the backlog.
+//!   geometrically to `slowdown_rate_min_bytes_per_sec`. It is computed per tree whenever a
+//!   version is installed (`write_rates`, kept in the superversion), so a write only looks
+//!   its trees up. The `pacer` holds writers to it, never for more than a second per write:
+//!   slowed, never stopped. It only applies when background compaction runs; without it
+//!   nothing would drain the backlog.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use compaction::{
-    level_targets, pending_scale_bytes, pick, write_rate_limit, FileView, IterError, Job,
-    LevelTargets, LevelsView, PolicyKind, PolicyOptions,
+    level_targets, pick, write_rate_limit, FileView, IterError, Job, LevelTargets, LevelsView,
+    PolicyOptions,
 };
 use parking_lot::{Condvar, Mutex};
 
@@ -35,7 +37,7 @@ use crate::lsm::db::{Db, Shared};
 use crate::lsm::error::DbError;
 use crate::lsm::sstable::Table;
 use crate::lsm::superversion::SuperVersion;
-use crate::lsm::version::{FileMeta, TreeId, TreeVersion};
+use crate::lsm::version::{FileMeta, TreeId, TreeVersion, Version};
 
 /// How long an idle thread waits in [`Db::compact_until_idle`] before looking again.
 const IDLE_RECHECK: Duration = Duration::from_millis(50);
@@ -290,49 +292,26 @@ pub(crate) fn compaction_loop(shared: &Shared) {
     }
 }
 
-/// The rate a write to `trees` is held to by the compaction backlog (see module docs; the
-/// slowest of the trees'), whether or not it is applied. `None`: no tree is backed up.
-pub(crate) fn write_rate(
-    sv: &SuperVersion,
-    trees: &[TreeId],
-    policy: &PolicyOptions,
-) -> Option<u64> {
-    let mut slowest: Option<u64> = None;
-    for tree in trees {
-        let Some(tree) = sv.version.trees.get(tree) else {
-            continue;
-        };
-        // Cheap pre-check on the hot path: the backlog is L0 files (plus lower sorted runs for
-        // size-tiered) and, for leveled, bytes waiting to move down, which are at most what
-        // the levels between L0 and the last hold; only a tree that could be over a threshold
-        // gets a full view.
-        let could_be_slowed = match policy.kind {
-            PolicyKind::Leveled => {
-                let level_bytes =
-                    |files: &Vec<Arc<FileMeta>>| files.iter().map(|f| f.size_bytes).sum::<u64>();
-                let (last, upper) = tree.levels[1..]
-                    .split_last()
-                    .unwrap_or((&tree.levels[0], &[]));
-                let upper_bytes: u64 = upper.iter().map(level_bytes).sum();
-                let scale = pending_scale_bytes(level_bytes(last), policy);
-                tree.levels[0].len() >= policy.l0_slowdown_files
-                    || u128::from(upper_bytes) * 100
-                        >= u128::from(scale) * u128::from(policy.pending_slowdown_percent)
-            }
-            PolicyKind::SizeTiered => {
-                tree.levels[0].len() + tree.levels[1..].iter().filter(|l| !l.is_empty()).count()
-                    >= policy.l0_slowdown_files
-            }
-        };
-        if !could_be_slowed {
-            continue;
-        }
-        let view = levels_view(tree, &BTreeSet::new());
-        if let Some(rate) = write_rate_limit(&view, policy) {
-            slowest = Some(slowest.map_or(rate, |slowest| slowest.min(rate)));
-        }
-    }
-    slowest
+/// The write rate of every tree its compaction backlog slows (see module docs), for
+/// [`SuperVersion::set_version`]: computed once per installed version, not per write.
+pub(crate) fn write_rates(version: &Version, policy: &PolicyOptions) -> HashMap<TreeId, u64> {
+    version
+        .trees
+        .iter()
+        .filter_map(|(&id, tree)| {
+            let rate = write_rate_limit(&levels_view(tree, &BTreeSet::new()), policy)?;
+            Some((id, rate))
+        })
+        .collect()
+}
+
+/// The rate a write to `trees` is held to (the slowest of theirs), whether or not it is
+/// applied. `None`: none of them is backed up.
+pub(crate) fn write_rate(sv: &SuperVersion, trees: &[TreeId]) -> Option<u64> {
+    trees
+        .iter()
+        .filter_map(|tree| sv.write_rates.get(tree).copied())
+        .min()
 }
 
 impl Db {
@@ -373,8 +352,7 @@ impl Db {
     /// backlog; `None` when it runs free (and for an unknown tree). It is applied only when
     /// background compaction runs.
     pub fn write_rate_limit(&self, tree: TreeId) -> Option<u64> {
-        let policy = effective_policy(&self.shared.options.compaction);
-        write_rate(&self.current(), &[tree], &policy)
+        write_rate(&self.current(), &[tree])
     }
 }
 

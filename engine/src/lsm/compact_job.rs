@@ -191,7 +191,10 @@ fn install(
     for (meta, table) in opened {
         sv.tables.insert(meta.number, table);
     }
-    sv.version = Arc::new(next);
+    sv.set_version(
+        Arc::new(next),
+        &effective_policy(&shared.options.compaction),
+    );
     *guard = Arc::new(sv);
     drop(guard);
     drop(manifest);

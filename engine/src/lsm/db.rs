@@ -274,11 +274,12 @@ impl Db {
             .unwrap_or(0);
         let next_file_number = version.next_file_number;
         let version = Arc::new(version);
-        let superversion = Arc::new(SuperVersion {
-            version: Arc::clone(&version),
+        let superversion = Arc::new(SuperVersion::new(
+            Arc::clone(&version),
             memtables,
             tables,
-        });
+            &compact::effective_policy(&options.compaction),
+        ));
         let shared = Arc::new(Shared {
             fs: Arc::clone(&fs),
             dir: dir.to_path_buf(),
@@ -392,8 +393,7 @@ impl Db {
         if self.compactors.is_empty() {
             return;
         }
-        let policy = compact::effective_policy(&self.shared.options.compaction);
-        let Some(rate) = compact::write_rate(&self.current(), batch.trees(), &policy) else {
+        let Some(rate) = compact::write_rate(&self.current(), batch.trees()) else {
             return;
         };
         let bytes = batch.payload().len() as u64;
@@ -638,7 +638,10 @@ impl Db {
             // The new version is durable: nothing will need these files after their readers.
             self.shared.files.mark_obsolete(obsolete);
             sv.tables.retain(|number, _| live.contains(number));
-            sv.version = Arc::new(next);
+            sv.set_version(
+                Arc::new(next),
+                &compact::effective_policy(&self.shared.options.compaction),
+            );
             *guard = Arc::new(sv);
             Ok(result)
         })
@@ -979,7 +982,10 @@ fn flush_one(
         if let Some(table) = table {
             sv.tables.insert(table.0, table.1);
         }
-        sv.version = Arc::new(next);
+        sv.set_version(
+            Arc::new(next),
+            &compact::effective_policy(&shared.options.compaction),
+        );
         *guard = Arc::new(sv);
         installed_last_seq
     };

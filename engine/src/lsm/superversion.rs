@@ -10,6 +10,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use compaction::PolicyOptions;
+
+use crate::lsm::compact;
 use crate::lsm::memtable::Memtable;
 use crate::lsm::sstable::Table;
 use crate::lsm::version::{TreeId, Version};
@@ -64,13 +67,38 @@ impl Default for TreeMemtables {
 /// Everything a read needs, consistent as of one moment.
 #[derive(Clone)]
 pub struct SuperVersion {
+    /// Replaced only through [`SuperVersion::set_version`], which keeps `write_rates` in step.
     pub version: Arc<Version>,
     pub memtables: HashMap<TreeId, TreeMemtables>,
     /// Open SSTables by file number; exactly the files `version` references.
     pub tables: HashMap<u64, Arc<Table>>,
+    /// The write rate each tree's compaction backlog holds it to (`compact::write_rates`;
+    /// trees running free are absent). A function of `version`, computed when the version
+    /// is installed, so that a write looks its trees up instead of sizing their levels.
+    pub write_rates: HashMap<TreeId, u64>,
 }
 
 impl SuperVersion {
+    pub fn new(
+        version: Arc<Version>,
+        memtables: HashMap<TreeId, TreeMemtables>,
+        tables: HashMap<u64, Arc<Table>>,
+        policy: &PolicyOptions,
+    ) -> SuperVersion {
+        SuperVersion {
+            write_rates: compact::write_rates(&version, policy),
+            version,
+            memtables,
+            tables,
+        }
+    }
+
+    /// Installs `version` and the write rates derived from it.
+    pub fn set_version(&mut self, version: Arc<Version>, policy: &PolicyOptions) {
+        self.write_rates = compact::write_rates(&version, policy);
+        self.version = version;
+    }
+
     /// Smallest unflushed sequence number over all trees.
     pub fn unflushed_seq_min(&self) -> Option<u64> {
         self.memtables
