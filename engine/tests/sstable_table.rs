@@ -163,6 +163,10 @@ fn check_table(table: &Arc<Table>, entries: &Entries, targets: &[(Vec<u8>, u64, 
     for (key, _) in entries {
         let user_key = InternalKey::parse(key).unwrap().user_key;
         assert!(table.may_contain_prefix((table.prefix_fn())(user_key)));
+        assert!(
+            table.may_contain_key(user_key),
+            "filter rejects {user_key:?}"
+        );
     }
 }
 
@@ -277,6 +281,70 @@ fn bloom_filter_rejects_most_absent_prefixes() {
         "{absent_hits} of 1000 absent keys pass the filter"
     );
     assert!(table.may_contain_prefix(b"user-0500"));
+}
+
+/// Keys of one collection: every key shares the two-byte prefix "us".
+fn one_prefix_entries() -> Entries {
+    (0..2000u32)
+        .map(|i| {
+            (
+                encode(format!("user-{i:04}").as_bytes(), 5, EntryKind::Put),
+                b"v".to_vec(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn whole_key_filter_rejects_absent_keys_of_a_present_prefix() {
+    let options = TableOptions {
+        prefix: two_byte_prefix,
+        ..TableOptions::default()
+    };
+    let (bytes, _) = build(&one_prefix_entries(), options);
+    let table = open(bytes, two_byte_prefix).unwrap();
+    let absent_hits = (2000..3000)
+        .filter(|i| {
+            let key = format!("user-{i:04}");
+            assert!(table.may_contain_prefix(two_byte_prefix(key.as_bytes())));
+            table.may_contain_key(key.as_bytes())
+        })
+        .count();
+    assert!(
+        absent_hits < 50,
+        "{absent_hits} of 1000 absent keys of a present prefix pass the filter"
+    );
+    assert_eq!(table.get(b"user-2500", 10).map(owned).unwrap(), None);
+}
+
+/// Rewrites a table's footer to another format version, keeping its CRC valid.
+fn with_version(mut bytes: Vec<u8>, version: u32) -> Vec<u8> {
+    let footer = bytes.len() - 64;
+    bytes[footer + 48..footer + 52].copy_from_slice(&version.to_le_bytes());
+    let crc = crc32fast::hash(&bytes[footer..footer + 52]);
+    bytes[footer + 52..footer + 56].copy_from_slice(&crc.to_le_bytes());
+    bytes
+}
+
+#[test]
+fn version_1_tables_are_read_filtering_prefixes_only() {
+    // A version-1 filter holds no whole keys, so a reader may not rule a key out by its own
+    // hash: an absent key of a present prefix must pass the filter and be looked up.
+    let options = TableOptions {
+        prefix: two_byte_prefix,
+        ..TableOptions::default()
+    };
+    let entries = one_prefix_entries();
+    let (bytes, _) = build(&entries, options);
+    let table = open(with_version(bytes.clone(), 1), two_byte_prefix).unwrap();
+    check_table(&table, &entries, &[(b"user-0007".to_vec(), 50, false)]);
+    assert!((2000..3000).all(|i| table.may_contain_key(format!("user-{i:04}").as_bytes())));
+    assert_eq!(table.get(b"user-2500", 10).map(owned).unwrap(), None);
+
+    for unknown in [0, 3] {
+        let opened = open(with_version(bytes.clone(), unknown), two_byte_prefix);
+        assert!(opened.is_err(), "version {unknown} accepted");
+    }
 }
 
 #[test]

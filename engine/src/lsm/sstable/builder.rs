@@ -7,7 +7,9 @@ use vfs::WritableFile;
 
 use super::block_builder::BlockBuilder;
 use super::bloom;
-use super::format::{append_block_trailer, put_varint, BlockHandle, BlockKind, Footer};
+use super::format::{
+    append_block_trailer, put_varint, BlockHandle, BlockKind, Footer, FORMAT_VERSION,
+};
 use super::properties::TableProperties;
 use super::{
     SstError, TableOptions, BLOCK_SIZE_MAX_BYTES, BLOOM_BITS_PER_KEY_MAX, KEY_LEN_MAX_BYTES,
@@ -39,6 +41,9 @@ pub struct TableBuilder {
     offset: u64,
     /// Hashes of the distinct consecutive prefixes seen, for the filter.
     prefix_hashes: Vec<u64>,
+    /// Hashes of the distinct consecutive user keys that are not their own prefix, for the
+    /// filter too (format version 2).
+    key_hashes: Vec<u64>,
     properties: TableProperties,
     failed: bool,
 }
@@ -66,6 +71,7 @@ impl TableBuilder {
             unwritten: Vec::with_capacity(WRITE_CHUNK_BYTES + BLOCK_SIZE_MAX_BYTES),
             offset,
             prefix_hashes: Vec::new(),
+            key_hashes: Vec::new(),
             properties: TableProperties::default(),
             failed: false,
         }
@@ -94,9 +100,17 @@ impl TableBuilder {
             );
         }
         self.record_properties(internal_key, &parsed, value);
-        let hash = bloom::hash64((self.options.prefix)(parsed.user_key));
+        let prefix = (self.options.prefix)(parsed.user_key);
+        let hash = bloom::hash64(prefix);
         if self.prefix_hashes.last() != Some(&hash) {
             self.prefix_hashes.push(hash);
+        }
+        // A key that is its own prefix is already in the filter under the prefix's hash.
+        if prefix.len() != parsed.user_key.len() {
+            let hash = bloom::hash64(parsed.user_key);
+            if self.key_hashes.last() != Some(&hash) {
+                self.key_hashes.push(hash);
+            }
         }
         self.data_block.add(internal_key, value);
         if self.data_block.size_estimate_bytes() >= self.options.block_size_bytes {
@@ -107,7 +121,9 @@ impl TableBuilder {
 
     /// The file size if finished now (approximate: filter and index are estimated).
     pub fn estimated_size_bytes(&self) -> u64 {
-        let filter_bytes = self.prefix_hashes.len() * self.options.bloom_bits_per_key / 8;
+        let filter_bytes = (self.prefix_hashes.len() + self.key_hashes.len())
+            * self.options.bloom_bits_per_key
+            / 8;
         let pending = self.data_block.size_estimate_bytes()
             + self.index_block.size_estimate_bytes()
             + filter_bytes
@@ -129,7 +145,9 @@ impl TableBuilder {
         if !self.data_block.is_empty() {
             self.flush_data_block()?;
         }
-        let filter = bloom::build_filter(&self.prefix_hashes, self.options.bloom_bits_per_key);
+        let mut filter_hashes = std::mem::take(&mut self.prefix_hashes);
+        filter_hashes.append(&mut self.key_hashes);
+        let filter = bloom::build_filter(&filter_hashes, self.options.bloom_bits_per_key);
         let filter_handle = self.write_block(BlockKind::Filter, |out| out.extend(&filter))?;
 
         let properties = self.properties.clone();
@@ -144,6 +162,7 @@ impl TableBuilder {
             filter: filter_handle,
             properties: properties_handle,
             index: index_handle,
+            version: FORMAT_VERSION,
         };
         let footer = footer.encode();
         self.unwritten.extend_from_slice(&footer);

@@ -7,8 +7,14 @@ pub(crate) const BLOCK_TRAILER_LEN: usize = 5;
 pub(crate) const FOOTER_LEN: usize = 64;
 /// "SHOALSST" as a big-endian integer; stored little-endian as the file's last 8 bytes.
 pub(crate) const MAGIC: u64 = 0x5348_4F41_4C53_5354;
-/// The format version this code writes and reads.
-pub(crate) const FORMAT_VERSION: u32 = 1;
+/// The format version this code writes: 2, whose filter holds whole user keys as well as
+/// prefixes (see the module docs of `sstable`).
+pub(crate) const FORMAT_VERSION: u32 = 2;
+/// The oldest format version this code reads. Version 1 differs only in its filter, which
+/// holds prefixes alone, so a reader of a version-1 table probes prefixes only.
+pub(crate) const FORMAT_VERSION_MIN: u32 = 1;
+/// The first version whose filter also holds each distinct user key.
+pub(crate) const FORMAT_VERSION_WHOLE_KEY_FILTER: u32 = 2;
 /// A varint of a u64 takes at most this many bytes.
 const VARINT_LEN_MAX: usize = 10;
 
@@ -136,6 +142,8 @@ pub(crate) struct Footer {
     pub filter: BlockHandle,
     pub properties: BlockHandle,
     pub index: BlockHandle,
+    /// The format version, between [`FORMAT_VERSION_MIN`] and [`FORMAT_VERSION`].
+    pub version: u32,
 }
 
 const FOOTER_VERSION_POS: usize = 48;
@@ -150,7 +158,7 @@ impl Footer {
             out[i * 16..i * 16 + 8].copy_from_slice(&handle.offset.to_le_bytes());
             out[i * 16 + 8..i * 16 + 16].copy_from_slice(&handle.size.to_le_bytes());
         }
-        out[FOOTER_VERSION_POS..FOOTER_CRC_POS].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out[FOOTER_VERSION_POS..FOOTER_CRC_POS].copy_from_slice(&self.version.to_le_bytes());
         let crc = crc32fast::hash(&out[..FOOTER_CRC_POS]);
         out[FOOTER_CRC_POS..FOOTER_MAGIC_POS].copy_from_slice(&crc.to_le_bytes());
         out[FOOTER_MAGIC_POS..].copy_from_slice(&MAGIC.to_le_bytes());
@@ -177,7 +185,7 @@ impl Footer {
         }
         let version = read_u32(bytes, FOOTER_VERSION_POS)
             .ok_or(DecodeError::at(FOOTER_VERSION_POS, "footer truncated"))?;
-        if version != FORMAT_VERSION {
+        if !(FORMAT_VERSION_MIN..=FORMAT_VERSION).contains(&version) {
             return Err(DecodeError::at(
                 FOOTER_VERSION_POS,
                 "unsupported SSTable format version",
@@ -193,6 +201,7 @@ impl Footer {
             filter: handle(0)?,
             properties: handle(1)?,
             index: handle(2)?,
+            version,
         })
     }
 }
@@ -237,9 +246,26 @@ mod tests {
                 offset: 80,
                 size: 7,
             },
+            version: FORMAT_VERSION,
         };
         let bytes = footer.encode();
         assert_eq!(Footer::decode(&bytes), Ok(footer));
+        let older = Footer {
+            version: FORMAT_VERSION_MIN,
+            ..footer
+        };
+        assert_eq!(Footer::decode(&older.encode()), Ok(older));
+        for unknown in [0, FORMAT_VERSION + 1] {
+            let bytes = Footer {
+                version: unknown,
+                ..footer
+            }
+            .encode();
+            assert!(
+                Footer::decode(&bytes).is_err(),
+                "version {unknown} accepted"
+            );
+        }
         for i in 0..FOOTER_LEN {
             let mut flipped = bytes;
             flipped[i] ^= 0x01;

@@ -6,7 +6,7 @@
 //! both directions). Reads go through [`vfs::ReadableFile::bytes`], which is an mmap for
 //! real files, so a read copies nothing until it returns a value.
 //!
-//! # File format (version 1)
+//! # File format (version 2)
 //!
 //! All fixed-width integers are little-endian. `varint` is unsigned LEB128 (7 bits per byte,
 //! low groups first, high bit set on every byte but the last; at most 10 bytes).
@@ -57,21 +57,29 @@
 //! The first block whose last key is >= a target is the only block that can hold the first
 //! entry >= the target. The index is decoded into memory when the table is opened.
 //!
-//! **Filter block**: a Bloom filter over the *prefixes* of the user keys, as returned by the
-//! caller's [`PrefixFn`] (for the table tree, the item-collection prefix `hash64 | pk`; by
-//! default the whole user key), so a lookup of a collection the table does not hold skips it.
+//! **Filter block**: one Bloom filter over the *prefixes* of the user keys, as returned by
+//! the caller's [`PrefixFn`] (for the table tree, the item-collection prefix `hash64 | pk`; by
+//! default the whole user key), and over the whole user keys: a scan of a collection the
+//! table does not hold skips it by the prefix, and a point lookup skips it by the key, even
+//! when the table holds other keys of that collection. (A collection is rewritten piecemeal,
+//! so new tables hold a few of its keys; before whole keys were filtered, a lookup of the
+//! collection's size record, which an overwrite of equal size does not rewrite, searched every
+//! such table.) One filter rather than two: the hashes share one bit array sized for both.
+//! Version 1 tables, whose filter holds the prefixes only, are still read; for them a point
+//! lookup probes the key's prefix.
 //!
 //! ```text
 //! filter contents = bit array (n bytes, n >= 8)  probe count (u8, 1..=30)
 //!                 | (empty: no filter, everything may be present)
 //! ```
 //!
-//! A prefix is hashed with 64-bit MurmurHash64A (seed `0x5348_4f41_4c5f_424c`) to `h`;
+//! A prefix or key is hashed with 64-bit MurmurHash64A (seed `0x5348_4f41_4c5f_424c`) to `h`;
 //! probe `i` (0-based) sets bit `(h + i * delta) mod (8 n)` with `delta = h` rotated right
 //! by 21 bits, all arithmetic wrapping at 64 bits; bit `b` is bit `b mod 8` of byte `b / 8`.
-//! The builder hashes each distinct run of equal consecutive prefixes once; the probe count
-//! is `round(0.69 * bits_per_key)` and the array holds `bits_per_key` bits per hash (at
-//! least 64), rounded up to whole bytes.
+//! The builder hashes each distinct run of equal consecutive prefixes once and each distinct
+//! user key once (a key that is its own prefix, as with the default whole-key prefix, is
+//! hashed once in all); the probe count is `round(0.69 * bits_per_key)` and the array holds
+//! `bits_per_key` bits per hash (at least 64), rounded up to whole bytes.
 //!
 //! **Properties block**: fixed-width fields, then the smallest and largest internal keys:
 //!
@@ -81,7 +89,7 @@
 //! largest key length u32  largest key
 //! ```
 //!
-//! **Footer**: the three handles, the format version (1), a CRC-32 of the 52 bytes before
+//! **Footer**: the three handles, the format version (2; 1 is read too), a CRC-32 of the 52 bytes before
 //! it, and the magic number `0x5348_4F41_4C53_5354` ("SHOALSST" read as a big-endian
 //! integer, stored little-endian) as the last 8 bytes of the file.
 

@@ -13,6 +13,7 @@ use super::block::{BlockCursor, BlockLayout};
 use super::bloom::{self, FilterShape};
 use super::format::{
     get_varint, verified_block, BlockHandle, BlockKind, DecodeError, Footer, FOOTER_LEN,
+    FORMAT_VERSION_WHOLE_KEY_FILTER,
 };
 use super::iter::TableIterator;
 use super::properties::TableProperties;
@@ -27,6 +28,9 @@ pub struct Table {
     index: BlockIndex,
     /// The filter's bit array and probe count within the file, if the table has a filter.
     filter: Option<(Range<usize>, FilterShape)>,
+    /// Whether the filter holds every user key as well as every prefix (format version 2
+    /// on), so a point lookup can rule out a key whose collection the table does hold.
+    filter_holds_keys: bool,
     /// Whether each data block's CRC has been checked, so hot blocks are hashed once.
     block_verified: Vec<AtomicBool>,
 }
@@ -115,6 +119,7 @@ impl Table {
             properties,
             index,
             filter,
+            filter_holds_keys: footer.version >= FORMAT_VERSION_WHOLE_KEY_FILTER,
             block_verified: (0..block_count).map(|_| AtomicBool::new(false)).collect(),
         })
     }
@@ -135,11 +140,25 @@ impl Table {
     /// Bloom check on a prefix (as produced by the [`PrefixFn`]). `false` = definitely
     /// absent; a table without a filter always answers `true`.
     pub fn may_contain_prefix(&self, prefix: &[u8]) -> bool {
+        self.filter_may_contain(prefix)
+    }
+
+    /// Bloom check on a whole user key: `false` = the table holds no version of it. Tables
+    /// of format version 1 filter prefixes only, so for them this checks the key's prefix.
+    pub fn may_contain_key(&self, user_key: &[u8]) -> bool {
+        if self.filter_holds_keys {
+            self.filter_may_contain(user_key)
+        } else {
+            self.filter_may_contain((self.prefix)(user_key))
+        }
+    }
+
+    fn filter_may_contain(&self, bytes: &[u8]) -> bool {
         match &self.filter {
             None => true,
             Some((range, shape)) => {
                 let bits = &self.file.bytes()[range.clone()];
-                shape.may_contain(bits, bloom::hash64(prefix))
+                shape.may_contain(bits, bloom::hash64(bytes))
             }
         }
     }
@@ -151,7 +170,7 @@ impl Table {
         user_key: &[u8],
         snapshot_seq: u64,
     ) -> Result<Option<(EntryKind, &[u8])>, SstError> {
-        if !self.may_contain_prefix((self.prefix)(user_key)) {
+        if !self.may_contain_key(user_key) {
             return Ok(None);
         }
         let target = compaction::key::seek_key(user_key, snapshot_seq.min(SEQ_MAX));
