@@ -43,8 +43,8 @@ use crate::database::{internal, read_catalog, Catalog, Database};
 use crate::lsm::version::VersionEdit;
 use crate::lsm::{Db, DbError, Direction, TreeId, WriteBatch};
 use crate::table::catalog::{metadata_key, GlobalIndexDef, IndexStatus, TableDef};
-use crate::table::index::{self, HASH_KEY_BYTES_MAX, RANGE_KEY_BYTES_MAX};
-use crate::table::item_codec::{decode_item, encode_item};
+use crate::table::index::{self, Projected, HASH_KEY_BYTES_MAX, RANGE_KEY_BYTES_MAX};
+use crate::table::item_codec::decode_item;
 use crate::table::keys::{self, SECTION_BASE};
 use crate::table::locks::{CollectionLocks, STRIPES};
 
@@ -317,7 +317,7 @@ fn backfill(context: &Context, target: &Target) -> Result<Outcome, ApiError> {
             let item = decode_item(&bytes).map_err(internal)?;
             if let Some((entry_key, entry)) = entry_of(&table, gsi, &item)? {
                 batch
-                    .put(gsi.tree, &entry_key, &encode_item(&entry))
+                    .put(gsi.tree, &entry_key, &entry.encode())
                     .map_err(internal)?;
                 indexed += 1;
             }
@@ -350,11 +350,11 @@ fn backfill(context: &Context, target: &Target) -> Result<Outcome, ApiError> {
 
 /// The index entry (storage key, projected item) `item` has in `gsi`, if it belongs there.
 /// Built with the same functions as the write path's `index::entries_for`.
-fn entry_of(
+fn entry_of<'a>(
     table: &TableDef,
     gsi: &GlobalIndexDef,
-    item: &Item,
-) -> Result<Option<(Vec<u8>, Item)>, ApiError> {
+    item: &'a Item,
+) -> Result<Option<(Vec<u8>, Projected<'a>)>, ApiError> {
     if !backfill_indexes(gsi, item) {
         return Ok(None);
     }

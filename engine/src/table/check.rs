@@ -104,7 +104,7 @@ impl Database {
                     for entry in entries {
                         match entry.index {
                             IndexRef::Local(_) => {
-                                expected_local.insert(entry.key, entry.item);
+                                expected_local.insert(entry.key, entry.item.to_item());
                             }
                             IndexRef::Global(position) => {
                                 // An item stored before its GSI existed may have a key value
@@ -112,7 +112,8 @@ impl Database {
                                 // backfill leaves it out on purpose (SPEC §2.3).
                                 let gsi = &table.global_indexes[position];
                                 if backfill_indexes(gsi, &item) {
-                                    expected_global[position].insert(entry.key, entry.item);
+                                    expected_global[position]
+                                        .insert(entry.key, entry.item.to_item());
                                 }
                             }
                         }

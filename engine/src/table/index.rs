@@ -9,6 +9,7 @@
 use model::{ApiError, AttributeValue, Item};
 
 use crate::table::catalog::{KeySchema, Projection, TableDef};
+use crate::table::item_codec::encode_attributes;
 use crate::table::keys;
 
 /// DynamoDB's per-entry storage overhead for index entries and table items, in bytes.
@@ -27,19 +28,19 @@ pub enum IndexRef {
     Global(usize),
 }
 
-/// One index entry of one item.
+/// One index entry of one item, borrowing its attributes from the item.
 #[derive(Debug, Clone, PartialEq)]
-pub struct IndexEntry {
+pub struct IndexEntry<'a> {
     pub index: IndexRef,
     /// Storage key in the index's tree (the table tree for LSIs).
     pub key: Vec<u8>,
     /// Table key + index key + projected attributes.
-    pub item: Item,
+    pub item: Projected<'a>,
     /// DynamoDB size of `item` (what index write capacity is charged on).
     pub size_bytes: u64,
 }
 
-impl IndexEntry {
+impl IndexEntry<'_> {
     /// What the entry counts for in storage sizes (collection size, IndexSizeBytes).
     pub fn storage_bytes(&self) -> u64 {
         self.size_bytes + STORAGE_OVERHEAD_BYTES
@@ -49,7 +50,7 @@ impl IndexEntry {
 /// The entries `item` has in every index of `table` (LSIs first, in definition order, then
 /// GSIs), skipping indexes whose key attributes it lacks. The item must already have passed
 /// [`check_index_keys`].
-pub fn entries_for(table: &TableDef, item: &Item) -> Result<Vec<IndexEntry>, ApiError> {
+pub fn entries_for<'a>(table: &TableDef, item: &'a Item) -> Result<Vec<IndexEntry<'a>>, ApiError> {
     let mut entries = Vec::new();
     let table_pk = item.get(&table.key.hash.name);
     let table_sk = table.key.range.as_ref().and_then(|r| item.get(&r.name));
@@ -97,16 +98,16 @@ pub fn entries_for(table: &TableDef, item: &Item) -> Result<Vec<IndexEntry>, Api
     Ok(entries)
 }
 
-fn entry(
+fn entry<'a>(
     index: IndexRef,
     key: Vec<u8>,
     table: &TableDef,
     index_key: &KeySchema,
     projection: &Projection,
-    item: &Item,
-) -> IndexEntry {
+    item: &'a Item,
+) -> IndexEntry<'a> {
     let projected = project(table, index_key, projection, item);
-    let size_bytes = model::item_size_bytes(&projected) as u64;
+    let size_bytes = projected.size_bytes();
     IndexEntry {
         index,
         key,
@@ -115,31 +116,72 @@ fn entry(
     }
 }
 
+/// The attributes of an index entry, borrowed from the item it is made from, in name order
+/// (the order of an [`Item`]). Writes encode entries and compare old with new but never
+/// keep them, so an entry copies no names or values: for an ALL projection of a 1 KB item
+/// the copy cost more than the encoding.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Projected<'a> {
+    attributes: Vec<(&'a str, &'a AttributeValue)>,
+}
+
+impl<'a> Projected<'a> {
+    /// Name and value of each attribute, in name order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&'a str, &'a AttributeValue)> + '_ {
+        self.attributes.iter().copied()
+    }
+
+    /// The entry's DynamoDB size (as [`model::item_size_bytes`] of the owned item).
+    pub fn size_bytes(&self) -> u64 {
+        self.iter()
+            .map(|(name, value)| (name.len() + value.size_bytes()) as u64)
+            .sum()
+    }
+
+    /// The entry as stored: encoded exactly as [`crate::table::item_codec::encode_item`]
+    /// encodes the owned item.
+    pub fn encode(&self) -> Vec<u8> {
+        encode_attributes(self.iter())
+    }
+
+    /// The entry as an owned item.
+    pub fn to_item(&self) -> Item {
+        self.iter()
+            .map(|(name, value)| (name.to_string(), value.clone()))
+            .collect()
+    }
+}
+
 /// The attributes of `item` an index with `projection` holds: table and index keys always,
 /// plus the projected attributes that exist.
-pub fn project(
+pub fn project<'a>(
     table: &TableDef,
     index_key: &KeySchema,
     projection: &Projection,
-    item: &Item,
-) -> Item {
-    match projection {
-        Projection::All => item.clone(),
+    item: &'a Item,
+) -> Projected<'a> {
+    let mut attributes: Vec<(&'a str, &'a AttributeValue)> = match projection {
+        Projection::All => item
+            .iter()
+            .map(|(name, value)| (name.as_str(), value))
+            .collect(),
         Projection::KeysOnly | Projection::Include(_) => {
-            let mut out = Item::new();
             let key_names = table.key.names().chain(index_key.names());
             let included = match projection {
                 Projection::Include(names) => names.as_slice(),
                 _ => &[],
             };
-            for name in key_names.chain(included.iter().map(String::as_str)) {
-                if let Some(value) = item.get(name) {
-                    out.insert(name.to_string(), value.clone());
-                }
-            }
-            out
+            key_names
+                .chain(included.iter().map(String::as_str))
+                .filter_map(|name| item.get_key_value(name))
+                .map(|(name, value)| (name.as_str(), value))
+                .collect()
         }
-    }
+    };
+    // Key names repeat (a table key that is also an index key) and come in schema order.
+    attributes.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    attributes.dedup_by(|a, b| a.0 == b.0);
+    Projected { attributes }
 }
 
 /// Whether an index with this projection holds attribute `name` (key attributes included).
@@ -259,6 +301,7 @@ mod tests {
     use crate::table::catalog::{
         BillingMode, GlobalIndexDef, IndexStatus, KeyAttribute, LocalIndexDef, CATALOG_FORMAT,
     };
+    use crate::table::item_codec::encode_item;
     use model::ScalarType;
 
     fn table() -> TableDef {
@@ -314,7 +357,7 @@ mod tests {
         assert_eq!(entries.len(), 1, "GSI needs both g and gs");
         assert_eq!(entries[0].index, IndexRef::Local(0));
         assert_eq!(
-            entries[0].item,
+            entries[0].item.to_item(),
             item(&[("pk", "p"), ("sk", "s"), ("l", "x"), ("inc", "i")])
         );
         let both = item(&[
@@ -328,7 +371,7 @@ mod tests {
         let entries = entries_for(&t, &both).unwrap();
         assert_eq!(entries.len(), 2);
         assert_eq!(
-            entries[1].item,
+            entries[1].item.to_item(),
             item(&[("pk", "p"), ("sk", "s"), ("g", "g"), ("gs", "h")])
         );
         assert!(projects(
@@ -343,6 +386,45 @@ mod tests {
             &t.local_indexes[0].projection,
             "x"
         ));
+    }
+
+    #[test]
+    fn borrowed_projections_encode_and_size_as_the_owned_item() {
+        let t = table();
+        let full = item(&[
+            ("pk", "p"),
+            ("sk", "s"),
+            ("l", "x"),
+            ("inc", "i"),
+            ("g", "g"),
+            ("gs", "h"),
+            ("zz", "last"),
+            ("a", "first"),
+        ]);
+        // The LSI's key repeats the table's pk; KEYS_ONLY names come in schema order.
+        let lsi = &t.local_indexes[0].key;
+        for projection in [
+            Projection::All,
+            Projection::KeysOnly,
+            Projection::Include(vec!["zz".into(), "inc".into(), "missing".into()]),
+        ] {
+            let projected = project(&t, lsi, &projection, &full);
+            let owned = projected.to_item();
+            let names: Vec<&str> = projected.iter().map(|(name, _)| name).collect();
+            let owned_names: Vec<&str> = owned.keys().map(String::as_str).collect();
+            assert_eq!(names, owned_names, "{projection:?}: order or duplicates");
+            assert_eq!(projected.encode(), encode_item(&owned), "{projection:?}");
+            assert_eq!(
+                projected.size_bytes(),
+                model::item_size_bytes(&owned) as u64,
+                "{projection:?}"
+            );
+        }
+        assert_eq!(project(&t, lsi, &Projection::All, &full).to_item(), full);
+        assert_eq!(
+            project(&t, lsi, &Projection::KeysOnly, &full).to_item(),
+            item(&[("pk", "p"), ("sk", "s"), ("l", "x")])
+        );
     }
 
     #[test]

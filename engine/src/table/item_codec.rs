@@ -48,10 +48,24 @@ pub struct CodecError {
 
 /// Encodes an item.
 pub fn encode_item(item: &Item) -> Vec<u8> {
+    encode_attributes(item.iter().map(|(name, value)| (name.as_str(), value)))
+}
+
+/// Encodes an item given as its attributes in name order (as an [`Item`] iterates), the
+/// form index entries borrow their attributes in.
+pub fn encode_attributes<'a>(
+    attributes: impl ExactSizeIterator<Item = (&'a str, &'a AttributeValue)>,
+) -> Vec<u8> {
     let mut out = Vec::with_capacity(64);
     out.push(FORMAT_VERSION);
-    put_varint(&mut out, item.len() as u128);
-    for (name, value) in item {
+    put_varint(&mut out, attributes.len() as u128);
+    let mut previous: Option<&str> = None;
+    for (name, value) in attributes {
+        debug_assert!(
+            previous.is_none_or(|p| p < name),
+            "attributes must come in strictly increasing name order"
+        );
+        previous = Some(name);
         put_bytes(&mut out, name.as_bytes());
         encode_value(&mut out, value);
     }

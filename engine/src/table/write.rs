@@ -366,7 +366,7 @@ pub fn plan_write(
 
     let collection = table.has_local_indexes().then(|| {
         let footprint =
-            |item: Option<&Item>, size: u64, entries: &BTreeMap<IndexRef, IndexEntry>| -> i64 {
+            |item: Option<&Item>, size: u64, entries: &BTreeMap<IndexRef, IndexEntry<'_>>| -> i64 {
                 let lsi: u64 = entries
                     .values()
                     .filter(|e| matches!(e.index, IndexRef::Local(_)))
@@ -403,20 +403,20 @@ fn item_too_large(via_update: bool) -> ApiError {
     })
 }
 
-fn put(tree: TreeId, entry: &IndexEntry) -> Mutation {
+fn put(tree: TreeId, entry: &IndexEntry<'_>) -> Mutation {
     Mutation::Put {
         tree,
         key: entry.key.clone(),
-        value: encode_item(&entry.item),
+        value: entry.item.encode(),
     }
 }
 
 /// The index entries of `item` that writes maintain: every index except a GSI being
 /// deleted (its tree is about to go).
-fn live_entries(
+fn live_entries<'a>(
     table: &TableDef,
-    item: Option<&Item>,
-) -> Result<BTreeMap<IndexRef, IndexEntry>, ApiError> {
+    item: Option<&'a Item>,
+) -> Result<BTreeMap<IndexRef, IndexEntry<'a>>, ApiError> {
     let Some(item) = item else {
         return Ok(BTreeMap::new());
     };
