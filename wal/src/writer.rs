@@ -162,11 +162,9 @@ impl Log {
                 .ok_or(WalError::SequenceNumbersExhausted)?;
         }
         debug_assert_eq!(writer.buffer.len() as u64, group_bytes);
-        let path = segment_path(&self.dir, writer.number);
-        let written = writer
-            .file
-            .write_all(&writer.buffer)
-            .map_err(|source| WalError::io("write", &path, source));
+        let written = writer.file.write_all(&writer.buffer).map_err(|source| {
+            WalError::io("write", segment_path(&self.dir, writer.number), source)
+        });
         self.poison_on_error(written)?;
         if writer.buffer.capacity() > BUFFER_RETAINED_BYTES_MAX {
             writer.buffer = Vec::new();
