@@ -733,6 +733,17 @@ fn bench(c: &mut Criterion) {
     bench_update(&mut group, "shoal", &shoal);
     bench_update(&mut group, "dynoxide", &dynoxide);
     group.finish();
+    // Write stalls and the LSM's shape explain outlying write samples.
+    let stats = shoal.lsm().stats();
+    eprintln!(
+        "shoal after the writes: {} write stalls, {:?} stalled in all (longest {:?}), \
+         files per level {:?}, write amplification {:.2}",
+        stats.write_stalls,
+        stats.stall_time_total,
+        stats.stall_time_longest,
+        stats.level_files,
+        stats.write_amplification
+    );
 }
 
 criterion_group!(benches, bench);
