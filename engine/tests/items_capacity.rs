@@ -277,6 +277,28 @@ fn collections_are_sized_exactly_and_capped() {
         }
     );
 
+    // An overwrite that keeps the size leaves the record alone (it is not even read unless
+    // the metrics are asked for) and still reports the metrics when they are.
+    for metrics in ["SIZE", "NONE"] {
+        let response = ok(
+            &db,
+            "PutItem",
+            json!({"TableName": "Capped", "Item": item("1", Some("z"), 20_000),
+                "ReturnItemCollectionMetrics": metrics}),
+        );
+        let expected = (metrics == "SIZE").then(
+            || json!({"ItemCollectionKey": {"pk": {"S": "A"}}, "SizeEstimateRangeGB": [0.0, 1.0]}),
+        );
+        assert_eq!(response.get("ItemCollectionMetrics"), expected.as_ref());
+        assert_eq!(
+            record(&db, "A"),
+            CollectionRecord {
+                size_bytes: 2 * one,
+                item_count: 1
+            }
+        );
+    }
+
     // Growing past 64 KiB is refused and writes nothing.
     let error = err(
         &db,

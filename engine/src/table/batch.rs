@@ -138,7 +138,8 @@ impl Database {
                 .iter()
                 .map(|(table, table_plans)| (*table, table_plans.iter().collect()))
                 .collect();
-            let records = self.commit_plans_across(&borrowed)?;
+            let records =
+                self.commit_plans_across(&borrowed, options.return_item_collection_metrics)?;
             (plans, records)
         };
 

@@ -70,7 +70,7 @@ impl Database {
                 options.return_old_on_condition_failure,
             )?;
             let plan = plan_write(&table, &key, old.as_ref(), Some(item), false)?;
-            let record = self.commit_one(&table, &plan)?;
+            let record = self.commit_one(&table, &plan, &options)?;
             (old, plan, record)
         };
         let attributes = match options.return_values {
@@ -112,7 +112,7 @@ impl Database {
                 options.return_old_on_condition_failure,
             )?;
             let plan = plan_write(&table, &key, old.as_ref(), None, false)?;
-            let record = self.commit_one(&table, &plan)?;
+            let record = self.commit_one(&table, &plan, &options)?;
             (old, plan, record)
         };
         let attributes = match options.return_values {
@@ -176,7 +176,7 @@ impl Database {
             model::check_item_limits(&new, true)?;
             check_new_item(&table, &new, true)?;
             let plan = plan_write(&table, &key, old.as_ref(), Some(&new), true)?;
-            let record = self.commit_one(&table, &plan)?;
+            let record = self.commit_one(&table, &plan, &options)?;
             (old, new, touched, plan, record)
         };
         let attributes = match options.return_values {
@@ -240,9 +240,10 @@ impl Database {
         &self,
         table: &TableDef,
         plan: &WritePlan,
+        options: &WriteOptions,
     ) -> Result<Option<CollectionRecord>, ApiError> {
         Ok(self
-            .commit_plans(table, &[plan])?
+            .commit_plans(table, &[plan], options.return_item_collection_metrics)?
             .into_iter()
             .next()
             .flatten())

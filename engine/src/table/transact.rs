@@ -284,7 +284,7 @@ impl Database {
             .values()
             .map(|(table, plans, _)| (*table, plans.clone()))
             .collect();
-        let records = self.commit_plans_across(&groups)?;
+        let records = self.commit_plans_across(&groups, options.return_item_collection_metrics)?;
 
         let mut consumed = Vec::new();
         let mut metrics = BTreeMap::new();

@@ -496,13 +496,17 @@ impl Database {
     /// Commits the plans of one or more item writes of `table` as ONE atomic batch, with
     /// their collection records updated (per collection, deltas summed) and the size cap
     /// checked. The caller holds the collection locks of every plan. Returns the new record
-    /// of each plan's collection (None for tables without an LSI), in plan order.
+    /// of each plan's collection, in plan order: None for tables without an LSI, and, unless
+    /// `collection_sizes_wanted` (for ItemCollectionMetrics), for a collection the plans
+    /// leave unchanged, whose record is then not even read.
     pub(crate) fn commit_plans(
         &self,
         table: &TableDef,
         plans: &[&WritePlan],
+        collection_sizes_wanted: bool,
     ) -> Result<Vec<Option<CollectionRecord>>, ApiError> {
-        let mut records = self.commit_plans_across(&[(table, plans.to_vec())])?;
+        let mut records =
+            self.commit_plans_across(&[(table, plans.to_vec())], collection_sizes_wanted)?;
         Ok(records.pop().unwrap_or_default())
     }
 
@@ -510,10 +514,11 @@ impl Database {
     /// and transactions): every table's plans as [`Database::commit_plans`] would, but one
     /// WAL record for all of them. Each table appears once in `groups`. The caller holds the
     /// collection locks of every plan. Returns the new collection records per group, in plan
-    /// order.
+    /// order (None as [`Database::commit_plans`] says).
     pub(crate) fn commit_plans_across(
         &self,
         groups: &[(&TableDef, Vec<&WritePlan>)],
+        collection_sizes_wanted: bool,
     ) -> Result<Vec<Vec<Option<CollectionRecord>>>, ApiError> {
         debug_assert!(
             {
@@ -538,7 +543,12 @@ impl Database {
         }
         let mut records = Vec::with_capacity(groups.len());
         for (table, plans) in groups {
-            records.push(self.stage_collections(table, plans, &mut batch)?);
+            records.push(self.stage_collections(
+                table,
+                plans,
+                &mut batch,
+                collection_sizes_wanted,
+            )?);
         }
         if !batch.is_empty() {
             self.db.write(batch)?;
@@ -588,6 +598,7 @@ impl Database {
         table: &TableDef,
         plans: &[&WritePlan],
         batch: &mut WriteBatch,
+        collection_sizes_wanted: bool,
     ) -> Result<Vec<Option<CollectionRecord>>, ApiError> {
         // Deltas per collection, keyed by the collection record's storage key.
         let mut deltas: BTreeMap<Vec<u8>, (&AttributeValue, CollectionDelta)> = BTreeMap::new();
@@ -602,6 +613,12 @@ impl Database {
         }
         let mut after_by_key = BTreeMap::new();
         for (record_key, (pk, delta)) in &deltas {
+            if *delta == CollectionDelta::default() && !collection_sizes_wanted {
+                // An unchanged collection cannot pass the cap and needs no rewrite, so unless
+                // its size is reported its record is not read. An overwrite that keeps the
+                // item's size is common, and the record often sits in an old table.
+                continue;
+            }
             let before = collection::read_record(&self.db, table, pk, None)?;
             let after = before.apply(delta)?;
             collection::check_growth(
