@@ -267,6 +267,11 @@ impl<'a> Reader<'a> {
         Ok(BTreeMap::from_iter(entries))
     }
 
+    /// Scalars are decoded here, inlined into the caller's loop, so the value is built where
+    /// the map or list keeps it; the rest goes to [`Reader::composite_value`]. Returning
+    /// every value through a call cost Scan more than its string copies (the profile's
+    /// hottest instructions were reloads of just-returned values).
+    #[inline(always)]
     fn value(&mut self, depth: usize) -> Result<AttributeValue, CodecError> {
         if depth > DEPTH_MAX {
             return Err(self.error("nesting too deep"));
@@ -281,6 +286,14 @@ impl<'a> Reader<'a> {
                 _ => return Err(self.error("bad boolean")),
             },
             5 => AttributeValue::Null,
+            tag => self.composite_value(tag, depth)?,
+        })
+    }
+
+    /// Maps, lists and sets (tags 6 to 10), at nesting `depth`.
+    #[inline(never)]
+    fn composite_value(&mut self, tag: u8, depth: usize) -> Result<AttributeValue, CodecError> {
+        Ok(match tag {
             6 => AttributeValue::M(self.map(depth + 1)?),
             7 => {
                 let count = self.count()?;
