@@ -30,6 +30,15 @@ pub const KEY_BYTES_MAX: usize = 64 * 1024;
 /// Largest value accepted in a batch, in bytes.
 pub const VALUE_BYTES_MAX: usize = 16 * 1024 * 1024;
 
+/// Kind, tree and key length: the bytes of an entry before its key.
+const ENTRY_HEADER_BYTES: usize = 9;
+
+/// The payload bytes one entry takes: a put with a value of `value_len` bytes, or a delete
+/// (`None`).
+pub fn entry_bytes(key_len: usize, value_len: Option<usize>) -> usize {
+    ENTRY_HEADER_BYTES + key_len + value_len.map_or(0, |len| 4 + len)
+}
+
 /// An ordered set of puts and deletes across trees, applied atomically.
 #[derive(Debug, Clone, Default)]
 pub struct WriteBatch {
@@ -64,6 +73,14 @@ impl WriteBatch {
         WriteBatch::default()
     }
 
+    /// An empty batch with room for `payload_bytes` of entries (see [`entry_bytes`]).
+    pub fn with_capacity(payload_bytes: usize) -> WriteBatch {
+        WriteBatch {
+            payload: Vec::with_capacity(payload_bytes),
+            ..WriteBatch::default()
+        }
+    }
+
     /// Adds a put of `key` = `value` in `tree`.
     pub fn put(&mut self, tree: TreeId, key: &[u8], value: &[u8]) -> Result<(), BatchError> {
         check_sizes(key, value)?;
@@ -82,6 +99,7 @@ impl WriteBatch {
     }
 
     fn push(&mut self, kind: EntryKind, tree: TreeId, key: &[u8]) {
+        debug_assert_eq!(ENTRY_HEADER_BYTES, 1 + 4 + 4);
         self.payload.push(kind as u8);
         self.payload.extend_from_slice(&tree.to_le_bytes());
         self.payload
@@ -228,6 +246,24 @@ impl<'a> Iterator for BatchEntries<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn entry_bytes_is_what_an_entry_adds_to_the_payload() {
+        let mut b = WriteBatch::with_capacity(entry_bytes(3, Some(5)) + entry_bytes(2, None));
+        let capacity = b.payload.capacity();
+        b.put(1, b"key", b"value").unwrap();
+        assert_eq!(b.payload().len(), entry_bytes(3, Some(5)));
+        b.delete(2, b"k2").unwrap();
+        assert_eq!(
+            b.payload().len(),
+            entry_bytes(3, Some(5)) + entry_bytes(2, None)
+        );
+        assert_eq!(
+            b.payload.capacity(),
+            capacity,
+            "sized exactly, never regrown"
+        );
+    }
 
     #[test]
     fn round_trips_entries_in_order() {

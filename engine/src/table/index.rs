@@ -45,6 +45,11 @@ impl IndexEntry<'_> {
     pub fn storage_bytes(&self) -> u64 {
         self.size_bytes + STORAGE_OVERHEAD_BYTES
     }
+
+    /// The entry as stored (as [`Projected::encode`], allocated once from its known size).
+    pub fn encode(&self) -> Vec<u8> {
+        encode_attributes(self.item.iter(), self.size_bytes)
+    }
 }
 
 /// The entries `item` has in every index of `table` (LSIs first, in definition order, then
@@ -141,7 +146,7 @@ impl<'a> Projected<'a> {
     /// The entry as stored: encoded exactly as [`crate::table::item_codec::encode_item`]
     /// encodes the owned item.
     pub fn encode(&self) -> Vec<u8> {
-        encode_attributes(self.iter())
+        encode_attributes(self.iter(), self.size_bytes())
     }
 
     /// The entry as an owned item.

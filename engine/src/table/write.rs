@@ -16,6 +16,7 @@ use model::{ApiError, AttributeValue, ErrorCode, Item};
 
 use crate::api::common::{Capacity, ConsumedCapacity, ReturnConsumedCapacity};
 use crate::database::{internal, Database};
+use crate::lsm::batch::entry_bytes;
 use crate::lsm::{Snapshot, TreeId, WriteBatch};
 use crate::table::capacity::write_units;
 use crate::table::catalog::{IndexStatus, KeyAttribute, TableDef};
@@ -23,7 +24,7 @@ use crate::table::collection::{self, CollectionDelta, CollectionRecord};
 use crate::table::index::{
     self, IndexEntry, IndexRef, HASH_KEY_BYTES_MAX, RANGE_KEY_BYTES_MAX, STORAGE_OVERHEAD_BYTES,
 };
-use crate::table::item_codec::{decode_item, encode_item};
+use crate::table::item_codec::{decode_item, encode_item_sized};
 use crate::table::keys;
 
 /// The text for a `Key` parameter that is not exactly the table's key.
@@ -306,7 +307,7 @@ pub fn plan_write(
         Some(item) => mutations.push(Mutation::Put {
             tree: table.tree,
             key: base_key,
-            value: encode_item(item),
+            value: encode_item_sized(item, new_size),
         }),
         None if old.is_some() => mutations.push(Mutation::Delete {
             tree: table.tree,
@@ -407,7 +408,7 @@ fn put(tree: TreeId, entry: &IndexEntry<'_>) -> Mutation {
     Mutation::Put {
         tree,
         key: entry.key.clone(),
-        value: entry.item.encode(),
+        value: entry.encode(),
     }
 }
 
@@ -456,6 +457,10 @@ const DEFINITION_CHANGED_MESSAGE: &str =
 /// Runs a whole write operation at most this many times while the table's indexes change
 /// under it (each change is an UpdateTable, so more than a few in a row is pathological).
 const WRITE_ATTEMPTS_MAX: usize = 8;
+
+/// Room reserved in a write's batch for its collection record: a typical record's key and
+/// value (a larger one only makes the batch grow once).
+const COLLECTION_ENTRY_BYTES_ESTIMATE: usize = 128;
 
 /// Runs `attempt` (a whole write operation: validation against the table's current
 /// definition, planning and commit) again when it was refused because the table's indexes
@@ -531,7 +536,25 @@ impl Database {
         for (table, _) in groups {
             self.check_definition_current(table)?;
         }
-        let mut batch = WriteBatch::new();
+        // Sized once: the mutations, plus a collection record per plan at most.
+        let payload_bytes: usize = groups
+            .iter()
+            .flat_map(|(_, plans)| plans)
+            .map(|plan| {
+                let mutations: usize = plan
+                    .mutations
+                    .iter()
+                    .map(|mutation| match mutation {
+                        Mutation::Put { key, value, .. } => {
+                            entry_bytes(key.len(), Some(value.len()))
+                        }
+                        Mutation::Delete { key, .. } => entry_bytes(key.len(), None),
+                    })
+                    .sum();
+                mutations + COLLECTION_ENTRY_BYTES_ESTIMATE
+            })
+            .sum();
+        let mut batch = WriteBatch::with_capacity(payload_bytes);
         for plan in groups.iter().flat_map(|(_, plans)| plans) {
             for mutation in &plan.mutations {
                 let added = match mutation {
