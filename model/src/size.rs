@@ -70,7 +70,15 @@ impl AttributeValue {
 
 /// Item size: Σ over attributes of (UTF-8 length of the name + size of the value).
 pub fn item_size_bytes(item: &Item) -> usize {
-    item.iter()
+    attributes_size_bytes(item.iter().map(|(name, value)| (name.as_str(), value)))
+}
+
+/// [`item_size_bytes`] of an item given as its (name, value) pairs, e.g. borrowed ones.
+pub fn attributes_size_bytes<'a>(
+    attributes: impl IntoIterator<Item = (&'a str, &'a AttributeValue)>,
+) -> usize {
+    attributes
+        .into_iter()
         .map(|(name, value)| name.len() + value.size_bytes())
         .sum()
 }

@@ -36,19 +36,17 @@ pub struct IndexEntry<'a> {
     pub key: Vec<u8>,
     /// Table key + index key + projected attributes.
     pub item: Projected<'a>,
-    /// DynamoDB size of `item` (what index write capacity is charged on).
-    pub size_bytes: u64,
 }
 
 impl IndexEntry<'_> {
-    /// What the entry counts for in storage sizes (collection size, IndexSizeBytes).
-    pub fn storage_bytes(&self) -> u64 {
-        self.size_bytes + STORAGE_OVERHEAD_BYTES
+    /// DynamoDB size of the entry (what index write capacity is charged on).
+    pub fn size_bytes(&self) -> u64 {
+        self.item.size_bytes()
     }
 
-    /// The entry as stored (as [`Projected::encode`], allocated once from its known size).
-    pub fn encode(&self) -> Vec<u8> {
-        encode_attributes(self.item.iter(), self.size_bytes)
+    /// What the entry counts for in storage sizes (collection size, IndexSizeBytes).
+    pub fn storage_bytes(&self) -> u64 {
+        self.size_bytes() + STORAGE_OVERHEAD_BYTES
     }
 }
 
@@ -111,13 +109,10 @@ fn entry<'a>(
     projection: &Projection,
     item: &'a Item,
 ) -> IndexEntry<'a> {
-    let projected = project(table, index_key, projection, item);
-    let size_bytes = projected.size_bytes();
     IndexEntry {
         index,
         key,
-        item: projected,
-        size_bytes,
+        item: project(table, index_key, projection, item),
     }
 }
 
@@ -128,6 +123,8 @@ fn entry<'a>(
 #[derive(Debug, Clone, PartialEq)]
 pub struct Projected<'a> {
     attributes: Vec<(&'a str, &'a AttributeValue)>,
+    /// DynamoDB size of the attributes, summed once when projected.
+    size_bytes: u64,
 }
 
 impl<'a> Projected<'a> {
@@ -138,15 +135,13 @@ impl<'a> Projected<'a> {
 
     /// The entry's DynamoDB size (as [`model::item_size_bytes`] of the owned item).
     pub fn size_bytes(&self) -> u64 {
-        self.iter()
-            .map(|(name, value)| (name.len() + value.size_bytes()) as u64)
-            .sum()
+        self.size_bytes
     }
 
     /// The entry as stored: encoded exactly as [`crate::table::item_codec::encode_item`]
-    /// encodes the owned item.
+    /// encodes the owned item, allocated once from its size.
     pub fn encode(&self) -> Vec<u8> {
-        encode_attributes(self.iter(), self.size_bytes())
+        encode_attributes(self.iter(), self.size_bytes)
     }
 
     /// The entry as an owned item.
@@ -186,7 +181,11 @@ pub fn project<'a>(
     // Key names repeat (a table key that is also an index key) and come in schema order.
     attributes.sort_unstable_by(|a, b| a.0.cmp(b.0));
     attributes.dedup_by(|a, b| a.0 == b.0);
-    Projected { attributes }
+    let size_bytes = model::attributes_size_bytes(attributes.iter().copied()) as u64;
+    Projected {
+        attributes,
+        size_bytes,
+    }
 }
 
 /// Whether an index with this projection holds attribute `name` (key attributes included).

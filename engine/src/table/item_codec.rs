@@ -48,7 +48,7 @@ pub struct CodecError {
 
 /// Encodes an item.
 pub fn encode_item(item: &Item) -> Vec<u8> {
-    encode_attributes(item.iter().map(|(name, value)| (name.as_str(), value)), 0)
+    encode_item_sized(item, 0)
 }
 
 /// [`encode_item`] for an item whose DynamoDB size (`model::item_size_bytes`) the caller

@@ -295,7 +295,7 @@ pub fn plan_write(
         let lsi_bytes: u64 = new_entries
             .values()
             .filter(|e| matches!(e.index, IndexRef::Local(_)))
-            .map(|e| e.size_bytes)
+            .map(IndexEntry::size_bytes)
             .sum();
         if table.has_local_indexes() && new_size + lsi_bytes > model::ITEM_SIZE_BYTES_MAX as u64 {
             return Err(item_too_large(via_update));
@@ -333,21 +333,21 @@ pub fn plan_write(
             (None, None) => continue,
             (None, Some(added)) => {
                 mutations.push(put(tree, added));
-                write_units(added.size_bytes)
+                write_units(added.size_bytes())
             }
             (Some(removed), None) => {
                 mutations.push(Mutation::Delete {
                     tree,
                     key: removed.key.clone(),
                 });
-                write_units(removed.size_bytes)
+                write_units(removed.size_bytes())
             }
             (Some(before), Some(after)) if before.key == after.key => {
                 if before.item == after.item {
                     continue;
                 }
                 mutations.push(put(tree, after));
-                write_units(before.size_bytes.max(after.size_bytes))
+                write_units(before.size_bytes().max(after.size_bytes()))
             }
             (Some(before), Some(after)) => {
                 mutations.push(Mutation::Delete {
@@ -355,7 +355,7 @@ pub fn plan_write(
                     key: before.key.clone(),
                 });
                 mutations.push(put(tree, after));
-                write_units(before.size_bytes) + write_units(after.size_bytes)
+                write_units(before.size_bytes()) + write_units(after.size_bytes())
             }
         };
         let arms = match index {
@@ -408,7 +408,7 @@ fn put(tree: TreeId, entry: &IndexEntry<'_>) -> Mutation {
     Mutation::Put {
         tree,
         key: entry.key.clone(),
-        value: entry.encode(),
+        value: entry.item.encode(),
     }
 }
 
