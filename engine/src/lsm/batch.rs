@@ -30,13 +30,15 @@ pub const KEY_BYTES_MAX: usize = 64 * 1024;
 /// Largest value accepted in a batch, in bytes.
 pub const VALUE_BYTES_MAX: usize = 16 * 1024 * 1024;
 
-/// Kind, tree and key length: the bytes of an entry before its key.
-const ENTRY_HEADER_BYTES: usize = 9;
+/// Kind (u8), tree (u32) and key length (u32): the bytes of an entry before its key.
+const ENTRY_HEADER_BYTES: usize = 1 + 4 + 4;
+/// A put's value length (u32), before its value.
+const VALUE_LENGTH_BYTES: usize = 4;
 
 /// The payload bytes one entry takes: a put with a value of `value_len` bytes, or a delete
 /// (`None`).
 pub fn entry_bytes(key_len: usize, value_len: Option<usize>) -> usize {
-    ENTRY_HEADER_BYTES + key_len + value_len.map_or(0, |len| 4 + len)
+    ENTRY_HEADER_BYTES + key_len + value_len.map_or(0, |len| VALUE_LENGTH_BYTES + len)
 }
 
 /// An ordered set of puts and deletes across trees, applied atomically.
@@ -99,7 +101,6 @@ impl WriteBatch {
     }
 
     fn push(&mut self, kind: EntryKind, tree: TreeId, key: &[u8]) {
-        debug_assert_eq!(ENTRY_HEADER_BYTES, 1 + 4 + 4);
         self.payload.push(kind as u8);
         self.payload.extend_from_slice(&tree.to_le_bytes());
         self.payload
