@@ -39,7 +39,9 @@ use crate::lsm::error::DbError;
 use crate::lsm::manifest::{self, Manifest};
 use crate::lsm::memtable::{Memtable, MemtableEntry};
 use crate::lsm::pacer::WritePacer;
-use crate::lsm::sstable::{PrefixFn, Table, TableBuilder, TableOptions, TableProperties};
+use crate::lsm::sstable::{
+    PointLookup, PrefixFn, Table, TableBuilder, TableOptions, TableProperties,
+};
 use crate::lsm::stats::{self, Counters, DbStats, TreeStats};
 use crate::lsm::superversion::{Immutable, SuperVersion, TreeMemtables};
 use crate::lsm::version::{FileMeta, TreeId, Version, VersionEdit, LEVELS};
@@ -1095,6 +1097,7 @@ pub(crate) fn lookup<R>(
             });
         }
     }
+    let point = PointLookup::new(user_key, seq);
     for file in sv.version.files_for_key(tree, user_key) {
         let Some(table) = sv.tables.get(&file.number) else {
             debug_assert!(
@@ -1104,7 +1107,7 @@ pub(crate) fn lookup<R>(
             );
             continue;
         };
-        if let Some((kind, value)) = table.get(user_key, seq)? {
+        if let Some((kind, value)) = table.get_for(&point)? {
             return Ok(match kind {
                 EntryKind::Put => Some(read_value(value)),
                 EntryKind::Delete => None,

@@ -105,7 +105,7 @@ mod table;
 pub use builder::TableBuilder;
 pub use iter::TableIterator;
 pub use properties::TableProperties;
-pub use table::Table;
+pub use table::{PointLookup, Table};
 
 /// Returns the bloom-filter prefix of a USER key (e.g. `hash64 | pk` for the table tree).
 pub type PrefixFn = fn(&[u8]) -> &[u8];

@@ -1,6 +1,7 @@
 //! An open table: footer, index, filter and properties checked and held in memory; data
 //! blocks read from the file's bytes (an mmap for real files) on demand.
 
+use std::cell::OnceCell;
 use std::cmp::Ordering;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
@@ -18,6 +19,35 @@ use super::format::{
 use super::iter::TableIterator;
 use super::properties::TableProperties;
 use super::{PrefixFn, SstError};
+
+/// One point read of `user_key` as of a sequence number, as the tables it probes need it:
+/// the key's filter hash computed once, and the internal key to seek built when a table
+/// first gets past its filter. A read of a key the memtables do not hold probes every L0
+/// table and one table per level; each used to hash the key and build the target again.
+pub struct PointLookup<'a> {
+    user_key: &'a [u8],
+    snapshot_seq: u64,
+    key_hash: u64,
+    target: OnceCell<Vec<u8>>,
+}
+
+impl<'a> PointLookup<'a> {
+    pub fn new(user_key: &'a [u8], snapshot_seq: u64) -> PointLookup<'a> {
+        PointLookup {
+            user_key,
+            snapshot_seq,
+            key_hash: bloom::hash64(user_key),
+            target: OnceCell::new(),
+        }
+    }
+
+    /// The internal key a table seeks: the newest version at or below the snapshot.
+    fn target(&self) -> &[u8] {
+        self.target.get_or_init(|| {
+            compaction::key::seek_key(self.user_key, self.snapshot_seq.min(SEQ_MAX))
+        })
+    }
+}
 
 /// An immutable table, shared between readers as `Arc<Table>`.
 pub struct Table {
@@ -146,19 +176,27 @@ impl Table {
     /// Bloom check on a whole user key: `false` = the table holds no version of it. Tables
     /// of format version 1 filter prefixes only, so for them this checks the key's prefix.
     pub fn may_contain_key(&self, user_key: &[u8]) -> bool {
+        self.may_contain_lookup(&PointLookup::new(user_key, SEQ_MAX))
+    }
+
+    fn may_contain_lookup(&self, lookup: &PointLookup) -> bool {
         if self.filter_holds_keys {
-            self.filter_may_contain(user_key)
+            self.filter_may_contain_hash(lookup.key_hash)
         } else {
-            self.filter_may_contain((self.prefix)(user_key))
+            self.filter_may_contain((self.prefix)(lookup.user_key))
         }
     }
 
     fn filter_may_contain(&self, bytes: &[u8]) -> bool {
+        self.filter_may_contain_hash(bloom::hash64(bytes))
+    }
+
+    fn filter_may_contain_hash(&self, hash: u64) -> bool {
         match &self.filter {
             None => true,
             Some((range, shape)) => {
                 let bits = &self.file.bytes()[range.clone()];
-                shape.may_contain(bits, bloom::hash64(bytes))
+                shape.may_contain(bits, hash)
             }
         }
     }
@@ -170,11 +208,18 @@ impl Table {
         user_key: &[u8],
         snapshot_seq: u64,
     ) -> Result<Option<(EntryKind, &[u8])>, SstError> {
-        if !self.may_contain_key(user_key) {
+        self.get_for(&PointLookup::new(user_key, snapshot_seq))
+    }
+
+    /// [`Table::get`] for a lookup that may probe several tables: the key's hash and seek
+    /// target are computed once for all of them.
+    pub fn get_for(&self, lookup: &PointLookup) -> Result<Option<(EntryKind, &[u8])>, SstError> {
+        if !self.may_contain_lookup(lookup) {
             return Ok(None);
         }
-        let target = compaction::key::seek_key(user_key, snapshot_seq.min(SEQ_MAX));
-        let block_index = self.find_block(&target);
+        let user_key = lookup.user_key;
+        let target = lookup.target();
+        let block_index = self.find_block(target);
         if block_index == self.block_count() {
             return Ok(None);
         }
@@ -182,7 +227,7 @@ impl Table {
         let mut cursor = BlockCursor::default();
         cursor.reset(block.layout);
         cursor
-            .seek(block.contents, &target)
+            .seek(block.contents, target)
             .map_err(|e| self.block_corruption(&block, e))?;
         if !cursor.valid() {
             return Err(self.corruption(block.offset, "data block ends before its index key"));
