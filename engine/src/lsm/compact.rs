@@ -159,7 +159,7 @@ pub(crate) fn claim_next(shared: &Shared) -> Result<Option<(ClaimedJob, JobClaim
     if let Some(reason) = shared.background_error.lock().clone() {
         return Err(DbError::Poisoned(reason));
     }
-    let policy = effective_policy(&shared.options.compaction);
+    let policy = &shared.policy;
     let scheduler = &shared.compaction;
     let mut state = scheduler.state.lock();
     if state.running.len() >= RUNNING_JOBS_MAX {
@@ -186,7 +186,7 @@ pub(crate) fn claim_next(shared: &Shared) -> Result<Option<(ClaimedJob, JobClaim
                 "tree {tree_id} cannot be compacted: {e}"
             )))
         })?;
-        let Some(job) = pick(&view, &policy) else {
+        let Some(job) = pick(&view, policy) else {
             continue;
         };
         let Some(claimed) = resolve(&sv, tree_id, tree, job) else {
@@ -342,10 +342,10 @@ impl Db {
     /// The leveled policy's current size target per level of `tree` (dynamic level sizing:
     /// they follow the tree's largest level), for reporting. `None` for an unknown tree.
     pub fn level_targets(&self, tree: TreeId) -> Option<LevelTargets> {
-        let policy = effective_policy(&self.shared.options.compaction);
+        let policy = &self.shared.policy;
         let sv = self.current();
         let tree = sv.version.trees.get(&tree)?;
-        Some(level_targets(&levels_view(tree, &BTreeSet::new()), &policy))
+        Some(level_targets(&levels_view(tree, &BTreeSet::new()), policy))
     }
 
     /// The rate (bytes per second) a write to `tree` would be held to now by the compaction

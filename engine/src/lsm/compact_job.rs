@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use compaction::{CompactionIterator, InternalIterator, MergingIterator, OutputSplitter};
 
-use crate::lsm::compact::{effective_policy, ClaimedJob};
+use crate::lsm::compact::ClaimedJob;
 use crate::lsm::db::{file_meta, open_table, Shared};
 use crate::lsm::error::DbError;
 use crate::lsm::manifest;
@@ -82,8 +82,8 @@ fn write_outputs(
         &snapshots,
         claimed.job.bottommost,
     );
-    let policy = effective_policy(&shared.options.compaction);
-    let mut splitter = OutputSplitter::new(policy.target_file_bytes, shared.options.bloom_prefix);
+    let mut splitter =
+        OutputSplitter::new(shared.policy.target_file_bytes, shared.options.bloom_prefix);
 
     let mut current: Option<TableBuilder> = None;
     let mut merged_entries = 0u64;
@@ -191,10 +191,7 @@ fn install(
     for (meta, table) in opened {
         sv.tables.insert(meta.number, table);
     }
-    sv.set_version(
-        Arc::new(next),
-        &effective_policy(&shared.options.compaction),
-    );
+    sv.set_version(Arc::new(next), &shared.policy);
     *guard = Arc::new(sv);
     drop(guard);
     drop(manifest);

@@ -144,6 +144,9 @@ pub(crate) struct Shared {
     pub(crate) files: FileRegistry,
     pub(crate) counters: Counters,
     pub(crate) compaction: Scheduler,
+    /// `options.compaction` as the engine applies it (`compact::effective_policy`), derived
+    /// once at open.
+    pub(crate) policy: PolicyOptions,
     /// Paces writes while the compaction backlog is over a threshold.
     pacer: WritePacer,
     flush_wakeup: Condvar,
@@ -276,11 +279,12 @@ impl Db {
             .unwrap_or(0);
         let next_file_number = version.next_file_number;
         let version = Arc::new(version);
+        let policy = compact::effective_policy(&options.compaction);
         let superversion = Arc::new(SuperVersion::new(
             Arc::clone(&version),
             memtables,
             tables,
-            &compact::effective_policy(&options.compaction),
+            &policy,
         ));
         let shared = Arc::new(Shared {
             fs: Arc::clone(&fs),
@@ -295,6 +299,7 @@ impl Db {
             files,
             counters: Counters::default(),
             compaction: Scheduler::default(),
+            policy,
             pacer: WritePacer::default(),
             flush_wakeup: Condvar::new(),
             flush_state: Mutex::new(FlushState::default()),
@@ -640,10 +645,7 @@ impl Db {
             // The new version is durable: nothing will need these files after their readers.
             self.shared.files.mark_obsolete(obsolete);
             sv.tables.retain(|number, _| live.contains(number));
-            sv.set_version(
-                Arc::new(next),
-                &compact::effective_policy(&self.shared.options.compaction),
-            );
+            sv.set_version(Arc::new(next), &self.shared.policy);
             *guard = Arc::new(sv);
             Ok(result)
         })
@@ -984,10 +986,7 @@ fn flush_one(
         if let Some(table) = table {
             sv.tables.insert(table.0, table.1);
         }
-        sv.set_version(
-            Arc::new(next),
-            &compact::effective_policy(&shared.options.compaction),
-        );
+        sv.set_version(Arc::new(next), &shared.policy);
         *guard = Arc::new(sv);
         installed_last_seq
     };
