@@ -65,3 +65,42 @@ fn a_tree_pinning_old_segments_is_flushed_when_the_wal_passes_its_cap() {
         Some(value)
     );
 }
+
+/// Obsolete segments are kept for reuse up to what the live WAL holds at its cap, so a WAL
+/// that has cycled through its cap writes only into recycled segments (allocated blocks,
+/// cached pages) instead of creating and deleting files.
+#[test]
+fn the_recycled_pool_covers_the_live_wal_cap() {
+    let sim = SimFs::new();
+    let options = DbOptions {
+        durability: Durability::None,
+        memtable_size_bytes: 16 << 10,
+        wal_segment_size_bytes: 8 << 10,
+        wal_live_bytes_max: 48 << 10,
+        ..DbOptions::default()
+    };
+    assert_eq!(engine::lsm::db::wal_recycled_segments_max(&options), 6);
+    let db = Db::open_with_fs(sim.fs(), Path::new("/db"), options).unwrap();
+    let tree = db.create_tree("busy").unwrap();
+    let value = vec![0u8; 200];
+    let recycled_files = || {
+        sim.fs()
+            .list(Path::new("/db/wal"))
+            .unwrap()
+            .into_iter()
+            .filter(|name| name.ends_with(".recycle"))
+            .count()
+    };
+    // Well over the cap, so the pool fills; flushes (and so releases) run in the background.
+    for i in 0..5_000u32 {
+        let mut batch = WriteBatch::new();
+        batch.put(tree, &i.to_be_bytes(), &value).unwrap();
+        db.write(batch).unwrap();
+    }
+    db.flush_all().unwrap();
+    assert_eq!(recycled_files(), 6);
+    assert_eq!(
+        db.get(tree, &4_999u32.to_be_bytes(), None).unwrap(),
+        Some(value)
+    );
+}
