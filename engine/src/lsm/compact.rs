@@ -14,7 +14,8 @@
 //!   Running a job is `compact_job::run` (merge, write outputs, install the version).
 //! - **Back-pressure.** Before a write, the touched trees' backlog gives a write rate from
 //!   `compaction::write_rate_limit`: none below `l0_slowdown_files` L0 files and (leveled)
-//!   below `pending_slowdown_percent` of the last level waiting to move down, then falling
+//!   below `pending_slowdown_percent` of the last level waiting to move down (beyond what one
+//!   L0 compaction brings at once), then falling
 //!   geometrically to `slowdown_rate_min_bytes_per_sec`. It is computed per tree whenever a
 //!   version is installed (`write_rates`, kept in the superversion), so a write only looks
 //!   its trees up. The `pacer` holds writers to it, never for more than a second per write:
@@ -122,12 +123,19 @@ impl Scheduler {
     }
 }
 
-/// The policy options the engine actually uses: the file cut size is at least one byte and
-/// `max_levels` cannot exceed the version's levels.
-pub(crate) fn effective_policy(options: &PolicyOptions) -> PolicyOptions {
+/// The policy options the engine actually uses: the file cut size is at least one byte,
+/// `max_levels` cannot exceed the version's levels, and the pending-bytes allowance is at
+/// least what one L0 compaction of full memtables brings into the base level.
+pub(crate) fn effective_policy(
+    options: &PolicyOptions,
+    memtable_size_bytes: usize,
+) -> PolicyOptions {
+    let l0_compaction_bytes =
+        (options.l0_trigger_files.max(1) as u64).saturating_mul(memtable_size_bytes as u64);
     PolicyOptions {
         max_levels: options.max_levels.clamp(2, crate::lsm::version::LEVELS),
         target_file_bytes: options.target_file_bytes.max(1),
+        pending_allowance_bytes: options.pending_allowance_bytes.max(l0_compaction_bytes),
         ..options.clone()
     }
 }
@@ -361,6 +369,20 @@ mod tests {
     use super::*;
     use crate::lsm::{DbOptions, WriteBatch};
 
+    #[test]
+    fn the_pending_allowance_is_at_least_one_l0_compaction_of_full_memtables() {
+        let policy = effective_policy(&PolicyOptions::default(), 64 << 20);
+        assert_eq!(policy.pending_allowance_bytes, 4 * (64 << 20));
+        let larger = PolicyOptions {
+            pending_allowance_bytes: 1 << 30,
+            ..PolicyOptions::default()
+        };
+        assert_eq!(
+            effective_policy(&larger, 64 << 20).pending_allowance_bytes,
+            1 << 30
+        );
+    }
+
     fn db_with_full_l0(trees: &[&str]) -> (Db, Vec<TreeId>) {
         let options = DbOptions {
             background_flush: false,
@@ -452,7 +474,7 @@ mod tests {
             target_file_bytes: 0,
             ..PolicyOptions::default()
         };
-        let effective = effective_policy(&options);
+        let effective = effective_policy(&options, 64 << 20);
         assert_eq!(effective.max_levels, crate::lsm::version::LEVELS);
         assert_eq!(effective.target_file_bytes, 1);
     }

@@ -300,7 +300,7 @@ impl Db {
             .unwrap_or(0);
         let next_file_number = version.next_file_number;
         let version = Arc::new(version);
-        let policy = compact::effective_policy(&options.compaction);
+        let policy = compact::effective_policy(&options.compaction, options.memtable_size_bytes);
         let superversion = Arc::new(SuperVersion::new(
             Arc::clone(&version),
             memtables,
