@@ -133,16 +133,17 @@ pub struct PolicyOptions {
     /// level above the last hold over their targets) pass this percentage of the last level
     /// (at least `base_level_bytes`)...
     pub pending_slowdown_percent: u64,
-    /// ...and held to `slowdown_rate_min_bytes_per_sec` at this percentage. Both thresholds
-    /// count only the pending bytes beyond `pending_allowance_bytes`.
+    /// ...and held to `slowdown_rate_min_bytes_per_sec` at this percentage.
     pub pending_max_delay_percent: u64,
-    /// Leveled: bytes waiting to move down that never slow writers, because the normal flow
-    /// puts them there: one L0 compaction moves `l0_trigger_files` flushed memtables into the
-    /// base level at once, often many times its target, and the next job moves them on. The
-    /// engine sets it to `l0_trigger_files` x its memtable size (the policy alone cannot know
-    /// how large flushes are). Without it, 64 MiB memtables tripped the brake after every L0
-    /// compaction into a young tree's base level, with no backlog building at all.
-    pub pending_allowance_bytes: u64,
+    /// Leveled: the pending-bytes slowdown never starts below this many bytes (the hard
+    /// threshold moves up with it). One L0 compaction moves `l0_trigger_files` flushed
+    /// memtables into the base level at once, often many times its target, and the next job
+    /// moves them on: that is the normal flow, not a backlog. The engine sets the floor to
+    /// `l0_trigger_files` x its memtable size (the policy alone cannot know how large flushes
+    /// are). Without it, 64 MiB memtables tripped the brake after every L0 compaction into a
+    /// young tree's base level. Where 30% of the last level is already larger (small
+    /// memtables, or an older tree) it changes nothing.
+    pub pending_slowdown_floor_bytes: u64,
     /// The write rate allowed at a slowdown threshold (at least 1 KiB/s, and at least the
     /// minimum below)...
     pub slowdown_rate_start_bytes_per_sec: u64,
@@ -173,7 +174,7 @@ impl Default for PolicyOptions {
             l0_max_delay_files: 24,
             pending_slowdown_percent: 30,
             pending_max_delay_percent: 100,
-            pending_allowance_bytes: 0,
+            pending_slowdown_floor_bytes: 0,
             slowdown_rate_start_bytes_per_sec: 64 << 20,
             slowdown_rate_min_bytes_per_sec: 256 << 10,
             level_ratio: 10,
@@ -286,9 +287,9 @@ pub const SLOWDOWN_RATE_FLOOR_BYTES_PER_SEC: u64 = 1 << 10;
 /// The rate (bytes per second) writers are held to given the current backlog, or `None` when
 /// they run free. Two backlogs count, the one further past its soft threshold wins:
 /// - L0 files (sorted runs for size-tiered): from `l0_slowdown_files` to `l0_max_delay_files`;
-/// - leveled only, the bytes waiting to move down ([`pending_bytes`]) beyond
-///   `pending_allowance_bytes`: from `pending_slowdown_percent` to
-///   `pending_max_delay_percent` of the last level. Without it
+/// - leveled only, the bytes waiting to move down ([`pending_bytes`]): from
+///   `pending_slowdown_percent` to `pending_max_delay_percent` of the last level (raised to
+///   `pending_slowdown_floor_bytes` if that is more). Without it
 ///   a writer faster than compaction keeps L0 short (L0 jobs score high) while stale versions
 ///   pile up in the levels below it, and space amplification during writes grows unbounded.
 ///
@@ -350,10 +351,14 @@ fn pending_fraction(view: &LevelsView, opts: &PolicyOptions) -> Option<f64> {
     let last = last_level(view, opts);
     let scale = pending_scale_bytes(total_bytes(level_files(view, last)), opts);
     let percent_of_scale = |percent: u64| (scale as u128 * u128::from(percent) / 100) as u64;
+    let soft = percent_of_scale(opts.pending_slowdown_percent);
+    // Raising the soft threshold to the floor moves the hard one by as much, so the rate
+    // still falls over the same span of bytes.
+    let floor_raise = opts.pending_slowdown_floor_bytes.saturating_sub(soft);
     backlog_fraction(
-        pending_bytes(view, opts).saturating_sub(opts.pending_allowance_bytes),
-        percent_of_scale(opts.pending_slowdown_percent),
-        percent_of_scale(opts.pending_max_delay_percent),
+        pending_bytes(view, opts),
+        soft.saturating_add(floor_raise),
+        percent_of_scale(opts.pending_max_delay_percent).saturating_add(floor_raise),
     )
 }
 
@@ -1048,10 +1053,10 @@ mod tests {
     }
 
     #[test]
-    fn pending_bytes_within_the_allowance_never_slow_writers() {
-        let limit = |l5_mib: u64, l6_mib: u64, allowance_mib: u64| {
+    fn the_pending_slowdown_starts_no_lower_than_its_floor() {
+        let limit = |l5_mib: u64, l6_mib: u64, floor_mib: u64| {
             let opts = PolicyOptions {
-                pending_allowance_bytes: allowance_mib * MIB,
+                pending_slowdown_floor_bytes: floor_mib * MIB,
                 ..PolicyOptions::default()
             };
             let mut levels = vec![Vec::new(); 5];
@@ -1060,13 +1065,24 @@ mod tests {
             write_rate_limit(&view(levels), &opts)
         };
         // L6 holds 300 MiB (L5's target 30 MiB); one L0 compaction of four 64 MiB memtables
-        // has just put 256 MiB into L5. Without an allowance that is far past 30% of L6; with
-        // one L0 compaction's bytes allowed, nothing is.
+        // has just put 256 MiB into L5: 226 MiB wait, far past 30% of L6 (90 MiB), but under
+        // a 256 MiB floor.
         assert!(limit(256, 300, 0).is_some());
         assert_eq!(limit(256, 300, 256), None);
-        // L6 1000 MiB (L5's target 100 MiB): slowed from 30% of L6 beyond the allowance.
-        assert_eq!(limit(100 + 256 + 299, 1000, 256), None);
-        assert_eq!(limit(100 + 256 + 300, 1000, 256), Some(START));
+        assert_eq!(limit(30 + 255, 300, 256), None);
+        assert_eq!(limit(30 + 256, 300, 256), Some(START));
+        // The hard threshold moved up by as much (100% of L6 + 166 MiB = 466 MiB): between
+        // the two the rate falls, beyond it it is the minimum. (Here L5 outgrows L6, so L5's
+        // target is a tenth of L5: 386 MiB hold 347 waiting, 1000 hold 900.)
+        let between = limit(386, 300, 256).unwrap();
+        assert!(MIN < between && between < START, "{between}");
+        assert_eq!(limit(1000, 300, 256), Some(MIN));
+        // Where 30% of the last level is above the floor, the floor changes nothing: L6
+        // 1000 MiB (L5's target 100 MiB), slowed from 300 MiB waiting either way.
+        for floor_mib in [0, 256] {
+            assert_eq!(limit(100 + 299, 1000, floor_mib), None);
+            assert_eq!(limit(100 + 300, 1000, floor_mib), Some(START));
+        }
     }
 
     #[test]

@@ -14,8 +14,8 @@
 //!   Running a job is `compact_job::run` (merge, write outputs, install the version).
 //! - **Back-pressure.** Before a write, the touched trees' backlog gives a write rate from
 //!   `compaction::write_rate_limit`: none below `l0_slowdown_files` L0 files and (leveled)
-//!   below `pending_slowdown_percent` of the last level waiting to move down (beyond what one
-//!   L0 compaction brings at once), then falling
+//!   below `pending_slowdown_percent` of the last level waiting to move down (and never
+//!   below what one L0 compaction brings at once), then falling
 //!   geometrically to `slowdown_rate_min_bytes_per_sec`. It is computed per tree whenever a
 //!   version is installed (`write_rates`, kept in the superversion), so a write only looks
 //!   its trees up. The `pacer` holds writers to it, never for more than a second per write:
@@ -124,8 +124,8 @@ impl Scheduler {
 }
 
 /// The policy options the engine actually uses: the file cut size is at least one byte,
-/// `max_levels` cannot exceed the version's levels, and the pending-bytes allowance is at
-/// least what one L0 compaction of full memtables brings into the base level.
+/// `max_levels` cannot exceed the version's levels, and the pending-bytes slowdown starts no
+/// lower than what one L0 compaction of full memtables brings into the base level.
 pub(crate) fn effective_policy(
     options: &PolicyOptions,
     memtable_size_bytes: usize,
@@ -135,7 +135,9 @@ pub(crate) fn effective_policy(
     PolicyOptions {
         max_levels: options.max_levels.clamp(2, crate::lsm::version::LEVELS),
         target_file_bytes: options.target_file_bytes.max(1),
-        pending_allowance_bytes: options.pending_allowance_bytes.max(l0_compaction_bytes),
+        pending_slowdown_floor_bytes: options
+            .pending_slowdown_floor_bytes
+            .max(l0_compaction_bytes),
         ..options.clone()
     }
 }
@@ -370,15 +372,15 @@ mod tests {
     use crate::lsm::{DbOptions, WriteBatch};
 
     #[test]
-    fn the_pending_allowance_is_at_least_one_l0_compaction_of_full_memtables() {
+    fn the_pending_slowdown_floor_is_at_least_one_l0_compaction_of_full_memtables() {
         let policy = effective_policy(&PolicyOptions::default(), 64 << 20);
-        assert_eq!(policy.pending_allowance_bytes, 4 * (64 << 20));
+        assert_eq!(policy.pending_slowdown_floor_bytes, 4 * (64 << 20));
         let larger = PolicyOptions {
-            pending_allowance_bytes: 1 << 30,
+            pending_slowdown_floor_bytes: 1 << 30,
             ..PolicyOptions::default()
         };
         assert_eq!(
-            effective_policy(&larger, 64 << 20).pending_allowance_bytes,
+            effective_policy(&larger, 64 << 20).pending_slowdown_floor_bytes,
             1 << 30
         );
     }
