@@ -41,6 +41,17 @@ pub trait WritableFile: Send + Sync {
     fn sync_data(&self) -> io::Result<()>;
     /// The current write position in bytes.
     fn position(&self) -> u64;
+    /// Cuts (or extends with zeros) the file to `len_bytes`; not durable until `sync_data`.
+    /// The write position is left where it is. Files reused from an earlier life (recycled
+    /// SSTables) need it to drop the old tail; implementations that never serve such files
+    /// may keep the default, which refuses.
+    fn set_len(&self, len_bytes: u64) -> io::Result<()> {
+        let _ = len_bytes;
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "set_len is not supported by this file",
+        ))
+    }
     /// Asks the OS to start writing `len` bytes from `offset` to the device now, without
     /// waiting (Linux `sync_file_range(SYNC_FILE_RANGE_WRITE)`; a no-op elsewhere): a hint
     /// that makes a later `sync_data` find less to write. Durability is unchanged, so the

@@ -42,6 +42,10 @@ impl WritableFile for RealWritable {
         self.position.load(Ordering::Relaxed)
     }
 
+    fn set_len(&self, len_bytes: u64) -> io::Result<()> {
+        self.file.set_len(len_bytes)
+    }
+
     #[cfg(target_os = "linux")]
     fn start_writeback(&self, offset: u64, len: u64) -> io::Result<()> {
         let (Ok(offset), Ok(len)) = (
@@ -115,9 +119,10 @@ impl FileSystem for RealFs {
         if file.metadata()?.len() == 0 {
             return Ok(Arc::new(RealReadable::Empty));
         }
-        // SAFETY: Shoal never modifies a file it has mapped for reading: SSTables and
-        // manifests are immutable once written, and WAL segments are only read during
-        // recovery, before any writer opens them. Another process changing the file under us
+        // SAFETY: Shoal never modifies a file while it is mapped for reading: SSTables and
+        // manifests are immutable once written (an obsolete SSTable is recycled, and written
+        // again, only after its last mapping was dropped: engine `compact_files`), and WAL
+        // segments are only read during recovery, before any writer opens them. Another process changing the file under us
         // is excluded by the data-directory lock.
         let map = unsafe { memmap2::Mmap::map(&file)? };
         Ok(Arc::new(RealReadable::Mapped(map)))
@@ -213,5 +218,20 @@ mod tests {
         if cfg!(target_os = "linux") {
             assert!(file.start_writeback(u64::MAX, 1).is_err());
         }
+    }
+
+    #[test]
+    fn an_overwritten_file_cut_to_its_new_length_holds_only_the_new_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("file");
+        let fs = RealFs;
+        let file = fs.create(&path).unwrap();
+        file.write_all(&[7u8; 10_000]).unwrap();
+        file.sync_data().unwrap();
+        let file = fs.open_overwrite(&path).unwrap();
+        file.write_all(b"new").unwrap();
+        file.set_len(file.position()).unwrap();
+        file.sync_data().unwrap();
+        assert_eq!(fs.open_read(&path).unwrap().bytes(), b"new");
     }
 }

@@ -395,6 +395,31 @@ impl WritableFile for SimWritable {
     fn position(&self) -> u64 {
         self.position.load(AtomicOrdering::Relaxed)
     }
+
+    /// Changes the current contents only: until a sync, a power loss keeps the durable
+    /// length and bytes, as an uncommitted truncate would.
+    fn set_len(&self, len_bytes: u64) -> io::Result<()> {
+        let mut state = self.state.lock();
+        if state.epoch != self.epoch {
+            return Err(stale());
+        }
+        if state.fail_writes {
+            return Err(injected("set_len"));
+        }
+        state.spend_mutation()?;
+        let len = usize::try_from(len_bytes).map_err(io::Error::other)?;
+        let inode = state.inode_mut(self.inode)?;
+        let old_len = inode.current.len();
+        inode.current.resize(len, 0);
+        if len > old_len {
+            // The zeros are new contents to sync like written bytes.
+            inode.dirty = Some(match inode.dirty {
+                Some((low, high)) => (low.min(old_len), high.max(len)),
+                None => (old_len, len),
+            });
+        }
+        Ok(())
+    }
 }
 
 struct SimReadable {
@@ -646,6 +671,30 @@ mod tests {
         handle.sync_data().unwrap();
         sim.sync_dir(&dir()).unwrap();
         handle
+    }
+
+    #[test]
+    fn set_len_cuts_the_file_and_is_durable_only_after_a_sync() {
+        for seed in 0..16 {
+            let sim = SimFs::new();
+            let handle = durable_file(&sim, b"old contents, long");
+            let overwrite = sim.open_overwrite(&file()).unwrap();
+            overwrite.write_all(b"new").unwrap();
+            overwrite.set_len(3).unwrap();
+            assert_eq!(read(&sim, &file()), b"new");
+            sim.power_loss(seed);
+            // Neither the overwrite nor the cut was synced: the old length survives.
+            assert_eq!(read(&sim, &file()).len(), b"old contents, long".len());
+            drop(handle);
+        }
+        let sim = SimFs::new();
+        let _handle = durable_file(&sim, b"old contents, long");
+        let overwrite = sim.open_overwrite(&file()).unwrap();
+        overwrite.write_all(b"new").unwrap();
+        overwrite.set_len(3).unwrap();
+        overwrite.sync_data().unwrap();
+        sim.power_loss(7);
+        assert_eq!(read(&sim, &file()), b"new");
     }
 
     #[test]

@@ -243,8 +243,8 @@ impl<'a> OutputFiles<'a> {
         self.writing = Some(number);
         let path = shared.dir.join(manifest::sst_file_name(number));
         let file = shared
-            .fs
-            .create(&path)
+            .files
+            .create_table(&shared.fs, &path)
             .map_err(|e| DbError::io(format!("creating {}", path.display()), e))?;
         Ok(TableBuilder::new(
             file,

@@ -1053,8 +1053,8 @@ fn write_sstable(
     let number = shared.next_file_number.fetch_add(1, Ordering::AcqRel);
     let path = shared.dir.join(manifest::sst_file_name(number));
     let file = shared
-        .fs
-        .create(&path)
+        .files
+        .create_table(&shared.fs, &path)
         .map_err(|e| DbError::io(format!("creating {}", path.display()), e))?;
     let mut builder = TableBuilder::new(
         file,
@@ -1196,6 +1196,7 @@ impl Db {
     pub fn stats(&self) -> DbStats {
         let mut stats = self.shared.counters.snapshot();
         stats.obsolete_files_removed = self.shared.files.removed_files();
+        stats.table_files_reused = self.shared.files.reused_files();
         let sv = self.current();
         stats.level_files = vec![0; LEVELS];
         stats.level_bytes = vec![0; LEVELS];

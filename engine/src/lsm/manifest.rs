@@ -393,7 +393,12 @@ pub fn remove_obsolete_files(
         let obsolete = match (parse_sst_file_name(&name), parse_manifest_file_name(&name)) {
             (Some(number), _) => !live.contains(&number),
             (None, Some(_)) => name != current_manifest,
-            (None, None) => name.ends_with(".tmp"),
+            // Recycled SSTable files are not carried across an open: the pool refills as
+            // soon as compaction retires files.
+            (None, None) => {
+                name.ends_with(".tmp")
+                    || name.ends_with(crate::lsm::compact_files::RECYCLED_TABLE_SUFFIX)
+            }
         };
         if obsolete {
             let path = vfs::child(dir, &name);

@@ -44,8 +44,10 @@ pub struct DbStats {
     pub stall_time_total: Duration,
     /// The longest single slowdown (never above one second).
     pub stall_time_longest: Duration,
-    /// Obsolete SSTables removed after their last reader let go.
+    /// Obsolete SSTables removed (or kept for reuse) after their last reader let go.
     pub obsolete_files_removed: u64,
+    /// New SSTables written over a recycled obsolete file rather than a new one.
+    pub table_files_reused: u64,
 }
 
 /// One tree's size and shape, for DescribeTable-style reporting.
