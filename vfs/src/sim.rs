@@ -332,16 +332,26 @@ struct SimWritable {
     position: AtomicU64,
 }
 
-impl WritableFile for SimWritable {
-    fn write_all(&self, data: &[u8]) -> io::Result<()> {
+impl SimWritable {
+    /// The state, locked for a change to this file's contents (`what`, for an injected
+    /// failure): refused on a handle from before a power loss, when writes are set to fail,
+    /// and when the disk has frozen.
+    fn lock_for_change(&self, what: &str) -> io::Result<parking_lot::MutexGuard<'_, SimState>> {
         let mut state = self.state.lock();
         if state.epoch != self.epoch {
             return Err(stale());
         }
         if state.fail_writes {
-            return Err(injected("write"));
+            return Err(injected(what));
         }
         state.spend_mutation()?;
+        Ok(state)
+    }
+}
+
+impl WritableFile for SimWritable {
+    fn write_all(&self, data: &[u8]) -> io::Result<()> {
+        let mut state = self.lock_for_change("write")?;
         let start = usize::try_from(self.position.load(AtomicOrdering::Relaxed))
             .map_err(io::Error::other)?;
         let end = start + data.len();
@@ -399,14 +409,7 @@ impl WritableFile for SimWritable {
     /// Changes the current contents only: until a sync, a power loss keeps the durable
     /// length and bytes, as an uncommitted truncate would.
     fn set_len(&self, len_bytes: u64) -> io::Result<()> {
-        let mut state = self.state.lock();
-        if state.epoch != self.epoch {
-            return Err(stale());
-        }
-        if state.fail_writes {
-            return Err(injected("set_len"));
-        }
-        state.spend_mutation()?;
+        let mut state = self.lock_for_change("set_len")?;
         let len = usize::try_from(len_bytes).map_err(io::Error::other)?;
         let inode = state.inode_mut(self.inode)?;
         let old_len = inode.current.len();
