@@ -179,6 +179,16 @@ pub enum Mutation {
     },
 }
 
+impl Mutation {
+    /// What the mutation adds to a write batch's payload.
+    fn batch_bytes(&self) -> usize {
+        match self {
+            Mutation::Put { key, value, .. } => entry_bytes(key.len(), Some(value.len())),
+            Mutation::Delete { key, .. } => entry_bytes(key.len(), None),
+        }
+    }
+}
+
 /// Write capacity of one or more item writes to one table, per arm (SPEC §5).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct WriteCapacity {
@@ -541,17 +551,11 @@ impl Database {
             .iter()
             .flat_map(|(_, plans)| plans)
             .map(|plan| {
-                let mutations: usize = plan
-                    .mutations
+                plan.mutations
                     .iter()
-                    .map(|mutation| match mutation {
-                        Mutation::Put { key, value, .. } => {
-                            entry_bytes(key.len(), Some(value.len()))
-                        }
-                        Mutation::Delete { key, .. } => entry_bytes(key.len(), None),
-                    })
-                    .sum();
-                mutations + COLLECTION_ENTRY_BYTES_ESTIMATE
+                    .map(Mutation::batch_bytes)
+                    .sum::<usize>()
+                    + COLLECTION_ENTRY_BYTES_ESTIMATE
             })
             .sum();
         let mut batch = WriteBatch::with_capacity(payload_bytes);
