@@ -602,7 +602,9 @@ fn new_tables_reuse_recycled_files_and_reads_stay_exact() {
     assert_eq!(scan_all(&db, tree), expected);
     let names = fs.list(Path::new(DIR)).unwrap();
     assert!(
-        names.iter().all(|name| !name.ends_with(".sst-recycle")),
+        names
+            .iter()
+            .all(|name| engine::lsm::manifest::parse_recycled_sst_file_name(name).is_none()),
         "{names:?}"
     );
 }

@@ -41,11 +41,10 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use vfs::{Fs, ReadableFile, WritableFile};
 
+use crate::lsm::manifest;
+
 /// Most obsolete SSTable files kept for reuse (with 64 MiB tables, up to 256 MiB of disk).
 pub(crate) const RECYCLED_TABLE_FILES_MAX: usize = 4;
-
-/// The name suffix of an SSTable file kept for reuse.
-pub(crate) const RECYCLED_TABLE_SUFFIX: &str = ".sst-recycle";
 
 /// Whether one file may be removed once its last reader is gone.
 #[derive(Debug, Default)]
@@ -69,16 +68,6 @@ pub(crate) struct FileRegistry {
     reused_files: AtomicU64,
 }
 
-/// The path an obsolete SSTable at `path` is kept under for reuse.
-fn recycled_path(path: &Path) -> PathBuf {
-    let mut name = path
-        .file_stem()
-        .map(|stem| stem.to_os_string())
-        .unwrap_or_default();
-    name.push(RECYCLED_TABLE_SUFFIX);
-    path.with_file_name(name)
-}
-
 impl FileRegistry {
     /// Wraps `file` (SSTable `number` at `path`) so that it is removed when dropped after
     /// [`FileRegistry::mark_obsolete`] was called for `number`.
@@ -95,6 +84,7 @@ impl FileRegistry {
             inner: file,
             fs: Arc::clone(fs),
             path,
+            number,
             mark,
             recycled: Arc::clone(&self.recycled),
             removed_files: Arc::clone(&self.removed_files),
@@ -200,6 +190,7 @@ struct TrackedFile {
     inner: Arc<dyn ReadableFile>,
     fs: Fs,
     path: PathBuf,
+    number: u64,
     mark: Arc<FileMark>,
     recycled: Arc<Mutex<VecDeque<PathBuf>>>,
     removed_files: Arc<AtomicU64>,
@@ -224,7 +215,9 @@ impl Drop for TrackedFile {
         let result = if recycled.len() < RECYCLED_TABLE_FILES_MAX {
             // No directory sync: after a crash either name is an unreferenced file that the
             // next open removes.
-            let target = recycled_path(&self.path);
+            let target = self
+                .path
+                .with_file_name(manifest::recycled_sst_file_name(self.number));
             self.fs.rename(&self.path, &target).map(|()| {
                 recycled.push_back(target);
             })
@@ -303,7 +296,7 @@ mod tests {
         let names = fs.list(dir).unwrap();
         let recycled = names
             .iter()
-            .filter(|name| name.ends_with(RECYCLED_TABLE_SUFFIX))
+            .filter(|name| manifest::parse_recycled_sst_file_name(name).is_some())
             .count();
         assert_eq!(recycled, RECYCLED_TABLE_FILES_MAX, "{names:?}");
         assert!(
@@ -318,7 +311,7 @@ mod tests {
         file.write_all(b"new").unwrap();
         file.sync_data().unwrap();
         assert_eq!(fs.open_read(&new_path).unwrap().bytes(), b"new");
-        assert!(!fs.exists(&dir.join(format!("000001{RECYCLED_TABLE_SUFFIX}"))));
+        assert!(!fs.exists(&dir.join(manifest::recycled_sst_file_name(1))));
         assert_eq!(registry.reused_files(), 1);
 
         // With the pool empty, tables get new files.

@@ -14,6 +14,8 @@
 //! <dir>/CURRENT            text: "MANIFEST-000007\n" — names the live manifest
 //! <dir>/MANIFEST-000007    the live version (format below)
 //! <dir>/000042.sst         SSTables, named by file number (sst_file_name)
+//! <dir>/000017.sst-recycle an obsolete SSTable kept for reuse (recycled_sst_file_name);
+//!                          named by no version, removed at open
 //! <dir>/CURRENT.tmp        only while CURRENT is being switched
 //! <dir>/wal/               owned by the wal crate; never touched here
 //! <dir>/LOCK               owned by the engine; never touched here
@@ -116,6 +118,8 @@ const CURRENT_TMP_FILE_NAME: &str = "CURRENT.tmp";
 const WAL_DIR_NAME: &str = "wal";
 const MANIFEST_PREFIX: &str = "MANIFEST-";
 const SST_SUFFIX: &str = ".sst";
+/// An obsolete SSTable kept for reuse (engine `compact_files`).
+const RECYCLED_SST_SUFFIX: &str = ".sst-recycle";
 
 /// First bytes of every manifest file.
 pub const MANIFEST_MAGIC: [u8; 8] = *b"SHOALMNF";
@@ -164,6 +168,11 @@ pub fn sst_file_name(number: u64) -> String {
     format!("{number:06}{SST_SUFFIX}")
 }
 
+/// The name obsolete SSTable `number` is kept under for reuse, e.g. `000042.sst-recycle`.
+pub fn recycled_sst_file_name(number: u64) -> String {
+    format!("{number:06}{RECYCLED_SST_SUFFIX}")
+}
+
 /// The file name of manifest `number`, e.g. `MANIFEST-000007`.
 pub fn manifest_file_name(number: u64) -> String {
     format!("{MANIFEST_PREFIX}{number:06}")
@@ -183,6 +192,11 @@ fn parse_number(digits: &str) -> Option<u64> {
 /// The number of an SSTable file name (`000042.sst` → 42); None for any other name.
 pub fn parse_sst_file_name(name: &str) -> Option<u64> {
     parse_number(name.strip_suffix(SST_SUFFIX)?)
+}
+
+/// The number of a recycled SSTable's file name (`000042.sst-recycle` → 42).
+pub fn parse_recycled_sst_file_name(name: &str) -> Option<u64> {
+    parse_number(name.strip_suffix(RECYCLED_SST_SUFFIX)?)
 }
 
 /// The number of a manifest file name (`MANIFEST-000007` → 7); None for any other name.
@@ -395,10 +409,7 @@ pub fn remove_obsolete_files(
             (None, Some(_)) => name != current_manifest,
             // Recycled SSTable files are not carried across an open: the pool refills as
             // soon as compaction retires files.
-            (None, None) => {
-                name.ends_with(".tmp")
-                    || name.ends_with(crate::lsm::compact_files::RECYCLED_TABLE_SUFFIX)
-            }
+            (None, None) => name.ends_with(".tmp") || parse_recycled_sst_file_name(&name).is_some(),
         };
         if obsolete {
             let path = vfs::child(dir, &name);
