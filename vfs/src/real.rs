@@ -122,8 +122,8 @@ impl FileSystem for RealFs {
         // SAFETY: Shoal never modifies a file while it is mapped for reading: SSTables and
         // manifests are immutable once written (an obsolete SSTable is recycled, and written
         // again, only after its last mapping was dropped: engine `compact_files`), and WAL
-        // segments are only read during recovery, before any writer opens them. Another process changing the file under us
-        // is excluded by the data-directory lock.
+        // segments are only read during recovery, before any writer opens them. Another
+        // process changing the file under us is excluded by the data-directory lock.
         let map = unsafe { memmap2::Mmap::map(&file)? };
         Ok(Arc::new(RealReadable::Mapped(map)))
     }

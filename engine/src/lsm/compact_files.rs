@@ -211,21 +211,21 @@ impl Drop for TrackedFile {
         // maps it (this is the only holder of `inner`).
         debug_assert_eq!(Arc::strong_count(&self.inner), 1);
         drop(std::mem::replace(&mut self.inner, Arc::new(Released)));
-        let mut recycled = self.recycled.lock();
-        let result = if recycled.len() < RECYCLED_TABLE_FILES_MAX {
-            // No directory sync: after a crash either name is an unreferenced file that the
-            // next open removes.
-            let target = self
-                .path
-                .with_file_name(manifest::recycled_sst_file_name(self.number));
-            self.fs.rename(&self.path, &target).map(|()| {
-                recycled.push_back(target);
+        // The pool's lock is held across the rename only, so it never passes its bound.
+        // No directory sync: after a crash either name is an unreferenced file that the next
+        // open removes.
+        let kept = {
+            let mut recycled = self.recycled.lock();
+            (recycled.len() < RECYCLED_TABLE_FILES_MAX).then(|| {
+                let target = self
+                    .path
+                    .with_file_name(manifest::recycled_sst_file_name(self.number));
+                self.fs
+                    .rename(&self.path, &target)
+                    .map(|()| recycled.push_back(target))
             })
-        } else {
-            self.fs.remove(&self.path)
         };
-        drop(recycled);
-        match result {
+        match kept.unwrap_or_else(|| self.fs.remove(&self.path)) {
             Ok(()) => {
                 self.removed_files.fetch_add(1, Ordering::Relaxed);
             }
