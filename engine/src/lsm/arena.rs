@@ -1,23 +1,23 @@
-//! Where memtable entries keep their bytes: bump-allocated in chunks, and the chunks of
-//! flushed memtables recycled for new ones.
+//! Where a memtable keeps its skiplist nodes (each node holds its entry's key and value):
+//! bump-allocated in chunks the memtable owns, and the chunks of dropped memtables recycled
+//! for new ones.
 //!
 //! Why not one heap allocation per entry: a memtable lives for a few seconds under load and
 //! is then freed all at once on the flush thread. A general-purpose allocator returns that
 //! memory to the OS soon after (mimalloc purges freed pages), so the next memtable's inserts
 //! page-fault fresh zeroed pages on the write path: profiles of one unpaced writer showed
-//! `clear_page` under `MemtableEntry::new` at ~8% of the writer's time, and `free` of each
-//! entry at ~4% of the flusher's. Here an entry's bytes are a slice of a chunk; a memtable
-//! owns its chunks only through its entries (each holds an `Arc` of its chunk), and when the
-//! last entry of a full-size chunk goes, the chunk's buffer returns to a bounded pool that the
-//! next memtable draws from, its pages still mapped. RocksDB's memtable arena exists for the
+//! `clear_page` under the entry allocation at ~8% of the writer's time, `free` of each entry
+//! at ~4% of the flusher's, and later the zeroed, aligned allocation of each crossbeam
+//! skiplist node at 7.6% of the writer. Here a node is a slice of a chunk, allocated by moving
+//! an offset; when the memtable drops, its full-size chunks return to a bounded pool that the
+//! next memtable draws from, their pages still mapped. RocksDB's memtable arena exists for the
 //! same reasons.
 //!
 //! Sizes: a memtable's first chunk is small ([`FIRST_CHUNK_BYTES`]) so the many near-empty
-//! memtables of idle trees cost little; later chunks are [`CHUNK_BYTES`]; an entry larger
-//! than [`DEDICATED_ENTRY_BYTES_MIN`] gets a chunk of its own so it wastes no chunk tail.
+//! memtables of idle trees cost little; later chunks are [`CHUNK_BYTES`]; an allocation of
+//! at least [`DEDICATED_ALLOC_BYTES_MIN`] gets a chunk of its own so it wastes no chunk tail.
 
 use std::ptr::NonNull;
-use std::sync::Arc;
 
 use parking_lot::Mutex;
 
@@ -25,8 +25,11 @@ use parking_lot::Mutex;
 pub const FIRST_CHUNK_BYTES: usize = 64 << 10;
 /// Every later chunk, and the only size the pool keeps.
 pub const CHUNK_BYTES: usize = 1 << 20;
-/// Entries at least this large get a dedicated chunk.
-pub const DEDICATED_ENTRY_BYTES_MIN: usize = CHUNK_BYTES / 4;
+/// Allocations at least this large get a dedicated chunk.
+pub const DEDICATED_ALLOC_BYTES_MIN: usize = CHUNK_BYTES / 4;
+/// Every allocation starts at a multiple of this: nodes begin with u64 words and atomic
+/// pointers.
+pub const ALIGN_BYTES: usize = 8;
 /// Most chunk buffers the pool keeps (128 MiB): two default-sized memtables' worth, enough
 /// for the next memtables of a busy tree while the last ones flush. Beyond it, freed chunks
 /// go back to the allocator.
@@ -43,27 +46,26 @@ fn pooled_buffer() -> Box<[u8]> {
     }
 }
 
-/// A buffer that entries' bytes are carved from. Each byte range is handed out once, written
-/// once by [`Arena::alloc`] before anyone can see it, and only read afterwards.
+/// A buffer that allocations are carved from.
 struct Chunk {
     /// A leaked `Box<[u8]>`, turned back into it on drop. Only ever accessed through raw
-    /// pointers to disjoint ranges, never as one slice.
+    /// pointers derived from this one (so they may cover the whole buffer), never as a slice
+    /// reference while allocations are live.
     buffer: NonNull<[u8]>,
 }
 
-// SAFETY: a chunk is a plain heap buffer. Concurrent access is to disjoint ranges while they
-// are written (each range by the one `alloc` call that reserved it, under the arena's lock)
-// and shared reads of ranges after their `EntryBytes` exists; nothing writes a range that
-// has been handed out.
+// SAFETY: a chunk is a plain heap buffer that the arena owns; the bytes it hands out are
+// accessed by whoever received them (see `Arena::alloc`), and nothing else touches the
+// buffer until the arena drops it.
 unsafe impl Send for Chunk {}
-// SAFETY: as for Send.
+// SAFETY: as for Send; a shared `Chunk` exposes nothing but its length and address.
 unsafe impl Sync for Chunk {}
 
 impl Chunk {
-    fn new(buffer: Box<[u8]>) -> Arc<Chunk> {
-        Arc::new(Chunk {
+    fn new(buffer: Box<[u8]>) -> Chunk {
+        Chunk {
             buffer: NonNull::from(Box::leak(buffer)),
-        })
+        }
     }
 
     fn len_bytes(&self) -> usize {
@@ -73,13 +75,19 @@ impl Chunk {
     fn start(&self) -> *mut u8 {
         self.buffer.as_ptr().cast::<u8>()
     }
+
+    /// Bytes to skip from `offset` so that the address is aligned to [`ALIGN_BYTES`].
+    fn padding_at(&self, offset: usize) -> usize {
+        let address = self.start() as usize + offset;
+        address.next_multiple_of(ALIGN_BYTES) - address
+    }
 }
 
 impl Drop for Chunk {
     fn drop(&mut self) {
         // SAFETY: `buffer` came from `Box::leak` in `Chunk::new` and this is the only place
-        // that rebuilds the box; every `EntryBytes` borrowing the chunk held an Arc of it,
-        // so none is left.
+        // that rebuilds the box; the arena drops its chunks only when it is dropped itself,
+        // after every user of its allocations (the memtable's skiplist) is gone.
         let buffer = unsafe { Box::from_raw(self.buffer.as_ptr()) };
         if buffer.len() == CHUNK_BYTES {
             let mut pool = POOL.lock();
@@ -90,44 +98,19 @@ impl Drop for Chunk {
     }
 }
 
-/// One entry's bytes: a range of a chunk, kept alive by the entry.
-pub struct EntryBytes {
-    chunk: Arc<Chunk>,
-    /// u32 to keep memtable entries small: chunks are 1 MiB, and a dedicated chunk holds one
-    /// entry, whose key and value are capped far below 4 GiB (`batch::KEY_BYTES_MAX`,
-    /// `batch::VALUE_BYTES_MAX`).
-    offset: u32,
-    len_bytes: u32,
-}
-
-impl EntryBytes {
-    pub fn as_slice(&self) -> &[u8] {
-        debug_assert!(self.offset as usize + self.len_bytes as usize <= self.chunk.len_bytes());
-        // SAFETY: the range lies inside the chunk (checked when reserved), was fully written
-        // before this value was created, and is never written again; the Arc keeps the
-        // buffer alive for the borrow.
-        unsafe {
-            std::slice::from_raw_parts(
-                self.chunk.start().add(self.offset as usize),
-                self.len_bytes as usize,
-            )
-        }
-    }
-
-    pub fn len(&self) -> usize {
-        self.len_bytes as usize
-    }
-}
-
-/// The bump allocator of one memtable.
+/// The bump allocator of one memtable. Allocations live as long as the arena.
 pub struct Arena {
     state: Mutex<ArenaState>,
 }
 
+#[derive(Default)]
 struct ArenaState {
-    current: Option<Arc<Chunk>>,
-    /// Bytes of `current` already handed out.
+    /// The chunk small allocations come from.
+    current: Option<Chunk>,
+    /// Bytes of `current` already handed out (alignment padding included).
     used_bytes: usize,
+    /// Earlier chunks and dedicated ones, kept until the arena drops.
+    retired: Vec<Chunk>,
 }
 
 impl Default for Arena {
@@ -139,59 +122,61 @@ impl Default for Arena {
 impl Arena {
     pub fn new() -> Arena {
         Arena {
-            state: Mutex::new(ArenaState {
-                current: None,
-                used_bytes: 0,
-            }),
+            state: Mutex::new(ArenaState::default()),
         }
     }
 
-    /// Reserves `len_bytes`, lets `fill` write all of them, and returns them.
-    pub fn alloc(&self, len_bytes: usize, fill: impl FnOnce(&mut [u8])) -> EntryBytes {
-        let mut state = self.state.lock();
-        let (chunk, offset) = if len_bytes >= DEDICATED_ENTRY_BYTES_MIN {
-            (Chunk::new(vec![0u8; len_bytes].into_boxed_slice()), 0)
-        } else {
-            let ArenaState {
-                current,
-                used_bytes,
-            } = &mut *state;
-            let is_first = current.is_none();
-            let chunk = match current
-                .take()
-                .filter(|chunk| chunk.len_bytes() - *used_bytes >= len_bytes)
-            {
-                Some(chunk) => current.insert(chunk),
-                None => {
-                    *used_bytes = 0;
-                    let buffer = if is_first && len_bytes <= FIRST_CHUNK_BYTES {
-                        vec![0u8; FIRST_CHUNK_BYTES].into_boxed_slice()
-                    } else {
-                        pooled_buffer()
-                    };
-                    current.insert(Chunk::new(buffer))
-                }
-            };
-            let offset = *used_bytes;
-            *used_bytes += len_bytes;
-            (Arc::clone(chunk), offset)
-        };
-        assert!(
-            offset + len_bytes <= chunk.len_bytes() && chunk.len_bytes() <= u32::MAX as usize,
-            "arena range past its chunk"
-        );
-        // SAFETY: [offset, offset + len_bytes) is inside the chunk (asserted) and was never
-        // handed out before (`used_bytes` only grows, under the lock we hold; a dedicated
-        // chunk is new), so no other reference to these bytes exists.
-        let region =
-            unsafe { std::slice::from_raw_parts_mut(chunk.start().add(offset), len_bytes) };
-        fill(region);
-        EntryBytes {
-            chunk,
-            // Both below the chunk's length, which fits u32 (asserted).
-            offset: offset as u32,
-            len_bytes: len_bytes as u32,
+    /// Reserves `len_bytes` starting at an address aligned to [`ALIGN_BYTES`]. The bytes are
+    /// initialized (to whatever an earlier user of a pooled chunk left) and are handed out by
+    /// this call only, so the caller has exclusive access to them until it shares them; they
+    /// stay valid until the arena is dropped.
+    pub fn alloc(&self, len_bytes: usize) -> NonNull<u8> {
+        let mut guard = self.state.lock();
+        let state = &mut *guard;
+        if len_bytes >= DEDICATED_ALLOC_BYTES_MIN {
+            let chunk = Chunk::new(vec![0u8; len_bytes + ALIGN_BYTES].into_boxed_slice());
+            let offset = chunk.padding_at(0);
+            let start = Self::reserve(&chunk, offset, len_bytes);
+            state.retired.push(chunk);
+            return start;
         }
+        let fits = state.current.as_ref().is_some_and(|chunk| {
+            let offset = state.used_bytes + chunk.padding_at(state.used_bytes);
+            offset + len_bytes <= chunk.len_bytes()
+        });
+        if !fits {
+            let buffer = if state.current.is_none() && len_bytes + ALIGN_BYTES <= FIRST_CHUNK_BYTES
+            {
+                vec![0u8; FIRST_CHUNK_BYTES].into_boxed_slice()
+            } else {
+                pooled_buffer()
+            };
+            let chunk = Chunk::new(buffer);
+            state.retired.extend(state.current.replace(chunk));
+            state.used_bytes = 0;
+        }
+        let Some(chunk) = state.current.as_ref() else {
+            unreachable!("a current chunk was just installed");
+        };
+        let offset = state.used_bytes + chunk.padding_at(state.used_bytes);
+        let start = Self::reserve(chunk, offset, len_bytes);
+        state.used_bytes = offset + len_bytes;
+        start
+    }
+
+    /// The address of `len_bytes` at `offset` of `chunk`, checked to lie inside it.
+    fn reserve(chunk: &Chunk, offset: usize, len_bytes: usize) -> NonNull<u8> {
+        // Every caller sized the chunk or checked the fit; a miss would hand out memory past
+        // the buffer, so it is fatal rather than debug-only.
+        assert!(
+            offset + len_bytes <= chunk.len_bytes(),
+            "arena allocation past its chunk"
+        );
+        // SAFETY: `offset` is within the chunk's buffer (asserted), so the result points into
+        // (or one past the end of) the same allocation.
+        let start = unsafe { chunk.buffer.cast::<u8>().add(offset) };
+        debug_assert_eq!(start.as_ptr() as usize % ALIGN_BYTES, 0);
+        start
     }
 }
 
@@ -199,68 +184,88 @@ impl Arena {
 mod tests {
     use super::*;
 
-    fn bytes(arena: &Arena, len: usize, byte: u8) -> EntryBytes {
-        arena.alloc(len, |region| region.fill(byte))
+    /// Allocates `len` bytes and fills them with `byte`.
+    fn filled(arena: &Arena, len: usize, byte: u8) -> (NonNull<u8>, usize) {
+        let start = arena.alloc(len);
+        // SAFETY: `alloc` handed these bytes to this call alone.
+        unsafe { std::ptr::write_bytes(start.as_ptr(), byte, len) };
+        (start, len)
+    }
+
+    fn read(allocation: (NonNull<u8>, usize)) -> &'static [u8] {
+        // SAFETY (test only): the arena outlives every read in these tests.
+        unsafe { std::slice::from_raw_parts(allocation.0.as_ptr(), allocation.1) }
     }
 
     #[test]
-    fn entries_keep_their_bytes_across_chunks_and_sizes() {
+    fn allocations_keep_their_bytes_across_chunks_and_sizes() {
         let arena = Arena::new();
-        let mut entries = Vec::new();
+        let mut allocations = Vec::new();
         // Crosses the first chunk, several full chunks, and dedicated ones.
         for i in 0..5_000usize {
             let len = match i % 7 {
-                0 => DEDICATED_ENTRY_BYTES_MIN + i,
+                0 => DEDICATED_ALLOC_BYTES_MIN + i,
                 1 => 0,
                 _ => 1 + (i * 37) % 3_000,
             };
-            entries.push((len, i as u8, bytes(&arena, len, i as u8)));
+            allocations.push((i as u8, filled(&arena, len, i as u8)));
         }
-        for (len, byte, entry) in &entries {
-            assert_eq!(entry.len(), *len);
-            assert!(entry.as_slice().iter().all(|b| b == byte));
+        for (byte, allocation) in &allocations {
+            assert_eq!(allocation.0.as_ptr() as usize % ALIGN_BYTES, 0);
+            assert!(read(*allocation).iter().all(|b| b == byte));
         }
     }
 
     #[test]
-    fn a_first_entry_larger_than_the_first_chunk_fits() {
+    fn a_first_allocation_larger_than_the_first_chunk_fits() {
         for len in [
+            FIRST_CHUNK_BYTES - 1,
             FIRST_CHUNK_BYTES,
             FIRST_CHUNK_BYTES + 1,
-            DEDICATED_ENTRY_BYTES_MIN - 1,
+            DEDICATED_ALLOC_BYTES_MIN - 1,
         ] {
             let arena = Arena::new();
-            assert_eq!(bytes(&arena, len, 3).as_slice(), vec![3u8; len]);
-            assert_eq!(bytes(&arena, 10, 4).as_slice(), &[4u8; 10][..]);
+            let first = filled(&arena, len, 3);
+            let second = filled(&arena, 10, 4);
+            assert_eq!(read(first), vec![3u8; len]);
+            assert_eq!(read(second), &[4u8; 10][..]);
         }
-    }
-
-    #[test]
-    fn entries_outlive_their_arena() {
-        let entry = {
-            let arena = Arena::new();
-            bytes(&arena, 100, 7)
-        };
-        assert_eq!(entry.as_slice(), &[7u8; 100][..]);
     }
 
     #[test]
     fn concurrent_allocations_do_not_overlap() {
         let arena = Arena::new();
-        let results: Vec<Vec<EntryBytes>> = std::thread::scope(|scope| {
+        let results: Vec<Vec<(NonNull<u8>, usize)>> = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..4u8)
                 .map(|t| {
                     let arena = &arena;
-                    scope.spawn(move || (0..2_000).map(|_| bytes(arena, 333, t)).collect())
+                    scope.spawn(move || {
+                        (0..2_000)
+                            .map(|_| filled(arena, 333, t))
+                            .map(|(start, len)| (start.as_ptr() as usize, len))
+                            .collect::<Vec<_>>()
+                    })
                 })
                 .collect();
-            handles.into_iter().filter_map(|h| h.join().ok()).collect()
+            handles
+                .into_iter()
+                .filter_map(|h| h.join().ok())
+                .map(|allocations| {
+                    allocations
+                        .into_iter()
+                        .filter_map(|(address, len)| {
+                            NonNull::new(address as *mut u8).map(|start| (start, len))
+                        })
+                        .collect()
+                })
+                .collect()
         });
         assert_eq!(results.len(), 4);
-        for (t, entries) in results.iter().enumerate() {
-            assert!(entries
+        for (t, allocations) in results.iter().enumerate() {
+            assert_eq!(allocations.len(), 2_000);
+            assert!(allocations
                 .iter()
-                .all(|e| e.as_slice().iter().all(|&b| b == t as u8)));
+                .all(|a| read(*a).iter().all(|&b| b == t as u8)));
         }
     }
 }

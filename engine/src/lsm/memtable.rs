@@ -1,143 +1,42 @@
 //! The memtable: a tree's newest writes, in memory, in internal-key order.
 //!
-//! A concurrent skiplist (crossbeam-skiplist) keyed by internal key (user key ‖ seq ‖ kind,
-//! see `compaction::key`). While the database runs only the WAL's group leader inserts (in
-//! sequence order); WAL replay inserts from several threads at once, in any order, which is
-//! equally correct because every entry has its own sequence number and so its own key.
-//! Readers iterate concurrently without locks. When a memtable passes its size limit it is
-//! frozen (made immutable) and flushed to an SSTable in the background.
-//!
-//! Each entry's internal key and value sit together in the memtable's arena
-//! ([`MemtableEntry`], [`super::arena`]): no allocation per entry beyond the skiplist node,
-//! and memory that flushed memtables hand on to new ones instead of back to the OS.
+//! An insert-only concurrent skiplist ([`super::skiplist`]) keyed by internal key (user key ‖
+//! seq ‖ kind, see `compaction::key`), each node holding its entry's key and value in the
+//! memtable's arena ([`super::arena`]): no heap allocation per entry, and memory that flushed
+//! memtables hand on to new ones instead of back to the OS. While the database runs only the
+//! WAL's group leader inserts (in sequence order); WAL replay inserts from several threads at
+//! once, in any order, which is equally correct because every entry has its own sequence
+//! number and so its own key. Readers iterate concurrently without locks. When a memtable
+//! passes its size limit it is frozen (made immutable) and flushed to an SSTable in the
+//! background.
 
-use std::cmp::Ordering;
-use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::{Arc, OnceLock};
 
 use compaction::key::{self, EntryKind, InlinePrefix, InternalKey};
-use compaction::{compare_internal, InternalIterator, IterError};
-use crossbeam_skiplist::map::Entry;
-use crossbeam_skiplist::SkipMap;
+use compaction::{InternalIterator, IterError};
 
-use crate::lsm::arena::{Arena, EntryBytes};
+use crate::lsm::skiplist::{Entry, PreparedNode, SkipList};
 use crate::lsm::sstable::bloom;
 
-/// One version ready to go into a memtable: its internal key and its value together
-/// (`internal key ‖ value`). It is the skiplist's key, and the skiplist is searched with
-/// entries too ([`MemtableEntry::search_probe`]); it orders, and compares equal, by the
-/// internal key alone, exactly as [`compare_internal`] orders internal keys.
-///
-/// Building one (decoding and copying, [`Memtable::entry`]) is separate from inserting it, so
-/// WAL replay can build entries on one thread while others insert them.
+/// One version built in a memtable's arena and ready to be linked into it ([`Memtable::entry`],
+/// [`Memtable::insert_entry`]). Building apart from inserting lets WAL replay build entries
+/// on one thread while others insert them.
 pub struct MemtableEntry {
-    /// Decides nearly every comparison without reading `bytes`, which sit elsewhere (see
-    /// [`InlinePrefix`]).
-    user_key_prefix: InlinePrefix,
-    bytes: StoredBytes,
-    /// Length of the internal key at the start of `bytes` (keys are at most
-    /// `batch::KEY_BYTES_MAX` long). The fields are kept narrow: a skiplist search reads
-    /// one node per level, and a node whose key part fits one cache line reads one line.
-    key_len_bytes: u32,
+    node: PreparedNode,
+    seq: u64,
+    /// For the memtable's key filter, hashed while building.
+    user_key_hash: u64,
 }
-
-/// Where an entry's bytes are: in its memtable's arena, or (search probes, which live for one
-/// lookup) in their own allocation.
-enum StoredBytes {
-    Arena(EntryBytes),
-    Owned(Box<[u8]>),
-}
-
-impl MemtableEntry {
-    /// An entry with its own allocation, for lookups and tests; entries that go into a
-    /// memtable come from [`Memtable::entry`].
-    pub fn new(user_key: &[u8], seq: u64, kind: EntryKind, value: &[u8]) -> MemtableEntry {
-        let key_len_bytes = user_key.len() + key::TRAILER_LEN;
-        let mut bytes = Vec::with_capacity(key_len_bytes + value.len());
-        key::encode_into(&mut bytes, user_key, seq, kind);
-        bytes.extend_from_slice(value);
-        MemtableEntry {
-            user_key_prefix: InlinePrefix::of_user_key(user_key),
-            bytes: StoredBytes::Owned(bytes.into_boxed_slice()),
-            key_len_bytes: key_len_bytes as u32,
-        }
-    }
-
-    /// A search key: `internal_key` with no value. Searching with an entry rather than the
-    /// key's bytes lets every comparison start with the inline prefixes.
-    fn search_probe(internal_key: &[u8]) -> MemtableEntry {
-        MemtableEntry {
-            user_key_prefix: InlinePrefix::of_internal_key(internal_key),
-            bytes: StoredBytes::Owned(internal_key.into()),
-            key_len_bytes: internal_key.len() as u32,
-        }
-    }
-
-    fn bytes(&self) -> &[u8] {
-        match &self.bytes {
-            StoredBytes::Arena(bytes) => bytes.as_slice(),
-            StoredBytes::Owned(bytes) => bytes,
-        }
-    }
-
-    fn len_bytes(&self) -> usize {
-        match &self.bytes {
-            StoredBytes::Arena(bytes) => bytes.len(),
-            StoredBytes::Owned(bytes) => bytes.len(),
-        }
-    }
-
-    fn internal_key(&self) -> &[u8] {
-        &self.bytes()[..self.key_len_bytes as usize]
-    }
-
-    fn user_key(&self) -> &[u8] {
-        key::user_key(self.internal_key())
-    }
-
-    fn value(&self) -> &[u8] {
-        &self.bytes()[self.key_len_bytes as usize..]
-    }
-
-    fn seq(&self) -> u64 {
-        InternalKey::parse(self.internal_key()).map_or(0, |key| key.seq)
-    }
-}
-
-impl PartialEq for MemtableEntry {
-    fn eq(&self, other: &MemtableEntry) -> bool {
-        self.internal_key() == other.internal_key()
-    }
-}
-
-impl Eq for MemtableEntry {}
-
-impl Ord for MemtableEntry {
-    /// Agrees with [`compare_internal`] (see [`InlinePrefix`] on why the prefixes may
-    /// decide).
-    fn cmp(&self, other: &MemtableEntry) -> Ordering {
-        self.user_key_prefix
-            .cmp(&other.user_key_prefix)
-            .then_with(|| compare_internal(self.internal_key(), other.internal_key()))
-    }
-}
-
-impl PartialOrd for MemtableEntry {
-    fn partial_cmp(&self, other: &MemtableEntry) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-/// Per-entry bookkeeping the skiplist costs beyond key and value bytes (node, pointers);
-/// an estimate, so the size limit tracks real memory roughly.
-const ENTRY_OVERHEAD_BYTES: usize = 88;
 
 /// Bits in a memtable's key filter (64 KiB): about 1% false positives up to ~50,000 keys;
 /// a fuller memtable still filters, less sharply.
 const KEY_FILTER_BITS: u64 = 1 << 19;
 /// Probes per key: fewer than the optimum for 10 bits a key (7), to keep inserts cheap.
 const KEY_FILTER_PROBES: u8 = 4;
+
+/// Seek keys up to this long are built on the stack.
+const SEEK_KEY_STACK_BYTES: usize = 128;
 
 /// A Bloom filter over the user keys a memtable holds (RocksDB's whole-key memtable filter).
 /// A point lookup of a key the memtable does not hold then skips the skiplist search: most
@@ -180,13 +79,11 @@ impl KeyFilter {
 
 /// One memtable.
 pub struct Memtable {
-    map: SkipMap<MemtableEntry, ()>,
-    /// Holds the bytes of the entries built by [`Memtable::entry`].
-    arena: Arena,
+    list: SkipList,
     /// Allocated at the first insert, so the empty memtables of idle trees cost nothing.
     key_filter: OnceLock<KeyFilter>,
+    /// Arena bytes of the entries inserted (node headers and links included).
     size_bytes: AtomicUsize,
-    entries: AtomicU64,
     /// Smallest sequence number inserted (u64::MAX while empty): what this memtable pins in
     /// the WAL.
     seq_min: AtomicU64,
@@ -203,11 +100,9 @@ impl Default for Memtable {
 impl Memtable {
     pub fn new() -> Memtable {
         Memtable {
-            map: SkipMap::new(),
-            arena: Arena::new(),
+            list: SkipList::new(),
             key_filter: OnceLock::new(),
             size_bytes: AtomicUsize::new(0),
-            entries: AtomicU64::new(0),
             seq_min: AtomicU64::new(u64::MAX),
             seq_max: AtomicU64::new(0),
         }
@@ -218,36 +113,39 @@ impl Memtable {
         self.insert_entry(self.entry(user_key, seq, kind, value));
     }
 
-    /// Builds an entry in this memtable's arena, to insert here (into another memtable works
-    /// too, as the entry keeps its bytes alive, but wastes this one's memory).
+    /// Builds an entry in this memtable's arena, to be inserted here with
+    /// [`Memtable::insert_entry`] (inserting it into another memtable panics).
     pub fn entry(&self, user_key: &[u8], seq: u64, kind: EntryKind, value: &[u8]) -> MemtableEntry {
         let key_len_bytes = user_key.len() + key::TRAILER_LEN;
-        let bytes = self.arena.alloc(key_len_bytes + value.len(), |region| {
-            let (key_region, value_region) = region.split_at_mut(key_len_bytes);
-            key::encode_to_slice(key_region, user_key, seq, kind);
-            value_region.copy_from_slice(value);
-        });
+        let node = self.list.prepare(
+            InlinePrefix::of_user_key(user_key),
+            key_len_bytes,
+            value.len(),
+            |data| {
+                let (key_region, value_region) = data.split_at_mut(key_len_bytes);
+                key::encode_to_slice(key_region, user_key, seq, kind);
+                value_region.copy_from_slice(value);
+            },
+        );
         MemtableEntry {
-            user_key_prefix: InlinePrefix::of_user_key(user_key),
-            bytes: StoredBytes::Arena(bytes),
-            key_len_bytes: key_len_bytes as u32,
+            node,
+            seq,
+            user_key_hash: bloom::hash64(user_key),
         }
     }
 
     /// Inserts one prepared version; safe to call from several threads at once, in any
     /// sequence order.
     pub fn insert_entry(&self, entry: MemtableEntry) {
-        let seq = entry.seq();
-        let charged = entry.len_bytes() + ENTRY_OVERHEAD_BYTES;
+        let charged = entry.node.node_bytes();
         // Bits before the entry: see KeyFilter on why readers then never miss it.
         self.key_filter
             .get_or_init(KeyFilter::new)
-            .insert(bloom::hash64(entry.user_key()));
-        self.map.insert(entry, ());
+            .insert(entry.user_key_hash);
+        self.list.insert(entry.node);
         self.size_bytes.fetch_add(charged, AtomicOrdering::Relaxed);
-        self.entries.fetch_add(1, AtomicOrdering::Relaxed);
-        self.seq_min.fetch_min(seq, AtomicOrdering::Relaxed);
-        self.seq_max.fetch_max(seq, AtomicOrdering::Relaxed);
+        self.seq_min.fetch_min(entry.seq, AtomicOrdering::Relaxed);
+        self.seq_max.fetch_max(entry.seq, AtomicOrdering::Relaxed);
     }
 
     /// Approximate memory used, in bytes.
@@ -256,11 +154,11 @@ impl Memtable {
     }
 
     pub fn entry_count(&self) -> u64 {
-        self.entries.load(AtomicOrdering::Relaxed)
+        self.list.len() as u64
     }
 
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.list.is_empty()
     }
 
     /// Smallest sequence number held, if any.
@@ -278,7 +176,7 @@ impl Memtable {
 
     /// The newest version of `user_key` visible at `snapshot_seq`: a Put (its value) or a
     /// Delete (a tombstone hides older data); `None` if this memtable knows nothing. The
-    /// value is read in place (the found entry keeps its node alive), not copied.
+    /// value is read in place, not copied.
     pub fn get(&self, user_key: &[u8], snapshot_seq: u64) -> Option<FoundVersion<'_>> {
         // No filter yet means nothing was ever inserted.
         if !self
@@ -288,18 +186,27 @@ impl Memtable {
         {
             return None;
         }
-        // The seek key (newest version at the snapshot) as an entry with no value: one
-        // allocation, where encoding the seek key and then copying it into a probe took two.
-        let probe = MemtableEntry::new(user_key, snapshot_seq, EntryKind::Put, &[]);
-        let entry = self.map.lower_bound(Bound::Included(&probe))?;
-        let found = InternalKey::parse(entry.key().internal_key())?;
+        // The seek key: the newest version at the snapshot.
+        let seek_len_bytes = user_key.len() + key::TRAILER_LEN;
+        let mut on_stack = [0u8; SEEK_KEY_STACK_BYTES];
+        let on_heap;
+        let seek_key: &[u8] = if seek_len_bytes <= SEEK_KEY_STACK_BYTES {
+            let region = &mut on_stack[..seek_len_bytes];
+            key::encode_to_slice(region, user_key, snapshot_seq, EntryKind::Put);
+            region
+        } else {
+            on_heap = key::encode(user_key, snapshot_seq, EntryKind::Put);
+            &on_heap
+        };
+        let entry = self.list.seek(seek_key)?;
+        let found = InternalKey::parse(entry.key())?;
         if found.user_key != user_key {
             return None;
         }
         debug_assert!(found.seq <= snapshot_seq);
         Some(FoundVersion {
             kind: found.kind,
-            entry,
+            value: entry.value(),
         })
     }
 
@@ -315,49 +222,42 @@ impl Memtable {
 /// A version [`Memtable::get`] found.
 pub struct FoundVersion<'m> {
     pub kind: EntryKind,
-    entry: Entry<'m, MemtableEntry, ()>,
+    value: &'m [u8],
 }
 
 impl FoundVersion<'_> {
     /// The value (empty for a Delete).
     pub fn value(&self) -> &[u8] {
-        self.entry.key().value()
+        self.value
     }
 }
 
 /// A positioned cursor over a memtable (see [`InternalIterator`]).
 pub struct MemtableIterator {
-    // Declared before `memtable` so it is dropped first: the entry borrows the skiplist.
-    current: Option<StaticEntry>,
+    // Borrows `memtable`'s skiplist: see `extend`.
+    current: Option<Entry<'static>>,
     memtable: Arc<Memtable>,
 }
-
-type StaticEntry = Entry<'static, MemtableEntry, ()>;
 
 /// Extends an entry's lifetime to 'static so the iterator can store it next to the Arc that
 /// keeps its skiplist alive.
 ///
 /// SAFETY (of the callers): `entry` must borrow the skiplist of the `Memtable` held by the
 /// iterator that stores the result. The iterator keeps that Arc for as long as it holds the
-/// entry (the entry field is declared, and so dropped, first), so the entry never outlives
-/// its skiplist even though its type no longer says so.
-unsafe fn extend(entry: Option<Entry<'_, MemtableEntry, ()>>) -> Option<StaticEntry> {
+/// entry, and an entry owns nothing (dropping it does nothing), so the entry is never used
+/// after its skiplist is gone even though its type no longer says so.
+unsafe fn extend(entry: Option<Entry<'_>>) -> Option<Entry<'static>> {
     // SAFETY: see the function's contract; only the lifetime parameter changes.
-    entry.map(|e| unsafe { std::mem::transmute::<Entry<'_, MemtableEntry, ()>, StaticEntry>(e) })
+    entry.map(|e| unsafe { std::mem::transmute::<Entry<'_>, Entry<'static>>(e) })
 }
 
 impl MemtableIterator {
     /// Positions on the entry `find` picks from this iterator's skiplist.
-    fn position(
-        &mut self,
-        find: impl for<'m> FnOnce(
-            &'m SkipMap<MemtableEntry, ()>,
-        ) -> Option<Entry<'m, MemtableEntry, ()>>,
-    ) {
+    fn position(&mut self, find: impl for<'m> FnOnce(&'m SkipList) -> Option<Entry<'m>>) {
         let memtable = Arc::clone(&self.memtable);
         // SAFETY: the entry comes from `self.memtable`'s skiplist (the same allocation as the
         // clone), which `self` keeps alive while it holds the entry.
-        self.current = unsafe { extend(find(&memtable.map)) };
+        self.current = unsafe { extend(find(&memtable.list)) };
     }
 }
 
@@ -367,50 +267,45 @@ impl InternalIterator for MemtableIterator {
     }
 
     fn key(&self) -> &[u8] {
-        self.current
-            .as_ref()
-            .map(|e| e.key().internal_key())
-            .unwrap_or(&[])
+        self.current.map(|e| e.key()).unwrap_or(&[])
     }
 
     fn value(&self) -> &[u8] {
-        self.current
-            .as_ref()
-            .map(|e| e.key().value())
-            .unwrap_or(&[])
+        self.current.map(|e| e.value()).unwrap_or(&[])
     }
 
     fn seek_to_first(&mut self) -> Result<(), IterError> {
-        self.position(|map| map.front());
+        self.position(|list| list.first());
         Ok(())
     }
 
     fn seek_to_last(&mut self) -> Result<(), IterError> {
-        self.position(|map| map.back());
+        self.position(|list| list.last());
         Ok(())
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<(), IterError> {
-        let probe = MemtableEntry::search_probe(target);
-        self.position(|map| map.lower_bound(Bound::Included(&probe)));
+        self.position(|list| list.seek(target));
         Ok(())
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<(), IterError> {
-        let probe = MemtableEntry::search_probe(target);
-        self.position(|map| map.upper_bound(Bound::Included(&probe)));
+        self.position(|list| list.seek_for_prev(target));
         Ok(())
     }
 
     fn next(&mut self) -> Result<(), IterError> {
-        let entry = self.current.as_ref().and_then(|e| e.next());
-        self.current = entry;
+        // The successor is reached through the entry's own link, in the same skiplist.
+        self.current = self.current.and_then(|e| e.next());
         Ok(())
     }
 
     fn prev(&mut self) -> Result<(), IterError> {
-        let entry = self.current.as_ref().and_then(|e| e.prev());
-        self.current = entry;
+        let Some(current) = self.current else {
+            return Ok(());
+        };
+        // `current` borrows `self.memtable`'s skiplist, which `position` searches.
+        self.position(|list| list.prev(current));
         Ok(())
     }
 }
@@ -418,7 +313,9 @@ impl InternalIterator for MemtableIterator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use compaction::compare_internal;
     use compaction::key::INLINE_PREFIX_BYTES;
+    use std::cmp::Ordering;
 
     /// `Memtable::get`, owned.
     fn get(m: &Memtable, user_key: &[u8], seq: u64) -> Option<(EntryKind, Vec<u8>)> {
@@ -442,9 +339,9 @@ mod tests {
     }
 
     #[test]
-    fn arena_entries_hold_the_encoded_key_and_value() {
-        let m = Memtable::new();
-        for (user_key, seq, kind, value) in [
+    fn entries_hold_the_encoded_key_and_value() {
+        let m = Arc::new(Memtable::new());
+        let versions = [
             (&b"k"[..], 7, EntryKind::Put, &b"value"[..]),
             (b"", 1, EntryKind::Delete, b""),
             (
@@ -453,28 +350,33 @@ mod tests {
                 EntryKind::Put,
                 &[1u8; 300_000][..],
             ),
-        ] {
-            let built = m.entry(user_key, seq, kind, value);
-            let owned = MemtableEntry::new(user_key, seq, kind, value);
-            assert_eq!(built.internal_key(), key::encode(user_key, seq, kind));
-            assert_eq!(built.internal_key(), owned.internal_key());
-            assert_eq!((built.user_key(), built.value()), (user_key, value));
-            assert_eq!(built.seq(), seq);
-            assert_eq!(built.cmp(&owned), Ordering::Equal);
+        ];
+        for (user_key, seq, kind, value) in versions {
+            m.insert_entry(m.entry(user_key, seq, kind, value));
         }
+        let mut it = m.iter();
+        it.seek_to_first().unwrap();
+        // In key order: "", "k", then the 0xff key.
+        for (user_key, seq, kind, value) in [1, 0, 2].map(|index| versions[index]) {
+            assert_eq!(it.key(), key::encode(user_key, seq, kind));
+            assert_eq!(it.value(), value);
+            it.next().unwrap();
+        }
+        assert!(!it.valid());
+        assert_eq!(m.entry_count(), 3);
+        let data_bytes: usize = versions
+            .iter()
+            .map(|(user_key, _, _, value)| user_key.len() + key::TRAILER_LEN + value.len())
+            .sum();
+        assert!(m.size_bytes() > data_bytes, "node headers are charged too");
     }
 
-    /// A search visits one node per level; a node's entry should not spill into a second
-    /// cache line by itself.
-    #[test]
-    fn entries_stay_within_a_cache_line() {
-        assert!(std::mem::size_of::<MemtableEntry>() <= 64);
-    }
-
-    /// Every ordered pair of `user_keys` (two versions each, both kinds) compares as
-    /// `compare_internal` compares their internal keys.
+    /// Two versions of each of `user_keys` (both kinds), inserted in scrambled order, iterate
+    /// in `compare_internal` order, and a seek to each key's version at seq 3 lands where
+    /// that order says.
     fn assert_entry_order_agrees(user_keys: &[Vec<u8>]) {
-        let mut entries = Vec::new();
+        let m = Arc::new(Memtable::new());
+        let mut expected = Vec::new();
         for (index, user_key) in user_keys.iter().enumerate() {
             for seq in [1, 5] {
                 let kind = if index % 2 == 0 {
@@ -482,21 +384,34 @@ mod tests {
                 } else {
                     EntryKind::Delete
                 };
-                entries.push(MemtableEntry::new(user_key, seq + index as u64, kind, b"v"));
+                // Distinct sequence numbers even for repeated user keys.
+                let seq = seq + 10 * index as u64;
+                expected.push(key::encode(user_key, seq, kind));
             }
-            // A search probe compares as the entry it was made from.
-            entries.push(MemtableEntry::search_probe(&key::seek_key(user_key, 3)));
         }
-        for a in &entries {
-            for b in &entries {
-                assert_eq!(
-                    a.cmp(b),
-                    compare_internal(a.internal_key(), b.internal_key()),
-                    "{:?} vs {:?}",
-                    a.internal_key(),
-                    b.internal_key()
-                );
-            }
+        let mut scrambled = expected.clone();
+        scrambled.reverse();
+        scrambled.rotate_left(expected.len() / 3);
+        for internal in &scrambled {
+            let parsed = InternalKey::parse(internal).unwrap();
+            m.insert(parsed.user_key, parsed.seq, parsed.kind, b"v");
+        }
+        expected.sort_by(|a, b| compare_internal(a, b));
+        let mut it = m.iter();
+        it.seek_to_first().unwrap();
+        let mut found = Vec::new();
+        while it.valid() {
+            found.push(it.key().to_vec());
+            it.next().unwrap();
+        }
+        assert_eq!(found, expected);
+        for user_key in user_keys {
+            let target = key::seek_key(user_key, 3);
+            let at_or_after = expected
+                .iter()
+                .find(|k| compare_internal(k, &target) != Ordering::Less);
+            it.seek(&target).unwrap();
+            assert_eq!(it.valid().then(|| it.key()), at_or_after.map(|k| &k[..]));
         }
     }
 

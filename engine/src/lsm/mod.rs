@@ -1,8 +1,8 @@
 //! The LSM tree: memtables, SSTables, versions and the manifest, sharing one WAL.
 //!
 //! - [`batch`]: write batches, the unit of atomicity and the WAL payload.
-//! - [`memtable`]: the in-memory skiplist of a tree's newest writes; `arena`: where its
-//!   entries' bytes live.
+//! - [`memtable`]: a tree's newest writes in memory; `skiplist`: its ordered index, whose
+//!   nodes hold the entries; `arena`: where the nodes live.
 //! - [`sstable`]: immutable sorted files.
 //! - [`version`], [`manifest`]: which files make up each tree, durably.
 //! - [`superversion`]: one consistent view of memtables + files for readers.
@@ -22,6 +22,7 @@ pub mod manifest;
 pub mod memtable;
 mod pacer;
 pub mod read;
+mod skiplist;
 pub mod sstable;
 pub mod stats;
 pub mod superversion;

@@ -1,0 +1,680 @@
+//! The memtable's ordered index: a concurrent, insert-only skiplist whose nodes live in the
+//! memtable's arena, each node holding its entry's internal key and value (the design of
+//! RocksDB's InlineSkipList).
+//!
+//! Why not crossbeam-skiplist, which the memtable used until this file: with one unpaced
+//! writer, memtable inserts were 55% of the writer thread, and of that the zeroed, aligned
+//! heap allocation of each node was 7.6% of the thread, and epoch pinning, reference counts
+//! and checks for removed nodes sat inside every search step. A memtable never removes an
+//! entry (a delete is an entry too) and is freed whole once flushed, so none of that
+//! machinery is needed: nodes are bump-allocated from the arena and live exactly as long as
+//! the list, and a search step is one pointer load and one comparison.
+//!
+//! # Concurrency
+//!
+//! Any number of threads may insert at once (WAL replay does; while the database runs only
+//! the WAL's group leader does), and readers never lock or wait:
+//! - A node is written in full (header, key, value, null links) by the thread that prepares
+//!   it, before anyone else can see it.
+//! - Insert links the node bottom-up. At each level it points the node at its successor,
+//!   then swings the predecessor's link from that successor to the node with a
+//!   compare-and-swap (Release). If another insert got there first, the CAS fails and the
+//!   level is searched again from the same predecessor, which still precedes the key.
+//! - Readers load links with Acquire, so a node reached through any link is seen whole.
+//!   The level-0 CAS is the moment the entry is in the list; a reader may meet a new node at
+//!   level 0 before its upper levels are linked, which only makes its search longer.
+//! - Keys are unique (every entry has its own sequence number), so no insert ever meets an
+//!   equal key.
+//!
+//! # Node layout
+//!
+//! Each node is one arena allocation, 8-byte aligned:
+//!
+//! ```text
+//! +--------------------------------------+ 0
+//! | user-key prefix (InlinePrefix, 32 B) |   compared first at every search step
+//! | key length u32 | value length u32    |
+//! | height u32     | reserved u32        |
+//! +--------------------------------------+ 48 (HEADER_BYTES)
+//! | link to next node, level 0           |   8 bytes each, `height` of them
+//! | ...                                  |
+//! +--------------------------------------+ 48 + 8 * height
+//! | internal key (user key ‖ trailer)    |
+//! | value                                |
+//! +--------------------------------------+
+//! ```
+//!
+//! Levels: a node has height h with probability (1/4)^(h-1) (branching 4, as RocksDB and
+//! LevelDB), at most [`HEIGHT_MAX`]; levels 0 and 1 then share the header's cache line.
+
+use std::cell::Cell;
+use std::cmp::Ordering;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
+
+use compaction::compare_internal;
+use compaction::key::InlinePrefix;
+
+use crate::lsm::arena::Arena;
+
+/// Most levels a node may have: with branching 4, enough for 4^12 = 16 million entries
+/// before searches start to lengthen, far beyond a memtable's.
+pub const HEIGHT_MAX: usize = 12;
+
+#[repr(C)]
+struct Header {
+    prefix: InlinePrefix,
+    key_len_bytes: u32,
+    value_len_bytes: u32,
+    height: u32,
+    reserved: u32,
+}
+
+const HEADER_BYTES: usize = std::mem::size_of::<Header>();
+const LINK_BYTES: usize = std::mem::size_of::<AtomicPtr<Header>>();
+// Links follow the header aligned, and a search step at levels 0 and 1 reads one cache line
+// (when the node starts one).
+const _: () =
+    assert!(HEADER_BYTES.is_multiple_of(LINK_BYTES) && HEADER_BYTES + 2 * LINK_BYTES <= 64);
+
+/// A node of a list that lives for `'a`.
+///
+/// Module invariant: a `Node` is only ever made from a node allocated and fully written by
+/// [`SkipList::prepare`] in the arena of a list that outlives `'a`; after it is written, only
+/// its links change, and only through atomics. Every method below relies on it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Node<'a> {
+    ptr: NonNull<Header>,
+    list: PhantomData<&'a SkipList>,
+}
+
+// SAFETY: a `Node` acts as a shared reference into its list (module invariant): the bytes
+// it reads without atomics are never written once it is shared, and its links are atomics,
+// so sending or sharing it is as safe as sharing the `SkipList` itself, which is Sync.
+unsafe impl Send for Node<'_> {}
+// SAFETY: as for Send.
+unsafe impl Sync for Node<'_> {}
+
+impl<'a> Node<'a> {
+    fn new(ptr: NonNull<Header>) -> Node<'a> {
+        Node {
+            ptr,
+            list: PhantomData,
+        }
+    }
+
+    fn header(self) -> &'a Header {
+        // SAFETY: the module invariant: the header was written before the node was shared,
+        // is never written again, and lives as long as the list.
+        unsafe { self.ptr.as_ref() }
+    }
+
+    fn height(self) -> usize {
+        self.header().height as usize
+    }
+
+    fn link(self, level: usize) -> &'a AtomicPtr<Header> {
+        assert!(level < self.height(), "link above a node's height");
+        // SAFETY: the node was allocated with `height` links after the header (module
+        // invariant), `level` is below it (asserted), and links are only accessed atomically.
+        unsafe {
+            &*self
+                .ptr
+                .as_ptr()
+                .cast::<u8>()
+                .add(HEADER_BYTES + level * LINK_BYTES)
+                .cast::<AtomicPtr<Header>>()
+        }
+    }
+
+    fn next(self, level: usize) -> Option<Node<'a>> {
+        NonNull::new(self.link(level).load(AtomicOrdering::Acquire)).map(Node::new)
+    }
+
+    /// Internal key ‖ value.
+    fn data(self) -> &'a [u8] {
+        let header = self.header();
+        let len_bytes = header.key_len_bytes as usize + header.value_len_bytes as usize;
+        // SAFETY: the node was allocated with its key and value right after its links and
+        // they were written before it was shared (module invariant); they are never written
+        // again.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.ptr
+                    .as_ptr()
+                    .cast::<u8>()
+                    .add(HEADER_BYTES + self.height() * LINK_BYTES),
+                len_bytes,
+            )
+        }
+    }
+
+    fn key(self) -> &'a [u8] {
+        &self.data()[..self.header().key_len_bytes as usize]
+    }
+
+    fn value(self) -> &'a [u8] {
+        &self.data()[self.header().key_len_bytes as usize..]
+    }
+}
+
+/// A key to search for, with its inline prefix computed once.
+struct Probe<'k> {
+    prefix: InlinePrefix,
+    key: &'k [u8],
+}
+
+impl Probe<'_> {
+    fn of_key(internal_key: &[u8]) -> Probe<'_> {
+        Probe {
+            prefix: InlinePrefix::of_internal_key(internal_key),
+            key: internal_key,
+        }
+    }
+
+    /// Orders the probe against a node's key exactly as [`compare_internal`] orders internal
+    /// keys (see [`InlinePrefix`] on why differing prefixes decide).
+    fn cmp_node(&self, node: Node<'_>) -> Ordering {
+        self.prefix
+            .cmp(&node.header().prefix)
+            .then_with(|| compare_internal(self.key, node.key()))
+    }
+}
+
+/// A node written into a list's arena but not linked into it yet (see
+/// [`SkipList::prepare`]).
+pub struct PreparedNode {
+    ptr: NonNull<Header>,
+    list_id: u64,
+    node_bytes: usize,
+}
+
+// SAFETY: the node's memory is plain initialized bytes that nothing else references until
+// `SkipList::insert` links it; moving the handle to another thread moves that exclusive use.
+unsafe impl Send for PreparedNode {}
+
+impl PreparedNode {
+    /// Arena bytes the node takes: header, links, key and value.
+    pub fn node_bytes(&self) -> usize {
+        self.node_bytes
+    }
+}
+
+/// One entry of a list: its internal key and value, borrowed from the list.
+#[derive(Clone, Copy)]
+pub struct Entry<'a> {
+    node: Node<'a>,
+}
+
+impl<'a> Entry<'a> {
+    pub fn key(self) -> &'a [u8] {
+        self.node.key()
+    }
+
+    pub fn value(self) -> &'a [u8] {
+        self.node.value()
+    }
+
+    /// The entry after this one.
+    pub fn next(self) -> Option<Entry<'a>> {
+        self.node.next(0).map(|node| Entry { node })
+    }
+}
+
+/// Numbers lists, so an insert can check that a prepared node came from its own arena.
+static NEXT_LIST_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The skiplist. Send + Sync: insert and read from any threads.
+pub struct SkipList {
+    /// Holds every node; dropped (its chunks pooled) with the list.
+    arena: Arena,
+    /// The head's links, one per level; the head has no key and precedes every node.
+    head: [AtomicPtr<Header>; HEIGHT_MAX],
+    /// Levels in use (at least 1); only grows. Searches start at its top.
+    height: AtomicUsize,
+    len: AtomicUsize,
+    id: u64,
+}
+
+impl Default for SkipList {
+    fn default() -> Self {
+        SkipList::new()
+    }
+}
+
+impl SkipList {
+    pub fn new() -> SkipList {
+        SkipList {
+            arena: Arena::new(),
+            head: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
+            height: AtomicUsize::new(1),
+            len: AtomicUsize::new(0),
+            id: NEXT_LIST_ID.fetch_add(1, AtomicOrdering::Relaxed),
+        }
+    }
+
+    /// Writes a node of `key_len_bytes + value_len_bytes` data bytes into this list's arena,
+    /// `fill` writing the key and value (in that order) into the slice it is given, ready
+    /// for [`SkipList::insert`] here. Preparing apart from inserting lets WAL replay build
+    /// nodes on one thread while others link them.
+    ///
+    /// Panics if either length exceeds u32 (the engine caps keys and values far below).
+    pub fn prepare(
+        &self,
+        prefix: InlinePrefix,
+        key_len_bytes: usize,
+        value_len_bytes: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> PreparedNode {
+        let (Ok(key_len), Ok(value_len)) =
+            (u32::try_from(key_len_bytes), u32::try_from(value_len_bytes))
+        else {
+            panic!("memtable entry of {key_len_bytes} + {value_len_bytes} bytes past u32");
+        };
+        let height = random_height();
+        let data_offset = HEADER_BYTES + height * LINK_BYTES;
+        let data_len_bytes = key_len_bytes + value_len_bytes;
+        let node_bytes = data_offset + data_len_bytes;
+        let start = self.arena.alloc(node_bytes);
+        let ptr = start.cast::<Header>();
+        // SAFETY: `alloc` returned `node_bytes` bytes, aligned for `Header` (8) and for the
+        // links that follow it at a multiple of 8, that no one else can reach: every write
+        // below stays inside them, and nothing reads them until `insert` publishes the node.
+        unsafe {
+            ptr.as_ptr().write(Header {
+                prefix,
+                key_len_bytes: key_len,
+                value_len_bytes: value_len,
+                height: height as u32,
+                reserved: 0,
+            });
+            let links = start.as_ptr().add(HEADER_BYTES).cast::<AtomicPtr<Header>>();
+            for level in 0..height {
+                links.add(level).write(AtomicPtr::new(std::ptr::null_mut()));
+            }
+            fill(std::slice::from_raw_parts_mut(
+                start.as_ptr().add(data_offset),
+                data_len_bytes,
+            ));
+        }
+        PreparedNode {
+            ptr,
+            list_id: self.id,
+            node_bytes,
+        }
+    }
+
+    /// Links a node prepared by this list. Safe to call from several threads at once.
+    ///
+    /// Panics if `prepared` came from another list: its memory would not live as long as
+    /// this one.
+    pub fn insert(&self, prepared: PreparedNode) {
+        assert_eq!(
+            prepared.list_id, self.id,
+            "a node prepared by one skiplist inserted into another"
+        );
+        let node = Node::new(prepared.ptr);
+        let height = node.height();
+        let mut list_height = self.height.load(AtomicOrdering::Relaxed);
+        while height > list_height {
+            match self.height.compare_exchange_weak(
+                list_height,
+                height,
+                AtomicOrdering::Relaxed,
+                AtomicOrdering::Relaxed,
+            ) {
+                Ok(_) => list_height = height,
+                Err(current) => list_height = current,
+            }
+        }
+        let probe = Probe {
+            prefix: node.header().prefix,
+            key: node.key(),
+        };
+        let is_before_key = |other: Node<'_>| probe.cmp_node(other) == Ordering::Greater;
+        // The node's predecessor and successor at each level, found top-down.
+        let mut splice: [(Option<Node<'_>>, Option<Node<'_>>); HEIGHT_MAX] =
+            [(None, None); HEIGHT_MAX];
+        let mut before = None;
+        for level in (0..list_height).rev() {
+            splice[level] = self.advance(before, level, &is_before_key);
+            debug_assert!(
+                splice[level]
+                    .1
+                    .is_none_or(|next| probe.cmp_node(next) == Ordering::Less),
+                "two memtable entries with one internal key"
+            );
+            before = splice[level].0;
+        }
+        for (level, slot) in splice.iter_mut().enumerate().take(height) {
+            loop {
+                let (prev, next) = *slot;
+                let next_ptr = next.map_or(std::ptr::null_mut(), |next| next.ptr.as_ptr());
+                // Not yet reachable at this level, so a plain store; the CAS publishes it.
+                node.link(level).store(next_ptr, AtomicOrdering::Relaxed);
+                let linked = self.link_after(prev, level).compare_exchange(
+                    next_ptr,
+                    node.ptr.as_ptr(),
+                    AtomicOrdering::Release,
+                    AtomicOrdering::Relaxed,
+                );
+                if linked.is_ok() {
+                    break;
+                }
+                // Another insert linked a node after `prev` first; `prev` still precedes
+                // our key, so search on from it.
+                *slot = self.advance(prev, level, &is_before_key);
+            }
+        }
+        self.len.fetch_add(1, AtomicOrdering::Relaxed);
+    }
+
+    /// Entries linked so far.
+    pub fn len(&self) -> usize {
+        self.len.load(AtomicOrdering::Relaxed)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The first entry.
+    pub fn first(&self) -> Option<Entry<'_>> {
+        self.next_after(None, 0).map(|node| Entry { node })
+    }
+
+    /// The last entry.
+    pub fn last(&self) -> Option<Entry<'_>> {
+        self.descend(|_| true).0.map(|node| Entry { node })
+    }
+
+    /// The first entry whose key is at or after `internal_key`.
+    pub fn seek(&self, internal_key: &[u8]) -> Option<Entry<'_>> {
+        let probe = Probe::of_key(internal_key);
+        self.descend(|node| probe.cmp_node(node) == Ordering::Greater)
+            .1
+            .map(|node| Entry { node })
+    }
+
+    /// The last entry whose key is at or before `internal_key`.
+    pub fn seek_for_prev(&self, internal_key: &[u8]) -> Option<Entry<'_>> {
+        let probe = Probe::of_key(internal_key);
+        self.descend(|node| probe.cmp_node(node) != Ordering::Less)
+            .0
+            .map(|node| Entry { node })
+    }
+
+    /// The entry before `entry` (a search: links only point forward).
+    pub fn prev<'a>(&'a self, entry: Entry<'a>) -> Option<Entry<'a>> {
+        let probe = Probe {
+            prefix: entry.node.header().prefix,
+            key: entry.key(),
+        };
+        self.descend(|node| probe.cmp_node(node) == Ordering::Greater)
+            .0
+            .map(|node| Entry { node })
+    }
+
+    /// The link that follows `prev` at `level` (`None`: the head).
+    fn link_after<'a>(&'a self, prev: Option<Node<'a>>, level: usize) -> &'a AtomicPtr<Header> {
+        match prev {
+            Some(node) => node.link(level),
+            None => &self.head[level],
+        }
+    }
+
+    fn next_after<'a>(&'a self, prev: Option<Node<'a>>, level: usize) -> Option<Node<'a>> {
+        NonNull::new(self.link_after(prev, level).load(AtomicOrdering::Acquire)).map(Node::new)
+    }
+
+    /// From `prev` (`None`: the head), follows `level`'s links while the next node satisfies
+    /// `advance`; returns the last node passed (or `prev`) and the node after it.
+    fn advance<'a>(
+        &'a self,
+        mut prev: Option<Node<'a>>,
+        level: usize,
+        advance: &impl Fn(Node<'a>) -> bool,
+    ) -> (Option<Node<'a>>, Option<Node<'a>>) {
+        loop {
+            match self.next_after(prev, level) {
+                Some(next) if advance(next) => prev = Some(next),
+                next => return (prev, next),
+            }
+        }
+    }
+
+    /// The last node satisfying `advance` (which must hold for a prefix of the list) and the
+    /// node after it, searching from the top level down.
+    fn descend<'a>(
+        &'a self,
+        advance: impl Fn(Node<'a>) -> bool,
+    ) -> (Option<Node<'a>>, Option<Node<'a>>) {
+        let mut found = (None, None);
+        for level in (0..self.height.load(AtomicOrdering::Relaxed)).rev() {
+            found = self.advance(found.0, level, &advance);
+        }
+        found
+    }
+}
+
+/// A node height in [1, HEIGHT_MAX], each level above the first with probability 1/4.
+fn random_height() -> usize {
+    static SEEDS: AtomicU64 = AtomicU64::new(0x9e37_79b9_7f4a_7c15);
+    thread_local! {
+        // xorshift64 needs a non-zero state; the seeds step through splitmix64's sequence.
+        static STATE: Cell<u64> =
+            Cell::new(splitmix64(SEEDS.fetch_add(0x9e37_79b9_7f4a_7c15, AtomicOrdering::Relaxed)) | 1);
+    }
+    STATE.with(|state| {
+        let mut x = state.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        state.set(x);
+        let mut height = 1;
+        let mut bits = x;
+        while height < HEIGHT_MAX && bits & 3 == 0 {
+            height += 1;
+            bits >>= 2;
+        }
+        height
+    })
+}
+
+fn splitmix64(seed: u64) -> u64 {
+    let mut z = seed;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use compaction::key::{self, EntryKind, INLINE_PREFIX_BYTES};
+    use std::collections::BTreeSet;
+
+    /// An internal key wrapped to sort as `compare_internal` does, for the model.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    struct ModelKey(Vec<u8>);
+
+    impl Ord for ModelKey {
+        fn cmp(&self, other: &Self) -> Ordering {
+            compare_internal(&self.0, &other.0)
+        }
+    }
+
+    impl PartialOrd for ModelKey {
+        fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+            Some(self.cmp(other))
+        }
+    }
+
+    fn insert(list: &SkipList, user_key: &[u8], seq: u64, value: &[u8]) {
+        let internal = key::encode(user_key, seq, EntryKind::Put);
+        let prepared = list.prepare(
+            InlinePrefix::of_user_key(user_key),
+            internal.len(),
+            value.len(),
+            |data| {
+                data[..internal.len()].copy_from_slice(&internal);
+                data[internal.len()..].copy_from_slice(value);
+            },
+        );
+        list.insert(prepared);
+    }
+
+    fn forward(list: &SkipList) -> Vec<Vec<u8>> {
+        std::iter::successors(list.first(), |entry| entry.next())
+            .map(|entry| entry.key().to_vec())
+            .collect()
+    }
+
+    #[test]
+    fn heights_are_in_range_and_mostly_one() {
+        let heights: Vec<usize> = (0..100_000).map(|_| random_height()).collect();
+        assert!(heights.iter().all(|&h| (1..=HEIGHT_MAX).contains(&h)));
+        let ones = heights.iter().filter(|&&h| h == 1).count();
+        // Expected 75,000 (each level above the first with probability 1/4).
+        assert!(
+            (73_000..77_000).contains(&ones),
+            "{ones} of 100000 at height 1"
+        );
+        assert!(heights.iter().any(|&h| h >= 5));
+    }
+
+    #[test]
+    fn an_empty_list_finds_nothing() {
+        let list = SkipList::new();
+        let probe = key::encode(b"k", 1, EntryKind::Put);
+        assert!(list.first().is_none() && list.last().is_none());
+        assert!(list.seek(&probe).is_none() && list.seek_for_prev(&probe).is_none());
+        assert!(list.is_empty());
+    }
+
+    #[test]
+    fn keys_values_and_large_values_read_back() {
+        let list = SkipList::new();
+        insert(&list, b"small", 1, b"v");
+        insert(&list, b"empty", 2, b"");
+        let large = vec![7u8; crate::lsm::arena::DEDICATED_ALLOC_BYTES_MIN * 2];
+        insert(&list, b"large", 3, &large);
+        let entries: Vec<(Vec<u8>, Vec<u8>)> =
+            std::iter::successors(list.first(), |entry| entry.next())
+                .map(|entry| (entry.key().to_vec(), entry.value().to_vec()))
+                .collect();
+        assert_eq!(
+            entries,
+            vec![
+                (key::encode(b"empty", 2, EntryKind::Put), vec![]),
+                (key::encode(b"large", 3, EntryKind::Put), large),
+                (key::encode(b"small", 1, EntryKind::Put), b"v".to_vec()),
+            ]
+        );
+        assert_eq!(list.len(), 3);
+    }
+
+    #[test]
+    #[should_panic(expected = "inserted into another")]
+    fn a_node_from_another_list_is_refused() {
+        let first = SkipList::new();
+        let second = SkipList::new();
+        let prepared = first.prepare(InlinePrefix::of_user_key(b""), 8, 0, |data| {
+            data.copy_from_slice(&key::encode(b"", 1, EntryKind::Put))
+        });
+        second.insert(prepared);
+    }
+
+    proptest::proptest! {
+        /// Random keys over a tiny alphabet, around the inline prefix's length (so prefixes
+        /// tie and keys are prefixes of others), inserted in random order: iteration both
+        /// ways and every seek agree with a BTreeSet ordered by `compare_internal`.
+        #[test]
+        fn agrees_with_an_ordered_set(
+            user_keys in proptest::collection::vec(
+                proptest::collection::vec(proptest::sample::select(vec![0u8, 1, 0xff]),
+                    INLINE_PREFIX_BYTES - 2..INLINE_PREFIX_BYTES + 3),
+                1..200,
+            ),
+            probes in proptest::collection::vec(
+                (proptest::collection::vec(proptest::sample::select(vec![0u8, 1, 0xff]),
+                    INLINE_PREFIX_BYTES - 2..INLINE_PREFIX_BYTES + 3), 0..400u64),
+                1..50,
+            ),
+        ) {
+            let list = SkipList::new();
+            let mut model = BTreeSet::new();
+            for (seq, user_key) in user_keys.iter().enumerate() {
+                let seq = seq as u64 * 2 + 1;
+                insert(&list, user_key, seq, &seq.to_le_bytes());
+                model.insert(ModelKey(key::encode(user_key, seq, EntryKind::Put)));
+            }
+            let expected: Vec<Vec<u8>> = model.iter().map(|k| k.0.clone()).collect();
+            proptest::prop_assert_eq!(forward(&list), expected.clone());
+            let mut backward = Vec::new();
+            let mut at = list.last();
+            while let Some(entry) = at {
+                backward.push(entry.key().to_vec());
+                at = list.prev(entry);
+            }
+            backward.reverse();
+            proptest::prop_assert_eq!(backward, expected);
+            for (user_key, seq) in probes {
+                let probe = ModelKey(key::encode(&user_key, seq, EntryKind::Put));
+                let at_or_after = model.range(probe.clone()..).next().map(|k| k.0.clone());
+                let at_or_before = model.range(..=probe.clone()).next_back().map(|k| k.0.clone());
+                proptest::prop_assert_eq!(list.seek(&probe.0).map(|e| e.key().to_vec()), at_or_after);
+                proptest::prop_assert_eq!(
+                    list.seek_for_prev(&probe.0).map(|e| e.key().to_vec()),
+                    at_or_before
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn concurrent_inserts_and_reads_keep_the_order() {
+        const THREADS: u64 = 4;
+        const PER_THREAD: u64 = 20_000;
+        let list = SkipList::new();
+        std::thread::scope(|scope| {
+            for thread in 0..THREADS {
+                let list = &list;
+                scope.spawn(move || {
+                    for i in 0..PER_THREAD {
+                        // Interleaved key ranges so threads contend for the same links.
+                        let n = i * THREADS + thread;
+                        let user_key = (n.wrapping_mul(0x9e37_79b9_7f4a_7c15)).to_be_bytes();
+                        insert(list, &user_key, n + 1, &n.to_le_bytes());
+                    }
+                });
+            }
+            // A reader meanwhile: every pass sees keys in strictly increasing order.
+            let list = &list;
+            scope.spawn(move || {
+                for _ in 0..20 {
+                    let keys = forward(list);
+                    assert!(keys
+                        .windows(2)
+                        .all(|pair| compare_internal(&pair[0], &pair[1]) == Ordering::Less));
+                }
+            });
+        });
+        let keys = forward(&list);
+        assert_eq!(keys.len() as u64, THREADS * PER_THREAD);
+        assert_eq!(list.len() as u64, THREADS * PER_THREAD);
+        assert!(keys
+            .windows(2)
+            .all(|pair| compare_internal(&pair[0], &pair[1]) == Ordering::Less));
+        // Every key is found by a seek from the top (upper levels linked correctly).
+        for n in (0..THREADS * PER_THREAD).step_by(97) {
+            let user_key = (n.wrapping_mul(0x9e37_79b9_7f4a_7c15)).to_be_bytes();
+            let internal = key::encode(&user_key, n + 1, EntryKind::Put);
+            let found = list
+                .seek(&internal)
+                .map(|entry| (entry.key(), entry.value()));
+            assert_eq!(found, Some((&internal[..], &n.to_le_bytes()[..])));
+        }
+    }
+}
