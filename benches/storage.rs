@@ -1,7 +1,8 @@
 //! Storage-core benchmarks (issue "Storage core"): 5-record atomic batches across two trees
 //! with durability none and sync at 1–16 writer threads, point gets of existing and missing
 //! keys, forward and reverse scans of a 100-record collection, WAL replay, and the raw
-//! 4 KB append+fdatasync floor. Run: `cargo bench --bench storage`.
+//! 4 KB append+fdatasync floor; and, below all of them, the workload's memtable inserts alone.
+//! Run: `cargo bench --bench storage`.
 //!
 //! Besides criterion's timings, each write benchmark prints the process CPU time per batch
 //! (user + system, from getrusage), the figure the issue's targets are stated in.
@@ -12,7 +13,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use engine::lsm::{Db, DbOptions, Direction, TreeId, WriteBatch};
+use engine::lsm::memtable::Memtable;
+use engine::lsm::{Db, DbOptions, Direction, EntryKind, TreeId, WriteBatch};
 use engine::Durability;
 use rand::{Rng, SeedableRng};
 
@@ -285,8 +287,42 @@ fn bench_raw_fdatasync(c: &mut Criterion) {
     group.finish();
 }
 
+/// The memtable inserts of one workload batch (one ~1 KB entry into one memtable, four
+/// ~150 B entries into another), with no WAL, locks or background threads: what the write
+/// path's apply step costs. Memtables are replaced when they reach the default memtable size,
+/// so inserts meet every fill level from empty to full, as in the database.
+fn bench_memtable_inserts(c: &mut Criterion) {
+    let memtable_size_bytes = DbOptions::default().memtable_size_bytes;
+    let value_1k = vec![7u8; 1000];
+    let value_150 = vec![9u8; 150];
+    let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+    let mut items = Memtable::new();
+    let mut index = Memtable::new();
+    let mut seq = 1u64;
+    let mut group = c.benchmark_group("memtable_insert_batch");
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("5_entries", |b| {
+        b.iter(|| {
+            if items.size_bytes() >= memtable_size_bytes
+                || index.size_bytes() >= memtable_size_bytes
+            {
+                items = Memtable::new();
+                index = Memtable::new();
+            }
+            let base: u64 = rng.random();
+            items.insert(&key16(base, 0), seq, EntryKind::Put, &value_1k);
+            for i in 1..5u64 {
+                index.insert(&key16(base, i), seq + i, EntryKind::Put, &value_150);
+            }
+            seq += 5;
+        })
+    });
+    group.finish();
+}
+
 criterion_group!(
     benches,
+    bench_memtable_inserts,
     bench_raw_fdatasync,
     bench_batches,
     bench_reads,

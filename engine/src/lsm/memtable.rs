@@ -1,9 +1,9 @@
 //! The memtable: a tree's newest writes, in memory, in internal-key order.
 //!
 //! An insert-only concurrent skiplist ([`super::skiplist`]) keyed by internal key (user key ‖
-//! seq ‖ kind, see `compaction::key`), each node holding its entry's key and value in the
-//! memtable's arena ([`super::arena`]): no heap allocation per entry, and memory that flushed
-//! memtables hand on to new ones instead of back to the OS. While the database runs only the
+//! seq ‖ kind, see `compaction::key`), its nodes and values bump-allocated in the memtable's
+//! arenas ([`super::arena`]): no heap allocation per entry, and memory that flushed memtables
+//! hand on to new ones instead of back to the OS. While the database runs only the
 //! WAL's group leader inserts (in sequence order); WAL replay inserts from several threads at
 //! once, in any order, which is equally correct because every entry has its own sequence
 //! number and so its own key. Readers iterate concurrently without locks. When a memtable
@@ -19,7 +19,7 @@ use compaction::{InternalIterator, IterError};
 use crate::lsm::skiplist::{Entry, PreparedNode, SkipList};
 use crate::lsm::sstable::bloom;
 
-/// One version built in a memtable's arena and ready to be linked into it ([`Memtable::entry`],
+/// One version built in a memtable's arenas and ready to be linked into it ([`Memtable::entry`],
 /// [`Memtable::insert_entry`]). Building apart from inserting lets WAL replay build entries
 /// on one thread while others insert them.
 pub struct MemtableEntry {
@@ -113,19 +113,15 @@ impl Memtable {
         self.insert_entry(self.entry(user_key, seq, kind, value));
     }
 
-    /// Builds an entry in this memtable's arena, to be inserted here with
+    /// Builds an entry in this memtable's arenas, to be inserted here with
     /// [`Memtable::insert_entry`] (inserting it into another memtable panics).
     pub fn entry(&self, user_key: &[u8], seq: u64, kind: EntryKind, value: &[u8]) -> MemtableEntry {
         let key_len_bytes = user_key.len() + key::TRAILER_LEN;
         let node = self.list.prepare(
             InlinePrefix::of_user_key(user_key),
             key_len_bytes,
-            value.len(),
-            |data| {
-                let (key_region, value_region) = data.split_at_mut(key_len_bytes);
-                key::encode_to_slice(key_region, user_key, seq, kind);
-                value_region.copy_from_slice(value);
-            },
+            value,
+            |key_region| key::encode_to_slice(key_region, user_key, seq, kind),
         );
         MemtableEntry {
             node,

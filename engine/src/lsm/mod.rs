@@ -30,6 +30,7 @@ pub mod version;
 
 pub use batch::WriteBatch;
 // DbOptions::compaction is a PolicyOptions: embedders need not depend on the compaction crate.
+pub use compaction::key::EntryKind;
 pub use compaction::{PolicyKind, PolicyOptions};
 pub use db::{Db, DbOptions, Snapshot};
 pub use error::DbError;
