@@ -58,6 +58,11 @@ fn prefix8(key: &[u8]) -> &[u8] {
 trait Engine: Send + Sync {
     fn write_batch(&self, base: u64, value_1k: &[u8], values_150: [&[u8]; 4]);
     fn get(&self, key: &[u8]) -> bool;
+    /// What the engine says about the run so far (Shoal: writers slowed for compaction, and
+    /// write amplification), printed after each write benchmark.
+    fn report(&self) -> Option<String> {
+        None
+    }
 }
 
 struct Shoal {
@@ -100,6 +105,16 @@ impl Engine for Shoal {
 
     fn get(&self, key: &[u8]) -> bool {
         self.db.get(self.items, key, None).unwrap().is_some()
+    }
+
+    fn report(&self) -> Option<String> {
+        let stats = self.db.stats();
+        Some(format!(
+            "{} writes slowed for compaction, {:.2} s in all; write amplification {:.2}",
+            stats.write_stalls,
+            stats.stall_time_total.as_secs_f64(),
+            stats.write_amplification
+        ))
     }
 }
 
@@ -299,6 +314,9 @@ fn bench_batches(c: &mut Criterion) {
                     "peer_batch_write_{mode}/{engine_name}/{threads}: CPU per batch {:.1} µs over {batches_total} batches",
                     cpu_total.as_secs_f64() * 1e6 / batches_total.max(1) as f64
                 );
+                if let Some(report) = engine.report().filter(|_| batches_total > 0) {
+                    eprintln!("peer_batch_write_{mode}/{engine_name}/{threads}: {report}");
+                }
             }
         }
         group.finish();
