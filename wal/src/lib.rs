@@ -11,11 +11,11 @@
 //! takes the writer lock (the "leader token"), drains the queue (up to
 //! `WalOptions::group_bytes_max`), writes the whole group with one write call, fdatasyncs once
 //! in `Sync` mode, calls the [`Applier`] for each batch in sequence order and `publish` once.
-//! The group's members are woken, and if more writers queued meanwhile, leadership passes
-//! to the oldest one; without per-commit syncs, leadership passes first and each member wakes
-//! the next (see `Wal::lead` for why). No write, fdatasync or applier call happens while the queue mutex is held, so writers
-//! keep enqueueing while a group is being made durable; that is what makes many concurrent
-//! synced commits cost few fsyncs.
+//! The group's members are woken, and if more writers queued meanwhile, leadership passes to
+//! the oldest one; without per-commit syncs, leadership passes first and each member wakes the
+//! next (see `Wal::lead` for why). No write, fdatasync or applier call happens while the queue
+//! mutex is held, so writers keep enqueueing while a group is being made durable; that is what
+//! makes many concurrent synced commits cost few fsyncs.
 //!
 //! # Failure
 //!
@@ -246,18 +246,24 @@ impl<B: WalBatch, A: Applier<B>> Wal<B, A> {
         loop {
             let group = self.write_one_group();
             let mut own_result = None;
-            let mut next_to_wake = None;
-            // Back to front, so each member's state can name the member after it.
-            for (member, result) in group.into_iter().rev() {
+            let mut others = Vec::with_capacity(group.len());
+            for (member, result) in group {
                 if Arc::ptr_eq(&member.slot, own) {
                     own_result = Some(result);
-                } else if chain_wake_ups {
-                    member
-                        .slot
-                        .set_quietly(SlotState::Done(result, next_to_wake.take()));
-                    next_to_wake = Some(member.slot);
                 } else {
-                    member.slot.set(SlotState::Done(result, None));
+                    others.push((member.slot, result));
+                }
+            }
+            let mut next_to_wake = None;
+            if chain_wake_ups {
+                // Back to front, so each member's state can name the member after it.
+                for (slot, result) in others.into_iter().rev() {
+                    slot.set_quietly(SlotState::Done(result, next_to_wake.take()));
+                    next_to_wake = Some(slot);
+                }
+            } else {
+                for (slot, result) in others {
+                    slot.set(SlotState::Done(result, None));
                 }
             }
             let Some(result) = own_result else {
