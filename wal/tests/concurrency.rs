@@ -173,3 +173,70 @@ fn commits_go_on_while_an_explicit_sync_runs() {
     syncing.join().unwrap().unwrap();
     assert_eq!(wal.last_seq(), 11);
 }
+
+/// Without per-commit syncs, a group's members learn their outcome from each other (each
+/// woken member wakes the next: `Wal::lead`). When a write fails mid-run, every committer
+/// must still return — Ok for a batch that was written and applied, an error for one that
+/// was not — and none may be left asleep.
+#[test]
+fn a_failed_unsynced_write_answers_every_committer() {
+    const FAIL_AFTER_COMMITS: u64 = 300;
+    let sim = SimFs::new();
+    let options = WalOptions {
+        durability: Durability::None,
+        segment_size_bytes: 1 << 20,
+        ..small_options()
+    };
+    let (wal, _) = open(sim.fs(), &wal_dir(), options).unwrap();
+    let wal = Arc::new(wal);
+    let barrier = Arc::new(Barrier::new(THREADS as usize));
+    let (done, finished) = std::sync::mpsc::channel();
+    for thread in 0..THREADS {
+        let wal = Arc::clone(&wal);
+        let barrier = Arc::clone(&barrier);
+        let sim = sim.clone();
+        let done = done.clone();
+        std::thread::spawn(move || {
+            barrier.wait();
+            let outcomes: Vec<(Vec<u8>, bool)> = (0..COMMITS_PER_THREAD)
+                .map(|index| {
+                    if thread == 0 && index == FAIL_AFTER_COMMITS / THREADS {
+                        sim.fail_writes(true);
+                    }
+                    let payload = format!("t{thread}-i{index}").into_bytes();
+                    let ok = wal.commit(TestBatch::new(payload.clone(), 1)).is_ok();
+                    (payload, ok)
+                })
+                .collect();
+            let _ = done.send(outcomes);
+        });
+    }
+    drop(done);
+    let mut outcomes = Vec::new();
+    for _ in 0..THREADS {
+        // A committer left asleep would never report: fail instead of hanging.
+        let thread_outcomes = finished
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("a committing thread never returned");
+        outcomes.extend(thread_outcomes);
+    }
+    assert!(wal.poisoned().is_some());
+    let applied: std::collections::HashSet<Vec<u8>> = wal
+        .applier()
+        .applied
+        .lock()
+        .iter()
+        .map(|(_, payload)| payload.clone())
+        .collect();
+    let acknowledged = outcomes.iter().filter(|(_, ok)| *ok).count();
+    assert!(acknowledged > 0 && acknowledged < outcomes.len());
+    for (payload, ok) in &outcomes {
+        assert_eq!(
+            applied.contains(payload),
+            *ok,
+            "{}: acknowledged {ok}",
+            String::from_utf8_lossy(payload)
+        );
+    }
+    assert_eq!(applied.len(), acknowledged);
+}
