@@ -141,19 +141,24 @@ fn the_wal_can_be_shared_between_threads() {
     assert_send_sync::<TestWal>();
 }
 
-/// An explicit sync (a flush's, the interval thread's) fdatasyncs without the writer lock:
-/// with durability `none` a segment can hold tens of MiB to write out, and writers must not
-/// wait for that.
-#[test]
-fn commits_go_on_while_an_explicit_sync_runs() {
-    let sim = SimFs::new();
+/// A WAL with durability `none` and 1 MiB segments on `sim`.
+fn open_unsynced(sim: &SimFs) -> Arc<TestWal> {
     let options = WalOptions {
         durability: Durability::None,
         segment_size_bytes: 1 << 20,
         ..small_options()
     };
     let (wal, _) = open(sim.fs(), &wal_dir(), options).unwrap();
-    let wal = Arc::new(wal);
+    Arc::new(wal)
+}
+
+/// An explicit sync (a flush's, the interval thread's) fdatasyncs without the writer lock:
+/// with durability `none` a segment can hold tens of MiB to write out, and writers must not
+/// wait for that.
+#[test]
+fn commits_go_on_while_an_explicit_sync_runs() {
+    let sim = SimFs::new();
+    let wal = open_unsynced(&sim);
     wal.commit(TestBatch::new(payload(0), 1)).unwrap();
     sim.set_sync_latency(std::time::Duration::from_secs(3));
     let syncing = {
@@ -182,13 +187,7 @@ fn commits_go_on_while_an_explicit_sync_runs() {
 fn a_failed_unsynced_write_answers_every_committer() {
     const FAIL_AFTER_COMMITS: u64 = 300;
     let sim = SimFs::new();
-    let options = WalOptions {
-        durability: Durability::None,
-        segment_size_bytes: 1 << 20,
-        ..small_options()
-    };
-    let (wal, _) = open(sim.fs(), &wal_dir(), options).unwrap();
-    let wal = Arc::new(wal);
+    let wal = open_unsynced(&sim);
     let barrier = Arc::new(Barrier::new(THREADS as usize));
     let (done, finished) = std::sync::mpsc::channel();
     for thread in 0..THREADS {
