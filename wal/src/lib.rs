@@ -246,25 +246,29 @@ impl<B: WalBatch, A: Applier<B>> Wal<B, A> {
         loop {
             let group = self.write_one_group();
             let mut own_result = None;
-            let mut others = Vec::with_capacity(group.len());
-            for (member, result) in group {
+            let mut next_to_wake = None;
+            let mut settle = |member: Member<B>, result| {
                 if Arc::ptr_eq(&member.slot, own) {
                     own_result = Some(result);
+                } else if chain_wake_ups {
+                    member
+                        .slot
+                        .set_quietly(SlotState::Done(result, next_to_wake.take()));
+                    next_to_wake = Some(member.slot);
                 } else {
-                    others.push((member.slot, result));
+                    member.slot.set(SlotState::Done(result, None));
                 }
-            }
-            let mut next_to_wake = None;
+            };
             if chain_wake_ups {
                 // Back to front, so each member's state can name the member after it.
-                for (slot, result) in others.into_iter().rev() {
-                    slot.set_quietly(SlotState::Done(result, next_to_wake.take()));
-                    next_to_wake = Some(slot);
-                }
+                group
+                    .into_iter()
+                    .rev()
+                    .for_each(|(member, result)| settle(member, result));
             } else {
-                for (slot, result) in others {
-                    slot.set(SlotState::Done(result, None));
-                }
+                group
+                    .into_iter()
+                    .for_each(|(member, result)| settle(member, result));
             }
             let Some(result) = own_result else {
                 // Not reached (a leader's batch is at the front of the queue, and a group
