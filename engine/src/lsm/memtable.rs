@@ -133,7 +133,7 @@ impl Memtable {
     /// Inserts one prepared version; safe to call from several threads at once, in any
     /// sequence order.
     pub fn insert_entry(&self, entry: MemtableEntry) {
-        let charged = entry.node.node_bytes();
+        let charged = entry.node.arena_bytes();
         // Bits before the entry: see KeyFilter on why readers then never miss it.
         self.key_filter
             .get_or_init(KeyFilter::new)

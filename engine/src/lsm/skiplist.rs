@@ -187,6 +187,19 @@ impl Probe<'_> {
         }
     }
 
+    /// A probe for a node's own key, its prefix read from the node rather than recomputed.
+    fn of_node(node: Node<'_>) -> Probe<'_> {
+        Probe {
+            prefix: node.header().prefix,
+            key: node.key(),
+        }
+    }
+
+    /// Whether `node` sorts before the probe: what a search steps past.
+    fn is_after(&self, node: Node<'_>) -> bool {
+        self.cmp_node(node) == Ordering::Greater
+    }
+
     /// Orders the probe against a node's key exactly as [`compare_internal`] orders internal
     /// keys (see [`InlinePrefix`] on why differing prefixes decide).
     fn cmp_node(&self, node: Node<'_>) -> Ordering {
@@ -201,7 +214,8 @@ impl Probe<'_> {
 pub struct PreparedNode {
     ptr: NonNull<Header>,
     list_id: u64,
-    node_bytes: usize,
+    /// Arena bytes of the node and of its value.
+    arena_bytes: usize,
 }
 
 // SAFETY: the node's memory is plain initialized bytes that nothing else references until
@@ -210,8 +224,8 @@ unsafe impl Send for PreparedNode {}
 
 impl PreparedNode {
     /// Arena bytes the entry takes: the node (header, links, key) and its value.
-    pub fn node_bytes(&self) -> usize {
-        self.node_bytes
+    pub fn arena_bytes(&self) -> usize {
+        self.arena_bytes
     }
 }
 
@@ -331,7 +345,7 @@ impl SkipList {
         PreparedNode {
             ptr,
             list_id: self.id,
-            node_bytes: node_bytes + value_bytes,
+            arena_bytes: node_bytes + value_bytes,
         }
     }
 
@@ -358,11 +372,8 @@ impl SkipList {
                 Err(current) => list_height = current,
             }
         }
-        let probe = Probe {
-            prefix: node.header().prefix,
-            key: node.key(),
-        };
-        let is_before_key = |other: Node<'_>| probe.cmp_node(other) == Ordering::Greater;
+        let probe = Probe::of_node(node);
+        let is_before_key = |other: Node<'_>| probe.is_after(other);
         // The node's predecessor and successor at each level, found top-down.
         let mut splice: [(Option<Node<'_>>, Option<Node<'_>>); HEIGHT_MAX] =
             [(None, None); HEIGHT_MAX];
@@ -422,7 +433,7 @@ impl SkipList {
     /// The first entry whose key is at or after `internal_key`.
     pub fn seek(&self, internal_key: &[u8]) -> Option<Entry<'_>> {
         let probe = Probe::of_key(internal_key);
-        self.descend(|node| probe.cmp_node(node) == Ordering::Greater)
+        self.descend(|node| probe.is_after(node))
             .1
             .map(|node| Entry { node })
     }
@@ -437,11 +448,8 @@ impl SkipList {
 
     /// The entry before `entry` (a search: links only point forward).
     pub fn prev<'a>(&'a self, entry: Entry<'a>) -> Option<Entry<'a>> {
-        let probe = Probe {
-            prefix: entry.node.header().prefix,
-            key: entry.key(),
-        };
-        self.descend(|node| probe.cmp_node(node) == Ordering::Greater)
+        let probe = Probe::of_node(entry.node);
+        self.descend(|node| probe.is_after(node))
             .0
             .map(|node| Entry { node })
     }
