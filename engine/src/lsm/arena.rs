@@ -140,27 +140,24 @@ impl Arena {
             state.retired.push(chunk);
             return start;
         }
-        let fits = state.current.as_ref().is_some_and(|chunk| {
+        if let Some(chunk) = state.current.as_ref() {
             let offset = state.used_bytes + chunk.padding_at(state.used_bytes);
-            offset + len_bytes <= chunk.len_bytes()
-        });
-        if !fits {
-            let buffer = if state.current.is_none() && len_bytes + ALIGN_BYTES <= FIRST_CHUNK_BYTES
-            {
-                vec![0u8; FIRST_CHUNK_BYTES].into_boxed_slice()
-            } else {
-                pooled_buffer()
-            };
-            let chunk = Chunk::new(buffer);
-            state.retired.extend(state.current.replace(chunk));
-            state.used_bytes = 0;
+            if offset + len_bytes <= chunk.len_bytes() {
+                state.used_bytes = offset + len_bytes;
+                return Self::reserve(chunk, offset, len_bytes);
+            }
         }
-        let Some(chunk) = state.current.as_ref() else {
-            unreachable!("a current chunk was just installed");
+        let buffer = if state.current.is_none() && len_bytes + ALIGN_BYTES <= FIRST_CHUNK_BYTES {
+            vec![0u8; FIRST_CHUNK_BYTES].into_boxed_slice()
+        } else {
+            pooled_buffer()
         };
-        let offset = state.used_bytes + chunk.padding_at(state.used_bytes);
-        let start = Self::reserve(chunk, offset, len_bytes);
+        let chunk = Chunk::new(buffer);
+        let offset = chunk.padding_at(0);
+        let start = Self::reserve(&chunk, offset, len_bytes);
         state.used_bytes = offset + len_bytes;
+        // Moving the chunk moves no bytes: `start` points into its heap buffer.
+        state.retired.extend(state.current.replace(chunk));
         start
     }
 
