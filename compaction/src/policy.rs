@@ -289,9 +289,9 @@ pub const SLOWDOWN_RATE_FLOOR_BYTES_PER_SEC: u64 = 1 << 10;
 /// - L0 files (sorted runs for size-tiered): from `l0_slowdown_files` to `l0_max_delay_files`;
 /// - leveled only, the bytes waiting to move down ([`pending_bytes`]): from
 ///   `pending_slowdown_percent` to `pending_max_delay_percent` of the last level (raised to
-///   `pending_slowdown_floor_bytes` if that is more). Without it
-///   a writer faster than compaction keeps L0 short (L0 jobs score high) while stale versions
-///   pile up in the levels below it, and space amplification during writes grows unbounded.
+///   `pending_slowdown_floor_bytes` if that is more). Without it a writer faster than
+///   compaction keeps L0 short (L0 jobs score high) while stale versions pile up in the
+///   levels below it, and space amplification during writes grows unbounded.
 ///
 /// At the soft threshold the rate is `slowdown_rate_start_bytes_per_sec`; it falls
 /// geometrically with the backlog (a constant factor per step, as RocksDB's delayed write rate
