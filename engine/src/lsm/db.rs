@@ -1110,15 +1110,15 @@ pub(crate) fn lookup<R>(
     read_value: impl FnOnce(&[u8]) -> R,
 ) -> Result<Option<R>, DbError> {
     let mems = sv.memtables.get(&tree).ok_or(DbError::UnknownTree(tree))?;
+    let point = PointLookup::new(user_key, seq);
     for memtable in mems.newest_first() {
-        if let Some(found) = memtable.get(user_key, seq) {
+        if let Some(found) = memtable.get_for(&point) {
             return Ok(match found.kind {
                 EntryKind::Put => Some(read_value(found.value())),
                 EntryKind::Delete => None,
             });
         }
     }
-    let point = PointLookup::new(user_key, seq);
     for file in sv.version.files_for_key(tree, user_key) {
         let Some(table) = sv.tables.get(&file.number) else {
             debug_assert!(

@@ -17,7 +17,7 @@ use compaction::key::{self, EntryKind, InlinePrefix, InternalKey};
 use compaction::{InternalIterator, IterError};
 
 use crate::lsm::skiplist::{Entry, PreparedNode, SkipList};
-use crate::lsm::sstable::bloom;
+use crate::lsm::sstable::{bloom, PointLookup};
 
 /// One version built in a memtable's arenas and ready to be linked into it ([`Memtable::entry`],
 /// [`Memtable::insert_entry`]). Building apart from inserting lets WAL replay build entries
@@ -34,9 +34,6 @@ pub struct MemtableEntry {
 const KEY_FILTER_BITS: u64 = 1 << 19;
 /// Probes per key: fewer than the optimum for 10 bits a key (7), to keep inserts cheap.
 const KEY_FILTER_PROBES: u8 = 4;
-
-/// Seek keys up to this long are built on the stack.
-const SEEK_KEY_STACK_BYTES: usize = 128;
 
 /// A Bloom filter over the user keys a memtable holds (RocksDB's whole-key memtable filter).
 /// A point lookup of a key the memtable does not hold then skips the skiplist search: most
@@ -174,32 +171,26 @@ impl Memtable {
     /// Delete (a tombstone hides older data); `None` if this memtable knows nothing. The
     /// value is read in place, not copied.
     pub fn get(&self, user_key: &[u8], snapshot_seq: u64) -> Option<FoundVersion<'_>> {
+        self.get_for(&PointLookup::new(user_key, snapshot_seq))
+    }
+
+    /// [`Memtable::get`] for a lookup that may probe several memtables and tables: the key's
+    /// hash and seek target are computed once for all of them.
+    pub fn get_for(&self, lookup: &PointLookup) -> Option<FoundVersion<'_>> {
         // No filter yet means nothing was ever inserted.
         if !self
             .key_filter
             .get()
-            .is_some_and(|filter| filter.may_contain(bloom::hash64(user_key)))
+            .is_some_and(|filter| filter.may_contain(lookup.key_hash()))
         {
             return None;
         }
-        // The seek key: the newest version at the snapshot.
-        let seek_len_bytes = user_key.len() + key::TRAILER_LEN;
-        let mut on_stack = [0u8; SEEK_KEY_STACK_BYTES];
-        let on_heap;
-        let seek_key: &[u8] = if seek_len_bytes <= SEEK_KEY_STACK_BYTES {
-            let region = &mut on_stack[..seek_len_bytes];
-            key::encode_to_slice(region, user_key, snapshot_seq, EntryKind::Put);
-            region
-        } else {
-            on_heap = key::encode(user_key, snapshot_seq, EntryKind::Put);
-            &on_heap
-        };
-        let entry = self.list.seek(seek_key)?;
+        let entry = self.list.seek(lookup.target())?;
         let found = InternalKey::parse(entry.key())?;
-        if found.user_key != user_key {
+        if found.user_key != lookup.user_key() {
             return None;
         }
-        debug_assert!(found.seq <= snapshot_seq);
+        debug_assert!(found.seq <= lookup.snapshot_seq());
         Some(FoundVersion {
             kind: found.kind,
             value: entry.value(),

@@ -20,10 +20,11 @@ use super::iter::TableIterator;
 use super::properties::TableProperties;
 use super::{PrefixFn, SstError};
 
-/// One point read of `user_key` as of a sequence number, as the tables it probes need it:
-/// the key's filter hash computed once, and the internal key to seek built when a table
-/// first gets past its filter. A read of a key the memtables do not hold probes every L0
-/// table and one table per level; each used to hash the key and build the target again.
+/// One point read of `user_key` as of a sequence number, as the memtables and tables it
+/// probes need it: the key's filter hash computed once, and the internal key to seek built
+/// when a memtable or table first gets past its filter. A read probes every memtable of the
+/// tree, then every L0 table and one table per level; each used to hash the key and build
+/// the target again.
 pub struct PointLookup<'a> {
     user_key: &'a [u8],
     snapshot_seq: u64,
@@ -41,8 +42,21 @@ impl<'a> PointLookup<'a> {
         }
     }
 
-    /// The internal key a table seeks: the newest version at or below the snapshot.
-    fn target(&self) -> &[u8] {
+    pub fn user_key(&self) -> &'a [u8] {
+        self.user_key
+    }
+
+    pub fn snapshot_seq(&self) -> u64 {
+        self.snapshot_seq
+    }
+
+    /// The user key's filter hash (`bloom::hash64`).
+    pub fn key_hash(&self) -> u64 {
+        self.key_hash
+    }
+
+    /// The internal key to seek: the newest version at or below the snapshot.
+    pub fn target(&self) -> &[u8] {
         self.target.get_or_init(|| {
             compaction::key::seek_key(self.user_key, self.snapshot_seq.min(SEQ_MAX))
         })
