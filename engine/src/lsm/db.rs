@@ -37,7 +37,7 @@ use crate::lsm::compact::{self, Scheduler};
 use crate::lsm::compact_files::FileRegistry;
 use crate::lsm::error::DbError;
 use crate::lsm::manifest::{self, Manifest};
-use crate::lsm::memtable::{Memtable, MemtableEntry};
+use crate::lsm::memtable::{Memtable, MemtableEntry, Splice};
 use crate::lsm::pacer::WritePacer;
 use crate::lsm::sstable::{
     PointLookup, PrefixFn, Table, TableBuilder, TableOptions, TableProperties,
@@ -203,9 +203,19 @@ impl Applier<WriteBatch> for MemtableApplier {
     }
 }
 
+/// Most trees one payload keeps a memtable splice for: a table write touches its table's
+/// tree and one tree per index. Entries for further trees are inserted with a search each.
+const APPLY_SPLICE_TREES_MAX: usize = 4;
+
 /// Inserts a committed payload's entries into the active memtables of `sv`. Entries for a
 /// tree that no longer exists are dropped: the tree was deleted after the batch was logged.
+///
+/// Each tree's inserts go through one splice, so the entries of a tree that follow each
+/// other in key order (an item's index entries, a batch written in key order) are linked
+/// without a search.
 fn apply_payload(sv: &SuperVersion, first_seq: u64, payload: &[u8]) {
+    let mut spliced: [Option<(TreeId, &Memtable, Splice<'_>)>; APPLY_SPLICE_TREES_MAX] =
+        Default::default();
     for (index, entry) in BatchEntries::new(payload).enumerate() {
         // A payload we built ourselves and that the WAL checksummed cannot be malformed;
         // if it were, applying the well-formed prefix would break atomicity, so stop loudly
@@ -214,9 +224,27 @@ fn apply_payload(sv: &SuperVersion, first_seq: u64, payload: &[u8]) {
             debug_assert!(false, "malformed batch payload reached the applier");
             return;
         };
-        if let Some(tree) = sv.memtables.get(&entry.tree) {
-            tree.active
-                .insert(entry.key, first_seq + index as u64, entry.kind, entry.value);
+        let seq = first_seq + index as u64;
+        let slot = match spliced
+            .iter()
+            .position(|slot| slot.as_ref().is_none_or(|(tree, ..)| *tree == entry.tree))
+        {
+            Some(at) => &mut spliced[at],
+            None => {
+                if let Some(tree) = sv.memtables.get(&entry.tree) {
+                    tree.active.insert(entry.key, seq, entry.kind, entry.value);
+                }
+                continue;
+            }
+        };
+        if slot.is_none() {
+            let Some(tree) = sv.memtables.get(&entry.tree) else {
+                continue;
+            };
+            *slot = Some((entry.tree, tree.active.as_ref(), Splice::default()));
+        }
+        if let Some((_, memtable, splice)) = slot {
+            memtable.insert_with_splice(entry.key, seq, entry.kind, entry.value, splice);
         }
     }
 }

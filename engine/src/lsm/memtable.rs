@@ -16,6 +16,7 @@ use std::sync::{Arc, OnceLock};
 use compaction::key::{self, EntryKind, InlinePrefix, InternalKey};
 use compaction::{InternalIterator, IterError};
 
+pub use crate::lsm::skiplist::Splice;
 use crate::lsm::skiplist::{Entry, PreparedNode, SkipList};
 use crate::lsm::sstable::{bloom, PointLookup};
 
@@ -110,6 +111,20 @@ impl Memtable {
         self.insert_entry(self.entry(user_key, seq, kind, value));
     }
 
+    /// [`Memtable::insert`] through `splice`, which remembers where the last insert through
+    /// it landed: a version that sorts right after that one, as the next key of a batch
+    /// written in key order does, is linked without a search (see [`Splice`]).
+    pub fn insert_with_splice<'a>(
+        &'a self,
+        user_key: &[u8],
+        seq: u64,
+        kind: EntryKind,
+        value: &[u8],
+        splice: &mut Splice<'a>,
+    ) {
+        self.insert_entry_with_splice(self.entry(user_key, seq, kind, value), splice);
+    }
+
     /// Builds an entry in this memtable's arenas, to be inserted here with
     /// [`Memtable::insert_entry`] (inserting it into another memtable panics).
     pub fn entry(&self, user_key: &[u8], seq: u64, kind: EntryKind, value: &[u8]) -> MemtableEntry {
@@ -130,12 +145,16 @@ impl Memtable {
     /// Inserts one prepared version; safe to call from several threads at once, in any
     /// sequence order.
     pub fn insert_entry(&self, entry: MemtableEntry) {
+        self.insert_entry_with_splice(entry, &mut Splice::default());
+    }
+
+    fn insert_entry_with_splice<'a>(&'a self, entry: MemtableEntry, splice: &mut Splice<'a>) {
         let charged = entry.node.arena_bytes();
         // Bits before the entry: see KeyFilter on why readers then never miss it.
         self.key_filter
             .get_or_init(KeyFilter::new)
             .insert(entry.user_key_hash);
-        self.list.insert(entry.node);
+        self.list.insert(entry.node, splice);
         self.size_bytes.fetch_add(charged, AtomicOrdering::Relaxed);
         self.seq_min.fetch_min(entry.seq, AtomicOrdering::Relaxed);
         self.seq_max.fetch_max(entry.seq, AtomicOrdering::Relaxed);

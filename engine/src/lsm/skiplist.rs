@@ -229,6 +229,47 @@ impl PreparedNode {
     }
 }
 
+/// Where the last insert through it linked its node, level by level: the node's
+/// predecessor and successor at each level (RocksDB's splice). Start each run of inserts
+/// with [`Splice::default`]; see [`SkipList::insert`].
+///
+/// Why a hit needs no search: after an insert of key K, the splice holds at every level a
+/// node before K (K's own node at the levels it has) and the node that followed it when it
+/// was linked. A next key K2 after K (checked against level 0's predecessor, which is K's
+/// node) is after every predecessor, which all sort at or before K. If K2 also sorts before
+/// the successor at each level it will be linked at (checked), every link it needs is
+/// bracketed. A successor may since have gained a new predecessor from a concurrent insert
+/// (replay); the CAS then fails and the level is searched on from the predecessor, as
+/// after any search.
+pub struct Splice<'a> {
+    links: [(Option<Node<'a>>, Option<Node<'a>>); HEIGHT_MAX],
+    /// Levels of `links` that hold a splice of `list_id`; 0 until the first insert.
+    levels: usize,
+    list_id: u64,
+}
+
+impl Default for Splice<'_> {
+    fn default() -> Self {
+        Splice {
+            links: [(None, None); HEIGHT_MAX],
+            levels: 0,
+            list_id: 0,
+        }
+    }
+}
+
+impl Splice<'_> {
+    /// Whether the splice, filled by list `list_id`, brackets the probe at every level of a
+    /// node `height` tall (see the type's docs).
+    fn brackets(&self, list_id: u64, probe: &Probe<'_>, height: usize) -> bool {
+        self.list_id == list_id
+            && self.links[0].0.is_some_and(|prev| probe.is_after(prev))
+            && self.links[..height.min(self.levels)]
+                .iter()
+                .all(|(_, next)| next.is_none_or(|next| probe.cmp_node(next) == Ordering::Less))
+    }
+}
+
 /// One entry of a list: its internal key and value, borrowed from the list.
 #[derive(Clone, Copy)]
 pub struct Entry<'a> {
@@ -349,11 +390,18 @@ impl SkipList {
         }
     }
 
-    /// Links a node prepared by this list. Safe to call from several threads at once.
+    /// Links a node prepared by this list, remembering in `splice` where. Safe to call from
+    /// several threads at once, each with its own splice ([`Splice::default`] for a lone
+    /// insert).
+    ///
+    /// When the node sorts right after the last one inserted through `splice`, before the
+    /// node that followed it (the next key of a batch written in key order), it is linked
+    /// without a search; otherwise the splice costs two comparisons and the search runs as
+    /// usual. A splice filled by another list is ignored (and refilled).
     ///
     /// Panics if `prepared` came from another list: its memory would not live as long as
     /// this one.
-    pub fn insert(&self, prepared: PreparedNode) {
+    pub fn insert<'a>(&'a self, prepared: PreparedNode, splice: &mut Splice<'a>) {
         assert_eq!(
             prepared.list_id, self.id,
             "a node prepared by one skiplist inserted into another"
@@ -374,21 +422,29 @@ impl SkipList {
         }
         let probe = Probe::of_node(node);
         let is_before_key = |other: Node<'_>| probe.is_after(other);
-        // The node's predecessor and successor at each level, found top-down.
-        let mut splice: [(Option<Node<'_>>, Option<Node<'_>>); HEIGHT_MAX] =
-            [(None, None); HEIGHT_MAX];
-        let mut before = None;
-        for level in (0..list_height).rev() {
-            splice[level] = self.advance(before, level, &is_before_key);
-            debug_assert!(
-                splice[level]
-                    .1
-                    .is_none_or(|next| probe.cmp_node(next) == Ordering::Less),
-                "two memtable entries with one internal key"
-            );
-            before = splice[level].0;
+        if !splice.brackets(self.id, &probe, height) {
+            // The node's predecessor and successor at each level, found top-down.
+            let mut before = None;
+            for level in (0..list_height).rev() {
+                splice.links[level] = self.advance(before, level, &is_before_key);
+                debug_assert!(
+                    splice.links[level]
+                        .1
+                        .is_none_or(|next| probe.cmp_node(next) == Ordering::Less),
+                    "two memtable entries with one internal key"
+                );
+                before = splice.links[level].0;
+            }
+            splice.list_id = self.id;
+            splice.levels = list_height;
         }
-        for (level, slot) in splice.iter_mut().enumerate().take(height) {
+        // Levels the list grew by since the splice was filled start at the head; a link
+        // there that is not the one expected only makes the CAS below search on.
+        for slot in &mut splice.links[splice.levels.min(height)..height] {
+            *slot = (None, None);
+        }
+        splice.levels = splice.levels.max(height);
+        for (level, slot) in splice.links.iter_mut().enumerate().take(height) {
             loop {
                 let (prev, next) = *slot;
                 let next_ptr = next.map_or(std::ptr::null_mut(), |next| next.ptr.as_ptr());
@@ -407,6 +463,8 @@ impl SkipList {
                 // our key, so search on from it.
                 *slot = self.advance(prev, level, &is_before_key);
             }
+            // The next key after this one fits between the node and its successor.
+            slot.0 = Some(node);
         }
         self.len.fetch_add(1, AtomicOrdering::Relaxed);
     }
@@ -550,6 +608,16 @@ mod tests {
     }
 
     fn insert(list: &SkipList, user_key: &[u8], seq: u64, value: &[u8]) {
+        insert_spliced(list, user_key, seq, value, &mut Splice::default());
+    }
+
+    fn insert_spliced<'a>(
+        list: &'a SkipList,
+        user_key: &[u8],
+        seq: u64,
+        value: &[u8],
+        splice: &mut Splice<'a>,
+    ) {
         let internal = key::encode(user_key, seq, EntryKind::Put);
         let prepared = list.prepare(
             InlinePrefix::of_user_key(user_key),
@@ -557,7 +625,28 @@ mod tests {
             value,
             |key_region| key_region.copy_from_slice(&internal),
         );
-        list.insert(prepared);
+        list.insert(prepared, splice);
+    }
+
+    /// Every level's links, followed from the head: keys strictly increasing, and exactly
+    /// the nodes at least that tall (so no level skips or repeats a node).
+    fn check_levels(list: &SkipList) {
+        let nodes: Vec<Node<'_>> =
+            std::iter::successors(list.next_after(None, 0), |node| node.next(0)).collect();
+        for level in 0..HEIGHT_MAX {
+            let linked: Vec<Node<'_>> =
+                std::iter::successors(list.next_after(None, level), |node| node.next(level))
+                    .collect();
+            let tall: Vec<Node<'_>> = nodes
+                .iter()
+                .copied()
+                .filter(|node| node.height() > level)
+                .collect();
+            assert!(linked == tall, "level {level} links the wrong nodes");
+            assert!(linked
+                .windows(2)
+                .all(|pair| compare_internal(pair[0].key(), pair[1].key()) == Ordering::Less));
+        }
     }
 
     fn forward(list: &SkipList) -> Vec<Vec<u8>> {
@@ -618,19 +707,67 @@ mod tests {
         let prepared = first.prepare(InlinePrefix::of_user_key(b""), 8, b"", |key_region| {
             key_region.copy_from_slice(&key::encode(b"", 1, EntryKind::Put))
         });
-        second.insert(prepared);
+        second.insert(prepared, &mut Splice::default());
+    }
+
+    #[test]
+    fn a_splice_brackets_only_the_keys_right_after_its_last_insert() {
+        let list = SkipList::new();
+        for user_key in [b"a", b"c", b"e"] {
+            insert(&list, user_key, 1, b"");
+        }
+        let mut splice = Splice::default();
+        insert_spliced(&list, b"c1", 2, b"", &mut splice);
+        let brackets = |user_key: &[u8], height| {
+            let internal = key::encode(user_key, 3, EntryKind::Put);
+            splice.brackets(list.id, &Probe::of_key(&internal), height)
+        };
+        // Between the last insert and the node after it, at any height...
+        assert!(brackets(b"c2", 1) && brackets(b"c2", HEIGHT_MAX));
+        // ...but not before the last insert, nor after its successor ("e" at sequence 1;
+        // "e" at 3 sorts before it, newest first)...
+        assert!(brackets(b"e", 1));
+        assert!(!brackets(b"c0", 1) && !brackets(b"e0", 1) && !brackets(b"f", 1));
+        // ...and never for another list, whose nodes the splice does not hold.
+        let other = SkipList::new();
+        let internal = key::encode(b"c2", 3, EntryKind::Put);
+        assert!(!splice.brackets(other.id, &Probe::of_key(&internal), 1));
+        // A fresh splice brackets nothing.
+        assert!(!Splice::default().brackets(list.id, &Probe::of_key(&internal), 1));
+    }
+
+    #[test]
+    fn keys_in_order_through_one_splice_link_every_level() {
+        let list = SkipList::new();
+        let mut splice = Splice::default();
+        // Enough nodes that some are several levels tall, inserted in order (every insert
+        // after the first is bracketed), then a second pass filling the gaps.
+        const KEYS: u32 = if cfg!(miri) { 200 } else { 5_000 };
+        for n in (0..KEYS).step_by(2).chain((1..KEYS).step_by(2)) {
+            insert_spliced(&list, &n.to_be_bytes(), 1, b"", &mut splice);
+        }
+        check_levels(&list);
+        let expected: Vec<Vec<u8>> = (0..KEYS)
+            .map(|n| key::encode(&n.to_be_bytes(), 1, EntryKind::Put))
+            .collect();
+        assert_eq!(forward(&list), expected);
+        for internal in expected.iter().step_by(7) {
+            assert_eq!(list.seek(internal).map(|e| e.key()), Some(&internal[..]));
+        }
     }
 
     proptest::proptest! {
         /// Random keys over a tiny alphabet, around the inline prefix's length (so prefixes
-        /// tie and keys are prefixes of others), inserted in random order: iteration both
-        /// ways and every seek agree with a BTreeSet ordered by `compare_internal`.
+        /// tie and keys are prefixes of others), inserted in random order, each followed by
+        /// a run of keys just after it (the key with zero bytes appended) through the same
+        /// splice: every level is linked right, and iteration both ways and every seek
+        /// agree with a BTreeSet ordered by `compare_internal`.
         #[test]
         fn agrees_with_an_ordered_set(
             user_keys in proptest::collection::vec(
-                proptest::collection::vec(proptest::sample::select(vec![0u8, 1, 0xff]),
-                    INLINE_PREFIX_BYTES - 2..INLINE_PREFIX_BYTES + 3),
-                1..200,
+                (proptest::collection::vec(proptest::sample::select(vec![0u8, 1, 0xff]),
+                    INLINE_PREFIX_BYTES - 2..INLINE_PREFIX_BYTES + 3), 1..5usize),
+                1..100,
             ),
             probes in proptest::collection::vec(
                 (proptest::collection::vec(proptest::sample::select(vec![0u8, 1, 0xff]),
@@ -640,11 +777,20 @@ mod tests {
         ) {
             let list = SkipList::new();
             let mut model = BTreeSet::new();
-            for (seq, user_key) in user_keys.iter().enumerate() {
-                let seq = seq as u64 * 2 + 1;
-                insert(&list, user_key, seq, &seq.to_le_bytes());
-                model.insert(ModelKey(key::encode(user_key, seq, EntryKind::Put)));
+            // One splice throughout: each key is followed by a run of keys right after it
+            // (linked through the splice) before the next random key (a miss).
+            let mut splice = Splice::default();
+            let mut seq = 1;
+            for (user_key, run_len) in &user_keys {
+                for step in 0..*run_len {
+                    let mut run_key = user_key.clone();
+                    run_key.extend(std::iter::repeat_n(0, step));
+                    insert_spliced(&list, &run_key, seq, &seq.to_le_bytes(), &mut splice);
+                    model.insert(ModelKey(key::encode(&run_key, seq, EntryKind::Put)));
+                    seq += 2;
+                }
             }
+            check_levels(&list);
             let expected: Vec<Vec<u8>> = model.iter().map(|k| k.0.clone()).collect();
             proptest::prop_assert_eq!(forward(&list), expected.clone());
             let mut backward = Vec::new();
@@ -678,11 +824,15 @@ mod tests {
             for thread in 0..THREADS {
                 let list = &list;
                 scope.spawn(move || {
+                    // Each thread's own splice, kept from insert to insert: runs of keys
+                    // that follow each other are linked through it while other threads
+                    // link nodes around the same places.
+                    let mut splice = Splice::default();
                     for i in 0..PER_THREAD {
                         // Interleaved key ranges so threads contend for the same links.
                         let n = i * THREADS + thread;
                         let user_key = (n.wrapping_mul(0x9e37_79b9_7f4a_7c15)).to_be_bytes();
-                        insert(list, &user_key, n + 1, &n.to_le_bytes());
+                        insert_spliced(list, &user_key, n + 1, &n.to_le_bytes(), &mut splice);
                     }
                 });
             }
@@ -697,6 +847,7 @@ mod tests {
                 }
             });
         });
+        check_levels(&list);
         let keys = forward(&list);
         assert_eq!(keys.len() as u64, THREADS * PER_THREAD);
         assert_eq!(list.len() as u64, THREADS * PER_THREAD);
