@@ -137,12 +137,15 @@ pub struct PolicyOptions {
     pub pending_max_delay_percent: u64,
     /// Leveled: the pending-bytes slowdown never starts below this many bytes (the hard
     /// threshold moves up with it). One L0 compaction moves `l0_trigger_files` flushed
-    /// memtables into the base level at once, often many times its target, and the next job
-    /// moves them on: that is the normal flow, not a backlog. The engine sets the floor to
-    /// `l0_trigger_files` x its memtable size (the policy alone cannot know how large flushes
-    /// are). Without it, 64 MiB memtables tripped the brake after every L0 compaction into a
-    /// young tree's base level. Where 30% of the last level is already larger (small
-    /// memtables, or an older tree) it changes nothing.
+    /// memtables into the base level at once, often many times its target, and later jobs
+    /// move them on: that is the normal flow, not a backlog. With one compaction thread the
+    /// next L0 compaction often lands before the last one's bytes have moved on, so the
+    /// engine sets the floor to two such intakes, 2 x `l0_trigger_files` x its memtable size
+    /// (the policy alone cannot know how large flushes are). Without a floor, 64 MiB
+    /// memtables tripped the brake after every L0 compaction into a young tree's base level;
+    /// with one intake, bursts of four writers still met it (a base level 382 MiB over its
+    /// target, after two intakes of 244 MiB). Where 30% of the last level is already larger
+    /// (small memtables, or an older tree) it changes nothing.
     pub pending_slowdown_floor_bytes: u64,
     /// The write rate allowed at a slowdown threshold (at least 1 KiB/s, and at least the
     /// minimum below)...

@@ -15,7 +15,7 @@
 //! - **Back-pressure.** Before a write, the touched trees' backlog gives a write rate from
 //!   `compaction::write_rate_limit`: none below `l0_slowdown_files` L0 files and (leveled)
 //!   below `pending_slowdown_percent` of the last level waiting to move down (and never
-//!   below what one L0 compaction brings at once), then falling geometrically to
+//!   below what two L0 compactions bring), then falling geometrically to
 //!   `slowdown_rate_min_bytes_per_sec`. It is computed per tree whenever a version is
 //!   installed (`write_rates`, kept in the superversion), so a write only looks its trees
 //!   up. The `pacer` holds writers to it, never for more than a second per write:
@@ -123,9 +123,14 @@ impl Scheduler {
     }
 }
 
+/// L0 compactions' worth of full memtables that may wait in the levels below L0 without
+/// slowing writers (see `PolicyOptions::pending_slowdown_floor_bytes` on why two).
+const PENDING_FLOOR_L0_COMPACTIONS: u64 = 2;
+
 /// The policy options the engine actually uses: the file cut size is at least one byte,
 /// `max_levels` cannot exceed the version's levels, and the pending-bytes slowdown starts no
-/// lower than what one L0 compaction of full memtables brings into the base level.
+/// lower than what [`PENDING_FLOOR_L0_COMPACTIONS`] L0 compactions of full memtables bring
+/// into the base level.
 pub(crate) fn effective_policy(
     options: &PolicyOptions,
     memtable_size_bytes: usize,
@@ -137,7 +142,7 @@ pub(crate) fn effective_policy(
         target_file_bytes: options.target_file_bytes.max(1),
         pending_slowdown_floor_bytes: options
             .pending_slowdown_floor_bytes
-            .max(l0_compaction_bytes),
+            .max(l0_compaction_bytes.saturating_mul(PENDING_FLOOR_L0_COMPACTIONS)),
         ..options.clone()
     }
 }
@@ -372,9 +377,9 @@ mod tests {
     use crate::lsm::{DbOptions, WriteBatch};
 
     #[test]
-    fn the_pending_slowdown_floor_is_at_least_one_l0_compaction_of_full_memtables() {
+    fn the_pending_slowdown_floor_is_at_least_two_l0_compactions_of_full_memtables() {
         let policy = effective_policy(&PolicyOptions::default(), 64 << 20);
-        assert_eq!(policy.pending_slowdown_floor_bytes, 4 * (64 << 20));
+        assert_eq!(policy.pending_slowdown_floor_bytes, 2 * 4 * (64 << 20));
         let larger = PolicyOptions {
             pending_slowdown_floor_bytes: 1 << 30,
             ..PolicyOptions::default()
