@@ -5,7 +5,8 @@
 //! implementations exist:
 //!
 //! - [`RealFs`]: real files, `fdatasync` through [`WritableFile::sync_data`], directory
-//!   fsync through [`FileSystem::sync_dir`], reads through memmap2.
+//!   fsync through [`FileSystem::sync_dir`], reads through memmap2; on Linux,
+//!   [`FileSystem::create_direct`] writes around the page cache (`direct.rs`).
 //! - [`sim::SimFs`]: an in-memory file system for fault-injection tests. It records which
 //!   bytes and which directory entries were made durable and, on a simulated power loss,
 //!   drops or tears everything that was not.
@@ -22,6 +23,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+#[cfg(target_os = "linux")]
+mod direct;
 mod real;
 pub mod sim;
 
@@ -79,6 +82,17 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     /// preallocated or recycled blocks are overwritten in place (cheaper to fdatasync than
     /// appends, which must also update the file size).
     fn open_overwrite(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
+    /// [`FileSystem::create`] for a file that is written once, front to back, and read only
+    /// after its `sync_data` (an SSTable): its bytes may go to the device around the OS page
+    /// cache, and readers then see them only once `sync_data` has returned. The default is
+    /// `create`; `RealFs` on Linux uses `O_DIRECT` (see `direct.rs` on why).
+    fn create_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.create(path)
+    }
+    /// [`FileSystem::open_overwrite`] on the terms of [`FileSystem::create_direct`].
+    fn open_overwrite_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.open_overwrite(path)
+    }
     /// Opens `path` for reading.
     fn open_read(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>>;
     /// Atomically renames `from` to `to`, replacing `to` if it exists.

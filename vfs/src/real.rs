@@ -114,6 +114,16 @@ impl FileSystem for RealFs {
         }))
     }
 
+    #[cfg(target_os = "linux")]
+    fn create_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        crate::direct::open(path, true, || self.create(path))
+    }
+
+    #[cfg(target_os = "linux")]
+    fn open_overwrite_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        crate::direct::open(path, false, || self.open_overwrite(path))
+    }
+
     fn open_read(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>> {
         let file = File::open(path)?;
         if file.metadata()?.len() == 0 {

@@ -92,16 +92,26 @@ impl FileRegistry {
     }
 
     /// Creates the file of a new SSTable at `path`: written over a recycled file when one is
-    /// kept, otherwise a new file. Either way the caller gets a file positioned at 0 whose
-    /// sync leaves exactly the bytes written.
-    pub(crate) fn create_table(&self, fs: &Fs, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+    /// kept, otherwise a new file, and around the page cache when `direct`
+    /// (`vfs::FileSystem::create_direct`). Either way the caller gets a file positioned at 0
+    /// whose sync leaves exactly the bytes written.
+    pub(crate) fn create_table(
+        &self,
+        fs: &Fs,
+        path: &Path,
+        direct: bool,
+    ) -> io::Result<Box<dyn WritableFile>> {
         let recycled = self.recycled.lock().pop_front();
         if let Some(old_path) = recycled {
             // A recycled file is only an optimisation: on any failure, fall back to a new
             // file (and leave the old one, if still there, to the next open's cleanup).
-            let reused = fs
-                .rename(&old_path, path)
-                .and_then(|()| fs.open_overwrite(path));
+            let reused = fs.rename(&old_path, path).and_then(|()| {
+                if direct {
+                    fs.open_overwrite_direct(path)
+                } else {
+                    fs.open_overwrite(path)
+                }
+            });
             match reused {
                 Ok(file) => {
                     self.reused_files.fetch_add(1, Ordering::Relaxed);
@@ -112,7 +122,11 @@ impl FileRegistry {
                 }
             }
         }
-        fs.create(path)
+        if direct {
+            fs.create_direct(path)
+        } else {
+            fs.create(path)
+        }
     }
 
     /// Marks the files as obsolete: each is removed when its last reader drops it (at once if
@@ -307,7 +321,7 @@ mod tests {
 
         // The oldest recycled file becomes the new table, holding only what was written.
         let new_path = dir.join("000100.sst");
-        let file = registry.create_table(&fs, &new_path).unwrap();
+        let file = registry.create_table(&fs, &new_path, true).unwrap();
         file.write_all(b"new").unwrap();
         file.sync_data().unwrap();
         assert_eq!(fs.open_read(&new_path).unwrap().bytes(), b"new");
@@ -317,11 +331,11 @@ mod tests {
         // With the pool empty, tables get new files.
         for number in 101..101 + RECYCLED_TABLE_FILES_MAX as u64 {
             registry
-                .create_table(&fs, &dir.join(format!("{number:06}.sst")))
+                .create_table(&fs, &dir.join(format!("{number:06}.sst")), false)
                 .unwrap();
         }
         let fresh_path = dir.join("000200.sst");
-        let fresh = registry.create_table(&fs, &fresh_path).unwrap();
+        let fresh = registry.create_table(&fs, &fresh_path, true).unwrap();
         fresh.write_all(b"fresh").unwrap();
         fresh.sync_data().unwrap();
         assert_eq!(fs.open_read(&fresh_path).unwrap().bytes(), b"fresh");

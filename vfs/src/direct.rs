@@ -1,0 +1,268 @@
+//! Files written around the OS page cache (Linux `O_DIRECT`), for SSTables.
+//!
+//! Why: on the VM Shoal is measured on, a buffered `write(2)` into a page the page cache has
+//! to allocate costs several times the copy itself, because the guest hands freed memory
+//! back to its host (free page reporting) and the first touch of such a page faults in the
+//! host. Flushes and compactions write every SSTable byte that way: profiles of the
+//! one-writer peer bench had `copy_folio_from_iter_atomic` at 44% of the flush thread and 48%
+//! of the compaction thread, and `dd` wrote a new 512 MiB file at 1.63 s of system time
+//! buffered against 0.06 s with `O_DIRECT`. Written directly, a table's bytes go from this
+//! writer's buffer to the device; the page cache fills only with what is read later (reads
+//! stay memory-mapped), and a cold read was measured far cheaper than a fresh-page write:
+//! with SSTables written directly, the peer bench's CPU per batch fell from 14.9–17.4 µs to
+//! 9.9–10.3 µs with one writer. RocksDB's `use_direct_io_for_flush_and_compaction` is the
+//! same choice.
+//!
+//! How: `O_DIRECT` transfers must start at an aligned file offset and memory address and
+//! span whole aligned blocks. Writes go into one buffer of [`DIRECT_BUFFER_BYTES`] aligned to
+//! [`DIRECT_ALIGN_BYTES`]; each time it fills it is written at the next aligned file offset.
+//! `sync_data` writes the partial tail padded with zeros to a whole block, cuts the file
+//! back to the bytes actually written, then fdatasyncs (which also makes the new length and
+//! the file's block allocation durable). The tail stays in the buffer, so a later write
+//! continues it and the next transfer rewrites that block whole. Until `sync_data`, the
+//! bytes in the buffer are in no file: readers see a table's bytes once it is synced, which
+//! is when the engine first opens it.
+//!
+//! A file system that refuses `O_DIRECT` at open (tmpfs, for one) gets a buffered file
+//! instead: the choice is about cost, never correctness.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
+
+use parking_lot::Mutex;
+
+use crate::WritableFile;
+
+/// Alignment of every transfer's file offset, length and buffer address: 4 KiB covers the
+/// logical block size of every device Linux drives.
+pub const DIRECT_ALIGN_BYTES: usize = 4096;
+
+/// Bytes gathered before each transfer (a multiple of [`DIRECT_ALIGN_BYTES`]).
+pub const DIRECT_BUFFER_BYTES: usize = 1 << 20;
+
+const _: () = assert!(DIRECT_BUFFER_BYTES.is_multiple_of(DIRECT_ALIGN_BYTES));
+
+/// Opens `path` for direct writing from offset 0, creating and truncating it when `create`
+/// (else it must exist and keeps its bytes until overwritten or cut); falls back to a
+/// buffered file where the file system refuses `O_DIRECT`.
+pub(crate) fn open(
+    path: &Path,
+    create: bool,
+    buffered: impl FnOnce() -> io::Result<Box<dyn WritableFile>>,
+) -> io::Result<Box<dyn WritableFile>> {
+    let mut options = OpenOptions::new();
+    options.write(true).custom_flags(libc::O_DIRECT);
+    if create {
+        options.create(true).truncate(true);
+    }
+    direct_or_buffered(options.open(path), buffered)
+}
+
+/// The direct writer over `opened`, or the buffered file when the open was refused for
+/// `O_DIRECT`'s sake.
+fn direct_or_buffered(
+    opened: io::Result<File>,
+    buffered: impl FnOnce() -> io::Result<Box<dyn WritableFile>>,
+) -> io::Result<Box<dyn WritableFile>> {
+    match opened {
+        Ok(file) => Ok(Box::new(DirectWritable {
+            file,
+            state: Mutex::new(DirectState::new()),
+        })),
+        // EINVAL: this file system does not do O_DIRECT.
+        Err(error) if error.raw_os_error() == Some(libc::EINVAL) => buffered(),
+        Err(error) => Err(error),
+    }
+}
+
+struct DirectWritable {
+    file: File,
+    /// Writes are serialised by the caller (`WritableFile`); the lock only lets `sync_data`
+    /// and `position` take `&self` too.
+    state: Mutex<DirectState>,
+}
+
+struct DirectState {
+    /// `DIRECT_BUFFER_BYTES` plus room to align its start; only `aligned()` is ever used.
+    memory: Vec<u8>,
+    /// Offset into `memory` of the first aligned byte.
+    aligned_start: usize,
+    /// Bytes of the aligned buffer holding data not yet in a full transfer.
+    buffered_bytes: usize,
+    /// File offset where the buffer's first byte belongs (always aligned).
+    buffer_file_offset: u64,
+    /// Bytes written so far: the file's length once synced.
+    position: u64,
+}
+
+impl DirectState {
+    fn new() -> DirectState {
+        let memory = vec![0u8; DIRECT_BUFFER_BYTES + DIRECT_ALIGN_BYTES];
+        let aligned_start = memory.as_ptr().align_offset(DIRECT_ALIGN_BYTES);
+        DirectState {
+            memory,
+            aligned_start,
+            buffered_bytes: 0,
+            buffer_file_offset: 0,
+            position: 0,
+        }
+    }
+
+    fn aligned(&mut self) -> &mut [u8] {
+        &mut self.memory[self.aligned_start..self.aligned_start + DIRECT_BUFFER_BYTES]
+    }
+
+    /// Writes the buffer's first `len_bytes` (a multiple of the alignment) at its offset.
+    fn transfer(&mut self, file: &File, len_bytes: usize) -> io::Result<()> {
+        debug_assert!(len_bytes.is_multiple_of(DIRECT_ALIGN_BYTES));
+        debug_assert!(self
+            .buffer_file_offset
+            .is_multiple_of(DIRECT_ALIGN_BYTES as u64));
+        let offset = self.buffer_file_offset;
+        file.write_all_at(&self.aligned()[..len_bytes], offset)
+    }
+}
+
+impl WritableFile for DirectWritable {
+    fn write_all(&self, mut data: &[u8]) -> io::Result<()> {
+        let mut state = self.state.lock();
+        while !data.is_empty() {
+            let at = state.buffered_bytes;
+            let taken = (DIRECT_BUFFER_BYTES - at).min(data.len());
+            state.aligned()[at..at + taken].copy_from_slice(&data[..taken]);
+            state.buffered_bytes += taken;
+            state.position += taken as u64;
+            data = &data[taken..];
+            if state.buffered_bytes == DIRECT_BUFFER_BYTES {
+                state.transfer(&self.file, DIRECT_BUFFER_BYTES)?;
+                state.buffer_file_offset += DIRECT_BUFFER_BYTES as u64;
+                state.buffered_bytes = 0;
+            }
+        }
+        Ok(())
+    }
+
+    fn sync_data(&self) -> io::Result<()> {
+        let mut state = self.state.lock();
+        let tail = state.buffered_bytes;
+        if tail > 0 {
+            // The padding is cut off below; the tail itself stays buffered (module docs).
+            let padded = tail.next_multiple_of(DIRECT_ALIGN_BYTES);
+            state.aligned()[tail..padded].fill(0);
+            state.transfer(&self.file, padded)?;
+        }
+        self.file.set_len(state.position)?;
+        self.file.sync_data()
+    }
+
+    fn position(&self) -> u64 {
+        self.state.lock().position
+    }
+
+    fn set_len(&self, len_bytes: u64) -> io::Result<()> {
+        self.file.set_len(len_bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{FileSystem, RealFs};
+
+    /// `len` bytes that differ at every offset of a block, so a misplaced transfer shows.
+    fn pattern(len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i % 251) as u8).collect()
+    }
+
+    /// Writes `data` in uneven pieces, as a table builder's blocks arrive.
+    fn write_in_pieces(file: &dyn WritableFile, data: &[u8]) {
+        let mut rest = data;
+        for piece in [1000usize, 7000, 13, 4096].iter().cycle() {
+            if rest.is_empty() {
+                break;
+            }
+            let (now, later) = rest.split_at((*piece).min(rest.len()));
+            file.write_all(now).unwrap();
+            rest = later;
+        }
+    }
+
+    #[test]
+    fn files_of_every_size_read_back_whole_after_sync() {
+        let dir = tempfile::tempdir().unwrap();
+        let buffer = DIRECT_BUFFER_BYTES;
+        for len in [
+            0,
+            1,
+            4095,
+            4096,
+            4097,
+            buffer - 1,
+            buffer,
+            buffer + 1,
+            3 * buffer + 123,
+        ] {
+            let path = dir.path().join(format!("{len}.sst"));
+            let file = RealFs.create_direct(&path).unwrap();
+            let data = pattern(len);
+            write_in_pieces(file.as_ref(), &data);
+            assert_eq!(file.position(), len as u64);
+            file.sync_data().unwrap();
+            assert_eq!(std::fs::read(&path).unwrap(), data, "{len} bytes");
+            let mapped = RealFs.open_read(&path).unwrap();
+            assert_eq!(mapped.bytes(), &data[..], "{len} bytes, mapped");
+        }
+    }
+
+    #[test]
+    fn writes_after_a_sync_continue_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("continued.sst");
+        let file = RealFs.create_direct(&path).unwrap();
+        let data = pattern(DIRECT_BUFFER_BYTES + 9000);
+        file.write_all(&data[..5000]).unwrap();
+        file.sync_data().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), &data[..5000]);
+        // The synced tail block is rewritten whole by the next transfers.
+        write_in_pieces(file.as_ref(), &data[5000..]);
+        file.sync_data().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), data);
+    }
+
+    #[test]
+    fn an_overwritten_file_cut_to_its_new_length_holds_only_the_new_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("recycled.sst");
+        std::fs::write(&path, vec![0xee; 3 * DIRECT_BUFFER_BYTES]).unwrap();
+        let file = RealFs.open_overwrite_direct(&path).unwrap();
+        let data = pattern(10_000);
+        write_in_pieces(file.as_ref(), &data);
+        // As the engine's recycled tables do: cut to the position, then sync.
+        file.set_len(file.position()).unwrap();
+        file.sync_data().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), data);
+    }
+
+    #[test]
+    fn a_file_system_refusing_direct_io_gets_the_buffered_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("buffered.sst");
+        let refused = Err(io::Error::from_raw_os_error(libc::EINVAL));
+        let mut fell_back = false;
+        let file = direct_or_buffered(refused, || {
+            fell_back = true;
+            RealFs.create(&path)
+        })
+        .unwrap();
+        assert!(fell_back);
+        file.write_all(b"bytes").unwrap();
+        file.sync_data().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"bytes");
+        // Any other failure is the caller's to see.
+        let missing = Err(io::Error::from(io::ErrorKind::NotFound));
+        let error = direct_or_buffered(missing, || RealFs.create(&path)).err();
+        assert_eq!(error.map(|e| e.kind()), Some(io::ErrorKind::NotFound));
+    }
+}
