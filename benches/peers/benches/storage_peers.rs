@@ -8,7 +8,11 @@
 //! the whole run and per tenth of it, process CPU per batch and the bytes on disk at the end.
 //! Criterion's runs write well under a million batches, a burst that an engine can absorb
 //! by deferring compaction; N in the millions shows the rate each engine sustains once its
-//! compaction has to keep up.
+//! compaction has to keep up. `SHOAL_PEER_SUSTAINED_ENGINES=shoal` (a comma-separated list)
+//! runs only the engines named.
+//!
+//! `SHOAL_PEER_DIRECT_TABLE_WRITES=0` has Shoal write its SSTables through the page cache
+//! (`DbOptions::direct_table_writes`, on by default), for comparing the two.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -83,6 +87,8 @@ impl Shoal {
                     .ok()
                     .and_then(|v| v.parse().ok())
                     .unwrap_or(DbOptions::default().compaction_threads),
+                direct_table_writes: std::env::var("SHOAL_PEER_DIRECT_TABLE_WRITES")
+                    .map_or(DbOptions::default().direct_table_writes, |v| v != "0"),
                 ..DbOptions::default()
             },
         )
@@ -231,7 +237,15 @@ fn sustained_writes(_: &mut Criterion) {
     };
     let pool = value_pool();
     const TENTHS: u64 = 10;
+    // `SHOAL_PEER_SUSTAINED_ENGINES=shoal` (a comma-separated list) runs only those.
+    let only = std::env::var("SHOAL_PEER_SUSTAINED_ENGINES").ok();
     for engine_name in ["shoal", "fjall", "fjall_buffer"] {
+        if only
+            .as_deref()
+            .is_some_and(|only| !only.split(',').any(|name| name == engine_name))
+        {
+            continue;
+        }
         let dir = tempfile::tempdir().unwrap();
         let engine = open_engine(engine_name, dir.path(), false);
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
@@ -259,6 +273,9 @@ fn sustained_writes(_: &mut Criterion) {
             dir_bytes(dir.path()) as f64 / (1u64 << 20) as f64,
             tenth_rates.join(" ")
         );
+        if let Some(report) = engine.report() {
+            eprintln!("sustained/{engine_name}: {report}");
+        }
     }
 }
 
