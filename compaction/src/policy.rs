@@ -144,7 +144,7 @@ pub struct PolicyOptions {
     /// (the policy alone cannot know how large flushes are). Without a floor, 64 MiB
     /// memtables tripped the brake after every L0 compaction into a young tree's base level;
     /// with one intake, bursts of four writers still met it (a base level 382 MiB over its
-    /// target, after two intakes of 244 MiB). Where 30% of the last level is already larger
+    /// target, more than one 244 MiB intake). Where 30% of the last level is already larger
     /// (small memtables, or an older tree) it changes nothing.
     pub pending_slowdown_floor_bytes: u64,
     /// The write rate allowed at a slowdown threshold (at least 1 KiB/s, and at least the
