@@ -11,8 +11,9 @@
 //! compaction has to keep up. `SHOAL_PEER_SUSTAINED_ENGINES=shoal` (a comma-separated list)
 //! runs only the engines named.
 //!
-//! `SHOAL_PEER_DIRECT_TABLE_WRITES=0` has Shoal write its SSTables through the page cache
-//! (`DbOptions::direct_table_writes`, on by default), for comparing the two.
+//! `SHOAL_PEER_DIRECT_TABLE_WRITES=1` has Shoal write its SSTables around the page cache
+//! (`DbOptions::direct_table_writes`, off by default; `0` forces it off), for comparing the
+//! two.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -109,8 +109,11 @@ pub struct DbOptions {
     /// Write SSTables (flush and compaction output) around the OS page cache where the file
     /// system allows (`vfs::FileSystem::create_direct`, Linux `O_DIRECT`). Filling fresh
     /// page-cache pages was half the flush and compaction threads' CPU on the VM this is
-    /// measured on; the price is that a new table's blocks are read from the device the
-    /// first time (reads stay memory-mapped and cache as usual).
+    /// measured on, and bursts of writes take less CPU with it; but a new table's blocks
+    /// are then read from the device the first time (reads stay memory-mapped), and
+    /// compaction, which reads every table it merges, waits on that: the compaction bench's
+    /// overwrite workload ran 27% slower. Off by default until compaction reads its inputs
+    /// directly too (docs/PERFORMANCE.md, ninth session).
     pub direct_table_writes: bool,
 }
 
@@ -148,7 +151,7 @@ impl Default for DbOptions {
             compaction: PolicyOptions::default(),
             // The target machine has two cores; one compacts while the other serves writes.
             compaction_threads: 1,
-            direct_table_writes: true,
+            direct_table_writes: false,
         }
     }
 }
