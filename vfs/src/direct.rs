@@ -116,13 +116,16 @@ struct Transfer {
 
 /// The thread that writes full buffers while the writer fills the next one: a direct write
 /// blocks until the device has the bytes, and without it compaction waited on every MiB
-/// (sustained ingest fell by a sixth). Two buffers per file: one filling, one in flight.
+/// (sustained ingest fell by a sixth). Two buffers per file: one filling, the other either
+/// spare or in flight.
 struct Transfers {
     to_device: Option<std::sync::mpsc::SyncSender<Transfer>>,
     returned: std::sync::mpsc::Receiver<(AlignedBuffer, io::Result<()>)>,
     thread: Option<std::thread::JoinHandle<()>>,
-    /// Buffers sent and not yet returned (0 or 1).
-    in_flight: usize,
+}
+
+fn thread_stopped() -> io::Error {
+    io::Error::other("the direct-write thread has stopped")
 }
 
 impl Transfers {
@@ -146,39 +149,18 @@ impl Transfers {
             to_device: Some(to_device),
             returned,
             thread: Some(thread),
-            in_flight: 0,
         })
     }
 
     /// Sends a full buffer to be written at `file_offset`.
-    fn send(&mut self, buffer: AlignedBuffer, file_offset: u64) -> io::Result<()> {
-        let sent = self.to_device.as_ref().map(|to_device| {
-            to_device.send(Transfer {
+    fn send(&self, buffer: AlignedBuffer, file_offset: u64) -> io::Result<()> {
+        let to_device = self.to_device.as_ref().ok_or_else(thread_stopped)?;
+        to_device
+            .send(Transfer {
                 buffer,
                 file_offset,
             })
-        });
-        match sent {
-            Some(Ok(())) => {
-                self.in_flight += 1;
-                Ok(())
-            }
-            _ => Err(io::Error::other("the direct-write thread has stopped")),
-        }
-    }
-
-    /// Waits for the buffer in flight, if any: it comes back for reuse, with its write's
-    /// result.
-    fn wait(&mut self) -> io::Result<Option<AlignedBuffer>> {
-        if self.in_flight == 0 {
-            return Ok(None);
-        }
-        let (buffer, result) = self
-            .returned
-            .recv()
-            .map_err(|_| io::Error::other("the direct-write thread has stopped"))?;
-        self.in_flight -= 1;
-        result.map(|()| Some(buffer))
+            .map_err(|_| thread_stopped())
     }
 }
 
@@ -196,7 +178,7 @@ struct DirectState {
     file: File,
     /// The buffer being filled.
     filling: AlignedBuffer,
-    /// The other buffer, when it is not in flight.
+    /// The other buffer; `None` exactly while it is in flight.
     spare: Option<AlignedBuffer>,
     transfers: Transfers,
     /// Bytes of `filling` holding data not yet sent.
@@ -225,20 +207,34 @@ impl DirectWritable {
 }
 
 impl DirectState {
-    /// Sends the full buffer to the device and takes the other one to fill, waiting for it
-    /// if it is still in flight.
+    /// Takes the other buffer, waiting for it if it is in flight. A failed write of it is
+    /// returned once, with the buffer kept as the spare, so the file stays consistent for
+    /// the caller to give up on.
+    fn take_spare(&mut self) -> io::Result<AlignedBuffer> {
+        if let Some(spare) = self.spare.take() {
+            return Ok(spare);
+        }
+        let (buffer, result) = self
+            .transfers
+            .returned
+            .recv()
+            .map_err(|_| thread_stopped())?;
+        match result {
+            Ok(()) => Ok(buffer),
+            Err(error) => {
+                self.spare = Some(buffer);
+                Err(error)
+            }
+        }
+    }
+
+    /// Sends the full buffer to the device and takes the other one to fill.
     fn send_full_buffer(&mut self) -> io::Result<()> {
         debug_assert_eq!(self.buffered_bytes, DIRECT_BUFFER_BYTES);
         debug_assert!(self
             .buffer_file_offset
             .is_multiple_of(DIRECT_ALIGN_BYTES as u64));
-        let next = match self.spare.take() {
-            Some(spare) => spare,
-            None => self
-                .transfers
-                .wait()?
-                .ok_or_else(|| io::Error::other("no direct-write buffer to fill"))?,
-        };
+        let next = self.take_spare()?;
         let full = std::mem::replace(&mut self.filling, next);
         self.transfers.send(full, self.buffer_file_offset)?;
         self.buffer_file_offset += DIRECT_BUFFER_BYTES as u64;
@@ -267,9 +263,8 @@ impl WritableFile for DirectWritable {
     fn sync_data(&self) -> io::Result<()> {
         let mut state = self.state.lock();
         // Every full buffer first: the tail's block comes after them.
-        if let Some(buffer) = state.transfers.wait()? {
-            state.spare = Some(buffer);
-        }
+        let spare = state.take_spare()?;
+        state.spare = Some(spare);
         let tail = state.buffered_bytes;
         if tail > 0 {
             // The padding is cut off below; the tail itself stays buffered (module docs).
