@@ -215,7 +215,8 @@ impl Applier<WriteBatch> for MemtableApplier {
 }
 
 /// Most trees one payload keeps a memtable splice for: a table write touches its table's
-/// tree and one tree per index. Entries for further trees are inserted with a search each.
+/// tree and one tree per index. Further trees share the last splice, which then only costs
+/// its two comparisons (a splice filled by another memtable is ignored).
 const APPLY_SPLICE_TREES_MAX: usize = 4;
 
 /// Inserts a committed payload's entries into the active memtables of `sv`. Entries for a
@@ -225,8 +226,7 @@ const APPLY_SPLICE_TREES_MAX: usize = 4;
 /// other in key order (an item's index entries, a batch written in key order) are linked
 /// without a search.
 fn apply_payload(sv: &SuperVersion, first_seq: u64, payload: &[u8]) {
-    let mut spliced: [Option<(TreeId, &Memtable, Splice<'_>)>; APPLY_SPLICE_TREES_MAX] =
-        Default::default();
+    let mut splices: [(Option<TreeId>, Splice<'_>); APPLY_SPLICE_TREES_MAX] = Default::default();
     for (index, entry) in BatchEntries::new(payload).enumerate() {
         // A payload we built ourselves and that the WAL checksummed cannot be malformed;
         // if it were, applying the well-formed prefix would break atomicity, so stop loudly
@@ -235,28 +235,19 @@ fn apply_payload(sv: &SuperVersion, first_seq: u64, payload: &[u8]) {
             debug_assert!(false, "malformed batch payload reached the applier");
             return;
         };
-        let seq = first_seq + index as u64;
-        let slot = match spliced
-            .iter()
-            .position(|slot| slot.as_ref().is_none_or(|(tree, ..)| *tree == entry.tree))
-        {
-            Some(at) => &mut spliced[at],
-            None => {
-                if let Some(tree) = sv.memtables.get(&entry.tree) {
-                    tree.active.insert(entry.key, seq, entry.kind, entry.value);
-                }
-                continue;
-            }
+        let Some(tree) = sv.memtables.get(&entry.tree) else {
+            continue;
         };
-        if slot.is_none() {
-            let Some(tree) = sv.memtables.get(&entry.tree) else {
-                continue;
-            };
-            *slot = Some((entry.tree, tree.active.as_ref(), Splice::default()));
-        }
-        if let Some((_, memtable, splice)) = slot {
-            memtable.insert_with_splice(entry.key, seq, entry.kind, entry.value, splice);
-        }
+        // The tree's own splice, else an unused one, else the last.
+        let at = splices
+            .iter()
+            .position(|(owner, _)| owner.is_none_or(|owner| owner == entry.tree))
+            .unwrap_or(APPLY_SPLICE_TREES_MAX - 1);
+        let (owner, splice) = &mut splices[at];
+        *owner = Some(entry.tree);
+        let seq = first_seq + index as u64;
+        tree.active
+            .insert_with_splice(entry.key, seq, entry.kind, entry.value, splice);
     }
 }
 
@@ -1318,6 +1309,67 @@ mod replay_tests {
             );
             let expected = (position % 7 != 1).then(|| vec![1, 9]);
             assert_eq!(db.get(index, &key(position), None).unwrap(), expected);
+        }
+    }
+}
+
+#[cfg(test)]
+mod apply_tests {
+    use super::*;
+    use std::collections::BTreeMap;
+    use std::ops::Bound;
+
+    use crate::lsm::Direction;
+
+    /// Batches over more trees than `apply_payload` keeps splices for, each tree's keys in
+    /// order, out of order and repeated: every tree holds exactly its own entries, in order
+    /// (so no splice linked a node into the wrong memtable or place).
+    #[test]
+    fn batches_over_more_trees_than_splices_apply_every_entry_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = DbOptions {
+            durability: Durability::None,
+            background_flush: false,
+            compaction_threads: 0,
+            ..DbOptions::default()
+        };
+        let db = Db::open(dir.path(), options).unwrap();
+        let trees: Vec<TreeId> = (0..APPLY_SPLICE_TREES_MAX + 3)
+            .map(|n| db.create_tree(&format!("tree-{n}")).unwrap())
+            .collect();
+        let mut model: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = vec![BTreeMap::new(); trees.len()];
+        for round in 0..3u32 {
+            let mut batch = WriteBatch::new();
+            // Ascending keys in the first round, descending in the second, and the first
+            // round's keys again (newer versions) in the third; trees interleaved.
+            let keys: Vec<u32> = match round {
+                1 => (0..40).rev().map(|k| k * 2 + 1).collect(),
+                _ => (0..40).map(|k| k * 2).collect(),
+            };
+            for key in keys {
+                for (position, tree) in trees.iter().enumerate() {
+                    let key = key.to_be_bytes().to_vec();
+                    let value = format!("{round}-{position}").into_bytes();
+                    batch.put(*tree, &key, &value).unwrap();
+                    model[position].insert(key, value);
+                }
+            }
+            db.write(batch).unwrap();
+        }
+        for (position, tree) in trees.iter().enumerate() {
+            let scanned: BTreeMap<Vec<u8>, Vec<u8>> = db
+                .scan(
+                    *tree,
+                    Bound::Unbounded,
+                    Bound::Unbounded,
+                    Direction::Forward,
+                    None,
+                    usize::MAX,
+                )
+                .unwrap()
+                .into_iter()
+                .collect();
+            assert_eq!(scanned, model[position], "tree {position}");
         }
     }
 }
