@@ -66,9 +66,20 @@ pub(crate) struct FileRegistry {
     removed_files: Arc<AtomicU64>,
     /// New tables written over a recycled file.
     reused_files: AtomicU64,
+    /// New tables are written around the page cache (`DbOptions::direct_table_writes`).
+    direct_writes: bool,
 }
 
 impl FileRegistry {
+    /// A registry whose new tables are written around the page cache when `direct_writes`
+    /// (`vfs::FileSystem::create_direct`).
+    pub(crate) fn new(direct_writes: bool) -> FileRegistry {
+        FileRegistry {
+            direct_writes,
+            ..FileRegistry::default()
+        }
+    }
+
     /// Wraps `file` (SSTable `number` at `path`) so that it is removed when dropped after
     /// [`FileRegistry::mark_obsolete`] was called for `number`.
     pub(crate) fn track(
@@ -92,21 +103,15 @@ impl FileRegistry {
     }
 
     /// Creates the file of a new SSTable at `path`: written over a recycled file when one is
-    /// kept, otherwise a new file, and around the page cache when `direct`
-    /// (`vfs::FileSystem::create_direct`). Either way the caller gets a file positioned at 0
-    /// whose sync leaves exactly the bytes written.
-    pub(crate) fn create_table(
-        &self,
-        fs: &Fs,
-        path: &Path,
-        direct: bool,
-    ) -> io::Result<Box<dyn WritableFile>> {
+    /// kept, otherwise a new file, either way around the page cache if the registry says so.
+    /// The caller gets a file positioned at 0 whose sync leaves exactly the bytes written.
+    pub(crate) fn create_table(&self, fs: &Fs, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         let recycled = self.recycled.lock().pop_front();
         if let Some(old_path) = recycled {
             // A recycled file is only an optimisation: on any failure, fall back to a new
             // file (and leave the old one, if still there, to the next open's cleanup).
             let reused = fs.rename(&old_path, path).and_then(|()| {
-                if direct {
+                if self.direct_writes {
                     fs.open_overwrite_direct(path)
                 } else {
                     fs.open_overwrite(path)
@@ -122,7 +127,7 @@ impl FileRegistry {
                 }
             }
         }
-        if direct {
+        if self.direct_writes {
             fs.create_direct(path)
         } else {
             fs.create(path)
@@ -321,7 +326,7 @@ mod tests {
 
         // The oldest recycled file becomes the new table, holding only what was written.
         let new_path = dir.join("000100.sst");
-        let file = registry.create_table(&fs, &new_path, true).unwrap();
+        let file = registry.create_table(&fs, &new_path).unwrap();
         file.write_all(b"new").unwrap();
         file.sync_data().unwrap();
         assert_eq!(fs.open_read(&new_path).unwrap().bytes(), b"new");
@@ -331,11 +336,11 @@ mod tests {
         // With the pool empty, tables get new files.
         for number in 101..101 + RECYCLED_TABLE_FILES_MAX as u64 {
             registry
-                .create_table(&fs, &dir.join(format!("{number:06}.sst")), false)
+                .create_table(&fs, &dir.join(format!("{number:06}.sst")))
                 .unwrap();
         }
         let fresh_path = dir.join("000200.sst");
-        let fresh = registry.create_table(&fs, &fresh_path, true).unwrap();
+        let fresh = registry.create_table(&fs, &fresh_path).unwrap();
         fresh.write_all(b"fresh").unwrap();
         fresh.sync_data().unwrap();
         assert_eq!(fs.open_read(&fresh_path).unwrap().bytes(), b"fresh");

@@ -244,7 +244,7 @@ impl<'a> OutputFiles<'a> {
         let path = shared.dir.join(manifest::sst_file_name(number));
         let file = shared
             .files
-            .create_table(&shared.fs, &path, shared.options.direct_table_writes)
+            .create_table(&shared.fs, &path)
             .map_err(|e| DbError::io(format!("creating {}", path.display()), e))?;
         Ok(TableBuilder::new(
             file,

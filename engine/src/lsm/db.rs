@@ -307,7 +307,7 @@ impl Db {
         // flush or compaction that crashed before its version was installed.
         manifest::remove_obsolete_files(&fs, dir, &version, &manifest.current_file_name())?;
 
-        let files = FileRegistry::default();
+        let files = FileRegistry::new(options.direct_table_writes);
         let mut tables = std::collections::HashMap::new();
         for number in version.live_file_numbers() {
             let table = open_table(&fs, dir, number, options.bloom_prefix, &files)?;
@@ -1084,7 +1084,7 @@ fn write_sstable(
     let path = shared.dir.join(manifest::sst_file_name(number));
     let file = shared
         .files
-        .create_table(&shared.fs, &path, shared.options.direct_table_writes)
+        .create_table(&shared.fs, &path)
         .map_err(|e| DbError::io(format!("creating {}", path.display()), e))?;
     let mut builder = TableBuilder::new(
         file,
