@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use engine::lsm::memtable::{Memtable, Splice};
+use engine::lsm::memtable::{Memtable, MemtableInserter};
 use engine::lsm::{Db, DbOptions, Direction, EntryKind, TreeId, WriteBatch};
 use engine::Durability;
 use rand::{Rng, SeedableRng};
@@ -310,19 +310,15 @@ fn bench_memtable_inserts(c: &mut Criterion) {
                 index = Memtable::new();
             }
             let base: u64 = rng.random();
-            items.insert(&key16(base, 0), seq, EntryKind::Put, &value_1k);
-            // As the engine applies a batch: one splice per tree, so the index entries
-            // after the first follow it without a search.
-            let mut splice = Splice::default();
+            // As the engine applies a batch: each tree's entries through one splice, so the
+            // index entries after the first follow it without a search, and the two trees'
+            // searches run together.
+            let mut inserter = MemtableInserter::default();
+            inserter.push(&items, &key16(base, 0), seq, EntryKind::Put, &value_1k);
             for i in 1..5u64 {
-                index.insert_with_splice(
-                    &key16(base, i),
-                    seq + i,
-                    EntryKind::Put,
-                    &value_150,
-                    &mut splice,
-                );
+                inserter.push(&index, &key16(base, i), seq + i, EntryKind::Put, &value_150);
             }
+            drop(inserter);
             seq += 5;
         })
     });

@@ -52,12 +52,15 @@ pub trait WalBatch: Send {
     fn payload(&self) -> &[u8];
 }
 
-/// Called by the group leader after the group's bytes are written (and synced in Sync mode),
-/// for each member in commit order, then `publish` once for the group; this is how the engine
-/// applies batches to memtables in exact sequence order and makes them visible. Called with no
-/// lock held that enqueuing writers need (the writer lock is held: see [`Wal::exclusive`]).
+/// Called by the group leader after the group's bytes are written (and synced in Sync mode):
+/// `apply` once with the group's batches, then `publish` once; this is how the engine applies
+/// batches to memtables and makes them visible in exact sequence order. Called with no lock
+/// held that enqueuing writers need (the writer lock is held: see [`Wal::exclusive`]).
 pub trait Applier<B>: Send + Sync {
-    fn apply(&self, first_seq: u64, batch: &B);
+    /// Applies a written group: each batch with its first sequence number, in commit order.
+    /// Whole groups, not batch by batch, so the applier can overlap the work of several
+    /// batches (the engine's memtable searches).
+    fn apply(&self, group: &[(u64, &B)]);
     fn publish(&self, last_seq: u64);
 }
 
@@ -309,15 +312,26 @@ impl<B: WalBatch, A: Applier<B>> Wal<B, A> {
         match written {
             Ok(first_seq) => {
                 let mut seq = first_seq;
-                let mut results = Vec::with_capacity(group.len());
-                for member in group {
-                    self.applier.apply(seq, &member.batch);
-                    let member_first_seq = seq;
-                    seq += member.batch.seq_count();
-                    results.push((member, Ok(member_first_seq)));
-                }
+                let applied: Vec<(u64, &B)> = group
+                    .iter()
+                    .map(|member| {
+                        let member_first_seq = seq;
+                        seq += member.batch.seq_count();
+                        (member_first_seq, &member.batch)
+                    })
+                    .collect();
+                self.applier.apply(&applied);
+                drop(applied);
                 self.applier.publish(seq.saturating_sub(1));
-                results
+                let mut member_first_seq = first_seq;
+                group
+                    .into_iter()
+                    .map(|member| {
+                        let result = Ok(member_first_seq);
+                        member_first_seq += member.batch.seq_count();
+                        (member, result)
+                    })
+                    .collect()
             }
             Err(error) => group
                 .into_iter()

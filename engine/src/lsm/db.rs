@@ -37,7 +37,7 @@ use crate::lsm::compact::{self, Scheduler};
 use crate::lsm::compact_files::FileRegistry;
 use crate::lsm::error::DbError;
 use crate::lsm::manifest::{self, Manifest};
-use crate::lsm::memtable::{Memtable, MemtableEntry, Splice};
+use crate::lsm::memtable::{Memtable, MemtableEntry, MemtableInserter};
 use crate::lsm::pacer::WritePacer;
 use crate::lsm::sstable::{
     PointLookup, PrefixFn, Table, TableBuilder, TableOptions, TableProperties,
@@ -203,9 +203,14 @@ pub(crate) struct MemtableApplier {
 }
 
 impl Applier<WriteBatch> for MemtableApplier {
-    fn apply(&self, first_seq: u64, batch: &WriteBatch) {
+    fn apply(&self, group: &[(u64, &WriteBatch)]) {
+        // One superversion serves the group: active memtables change only under
+        // `Wal::exclusive`, which the group's leader excludes.
         let sv = self.shared.superversion.read().clone();
-        apply_payload(&sv, first_seq, batch.payload());
+        let mut inserter = MemtableInserter::default();
+        for (first_seq, batch) in group {
+            apply_payload(&sv, *first_seq, batch.payload(), &mut inserter);
+        }
     }
 
     fn publish(&self, last_seq: u64) {
@@ -214,19 +219,15 @@ impl Applier<WriteBatch> for MemtableApplier {
     }
 }
 
-/// Most trees one payload keeps a memtable splice for: a table write touches its table's
-/// tree and one tree per index. Further trees share the last splice, which then only costs
-/// its two comparisons (a splice filled by another memtable is ignored).
-const APPLY_SPLICE_TREES_MAX: usize = 4;
-
-/// Inserts a committed payload's entries into the active memtables of `sv`. Entries for a
-/// tree that no longer exists are dropped: the tree was deleted after the batch was logged.
-///
-/// Each tree's inserts go through one splice, so the entries of a tree that follow each
-/// other in key order (an item's index entries, a batch written in key order) are linked
-/// without a search.
-fn apply_payload(sv: &SuperVersion, first_seq: u64, payload: &[u8]) {
-    let mut splices: [(Option<TreeId>, Splice<'_>); APPLY_SPLICE_TREES_MAX] = Default::default();
+/// Pushes a committed payload's entries for the active memtables of `sv` into `inserter`,
+/// which links them (see [`MemtableInserter`]). Entries for a tree that no longer exists are
+/// dropped: the tree was deleted after the batch was logged.
+fn apply_payload<'a>(
+    sv: &'a SuperVersion,
+    first_seq: u64,
+    payload: &[u8],
+    inserter: &mut MemtableInserter<'a>,
+) {
     for (index, entry) in BatchEntries::new(payload).enumerate() {
         // A payload we built ourselves and that the WAL checksummed cannot be malformed;
         // if it were, applying the well-formed prefix would break atomicity, so stop loudly
@@ -238,17 +239,10 @@ fn apply_payload(sv: &SuperVersion, first_seq: u64, payload: &[u8]) {
         let Some(tree) = sv.memtables.get(&entry.tree) else {
             continue;
         };
-        // The tree's own splice, else an unused one, else the last.
-        let at = splices
-            .iter()
-            .position(|(owner, _)| owner.is_none_or(|owner| owner == entry.tree))
-            .unwrap_or(APPLY_SPLICE_TREES_MAX - 1);
-        let (owner, splice) = &mut splices[at];
-        *owner = Some(entry.tree);
         let seq = first_seq + index as u64;
-        tree.active
-            .insert_with_splice(entry.key, seq, entry.kind, entry.value, splice);
+        inserter.push(&tree.active, entry.key, seq, entry.kind, entry.value);
     }
+    inserter.next_batch();
 }
 
 /// A registered snapshot: reads through it see the database as of `seq`.
@@ -1321,7 +1315,7 @@ mod apply_tests {
 
     use crate::lsm::Direction;
 
-    /// Batches over more trees than `apply_payload` keeps splices for, each tree's keys in
+    /// Batches over more trees than the memtable inserter keeps splices for, in runs longer than it holds pending, each tree's keys in
     /// order, out of order and repeated: every tree holds exactly its own entries, in order
     /// (so no splice linked a node into the wrong memtable or place).
     #[test]
@@ -1334,7 +1328,7 @@ mod apply_tests {
             ..DbOptions::default()
         };
         let db = Db::open(dir.path(), options).unwrap();
-        let trees: Vec<TreeId> = (0..APPLY_SPLICE_TREES_MAX + 3)
+        let trees: Vec<TreeId> = (0..crate::lsm::memtable::INSERTER_SPLICES_MAX + 3)
             .map(|n| db.create_tree(&format!("tree-{n}")).unwrap())
             .collect();
         let mut model: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = vec![BTreeMap::new(); trees.len()];

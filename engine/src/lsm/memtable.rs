@@ -17,7 +17,7 @@ use compaction::key::{self, EntryKind, InlinePrefix, InternalKey};
 use compaction::{InternalIterator, IterError};
 
 pub use crate::lsm::skiplist::Splice;
-use crate::lsm::skiplist::{Entry, PreparedNode, SkipList};
+use crate::lsm::skiplist::{Entry, PreparedNode, Search, SkipList, SEARCH_TOGETHER_MAX};
 use crate::lsm::sstable::{bloom, PointLookup};
 
 /// One version built in a memtable's arenas and ready to be linked into it ([`Memtable::entry`],
@@ -28,6 +28,155 @@ pub struct MemtableEntry {
     seq: u64,
     /// For the memtable's key filter, hashed while building.
     user_key_hash: u64,
+}
+
+/// Most versions a [`MemtableInserter`] holds prepared before it links them.
+const INSERTER_PENDING_MAX: usize = 16;
+
+/// Memtables a [`MemtableInserter`] keeps a splice for: a table write touches its table's
+/// tree and one tree per index. Further memtables share the last splice, which then only
+/// costs its two comparisons (a splice filled by another memtable is ignored).
+pub(crate) const INSERTER_SPLICES_MAX: usize = 4;
+const _: () = assert!(INSERTER_SPLICES_MAX <= SEARCH_TOGETHER_MAX);
+
+/// A memtable's splice within a [`MemtableInserter`].
+#[derive(Default)]
+struct SpliceSlot<'a> {
+    owner: Option<&'a Memtable>,
+    splice: Splice<'a>,
+    /// The batch of the last version pushed through this slot.
+    last_batch: Option<u64>,
+}
+
+/// A version copied into its memtable's arenas, waiting to be linked.
+struct PendingVersion<'a> {
+    memtable: &'a Memtable,
+    entry: MemtableEntry,
+    slot: usize,
+    /// Where its place is searched for ahead of the run's inserts, if it is: an index into
+    /// [`MemtableInserter::searched`].
+    searched: Option<usize>,
+}
+
+/// Inserts runs of versions, in order, into one or more memtables: applying a group of
+/// committed batches. Versions are copied into the arenas as they are pushed and linked in
+/// runs of up to [`INSERTER_PENDING_MAX`] (and whatever is left when the inserter is
+/// dropped).
+///
+/// - Each memtable's versions go through one splice, so versions of a memtable that follow
+///   each other in key order within a batch (an item's index entries, a batch written in
+///   key order) are linked without a search.
+/// - The first version of each memtable in each batch has its place searched for before
+///   the run is linked, together with the others' ([`SkipList::search_together`]), so the
+///   searches' cache misses overlap: an item and its index entries cost about one search's
+///   wait instead of two, and a group of batches about one per run. A search is skipped
+///   when the memtable's splice already brackets the version.
+#[derive(Default)]
+pub struct MemtableInserter<'a> {
+    slots: [SpliceSlot<'a>; INSERTER_SPLICES_MAX],
+    pending: [Option<PendingVersion<'a>>; INSERTER_PENDING_MAX],
+    pending_len: usize,
+    /// Splices of the pending versions searched for ahead, in push order.
+    searched: [Splice<'a>; SEARCH_TOGETHER_MAX],
+    searched_len: usize,
+    /// Numbers the batches pushed ([`MemtableInserter::next_batch`]).
+    batch: u64,
+}
+
+impl<'a> MemtableInserter<'a> {
+    /// Copies one version into `memtable`'s arenas; it is linked with the rest of its run.
+    pub fn push(
+        &mut self,
+        memtable: &'a Memtable,
+        user_key: &[u8],
+        seq: u64,
+        kind: EntryKind,
+        value: &[u8],
+    ) {
+        if self.pending_len == INSERTER_PENDING_MAX {
+            self.link_pending();
+        }
+        // The memtable's own splice, else an unused one, else the last.
+        let slot = self
+            .slots
+            .iter()
+            .position(|slot| slot.owner.is_none_or(|owner| std::ptr::eq(owner, memtable)))
+            .unwrap_or(INSERTER_SPLICES_MAX - 1);
+        let first_in_batch = self.slots[slot].last_batch != Some(self.batch)
+            || self.slots[slot]
+                .owner
+                .is_some_and(|owner| !std::ptr::eq(owner, memtable));
+        if first_in_batch && self.searched_len == SEARCH_TOGETHER_MAX {
+            self.link_pending();
+        }
+        self.slots[slot].owner = Some(memtable);
+        self.slots[slot].last_batch = Some(self.batch);
+        let searched = first_in_batch.then(|| {
+            self.searched_len += 1;
+            self.searched_len - 1
+        });
+        self.pending[self.pending_len] = Some(PendingVersion {
+            memtable,
+            entry: memtable.entry(user_key, seq, kind, value),
+            slot,
+            searched,
+        });
+        self.pending_len += 1;
+    }
+
+    /// Marks the end of a batch: the next version of each memtable starts a new search.
+    pub fn next_batch(&mut self) {
+        self.batch += 1;
+    }
+
+    /// Runs the run's searches together, then links the run in order.
+    fn link_pending(&mut self) {
+        let pending = &mut self.pending[..self.pending_len];
+        // A memtable's first version in the run needs no search if the memtable's splice
+        // already brackets it (a batch in key order continuing from the last run). Later
+        // ones cannot be checked before the versions ahead of them are linked.
+        let mut slot_seen = [false; INSERTER_SPLICES_MAX];
+        for version in pending.iter_mut().flatten() {
+            let first_in_run = !std::mem::replace(&mut slot_seen[version.slot], true);
+            if first_in_run
+                && version.searched.is_some()
+                && !version
+                    .memtable
+                    .list
+                    .needs_search(&version.entry.node, &self.slots[version.slot].splice)
+            {
+                version.searched = None;
+            }
+        }
+        let mut splices = self.searched.iter_mut().enumerate();
+        SkipList::search_together(pending.iter().flatten().filter_map(|version| {
+            let index = version.searched?;
+            let (_, splice) = splices.find(|(at, _)| *at == index)?;
+            Some(Search {
+                list: &version.memtable.list,
+                node: &version.entry.node,
+                splice,
+            })
+        }));
+        for version in pending.iter_mut().filter_map(Option::take) {
+            let slot = &mut self.slots[version.slot];
+            if let Some(index) = version.searched {
+                slot.splice = std::mem::take(&mut self.searched[index]);
+            }
+            version
+                .memtable
+                .insert_entry_with_splice(version.entry, &mut slot.splice);
+        }
+        self.pending_len = 0;
+        self.searched_len = 0;
+    }
+}
+
+impl Drop for MemtableInserter<'_> {
+    /// Links whatever is still pending: a pushed version is always inserted.
+    fn drop(&mut self) {
+        self.link_pending();
+    }
 }
 
 /// Bits in a memtable's key filter (64 KiB): about 1% false positives up to ~50,000 keys;
@@ -451,7 +600,72 @@ mod tests {
         assert_entry_order_agrees(&user_keys);
     }
 
+    /// Every key of a memtable, in iteration order.
+    fn all_keys(m: &Arc<Memtable>) -> Vec<Vec<u8>> {
+        let mut it = m.iter();
+        it.seek_to_first().unwrap();
+        let mut found = Vec::new();
+        while it.valid() {
+            found.push(it.key().to_vec());
+            it.next().unwrap();
+        }
+        found
+    }
+
     proptest::proptest! {
+        /// Groups of batches pushed through one inserter per group, over more memtables than
+        /// it keeps splices for, each batch's entries a mix of random keys (searched for) and
+        /// runs of keys right after them (linked through the splice), past the pending and
+        /// search limits: every version lands in its own memtable, in order, readable.
+        #[test]
+        fn an_inserter_puts_every_version_in_its_memtable_in_order(
+            groups in proptest::collection::vec(
+                proptest::collection::vec(
+                    proptest::collection::vec(
+                        (0..INSERTER_SPLICES_MAX + 2,
+                         proptest::collection::vec(proptest::sample::select(vec![0u8, 1, 0xff]),
+                            INLINE_PREFIX_BYTES - 2..INLINE_PREFIX_BYTES + 3),
+                         1..4usize),
+                        1..8,
+                    ),
+                    1..6,
+                ),
+                1..12,
+            ),
+        ) {
+            let memtables: Vec<Arc<Memtable>> =
+                (0..INSERTER_SPLICES_MAX + 2).map(|_| Arc::new(Memtable::new())).collect();
+            let mut models: Vec<Vec<Vec<u8>>> = vec![Vec::new(); memtables.len()];
+            let mut seq = 1u64;
+            for group in &groups {
+                let mut inserter = MemtableInserter::default();
+                for batch in group {
+                    for (which, user_key, run_len) in batch {
+                        for step in 0..*run_len {
+                            let mut run_key = user_key.clone();
+                            run_key.extend(std::iter::repeat_n(0, step));
+                            let value = seq.to_le_bytes();
+                            inserter.push(&memtables[*which], &run_key, seq, EntryKind::Put, &value);
+                            models[*which].push(key::encode(&run_key, seq, EntryKind::Put));
+                            seq += 1;
+                        }
+                    }
+                    inserter.next_batch();
+                }
+            }
+            for (memtable, model) in memtables.iter().zip(&mut models) {
+                model.sort_by(|a, b| compare_internal(a, b));
+                proptest::prop_assert_eq!(&all_keys(memtable), &*model);
+                for internal in model.iter() {
+                    let parsed = InternalKey::parse(internal).unwrap();
+                    proptest::prop_assert_eq!(
+                        get(memtable, parsed.user_key, parsed.seq),
+                        Some((EntryKind::Put, parsed.seq.to_le_bytes().to_vec()))
+                    );
+                }
+            }
+        }
+
         /// Random keys over a tiny alphabet (so shared prefixes and zero padding are common),
         /// around the inline prefix's length.
         #[test]

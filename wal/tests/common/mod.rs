@@ -39,8 +39,11 @@ pub struct RecordingApplier {
 }
 
 impl Applier<TestBatch> for RecordingApplier {
-    fn apply(&self, first_seq: u64, batch: &TestBatch) {
-        self.applied.lock().push((first_seq, batch.payload.clone()));
+    fn apply(&self, group: &[(u64, &TestBatch)]) {
+        let mut applied = self.applied.lock();
+        for (first_seq, batch) in group {
+            applied.push((*first_seq, batch.payload.clone()));
+        }
     }
     fn publish(&self, last_seq: u64) {
         self.published.lock().push(last_seq);
