@@ -33,7 +33,8 @@
 //! - `SHOAL_BENCH_BATCHES_PER_SEC` paces the writer (default 0: as fast as it can, so
 //!   compaction runs behind and the writer is held back by the engine's back-pressure),
 //! - `SHOAL_BENCH_MEMTABLE_MB` memtable size, also the output file target (default 8),
-//! - `SHOAL_BENCH_ONLY` runs only the cases whose name contains it (e.g. `overwrite/leveled`).
+//! - `SHOAL_BENCH_ONLY` runs only the cases whose name contains it (e.g. `overwrite/leveled`),
+//! - `SHOAL_BENCH_DIRECT_TABLE_WRITES=1|0` overrides `DbOptions::direct_table_writes`.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -150,6 +151,8 @@ fn open(dir: &Path, config: &Config, kind: PolicyKind) -> (Db, TreeId) {
             base_level_bytes: target * 4,
             ..PolicyOptions::default()
         },
+        direct_table_writes: std::env::var("SHOAL_BENCH_DIRECT_TABLE_WRITES")
+            .map_or(DbOptions::default().direct_table_writes, |v| v != "0"),
         ..DbOptions::default()
     };
     let db = Db::open(dir, options).expect("open");
