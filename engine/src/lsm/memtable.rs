@@ -526,6 +526,18 @@ mod tests {
         assert!(m.size_bytes() > data_bytes, "node headers are charged too");
     }
 
+    /// Every key of a memtable, in iteration order.
+    fn all_keys(m: &Arc<Memtable>) -> Vec<Vec<u8>> {
+        let mut it = m.iter();
+        it.seek_to_first().unwrap();
+        let mut found = Vec::new();
+        while it.valid() {
+            found.push(it.key().to_vec());
+            it.next().unwrap();
+        }
+        found
+    }
+
     /// Two versions of each of `user_keys` (both kinds), inserted in scrambled order, iterate
     /// in `compare_internal` order, and a seek to each key's version at seq 3 lands where
     /// that order says.
@@ -552,14 +564,8 @@ mod tests {
             m.insert(parsed.user_key, parsed.seq, parsed.kind, b"v");
         }
         expected.sort_by(|a, b| compare_internal(a, b));
+        assert_eq!(all_keys(&m), expected);
         let mut it = m.iter();
-        it.seek_to_first().unwrap();
-        let mut found = Vec::new();
-        while it.valid() {
-            found.push(it.key().to_vec());
-            it.next().unwrap();
-        }
-        assert_eq!(found, expected);
         for user_key in user_keys {
             let target = key::seek_key(user_key, 3);
             let at_or_after = expected
@@ -598,18 +604,6 @@ mod tests {
             user_keys.push([vec![b'x'; len - 1], vec![b'y']].concat());
         }
         assert_entry_order_agrees(&user_keys);
-    }
-
-    /// Every key of a memtable, in iteration order.
-    fn all_keys(m: &Arc<Memtable>) -> Vec<Vec<u8>> {
-        let mut it = m.iter();
-        it.seek_to_first().unwrap();
-        let mut found = Vec::new();
-        while it.valid() {
-            found.push(it.key().to_vec());
-            it.next().unwrap();
-        }
-        found
     }
 
     proptest::proptest! {
