@@ -311,26 +311,23 @@ impl<B: WalBatch, A: Applier<B>> Wal<B, A> {
         drop(entries);
         match written {
             Ok(first_seq) => {
-                let mut seq = first_seq;
+                // Each member's first sequence number: the group's batches follow each other.
+                let mut next_seq = first_seq;
                 let applied: Vec<(u64, &B)> = group
                     .iter()
                     .map(|member| {
-                        let member_first_seq = seq;
-                        seq += member.batch.seq_count();
+                        let member_first_seq = next_seq;
+                        next_seq += member.batch.seq_count();
                         (member_first_seq, &member.batch)
                     })
                     .collect();
                 self.applier.apply(&applied);
-                drop(applied);
-                self.applier.publish(seq.saturating_sub(1));
-                let mut member_first_seq = first_seq;
+                let first_seqs: Vec<u64> = applied.into_iter().map(|(seq, _)| seq).collect();
+                self.applier.publish(next_seq.saturating_sub(1));
                 group
                     .into_iter()
-                    .map(|member| {
-                        let result = Ok(member_first_seq);
-                        member_first_seq += member.batch.seq_count();
-                        (member, result)
-                    })
+                    .zip(first_seqs)
+                    .map(|(member, first_seq)| (member, Ok(first_seq)))
                     .collect()
             }
             Err(error) => group

@@ -16,8 +16,7 @@ use std::sync::{Arc, OnceLock};
 use compaction::key::{self, EntryKind, InlinePrefix, InternalKey};
 use compaction::{InternalIterator, IterError};
 
-pub use crate::lsm::skiplist::Splice;
-use crate::lsm::skiplist::{Entry, PreparedNode, Search, SkipList, SEARCH_TOGETHER_MAX};
+use crate::lsm::skiplist::{Entry, PreparedNode, Search, SkipList, Splice, SEARCH_TOGETHER_MAX};
 use crate::lsm::sstable::{bloom, PointLookup};
 
 /// One version built in a memtable's arenas and ready to be linked into it ([`Memtable::entry`],
@@ -258,20 +257,6 @@ impl Memtable {
     /// Inserts one version. Sequence numbers are unique, so no existing entry is replaced.
     pub fn insert(&self, user_key: &[u8], seq: u64, kind: EntryKind, value: &[u8]) {
         self.insert_entry(self.entry(user_key, seq, kind, value));
-    }
-
-    /// [`Memtable::insert`] through `splice`, which remembers where the last insert through
-    /// it landed: a version that sorts right after that one, as the next key of a batch
-    /// written in key order does, is linked without a search (see [`Splice`]).
-    pub fn insert_with_splice<'a>(
-        &'a self,
-        user_key: &[u8],
-        seq: u64,
-        kind: EntryKind,
-        value: &[u8],
-        splice: &mut Splice<'a>,
-    ) {
-        self.insert_entry_with_splice(self.entry(user_key, seq, kind, value), splice);
     }
 
     /// Builds an entry in this memtable's arenas, to be inserted here with

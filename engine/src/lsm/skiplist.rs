@@ -451,20 +451,13 @@ impl SkipList {
         let probe = Probe::of_node(node);
         let is_before_key = |other: Node<'_>| probe.is_after(other);
         if !splice.brackets(self.id, &probe, height) {
-            // The node's predecessor and successor at each level, found top-down.
-            let mut before = None;
-            for level in (0..list_height).rev() {
-                splice.links[level] = self.advance(before, level, &is_before_key);
-                debug_assert!(
-                    splice.links[level]
-                        .1
-                        .is_none_or(|next| probe.cmp_node(next) == Ordering::Less),
-                    "two memtable entries with one internal key"
-                );
-                before = splice.links[level].0;
-            }
-            splice.list_id = self.id;
-            splice.levels = list_height;
+            // The node's predecessor and successor at each level, found top-down (a search
+            // of one; the list's height, raised above, bounds it).
+            SkipList::search_together([Search {
+                list: self,
+                node: &prepared,
+                splice: &mut *splice,
+            }]);
         }
         // Levels the list grew by since the splice was filled start at the head; a link
         // there that is not the one expected only makes the CAS below search on.
@@ -520,10 +513,12 @@ impl SkipList {
             next: Option<Node<'a>>,
         }
         let mut cursors: [Option<Cursor<'a, 's>>; SEARCH_TOGETHER_MAX] = Default::default();
+        // Searches started (the cursors in use) and those not yet done.
+        let mut started = 0;
         let mut active = 0;
         for search in searches {
             assert!(
-                active < SEARCH_TOGETHER_MAX,
+                started < SEARCH_TOGETHER_MAX,
                 "more than {SEARCH_TOGETHER_MAX} searches at once"
             );
             let list = search.list;
@@ -536,17 +531,18 @@ impl SkipList {
             search.splice.levels = levels;
             let next = list.next_after(None, levels - 1);
             next.inspect(|next| prefetch(*next));
-            cursors[active] = Some(Cursor {
+            cursors[started] = Some(Cursor {
                 probe: Probe::of_node(Node::new(search.node.ptr)),
                 search,
                 levels_left: levels,
                 prev: None,
                 next,
             });
+            started += 1;
             active += 1;
         }
         while active > 0 {
-            for slot in &mut cursors {
+            for slot in &mut cursors[..started] {
                 let Some(cursor) = slot else { continue };
                 let level = cursor.levels_left - 1;
                 match cursor.next {
