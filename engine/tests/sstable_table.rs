@@ -370,6 +370,34 @@ fn mem_builder() -> TableBuilder {
     TableBuilder::new(Box::new(file), TableOptions::default())
 }
 
+/// Builds reuse the buffers earlier builds grew (kept in a pool when a builder drops): a
+/// table built after a larger build, and after one dropped half-way, has the bytes it had
+/// when built first.
+#[test]
+fn a_build_after_larger_and_abandoned_builds_writes_the_same_bytes() {
+    // A prefix shorter than the keys, so the filter holds key hashes as well as prefixes.
+    let options = || TableOptions {
+        prefix: two_byte_prefix,
+        ..TableOptions::default()
+    };
+    let small = sample_entries(50);
+    let (first, _) = build(&small, options());
+    build(&sample_entries(9_000), options());
+    let file = MemWritable {
+        bytes: Default::default(),
+        synced_len: Default::default(),
+    };
+    let mut abandoned = TableBuilder::new(Box::new(file), options());
+    // Keys of many prefixes, none of them the small table's.
+    for i in 0..5_000 {
+        let key = encode(format!("{i:05}").as_bytes(), 1, EntryKind::Put);
+        abandoned.add(&key, b"abandoned").unwrap();
+    }
+    drop(abandoned);
+    let (again, _) = build(&small, options());
+    assert_eq!(first, again);
+}
+
 #[test]
 #[should_panic(expected = "out of order")]
 fn keys_out_of_order_panic() {

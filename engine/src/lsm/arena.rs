@@ -21,6 +21,8 @@ use std::ptr::NonNull;
 
 use parking_lot::Mutex;
 
+use super::buffer_pool::BufferPool;
+
 /// A memtable's first chunk.
 pub const FIRST_CHUNK_BYTES: usize = 64 << 10;
 /// Every later chunk, and the only size the pool keeps.
@@ -37,13 +39,11 @@ const POOL_CHUNKS_MAX: usize = 128;
 
 /// Idle chunk buffers of exactly `CHUNK_BYTES`, shared by every database in the process (like
 /// an allocator's cache, which it is).
-static POOL: Mutex<Vec<Box<[u8]>>> = Mutex::new(Vec::new());
+static POOL: BufferPool<Box<[u8]>> = BufferPool::new(POOL_CHUNKS_MAX);
 
 fn pooled_buffer() -> Box<[u8]> {
-    match POOL.lock().pop() {
-        Some(buffer) => buffer,
-        None => vec![0u8; CHUNK_BYTES].into_boxed_slice(),
-    }
+    POOL.take()
+        .unwrap_or_else(|| vec![0u8; CHUNK_BYTES].into_boxed_slice())
 }
 
 /// A buffer that allocations are carved from.
@@ -90,10 +90,7 @@ impl Drop for Chunk {
         // after every user of its allocations (the memtable's skiplist) is gone.
         let buffer = unsafe { Box::from_raw(self.buffer.as_ptr()) };
         if buffer.len() == CHUNK_BYTES {
-            let mut pool = POOL.lock();
-            if pool.len() < POOL_CHUNKS_MAX {
-                pool.push(buffer);
-            }
+            POOL.give(buffer);
         }
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! - [`batch`]: write batches, the unit of atomicity and the WAL payload.
 //! - [`memtable`]: a tree's newest writes in memory; `skiplist`: its ordered index, whose
-//!   nodes hold the entries; `arena`: where the nodes live.
+//!   nodes hold the entries; `arena`: where the nodes live; `buffer_pool`: idle buffers
+//!   (arena chunks, table-build buffers) kept mapped for reuse.
 //! - [`sstable`]: immutable sorted files.
 //! - [`version`], [`manifest`]: which files make up each tree, durably.
 //! - [`superversion`]: one consistent view of memtables + files for readers.
@@ -13,6 +14,7 @@
 
 mod arena;
 pub mod batch;
+mod buffer_pool;
 mod compact;
 mod compact_files;
 mod compact_job;

@@ -71,11 +71,21 @@ impl BlockBuilder {
             out.extend_from_slice(&restart.to_le_bytes());
         }
         out.extend_from_slice(&(self.restarts.len() as u32).to_le_bytes());
+        self.clear();
+    }
+
+    /// Drops every entry, keeping the buffers' capacity.
+    pub fn clear(&mut self) {
         self.buf.clear();
         self.restarts.clear();
         self.entry_count = 0;
         self.entries_since_restart = self.restart_interval;
         self.last_key.clear();
+    }
+
+    /// Bytes the builder's buffers hold allocated.
+    pub fn capacity_bytes(&self) -> usize {
+        self.buf.capacity() + 4 * self.restarts.capacity() + self.last_key.capacity()
     }
 }
 

@@ -50,28 +50,30 @@ pub(crate) fn probes(hash: u64, probe_count: u8, bit_count: u64) -> impl Iterato
     (0..u64::from(probe_count)).map(move |i| hash.wrapping_add(i.wrapping_mul(delta)) % bit_count)
 }
 
-/// Builds the filter block contents for the given prefix hashes (duplicates allowed).
-/// Returns an empty block (no filter) when `bits_per_key` is 0.
-pub fn build_filter(hashes: &[u64], bits_per_key: usize) -> Vec<u8> {
+/// Appends the filter block contents for the hashes of every list in `hash_lists`
+/// (duplicates allowed) to `out`: nothing (no filter) when `bits_per_key` is 0. Built in
+/// place, so a table build needs no filter buffer of its own.
+pub fn append_filter(hash_lists: &[&[u64]], bits_per_key: usize, out: &mut Vec<u8>) {
     if bits_per_key == 0 {
-        return Vec::new();
+        return;
     }
+    let hash_count: usize = hash_lists.iter().map(|hashes| hashes.len()).sum();
     // k = bits_per_key * ln 2 minimises false positives.
     let probe_count = ((bits_per_key as f64 * 0.69).round() as u8).clamp(1, PROBES_MAX);
-    let bit_count = hashes
-        .len()
+    let bit_count = hash_count
         .saturating_mul(bits_per_key)
         .max(BITS_MIN)
         .div_ceil(8)
         * 8;
-    let mut filter = vec![0u8; bit_count / 8 + 1];
-    for &hash in hashes {
+    let start = out.len();
+    out.resize(start + bit_count / 8 + 1, 0);
+    let filter = &mut out[start..];
+    for &hash in hash_lists.iter().flat_map(|hashes| hashes.iter()) {
         for bit in probes(hash, probe_count, bit_count as u64) {
             filter[(bit / 8) as usize] |= 1 << (bit % 8);
         }
     }
     filter[bit_count / 8] = probe_count;
-    filter
 }
 
 /// A decoded view of a filter block: which bits, how many probes.
@@ -118,6 +120,12 @@ impl FilterShape {
 mod tests {
     use super::*;
 
+    fn build_filter(hashes: &[u64], bits_per_key: usize) -> Vec<u8> {
+        let mut filter = Vec::new();
+        append_filter(&[hashes], bits_per_key, &mut filter);
+        filter
+    }
+
     fn prefix(i: u32) -> Vec<u8> {
         format!("collection-{i:08}").into_bytes()
     }
@@ -147,6 +155,15 @@ mod tests {
         assert_eq!(FilterShape::parse(&[]), Ok(None));
         assert!(FilterShape::parse(&[0xff; 9][..]).is_err());
         assert!(FilterShape::parse(&[0x00; 3][..]).is_err());
+    }
+
+    #[test]
+    fn a_filter_over_split_lists_is_the_filter_over_their_union_appended_in_place() {
+        let hashes: Vec<u64> = (0..1_000).map(|i| hash64(&prefix(i))).collect();
+        let mut out = b"before".to_vec();
+        append_filter(&[&hashes[..300], &hashes[300..]], 10, &mut out);
+        assert_eq!(&out[..6], b"before");
+        assert_eq!(out[6..], build_filter(&hashes, 10)[..]);
     }
 
     #[test]
