@@ -6,7 +6,8 @@
 //!
 //! - [`RealFs`]: real files, `fdatasync` through [`WritableFile::sync_data`], directory
 //!   fsync through [`FileSystem::sync_dir`], reads through memmap2; on Linux,
-//!   [`FileSystem::create_direct`] writes around the page cache (`direct.rs`).
+//!   [`FileSystem::create_direct`] writes around the page cache (`direct.rs`) and
+//!   [`FileSystem::open_mapped`] writes through a shared memory mapping (`mapped.rs`).
 //! - [`sim::SimFs`]: an in-memory file system for fault-injection tests. It records which
 //!   bytes and which directory entries were made durable and, on a simulated power loss,
 //!   drops or tears everything that was not.
@@ -25,6 +26,8 @@ use std::sync::Arc;
 
 #[cfg(target_os = "linux")]
 mod direct;
+#[cfg(target_os = "linux")]
+mod mapped;
 mod real;
 pub mod sim;
 
@@ -92,6 +95,23 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     /// [`FileSystem::open_overwrite`] on the terms of [`FileSystem::create_direct`].
     fn open_overwrite_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         self.open_overwrite(path)
+    }
+    /// Opens `path` for writing from offset 0, creating it if absent (an existing file keeps
+    /// its bytes until overwritten, as with [`FileSystem::open_overwrite`]), for a file
+    /// written front to back whose writes need only reach the OS, not the device, to be
+    /// acknowledged (a WAL segment without per-commit syncs). The file may be made at least
+    /// `size_bytes` long up front, reading as zeros (or its old bytes) past what was written:
+    /// its readers must find the end of the data from the data. The contract is otherwise
+    /// that of any [`WritableFile`]. The default opens a plain file; `RealFs` on Linux
+    /// allocates `size_bytes` and writes through a shared memory mapping (see `mapped.rs` on
+    /// why).
+    fn open_mapped(&self, path: &Path, size_bytes: u64) -> io::Result<Box<dyn WritableFile>> {
+        let _ = size_bytes;
+        if self.exists(path) {
+            self.open_overwrite(path)
+        } else {
+            self.create(path)
+        }
     }
     /// Opens `path` for reading.
     fn open_read(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>>;

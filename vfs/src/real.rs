@@ -46,28 +46,36 @@ impl WritableFile for RealWritable {
         self.file.set_len(len_bytes)
     }
 
-    #[cfg(target_os = "linux")]
     fn start_writeback(&self, offset: u64, len: u64) -> io::Result<()> {
+        sync_file_range_write(&self.file, offset, len)
+    }
+}
+
+/// [`WritableFile::start_writeback`] for a real file: Linux `sync_file_range` with
+/// `SYNC_FILE_RANGE_WRITE`, a no-op elsewhere.
+pub(crate) fn sync_file_range_write(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
         let (Ok(offset), Ok(len)) = (
             libc::off64_t::try_from(offset),
             libc::off64_t::try_from(len),
         ) else {
             return Err(io::Error::from(io::ErrorKind::InvalidInput));
         };
-        // SAFETY: a plain syscall on a descriptor this struct owns; no memory is passed.
+        // SAFETY: a plain syscall on a descriptor the caller owns; no memory is passed.
         let result = unsafe {
-            libc::sync_file_range(
-                self.file.as_raw_fd(),
-                offset,
-                len,
-                libc::SYNC_FILE_RANGE_WRITE,
-            )
+            libc::sync_file_range(file.as_raw_fd(), offset, len, libc::SYNC_FILE_RANGE_WRITE)
         };
         if result == 0 {
             Ok(())
         } else {
             Err(io::Error::last_os_error())
         }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (file, offset, len);
+        Ok(())
     }
 }
 
@@ -122,6 +130,11 @@ impl FileSystem for RealFs {
     #[cfg(target_os = "linux")]
     fn open_overwrite_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         crate::direct::open(path, false, || self.open_overwrite(path))
+    }
+
+    #[cfg(target_os = "linux")]
+    fn open_mapped(&self, path: &Path, size_bytes: u64) -> io::Result<Box<dyn WritableFile>> {
+        crate::mapped::open(path, size_bytes, || self.open_overwrite(path))
     }
 
     fn open_read(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>> {

@@ -8,7 +8,9 @@
 //! files. Obsolete segments kept for reuse are renamed to `<old number>.recycle`; reusing one
 //! renames it to the next `<number>.log` and overwrites it from offset 0, which is cheaper to
 //! fdatasync than appending (no file-size update). Fresh segments are preallocated by writing
-//! zeros up to the segment size, for the same reason.
+//! zeros up to the segment size, for the same reason. Without per-commit syncs, segments are
+//! instead allocated to the segment size (`fallocate`) and written through a memory mapping
+//! (`WalOptions::map_segments`); the bytes and the rules below are the same.
 //!
 //! # Records
 //!
@@ -51,8 +53,9 @@
 //! The reader decodes records from offset 0. A record is *valid* if its header fits in the
 //! file, its kind is known, its padding is zero, its segment number is the file's, its payload
 //! fits in the file and its checksum matches. The first position where no valid record starts
-//! is where decoding stops. Bytes there may be zeros (preallocation), a previous life of a
-//! recycled file (its records carry another segment number), or a torn write. To tell a torn
+//! is where decoding stops. Bytes there may be zeros (preallocation, or the allocation of a
+//! segment written through a mapping), a previous life of a recycled file (its records carry
+//! another segment number), or a torn write. To tell a torn
 //! tail from corruption the reader searches the rest of the file, at every byte offset, for a
 //! valid record of this segment whose synced-through field is past the stop point. Finding one
 //! proves the bytes at the stop point had been made durable before that record was written, so

@@ -39,6 +39,12 @@ pub struct WalOptions {
     /// [`Durability::None`], which never fdatasyncs a commit (see
     /// [`WalOptions::preallocate_bytes`]).
     pub preallocate_segments: bool,
+    /// Write segments through a shared memory mapping (`vfs::FileSystem::open_mapped`) when
+    /// commits are not fdatasynced one by one: a commit's bytes then reach the page cache
+    /// with a copy instead of a `write(2)`. Ignored with [`Durability::Sync`], where the
+    /// fdatasync dominates and preallocated segments make it cheaper (see
+    /// [`WalOptions::mapped_bytes`]).
+    pub map_segments: bool,
 }
 
 impl Default for WalOptions {
@@ -51,6 +57,7 @@ impl Default for WalOptions {
             record_bytes_max: 64 << 20,
             group_bytes_max: 16 << 20,
             preallocate_segments: true,
+            map_segments: true,
         }
     }
 }
@@ -64,6 +71,18 @@ impl WalOptions {
     /// segment-sized write and fdatasync on the write path at every rotation.
     pub fn preallocate_bytes(&self) -> u64 {
         if self.preallocate_segments && self.durability != Durability::None {
+            self.segment_size_bytes
+        } else {
+            0
+        }
+    }
+
+    /// Bytes of each segment written through a memory mapping (0: none, plain writes). A
+    /// mapped fresh segment is allocated, not zero-filled: its blocks are unwritten extents,
+    /// whose first fdatasync must also record them as written, which is why `Sync` does not
+    /// map.
+    pub fn mapped_bytes(&self) -> u64 {
+        if self.map_segments && self.durability != Durability::Sync {
             self.segment_size_bytes
         } else {
             0

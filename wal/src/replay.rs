@@ -206,13 +206,8 @@ pub fn recover<E: From<WalError>>(
             end_offset: segment.size_bytes,
         });
     let number = number_max + 1;
-    let source = match recycled.pop_front() {
-        Some(old_number) => SegmentSource::Recycled(old_number),
-        None => SegmentSource::Fresh {
-            preallocate_bytes: options.preallocate_bytes(),
-        },
-    };
-    let file = start_segment(fs, dir, number, source, next_seq, predecessor)?;
+    let source = SegmentSource::next(&mut recycled);
+    let file = start_segment(fs, dir, number, source, options, next_seq, predecessor)?;
     let position = file.position();
     live.push_back(LiveSegment {
         number,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use vfs::{Fs, WritableFile};
 
 use crate::format::{encode_segment_header, SEGMENT_HEADER_RECORD_BYTES};
-use crate::WalError;
+use crate::{WalError, WalOptions};
 
 const SEGMENT_SUFFIX: &str = ".log";
 const RECYCLED_SUFFIX: &str = ".recycle";
@@ -104,8 +104,18 @@ impl SegmentCatalog {
 pub enum SegmentSource {
     /// Rename this recycled file (its old number) and overwrite it in place.
     Recycled(u64),
-    /// Create a new file, zero-filled to this many bytes (0: no preallocation).
-    Fresh { preallocate_bytes: u64 },
+    /// Create a new file: zero-filled to [`WalOptions::preallocate_bytes`], or allocated and
+    /// mapped to [`WalOptions::mapped_bytes`].
+    Fresh,
+}
+
+impl SegmentSource {
+    /// The oldest recycled file if there is one, else a new file.
+    pub fn next(recycled: &mut VecDeque<u64>) -> SegmentSource {
+        recycled
+            .pop_front()
+            .map_or(SegmentSource::Fresh, SegmentSource::Recycled)
+    }
 }
 
 /// Describes the segment a new one follows, for its header.
@@ -118,33 +128,43 @@ pub struct Predecessor {
 
 /// Starts segment `number`: its file exists, its header record is written and fdatasynced and
 /// the directory is fsynced, so the segment is durable before any batch goes into it. Returns
-/// the handle positioned after the header.
+/// the handle positioned after the header. Segments are written through a memory mapping
+/// when [`WalOptions::mapped_bytes`] says so (recycled ones too: their pages are usually
+/// still cached, so a store into one needs no new page).
 pub fn start_segment(
     fs: &Fs,
     dir: &Path,
     number: u64,
     source: SegmentSource,
+    options: &WalOptions,
     first_seq: u64,
     predecessor: Predecessor,
 ) -> Result<Arc<dyn WritableFile>, WalError> {
     let path = segment_path(dir, number);
+    let mapped_bytes = options.mapped_bytes();
     match source {
         SegmentSource::Recycled(old_number) => {
             let old_path = recycled_path(dir, old_number);
             fs.rename(&old_path, &path)
                 .map_err(|source| WalError::io("rename recycled segment", &old_path, source))?;
         }
-        SegmentSource::Fresh { preallocate_bytes } => {
+        // `open_mapped` below creates it.
+        SegmentSource::Fresh if mapped_bytes > 0 => {}
+        SegmentSource::Fresh => {
             let file = fs
                 .create(&path)
                 .map_err(|source| WalError::io("create", &path, source))?;
-            preallocate(file.as_ref(), preallocate_bytes)
+            preallocate(file.as_ref(), options.preallocate_bytes())
                 .map_err(|source| WalError::io("preallocate", &path, source))?;
         }
     }
-    let file = fs
-        .open_overwrite(&path)
-        .map_err(|source| WalError::io("open for overwrite", &path, source))?;
+    let file = if mapped_bytes > 0 {
+        fs.open_mapped(&path, mapped_bytes)
+            .map_err(|source| WalError::io("open mapped", &path, source))?
+    } else {
+        fs.open_overwrite(&path)
+            .map_err(|source| WalError::io("open for overwrite", &path, source))?
+    };
     let mut header = Vec::with_capacity(SEGMENT_HEADER_RECORD_BYTES as usize);
     encode_segment_header(
         &mut header,

@@ -263,12 +263,7 @@ impl Log {
         }
         // Numbers only grow: the current one is the largest any WAL file has had.
         let number = writer.number + 1;
-        let source = match self.catalog.lock().recycled.pop_front() {
-            Some(old_number) => SegmentSource::Recycled(old_number),
-            None => SegmentSource::Fresh {
-                preallocate_bytes: self.options.preallocate_bytes(),
-            },
-        };
+        let source = SegmentSource::next(&mut self.catalog.lock().recycled);
         let predecessor = Predecessor {
             number: writer.number,
             end_offset: writer.position,
@@ -278,6 +273,7 @@ impl Log {
             &self.dir,
             number,
             source,
+            &self.options,
             writer.next_seq,
             predecessor,
         )?;

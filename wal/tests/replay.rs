@@ -74,6 +74,8 @@ fn durability_none_never_preallocates() {
     let options = |durability| WalOptions {
         segment_size_bytes: 1 << 20,
         preallocate_segments: true,
+        // Plain writes: a mapped segment is allocated whole (see the next test).
+        map_segments: false,
         durability,
         ..WalOptions::default()
     };
@@ -96,6 +98,64 @@ fn durability_none_never_preallocates() {
     let newest = *segment_numbers(&fs, &dir).last().unwrap();
     let newest = dir.join(format!("{newest:020}.log"));
     assert!(fs.file_size(&newest).unwrap() >= 1 << 20);
+}
+
+/// Without per-commit syncs, segments are written through a mapping of an allocated file
+/// (`vfs` `open_mapped`): fresh ones read as zeros past their records, recycled ones as
+/// their last life's records. Replay must stop at both, in every mode that reads them back,
+/// including segments recycled from one mode into another.
+#[test]
+fn mapped_segments_round_trip_across_modes_and_recycling() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("wal");
+    let segment_size_bytes = 16 << 10;
+    let options = |durability| WalOptions {
+        segment_size_bytes,
+        recycled_segments_max: 4,
+        durability,
+        ..WalOptions::default()
+    };
+    let fs = vfs::RealFs::shared();
+    let modes = [
+        Durability::None,
+        Durability::Sync,
+        Durability::Interval(std::time::Duration::from_millis(5)),
+        Durability::None,
+    ];
+    let mut expected: Vec<Vec<u8>> = Vec::new();
+    for (life, durability) in modes.into_iter().enumerate() {
+        let (wal, replayed) = open(fs.clone(), &dir, options(durability)).unwrap();
+        let got: Vec<Vec<u8>> = replayed.into_iter().map(|r| r.payload).collect();
+        assert_eq!(got, expected, "life {life} ({durability:?})");
+        // Release all but the last life's records, so their segments are recycled.
+        wal.release_through(wal.last_seq()).unwrap();
+        if life > 0 {
+            // This life's first segments will be these.
+            assert!(
+                !recycled_numbers(&fs, &dir).is_empty(),
+                "released segments must be recycled"
+            );
+        }
+        expected.clear();
+        for i in 0..1000 {
+            let payload = payload(life as u64 * 1000 + i);
+            wal.commit(TestBatch::new(payload.clone(), 1)).unwrap();
+            expected.push(payload);
+        }
+        if durability != Durability::Sync {
+            let newest = *segment_numbers(&fs, &dir).last().unwrap();
+            let newest = dir.join(format!("{newest:020}.log"));
+            assert!(
+                fs.file_size(&newest).unwrap() >= segment_size_bytes,
+                "a mapped segment is allocated whole"
+            );
+        }
+        drop(wal);
+    }
+    assert!(segment_numbers(&fs, &dir).len() > 2, "segments must rotate");
+    let (_wal, replayed) = open(fs, &dir, options(Durability::Sync)).unwrap();
+    let got: Vec<Vec<u8>> = replayed.into_iter().map(|r| r.payload).collect();
+    assert_eq!(got, expected);
 }
 
 #[test]

@@ -13,7 +13,8 @@
 //!
 //! `SHOAL_PEER_DIRECT_TABLE_WRITES=1` has Shoal write its SSTables around the page cache
 //! (`DbOptions::direct_table_writes`, off by default; `0` forces it off), for comparing the
-//! two.
+//! two. `SHOAL_PEER_WAL_MAPPED=0` has Shoal write its WAL with `write(2)` instead of through a
+//! mapping (`DbOptions::wal_map_segments`, on by default).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -90,6 +91,8 @@ impl Shoal {
                     .unwrap_or(DbOptions::default().compaction_threads),
                 direct_table_writes: std::env::var("SHOAL_PEER_DIRECT_TABLE_WRITES")
                     .map_or(DbOptions::default().direct_table_writes, |v| v != "0"),
+                wal_map_segments: std::env::var("SHOAL_PEER_WAL_MAPPED")
+                    .map_or(DbOptions::default().wal_map_segments, |v| v != "0"),
                 ..DbOptions::default()
             },
         )

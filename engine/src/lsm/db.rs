@@ -94,6 +94,9 @@ pub struct DbOptions {
     /// Zero-fill new WAL segments up front so synced commits overwrite allocated blocks
     /// (cheaper fdatasync). Costs one segment-sized write per fresh segment.
     pub wal_preallocate: bool,
+    /// Without per-commit syncs (durability `none`, `interval`), write WAL segments through a
+    /// memory mapping instead of a `write(2)` per group (`wal::WalOptions::map_segments`).
+    pub wal_map_segments: bool,
     /// Truncate the WAL at a corrupt record instead of refusing to open (loses what follows).
     pub truncate_wal_at_corruption: bool,
     /// The bloom-filter prefix of a user key (the item-collection prefix).
@@ -144,6 +147,7 @@ impl Default for DbOptions {
             wal_live_bytes_max: 256 << 20,
             wal_segment_size_bytes: 64 << 20,
             wal_preallocate: true,
+            wal_map_segments: true,
             truncate_wal_at_corruption: false,
             bloom_prefix: whole_key,
             block_size_bytes: 4096,
@@ -356,6 +360,7 @@ impl Db {
             durability: options.durability,
             segment_size_bytes: options.wal_segment_size_bytes,
             preallocate_segments: options.wal_preallocate,
+            map_segments: options.wal_map_segments,
             truncate_at_corruption: options.truncate_wal_at_corruption,
             recycled_segments_max: wal_recycled_segments_max(&options),
             ..WalOptions::default()
