@@ -139,13 +139,16 @@ pub struct PolicyOptions {
     /// threshold moves up with it). One L0 compaction moves `l0_trigger_files` flushed
     /// memtables into the base level at once, often many times its target, and later jobs
     /// move them on: that is the normal flow, not a backlog. With one compaction thread the
-    /// next L0 compaction often lands before the last one's bytes have moved on, so the
-    /// engine sets the floor to two such intakes, 2 x `l0_trigger_files` x its memtable size
+    /// next L0 compactions often land before the first one's bytes have moved on, so the
+    /// engine sets the floor to four such intakes, 4 x `l0_trigger_files` x its memtable size
     /// (the policy alone cannot know how large flushes are). Without a floor, 64 MiB
     /// memtables tripped the brake after every L0 compaction into a young tree's base level;
     /// with one intake, bursts of four writers still met it (a base level 382 MiB over its
-    /// target, more than one 244 MiB intake). Where 30% of the last level is already larger
-    /// (small memtables, or an older tree) it changes nothing.
+    /// target, more than one 244 MiB intake); with two, once writes got faster, one 9 s burst
+    /// of four writers in four met it (606 MiB pending over a 512 MiB floor, then 967 MiB
+    /// while one base-to-last job ran, which held writers near a stop for 25 s). RocksDB's
+    /// soft limit for the same measure is 64 GiB. Where 30% of the last level is already
+    /// larger (small memtables, or an older tree) it changes nothing.
     pub pending_slowdown_floor_bytes: u64,
     /// The write rate allowed at a slowdown threshold (at least 1 KiB/s, and at least the
     /// minimum below)...

@@ -119,11 +119,14 @@ impl Engine for Shoal {
 
     fn report(&self) -> Option<String> {
         let stats = self.db.stats();
+        let mib = |bytes: &u64| format!("{:.0}", *bytes as f64 / (1u64 << 20) as f64);
         Some(format!(
-            "{} writes slowed for compaction, {:.2} s in all; write amplification {:.2}",
+            "{} writes slowed for compaction, {:.2} s in all; write amplification {:.2}; files per level {:?}, MiB per level [{}]",
             stats.write_stalls,
             stats.stall_time_total.as_secs_f64(),
-            stats.write_amplification
+            stats.write_amplification,
+            stats.level_files,
+            stats.level_bytes.iter().map(mib).collect::<Vec<_>>().join(", ")
         ))
     }
 }

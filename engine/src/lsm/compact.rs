@@ -124,8 +124,8 @@ impl Scheduler {
 }
 
 /// L0 compactions' worth of full memtables that may wait in the levels below L0 without
-/// slowing writers (see `PolicyOptions::pending_slowdown_floor_bytes` on why two).
-const PENDING_FLOOR_L0_COMPACTIONS: u64 = 2;
+/// slowing writers (see `PolicyOptions::pending_slowdown_floor_bytes` on why four).
+const PENDING_FLOOR_L0_COMPACTIONS: u64 = 4;
 
 /// The policy options the engine actually uses: the file cut size is at least one byte,
 /// `max_levels` cannot exceed the version's levels, and the pending-bytes slowdown starts no
@@ -377,16 +377,16 @@ mod tests {
     use crate::lsm::{DbOptions, WriteBatch};
 
     #[test]
-    fn the_pending_slowdown_floor_is_at_least_two_l0_compactions_of_full_memtables() {
+    fn the_pending_slowdown_floor_is_at_least_four_l0_compactions_of_full_memtables() {
         let policy = effective_policy(&PolicyOptions::default(), 64 << 20);
-        assert_eq!(policy.pending_slowdown_floor_bytes, 2 * 4 * (64 << 20));
+        assert_eq!(policy.pending_slowdown_floor_bytes, 4 * 4 * (64 << 20));
         let larger = PolicyOptions {
-            pending_slowdown_floor_bytes: 1 << 30,
+            pending_slowdown_floor_bytes: 2 << 30,
             ..PolicyOptions::default()
         };
         assert_eq!(
             effective_policy(&larger, 64 << 20).pending_slowdown_floor_bytes,
-            1 << 30
+            2 << 30
         );
     }
 
