@@ -197,14 +197,26 @@ impl WritableFile for MappedWritable {
 
 #[cfg(test)]
 mod tests {
-    use crate::{FileSystem, RealFs};
+    use std::path::PathBuf;
+
+    use crate::{FileSystem, RealFs, WritableFile};
+
+    /// A file opened with `open_mapped` in a new temporary directory (which lives as long as
+    /// the first element), with its path.
+    fn mapped(size_bytes: u64) -> (tempfile::TempDir, PathBuf, Box<dyn WritableFile>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("segment");
+        let file = RealFs.open_mapped(&path, size_bytes).unwrap();
+        (dir, path, file)
+    }
+
+    fn read(path: &std::path::Path) -> Vec<u8> {
+        RealFs.open_read(path).unwrap().bytes().to_vec()
+    }
 
     #[test]
     fn writes_land_in_the_file_in_and_past_the_mapping() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("segment");
-        let fs = RealFs;
-        let file = fs.open_mapped(&path, 10_000).unwrap();
+        let (_dir, path, file) = mapped(10_000);
         let chunk: Vec<u8> = (0..=255u8).cycle().take(3_000).collect();
         // 3 chunks inside the mapping, one across its end, one past it.
         for _ in 0..5 {
@@ -213,20 +225,17 @@ mod tests {
         assert_eq!(file.position(), 15_000);
         file.start_writeback(0, 8192).unwrap();
         file.sync_data().unwrap();
-        let bytes = fs.open_read(&path).unwrap().bytes().to_vec();
+        let bytes = read(&path);
         assert_eq!(bytes.len(), 15_000);
         assert!(bytes.chunks(3_000).all(|c| c == chunk.as_slice()));
     }
 
     #[test]
     fn writes_cross_windows_around_write_backs_and_syncs_from_another_thread() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("segment");
-        let fs = RealFs;
         // Not a multiple of the window, so the last window is short, and written past.
         let allocated_bytes = 2 * super::WINDOW_BYTES + 12_345;
-        let file: std::sync::Arc<dyn crate::WritableFile> =
-            std::sync::Arc::from(fs.open_mapped(&path, allocated_bytes).unwrap());
+        let (_dir, path, file) = mapped(allocated_bytes);
+        let file: std::sync::Arc<dyn WritableFile> = std::sync::Arc::from(file);
         let chunk: Vec<u8> = (0..7_001u32).map(|i| (i % 251) as u8).collect();
         let chunks = (allocated_bytes as usize + 100_000) / chunk.len();
         let done = std::sync::atomic::AtomicBool::new(false);
@@ -247,21 +256,18 @@ mod tests {
             done.store(true, std::sync::atomic::Ordering::Relaxed);
         });
         file.sync_data().unwrap();
-        let bytes = fs.open_read(&path).unwrap().bytes().to_vec();
+        let bytes = read(&path);
         assert_eq!(bytes.len(), chunks * chunk.len());
         assert!(bytes.chunks(chunk.len()).all(|c| c == chunk.as_slice()));
     }
 
     #[test]
     fn the_unwritten_rest_of_the_allocation_reads_as_zeros() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("segment");
-        let fs = RealFs;
-        let file = fs.open_mapped(&path, 1 << 16).unwrap();
+        let (_dir, path, file) = mapped(1 << 16);
         file.write_all(b"header").unwrap();
         file.sync_data().unwrap();
         drop(file);
-        let bytes = fs.open_read(&path).unwrap().bytes().to_vec();
+        let bytes = read(&path);
         assert_eq!(bytes.len(), 1 << 16);
         assert_eq!(&bytes[..6], b"header");
         assert!(bytes[6..].iter().all(|&b| b == 0));
@@ -269,18 +275,15 @@ mod tests {
 
     #[test]
     fn a_reused_file_is_overwritten_from_the_start_and_keeps_its_tail() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("segment");
-        let fs = RealFs;
-        let old = fs.open_mapped(&path, 8192).unwrap();
+        let (_dir, path, old) = mapped(8192);
         old.write_all(&[7u8; 8192]).unwrap();
         old.sync_data().unwrap();
         drop(old);
-        let reused = fs.open_mapped(&path, 8192).unwrap();
+        let reused = RealFs.open_mapped(&path, 8192).unwrap();
         reused.write_all(b"new").unwrap();
         reused.sync_data().unwrap();
         drop(reused);
-        let bytes = fs.open_read(&path).unwrap().bytes().to_vec();
+        let bytes = read(&path);
         assert_eq!(&bytes[..3], b"new");
         assert!(bytes[3..].iter().all(|&b| b == 7));
         assert_eq!(bytes.len(), 8192);
@@ -288,12 +291,9 @@ mod tests {
 
     #[test]
     fn a_zero_size_is_a_plain_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("segment");
-        let fs = RealFs;
-        let file = fs.open_mapped(&path, 0).unwrap();
+        let (_dir, path, file) = mapped(0);
         file.write_all(b"abc").unwrap();
         file.sync_data().unwrap();
-        assert_eq!(fs.open_read(&path).unwrap().bytes(), b"abc");
+        assert_eq!(read(&path), b"abc");
     }
 }
