@@ -29,7 +29,7 @@
 //! A file system that refuses `fallocate` or the mapping gets a buffered file instead: the
 //! choice is about cost, never correctness.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
@@ -51,12 +51,7 @@ pub(crate) fn open(
     size_bytes: u64,
     buffered: impl FnOnce() -> io::Result<Box<dyn WritableFile>>,
 ) -> io::Result<Box<dyn WritableFile>> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)?;
+    let file = crate::real::open_or_create_keeping_bytes(path)?;
     let Ok(len) = libc::off_t::try_from(size_bytes) else {
         return buffered();
     };

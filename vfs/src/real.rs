@@ -51,6 +51,16 @@ impl WritableFile for RealWritable {
     }
 }
 
+/// Opens `path` for reading and writing, creating it if absent and keeping its bytes if not.
+pub(crate) fn open_or_create_keeping_bytes(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+}
+
 /// [`WritableFile::start_writeback`] for a real file: Linux `sync_file_range` with
 /// `SYNC_FILE_RANGE_WRITE`, a no-op elsewhere.
 pub(crate) fn sync_file_range_write(file: &File, offset: u64, len: u64) -> io::Result<()> {
@@ -193,12 +203,7 @@ impl FileSystem for RealFs {
     }
 
     fn lock(&self, path: &Path) -> io::Result<Box<dyn DirLock>> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)?;
+        let file = open_or_create_keeping_bytes(path)?;
         // SAFETY: flock on a descriptor we own; no memory is touched.
         let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
         if rc != 0 {
