@@ -68,20 +68,27 @@ static BUILD_BUFFERS: BufferPool<BuildBuffers> = BufferPool::new(BUILD_BUFFERS_I
 ///
 /// After any error the file is incomplete: drop the builder and delete the file.
 pub struct TableBuilder {
-    file: Box<dyn WritableFile>,
+    output: TableOutput,
     options: TableOptions,
     data_block: BlockBuilder,
     index_block: BlockBuilder,
-    /// Finished blocks (with trailers) not yet written to the file.
-    unwritten: Vec<u8>,
-    /// Bytes of the table produced so far, written or not (the next block's offset).
-    offset: u64,
     /// Hashes of the distinct consecutive prefixes seen, for the filter.
     prefix_hashes: Vec<u64>,
     /// Hashes of the distinct consecutive user keys that are not their own prefix, for the
     /// filter too (format version 2).
     key_hashes: Vec<u64>,
     properties: TableProperties,
+}
+
+/// Where finished blocks go: apart from the builder's other state, so a block can be filled
+/// straight from a builder field (`output.write_block(kind, |out| self.index_block...)`).
+struct TableOutput {
+    file: Box<dyn WritableFile>,
+    /// Finished blocks (with trailers) not yet written to the file.
+    unwritten: Vec<u8>,
+    /// Bytes of the table produced so far, written or not (the next block's offset).
+    offset: u64,
+    /// A write failed: the file is incomplete.
     failed: bool,
 }
 
@@ -103,23 +110,25 @@ impl TableBuilder {
         let buffers = BUILD_BUFFERS.take().unwrap_or_else(BuildBuffers::new);
         debug_assert!(buffers.unwritten.is_empty() && buffers.index_block.is_empty());
         TableBuilder {
-            file,
+            output: TableOutput {
+                file,
+                unwritten: buffers.unwritten,
+                offset,
+                failed: false,
+            },
             data_block: BlockBuilder::new(options.restart_interval),
             index_block: buffers.index_block,
             options,
-            unwritten: buffers.unwritten,
-            offset,
             prefix_hashes: buffers.prefix_hashes,
             key_hashes: buffers.key_hashes,
             properties: TableProperties::default(),
-            failed: false,
         }
     }
 
     /// Adds an entry. Keys must arrive in strictly increasing internal order: a key out of
     /// order panics, because it would make the file unreadable.
     pub fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<(), SstError> {
-        if self.failed {
+        if self.output.failed {
             return Err(SstError::BuilderFailed);
         }
         if internal_key.len() > KEY_LEN_MAX_BYTES || value.len() > VALUE_LEN_MAX_BYTES {
@@ -168,7 +177,7 @@ impl TableBuilder {
             + filter_bytes
             + self.properties.smallest_key.len()
             + self.properties.largest_key.len();
-        self.offset + pending as u64
+        self.output.offset + pending as u64
     }
 
     pub fn entry_count(&self) -> u64 {
@@ -178,31 +187,22 @@ impl TableBuilder {
     /// Writes the last data block, filter, properties, index and footer, then syncs the
     /// file's data. The caller syncs the directory.
     pub fn finish(mut self) -> Result<TableProperties, SstError> {
-        if self.failed {
+        if self.output.failed {
             return Err(SstError::BuilderFailed);
         }
         if !self.data_block.is_empty() {
             self.flush_data_block()?;
         }
-        let prefix_hashes = std::mem::take(&mut self.prefix_hashes);
-        let key_hashes = std::mem::take(&mut self.key_hashes);
-        let bits_per_key = self.options.bloom_bits_per_key;
-        let filter_handle = self.write_block(BlockKind::Filter, |out| {
-            bloom::append_filter(&[&prefix_hashes, &key_hashes], bits_per_key, out)
-        });
-        // Back in place, for the next build to reuse (`Drop`).
-        self.prefix_hashes = prefix_hashes;
-        self.key_hashes = key_hashes;
-        let filter_handle = filter_handle?;
-
-        let properties = self.properties.clone();
-        let properties_handle =
-            self.write_block(BlockKind::Properties, |out| properties.encode_into(out))?;
-
-        let mut index_block = std::mem::replace(&mut self.index_block, BlockBuilder::new(1));
-        let index_handle = self.write_block(BlockKind::Index, |out| index_block.finish_into(out));
-        self.index_block = index_block;
-        let index_handle = index_handle?;
+        let filter_handle = self.output.write_block(BlockKind::Filter, |out| {
+            let hash_lists: [&[u64]; 2] = [&self.prefix_hashes, &self.key_hashes];
+            bloom::append_filter(&hash_lists, self.options.bloom_bits_per_key, out)
+        })?;
+        let properties_handle = self.output.write_block(BlockKind::Properties, |out| {
+            self.properties.encode_into(out)
+        })?;
+        let index_handle = self
+            .output
+            .write_block(BlockKind::Index, |out| self.index_block.finish_into(out))?;
 
         let footer = Footer {
             filter: filter_handle,
@@ -211,13 +211,13 @@ impl TableBuilder {
             version: FORMAT_VERSION,
         };
         let footer = footer.encode();
-        self.unwritten.extend_from_slice(&footer);
-        self.offset += footer.len() as u64;
-        self.write_unwritten()?;
-        self.file.sync_data()?;
+        self.output.unwritten.extend_from_slice(&footer);
+        self.output.offset += footer.len() as u64;
+        self.output.write_unwritten()?;
+        self.output.file.sync_data()?;
         Ok(TableProperties {
-            size_bytes: self.offset,
-            ..properties
+            size_bytes: self.output.offset,
+            ..self.properties.clone()
         })
     }
 
@@ -242,22 +242,23 @@ impl TableBuilder {
 
     fn flush_data_block(&mut self) -> Result<(), SstError> {
         debug_assert!(!self.data_block.is_empty(), "flushing an empty data block");
-        let mut data_block = std::mem::replace(&mut self.data_block, BlockBuilder::new(1));
         // The index key is the block's last key: the largest key the block can answer for.
-        let last_key = self.properties.largest_key.clone();
-        debug_assert_eq!(data_block.last_key(), &last_key[..]);
-        debug_assert!(data_block.entry_count() > 0);
-        let handle = self.write_block(BlockKind::Data, |out| data_block.finish_into(out));
-        self.data_block = data_block;
-        let handle = handle?;
+        let last_key = &self.properties.largest_key;
+        debug_assert_eq!(self.data_block.last_key(), &last_key[..]);
+        debug_assert!(self.data_block.entry_count() > 0);
+        let handle = self
+            .output
+            .write_block(BlockKind::Data, |out| self.data_block.finish_into(out))?;
         let mut encoded_handle = Vec::with_capacity(20);
         put_varint(&mut encoded_handle, handle.offset);
         put_varint(&mut encoded_handle, handle.size);
-        self.index_block.add(&last_key, &encoded_handle);
+        self.index_block.add(last_key, &encoded_handle);
         self.properties.data_blocks += 1;
         Ok(())
     }
+}
 
+impl TableOutput {
     /// Adds one block (contents produced by `fill`, then its trailer) to the table; it is
     /// written with the next chunk.
     fn write_block(
@@ -294,7 +295,7 @@ impl Drop for TableBuilder {
     /// Hands the build's buffers, emptied, to the next build.
     fn drop(&mut self) {
         let mut buffers = BuildBuffers {
-            unwritten: std::mem::take(&mut self.unwritten),
+            unwritten: std::mem::take(&mut self.output.unwritten),
             prefix_hashes: std::mem::take(&mut self.prefix_hashes),
             key_hashes: std::mem::take(&mut self.key_hashes),
             index_block: std::mem::replace(&mut self.index_block, BlockBuilder::new(1)),
