@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::path::Path;
 
-use engine::lsm::{Db, DbError, DbOptions, Direction, TreeId, WriteBatch};
+use shoal_engine::{Db, DbError, DbOptions, Direction, TreeId, WriteBatch};
 
 /// Number of distinct slot keys the workload cycles through.
 pub const SLOTS: u64 = 257;

@@ -1,9 +1,11 @@
 //! Shoal: a durable, embeddable DynamoDB-compatible datastore.
 //!
-//! This package is the facade: it re-exports the engine's public API and hosts the `shoal`
-//! command-line tool, the crash-test workload and the load generator.
+//! This package hosts the `shoal` command-line tool, the crash-test workload and the load
+//! generator, and re-exports the layers below it: [`tables`] (DynamoDB's tables, the embedded
+//! API) and [`engine`] (the storage engine on its own).
 
 pub mod crash;
 pub mod loadgen;
 
-pub use engine;
+pub use shoal_engine as engine;
+pub use shoal_tables as tables;

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use engine::lsm::DbOptions;
-use engine::{Database, Durability, Options};
-use server::{AuthMode, EngineHandler, ServerConfig};
+use shoal_engine::DbOptions;
+use shoal_server::{AuthMode, EngineHandler, ServerConfig};
+use shoal_tables::{Database, Durability, Options};
 
 /// mimalloc instead of the C library's allocator: a request allocates and frees many small
 /// strings and maps (items decoded for a Query, JSON text), where glibc's malloc spent a
@@ -149,7 +149,7 @@ fn serve(args: ServeArgs) -> Result<(), String> {
     }
     let auth = match &args.auth {
         Some(path) => AuthMode::Verify {
-            keys: server::load_key_file(path).map_err(|e| e.to_string())?,
+            keys: shoal_server::load_key_file(path).map_err(|e| e.to_string())?,
         },
         None => AuthMode::AcceptAnyWellFormed,
     };
@@ -171,13 +171,15 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     runtime.block_on(async {
-        let listener = server::bind(&config).await.map_err(|e| e.to_string())?;
+        let listener = shoal_server::bind(&config)
+            .await
+            .map_err(|e| e.to_string())?;
         let address = listener.local_addr().map_err(|e| e.to_string())?;
         // The line scripts and tests wait for before sending requests.
         println!("shoal listening on http://{address}");
         tracing::info!(%address, "serving DynamoDB's protocol");
         let handler = Arc::new(EngineHandler::new(Arc::clone(&database)));
-        server::serve(listener, handler, config, shutdown_signal())
+        shoal_server::serve(listener, handler, config, shutdown_signal())
             .await
             .map_err(|e| e.to_string())
     })?;

@@ -11,8 +11,8 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use engine::lsm::{Db, DbOptions};
 use rand::{Rng, SeedableRng};
+use shoal_engine::{Db, DbOptions};
 
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)

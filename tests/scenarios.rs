@@ -9,7 +9,7 @@ use std::path::Path;
 
 use scenario_runner::{load_scenarios, run_scenario, Outcome, Scenario};
 use serde_json::{json, Value};
-use shoal::engine::{self, Database, Durability, Options};
+use shoal::tables::{Database, Durability, Options};
 
 /// The engine options a scenario's `options` object asks for; an unknown key is an error.
 fn options_for(scenario: &Scenario) -> Result<Options, String> {
@@ -43,7 +43,7 @@ fn run(scenario: &Scenario) -> Outcome {
     };
     run_scenario(
         scenario,
-        |op| engine::SUPPORTED_OPERATIONS.contains(&op),
+        |op| shoal_tables::SUPPORTED_OPERATIONS.contains(&op),
         |op: &str, request: Value| {
             database.execute(op, request).map_err(|error| {
                 let mut body = json!({"__type": error.code.name(), "message": error.message});

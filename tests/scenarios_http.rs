@@ -113,7 +113,7 @@ fn run(scenario: &Scenario) -> Outcome {
     };
     run_scenario(
         scenario,
-        |op| shoal::engine::SUPPORTED_OPERATIONS.contains(&op),
+        |op| shoal::tables::SUPPORTED_OPERATIONS.contains(&op),
         |op: &str, request: Value| {
             let failure = |reason: String| ("TransportFailure".to_string(), Value::String(reason));
             let (status, headers, body) = post(&server.address, op, &request).map_err(failure)?;

@@ -5,12 +5,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use compaction::key::encode;
-use compaction::{
+use proptest::prelude::*;
+use shoal_compaction::key::encode;
+use shoal_compaction::{
     compare_internal, CompactionIterator, EntryKind, InternalKey, MergingIterator, VecIterator,
     SEQ_MAX,
 };
-use proptest::prelude::*;
 
 const CHILDREN_MAX: usize = 4;
 

@@ -4,11 +4,11 @@
 
 use std::collections::BTreeMap;
 
-use compaction::key::encode;
-use compaction::{
+use proptest::prelude::*;
+use shoal_compaction::key::encode;
+use shoal_compaction::{
     compare_internal, EntryKind, InternalIterator, MergingIterator, UserIterator, VecIterator,
 };
-use proptest::prelude::*;
 
 /// One version of a user key.
 #[derive(Debug, Clone)]

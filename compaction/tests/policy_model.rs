@@ -9,8 +9,8 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use compaction::{pick, FileView, Job, LevelsView, PolicyKind, PolicyOptions};
 use proptest::prelude::*;
+use shoal_compaction::{pick, FileView, Job, LevelsView, PolicyKind, PolicyOptions};
 
 /// One version: its sequence number and whether it is a tombstone.
 type Version = (u64, bool);

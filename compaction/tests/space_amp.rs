@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use compaction::{pick, FileView, Job, LevelsView, PolicyKind, PolicyOptions};
+use shoal_compaction::{pick, FileView, Job, LevelsView, PolicyKind, PolicyOptions};
 
 const LIVE_KEYS: u32 = 8_000;
 const FLUSH_VERSIONS: usize = 100;

@@ -9,10 +9,10 @@ use std::ops::Bound;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use compaction::{PolicyKind, PolicyOptions};
-use engine::lsm::{Db, DbOptions, Direction, TreeId, WriteBatch};
-use engine::Durability;
-use vfs::Fs;
+use shoal_compaction::{PolicyKind, PolicyOptions};
+use shoal_engine::Durability;
+use shoal_engine::{Db, DbOptions, Direction, TreeId, WriteBatch};
+use shoal_vfs::Fs;
 
 const DIR: &str = "/db";
 
@@ -95,7 +95,7 @@ fn delete(db: &Db, tree: TreeId, key: &[u8]) {
 #[test]
 fn overwrites_and_deletes_keep_disk_bounded_and_deletes_stay_deleted() {
     for kind in [PolicyKind::Leveled, PolicyKind::SizeTiered] {
-        let fs = vfs::sim::SimFs::new().fs();
+        let fs = shoal_vfs::sim::SimFs::new().fs();
         let db = open(&fs, options(kind));
         let tree = db.create_tree("t").unwrap();
         const KEYS: u64 = 200;
@@ -150,7 +150,7 @@ fn overwrites_and_deletes_keep_disk_bounded_and_deletes_stay_deleted() {
 
 #[test]
 fn iterator_keeps_compacted_inputs_readable_until_dropped() {
-    let fs = vfs::sim::SimFs::new().fs();
+    let fs = shoal_vfs::sim::SimFs::new().fs();
     let db = open(&fs, options(PolicyKind::Leveled));
     let tree = db.create_tree("t").unwrap();
     let mut expected = BTreeMap::new();
@@ -212,7 +212,7 @@ fn iterator_keeps_compacted_inputs_readable_until_dropped() {
 
 #[test]
 fn dropping_a_tree_removes_its_files_without_rewriting() {
-    let fs = vfs::sim::SimFs::new().fs();
+    let fs = shoal_vfs::sim::SimFs::new().fs();
     let db = open(&fs, options(PolicyKind::Leveled));
     let doomed = db.create_tree("doomed").unwrap();
     let kept = db.create_tree("kept").unwrap();
@@ -245,7 +245,7 @@ fn dropping_a_tree_removes_its_files_without_rewriting() {
 
 #[test]
 fn write_rate_falls_as_l0_grows_and_bottoms_out() {
-    let fs = vfs::sim::SimFs::new().fs();
+    let fs = shoal_vfs::sim::SimFs::new().fs();
     let mut opts = options(PolicyKind::Leveled);
     opts.compaction = PolicyOptions {
         l0_trigger_files: 100, // never compact: let L0 grow
@@ -283,7 +283,7 @@ fn write_rate_falls_as_l0_grows_and_bottoms_out() {
 
 #[test]
 fn slowed_writes_are_paced_by_their_bytes_and_record_their_stall() {
-    let fs = vfs::sim::SimFs::new().fs();
+    let fs = shoal_vfs::sim::SimFs::new().fs();
     let mut opts = options(PolicyKind::Leveled);
     opts.compaction_threads = 1;
     const RATE: u64 = 1 << 10;
@@ -332,7 +332,7 @@ fn two_byte_prefix(user_key: &[u8]) -> &[u8] {
 
 #[test]
 fn outputs_are_cut_between_item_collections() {
-    let fs = vfs::sim::SimFs::new().fs();
+    let fs = shoal_vfs::sim::SimFs::new().fs();
     let mut opts = options(PolicyKind::Leveled);
     opts.bloom_prefix = two_byte_prefix;
     opts.compaction.target_file_bytes = 2 << 10;
@@ -374,7 +374,7 @@ fn outputs_are_cut_between_item_collections() {
 
 #[test]
 fn snapshots_keep_their_view_and_released_versions_are_dropped() {
-    let fs = vfs::sim::SimFs::new().fs();
+    let fs = shoal_vfs::sim::SimFs::new().fs();
     let db = open(&fs, options(PolicyKind::Leveled));
     let tree = db.create_tree("t").unwrap();
     for i in 0..100u64 {
@@ -436,7 +436,7 @@ fn snapshots_keep_their_view_and_released_versions_are_dropped() {
 
 #[test]
 fn tree_stats_estimate_entries_and_bytes() {
-    let fs = vfs::sim::SimFs::new().fs();
+    let fs = shoal_vfs::sim::SimFs::new().fs();
     let db = open(&fs, options(PolicyKind::Leveled));
     let tree = db.create_tree("t").unwrap();
     assert_eq!(db.tree_stats(tree).unwrap().entries_estimate, 0);
@@ -463,13 +463,13 @@ fn tree_stats_estimate_entries_and_bytes() {
     assert!(db.tree_stats(tree).unwrap().live_bytes_estimate < full.live_bytes_estimate);
     assert!(matches!(
         db.tree_stats(999),
-        Err(engine::lsm::DbError::UnknownTree(999))
+        Err(shoal_engine::DbError::UnknownTree(999))
     ));
 }
 
 #[test]
 fn write_amplification_counts_flushes_and_compactions() {
-    let fs = vfs::sim::SimFs::new().fs();
+    let fs = shoal_vfs::sim::SimFs::new().fs();
     let db = open(&fs, options(PolicyKind::Leveled));
     let tree = db.create_tree("t").unwrap();
     for round in 0..4u8 {
@@ -492,7 +492,7 @@ fn write_amplification_counts_flushes_and_compactions() {
 #[test]
 fn background_thread_compacts_while_writers_write() {
     for kind in [PolicyKind::Leveled, PolicyKind::SizeTiered] {
-        let fs = vfs::sim::SimFs::new().fs();
+        let fs = shoal_vfs::sim::SimFs::new().fs();
         let mut opts = options(kind);
         opts.background_flush = true;
         opts.compaction_threads = 1;
@@ -525,7 +525,7 @@ fn background_thread_compacts_while_writers_write() {
 
 #[test]
 fn several_compaction_threads_share_the_work_safely() {
-    let fs = vfs::sim::SimFs::new().fs();
+    let fs = shoal_vfs::sim::SimFs::new().fs();
     let mut opts = options(PolicyKind::Leveled);
     opts.background_flush = true;
     opts.compaction_threads = 4;
@@ -577,7 +577,7 @@ fn several_compaction_threads_share_the_work_safely() {
 /// value stays readable, and the open after the database closes removes the kept files.
 #[test]
 fn new_tables_reuse_recycled_files_and_reads_stay_exact() {
-    let fs = vfs::sim::SimFs::new().fs();
+    let fs = shoal_vfs::sim::SimFs::new().fs();
     let db = open(&fs, options(PolicyKind::Leveled));
     let tree = db.create_tree("t").unwrap();
     let mut expected = BTreeMap::new();
@@ -604,7 +604,7 @@ fn new_tables_reuse_recycled_files_and_reads_stay_exact() {
     assert!(
         names
             .iter()
-            .all(|name| engine::lsm::manifest::parse_recycled_sst_file_name(name).is_none()),
+            .all(|name| shoal_engine::manifest::parse_recycled_sst_file_name(name).is_none()),
         "{names:?}"
     );
 }

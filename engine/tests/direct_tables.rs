@@ -5,9 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use compaction::PolicyOptions;
-use engine::lsm::{Db, DbOptions, TreeId, WriteBatch};
-use engine::Durability;
+use shoal_compaction::PolicyOptions;
+use shoal_engine::Durability;
+use shoal_engine::{Db, DbOptions, TreeId, WriteBatch};
 
 /// Small memtables and files, so a few thousand batches flush and compact many times; a
 /// flush or compaction runs only when the test asks.

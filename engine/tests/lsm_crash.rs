@@ -14,18 +14,16 @@
 //! `SHOAL_CRASH_ITERATIONS` sets how many crashes to simulate (default 1000);
 //! `SHOAL_CRASH_SEED` replays one failing iteration, whose seed is printed on failure.
 
-mod crash_support;
-
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::path::Path;
 
-use compaction::PolicyOptions;
-use engine::lsm::{Db, DbOptions, Direction, TreeId, WriteBatch};
-use engine::Durability;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use vfs::sim::SimFs;
+use shoal_compaction::PolicyOptions;
+use shoal_engine::Durability;
+use shoal_engine::{Db, DbOptions, Direction, TreeId, WriteBatch};
+use shoal_vfs::sim::SimFs;
 
 const SLOTS: u64 = 23;
 
@@ -232,7 +230,7 @@ fn check_bounds(recovered: u64, acknowledged: u64, possibly_written: u64) -> Res
 
 #[test]
 fn power_loss_keeps_acknowledged_atomic_prefix() {
-    let seeds = crash_support::seeds("SHOAL_CRASH_ITERATIONS", "SHOAL_CRASH_SEED", 1000);
+    let seeds = shoal_vfs::sim::crash_seeds("SHOAL_CRASH_ITERATIONS", "SHOAL_CRASH_SEED", 1000);
     let seed_count = seeds.len();
     let mut compactions = CompactionCounts::default();
     for seed in seeds {

@@ -7,10 +7,10 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use compaction::{PolicyKind, PolicyOptions};
-use engine::lsm::{Db, DbOptions, Direction, Snapshot, TreeId, WriteBatch};
-use engine::Durability;
 use proptest::prelude::*;
+use shoal_compaction::{PolicyKind, PolicyOptions};
+use shoal_engine::Durability;
+use shoal_engine::{Db, DbOptions, Direction, Snapshot, TreeId, WriteBatch};
 
 const TREES: usize = 3;
 
@@ -138,7 +138,7 @@ fn open_trees(db: &Db) -> Vec<TreeId> {
 /// Runs `ops` against the database and the model; returns how many compactions ran.
 fn run(ops: Vec<Op>, kind: PolicyKind) -> Result<u64, TestCaseError> {
     // An in-memory disk: the model test is about logic, and real fsyncs would make it slow.
-    let fs = vfs::sim::SimFs::new().fs();
+    let fs = shoal_vfs::sim::SimFs::new().fs();
     let dir = std::path::Path::new("/db");
     let options = || options(kind);
     let mut compactions = 0;

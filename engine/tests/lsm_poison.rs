@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use engine::lsm::{Db, DbError, DbOptions, WriteBatch};
-use engine::Durability;
-use vfs::sim::SimFs;
+use shoal_engine::Durability;
+use shoal_engine::{Db, DbError, DbOptions, WriteBatch};
+use shoal_vfs::sim::SimFs;
 
 fn put(db: &Db, tree: u32, key: &[u8]) -> Result<u64, DbError> {
     let mut batch = WriteBatch::new();

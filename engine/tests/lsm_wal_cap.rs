@@ -4,9 +4,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use engine::lsm::{Db, DbOptions, WriteBatch};
-use engine::Durability;
-use vfs::sim::SimFs;
+use shoal_engine::Durability;
+use shoal_engine::{Db, DbOptions, WriteBatch};
+use shoal_vfs::sim::SimFs;
 
 #[test]
 fn a_tree_pinning_old_segments_is_flushed_when_the_wal_passes_its_cap() {
@@ -79,7 +79,7 @@ fn the_recycled_pool_covers_the_live_wal_cap() {
         wal_live_bytes_max: 48 << 10,
         ..DbOptions::default()
     };
-    assert_eq!(engine::lsm::db::wal_recycled_segments_max(&options), 6);
+    assert_eq!(shoal_engine::db::wal_recycled_segments_max(&options), 6);
     let db = Db::open_with_fs(sim.fs(), Path::new("/db"), options).unwrap();
     let tree = db.create_tree("busy").unwrap();
     let value = vec![0u8; 200];

@@ -1,9 +1,9 @@
 //! The manifest byte format: round trips, and every corruption is detected.
 
-use compaction::key::{encode, EntryKind};
-use engine::lsm::manifest::{decode_version, encode_version};
-use engine::lsm::version::{FileMeta, Version, VersionEdit, LEVELS};
 use proptest::prelude::*;
+use shoal_compaction::key::{encode, EntryKind};
+use shoal_engine::manifest::{decode_version, encode_version};
+use shoal_engine::version::{FileMeta, Version, VersionEdit, LEVELS};
 
 /// A tree to build: name, flushed seq, per level the user-key ranges of its files.
 #[derive(Debug, Clone)]

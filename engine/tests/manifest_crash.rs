@@ -6,13 +6,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use compaction::key::{encode, EntryKind};
-use engine::lsm::manifest::{remove_obsolete_files, Manifest, ManifestError};
-use engine::lsm::version::{FileMeta, Version, VersionEdit};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use vfs::sim::SimFs;
-use vfs::{DirLock, FileSystem, Fs, ReadableFile, WritableFile};
+use shoal_compaction::key::{encode, EntryKind};
+use shoal_engine::manifest::{remove_obsolete_files, Manifest, ManifestError};
+use shoal_engine::version::{FileMeta, Version, VersionEdit};
+use shoal_vfs::sim::SimFs;
+use shoal_vfs::{DirLock, FileSystem, Fs, ReadableFile, WritableFile};
 
 /// Wraps a SimFs and pulls the plug just before the n-th mutating call (create, write,
 /// sync, rename, remove). From then on every call fails, like a dead process.

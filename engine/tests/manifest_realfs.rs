@@ -2,12 +2,12 @@
 
 use std::path::Path;
 
-use compaction::key::{encode, EntryKind};
-use engine::lsm::manifest::{
+use shoal_compaction::key::{encode, EntryKind};
+use shoal_engine::manifest::{
     manifest_file_name, remove_obsolete_files, sst_file_name, Manifest, ManifestError,
 };
-use engine::lsm::version::{FileMeta, Version, VersionEdit};
-use vfs::{Fs, RealFs};
+use shoal_engine::version::{FileMeta, Version, VersionEdit};
+use shoal_vfs::{Fs, RealFs};
 
 fn file(number: u64, lo: &str, hi: &str) -> FileMeta {
     FileMeta {

@@ -3,9 +3,9 @@
 
 mod sstable_support;
 
-use compaction::key::{encode, EntryKind, InternalKey};
-use compaction::InternalIterator;
-use engine::lsm::sstable::{SstError, Table, TableOptions};
+use shoal_compaction::key::{encode, EntryKind, InternalKey};
+use shoal_compaction::InternalIterator;
+use shoal_engine::sstable::{SstError, Table, TableOptions};
 use sstable_support::{build, open, owned, two_byte_prefix};
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
@@ -67,7 +67,7 @@ fn read_everything(
         step = it.next();
     }
     match step {
-        Err(compaction::IterError::Corruption(_)) => detected = true,
+        Err(shoal_compaction::IterError::Corruption(_)) => detected = true,
         Err(other) => panic!("unexpected error {other}"),
         Ok(()) => assert_eq!(position, entries.len(), "scan ended early without an error"),
     }
@@ -84,7 +84,7 @@ fn read_everything(
         step = it.prev();
     }
     match step {
-        Err(compaction::IterError::Corruption(_)) => detected = true,
+        Err(shoal_compaction::IterError::Corruption(_)) => detected = true,
         Err(other) => panic!("unexpected error {other}"),
         Ok(()) => assert_eq!(remaining, 0, "reverse scan ended early without an error"),
     }

@@ -5,18 +5,18 @@ mod sstable_support;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use compaction::key::{encode, EntryKind, InternalKey};
-use compaction::{compare_internal, InternalIterator};
-use engine::lsm::sstable::{
+use proptest::prelude::*;
+use shoal_compaction::key::{encode, EntryKind, InternalKey};
+use shoal_compaction::{compare_internal, InternalIterator};
+use shoal_engine::sstable::{
     whole_key, SstError, Table, TableBuilder, TableIterator, TableOptions, TableProperties,
 };
-use proptest::prelude::*;
 use sstable_support::{build, open, owned, two_byte_prefix, MemReadable, MemWritable};
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// A user key over `alphabet`, sometimes after a long run of 'a's: keys then share more
-/// than the 32 bytes searches compare inline (`compaction::key::InlinePrefix`), or end
+/// than the 32 bytes searches compare inline (`shoal_compaction::key::InlinePrefix`), or end
 /// just around them.
 fn user_key_strategy(
     alphabet: std::ops::RangeInclusive<u8>,
@@ -233,10 +233,10 @@ fn sample_entries(count: u32) -> Entries {
 fn default_options_round_trip_through_real_files() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("000001.sst");
-    let fs = vfs::RealFs;
+    let fs = shoal_vfs::RealFs;
     let entries = sample_entries(3000);
     let mut builder = TableBuilder::new(
-        vfs::FileSystem::create(&fs, &path).unwrap(),
+        shoal_vfs::FileSystem::create(&fs, &path).unwrap(),
         TableOptions::default(),
     );
     for (key, value) in &entries {
@@ -256,7 +256,7 @@ fn default_options_round_trip_through_real_files() {
         properties.size_bytes
     );
 
-    let file = vfs::FileSystem::open_read(&fs, &path).unwrap();
+    let file = shoal_vfs::FileSystem::open_read(&fs, &path).unwrap();
     let table = Arc::new(Table::open(file, 1, whole_key).unwrap());
     assert_eq!(table.properties(), &properties);
     check_table(&table, &entries, &[(b"user-0007".to_vec(), 50_000, false)]);

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use expr::{ConditionKind, Context};
-use model::{AttributeValue, Item, Number};
+use shoal_expr::{ConditionKind, Context};
+use shoal_model::{AttributeValue, Item, Number};
 
 const UPDATE_TEXT: &str =
     "SET #count = #count + :one, title = :title, tags = list_append(tags, :more) REMOVE stale ADD visits :one DELETE labels :gone";

@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use model::AttributeValue;
+use shoal_model::AttributeValue;
 
 /// Deepest document path DynamoDB accepts, counting the top-level attribute.
 pub const PATH_DEPTH_MAX: usize = 32;

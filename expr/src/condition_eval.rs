@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
 
-use model::{AttributeValue, Item, Number};
+use shoal_model::{AttributeValue, Item, Number};
 
 use crate::ast::{Comparator, Condition, Operand, Path};
 use crate::document::resolve;
@@ -226,7 +226,7 @@ impl Condition {
 #[cfg(test)]
 mod tests {
     use crate::test_support::{item, Maps};
-    use model::Item;
+    use shoal_model::Item;
 
     fn maps() -> Maps {
         Maps::new(

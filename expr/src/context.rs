@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use model::{ApiError, AttributeValue};
+use shoal_model::{ApiError, AttributeValue};
 
 use crate::ast::Condition;
 use crate::key_condition::{KeyCondition, KeySchemaView};

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use model::{ApiError, AttributeValue, Item};
+use shoal_model::{ApiError, AttributeValue, Item};
 
 use crate::ast::{Path, PathElement};
 

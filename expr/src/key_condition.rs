@@ -3,7 +3,7 @@
 
 use std::cmp::Ordering;
 
-use model::{ApiError, AttributeValue, ScalarType};
+use shoal_model::{ApiError, AttributeValue, ScalarType};
 
 use crate::ast::{Comparator, Condition, Operand, Path};
 use crate::condition_eval::compare_scalars;
@@ -266,7 +266,7 @@ fn type_mismatch() -> ApiError {
 
 #[cfg(test)]
 mod tests {
-    use model::ScalarType;
+    use shoal_model::ScalarType;
 
     use super::*;
     use crate::test_support::{message, value, Maps};

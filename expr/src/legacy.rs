@@ -8,7 +8,7 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
-use model::{ApiError, AttributeValue};
+use shoal_model::{ApiError, AttributeValue};
 
 use crate::ast::{
     Comparator, Condition, Operand, Path, SetValue, UpdateAction, UpdateOperand, ValueRef,
@@ -472,7 +472,7 @@ pub fn attribute_updates(
 
 #[cfg(test)]
 mod tests {
-    use model::{Item, ScalarType};
+    use shoal_model::{Item, ScalarType};
 
     use super::*;
     use crate::context::check_no_mixing;

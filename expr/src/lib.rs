@@ -12,8 +12,8 @@
 //!
 //! ```
 //! use std::collections::BTreeMap;
-//! use expr::{extract_paths, ConditionKind, Context};
-//! use model::{AttributeValue, Item, Number};
+//! use shoal_expr::{extract_paths, ConditionKind, Context};
+//! use shoal_model::{AttributeValue, Item, Number};
 //!
 //! let names = BTreeMap::from([("#c".to_string(), "count".to_string())]);
 //! let values = BTreeMap::from([(":one".to_string(), AttributeValue::N(Number::from_i64(1)))]);
@@ -27,7 +27,7 @@
 //! let outcome = update.apply(&old_item)?;
 //! let updated_new = extract_paths(&outcome.item, &outcome.touched_paths);
 //! assert_eq!(updated_new.get("count"), Some(&AttributeValue::N(Number::from_i64(1))));
-//! # Ok::<(), model::ApiError>(())
+//! # Ok::<(), shoal_model::ApiError>(())
 //! ```
 //!
 //! * [`Context::parse_condition`] → [`Condition`]: [`Condition::evaluate`],
@@ -40,7 +40,7 @@
 //!   (partition-key value + optional [`SortKeyCondition`]).
 //! * [`check_no_mixing`]: the error for legacy and expression parameters in one request.
 //!
-//! Every error is an [`model::ApiError`] (ValidationException) with DynamoDB's text, prefixed
+//! Every error is an [`shoal_model::ApiError`] (ValidationException) with DynamoDB's text, prefixed
 //! `Invalid <Kind>Expression: ` where DynamoDB does so. Nothing here panics on any input.
 //!
 //! Every tree implements `Display`, printing an expression that parses back to the same tree
@@ -69,7 +69,7 @@ pub use ast::{
 pub use context::{check_no_mixing, ConditionKind, Context};
 pub use document::{extract_paths, resolve};
 pub use key_condition::{KeyAttribute, KeyCondition, KeySchemaView, SortKeyCondition};
-pub use model::ScalarType;
 pub use parser::{EXPRESSION_SIZE_BYTES_MAX, IN_OPERAND_COUNT_MAX, OPERATOR_COUNT_MAX};
 pub use projection::Projection;
+pub use shoal_model::ScalarType;
 pub use update::{Update, UpdateOutcome};

@@ -22,7 +22,7 @@
 //! text wins, as in DynamoDB. Errors are plain messages here; `Context` adds the
 //! `Invalid <Kind>Expression: ` prefix.
 
-use model::{ApiError, AttributeValue};
+use shoal_model::{ApiError, AttributeValue};
 
 use crate::ast::{
     Comparator, Condition, Operand, Path, PathElement, SetValue, UpdateAction, UpdateOperand,

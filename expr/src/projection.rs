@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
-use model::Item;
+use shoal_model::Item;
 
 use crate::ast::Path;
 use crate::document::extract_paths;
@@ -57,7 +57,7 @@ impl fmt::Display for Projection {
 
 #[cfg(test)]
 mod tests {
-    use model::Item;
+    use shoal_model::Item;
 
     use crate::test_support::{item, Maps};
 

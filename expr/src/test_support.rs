@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use model::{ApiError, AttributeValue, Item};
+use shoal_model::{ApiError, AttributeValue, Item};
 
 use crate::ast::Condition;
 use crate::context::{ConditionKind, Context};
@@ -16,7 +16,7 @@ pub(crate) fn value(json: &str) -> AttributeValue {
 
 /// An item from DynamoDB JSON text, e.g. `r#"{"a": {"S": "x"}}"#`.
 pub(crate) fn item(json: &str) -> Item {
-    model::item_from_json(&serde_json::from_str(json).unwrap()).unwrap()
+    shoal_model::item_from_json(&serde_json::from_str(json).unwrap()).unwrap()
 }
 
 /// Placeholder maps from JSON objects: names `{"#n": "name"}`, values `{":v": {"S": "x"}}`.

@@ -10,7 +10,7 @@ use std::cmp::Ordering;
 use std::collections::BTreeSet;
 use std::fmt;
 
-use model::{ApiError, AttributeValue, Item};
+use shoal_model::{ApiError, AttributeValue, Item};
 
 use crate::ast::{fmt_update_actions, Path, PathElement, SetValue, UpdateAction, UpdateOperand};
 use crate::document::{remove_at, resolve, set_at};
@@ -263,7 +263,7 @@ impl fmt::Display for Update {
 
 #[cfg(test)]
 mod tests {
-    use model::Item;
+    use shoal_model::Item;
 
     use crate::document::extract_paths;
     use crate::test_support::{item, message, value, Maps};
@@ -277,7 +277,10 @@ mod tests {
         )
     }
 
-    fn apply(text: &str, before: &Item) -> Result<crate::update::UpdateOutcome, model::ApiError> {
+    fn apply(
+        text: &str,
+        before: &Item,
+    ) -> Result<crate::update::UpdateOutcome, shoal_model::ApiError> {
         maps()
             .update(text)
             .unwrap_or_else(|error| panic!("{text}: {error}"))

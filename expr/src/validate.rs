@@ -4,7 +4,7 @@
 
 use std::cmp::Ordering;
 
-use model::AttributeValue;
+use shoal_model::AttributeValue;
 
 use crate::ast::{Condition, Operand, Path, PathElement, SetValue, UpdateAction, UpdateOperand};
 use crate::condition_eval::compare_scalars;

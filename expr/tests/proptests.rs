@@ -3,10 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use expr::{ConditionKind, Context};
-use model::{AttributeValue, Item, Number};
 use proptest::collection::{btree_map, btree_set, vec};
 use proptest::prelude::*;
+use shoal_expr::{ConditionKind, Context};
+use shoal_model::{AttributeValue, Item, Number};
 
 fn number(value: i64) -> AttributeValue {
     AttributeValue::N(Number::from_i64(value))
@@ -242,16 +242,16 @@ proptest! {
             // REMOVE is gone.
             for action in parsed.actions() {
                 match action {
-                    expr::UpdateAction::Set { path, .. } if !path.is_nested() => {
+                    shoal_expr::UpdateAction::Set { path, .. } if !path.is_nested() => {
                         prop_assert!(outcome.item.contains_key(path.top_level_name()));
                     }
-                    expr::UpdateAction::Remove { path } if !path.is_nested() => {
+                    shoal_expr::UpdateAction::Remove { path } if !path.is_nested() => {
                         prop_assert!(!outcome.item.contains_key(path.top_level_name()));
                     }
                     _ => {}
                 }
             }
-            let _ = expr::extract_paths(&outcome.item, &outcome.touched_paths);
+            let _ = shoal_expr::extract_paths(&outcome.item, &outcome.touched_paths);
         }
     }
 
@@ -269,7 +269,7 @@ proptest! {
         prop_assert!(projected.keys().all(|name| item.contains_key(name)));
         // Projections of top-level attributes keep them in place; every projection must
         // still select exactly what the general path extraction selects.
-        prop_assert_eq!(projected, expr::extract_paths(&item, parsed.paths()));
+        prop_assert_eq!(projected, shoal_expr::extract_paths(&item, parsed.paths()));
     }
 
     #[test]

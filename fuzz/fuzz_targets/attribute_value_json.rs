@@ -5,7 +5,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use model::{check_item_limits, item_from_json, item_size_bytes, item_to_json, AttributeValue};
+use shoal_model::{
+    check_item_limits, item_from_json, item_size_bytes, item_to_json, AttributeValue,
+};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(json) = serde_json::from_slice::<serde_json::Value>(data) else {

@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use expr::{ConditionKind, Context, KeyAttribute, KeySchemaView, ScalarType};
 use libfuzzer_sys::fuzz_target;
-use model::{AttributeValue, Item, Number};
+use shoal_expr::{ConditionKind, Context, KeyAttribute, KeySchemaView, ScalarType};
+use shoal_model::{AttributeValue, Item, Number};
 
 fn placeholder_maps() -> (BTreeMap<String, String>, BTreeMap<String, AttributeValue>) {
     let names = BTreeMap::from([
@@ -70,7 +70,7 @@ fuzz_target!(|data: &[u8]| {
         }
         2 => {
             if let Ok(projection) = context.parse_projection(&text) {
-                let _ = projection.apply(&item);
+                let _ = projection.apply(item.clone());
             }
         }
         _ => {

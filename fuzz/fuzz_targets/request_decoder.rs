@@ -7,10 +7,10 @@
 
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use libfuzzer_sys::fuzz_target;
-use server::auth::AuthPolicy;
-use server::request::{decode_api_request, route};
-use server::sigv4::{canonical_request, parse_authorization, CredentialScope, RequestToSign};
-use server::AuthMode;
+use shoal_server::auth::AuthPolicy;
+use shoal_server::request::{decode_api_request, route};
+use shoal_server::sigv4::{canonical_request, parse_authorization, CredentialScope, RequestToSign};
+use shoal_server::AuthMode;
 use std::collections::HashMap;
 
 const OPERATIONS: &[&str] = &["PutItem", "GetItem", "Query"];
@@ -36,7 +36,8 @@ fuzz_target!(|data: &[u8]| {
     }
     let _ = route(&Method::POST, "/", headers.get("content-type"));
     if let Some(authorization) = headers.get("authorization") {
-        if let Ok(parsed) = parse_authorization(&String::from_utf8_lossy(authorization.as_bytes())) {
+        if let Ok(parsed) = parse_authorization(&String::from_utf8_lossy(authorization.as_bytes()))
+        {
             let _ = CredentialScope::parse(&parsed.credential);
         }
     }
@@ -50,7 +51,10 @@ fuzz_target!(|data: &[u8]| {
     let _ = canonical_request(&request, "host;x-amz-date;content-type");
     let mut keys = HashMap::new();
     keys.insert("AKIDEXAMPLE".to_owned(), "secret".to_owned());
-    for mode in [AuthMode::AcceptAnyWellFormed, AuthMode::Verify { keys: keys.clone() }] {
+    for mode in [
+        AuthMode::AcceptAnyWellFormed,
+        AuthMode::Verify { keys: keys.clone() },
+    ] {
         let policy = AuthPolicy {
             mode: &mode,
             region: Some("us-east-1"),

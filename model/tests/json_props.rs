@@ -1,8 +1,8 @@
 //! The direct `Serialize` of AttributeValue writes exactly the JSON `to_json` builds, and
 //! what it writes decodes back to the same value.
 
-use model::{AttributeValue, Number};
 use proptest::prelude::*;
+use shoal_model::{AttributeValue, Number};
 use std::collections::BTreeMap;
 
 fn number() -> impl Strategy<Value = Number> {

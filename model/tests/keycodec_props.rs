@@ -3,9 +3,11 @@
 
 use std::cmp::Ordering;
 
-use model::keycodec::{decode_key_value, encode_key_value, encoded_key_value_len, ScalarType};
-use model::{AttributeValue, Number};
 use proptest::prelude::*;
+use shoal_model::keycodec::{
+    decode_key_value, encode_key_value, encoded_key_value_len, ScalarType,
+};
+use shoal_model::{AttributeValue, Number};
 
 const TEN_POW_38: u128 = 100_000_000_000_000_000_000_000_000_000_000_000_000;
 
@@ -120,7 +122,7 @@ proptest! {
         // The length-only walk agrees with decoding, except that it does not check UTF-8.
         match (decoded, encoded_key_value_len(&input, kind)) {
             (Ok((_, used)), length) => prop_assert_eq!(length, Ok(used)),
-            (Err(model::keycodec::KeyCodecError::InvalidUtf8), length) => prop_assert!(length.is_ok()),
+            (Err(shoal_model::keycodec::KeyCodecError::InvalidUtf8), length) => prop_assert!(length.is_ok()),
             (Err(error), length) => prop_assert_eq!(length, Err(error)),
         }
     }

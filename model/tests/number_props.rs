@@ -3,9 +3,9 @@
 use std::str::FromStr;
 
 use bigdecimal::{BigDecimal, Zero};
-use model::number::{OVERFLOW_MESSAGE, PRECISION_MESSAGE, UNDERFLOW_MESSAGE};
-use model::Number;
 use proptest::prelude::*;
+use shoal_model::number::{OVERFLOW_MESSAGE, PRECISION_MESSAGE, UNDERFLOW_MESSAGE};
+use shoal_model::Number;
 
 const TEN_POW_38: u128 = 100_000_000_000_000_000_000_000_000_000_000_000_000;
 

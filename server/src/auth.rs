@@ -16,7 +16,7 @@
 use crate::amz_date::{format_amz_date, parse_amz_date, parse_http_date};
 use crate::config::AuthMode;
 use crate::sigv4::{self, CredentialScope, RequestToSign};
-use model::{ApiError, ErrorCode};
+use shoal_model::{ApiError, ErrorCode};
 
 /// The service name signed requests must be scoped to.
 pub const SERVICE_NAME: &str = "dynamodb";

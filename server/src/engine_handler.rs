@@ -3,8 +3,8 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use engine::Database;
-use model::ApiError;
+use shoal_model::ApiError;
+use shoal_tables::Database;
 
 use crate::handler::DynamoHandler;
 
@@ -25,11 +25,11 @@ impl DynamoHandler for EngineHandler {
     }
 
     fn operations(&self) -> &[&'static str] {
-        engine::SUPPORTED_OPERATIONS
+        shoal_tables::SUPPORTED_OPERATIONS
     }
 
     fn runs_inline(&self, operation: &str) -> bool {
-        engine::never_waits(operation)
+        shoal_tables::never_waits(operation)
     }
 
     fn render_metrics(&self, out: &mut String) {

@@ -4,8 +4,8 @@
 //! after `#`, but tools that compare bodies with AWS's see the same string.
 
 use http::StatusCode;
-use model::ErrorCode;
 use serde_json::{Map, Value};
+use shoal_model::ErrorCode;
 
 /// The namespace AWS puts before `#` in `__type` for `code`.
 pub fn error_namespace(code: ErrorCode) -> &'static str {

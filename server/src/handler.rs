@@ -1,6 +1,6 @@
 //! The seam between the transport and whatever executes operations (the engine adapter).
 
-use model::ApiError;
+use shoal_model::ApiError;
 
 /// What the transport calls for each operation; the engine adapter implements it.
 ///

@@ -22,8 +22,8 @@
 use crate::auth::{authenticate, AuthPolicy};
 use crate::sigv4::RequestToSign;
 use http::{HeaderValue, Method};
-use model::{ApiError, ErrorCode};
 use serde::de::IgnoredAny;
+use shoal_model::{ApiError, ErrorCode};
 
 /// The prefix of every DynamoDB `X-Amz-Target`.
 pub const TARGET_PREFIX: &str = "DynamoDB_20120810.";

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use http::header::{CONNECTION, CONTENT_TYPE};
 use http::{HeaderName, HeaderValue, Response, StatusCode};
 use http_body_util::Full;
-use model::ApiError;
+use shoal_model::ApiError;
 
 /// The content type of DynamoDB's JSON bodies.
 pub const AMZ_JSON_CONTENT_TYPE: &str = "application/x-amz-json-1.0";

@@ -20,7 +20,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
-use model::{ApiError, ErrorCode};
+use shoal_model::{ApiError, ErrorCode};
 use std::convert::Infallible;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;

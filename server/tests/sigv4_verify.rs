@@ -4,9 +4,9 @@
 mod support;
 
 use http::{HeaderMap, HeaderValue};
-use server::dates::format_amz_date;
-use server::sigv4::{sign, RequestToSign, SigningCredentials};
-use server::{parse_key_file, AuthMode, ServerConfig};
+use shoal_server::dates::format_amz_date;
+use shoal_server::sigv4::{sign, RequestToSign, SigningCredentials};
+use shoal_server::{parse_key_file, AuthMode, ServerConfig};
 use std::time::{SystemTime, UNIX_EPOCH};
 use support::{post, send_raw, TestServer};
 

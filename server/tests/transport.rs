@@ -4,7 +4,7 @@
 mod support;
 
 use serde_json::json;
-use server::ServerConfig;
+use shoal_server::ServerConfig;
 use support::{api_call, post, send_raw, TestServer, DUMMY_AUTHORIZATION, EXCHANGE_TIMEOUT};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;

@@ -50,6 +50,19 @@ struct Directory {
     durable: BTreeMap<String, InodeId>,
 }
 
+/// The seeds a simulated-crash test runs: `default_iterations` consecutive seeds from a random
+/// base (or `$iterations_var` of them), or the single seed in `$seed_var` to replay a failure.
+/// Every such test prints the seed of a failing iteration with the variable that replays it.
+pub fn crash_seeds(iterations_var: &str, seed_var: &str, default_iterations: u64) -> Vec<u64> {
+    let parse = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+    if let Some(seed) = parse(seed_var) {
+        return vec![seed];
+    }
+    let iterations = parse(iterations_var).unwrap_or(default_iterations);
+    let base: u64 = rand::random::<u64>() >> 8;
+    (0..iterations).map(|i| base + i).collect()
+}
+
 /// Counters a test can assert on.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct SimCounters {

@@ -152,7 +152,7 @@ impl<B: WalBatch, A: Applier<B>> Wal<B, A> {
     /// (see [`format`]). Sequence numbers continue from max(seq_floor, end of the replayed
     /// log); the first is 1.
     pub fn open<E: From<WalError>>(
-        fs: vfs::Fs,
+        fs: shoal_vfs::Fs,
         dir: &Path,
         options: WalOptions,
         applier: A,

@@ -39,7 +39,7 @@ pub struct WalOptions {
     /// [`Durability::None`], which never fdatasyncs a commit (see
     /// [`WalOptions::preallocate_bytes`]).
     pub preallocate_segments: bool,
-    /// Write segments through a shared memory mapping (`vfs::FileSystem::open_mapped`) when
+    /// Write segments through a shared memory mapping (`shoal_vfs::FileSystem::open_mapped`) when
     /// commits are not fdatasynced one by one: a commit's bytes then reach the page cache
     /// with a copy instead of a `write(2)`. Ignored with [`Durability::Sync`], where the
     /// fdatasync dominates and preallocated segments make it cheaper (see

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use vfs::{Fs, ReadableFile};
+use shoal_vfs::{Fs, ReadableFile};
 
 use crate::format::{
     decode_record, decode_segment_header_payload, find_record_proving_corruption, RecordKind,

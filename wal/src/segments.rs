@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use vfs::{Fs, WritableFile};
+use shoal_vfs::{Fs, WritableFile};
 
 use crate::format::{encode_segment_header, SEGMENT_HEADER_RECORD_BYTES};
 use crate::{WalError, WalOptions};

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use vfs::{Fs, WritableFile};
+use shoal_vfs::{Fs, WritableFile};
 
 use crate::format::{encode_record, RecordHeader, RecordKind, HEADER_BYTES};
 use crate::segments::{

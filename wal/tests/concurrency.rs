@@ -5,8 +5,8 @@ mod common;
 use std::sync::{Arc, Barrier};
 
 use common::*;
-use vfs::sim::SimFs;
-use wal::{Durability, WalOptions};
+use shoal_vfs::sim::SimFs;
+use shoal_wal::{Durability, WalOptions};
 
 const THREADS: u64 = 8;
 const COMMITS_PER_THREAD: u64 = 200;

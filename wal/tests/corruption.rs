@@ -6,9 +6,9 @@ mod common;
 use std::path::PathBuf;
 
 use common::*;
-use vfs::sim::SimFs;
-use vfs::FileSystem;
-use wal::{WalError, WalOptions};
+use shoal_vfs::sim::SimFs;
+use shoal_vfs::FileSystem;
+use shoal_wal::{WalError, WalOptions};
 
 fn options(truncate_at_corruption: bool) -> WalOptions {
     WalOptions {

@@ -5,8 +5,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use vfs::sim::SimFs;
-use wal::{Durability, WalOptions};
+use shoal_vfs::sim::SimFs;
+use shoal_wal::{Durability, WalOptions};
 
 fn options(durability: Durability) -> WalOptions {
     WalOptions {

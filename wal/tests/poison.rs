@@ -3,8 +3,8 @@
 mod common;
 
 use common::*;
-use vfs::sim::SimFs;
-use wal::{Durability, WalError, WalOptions};
+use shoal_vfs::sim::SimFs;
+use shoal_wal::{Durability, WalError, WalOptions};
 
 #[test]
 fn a_failed_sync_poisons_every_later_commit_and_applies_nothing() {

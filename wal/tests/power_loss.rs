@@ -8,8 +8,8 @@ use std::sync::Arc;
 use common::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use vfs::sim::SimFs;
-use wal::{Durability, WalOptions};
+use shoal_vfs::sim::SimFs;
+use shoal_wal::{Durability, WalOptions};
 
 fn options(durability: Durability) -> WalOptions {
     WalOptions {

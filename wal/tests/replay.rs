@@ -3,8 +3,8 @@
 mod common;
 
 use common::*;
-use vfs::sim::SimFs;
-use wal::{Durability, WalError, WalOptions};
+use shoal_vfs::sim::SimFs;
+use shoal_wal::{Durability, WalError, WalOptions};
 
 #[test]
 fn many_records_round_trip_across_rotations_and_reopens() {
@@ -50,7 +50,7 @@ fn round_trip_on_real_files_with_preallocation() {
         segment_size_bytes: 8192,
         ..WalOptions::default()
     };
-    let fs = vfs::RealFs::shared();
+    let fs = shoal_vfs::RealFs::shared();
     let (wal, replayed) = open(fs.clone(), &dir, options()).unwrap();
     assert!(replayed.is_empty());
     for i in 0..200 {
@@ -79,7 +79,7 @@ fn durability_none_never_preallocates() {
         durability,
         ..WalOptions::default()
     };
-    let fs = vfs::RealFs::shared();
+    let fs = shoal_vfs::RealFs::shared();
     let (wal, _) = open(fs.clone(), &dir, options(Durability::None)).unwrap();
     for i in 0..10 {
         wal.commit(TestBatch::new(payload(i), 1)).unwrap();
@@ -115,7 +115,7 @@ fn mapped_segments_round_trip_across_modes_and_recycling() {
         durability,
         ..WalOptions::default()
     };
-    let fs = vfs::RealFs::shared();
+    let fs = shoal_vfs::RealFs::shared();
     let modes = [
         Durability::None,
         Durability::Sync,
@@ -188,7 +188,7 @@ fn seq_floor_raises_the_next_sequence_number() {
     let (wal, _) = open(sim.fs(), &dir, small_options()).unwrap();
     wal.commit(TestBatch::new("a", 1)).unwrap();
     drop(wal);
-    let wal: TestWal = wal::Wal::open(
+    let wal: TestWal = shoal_wal::Wal::open(
         sim.fs(),
         &dir,
         small_options(),
@@ -223,7 +223,7 @@ fn a_visit_error_aborts_the_open() {
     wal.commit(TestBatch::new("a", 1)).unwrap();
     wal.commit(TestBatch::new("b", 1)).unwrap();
     drop(wal);
-    let result: Result<TestWal, EngineError> = wal::Wal::open(
+    let result: Result<TestWal, EngineError> = shoal_wal::Wal::open(
         sim.fs(),
         &wal_dir(),
         small_options(),
@@ -403,7 +403,7 @@ fn torn_tail_is_the_end_of_the_log_and_stays_repaired() {
     let last = *segment_numbers(&sim.fs(), &dir).last().unwrap();
     let path = dir.join(format!("{last:020}.log"));
     let bytes = sim.durable_bytes(&path).unwrap();
-    let file = vfs::FileSystem::create(&sim, &path).unwrap();
+    let file = shoal_vfs::FileSystem::create(&sim, &path).unwrap();
     file.write_all(&bytes[..bytes.len() - 10]).unwrap();
     file.sync_data().unwrap();
     drop(file);
@@ -414,7 +414,7 @@ fn torn_tail_is_the_end_of_the_log_and_stays_repaired() {
     drop(wal);
     // Garbage appended after the repaired end is never read: the next segment says where
     // the torn one ends.
-    let file = vfs::FileSystem::open_overwrite(&sim, &path).unwrap();
+    let file = shoal_vfs::FileSystem::open_overwrite(&sim, &path).unwrap();
     let mut garbage = bytes[..bytes.len() - 10].to_vec();
     garbage.extend_from_slice(&[0xAB; 64]);
     file.write_all(&garbage).unwrap();

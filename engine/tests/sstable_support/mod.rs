@@ -4,7 +4,7 @@
 use std::io;
 use std::sync::{Arc, Mutex};
 
-use engine::lsm::sstable::{
+use shoal_engine::sstable::{
     PrefixFn, SstError, Table, TableBuilder, TableOptions, TableProperties,
 };
 
@@ -14,7 +14,7 @@ pub struct MemWritable {
     pub synced_len: Arc<Mutex<usize>>,
 }
 
-impl vfs::WritableFile for MemWritable {
+impl shoal_vfs::WritableFile for MemWritable {
     fn write_all(&self, data: &[u8]) -> io::Result<()> {
         self.bytes.lock().unwrap().extend_from_slice(data);
         Ok(())
@@ -33,7 +33,7 @@ impl vfs::WritableFile for MemWritable {
 /// A readable file over owned bytes.
 pub struct MemReadable(pub Vec<u8>);
 
-impl vfs::ReadableFile for MemReadable {
+impl shoal_vfs::ReadableFile for MemReadable {
     fn bytes(&self) -> &[u8] {
         &self.0
     }
@@ -75,7 +75,7 @@ pub fn two_byte_prefix(user_key: &[u8]) -> &[u8] {
 
 /// A `Table::get` result (which borrows the table's mapped bytes) as owned data.
 pub fn owned(
-    found: Option<(compaction::EntryKind, &[u8])>,
-) -> Option<(compaction::EntryKind, Vec<u8>)> {
+    found: Option<(shoal_compaction::EntryKind, &[u8])>,
+) -> Option<(shoal_compaction::EntryKind, Vec<u8>)> {
     found.map(|(kind, value)| (kind, value.to_vec()))
 }

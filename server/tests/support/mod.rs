@@ -3,9 +3,9 @@
 
 #![allow(dead_code)] // each test file uses a different part of this module
 
-use model::{ApiError, ErrorCode};
 use serde_json::{json, Value};
-use server::{DynamoHandler, ServerConfig};
+use shoal_model::{ApiError, ErrorCode};
+use shoal_server::{DynamoHandler, ServerConfig};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -70,7 +70,7 @@ impl DynamoHandler for FakeHandler {
 pub struct TestServer {
     pub address: SocketAddr,
     shutdown: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<Result<(), server::ServerError>>>,
+    task: Option<JoinHandle<Result<(), shoal_server::ServerError>>>,
 }
 
 impl TestServer {
@@ -80,10 +80,10 @@ impl TestServer {
             port: 0,
             ..config
         };
-        let listener = server::bind(&config).await.unwrap();
+        let listener = shoal_server::bind(&config).await.unwrap();
         let address = listener.local_addr().unwrap();
         let (shutdown, shutdown_signal) = oneshot::channel::<()>();
-        let task = tokio::spawn(server::serve(
+        let task = tokio::spawn(shoal_server::serve(
             listener,
             Arc::new(FakeHandler),
             config,

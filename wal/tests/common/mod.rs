@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use parking_lot::Mutex;
-use wal::{Applier, ReplayRecord, Wal, WalBatch, WalError, WalOptions};
+use shoal_wal::{Applier, ReplayRecord, Wal, WalBatch, WalError, WalOptions};
 
 /// A batch holding its payload bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,7 +68,7 @@ pub fn wal_dir() -> PathBuf {
 
 /// Opens the WAL and returns it with everything it replayed.
 pub fn open(
-    fs: vfs::Fs,
+    fs: shoal_vfs::Fs,
     dir: &Path,
     options: WalOptions,
 ) -> Result<(TestWal, Vec<Replayed>), WalError> {
@@ -111,7 +111,7 @@ pub fn payload(i: u64) -> Vec<u8> {
 }
 
 /// The segment files (numbers) in the directory.
-pub fn segment_numbers(fs: &vfs::Fs, dir: &Path) -> Vec<u64> {
+pub fn segment_numbers(fs: &shoal_vfs::Fs, dir: &Path) -> Vec<u64> {
     let mut numbers: Vec<u64> = fs
         .list(dir)
         .unwrap()
@@ -123,7 +123,7 @@ pub fn segment_numbers(fs: &vfs::Fs, dir: &Path) -> Vec<u64> {
 }
 
 /// The recycled files (old numbers) in the directory.
-pub fn recycled_numbers(fs: &vfs::Fs, dir: &Path) -> Vec<u64> {
+pub fn recycled_numbers(fs: &shoal_vfs::Fs, dir: &Path) -> Vec<u64> {
     let mut numbers: Vec<u64> = fs
         .list(dir)
         .unwrap()

@@ -1,0 +1,337 @@
+//! Storage-core benchmarks (issue "Storage core"): 5-record atomic batches across two trees
+//! with durability none and sync at 1–16 writer threads, point gets of existing and missing
+//! keys, forward and reverse scans of a 100-record collection, WAL replay, and the raw
+//! 4 KB append+fdatasync floor; and, below all of them, the workload's memtable inserts alone.
+//! Run: `cargo bench -p shoal-engine --bench storage`.
+//!
+//! Besides criterion's timings, each write benchmark prints the process CPU time per batch
+//! (user + system, from getrusage), the figure the issue's targets are stated in.
+
+use std::ops::Bound;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use rand::{Rng, SeedableRng};
+use shoal_engine::memtable::{Memtable, MemtableInserter};
+use shoal_engine::Durability;
+use shoal_engine::{Db, DbOptions, Direction, EntryKind, TreeId, WriteBatch};
+
+const THREAD_COUNTS: [usize; 5] = [1, 2, 4, 8, 16];
+
+fn cpu_time() -> Duration {
+    // SAFETY: getrusage only writes into the struct we pass; a zeroed rusage is valid.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let micros = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
+    Duration::from_micros(micros(usage.ru_utime) + micros(usage.ru_stime))
+}
+
+/// One batch of the issue's workload: one ~1 KB record in `items` and four ~150 B records in
+/// `index`, under random 16-byte keys.
+fn workload_batch(
+    rng: &mut impl Rng,
+    items: TreeId,
+    index: TreeId,
+    value_1k: &[u8],
+    value_150: &[u8],
+) -> WriteBatch {
+    let mut batch = WriteBatch::new();
+    let base: u64 = rng.random();
+    batch.put(items, &key16(base, 0), value_1k).unwrap();
+    for i in 1..5u64 {
+        batch.put(index, &key16(base, i), value_150).unwrap();
+    }
+    batch
+}
+
+fn key16(a: u64, b: u64) -> [u8; 16] {
+    let mut k = [0u8; 16];
+    k[..8].copy_from_slice(&a.to_be_bytes());
+    k[8..].copy_from_slice(&b.to_be_bytes());
+    k
+}
+
+fn prefix8(key: &[u8]) -> &[u8] {
+    &key[..key.len().min(8)]
+}
+
+fn open(dir: &Path, durability: Durability) -> (Db, TreeId, TreeId) {
+    let db = Db::open(
+        dir,
+        DbOptions {
+            durability,
+            bloom_prefix: prefix8,
+            ..DbOptions::default()
+        },
+    )
+    .unwrap();
+    let items = db
+        .tree_id("items")
+        .unwrap_or_else(|| db.create_tree("items").unwrap());
+    let index = db
+        .tree_id("index")
+        .unwrap_or_else(|| db.create_tree("index").unwrap());
+    (db, items, index)
+}
+
+fn bench_batches(c: &mut Criterion) {
+    let value_1k = vec![7u8; 1000];
+    let value_150 = vec![9u8; 150];
+    for (mode_name, durability) in [("none", Durability::None), ("sync", Durability::Sync)] {
+        let mut group = c.benchmark_group(format!("batch_write_{mode_name}"));
+        group.throughput(Throughput::Elements(1));
+        group.sample_size(10);
+        group.measurement_time(Duration::from_secs(5));
+        for threads in THREAD_COUNTS {
+            let dir = tempfile::tempdir().unwrap();
+            let (db, items, index) = open(dir.path(), durability);
+            let db = Arc::new(db);
+            let mut cpu_total = Duration::ZERO;
+            let mut batches_total = 0u64;
+            group.bench_with_input(
+                BenchmarkId::from_parameter(threads),
+                &threads,
+                |b, &threads| {
+                    b.iter_custom(|iters| {
+                        let per_thread = iters.div_ceil(threads as u64);
+                        let cpu_before = cpu_time();
+                        let start = Instant::now();
+                        std::thread::scope(|scope| {
+                            for t in 0..threads {
+                                let db = Arc::clone(&db);
+                                let (value_1k, value_150) = (&value_1k, &value_150);
+                                scope.spawn(move || {
+                                    let mut rng =
+                                        rand::rngs::StdRng::seed_from_u64(t as u64 ^ iters);
+                                    for _ in 0..per_thread {
+                                        let batch = workload_batch(
+                                            &mut rng, items, index, value_1k, value_150,
+                                        );
+                                        db.write(batch).unwrap();
+                                    }
+                                });
+                            }
+                        });
+                        let elapsed = start.elapsed();
+                        cpu_total += cpu_time() - cpu_before;
+                        batches_total += per_thread * threads as u64;
+                        // Report time per batch as criterion expects for `iters` iterations.
+                        elapsed.mul_f64(iters as f64 / (per_thread * threads as u64) as f64)
+                    });
+                },
+            );
+            if batches_total > 0 {
+                eprintln!(
+                    "batch_write_{mode_name}/{threads}: CPU per batch {:.1} µs over {batches_total} batches (process user+sys); wal {:?}",
+                    cpu_total.as_secs_f64() * 1e6 / batches_total as f64,
+                    db.wal_stats()
+                );
+            }
+        }
+        group.finish();
+    }
+}
+
+fn bench_reads(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, items, _) = open(dir.path(), Durability::None);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+    let value = vec![5u8; 1000];
+    let keys: Vec<u64> = (0..100_000).map(|_| rng.random()).collect();
+    for chunk in keys.chunks(100) {
+        let mut batch = WriteBatch::new();
+        for k in chunk {
+            batch.put(items, &key16(*k, 0), &value).unwrap();
+        }
+        db.write(batch).unwrap();
+    }
+    db.flush_all().unwrap();
+    let mut group = c.benchmark_group("point_get");
+    group.throughput(Throughput::Elements(1));
+    let mut i = 0usize;
+    group.bench_function("existing", |b| {
+        b.iter(|| {
+            i = (i + 7919) % keys.len();
+            assert!(db.get(items, &key16(keys[i], 0), None).unwrap().is_some());
+        })
+    });
+    group.bench_function("missing", |b| {
+        b.iter(|| {
+            let k: u64 = rng.random();
+            assert!(db.get(items, &key16(k, 1), None).unwrap().is_none());
+        })
+    });
+    group.finish();
+}
+
+fn bench_collection_scans(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, items, _) = open(dir.path(), Durability::None);
+    let value = vec![3u8; 1000];
+    const COLLECTIONS: u64 = 200;
+    for collection in 0..COLLECTIONS {
+        let mut batch = WriteBatch::new();
+        for record in 0..100u64 {
+            batch
+                .put(
+                    items,
+                    &key16(collection * 0x9E37_79B9_7F4A_7C15, record),
+                    &value,
+                )
+                .unwrap();
+        }
+        db.write(batch).unwrap();
+    }
+    db.flush_all().unwrap();
+    let mut group = c.benchmark_group("collection_scan_100x1KB");
+    group.throughput(Throughput::Elements(1));
+    for (name, direction) in [
+        ("forward", Direction::Forward),
+        ("reverse", Direction::Reverse),
+    ] {
+        let mut collection = 0u64;
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                collection = (collection + 1) % COLLECTIONS;
+                let prefix = (collection * 0x9E37_79B9_7F4A_7C15).to_be_bytes();
+                let lower = key16(u64::from_be_bytes(prefix), 0);
+                let upper = key16(u64::from_be_bytes(prefix), u64::MAX);
+                let mut iter = db
+                    .iter(
+                        items,
+                        Bound::Included(&lower),
+                        Bound::Included(&upper),
+                        direction,
+                        None,
+                    )
+                    .unwrap();
+                let mut n = 0;
+                while iter.advance().unwrap() {
+                    n += iter.value().len();
+                }
+                assert_eq!(n, 100 * 1000);
+            })
+        });
+    }
+    group.finish();
+}
+
+fn bench_replay(c: &mut Criterion) {
+    let bytes_target: u64 = std::env::var("SHOAL_BENCH_REPLAY_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1 << 30);
+    let dir = tempfile::tempdir().unwrap();
+    let options = || DbOptions {
+        durability: Durability::None,
+        memtable_size_bytes: usize::MAX / 2,
+        wal_live_bytes_max: u64::MAX,
+        background_flush: false,
+        bloom_prefix: prefix8,
+        ..DbOptions::default()
+    };
+    {
+        let db = Db::open(dir.path(), options()).unwrap();
+        let items = db.create_tree("items").unwrap();
+        let index = db.create_tree("index").unwrap();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(2);
+        let (value_1k, value_150) = (vec![1u8; 1000], vec![2u8; 150]);
+        while db.wal_live_bytes() < bytes_target {
+            db.write(workload_batch(
+                &mut rng, items, index, &value_1k, &value_150,
+            ))
+            .unwrap();
+        }
+    }
+    let mut group = c.benchmark_group("wal_replay");
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes(bytes_target));
+    group.bench_function(format!("{}MiB", bytes_target >> 20), |b| {
+        b.iter(|| drop(Db::open(dir.path(), options()).unwrap()))
+    });
+    group.finish();
+}
+
+fn bench_raw_fdatasync(c: &mut Criterion) {
+    use std::io::{Seek, SeekFrom, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let block = vec![0xABu8; 4096];
+    let mut group = c.benchmark_group("raw_fdatasync_4KB");
+    group.sample_size(20);
+    let mut append = std::fs::File::create(dir.path().join("append")).unwrap();
+    group.bench_function("append", |b| {
+        b.iter(|| {
+            append.write_all(&block).unwrap();
+            append.sync_data().unwrap();
+        })
+    });
+    let mut overwrite = std::fs::File::create(dir.path().join("overwrite")).unwrap();
+    for _ in 0..16_384 {
+        overwrite.write_all(&block).unwrap();
+    }
+    overwrite.sync_all().unwrap();
+    let mut offset = 0u64;
+    group.bench_function("overwrite_preallocated", |b| {
+        b.iter(|| {
+            overwrite.seek(SeekFrom::Start(offset)).unwrap();
+            overwrite.write_all(&block).unwrap();
+            overwrite.sync_data().unwrap();
+            offset = (offset + 4096) % (16_384 * 4096);
+        })
+    });
+    group.finish();
+}
+
+/// The memtable inserts of one workload batch (one ~1 KB entry into one memtable, four
+/// ~150 B entries into another), with no WAL, locks or background threads: what the write
+/// path's apply step costs. Memtables are replaced when they reach the default memtable size,
+/// so inserts meet every fill level from empty to full, as in the database.
+fn bench_memtable_inserts(c: &mut Criterion) {
+    let memtable_size_bytes = DbOptions::default().memtable_size_bytes;
+    let value_1k = vec![7u8; 1000];
+    let value_150 = vec![9u8; 150];
+    let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+    let mut items = Memtable::new();
+    let mut index = Memtable::new();
+    let mut seq = 1u64;
+    let mut group = c.benchmark_group("memtable_insert_batch");
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("5_entries", |b| {
+        b.iter(|| {
+            if items.size_bytes() >= memtable_size_bytes
+                || index.size_bytes() >= memtable_size_bytes
+            {
+                items = Memtable::new();
+                index = Memtable::new();
+            }
+            let base: u64 = rng.random();
+            // As the engine applies a batch: each tree's entries through one splice, so the
+            // index entries after the first follow it without a search, and the two trees'
+            // searches run together.
+            let mut inserter = MemtableInserter::default();
+            inserter.push(&items, &key16(base, 0), seq, EntryKind::Put, &value_1k);
+            for i in 1..5u64 {
+                inserter.push(&index, &key16(base, i), seq + i, EntryKind::Put, &value_150);
+            }
+            drop(inserter);
+            seq += 5;
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    bench_memtable_inserts,
+    bench_raw_fdatasync,
+    bench_batches,
+    bench_reads,
+    bench_collection_scans,
+    bench_replay
+);
+criterion_main!(benches);

@@ -1,0 +1,403 @@
+//! An open table: footer, index, filter and properties checked and held in memory; data
+//! blocks read from the file's bytes (an mmap for real files) on demand.
+
+use std::cell::OnceCell;
+use std::cmp::Ordering;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
+use std::sync::Arc;
+
+use shoal_compaction::key::{EntryKind, InlinePrefix, InternalKey, SEQ_MAX};
+use shoal_vfs::ReadableFile;
+
+use super::block::{BlockCursor, BlockLayout};
+use super::bloom::{self, FilterShape};
+use super::format::{
+    get_varint, verified_block, BlockHandle, BlockKind, DecodeError, Footer, FOOTER_LEN,
+    FORMAT_VERSION_WHOLE_KEY_FILTER,
+};
+use super::iter::TableIterator;
+use super::properties::TableProperties;
+use super::{PrefixFn, SstError};
+
+/// One point read of `user_key` as of a sequence number, as the memtables and tables it
+/// probes need it: the key's filter hash computed once, and the internal key to seek built
+/// when a memtable or table first gets past its filter. A read probes every memtable of the
+/// tree, then every L0 table and one table per level; each used to hash the key and build
+/// the target again.
+pub struct PointLookup<'a> {
+    user_key: &'a [u8],
+    snapshot_seq: u64,
+    key_hash: u64,
+    target: OnceCell<Vec<u8>>,
+}
+
+impl<'a> PointLookup<'a> {
+    pub fn new(user_key: &'a [u8], snapshot_seq: u64) -> PointLookup<'a> {
+        PointLookup {
+            user_key,
+            snapshot_seq,
+            key_hash: bloom::hash64(user_key),
+            target: OnceCell::new(),
+        }
+    }
+
+    pub fn user_key(&self) -> &'a [u8] {
+        self.user_key
+    }
+
+    pub fn snapshot_seq(&self) -> u64 {
+        self.snapshot_seq
+    }
+
+    /// The user key's filter hash (`bloom::hash64`).
+    pub fn key_hash(&self) -> u64 {
+        self.key_hash
+    }
+
+    /// The internal key to seek: the newest version at or below the snapshot.
+    pub fn target(&self) -> &[u8] {
+        self.target.get_or_init(|| {
+            shoal_compaction::key::seek_key(self.user_key, self.snapshot_seq.min(SEQ_MAX))
+        })
+    }
+}
+
+/// An immutable table, shared between readers as `Arc<Table>`.
+pub struct Table {
+    file: Arc<dyn ReadableFile>,
+    file_number: u64,
+    prefix: PrefixFn,
+    properties: TableProperties,
+    index: BlockIndex,
+    /// The filter's bit array and probe count within the file, if the table has a filter.
+    filter: Option<(Range<usize>, FilterShape)>,
+    /// Whether the filter holds every user key as well as every prefix (format version 2
+    /// on), so a point lookup can rule out a key whose collection the table does hold.
+    filter_holds_keys: bool,
+    /// Whether each data block's CRC has been checked, so hot blocks are hashed once.
+    block_verified: Vec<AtomicBool>,
+}
+
+/// A data block's checked contents.
+pub(crate) struct DataBlock<'a> {
+    pub contents: &'a [u8],
+    pub layout: BlockLayout,
+    /// Absolute offset of the contents in the file.
+    pub offset: usize,
+}
+
+impl Table {
+    /// Verifies footer magic, version and CRC, the tiling of the blocks, and reads the index,
+    /// filter and properties (all CRC-checked). Data blocks are checked when first read.
+    pub fn open(
+        file: Arc<dyn ReadableFile>,
+        file_number: u64,
+        prefix: PrefixFn,
+    ) -> Result<Table, SstError> {
+        let corrupt = |offset: usize, detail: &str| SstError::Corruption {
+            file_number,
+            offset: offset as u64,
+            detail: detail.to_string(),
+        };
+        let absolute = |base: usize| move |e: DecodeError| corrupt(base + e.offset, e.detail);
+        let bytes = file.bytes();
+        let footer_start = bytes
+            .len()
+            .checked_sub(FOOTER_LEN)
+            .ok_or_else(|| corrupt(0, "file too short to be an SSTable"))?;
+        let footer = Footer::decode(&bytes[footer_start..]).map_err(absolute(footer_start))?;
+
+        // The blocks after the data must follow each other and end at the footer, so no
+        // byte of the file escapes a checksum.
+        let follows = |before: BlockHandle, after_offset: u64| {
+            before.end_with_trailer() == Some(after_offset)
+        };
+        if !follows(footer.filter, footer.properties.offset)
+            || !follows(footer.properties, footer.index.offset)
+            || !follows(footer.index, footer_start as u64)
+        {
+            return Err(corrupt(footer_start, "footer handles do not tile the file"));
+        }
+
+        let index_contents =
+            verified_block(bytes, footer.index, BlockKind::Index).map_err(absolute(0))?;
+        let index =
+            BlockIndex::decode(index_contents).map_err(absolute(footer.index.offset as usize))?;
+        if index.data_end() != footer.filter.offset {
+            return Err(corrupt(
+                footer.index.offset as usize,
+                "data blocks do not tile the start of the file",
+            ));
+        }
+
+        let filter_contents =
+            verified_block(bytes, footer.filter, BlockKind::Filter).map_err(absolute(0))?;
+        let filter = FilterShape::parse(filter_contents)
+            .map_err(absolute(footer.filter.offset as usize))?
+            .map(|shape| {
+                let start = footer.filter.offset as usize;
+                (start..start + filter_contents.len(), shape)
+            });
+
+        let properties_contents =
+            verified_block(bytes, footer.properties, BlockKind::Properties).map_err(absolute(0))?;
+        let mut properties = TableProperties::decode(properties_contents)
+            .map_err(absolute(footer.properties.offset as usize))?;
+        properties.size_bytes = bytes.len() as u64;
+        let block_count = index.len();
+        let consistent = properties.data_blocks == block_count as u64
+            && (properties.entries == 0) == (block_count == 0)
+            && (block_count == 0 || index.key(block_count - 1) == properties.largest_key);
+        if !consistent {
+            return Err(corrupt(
+                footer.properties.offset as usize,
+                "properties disagree with the index",
+            ));
+        }
+
+        Ok(Table {
+            file,
+            file_number,
+            prefix,
+            properties,
+            index,
+            filter,
+            filter_holds_keys: footer.version >= FORMAT_VERSION_WHOLE_KEY_FILTER,
+            block_verified: (0..block_count).map(|_| AtomicBool::new(false)).collect(),
+        })
+    }
+
+    pub fn properties(&self) -> &TableProperties {
+        &self.properties
+    }
+
+    pub fn file_number(&self) -> u64 {
+        self.file_number
+    }
+
+    /// The prefix function the table was opened with.
+    pub fn prefix_fn(&self) -> PrefixFn {
+        self.prefix
+    }
+
+    /// Bloom check on a prefix (as produced by the [`PrefixFn`]). `false` = definitely
+    /// absent; a table without a filter always answers `true`.
+    pub fn may_contain_prefix(&self, prefix: &[u8]) -> bool {
+        self.filter_may_contain(prefix)
+    }
+
+    /// Bloom check on a whole user key: `false` = the table holds no version of it. Tables
+    /// of format version 1 filter prefixes only, so for them this checks the key's prefix.
+    pub fn may_contain_key(&self, user_key: &[u8]) -> bool {
+        self.may_contain_lookup(&PointLookup::new(user_key, SEQ_MAX))
+    }
+
+    fn may_contain_lookup(&self, lookup: &PointLookup) -> bool {
+        if self.filter_holds_keys {
+            self.filter_may_contain_hash(lookup.key_hash)
+        } else {
+            self.filter_may_contain((self.prefix)(lookup.user_key))
+        }
+    }
+
+    fn filter_may_contain(&self, bytes: &[u8]) -> bool {
+        self.filter_may_contain_hash(bloom::hash64(bytes))
+    }
+
+    fn filter_may_contain_hash(&self, hash: u64) -> bool {
+        match &self.filter {
+            None => true,
+            Some((range, shape)) => {
+                let bits = &self.file.bytes()[range.clone()];
+                shape.may_contain(bits, hash)
+            }
+        }
+    }
+
+    /// The newest entry for `user_key` with seq <= `snapshot_seq`: `Some((kind, value))`, or
+    /// `None` if the table holds no such version. Consults the bloom filter first.
+    pub fn get(
+        &self,
+        user_key: &[u8],
+        snapshot_seq: u64,
+    ) -> Result<Option<(EntryKind, &[u8])>, SstError> {
+        self.get_for(&PointLookup::new(user_key, snapshot_seq))
+    }
+
+    /// [`Table::get`] for a lookup that may probe several tables: the key's hash and seek
+    /// target are computed once for all of them.
+    pub fn get_for(&self, lookup: &PointLookup) -> Result<Option<(EntryKind, &[u8])>, SstError> {
+        if !self.may_contain_lookup(lookup) {
+            return Ok(None);
+        }
+        let user_key = lookup.user_key;
+        let target = lookup.target();
+        let block_index = self.find_block(target);
+        if block_index == self.block_count() {
+            return Ok(None);
+        }
+        let block = self.data_block(block_index)?;
+        let mut cursor = BlockCursor::default();
+        cursor.reset(block.layout);
+        cursor
+            .seek(block.contents, target)
+            .map_err(|e| self.block_corruption(&block, e))?;
+        if !cursor.valid() {
+            return Err(self.corruption(block.offset, "data block ends before its index key"));
+        }
+        let found = InternalKey::parse(cursor.key())
+            .ok_or_else(|| self.corruption(block.offset, "entry key is not an internal key"))?;
+        if found.user_key != user_key {
+            return Ok(None);
+        }
+        let (start, end) = cursor.value_range();
+        // In place: the value is read where the table's file is mapped, not copied.
+        Ok(Some((found.kind, &block.contents[start..end])))
+    }
+
+    /// A cursor over the whole table, forward and reverse.
+    pub fn iter(self: &Arc<Self>) -> TableIterator {
+        TableIterator::new(Arc::clone(self))
+    }
+
+    pub(crate) fn block_count(&self) -> usize {
+        self.index.len()
+    }
+
+    /// The first data block whose last key is >= `target` (`block_count()` if none).
+    pub(crate) fn find_block(&self, target: &[u8]) -> usize {
+        self.index.find(target)
+    }
+
+    /// The contents of data block `index`, CRC-checked the first time it is read.
+    pub(crate) fn data_block(&self, index: usize) -> Result<DataBlock<'_>, SstError> {
+        let handle = self.index.handle(index);
+        let bytes = self.file.bytes();
+        let verified = &self.block_verified[index];
+        let contents = if verified.load(AtomicOrdering::Acquire) {
+            // The handle was bounds-checked at open (the blocks tile the file).
+            let start = handle.offset as usize;
+            &bytes[start..start + handle.size as usize]
+        } else {
+            let contents = verified_block(bytes, handle, BlockKind::Data)
+                .map_err(|e| self.corruption(e.offset, e.detail))?;
+            verified.store(true, AtomicOrdering::Release);
+            contents
+        };
+        let offset = handle.offset as usize;
+        let layout = BlockLayout::parse(contents)
+            .map_err(|e| self.corruption(offset + e.offset, e.detail))?;
+        Ok(DataBlock {
+            contents,
+            layout,
+            offset,
+        })
+    }
+
+    /// The bytes of a data block already returned by [`Table::data_block`].
+    pub(crate) fn block_contents(&self, range: Range<usize>) -> &[u8] {
+        &self.file.bytes()[range]
+    }
+
+    pub(crate) fn block_corruption(&self, block: &DataBlock, error: DecodeError) -> SstError {
+        self.corruption(block.offset + error.offset, error.detail)
+    }
+
+    pub(crate) fn corruption(&self, offset: usize, detail: &str) -> SstError {
+        SstError::Corruption {
+            file_number: self.file_number,
+            offset: offset as u64,
+            detail: detail.to_string(),
+        }
+    }
+}
+
+/// The decoded index block: each data block's last key and handle, in order.
+struct BlockIndex {
+    /// Every index key, concatenated (one allocation for the whole index).
+    keys: Vec<u8>,
+    entries: Vec<IndexEntry>,
+}
+
+struct IndexEntry {
+    /// The key's first bytes: the binary search compares these and reads `keys` only on a
+    /// tie, so each step touches one entry instead of an entry and a key elsewhere
+    /// (see [`InlinePrefix`]).
+    prefix: InlinePrefix,
+    key: Range<usize>,
+    handle: BlockHandle,
+}
+
+impl BlockIndex {
+    /// Decodes the index block, checking that keys strictly increase and that the data
+    /// blocks are contiguous from offset 0. Error offsets are relative to the index block.
+    fn decode(contents: &[u8]) -> Result<BlockIndex, DecodeError> {
+        let mut cursor = BlockCursor::default();
+        cursor.reset(BlockLayout::parse(contents)?);
+        let mut index = BlockIndex {
+            keys: Vec::new(),
+            entries: Vec::new(),
+        };
+        let mut expected_offset = 0u64;
+        cursor.seek_to_first(contents)?;
+        while cursor.valid() {
+            let (value_start, value_end) = cursor.value_range();
+            let value = &contents[..value_end];
+            let mut pos = value_start;
+            let bad_handle = DecodeError::at(value_start, "bad block handle in the index");
+            let handle = BlockHandle {
+                offset: get_varint(value, &mut pos).ok_or(bad_handle)?,
+                size: get_varint(value, &mut pos).ok_or(bad_handle)?,
+            };
+            if pos != value_end || handle.offset != expected_offset {
+                return Err(bad_handle);
+            }
+            expected_offset = handle.end_with_trailer().ok_or(bad_handle)?;
+            if let Some(last) = index.entries.last() {
+                let previous = &index.keys[last.key.clone()];
+                if shoal_compaction::compare_internal(previous, cursor.key()) != Ordering::Less {
+                    return Err(DecodeError::at(value_start, "index keys out of order"));
+                }
+            }
+            let key_start = index.keys.len();
+            index.keys.extend_from_slice(cursor.key());
+            index.entries.push(IndexEntry {
+                prefix: InlinePrefix::of_internal_key(cursor.key()),
+                key: key_start..index.keys.len(),
+                handle,
+            });
+            cursor.next(contents)?;
+        }
+        Ok(index)
+    }
+
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn key(&self, index: usize) -> &[u8] {
+        &self.keys[self.entries[index].key.clone()]
+    }
+
+    fn handle(&self, index: usize) -> BlockHandle {
+        self.entries[index].handle
+    }
+
+    /// Where the data blocks end (0 if there are none).
+    fn data_end(&self) -> u64 {
+        self.entries
+            .last()
+            .and_then(|entry| entry.handle.end_with_trailer())
+            .unwrap_or(0)
+    }
+
+    fn find(&self, target: &[u8]) -> usize {
+        let target_prefix = InlinePrefix::of_internal_key(target);
+        self.entries.partition_point(|entry| {
+            entry.prefix.cmp(&target_prefix).then_with(|| {
+                shoal_compaction::compare_internal(&self.keys[entry.key.clone()], target)
+            }) == Ordering::Less
+        })
+    }
+}

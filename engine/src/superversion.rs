@@ -1,0 +1,109 @@
+//! The superversion: one consistent picture of where every tree's data lives.
+//!
+//! A read must see a tree's memtables and its SSTables *together*: if it took the memtable
+//! list before a flush finished and the SSTable list after, the flushed data would be in
+//! neither. So memtables, the manifest version and the open tables are bundled in one
+//! immutable [`SuperVersion`], replaced atomically (copy, modify, swap) whenever a memtable
+//! is frozen or a flush or tree change is installed. Readers clone the `Arc` and read with
+//! no further locking.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use shoal_compaction::PolicyOptions;
+
+use crate::compact;
+use crate::memtable::Memtable;
+use crate::sstable::Table;
+use crate::version::{TreeId, Version};
+
+/// A frozen memtable waiting to be flushed.
+#[derive(Clone)]
+pub struct Immutable {
+    pub memtable: Arc<Memtable>,
+    /// Every entry of this tree with seq <= `frozen_at_seq` is in this memtable or older
+    /// data; everything newer is in later memtables. Becomes the tree's `flushed_seq` once
+    /// this memtable is in an SSTable.
+    pub frozen_at_seq: u64,
+}
+
+/// The memtables of one tree.
+#[derive(Clone)]
+pub struct TreeMemtables {
+    pub active: Arc<Memtable>,
+    /// Oldest first; flushed in this order.
+    pub immutables: Vec<Immutable>,
+}
+
+impl TreeMemtables {
+    pub fn new() -> TreeMemtables {
+        TreeMemtables {
+            active: Arc::new(Memtable::new()),
+            immutables: Vec::new(),
+        }
+    }
+
+    /// Smallest sequence number not yet in an SSTable, if any: what this tree pins in the WAL.
+    pub fn unflushed_seq_min(&self) -> Option<u64> {
+        self.immutables
+            .iter()
+            .filter_map(|imm| imm.memtable.seq_min())
+            .chain(self.active.seq_min())
+            .min()
+    }
+
+    /// Memtables newest first, as reads consult them.
+    pub fn newest_first(&self) -> impl Iterator<Item = &Arc<Memtable>> {
+        std::iter::once(&self.active).chain(self.immutables.iter().rev().map(|imm| &imm.memtable))
+    }
+}
+
+impl Default for TreeMemtables {
+    fn default() -> Self {
+        TreeMemtables::new()
+    }
+}
+
+/// Everything a read needs, consistent as of one moment.
+#[derive(Clone)]
+pub struct SuperVersion {
+    /// Replaced only through [`SuperVersion::set_version`], which keeps `write_rates` in step.
+    pub version: Arc<Version>,
+    pub memtables: HashMap<TreeId, TreeMemtables>,
+    /// Open SSTables by file number; exactly the files `version` references.
+    pub tables: HashMap<u64, Arc<Table>>,
+    /// The write rate each tree's compaction backlog holds it to (`compact::write_rates`;
+    /// trees running free are absent). A function of `version`, computed when the version
+    /// is installed, so that a write looks its trees up instead of sizing their levels.
+    pub write_rates: HashMap<TreeId, u64>,
+}
+
+impl SuperVersion {
+    pub fn new(
+        version: Arc<Version>,
+        memtables: HashMap<TreeId, TreeMemtables>,
+        tables: HashMap<u64, Arc<Table>>,
+        policy: &PolicyOptions,
+    ) -> SuperVersion {
+        SuperVersion {
+            write_rates: compact::write_rates(&version, policy),
+            version,
+            memtables,
+            tables,
+        }
+    }
+
+    /// Installs `version` and the write rates derived from it.
+    pub fn set_version(&mut self, version: Arc<Version>, policy: &PolicyOptions) {
+        self.write_rates = compact::write_rates(&version, policy);
+        self.version = version;
+    }
+
+    /// Smallest unflushed sequence number over all trees.
+    pub fn unflushed_seq_min(&self) -> Option<u64> {
+        self.memtables
+            .values()
+            .filter_map(TreeMemtables::unflushed_seq_min)
+            .min()
+    }
+}

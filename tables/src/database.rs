@@ -1,0 +1,177 @@
+//! `Database`: DynamoDB tables on one LSM database — the engine's public entry point.
+//!
+//! `Database::open(path, Options)`, then one method per DynamoDB operation, each taking the
+//! operation's typed request (`crate::api`) and returning its typed response or the
+//! `ApiError` a DynamoDB client expects. The operations live in their own files as further
+//! `impl Database` blocks: control plane in `table/control.rs`, item writes and reads in
+//! `table/items.rs`, Query and Scan in `table/query.rs`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+use shoal_model::{ApiError, ErrorCode};
+use shoal_vfs::Fs;
+
+use crate::api::common::table_not_found;
+use crate::table::catalog::{TableDef, METADATA_PREFIX};
+use crate::table::keys;
+use crate::table::locks::CollectionLocks;
+use crate::Durability;
+use shoal_engine::{Db, DbError, DbOptions};
+
+/// DynamoDB's item-collection cap: 10 GiB.
+pub const ITEM_COLLECTION_SIZE_LIMIT_BYTES_DEFAULT: u64 = 10 << 30;
+
+/// How a [`Database`] is opened.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub durability: Durability,
+    /// Cap on one item collection (base items + LSI entries) of a table with an LSI.
+    pub item_collection_size_limit_bytes: u64,
+    /// Memtable size per tree before it is flushed.
+    pub memtable_size_bytes: usize,
+    /// WAL segment size (smaller segments preallocate faster; tests use small ones).
+    pub wal_segment_size_bytes: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            durability: Durability::Sync,
+            item_collection_size_limit_bytes: ITEM_COLLECTION_SIZE_LIMIT_BYTES_DEFAULT,
+            memtable_size_bytes: 64 << 20,
+            wal_segment_size_bytes: 64 << 20,
+        }
+    }
+}
+
+impl Options {
+    fn db_options(&self) -> DbOptions {
+        DbOptions {
+            durability: self.durability,
+            memtable_size_bytes: self.memtable_size_bytes,
+            wal_segment_size_bytes: self.wal_segment_size_bytes,
+            bloom_prefix: keys::bloom_prefix,
+            ..DbOptions::default()
+        }
+    }
+}
+
+/// Table definitions by name.
+pub(crate) type Catalog = BTreeMap<String, Arc<TableDef>>;
+
+/// An open datastore of DynamoDB tables.
+///
+/// The LSM database, the catalog cache, its change lock and the collection locks are shared
+/// (`Arc`) with the background index backfills (`table::backfill`), which outlive any one
+/// request; `backfills` stops and joins those threads when the database is dropped.
+pub struct Database {
+    pub(crate) db: Arc<Db>,
+    pub(crate) options: Options,
+    /// Table definitions by name: a cache of the durable catalog in the manifest, replaced
+    /// whole under `catalog_change` after every durable change.
+    pub(crate) catalog: Arc<RwLock<Catalog>>,
+    /// Serialises control-plane changes (create, delete, update of tables).
+    pub(crate) catalog_change: Arc<Mutex<()>>,
+    pub(crate) locks: Arc<CollectionLocks>,
+    /// Running GSI backfills (UpdateTable); resumed at open.
+    pub(crate) backfills: crate::table::backfill::Backfills,
+    /// Recent DescribeTable sizes per table (see `table::control`).
+    pub(crate) stats_cache: crate::table::control::StatsCache,
+    /// Recent TransactWriteItems `ClientRequestToken`s (see `table::transact`).
+    pub(crate) transaction_tokens: crate::table::transact::TokenTable,
+    /// Consumed capacity per table, for monitoring (see `metering`).
+    pub(crate) capacity_meter: crate::metering::CapacityMeter,
+}
+
+/// The catalog as stored in the current durable version of `db`.
+pub(crate) fn read_catalog(db: &Db) -> Result<Catalog, DbError> {
+    let version = db.version();
+    let mut catalog = BTreeMap::new();
+    for (key, bytes) in &version.metadata {
+        if key.starts_with(METADATA_PREFIX) {
+            let table = TableDef::from_metadata(bytes).map_err(|e| {
+                DbError::Poisoned(format!("catalog entry {key} cannot be read: {e}"))
+            })?;
+            catalog.insert(table.name.clone(), Arc::new(table));
+        }
+    }
+    Ok(catalog)
+}
+
+/// Any storage failure reaches clients as DynamoDB's `InternalServerError`.
+pub(crate) fn internal(error: impl std::fmt::Display) -> ApiError {
+    ApiError::new(
+        ErrorCode::InternalServerError,
+        format!("Internal server error: {error}"),
+    )
+}
+
+impl Database {
+    /// Opens (creating if needed) the datastore in `path`.
+    pub fn open(path: &Path, options: Options) -> Result<Database, DbError> {
+        Database::open_with_fs(shoal_vfs::RealFs::shared(), path, options)
+    }
+
+    /// Opens a datastore that lives only in memory (nothing survives the process).
+    pub fn open_in_memory(options: Options) -> Result<Database, DbError> {
+        Database::open_with_fs(
+            shoal_vfs::sim::SimFs::new().fs(),
+            Path::new("/shoal"),
+            options,
+        )
+    }
+
+    /// Opens the datastore in `path` through `fs` (fault-injection tests use `SimFs`).
+    pub fn open_with_fs(fs: Fs, path: &Path, options: Options) -> Result<Database, DbError> {
+        let db = Db::open_with_fs(fs, path, options.db_options())?;
+        let database = Database {
+            db: Arc::new(db),
+            options,
+            catalog: Arc::new(RwLock::new(BTreeMap::new())),
+            catalog_change: Arc::new(Mutex::new(())),
+            locks: Arc::new(CollectionLocks::default()),
+            backfills: Default::default(),
+            stats_cache: Default::default(),
+            transaction_tokens: Default::default(),
+            capacity_meter: Default::default(),
+        };
+        database.reload_catalog()?;
+        // An index left CREATING by a crash or a close is rebuilt (never marked ACTIVE
+        // before a complete pass).
+        database.resume_backfills()?;
+        Ok(database)
+    }
+
+    /// Rebuilds the catalog cache from the durable version.
+    pub(crate) fn reload_catalog(&self) -> Result<(), DbError> {
+        *self.catalog.write() = read_catalog(&self.db)?;
+        Ok(())
+    }
+
+    /// The definition of table `name`, or ResourceNotFoundException.
+    pub fn table(&self, name: &str) -> Result<Arc<TableDef>, ApiError> {
+        self.catalog
+            .read()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| table_not_found(name))
+    }
+
+    /// Names of all tables, in byte order.
+    pub fn table_names(&self) -> Vec<String> {
+        self.catalog.read().keys().cloned().collect()
+    }
+
+    /// The underlying LSM database (statistics, snapshots, checks).
+    pub fn lsm(&self) -> &Db {
+        &self.db
+    }
+
+    /// The options the database was opened with.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+}

@@ -1,0 +1,220 @@
+//! The catalog: what tables and indexes exist, how they are keyed and projected, and which
+//! LSM trees hold them.
+//!
+//! Each table's definition is stored durably as manifest metadata (key `table/<name>`), in
+//! the same version change that creates or drops its trees, so a table and its storage
+//! appear and disappear together. The stored form is JSON (serde of [`TableDef`]) with a
+//! `format` field: small, rarely written, and readable by a person debugging a data
+//! directory.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+use shoal_model::{AttributeValue, ScalarType};
+
+use shoal_engine::TreeId;
+
+/// Version of the stored catalog format.
+pub const CATALOG_FORMAT: u32 = 1;
+
+/// Prefix of the manifest metadata keys holding table definitions.
+pub const METADATA_PREFIX: &str = "table/";
+
+/// The metadata key of a table's definition.
+pub fn metadata_key(table_name: &str) -> String {
+    format!("{METADATA_PREFIX}{table_name}")
+}
+
+/// A key attribute: its name and scalar type.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyAttribute {
+    pub name: String,
+    pub ty: ScalarTypeDef,
+}
+
+/// `ScalarType` with serde, for the stored catalog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ScalarTypeDef {
+    S,
+    N,
+    B,
+}
+
+impl From<ScalarType> for ScalarTypeDef {
+    fn from(t: ScalarType) -> Self {
+        match t {
+            ScalarType::S => ScalarTypeDef::S,
+            ScalarType::N => ScalarTypeDef::N,
+            ScalarType::B => ScalarTypeDef::B,
+        }
+    }
+}
+
+impl From<ScalarTypeDef> for ScalarType {
+    fn from(t: ScalarTypeDef) -> Self {
+        match t {
+            ScalarTypeDef::S => ScalarType::S,
+            ScalarTypeDef::N => ScalarType::N,
+            ScalarTypeDef::B => ScalarType::B,
+        }
+    }
+}
+
+impl KeyAttribute {
+    pub fn new(name: impl Into<String>, ty: ScalarType) -> KeyAttribute {
+        KeyAttribute {
+            name: name.into(),
+            ty: ty.into(),
+        }
+    }
+
+    pub fn scalar_type(&self) -> ScalarType {
+        self.ty.into()
+    }
+
+    /// Whether `value` has this key's type.
+    pub fn accepts(&self, value: &AttributeValue) -> bool {
+        value.as_scalar_type() == Some(self.scalar_type())
+    }
+}
+
+/// A primary key or index key schema: hash key and optional range key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeySchema {
+    pub hash: KeyAttribute,
+    pub range: Option<KeyAttribute>,
+}
+
+impl KeySchema {
+    /// The key attribute names, hash first.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.hash.name.as_str()).chain(self.range.as_ref().map(|r| r.name.as_str()))
+    }
+
+    pub fn attributes(&self) -> impl Iterator<Item = &KeyAttribute> {
+        std::iter::once(&self.hash).chain(self.range.as_ref())
+    }
+}
+
+/// What an index entry holds besides the keys.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Projection {
+    KeysOnly,
+    Include(Vec<String>),
+    All,
+}
+
+impl Projection {
+    /// DynamoDB's `ProjectionType` name.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Projection::KeysOnly => "KEYS_ONLY",
+            Projection::Include(_) => "INCLUDE",
+            Projection::All => "ALL",
+        }
+    }
+}
+
+/// Lifecycle of a global secondary index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum IndexStatus {
+    /// Being built from a snapshot of the table (`backfilling` false while resources are
+    /// set up, true while items are copied).
+    Creating {
+        backfilling: bool,
+    },
+    Active,
+    Deleting,
+}
+
+/// Provisioned throughput as declared (Shoal does not throttle; it reports).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Throughput {
+    pub read_capacity_units: u64,
+    pub write_capacity_units: u64,
+}
+
+/// How the table is billed (reported back by DescribeTable).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BillingMode {
+    PayPerRequest,
+    Provisioned(Throughput),
+}
+
+/// A local secondary index: same partition key, another sort key, stored inside the table's
+/// tree in its own key section.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LocalIndexDef {
+    pub name: String,
+    pub key: KeySchema,
+    pub projection: Projection,
+    /// Key section in the table tree (1..=5), see `keys`.
+    pub section: u8,
+}
+
+/// A global secondary index: any key schema, its own tree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GlobalIndexDef {
+    pub name: String,
+    pub key: KeySchema,
+    pub projection: Projection,
+    pub tree: TreeId,
+    pub status: IndexStatus,
+    pub throughput: Option<Throughput>,
+}
+
+/// Everything known about one table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableDef {
+    pub format: u32,
+    pub name: String,
+    /// DynamoDB's TableId (a UUID-shaped string).
+    pub id: String,
+    /// Creation time, milliseconds since the Unix epoch.
+    pub created_at_millis: u64,
+    pub key: KeySchema,
+    /// Attribute definitions as given (every key attribute of the table and its indexes).
+    pub attribute_definitions: Vec<KeyAttribute>,
+    pub billing: BillingMode,
+    /// The tree holding base items, LSI entries and collection records.
+    pub tree: TreeId,
+    pub local_indexes: Vec<LocalIndexDef>,
+    pub global_indexes: Vec<GlobalIndexDef>,
+}
+
+impl TableDef {
+    /// Whether item collections are capped and reported (tables with at least one LSI).
+    pub fn has_local_indexes(&self) -> bool {
+        !self.local_indexes.is_empty()
+    }
+
+    pub fn local_index(&self, name: &str) -> Option<&LocalIndexDef> {
+        self.local_indexes.iter().find(|i| i.name == name)
+    }
+
+    pub fn global_index(&self, name: &str) -> Option<&GlobalIndexDef> {
+        self.global_indexes.iter().find(|i| i.name == name)
+    }
+
+    /// Names of every key attribute of the table and its indexes (what a write type-checks).
+    pub fn all_key_attribute_names(&self) -> BTreeSet<&str> {
+        let mut names: BTreeSet<&str> = self.key.names().collect();
+        for lsi in &self.local_indexes {
+            names.extend(lsi.key.names());
+        }
+        for gsi in &self.global_indexes {
+            names.extend(gsi.key.names());
+        }
+        names
+    }
+
+    /// Serialises the definition for the manifest.
+    pub fn to_metadata(&self) -> Result<Vec<u8>, serde_json::Error> {
+        serde_json::to_vec(self)
+    }
+
+    /// Reads a definition stored by [`TableDef::to_metadata`].
+    pub fn from_metadata(bytes: &[u8]) -> Result<TableDef, serde_json::Error> {
+        serde_json::from_slice(bytes)
+    }
+}

@@ -1,0 +1,563 @@
+//! The control plane: CreateTable, DescribeTable, ListTables, DeleteTable (SPEC §2).
+//!
+//! A table is one LSM tree named by its TableId (base items, LSI entries, collection
+//! records) plus one tree per GSI named `<TableId>/gsi/<IndexName>`. Creating or deleting a
+//! table changes its trees and its catalog entry (`table/<name>` manifest metadata) in ONE
+//! durable version change, so a crash leaves either the whole table or none of it. Changes
+//! are serialised by `Database::catalog_change`; the in-memory catalog is reloaded from the
+//! durable version after each one.
+//!
+//! DescribeTable's ItemCount / TableSizeBytes / IndexSizeBytes are computed by scanning the
+//! table's trees at one snapshot, and cached per table for [`STATS_REFRESH_INTERVAL`] so a
+//! client polling DescribeTable does not rescan (docs/COMPATIBILITY.md).
+
+use std::collections::hash_map::RandomState;
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use parking_lot::Mutex;
+use shoal_model::{ApiError, ErrorCode};
+
+use crate::api::common::{table_name_of, validation_errors};
+use crate::api::control::{
+    AttributeDefinition, BillingModeSummary, CreateTableRequest, CreateTableResponse,
+    DeleteTableRequest, DeleteTableResponse, DescribeTableRequest, DescribeTableResponse,
+    GlobalSecondaryIndexDescription, KeySchemaElement, ListTablesRequest, ListTablesResponse,
+    LocalSecondaryIndexDescription, Projection as ProjectionDescription,
+    ProvisionedThroughputDescription, TableDescription,
+};
+use crate::database::{internal, Database};
+use crate::table::catalog::{
+    metadata_key, BillingMode, GlobalIndexDef, IndexStatus, KeySchema, Projection, TableDef,
+    Throughput, CATALOG_FORMAT,
+};
+use crate::table::item_codec::decode_item;
+use crate::table::keys;
+use crate::table::schema::{self, TableSchema};
+use shoal_engine::version::VersionEdit;
+use shoal_engine::{Snapshot, TreeId};
+
+/// How long DescribeTable may report the same ItemCount / size figures.
+pub const STATS_REFRESH_INTERVAL: Duration = Duration::from_secs(10);
+/// Region and account in every ARN Shoal reports (DynamoDB Local's convention).
+pub const ARN_REGION: &str = "ddblocal";
+pub const ARN_ACCOUNT: &str = "000000000000";
+/// ListTables' largest (and default) page.
+pub const LIST_TABLES_LIMIT_MAX: i64 = 100;
+
+/// Entry count and total size of one table or index.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SizeStats {
+    pub item_count: u64,
+    /// Σ of DynamoDB item sizes (`shoal_model::item_size_bytes`), without the 100-byte per-item
+    /// storage overhead.
+    pub size_bytes: u64,
+}
+
+/// Live sizes of a table and its indexes, as of one snapshot.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TableStats {
+    pub table: SizeStats,
+    /// Per LSI, in `TableDef::local_indexes` order.
+    pub local_indexes: Vec<SizeStats>,
+    /// Per GSI, in `TableDef::global_indexes` order.
+    pub global_indexes: Vec<SizeStats>,
+}
+
+/// Recently computed [`TableStats`], per table id. Bounded by the number of tables: each
+/// insertion drops the entries of tables that no longer exist.
+#[derive(Default)]
+pub struct StatsCache {
+    entries: Mutex<HashMap<String, CachedStats>>,
+}
+
+struct CachedStats {
+    computed_at: Instant,
+    /// The definition the stats were computed for; a changed definition (an index added
+    /// or dropped) makes them stale.
+    table: Arc<TableDef>,
+    stats: Arc<TableStats>,
+}
+
+impl Database {
+    /// CreateTable: validates the request (SPEC §2.2), then creates the table's trees and
+    /// its catalog entry in one durable change. The table is ACTIVE at once.
+    pub fn create_table(
+        &self,
+        request: CreateTableRequest,
+    ) -> Result<CreateTableResponse, ApiError> {
+        let schema = schema::validate_create_table(&request)?;
+        let _change = self.catalog_change.lock();
+        if self.catalog.read().contains_key(&schema.name) {
+            return Err(ApiError::new(
+                ErrorCode::ResourceInUseException,
+                format!("Table already exists: {}", schema.name),
+            ));
+        }
+        let table_id = new_table_id();
+        let created_at_millis = now_millis();
+        let mut tree_names = vec![table_id.clone()];
+        tree_names.extend(
+            schema
+                .global_indexes
+                .iter()
+                .map(|gsi| format!("{table_id}/gsi/{}", gsi.name)),
+        );
+        // Fail before touching storage if the definition cannot be stored.
+        table_def(
+            &schema,
+            &table_id,
+            created_at_millis,
+            &vec![0; tree_names.len()],
+        )
+        .to_metadata()
+        .map_err(internal)?;
+
+        let mut stored = None;
+        let tree_ids = self
+            .db
+            .create_trees_with(&tree_names, |ids| {
+                let table = table_def(&schema, &table_id, created_at_millis, ids);
+                match table.to_metadata() {
+                    Ok(bytes) => {
+                        stored = Some(table);
+                        vec![VersionEdit::SetMetadata {
+                            key: metadata_key(&schema.name),
+                            value: Some(bytes),
+                        }]
+                    }
+                    Err(_) => Vec::new(),
+                }
+            })
+            .map_err(internal)?;
+        let Some(table) = stored else {
+            // Serialisation succeeded a moment ago with the same types, so this cannot
+            // happen; if it does, take the orphaned trees away again.
+            self.db
+                .drop_trees_with(&tree_ids, Vec::new())
+                .map_err(internal)?;
+            return Err(internal("the table definition could not be stored"));
+        };
+        self.reload_catalog().map_err(internal)?;
+        Ok(CreateTableResponse {
+            table_description: describe(&table, &TableStats::empty_for(&table), "ACTIVE"),
+        })
+    }
+
+    /// DescribeTable.
+    pub fn describe_table(
+        &self,
+        request: DescribeTableRequest,
+    ) -> Result<DescribeTableResponse, ApiError> {
+        let name = table_name_of(request.table_name.as_deref())?;
+        let table = self.table(name)?;
+        let stats = self.table_stats(&table)?;
+        Ok(DescribeTableResponse {
+            table: describe(&table, &stats, "ACTIVE"),
+        })
+    }
+
+    /// ListTables: table names in byte order, `Limit` (1..=100) at a time.
+    pub fn list_tables(&self, request: ListTablesRequest) -> Result<ListTablesResponse, ApiError> {
+        let mut problems = Vec::new();
+        if let Some(start) = request.exclusive_start_table_name.as_deref() {
+            schema::name_problems(Some(start), "exclusiveStartTableName", &mut problems);
+        }
+        if let Some(limit) = request.limit {
+            if limit < 1 {
+                problems.push(format!(
+                    "Value '{limit}' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1"
+                ));
+            }
+            if limit > LIST_TABLES_LIMIT_MAX {
+                problems.push(format!(
+                    "Value '{limit}' at 'limit' failed to satisfy constraint: Member must have value less than or equal to {LIST_TABLES_LIMIT_MAX}"
+                ));
+            }
+        }
+        if !problems.is_empty() {
+            return Err(validation_errors(&problems));
+        }
+        // Within 1..=100 after the checks above.
+        let limit = request.limit.unwrap_or(LIST_TABLES_LIMIT_MAX) as usize;
+        let catalog = self.catalog.read();
+        let lower = match request.exclusive_start_table_name.as_deref() {
+            Some(start) => Bound::Excluded(start),
+            None => Bound::Unbounded,
+        };
+        let mut names = catalog
+            .range::<str, _>((lower, Bound::Unbounded))
+            .map(|(name, _)| name);
+        let table_names: Vec<String> = names.by_ref().take(limit).cloned().collect();
+        let more_follow = names.next().is_some();
+        Ok(ListTablesResponse {
+            last_evaluated_table_name: if more_follow {
+                table_names.last().cloned()
+            } else {
+                None
+            },
+            table_names,
+        })
+    }
+
+    /// DeleteTable: drops the table's trees and its catalog entry in one durable change.
+    /// The response describes the table as DELETING, without its schema (SPEC §2.4).
+    pub fn delete_table(
+        &self,
+        request: DeleteTableRequest,
+    ) -> Result<DeleteTableResponse, ApiError> {
+        let name = table_name_of(request.table_name.as_deref())?;
+        let _change = self.catalog_change.lock();
+        let table = self.table(name)?;
+        let stats = self.table_stats(&table)?;
+        let mut trees = vec![table.tree];
+        trees.extend(table.global_indexes.iter().map(|gsi| gsi.tree));
+        self.db
+            .drop_trees_with(
+                &trees,
+                vec![VersionEdit::SetMetadata {
+                    key: metadata_key(&table.name),
+                    value: None,
+                }],
+            )
+            .map_err(internal)?;
+        self.reload_catalog().map_err(internal)?;
+        self.stats_cache.entries.lock().remove(&table.id);
+        let mut description = describe(&table, &stats, "DELETING");
+        description.key_schema = None;
+        description.attribute_definitions = None;
+        description.creation_date_time = None;
+        description.local_secondary_indexes = None;
+        description.global_secondary_indexes = None;
+        Ok(DeleteTableResponse {
+            table_description: description,
+        })
+    }
+
+    /// The live sizes of `table` and its indexes, recomputed when the cached figures are
+    /// older than [`STATS_REFRESH_INTERVAL`] or were computed for another definition.
+    pub fn table_stats(&self, table: &Arc<TableDef>) -> Result<Arc<TableStats>, ApiError> {
+        if let Some(cached) = self.stats_cache.entries.lock().get(&table.id) {
+            if cached.computed_at.elapsed() < STATS_REFRESH_INTERVAL && *cached.table == **table {
+                return Ok(Arc::clone(&cached.stats));
+            }
+        }
+        let stats = Arc::new(self.compute_table_stats(table)?);
+        let live_ids: Vec<String> = self.catalog.read().values().map(|t| t.id.clone()).collect();
+        let mut entries = self.stats_cache.entries.lock();
+        entries.retain(|id, _| live_ids.contains(id));
+        entries.insert(
+            table.id.clone(),
+            CachedStats {
+                computed_at: Instant::now(),
+                table: Arc::clone(table),
+                stats: Arc::clone(&stats),
+            },
+        );
+        Ok(stats)
+    }
+
+    /// Scans the table tree and every GSI tree at one snapshot.
+    fn compute_table_stats(&self, table: &TableDef) -> Result<TableStats, ApiError> {
+        let snapshot = self.db.snapshot();
+        let mut stats = TableStats::empty_for(table);
+        let pk_type = table.key.hash.scalar_type();
+        let mut cursor = self.db.iter_tree(table.tree, &snapshot).map_err(internal)?;
+        while cursor.advance().map_err(internal)? {
+            let key = cursor.key();
+            let (_, section) = keys::split_table_key(key, pk_type).map_err(internal)?;
+            let counted = if section == keys::SECTION_BASE {
+                &mut stats.table
+            } else if section == keys::SECTION_COLLECTION {
+                continue;
+            } else {
+                let position = table
+                    .local_indexes
+                    .iter()
+                    .position(|lsi| lsi.section == section)
+                    .ok_or_else(|| {
+                        internal(format!(
+                            "table {} has a key in unknown section {section}",
+                            table.name
+                        ))
+                    })?;
+                &mut stats.local_indexes[position]
+            };
+            count_entry(counted, cursor.value())?;
+        }
+        for (position, gsi) in table.global_indexes.iter().enumerate() {
+            stats.global_indexes[position] = self.tree_stats_at(gsi.tree, &snapshot)?;
+        }
+        Ok(stats)
+    }
+
+    fn tree_stats_at(&self, tree: TreeId, snapshot: &Snapshot) -> Result<SizeStats, ApiError> {
+        let mut stats = SizeStats::default();
+        let mut cursor = self.db.iter_tree(tree, snapshot).map_err(internal)?;
+        while cursor.advance().map_err(internal)? {
+            count_entry(&mut stats, cursor.value())?;
+        }
+        Ok(stats)
+    }
+}
+
+impl TableStats {
+    /// Zeros for every index of `table`.
+    pub fn empty_for(table: &TableDef) -> TableStats {
+        TableStats {
+            table: SizeStats::default(),
+            local_indexes: vec![SizeStats::default(); table.local_indexes.len()],
+            global_indexes: vec![SizeStats::default(); table.global_indexes.len()],
+        }
+    }
+}
+
+fn count_entry(stats: &mut SizeStats, value: &[u8]) -> Result<(), ApiError> {
+    let item = decode_item(value).map_err(internal)?;
+    stats.item_count += 1;
+    stats.size_bytes += shoal_model::item_size_bytes(&item) as u64;
+    Ok(())
+}
+
+/// `arn:aws:dynamodb:ddblocal:000000000000:table/<name>`.
+pub fn table_arn(table_name: &str) -> String {
+    format!("arn:aws:dynamodb:{ARN_REGION}:{ARN_ACCOUNT}:table/{table_name}")
+}
+
+fn table_def(
+    schema: &TableSchema,
+    table_id: &str,
+    created_at_millis: u64,
+    tree_ids: &[TreeId],
+) -> TableDef {
+    TableDef {
+        format: CATALOG_FORMAT,
+        name: schema.name.clone(),
+        id: table_id.to_string(),
+        created_at_millis,
+        key: schema.key.clone(),
+        attribute_definitions: schema.attribute_definitions.clone(),
+        billing: schema.billing,
+        tree: tree_ids.first().copied().unwrap_or_default(),
+        local_indexes: schema.local_indexes.clone(),
+        global_indexes: schema
+            .global_indexes
+            .iter()
+            .zip(tree_ids.iter().skip(1))
+            .map(|(gsi, tree)| GlobalIndexDef {
+                name: gsi.name.clone(),
+                key: gsi.key.clone(),
+                projection: gsi.projection.clone(),
+                tree: *tree,
+                status: IndexStatus::Active,
+                throughput: gsi.throughput,
+            })
+            .collect(),
+    }
+}
+
+fn key_schema_elements(key: &KeySchema) -> Vec<KeySchemaElement> {
+    let element = |name: &str, key_type: &str| KeySchemaElement {
+        attribute_name: Some(name.to_string()),
+        key_type: Some(key_type.to_string()),
+    };
+    let mut elements = vec![element(&key.hash.name, "HASH")];
+    if let Some(range) = &key.range {
+        elements.push(element(&range.name, "RANGE"));
+    }
+    elements
+}
+
+fn projection_description(projection: &Projection) -> ProjectionDescription {
+    ProjectionDescription {
+        projection_type: Some(projection.type_name().to_string()),
+        non_key_attributes: match projection {
+            Projection::Include(names) => Some(names.clone()),
+            _ => None,
+        },
+    }
+}
+
+fn throughput_description(throughput: Option<Throughput>) -> ProvisionedThroughputDescription {
+    let throughput = throughput.unwrap_or(Throughput {
+        read_capacity_units: 0,
+        write_capacity_units: 0,
+    });
+    ProvisionedThroughputDescription {
+        read_capacity_units: throughput.read_capacity_units,
+        write_capacity_units: throughput.write_capacity_units,
+        number_of_decreases_today: 0,
+    }
+}
+
+fn index_status(status: IndexStatus) -> (&'static str, Option<bool>) {
+    match status {
+        IndexStatus::Creating { backfilling } => ("CREATING", Some(backfilling)),
+        IndexStatus::Active => ("ACTIVE", None),
+        IndexStatus::Deleting => ("DELETING", None),
+    }
+}
+
+/// The full TableDescription of `table` with status `table_status`.
+fn describe(table: &TableDef, stats: &TableStats, table_status: &str) -> TableDescription {
+    let arn = table_arn(&table.name);
+    let created_at_seconds = table.created_at_millis as f64 / 1000.0;
+    let (provisioned, billing_mode_summary) = match table.billing {
+        BillingMode::PayPerRequest => (
+            None,
+            BillingModeSummary {
+                billing_mode: "PAY_PER_REQUEST".to_string(),
+                last_update_to_pay_per_request_date_time: Some(created_at_seconds),
+            },
+        ),
+        BillingMode::Provisioned(throughput) => (
+            Some(throughput),
+            BillingModeSummary {
+                billing_mode: "PROVISIONED".to_string(),
+                last_update_to_pay_per_request_date_time: None,
+            },
+        ),
+    };
+    let local_secondary_indexes: Vec<LocalSecondaryIndexDescription> = table
+        .local_indexes
+        .iter()
+        .enumerate()
+        .map(|(position, lsi)| {
+            let sizes = stats
+                .local_indexes
+                .get(position)
+                .copied()
+                .unwrap_or_default();
+            LocalSecondaryIndexDescription {
+                index_name: lsi.name.clone(),
+                key_schema: key_schema_elements(&lsi.key),
+                projection: projection_description(&lsi.projection),
+                index_size_bytes: sizes.size_bytes,
+                item_count: sizes.item_count,
+                index_arn: format!("{arn}/index/{}", lsi.name),
+            }
+        })
+        .collect();
+    let global_secondary_indexes: Vec<GlobalSecondaryIndexDescription> = table
+        .global_indexes
+        .iter()
+        .enumerate()
+        .map(|(position, gsi)| {
+            let sizes = stats
+                .global_indexes
+                .get(position)
+                .copied()
+                .unwrap_or_default();
+            let (index_status, backfilling) = index_status(gsi.status);
+            GlobalSecondaryIndexDescription {
+                index_name: gsi.name.clone(),
+                key_schema: key_schema_elements(&gsi.key),
+                projection: projection_description(&gsi.projection),
+                index_status: index_status.to_string(),
+                backfilling,
+                provisioned_throughput: throughput_description(gsi.throughput),
+                index_size_bytes: sizes.size_bytes,
+                item_count: sizes.item_count,
+                index_arn: format!("{arn}/index/{}", gsi.name),
+            }
+        })
+        .collect();
+    TableDescription {
+        table_name: table.name.clone(),
+        table_arn: arn,
+        table_id: table.id.clone(),
+        table_status: table_status.to_string(),
+        key_schema: Some(key_schema_elements(&table.key)),
+        attribute_definitions: Some(
+            table
+                .attribute_definitions
+                .iter()
+                .map(|d| AttributeDefinition {
+                    attribute_name: Some(d.name.clone()),
+                    attribute_type: Some(d.scalar_type().as_str().to_string()),
+                })
+                .collect(),
+        ),
+        creation_date_time: Some(created_at_seconds),
+        item_count: stats.table.item_count,
+        table_size_bytes: stats.table.size_bytes,
+        provisioned_throughput: throughput_description(provisioned),
+        billing_mode_summary,
+        local_secondary_indexes: (!local_secondary_indexes.is_empty())
+            .then_some(local_secondary_indexes),
+        global_secondary_indexes: (!global_secondary_indexes.is_empty())
+            .then_some(global_secondary_indexes),
+    }
+}
+
+fn now_millis() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or_default()
+}
+
+/// A random (version 4 shaped) UUID for a new table. `RandomState` carries per-process
+/// random keys; the clock and a counter make successive ids differ.
+fn new_table_id() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    let state = RandomState::new();
+    let mut bytes = [0u8; 16];
+    for (half, chunk) in bytes.chunks_mut(8).enumerate() {
+        let mut hasher = state.build_hasher();
+        hasher.write_u128(nanos);
+        hasher.write_u64(count);
+        hasher.write_usize(half);
+        chunk.copy_from_slice(&hasher.finish().to_be_bytes());
+    }
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_ids_are_uuid_shaped_and_distinct() {
+        let a = new_table_id();
+        let b = new_table_id();
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 36);
+        let groups: Vec<usize> = a.split('-').map(str::len).collect();
+        assert_eq!(groups, vec![8, 4, 4, 4, 12]);
+        assert_eq!(&a[14..15], "4");
+    }
+
+    #[test]
+    fn arns_and_names() {
+        assert_eq!(
+            table_arn("T1"),
+            "arn:aws:dynamodb:ddblocal:000000000000:table/T1"
+        );
+        assert_eq!(
+            crate::api::common::table_name_of(Some("arn:aws:dynamodb:x:1:table/Thread")).unwrap(),
+            "Thread"
+        );
+        assert_eq!(table_name_of(Some("Thread")).unwrap(), "Thread");
+        assert!(table_name_of(None).is_err());
+    }
+}

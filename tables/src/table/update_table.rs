@@ -1,0 +1,464 @@
+//! UpdateTable: online creation and deletion of global secondary indexes (SPEC §2.3).
+//!
+//! Validation, in DynamoDB's order (SPEC §7): TableName; member constraints
+//! (`1 validation error detected: …`); an empty request; unsupported members; one action
+//! per update; at most one Create or Delete per call (LimitExceededException); then, with
+//! the table: the index to delete must exist (ResourceNotFoundException); a created index
+//! must have a new name, its AttributeDefinitions must not redefine an existing attribute's
+//! type, and its key schema, projection and throughput follow CreateTable's rules (checked
+//! by running the new index through `schema::validate_create_table`, so both operations
+//! give the same texts).
+//!
+//! Execution:
+//! - Create: ONE durable version change creates the index's tree and stores the table
+//!   definition with the index `Creating { backfilling: false }`; from then on every write
+//!   maintains the index (and rejects items violating its key schema). A background
+//!   backfill (`table::backfill`) then fills it and marks it ACTIVE.
+//! - Delete: ONE durable version change removes the index from the definition and drops its
+//!   tree. DynamoDB shows the index DELETING for a while; Shoal removes it at once.
+//!
+//! The table definition keeps exactly the AttributeDefinitions its keys use: a create adds
+//! the new key attributes' definitions (extra ones in the request are ignored, as DynamoDB
+//! does), a delete removes those no remaining key uses.
+
+use std::collections::BTreeSet;
+
+use shoal_model::{ApiError, ErrorCode, ScalarType};
+
+use crate::api::common::{table_name_of, validation_errors};
+use crate::api::control::{
+    AttributeDefinition, CreateTableRequest, DescribeTableRequest, KeySchemaElement,
+    ProvisionedThroughput,
+};
+use crate::api::update_table::{
+    CreateGlobalSecondaryIndexAction, UpdateTableRequest, UpdateTableResponse,
+};
+use crate::database::{internal, Database};
+use crate::table::catalog::{
+    metadata_key, BillingMode, GlobalIndexDef, IndexStatus, KeyAttribute, TableDef,
+};
+use crate::table::schema::{self, GlobalIndexSchema, GLOBAL_INDEXES_MAX};
+use shoal_engine::version::VersionEdit;
+use shoal_engine::TreeId;
+
+/// Text of an UpdateTable that asks for nothing.
+pub const NOTHING_TO_UPDATE_MESSAGE: &str = "At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates or SSESpecification or ReplicaUpdates is required";
+/// Text of a second index creation or deletion in one call.
+pub const ONE_INDEX_CHANGE_MESSAGE: &str =
+    "Subscriber limit exceeded: Only 1 online index can be created or deleted simultaneously per table";
+/// Text of a create naming an index that exists.
+pub const INDEX_EXISTS_MESSAGE: &str = "Attempting to create an index which already exists";
+/// Text of a GlobalSecondaryIndexUpdates member without exactly one action.
+pub const ONE_ACTION_MESSAGE: &str = "One or more parameter values were invalid: One of GlobalSecondaryIndexUpdate.Create, GlobalSecondaryIndexUpdate.Update or GlobalSecondaryIndexUpdate.Delete must be specified";
+
+const INVALID: &str = "One or more parameter values were invalid:";
+const ATTRIBUTE_TYPES: &[&str] = &["B", "N", "S"];
+
+/// The single index change a valid UpdateTable asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum IndexChange<'r> {
+    Create {
+        /// 1-based position in GlobalSecondaryIndexUpdates (for constraint paths).
+        position: usize,
+        action: &'r CreateGlobalSecondaryIndexAction,
+    },
+    Delete {
+        index_name: &'r str,
+    },
+}
+
+impl Database {
+    /// UpdateTable with `GlobalSecondaryIndexUpdates` (one Create or one Delete).
+    pub fn update_table(
+        &self,
+        request: UpdateTableRequest,
+    ) -> Result<UpdateTableResponse, ApiError> {
+        let name = table_name_of(request.table_name.as_deref())?;
+        let change = validate_request(&request)?;
+        let created = {
+            let _change = self.catalog_change.lock();
+            let table = self.table(name)?;
+            match change {
+                IndexChange::Create { position, action } => {
+                    let new_index = validate_create(&table, &request, position, action)?;
+                    Some(self.add_index(&table, new_index)?)
+                }
+                IndexChange::Delete { index_name } => {
+                    self.remove_index(&table, index_name)?;
+                    None
+                }
+            }
+        };
+        let mut description = self
+            .describe_table(DescribeTableRequest {
+                table_name: Some(name.to_string()),
+            })?
+            .table;
+        description.table_status = "UPDATING".to_string();
+        // The response shows the new index before its backfill starts (Backfilling false).
+        if let Some((table_id, tree)) = created {
+            self.start_backfill(&table_id, tree).map_err(internal)?;
+        }
+        Ok(UpdateTableResponse {
+            table_description: description,
+        })
+    }
+
+    /// Stores the table with `index` CREATING and its new tree, in one version change.
+    /// Returns the table id and the index's tree. The caller holds `catalog_change`.
+    fn add_index(
+        &self,
+        table: &TableDef,
+        index: GlobalIndexSchema,
+    ) -> Result<(String, TreeId), ApiError> {
+        let mut changed = table.clone();
+        for attribute in index.key.attributes() {
+            if !changed
+                .attribute_definitions
+                .iter()
+                .any(|d| d.name == attribute.name)
+            {
+                changed.attribute_definitions.push(attribute.clone());
+            }
+        }
+        changed.global_indexes.push(GlobalIndexDef {
+            name: index.name.clone(),
+            key: index.key,
+            projection: index.projection,
+            tree: 0,
+            status: IndexStatus::Creating { backfilling: false },
+            throughput: index.throughput,
+        });
+        // Fail before touching storage if the definition cannot be stored.
+        changed.to_metadata().map_err(internal)?;
+        let tree_name = format!("{}/gsi/{}", table.id, index.name);
+        let mut stored = false;
+        let ids = self
+            .db
+            .create_trees_with(&[tree_name], |ids| {
+                if let (Some(id), Some(gsi)) = (ids.first(), changed.global_indexes.last_mut()) {
+                    gsi.tree = *id;
+                }
+                match changed.to_metadata() {
+                    Ok(bytes) => {
+                        stored = true;
+                        vec![VersionEdit::SetMetadata {
+                            key: metadata_key(&changed.name),
+                            value: Some(bytes),
+                        }]
+                    }
+                    Err(_) => Vec::new(),
+                }
+            })
+            .map_err(internal)?;
+        let tree = ids.first().copied().unwrap_or_default();
+        if !stored {
+            // Serialisation succeeded a moment ago with the same types; if it ever does
+            // not, take the orphaned tree away again.
+            self.db
+                .drop_trees_with(&ids, Vec::new())
+                .map_err(internal)?;
+            return Err(internal("the table definition could not be stored"));
+        }
+        self.reload_catalog().map_err(internal)?;
+        tracing::info!(table = %table.name, index = %index.name, tree, "GSI created; backfill starts");
+        Ok((table.id.clone(), tree))
+    }
+
+    /// Removes GSI `index_name` and drops its tree in one version change. The caller holds
+    /// `catalog_change`.
+    fn remove_index(&self, table: &TableDef, index_name: &str) -> Result<(), ApiError> {
+        let Some(gsi) = table.global_index(index_name) else {
+            return Err(ApiError::new(
+                ErrorCode::ResourceNotFoundException,
+                format!("Requested resource not found: Index: {index_name} not found"),
+            ));
+        };
+        let mut changed = table.clone();
+        changed.global_indexes.retain(|g| g.name != index_name);
+        let used: BTreeSet<String> = changed
+            .all_key_attribute_names()
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        changed
+            .attribute_definitions
+            .retain(|d| used.contains(&d.name));
+        let bytes = changed.to_metadata().map_err(internal)?;
+        self.db
+            .drop_trees_with(
+                &[gsi.tree],
+                vec![VersionEdit::SetMetadata {
+                    key: metadata_key(&changed.name),
+                    value: Some(bytes),
+                }],
+            )
+            .map_err(internal)?;
+        self.reload_catalog().map_err(internal)?;
+        tracing::info!(table = %table.name, index = index_name, "GSI deleted");
+        Ok(())
+    }
+}
+
+/// The checks that need no table: constraints, emptiness, unsupported members, one action
+/// per update and one index change per call.
+fn validate_request(request: &UpdateTableRequest) -> Result<IndexChange<'_>, ApiError> {
+    let mut problems = Vec::new();
+    for (position, definition) in request.attribute_definitions.iter().flatten().enumerate() {
+        let member = format!("attributeDefinitions.{}.member", position + 1);
+        match definition.attribute_name.as_deref() {
+            None => problems.push(format!(
+                "Value null at '{member}.attributeName' failed to satisfy constraint: Member must not be null"
+            )),
+            Some(name) if name.is_empty() || name.len() > schema::NAME_BYTES_MAX => {
+                problems.push(format!(
+                    "Value '{name}' at '{member}.attributeName' failed to satisfy constraint: Member must have length {}",
+                    if name.is_empty() {
+                        "greater than or equal to 1".to_string()
+                    } else {
+                        format!("less than or equal to {}", schema::NAME_BYTES_MAX)
+                    }
+                ))
+            }
+            Some(_) => {}
+        }
+        match definition.attribute_type.as_deref() {
+            None => problems.push(format!(
+                "Value null at '{member}.attributeType' failed to satisfy constraint: Member must not be null"
+            )),
+            Some(ty) if !ATTRIBUTE_TYPES.contains(&ty) => problems.push(format!(
+                "Value '{ty}' at '{member}.attributeType' failed to satisfy constraint: Member must satisfy enum value set: [{}]",
+                ATTRIBUTE_TYPES.join(", ")
+            )),
+            Some(_) => {}
+        }
+    }
+    for (position, update) in request
+        .global_secondary_index_updates
+        .iter()
+        .flatten()
+        .enumerate()
+    {
+        let member = format!("globalSecondaryIndexUpdates.{}.member", position + 1);
+        if let Some(delete) = &update.delete {
+            schema::name_problems(
+                delete.index_name.as_deref(),
+                &format!("{member}.delete.indexName"),
+                &mut problems,
+            );
+        }
+        if let Some(create) = &update.create {
+            schema::name_problems(
+                create.index_name.as_deref(),
+                &format!("{member}.create.indexName"),
+                &mut problems,
+            );
+        }
+    }
+    if !problems.is_empty() {
+        return Err(validation_errors(&problems));
+    }
+
+    let updates = request
+        .global_secondary_index_updates
+        .as_deref()
+        .unwrap_or_default();
+    let other_members = [
+        ("BillingMode", request.billing_mode.is_some()),
+        (
+            "ProvisionedThroughput",
+            request.provisioned_throughput.is_some(),
+        ),
+        (
+            "StreamSpecification",
+            request.stream_specification.is_some(),
+        ),
+        ("SSESpecification", request.sse_specification.is_some()),
+        ("ReplicaUpdates", request.replica_updates.is_some()),
+        ("TableClass", request.table_class.is_some()),
+        (
+            "DeletionProtectionEnabled",
+            request.deletion_protection_enabled.is_some(),
+        ),
+    ];
+    let unsupported: Vec<&str> = other_members
+        .iter()
+        .filter(|(_, present)| *present)
+        .map(|(name, _)| *name)
+        .collect();
+    if updates.is_empty() && unsupported.is_empty() {
+        return Err(ApiError::validation(NOTHING_TO_UPDATE_MESSAGE));
+    }
+    if let Some(member) = unsupported.first() {
+        return Err(ApiError::validation(format!(
+            "Shoal does not support changing {member} with UpdateTable; only GlobalSecondaryIndexUpdates Create and Delete are supported"
+        )));
+    }
+
+    let mut changes = Vec::new();
+    for (position, update) in updates.iter().enumerate() {
+        let actions = usize::from(update.create.is_some())
+            + usize::from(update.update.is_some())
+            + usize::from(update.delete.is_some());
+        if actions != 1 {
+            return Err(ApiError::validation(ONE_ACTION_MESSAGE));
+        }
+        if update.update.is_some() {
+            return Err(ApiError::validation(
+                "Shoal does not support GlobalSecondaryIndexUpdate.Update (provisioned throughput is reported, never enforced)",
+            ));
+        }
+        if let Some(action) = &update.create {
+            changes.push(IndexChange::Create {
+                position: position + 1,
+                action,
+            });
+        }
+        if let Some(delete) = &update.delete {
+            changes.push(IndexChange::Delete {
+                index_name: delete.index_name.as_deref().unwrap_or_default(),
+            });
+        }
+    }
+    match changes.len() {
+        1 => Ok(changes.remove(0)),
+        _ => Err(ApiError::new(
+            ErrorCode::LimitExceededException,
+            ONE_INDEX_CHANGE_MESSAGE,
+        )),
+    }
+}
+
+/// Checks a Create against the table and returns the new index.
+fn validate_create(
+    table: &TableDef,
+    request: &UpdateTableRequest,
+    position: usize,
+    action: &CreateGlobalSecondaryIndexAction,
+) -> Result<GlobalIndexSchema, ApiError> {
+    let index_name = action.index_name.as_deref().unwrap_or_default();
+    if table.local_index(index_name).is_some() || table.global_index(index_name).is_some() {
+        return Err(ApiError::validation(INDEX_EXISTS_MESSAGE));
+    }
+    if table.global_indexes.len() >= GLOBAL_INDEXES_MAX {
+        return Err(ApiError::validation(format!(
+            "{INVALID} GlobalSecondaryIndex count exceeds the per-table limit of {GLOBAL_INDEXES_MAX}"
+        )));
+    }
+
+    // The table's definitions merged with the request's: a known name must keep its type.
+    let mut merged: Vec<KeyAttribute> = table.attribute_definitions.clone();
+    let mut requested = BTreeSet::new();
+    for definition in request.attribute_definitions.iter().flatten() {
+        let name = definition.attribute_name.clone().unwrap_or_default();
+        let Some(ty) = definition
+            .attribute_type
+            .as_deref()
+            .and_then(ScalarType::parse)
+        else {
+            return Err(ApiError::validation(format!(
+                "{INVALID} Unknown AttributeType for attribute {name}"
+            )));
+        };
+        if !requested.insert(name.clone()) {
+            return Err(ApiError::validation(format!(
+                "{INVALID} Duplicate AttributeName in AttributeDefinitions: {name}"
+            )));
+        }
+        match merged.iter().find(|d| d.name == name) {
+            Some(existing) if existing.scalar_type() != ty => {
+                return Err(ApiError::validation(format!(
+                    "{INVALID} Attributes cannot be redefined. Please check that your attribute has the same type as previously defined. Existing schema: [{}] New schema: [{}]",
+                    render_definition(&existing.name, existing.scalar_type()),
+                    render_definition(&name, ty)
+                )));
+            }
+            Some(_) => {}
+            None => merged.push(KeyAttribute::new(name, ty)),
+        }
+    }
+
+    // Run the index through CreateTable's rules: the table's own key, the definitions the
+    // two key schemas use (so none is "unused"), and the new index alone.
+    let index_key_names: Vec<&str> = action
+        .key_schema
+        .iter()
+        .flatten()
+        .filter_map(|e| e.attribute_name.as_deref())
+        .collect();
+    let used: BTreeSet<&str> = table
+        .key
+        .names()
+        .chain(index_key_names.iter().copied())
+        .collect();
+    let as_request = CreateTableRequest {
+        table_name: Some(table.name.clone()),
+        attribute_definitions: Some(
+            merged
+                .iter()
+                .filter(|d| used.contains(d.name.as_str()))
+                .map(|d| AttributeDefinition {
+                    attribute_name: Some(d.name.clone()),
+                    attribute_type: Some(d.scalar_type().as_str().to_string()),
+                })
+                .collect(),
+        ),
+        key_schema: Some(table_key_elements(table)),
+        local_secondary_indexes: None,
+        global_secondary_indexes: Some(vec![action.clone()]),
+        billing_mode: Some(
+            match table.billing {
+                BillingMode::PayPerRequest => "PAY_PER_REQUEST",
+                BillingMode::Provisioned(_) => "PROVISIONED",
+            }
+            .to_string(),
+        ),
+        provisioned_throughput: match table.billing {
+            BillingMode::PayPerRequest => None,
+            BillingMode::Provisioned(throughput) => Some(ProvisionedThroughput {
+                read_capacity_units: i64::try_from(throughput.read_capacity_units).ok(),
+                write_capacity_units: i64::try_from(throughput.write_capacity_units).ok(),
+            }),
+        },
+    };
+    let checked = schema::validate_create_table(&as_request).map_err(|mut error| {
+        // Constraint paths name the member as CreateTable has it.
+        error.message = error.message.replace(
+            "globalSecondaryIndexes.1.member",
+            &format!("globalSecondaryIndexUpdates.{position}.member.create"),
+        );
+        error
+    })?;
+    let Some(index) = checked.global_indexes.into_iter().next() else {
+        return Err(internal("a validated GSI creation lost its index"));
+    };
+
+    schema::check_non_key_attribute_total(
+        table
+            .local_indexes
+            .iter()
+            .map(|i| &i.projection)
+            .chain(table.global_indexes.iter().map(|i| &i.projection))
+            .chain(std::iter::once(&index.projection)),
+    )?;
+    Ok(index)
+}
+
+fn render_definition(name: &str, ty: ScalarType) -> String {
+    format!(
+        "AttributeDefinition(attributeName={name}, attributeType={})",
+        ty.as_str()
+    )
+}
+
+fn table_key_elements(table: &TableDef) -> Vec<KeySchemaElement> {
+    let element = |name: &str, key_type: &str| KeySchemaElement {
+        attribute_name: Some(name.to_string()),
+        key_type: Some(key_type.to_string()),
+    };
+    let mut elements = vec![element(&table.key.hash.name, "HASH")];
+    if let Some(range) = &table.key.range {
+        elements.push(element(&range.name, "RANGE"));
+    }
+    elements
+}
