@@ -1,13 +1,13 @@
 //! Compaction scheduling: which job runs next, on which thread, and the writers' back-pressure.
 //!
-//! The policy (`shoal_compaction::pick`) is pure: it sees one tree as a [`LevelsView`] built from
-//! the current `Version` and returns at most one [`Job`]. This module turns that into work:
+//! The policy (`shoal_compaction::pick`) is pure: it sees one tree as a `LevelsView` built from
+//! the current `Version` and returns at most one `Job`. This module turns that into work:
 //!
 //! - **Claiming.** Under the scheduler lock, the trees are visited round-robin; each tree's
 //!   view marks the files of running jobs `being_compacted`, so two jobs never take the same
 //!   file. A job is also refused while a running job of the same tree writes into the same
 //!   level over an overlapping key range (two outputs there would overlap each other; RocksDB
-//!   guards against the same race). The claim is released by [`JobClaim`]'s `Drop`, so a
+//!   guards against the same race). The claim is released by `JobClaim`'s `Drop`, so a
 //!   failed job never leaves files marked busy.
 //! - **Threads.** `DbOptions::compaction_threads` background threads (0 = none: the caller
 //!   runs [`Db::compact_until_idle`]) sleep until a flush or a finished job asks for work.
@@ -22,106 +22,22 @@
 //!   slowed, never stopped. It only applies when background compaction runs; without it
 //!   nothing would drain the backlog.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::{Condvar, Mutex};
-use shoal_compaction::{
-    level_targets, pick, write_rate_limit, FileView, IterError, Job, LevelTargets, LevelsView,
-    PolicyOptions,
-};
+use shoal_compaction::{pick, IterError, Job, PolicyOptions};
 
-use crate::compact_job::{self, JobOutcome};
-use crate::db::{Db, Shared};
+use crate::compact_job::{self, ClaimedJob, JobOutcome};
+use crate::compact_schedule::{JobClaim, RunningJob, RUNNING_JOBS_MAX};
 use crate::error::DbError;
-use crate::sstable::Table;
+use crate::shared::Shared;
 use crate::superversion::SuperVersion;
-use crate::version::{FileMeta, TreeId, TreeVersion, Version};
+use crate::version::{levels_view, TreeId, TreeVersion};
 
 /// How long an idle thread waits in [`Db::compact_until_idle`] before looking again.
 const IDLE_RECHECK: Duration = Duration::from_millis(50);
-
-/// Jobs that may run at once, whatever the thread count: bounds memory and open outputs.
-const RUNNING_JOBS_MAX: usize = 64;
-
-/// Shared state of the compaction threads.
-#[derive(Default)]
-pub(crate) struct Scheduler {
-    state: Mutex<SchedulerState>,
-    wakeup: Condvar,
-}
-
-#[derive(Default)]
-struct SchedulerState {
-    /// Bumped whenever there may be new work; idle threads sleep until it changes.
-    requests: u64,
-    running: Vec<RunningJob>,
-    next_job_id: u64,
-    /// The tree to look at first next time, so one busy tree cannot starve the others.
-    next_tree: TreeId,
-}
-
-/// What a running job has claimed.
-struct RunningJob {
-    id: u64,
-    tree: TreeId,
-    input_numbers: BTreeSet<u64>,
-    output_level: usize,
-    /// User-key range of all inputs, which bounds the outputs.
-    smallest_user_key: Vec<u8>,
-    largest_user_key: Vec<u8>,
-}
-
-impl RunningJob {
-    fn output_overlaps(&self, other: &RunningJob) -> bool {
-        self.tree == other.tree
-            && self.output_level == other.output_level
-            && self.smallest_user_key <= other.largest_user_key
-            && other.smallest_user_key <= self.largest_user_key
-    }
-}
-
-/// A claimed job, with everything needed to run it. The input tables are held for the job's
-/// duration, so their files outlive any version swap that happens meanwhile.
-pub(crate) struct ClaimedJob {
-    pub(crate) tree: TreeId,
-    pub(crate) job: Job,
-    /// Input files by level, in the job's order (upper level first, L0 newest first).
-    pub(crate) inputs: Vec<(usize, Vec<Arc<FileMeta>>)>,
-    /// The open tables of all inputs, in the same order.
-    pub(crate) tables: Vec<Arc<Table>>,
-}
-
-/// Releases a claimed job's files when dropped, whatever happened to the job.
-pub(crate) struct JobClaim<'a> {
-    scheduler: &'a Scheduler,
-    id: u64,
-}
-
-impl Drop for JobClaim<'_> {
-    fn drop(&mut self) {
-        let mut state = self.scheduler.state.lock();
-        state.running.retain(|job| job.id != self.id);
-        // The finished job may have made more work due (e.g. the next level is now full).
-        state.requests += 1;
-        self.scheduler.wakeup.notify_all();
-    }
-}
-
-impl Scheduler {
-    /// Wakes the compaction threads: there may be work.
-    pub(crate) fn request(&self) {
-        let mut state = self.state.lock();
-        state.requests += 1;
-        self.wakeup.notify_all();
-    }
-
-    fn running_count(&self) -> usize {
-        self.state.lock().running.len()
-    }
-}
 
 /// L0 compactions' worth of full memtables that may wait in the levels below L0 without
 /// slowing writers (see `PolicyOptions::pending_slowdown_floor_bytes` on why four).
@@ -144,28 +60,6 @@ pub(crate) fn effective_policy(
             .pending_slowdown_floor_bytes
             .max(l0_compaction_bytes.saturating_mul(PENDING_FLOOR_L0_COMPACTIONS)),
         ..options.clone()
-    }
-}
-
-/// One tree as the policy sees it, with the files of running jobs marked busy.
-pub(crate) fn levels_view(tree: &TreeVersion, busy: &BTreeSet<u64>) -> LevelsView {
-    LevelsView {
-        levels: tree
-            .levels
-            .iter()
-            .map(|files| {
-                files
-                    .iter()
-                    .map(|f| FileView {
-                        number: f.number,
-                        size_bytes: f.size_bytes,
-                        smallest_user_key: f.smallest_user_key().to_vec(),
-                        largest_user_key: f.largest_user_key().to_vec(),
-                        being_compacted: busy.contains(&f.number),
-                    })
-                    .collect()
-            })
-            .collect(),
     }
 }
 
@@ -307,74 +201,31 @@ pub(crate) fn compaction_loop(shared: &Shared) {
     }
 }
 
-/// The write rate of every tree its compaction backlog slows (see module docs), for
-/// [`SuperVersion::set_version`]: computed once per installed version, not per write.
-pub(crate) fn write_rates(version: &Version, policy: &PolicyOptions) -> HashMap<TreeId, u64> {
-    version
-        .trees
-        .iter()
-        .filter_map(|(&id, tree)| {
-            let rate = write_rate_limit(&levels_view(tree, &BTreeSet::new()), policy)?;
-            Some((id, rate))
-        })
-        .collect()
-}
-
-/// The rate a write to `trees` is held to (the slowest of theirs), whether or not it is
-/// applied. `None`: none of them is backed up.
-pub(crate) fn write_rate(sv: &SuperVersion, trees: &[TreeId]) -> Option<u64> {
-    trees
-        .iter()
-        .filter_map(|tree| sv.write_rates.get(tree).copied())
-        .min()
-}
-
-impl Db {
-    /// Runs compaction jobs on this thread until none is due (waiting for background jobs
-    /// that are still running, so the tree's shape is settled when this returns).
-    pub fn compact_until_idle(&self) -> Result<(), DbError> {
-        loop {
-            if compact_once(&self.shared)? {
-                continue;
-            }
-            if self.shared.compaction.running_count() == 0 {
-                // A background job may have finished between the two checks.
-                if !compact_once(&self.shared)? {
-                    return Ok(());
-                }
-                continue;
-            }
-            let mut state = self.shared.compaction.state.lock();
-            if !state.running.is_empty() {
-                self.shared
-                    .compaction
-                    .wakeup
-                    .wait_for(&mut state, IDLE_RECHECK);
-            }
+/// Runs compaction jobs on this thread until none is due, waiting for background jobs that
+/// are still running ([`Db::compact_until_idle`](crate::Db::compact_until_idle)).
+pub(crate) fn compact_until_idle(shared: &Shared) -> Result<(), DbError> {
+    loop {
+        if compact_once(shared)? {
+            continue;
         }
-    }
-
-    /// The leveled policy's current size target per level of `tree` (dynamic level sizing:
-    /// they follow the tree's largest level), for reporting. `None` for an unknown tree.
-    pub fn level_targets(&self, tree: TreeId) -> Option<LevelTargets> {
-        let policy = &self.shared.policy;
-        let sv = self.current();
-        let tree = sv.version.trees.get(&tree)?;
-        Some(level_targets(&levels_view(tree, &BTreeSet::new()), policy))
-    }
-
-    /// The rate (bytes per second) a write to `tree` would be held to now by the compaction
-    /// backlog; `None` when it runs free (and for an unknown tree). It is applied only when
-    /// background compaction runs.
-    pub fn write_rate_limit(&self, tree: TreeId) -> Option<u64> {
-        write_rate(&self.current(), &[tree])
+        if shared.compaction.running_count() == 0 {
+            // A background job may have finished between the two checks.
+            if !compact_once(shared)? {
+                return Ok(());
+            }
+            continue;
+        }
+        let mut state = shared.compaction.state.lock();
+        if !state.running.is_empty() {
+            shared.compaction.wakeup.wait_for(&mut state, IDLE_RECHECK);
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{DbOptions, WriteBatch};
+    use crate::{Db, DbOptions, WriteBatch};
 
     #[test]
     fn the_pending_slowdown_floor_is_at_least_four_l0_compactions_of_full_memtables() {

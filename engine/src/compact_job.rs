@@ -16,7 +16,7 @@
 //!    version with the inputs removed and the outputs added is installed durably: one atomic
 //!    CURRENT switch, so recovery sees the old version or the new one, never a mix.
 //! 4. Only then are the inputs marked obsolete; each file is removed when its last reader
-//!    drops it (`compact_files`). The new superversion swaps tables and version in one step.
+//!    drops it (`table_files`). The new superversion swaps tables and version in one step.
 //!
 //! A failure before step 3 removes the outputs (they were never named). A failure *in* step 3
 //! leaves everything on disk: the install may have reached the disk, so the outputs may be
@@ -25,15 +25,17 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use shoal_compaction::{CompactionIterator, InternalIterator, MergingIterator, OutputSplitter};
+use shoal_compaction::{
+    CompactionIterator, InternalIterator, Job, MergingIterator, OutputSplitter,
+};
 
-use crate::compact::ClaimedJob;
-use crate::db::{file_meta, open_table, Shared};
 use crate::error::DbError;
 use crate::manifest;
+use crate::shared::Shared;
 use crate::sstable::{Table, TableBuilder, TableOptions};
 use crate::stats::Counters;
-use crate::version::{FileMeta, VersionEdit};
+use crate::table_files::{file_meta, open_table};
+use crate::version::{FileMeta, TreeId, VersionEdit};
 
 /// Entries merged between checks for shutdown, so closing the database does not wait for a
 /// whole large compaction.
@@ -48,6 +50,17 @@ pub(crate) enum JobOutcome {
 }
 
 type Source = Box<dyn InternalIterator + Send>;
+
+/// A claimed job, with everything needed to run it. The input tables are held for the job's
+/// duration, so their files outlive any version swap that happens meanwhile.
+pub(crate) struct ClaimedJob {
+    pub(crate) tree: TreeId,
+    pub(crate) job: Job,
+    /// Input files by level, in the job's order (upper level first, L0 newest first).
+    pub(crate) inputs: Vec<(usize, Vec<Arc<FileMeta>>)>,
+    /// The open tables of all inputs, in the same order.
+    pub(crate) tables: Vec<Arc<Table>>,
+}
 
 /// Runs a claimed job to the end (module docs).
 pub(crate) fn run(shared: &Shared, claimed: &ClaimedJob) -> Result<JobOutcome, DbError> {

@@ -14,13 +14,13 @@
 //! Compaction (`compact`, `compact_job`) runs on `compaction_threads` background threads
 //! (or on the caller's, through `compact_until_idle`) and changes versions through the same
 //! manifest lock; replaced files are removed when their last reader drops them
-//! (`compact_files`).
+//! (`table_files`).
 //!
 //! Directory layout: `CURRENT`, `MANIFEST-*` and `*.sst` (see `manifest`), `wal/` (see the
 //! `wal` crate), and `LOCK`, held while the database is open.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, SendError, SyncSender};
 use std::sync::Arc;
@@ -28,21 +28,24 @@ use std::thread::{JoinHandle, Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, RwLock};
-use shoal_compaction::{EntryKind, PolicyOptions};
+use shoal_compaction::{level_targets, EntryKind, LevelTargets};
 use shoal_vfs::{DirLock, Fs};
-use shoal_wal::{Applier, Durability, Wal, WalOptions};
+use shoal_wal::{Applier, Wal, WalOptions};
 
 use crate::batch::{BatchEntries, WriteBatch};
-use crate::compact::{self, Scheduler};
-use crate::compact_files::FileRegistry;
+use crate::compact;
+use crate::compact_schedule::Scheduler;
 use crate::error::DbError;
 use crate::manifest::{self, Manifest};
 use crate::memtable::{Memtable, MemtableEntry, MemtableInserter};
+pub use crate::options::DbOptions;
 use crate::pacer::WritePacer;
-use crate::sstable::{PointLookup, PrefixFn, Table, TableBuilder, TableOptions, TableProperties};
+use crate::shared::{FlushState, Shared};
+use crate::sstable::{PointLookup, Table, TableBuilder, TableOptions};
 use crate::stats::{self, Counters, DbStats, TreeStats};
-use crate::superversion::{Immutable, SuperVersion, TreeMemtables};
-use crate::version::{FileMeta, TreeId, Version, VersionEdit, LEVELS};
+use crate::superversion::{write_rate, Immutable, SuperVersion, TreeMemtables};
+use crate::table_files::{file_meta, open_table, FileRegistry};
+use crate::version::{levels_view, FileMeta, TreeId, Version, VersionEdit, LEVELS};
 
 /// Name of the lock file inside the data directory.
 pub const LOCK_FILE_NAME: &str = "LOCK";
@@ -76,127 +79,6 @@ pub fn wal_recycled_segments_max(options: &DbOptions) -> usize {
         .wal_live_bytes_max
         .div_ceil(options.wal_segment_size_bytes.max(1));
     segments_at_cap.clamp(2, WAL_RECYCLED_SEGMENTS_MAX) as usize
-}
-
-/// How a database is opened.
-#[derive(Clone)]
-pub struct DbOptions {
-    pub durability: Durability,
-    /// A tree's active memtable is frozen and flushed past this size.
-    pub memtable_size_bytes: usize,
-    /// When the WAL's unreleased segments pass this, the trees pinning the oldest ones are
-    /// flushed so the WAL can shrink. It also bounds replay at open, and sizes the pool of
-    /// recycled segments ([`wal_recycled_segments_max`]).
-    pub wal_live_bytes_max: u64,
-    pub wal_segment_size_bytes: u64,
-    /// Zero-fill new WAL segments up front so synced commits overwrite allocated blocks
-    /// (cheaper fdatasync). Costs one segment-sized write per fresh segment.
-    pub wal_preallocate: bool,
-    /// Without per-commit syncs (durability `none`, `interval`), write WAL segments through a
-    /// memory mapping instead of a `write(2)` per group (`shoal_wal::WalOptions::map_segments`).
-    pub wal_map_segments: bool,
-    /// Truncate the WAL at a corrupt record instead of refusing to open (loses what follows).
-    pub truncate_wal_at_corruption: bool,
-    /// The bloom-filter prefix of a user key (the item-collection prefix).
-    pub bloom_prefix: PrefixFn,
-    pub block_size_bytes: usize,
-    /// Run flushes on a background thread (tests may turn this off and call `flush_all`).
-    pub background_flush: bool,
-    /// Compaction policy (leveled by default, or size-tiered) and its tuning.
-    pub compaction: PolicyOptions,
-    /// Background compaction threads (at most 16). 0 turns background compaction off: the
-    /// caller runs `compact_until_idle`, and writers are never slowed for the backlog.
-    pub compaction_threads: usize,
-    /// Write SSTables (flush and compaction output) around the OS page cache where the file
-    /// system allows (`shoal_vfs::FileSystem::create_direct`, Linux `O_DIRECT`). Filling fresh
-    /// page-cache pages was half the flush and compaction threads' CPU on the VM this is
-    /// measured on, and bursts of writes take less CPU with it; but a new table's blocks
-    /// are then read from the device the first time (reads stay memory-mapped), and
-    /// compaction, which reads every table it merges, waits on that: the compaction bench's
-    /// overwrite workload ran 27% slower. Off by default until compaction reads its inputs
-    /// directly too (docs/PERFORMANCE.md, ninth session).
-    pub direct_table_writes: bool,
-}
-
-impl std::fmt::Debug for DbOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DbOptions")
-            .field("durability", &self.durability)
-            .field("memtable_size_bytes", &self.memtable_size_bytes)
-            .field("wal_live_bytes_max", &self.wal_live_bytes_max)
-            .field("compaction", &self.compaction)
-            .field("compaction_threads", &self.compaction_threads)
-            .field("direct_table_writes", &self.direct_table_writes)
-            .finish_non_exhaustive()
-    }
-}
-
-fn whole_key(key: &[u8]) -> &[u8] {
-    key
-}
-
-impl Default for DbOptions {
-    fn default() -> Self {
-        DbOptions {
-            durability: Durability::Sync,
-            memtable_size_bytes: 64 << 20,
-            // Four segments: replay at open stays under a second, and the recycled pool
-            // that covers it costs at most 256 MiB of disk.
-            wal_live_bytes_max: 256 << 20,
-            wal_segment_size_bytes: 64 << 20,
-            wal_preallocate: true,
-            wal_map_segments: true,
-            truncate_wal_at_corruption: false,
-            bloom_prefix: whole_key,
-            block_size_bytes: 4096,
-            background_flush: true,
-            compaction: PolicyOptions::default(),
-            // The target machine has two cores; one compacts while the other serves writes.
-            compaction_threads: 1,
-            direct_table_writes: false,
-        }
-    }
-}
-
-/// State shared by the database handle, the WAL applier, the flusher and compaction threads.
-pub(crate) struct Shared {
-    pub(crate) fs: Fs,
-    pub(crate) dir: PathBuf,
-    pub(crate) options: DbOptions,
-    /// The current superversion; replaced whole under the write lock.
-    pub(crate) superversion: RwLock<Arc<SuperVersion>>,
-    /// Highest sequence number whose batch is fully applied: reads see everything <= this.
-    pub(crate) visible_seq: AtomicU64,
-    /// The manifest; its lock also serialises every version change.
-    pub(crate) manifest: Mutex<Manifest>,
-    pub(crate) next_file_number: AtomicU64,
-    /// Live snapshots: sequence number → how many handles hold it.
-    pub(crate) snapshots: Mutex<BTreeMap<u64, usize>>,
-    /// Set when background work failed; writes are refused from then on.
-    pub(crate) background_error: Mutex<Option<String>>,
-    /// Open SSTables' deletion marks (files go when their last reader does).
-    pub(crate) files: FileRegistry,
-    pub(crate) counters: Counters,
-    pub(crate) compaction: Scheduler,
-    /// `options.compaction` as the engine applies it (`compact::effective_policy`), derived
-    /// once at open.
-    pub(crate) policy: PolicyOptions,
-    /// Paces writes while the compaction backlog is over a threshold.
-    pacer: WritePacer,
-    flush_wakeup: Condvar,
-    flush_state: Mutex<FlushState>,
-    /// Held for a whole flush: a tree's memtables must reach SSTables one at a time, in
-    /// order, or two flushers could write the same memtable twice.
-    flush_running: Mutex<()>,
-    pub(crate) shutting_down: AtomicBool,
-}
-
-#[derive(Default)]
-struct FlushState {
-    /// Bumped whenever there may be flush work; the flusher sleeps until it changes.
-    requests: u64,
-    /// Bumped whenever a flush finished; writers waiting for room sleep on it.
-    completed: u64,
 }
 
 /// The WAL's view of the database: applies committed batches to memtables.
@@ -449,7 +331,7 @@ impl Db {
         if self.compactors.is_empty() {
             return;
         }
-        let Some(rate) = compact::write_rate(&self.current(), batch.trees()) else {
+        let Some(rate) = write_rate(&self.current(), batch.trees()) else {
             return;
         };
         let bytes = batch.payload().len() as u64;
@@ -744,22 +626,6 @@ impl Drop for Db {
     }
 }
 
-impl Shared {
-    fn request_flush(&self) {
-        let mut state = self.flush_state.lock();
-        state.requests += 1;
-        self.flush_wakeup.notify_all();
-    }
-
-    pub(crate) fn set_background_error(&self, reason: String) {
-        tracing::error!(%reason, "background work failed; refusing further writes");
-        let mut error = self.background_error.lock();
-        if error.is_none() {
-            *error = Some(reason);
-        }
-    }
-}
-
 /// Replays one WAL record into the recovering superversion's memtables.
 fn replay_record<'scope, 'm: 'scope>(
     sv: &'m SuperVersion,
@@ -905,28 +771,6 @@ impl<'scope, 'env, 'm: 'scope> ReplayInserter<'scope, 'env, 'm> {
 fn insert_replay_chunk(chunk: ReplayChunk<'_>) {
     for (memtable, entry) in chunk {
         memtable.insert_entry(entry);
-    }
-}
-
-/// Opens SSTable `number`, tracked so that it is removed once obsolete and unread.
-pub(crate) fn open_table(
-    fs: &Fs,
-    dir: &Path,
-    number: u64,
-    prefix: PrefixFn,
-    files: &FileRegistry,
-) -> Result<Arc<Table>, DbError> {
-    let path = dir.join(manifest::sst_file_name(number));
-    let file = fs
-        .open_read(&path)
-        .map_err(|e| DbError::io(format!("opening {}", path.display()), e))?;
-    let file = files.track(fs, path, number, file);
-    match Table::open(file, number, prefix) {
-        Ok(table) => Ok(Arc::new(table)),
-        Err(error) => {
-            files.forget([number]);
-            Err(error.into())
-        }
     }
 }
 
@@ -1113,20 +957,6 @@ fn write_sstable(
     Ok((meta, (number, table)))
 }
 
-/// The version's description of a table just written.
-pub(crate) fn file_meta(number: u64, properties: &TableProperties) -> FileMeta {
-    FileMeta {
-        number,
-        size_bytes: properties.size_bytes,
-        smallest_key: properties.smallest_key.clone(),
-        largest_key: properties.largest_key.clone(),
-        entries: properties.entries,
-        tombstones: properties.tombstones,
-        seq_min: properties.seq_min,
-        seq_max: properties.seq_max,
-    }
-}
-
 /// A key's newest visible value, searching newest data first, read by `read_value` where it
 /// lies (memtable node or mapped SSTable block): a caller that decodes it needs no copy.
 pub(crate) fn lookup<R>(
@@ -1249,9 +1079,34 @@ impl Db {
     }
 }
 
+impl Db {
+    /// Runs compaction jobs on this thread until none is due (waiting for background jobs
+    /// that are still running, so the tree's shape is settled when this returns).
+    pub fn compact_until_idle(&self) -> Result<(), DbError> {
+        compact::compact_until_idle(&self.shared)
+    }
+
+    /// The leveled policy's current size target per level of `tree` (dynamic level sizing:
+    /// they follow the tree's largest level), for reporting. `None` for an unknown tree.
+    pub fn level_targets(&self, tree: TreeId) -> Option<LevelTargets> {
+        let policy = &self.shared.policy;
+        let sv = self.current();
+        let tree = sv.version.trees.get(&tree)?;
+        Some(level_targets(&levels_view(tree, &BTreeSet::new()), policy))
+    }
+
+    /// The rate (bytes per second) a write to `tree` would be held to now by the compaction
+    /// backlog; `None` when it runs free (and for an unknown tree). It is applied only when
+    /// background compaction runs.
+    pub fn write_rate_limit(&self, tree: TreeId) -> Option<u64> {
+        write_rate(&self.current(), &[tree])
+    }
+}
+
 #[cfg(test)]
 mod replay_tests {
     use super::*;
+    use shoal_wal::Durability;
 
     fn options() -> DbOptions {
         DbOptions {
@@ -1313,6 +1168,7 @@ mod replay_tests {
 #[cfg(test)]
 mod apply_tests {
     use super::*;
+    use shoal_wal::Durability;
     use std::collections::BTreeMap;
     use std::ops::Bound;
 

@@ -53,26 +53,32 @@
 //! - [`version`], [`manifest`]: which files make up each tree, durably.
 //! - [`superversion`]: one consistent view of memtables + files for readers.
 //! - [`db`]: open/recovery, the write path, flushes; [`read`]: range cursors.
-//! - `compact`, `compact_job`, `compact_files`: compaction scheduling, running one job, and
-//!   removing replaced files once unread; `pacer`: holding writers to the rate compaction's
-//!   backlog allows; [`stats`]: what the database reports.
+//! - `shared`: the state the handle, the flusher and the compaction threads share.
+//! - `compact`: picking the next compaction job and the threads that run jobs;
+//!   `compact_schedule`: the running jobs' claims; `compact_job`: running one job;
+//!   `table_files`: opening SSTable files and removing replaced ones once unread; `pacer`:
+//!   holding writers to the rate compaction's backlog allows; [`stats`]: what the database
+//!   reports.
 
 mod arena;
 pub mod batch;
 mod buffer_pool;
 mod compact;
-mod compact_files;
 mod compact_job;
+mod compact_schedule;
 pub mod db;
 pub mod error;
 pub mod manifest;
 pub mod memtable;
+mod options;
 mod pacer;
 pub mod read;
+mod shared;
 mod skiplist;
 pub mod sstable;
 pub mod stats;
 pub mod superversion;
+mod table_files;
 pub mod version;
 
 pub use batch::WriteBatch;

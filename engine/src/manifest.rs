@@ -118,7 +118,7 @@ const CURRENT_TMP_FILE_NAME: &str = "CURRENT.tmp";
 const WAL_DIR_NAME: &str = "wal";
 const MANIFEST_PREFIX: &str = "MANIFEST-";
 const SST_SUFFIX: &str = ".sst";
-/// An obsolete SSTable kept for reuse (engine `compact_files`).
+/// An obsolete SSTable kept for reuse (engine `table_files`).
 const RECYCLED_SST_SUFFIX: &str = ".sst-recycle";
 
 /// First bytes of every manifest file.

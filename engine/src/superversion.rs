@@ -7,15 +7,14 @@
 //! is frozen or a flush or tree change is installed. Readers clone the `Arc` and read with
 //! no further locking.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use shoal_compaction::PolicyOptions;
+use shoal_compaction::{write_rate_limit, PolicyOptions};
 
-use crate::compact;
 use crate::memtable::Memtable;
 use crate::sstable::Table;
-use crate::version::{TreeId, Version};
+use crate::version::{levels_view, TreeId, Version};
 
 /// A frozen memtable waiting to be flushed.
 #[derive(Clone)]
@@ -72,7 +71,7 @@ pub struct SuperVersion {
     pub memtables: HashMap<TreeId, TreeMemtables>,
     /// Open SSTables by file number; exactly the files `version` references.
     pub tables: HashMap<u64, Arc<Table>>,
-    /// The write rate each tree's compaction backlog holds it to (`compact::write_rates`;
+    /// The write rate each tree's compaction backlog holds it to (`write_rates`;
     /// trees running free are absent). A function of `version`, computed when the version
     /// is installed, so that a write looks its trees up instead of sizing their levels.
     pub write_rates: HashMap<TreeId, u64>,
@@ -86,7 +85,7 @@ impl SuperVersion {
         policy: &PolicyOptions,
     ) -> SuperVersion {
         SuperVersion {
-            write_rates: compact::write_rates(&version, policy),
+            write_rates: write_rates(&version, policy),
             version,
             memtables,
             tables,
@@ -95,7 +94,7 @@ impl SuperVersion {
 
     /// Installs `version` and the write rates derived from it.
     pub fn set_version(&mut self, version: Arc<Version>, policy: &PolicyOptions) {
-        self.write_rates = compact::write_rates(&version, policy);
+        self.write_rates = write_rates(&version, policy);
         self.version = version;
     }
 
@@ -106,4 +105,26 @@ impl SuperVersion {
             .filter_map(TreeMemtables::unflushed_seq_min)
             .min()
     }
+}
+
+/// The write rate of every tree its compaction backlog slows (see `compact`'s module docs), for
+/// [`SuperVersion::set_version`]: computed once per installed version, not per write.
+pub(crate) fn write_rates(version: &Version, policy: &PolicyOptions) -> HashMap<TreeId, u64> {
+    version
+        .trees
+        .iter()
+        .filter_map(|(&id, tree)| {
+            let rate = write_rate_limit(&levels_view(tree, &BTreeSet::new()), policy)?;
+            Some((id, rate))
+        })
+        .collect()
+}
+
+/// The rate a write to `trees` is held to (the slowest of theirs), whether or not it is
+/// applied. `None`: none of them is backed up.
+pub(crate) fn write_rate(sv: &SuperVersion, trees: &[TreeId]) -> Option<u64> {
+    trees
+        .iter()
+        .filter_map(|tree| sv.write_rates.get(tree).copied())
+        .min()
 }

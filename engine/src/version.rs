@@ -35,6 +35,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use shoal_compaction::key::{compare_internal, user_key, InternalKey, SEQ_MAX};
+use shoal_compaction::{FileView, LevelsView};
 
 /// Identifies one LSM tree (a table's tree or a GSI's tree) inside the database.
 pub type TreeId = u32;
@@ -539,6 +540,28 @@ fn forward(what: &'static str, counter: &mut u64, requested: u64) -> Result<(), 
     }
     *counter = requested;
     Ok(())
+}
+
+/// One tree as the compaction policy sees it, with the files of running jobs marked busy.
+pub(crate) fn levels_view(tree: &TreeVersion, busy: &BTreeSet<u64>) -> LevelsView {
+    LevelsView {
+        levels: tree
+            .levels
+            .iter()
+            .map(|files| {
+                files
+                    .iter()
+                    .map(|f| FileView {
+                        number: f.number,
+                        size_bytes: f.size_bytes,
+                        smallest_user_key: f.smallest_user_key().to_vec(),
+                        largest_user_key: f.largest_user_key().to_vec(),
+                        being_compacted: busy.contains(&f.number),
+                    })
+                    .collect()
+            })
+            .collect(),
+    }
 }
 
 #[cfg(test)]

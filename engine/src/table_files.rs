@@ -1,4 +1,6 @@
-//! When an SSTable's file is deleted: only once nothing can read it any more.
+//! The SSTable files of a database: opening them ([`open_table`]), describing a new one
+//! for the version ([`file_meta`]), and when each is deleted: only once nothing can read it
+//! any more.
 //!
 //! After a compaction (or a tree drop) installs a version without some files, readers may
 //! still hold them: an iterator keeps the [`SuperVersion`](crate::superversion) it
@@ -41,7 +43,10 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use shoal_vfs::{Fs, ReadableFile, WritableFile};
 
+use crate::error::DbError;
 use crate::manifest;
+use crate::sstable::{PrefixFn, Table, TableProperties};
+use crate::version::FileMeta;
 
 /// Most obsolete SSTable files kept for reuse (with 64 MiB tables, up to 256 MiB of disk).
 pub(crate) const RECYCLED_TABLE_FILES_MAX: usize = 4;
@@ -253,6 +258,42 @@ impl Drop for TrackedFile {
                 tracing::warn!(%error, file = %self.path.display(), "could not remove an obsolete SSTable");
             }
         }
+    }
+}
+
+/// Opens SSTable `number`, tracked so that it is removed once obsolete and unread.
+pub(crate) fn open_table(
+    fs: &Fs,
+    dir: &Path,
+    number: u64,
+    prefix: PrefixFn,
+    files: &FileRegistry,
+) -> Result<Arc<Table>, DbError> {
+    let path = dir.join(manifest::sst_file_name(number));
+    let file = fs
+        .open_read(&path)
+        .map_err(|e| DbError::io(format!("opening {}", path.display()), e))?;
+    let file = files.track(fs, path, number, file);
+    match Table::open(file, number, prefix) {
+        Ok(table) => Ok(Arc::new(table)),
+        Err(error) => {
+            files.forget([number]);
+            Err(error.into())
+        }
+    }
+}
+
+/// The version's description of a table just written.
+pub(crate) fn file_meta(number: u64, properties: &TableProperties) -> FileMeta {
+    FileMeta {
+        number,
+        size_bytes: properties.size_bytes,
+        smallest_key: properties.smallest_key.clone(),
+        largest_key: properties.largest_key.clone(),
+        entries: properties.entries,
+        tombstones: properties.tombstones,
+        seq_min: properties.seq_min,
+        seq_max: properties.seq_max,
     }
 }
 
