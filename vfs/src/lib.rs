@@ -26,6 +26,7 @@ use std::sync::Arc;
 
 #[cfg(target_os = "linux")]
 mod direct;
+mod file_calls;
 #[cfg(target_os = "linux")]
 mod mapped;
 mod real;

@@ -51,7 +51,7 @@ pub(crate) fn open(
     size_bytes: u64,
     buffered: impl FnOnce() -> io::Result<Box<dyn WritableFile>>,
 ) -> io::Result<Box<dyn WritableFile>> {
-    let file = crate::real::open_or_create_keeping_bytes(path)?;
+    let file = crate::file_calls::open_or_create_keeping_bytes(path)?;
     let Ok(len) = libc::off_t::try_from(size_bytes) else {
         return buffered();
     };
@@ -186,7 +186,7 @@ impl WritableFile for MappedWritable {
 
     fn start_writeback(&self, offset: u64, len: u64) -> io::Result<()> {
         self.unmap_window_within(offset, offset.saturating_add(len));
-        crate::real::sync_file_range_write(&self.file, offset, len)
+        crate::file_calls::sync_file_range_write(&self.file, offset, len)
     }
 }
 

@@ -47,45 +47,7 @@ impl WritableFile for RealWritable {
     }
 
     fn start_writeback(&self, offset: u64, len: u64) -> io::Result<()> {
-        sync_file_range_write(&self.file, offset, len)
-    }
-}
-
-/// Opens `path` for reading and writing, creating it if absent and keeping its bytes if not.
-pub(crate) fn open_or_create_keeping_bytes(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-}
-
-/// [`WritableFile::start_writeback`] for a real file: Linux `sync_file_range` with
-/// `SYNC_FILE_RANGE_WRITE`, a no-op elsewhere.
-pub(crate) fn sync_file_range_write(file: &File, offset: u64, len: u64) -> io::Result<()> {
-    #[cfg(target_os = "linux")]
-    {
-        let (Ok(offset), Ok(len)) = (
-            libc::off64_t::try_from(offset),
-            libc::off64_t::try_from(len),
-        ) else {
-            return Err(io::Error::from(io::ErrorKind::InvalidInput));
-        };
-        // SAFETY: a plain syscall on a descriptor the caller owns; no memory is passed.
-        let result = unsafe {
-            libc::sync_file_range(file.as_raw_fd(), offset, len, libc::SYNC_FILE_RANGE_WRITE)
-        };
-        if result == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = (file, offset, len);
-        Ok(())
+        crate::file_calls::sync_file_range_write(&self.file, offset, len)
     }
 }
 
@@ -154,7 +116,7 @@ impl FileSystem for RealFs {
         }
         // SAFETY: Shoal never modifies a file while it is mapped for reading: SSTables and
         // manifests are immutable once written (an obsolete SSTable is recycled, and written
-        // again, only after its last mapping was dropped: engine `compact_files`), and WAL
+        // again, only after its last mapping was dropped: engine `table_files`), and WAL
         // segments are only read during recovery, before any writer opens them. Another
         // process changing the file under us is excluded by the data-directory lock.
         let map = unsafe { memmap2::Mmap::map(&file)? };
@@ -203,7 +165,7 @@ impl FileSystem for RealFs {
     }
 
     fn lock(&self, path: &Path) -> io::Result<Box<dyn DirLock>> {
-        let file = open_or_create_keeping_bytes(path)?;
+        let file = crate::file_calls::open_or_create_keeping_bytes(path)?;
         // SAFETY: flock on a descriptor we own; no memory is touched.
         let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
         if rc != 0 {
