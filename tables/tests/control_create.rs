@@ -555,3 +555,45 @@ fn non_key_attributes_are_limited_across_the_table() {
         "One or more parameter values were invalid: The number of NonKeyAttributes across all secondary indexes of the table (120) exceeds the limit of 100"
     );
 }
+
+#[test]
+fn members_shoal_does_not_implement_yet_are_refused_by_name_and_defaults_are_accepted() {
+    let db = open();
+    let refused = [
+        (
+            "StreamSpecification",
+            json!({"StreamEnabled": true, "StreamViewType": "NEW_IMAGE"}),
+        ),
+        ("Tags", json!([{"Key": "team", "Value": "data"}])),
+        ("DeletionProtectionEnabled", json!(true)),
+        (
+            "SSESpecification",
+            json!({"Enabled": true, "SSEType": "KMS"}),
+        ),
+        ("TableClass", json!("STANDARD_INFREQUENT_ACCESS")),
+        ("OnDemandThroughput", json!({"MaxReadRequestUnits": 10})),
+        ("WarmThroughput", json!({"ReadUnitsPerSecond": 12000})),
+        ("ResourcePolicy", json!("{\"Version\": \"2012-10-17\"}")),
+    ];
+    for (member, value) in refused {
+        assert_message(
+            &db,
+            with(base_request(), member, value),
+            &format!("Shoal does not implement {member} on CreateTable yet"),
+        );
+    }
+    assert_eq!(
+        db.execute("ListTables", json!({})).unwrap(),
+        json!({"TableNames": []}),
+        "a refused request creates nothing"
+    );
+
+    // Values that ask for what Shoal does anyway are accepted.
+    let mut request = base_request();
+    request["StreamSpecification"] = json!({"StreamEnabled": false});
+    request["Tags"] = json!([]);
+    request["DeletionProtectionEnabled"] = json!(false);
+    request["SSESpecification"] = json!({"Enabled": false});
+    request["TableClass"] = json!("STANDARD");
+    db.execute("CreateTable", request).unwrap();
+}

@@ -95,6 +95,11 @@ pub fn validate_create_table(request: &CreateTableRequest) -> Result<TableSchema
     if !problems.is_empty() {
         return Err(validation_errors(&problems));
     }
+    if let Some(member) = unimplemented_members(request).first() {
+        return Err(ApiError::validation(format!(
+            "Shoal does not implement {member} on CreateTable yet"
+        )));
+    }
     let billing = billing_mode(request)?;
     let definitions = attribute_definitions(definitions)?;
     let key = key_schema_of(key_schema, &definitions)?;
@@ -148,6 +153,55 @@ pub fn validate_create_table(request: &CreateTableRequest) -> Result<TableSchema
         local_indexes,
         global_indexes,
     })
+}
+
+/// The members of `request` that ask for something Shoal does not do yet. A member whose
+/// value asks for what Shoal does anyway (no stream, no tags, no deletion protection, the
+/// STANDARD table class, encryption with DynamoDB's own key) is not one of them.
+fn unimplemented_members(request: &CreateTableRequest) -> Vec<&'static str> {
+    let enabled = |value: &Option<serde_json::Value>, member: &str| {
+        value
+            .as_ref()
+            .and_then(|v| v.get(member))
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false)
+    };
+    let non_empty = |value: &Option<serde_json::Value>| match value {
+        None | Some(serde_json::Value::Null) => false,
+        Some(serde_json::Value::Array(members)) => !members.is_empty(),
+        Some(serde_json::Value::Object(members)) => !members.is_empty(),
+        Some(_) => true,
+    };
+    let mut members = Vec::new();
+    if enabled(&request.stream_specification, "StreamEnabled") {
+        members.push("StreamSpecification");
+    }
+    if non_empty(&request.tags) {
+        members.push("Tags");
+    }
+    if request.deletion_protection_enabled == Some(true) {
+        members.push("DeletionProtectionEnabled");
+    }
+    if enabled(&request.sse_specification, "Enabled") {
+        members.push("SSESpecification");
+    }
+    if request
+        .table_class
+        .as_deref()
+        .is_some_and(|class| class != "STANDARD")
+    {
+        members.push("TableClass");
+    }
+    if non_empty(&request.on_demand_throughput) {
+        members.push("OnDemandThroughput");
+    }
+    if non_empty(&request.warm_throughput) {
+        members.push("WarmThroughput");
+    }
+    if non_empty(&request.resource_policy) {
+        members.push("ResourcePolicy");
+    }
+    members
 }
 
 /// The name as stored in `definitions` (every key name has been checked to be defined).

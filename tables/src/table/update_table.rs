@@ -420,6 +420,7 @@ fn validate_create(
                 write_capacity_units: i64::try_from(throughput.write_capacity_units).ok(),
             }),
         },
+        ..CreateTableRequest::default()
     };
     let checked = schema::validate_create_table(&as_request).map_err(|mut error| {
         // Constraint paths name the member as CreateTable has it.
