@@ -18,8 +18,9 @@ use crate::api::common::table_not_found;
 use crate::table::catalog::{TableDef, METADATA_PREFIX};
 use crate::table::keys;
 use crate::table::locks::CollectionLocks;
+use crate::table::stats;
 use crate::Durability;
-use shoal_engine::{Db, DbError, DbOptions};
+use shoal_engine::{Db, DbError, DbOptions, TreeId};
 
 /// DynamoDB's item-collection cap: 10 GiB.
 pub const ITEM_COLLECTION_SIZE_LIMIT_BYTES_DEFAULT: u64 = 10 << 30;
@@ -78,8 +79,8 @@ pub struct Database {
     pub(crate) locks: Arc<CollectionLocks>,
     /// Running GSI backfills (UpdateTable); resumed at open.
     pub(crate) backfills: crate::table::backfill::Backfills,
-    /// Recent DescribeTable sizes per table (see `table::control`).
-    pub(crate) stats_cache: crate::table::control::StatsCache,
+    /// The tree of every table's statistics records (`table::stats`).
+    pub(crate) stats_tree: TreeId,
     /// Recent TransactWriteItems `ClientRequestToken`s (see `table::transact`).
     pub(crate) transaction_tokens: crate::table::transact::TokenTable,
     /// Consumed capacity per table, for monitoring (see `metering`).
@@ -127,22 +128,46 @@ impl Database {
     /// Opens the datastore in `path` through `fs` (fault-injection tests use `SimFs`).
     pub fn open_with_fs(fs: Fs, path: &Path, options: Options) -> Result<Database, DbError> {
         let db = Db::open_with_fs(fs, path, options.db_options())?;
+        let stats_tree = match db.tree_id(stats::STATS_TREE_NAME) {
+            Some(tree) => tree,
+            None => db.create_tree(stats::STATS_TREE_NAME)?,
+        };
         let database = Database {
             db: Arc::new(db),
+            stats_tree,
             options,
             catalog: Arc::new(RwLock::new(BTreeMap::new())),
             catalog_change: Arc::new(Mutex::new(())),
             locks: Arc::new(CollectionLocks::default()),
             backfills: Default::default(),
-            stats_cache: Default::default(),
             transaction_tokens: Default::default(),
             capacity_meter: Default::default(),
         };
         database.reload_catalog()?;
+        // Before any write and before backfills resume: statistics of a table created
+        // before they were kept are rebuilt once, and records of tables whose deletion a
+        // crash interrupted are removed.
+        database
+            .prepare_stats()
+            .map_err(|e| DbError::Poisoned(e.message))?;
         // An index left CREATING by a crash or a close is rebuilt (never marked ACTIVE
         // before a complete pass).
         database.resume_backfills()?;
         Ok(database)
+    }
+
+    /// Makes every table's statistics records complete (`table::stats`).
+    fn prepare_stats(&self) -> Result<(), ApiError> {
+        let tables: Vec<Arc<TableDef>> = self.catalog.read().values().cloned().collect();
+        let live: Vec<TreeId> = tables.iter().map(|table| table.tree).collect();
+        stats::remove_orphans(&self.db, self.stats_tree, &live)?;
+        for table in &tables {
+            if !stats::is_maintained(&self.db, self.stats_tree, table)? {
+                tracing::info!(table = %table.name, "rebuilding the table's statistics");
+                stats::rebuild(&self.db, self.stats_tree, table)?;
+            }
+        }
+        Ok(())
     }
 
     /// Rebuilds the catalog cache from the durable version.

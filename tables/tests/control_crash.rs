@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use serde_json::{json, Value};
+use shoal_tables::table::stats::STATS_TREE_NAME;
 use shoal_tables::{Database, Durability, Options};
 use shoal_vfs::sim::SimFs;
 
@@ -35,10 +36,18 @@ fn create_request(name: &str) -> Value {
     })
 }
 
-/// Every table in the catalog has exactly its trees, and no other tree exists.
+/// Every table in the catalog has exactly its trees, and no other tree exists but the one
+/// holding every table's statistics; the statistics agree with the tables.
 fn check_consistent(db: &Database) -> Result<(), String> {
+    let report = db.check().map_err(|e| e.to_string())?;
+    if !report.is_sound() {
+        return Err(format!("check: {:?}", report.problems));
+    }
     let version = db.lsm().version();
     let mut expected_trees = Vec::new();
+    if let Some(stats_tree) = db.lsm().tree_id(STATS_TREE_NAME) {
+        expected_trees.push((stats_tree, STATS_TREE_NAME.to_string()));
+    }
     for name in db.table_names() {
         let table = db.table(&name).map_err(|e| e.to_string())?;
         expected_trees.push((table.tree, table.id.clone()));

@@ -6,6 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 use shoal_model::ErrorCode;
+use shoal_tables::table::stats::STATS_TREE_NAME;
 use shoal_tables::{Database, Durability, Options};
 
 fn options() -> Options {
@@ -190,7 +191,7 @@ fn describe_reports_every_field() {
 }
 
 #[test]
-fn describe_counts_items_and_index_entries_and_caches_them() {
+fn describe_counts_items_and_index_entries_as_they_are_written() {
     let db = open();
     create_indexed(&db);
     // Sizes (SPEC §1.3): names + values; N "5" costs 2 bytes.
@@ -223,11 +224,12 @@ fn describe_counts_items_and_index_entries_and_caches_them() {
     assert_eq!(gsi["ItemCount"], json!(2), "sparse: p1/s2 has no b");
     assert_eq!(gsi["IndexSizeBytes"], json!(13 + 11));
 
-    // Within the refresh interval the figures are served from the cache.
+    // The figures are kept with the writes: a new item shows at once.
     put(&db, "Stats", json!({"pk": {"S": "p3"}, "sk": {"S": "s1"}}));
-    assert_eq!(describe(&db, "Stats")["ItemCount"], json!(3));
+    assert_eq!(describe(&db, "Stats")["ItemCount"], json!(4));
+    assert_eq!(describe(&db, "Stats")["TableSizeBytes"], json!(35 + 8));
 
-    // Overwrites and deletes are reflected once recomputed (a new Database has no cache).
+    // Overwrites and deletes too, and the figures survive a reopen.
     let fs = shoal_vfs::sim::SimFs::new();
     let path = Path::new("/stats");
     let db = Database::open_with_fs(fs.fs(), path, options()).unwrap();
@@ -252,6 +254,9 @@ fn describe_counts_items_and_index_entries_and_caches_them() {
     assert_eq!(table["ItemCount"], json!(1));
     assert_eq!(table["TableSizeBytes"], json!(4 + 4 + 4));
     assert_eq!(table["LocalSecondaryIndexes"][0]["ItemCount"], json!(1));
+    drop(db);
+    let db = Database::open_with_fs(fs.fs(), path, options()).unwrap();
+    assert_eq!(describe(&db, "Stats"), table);
 }
 
 #[test]
@@ -416,5 +421,55 @@ fn the_catalog_survives_reopening() {
         assert_eq!(&describe(&db, name), description);
     }
     let trees = db.lsm().version().trees.len();
-    assert_eq!(trees, 3, "Stats, its GSI and Plain");
+    assert_eq!(
+        trees, 4,
+        "Stats, its GSI, Plain, and the statistics of all three"
+    );
+}
+
+#[test]
+fn statistics_missing_from_an_older_build_are_rebuilt_at_open() {
+    let fs = shoal_vfs::sim::SimFs::new();
+    let path = Path::new("/rebuild");
+    let db = Database::open_with_fs(fs.fs(), path, options()).unwrap();
+    create_indexed(&db);
+    for n in 0..40 {
+        put(
+            &db,
+            "Stats",
+            json!({"pk": {"S": format!("p{}", n % 7)}, "sk": {"S": format!("s{n}")},
+                   "a": {"S": "x".repeat(n + 1)}, "b": {"N": n.to_string()}}),
+        );
+    }
+    let before = describe(&db, "Stats");
+    assert_eq!(before["ItemCount"], json!(40));
+    // What a database written before statistics were kept looks like: no records at all.
+    let stats_tree = db.lsm().tree_id(STATS_TREE_NAME).unwrap();
+    let mut batch = shoal_engine::WriteBatch::new();
+    for (key, _) in db
+        .lsm()
+        .scan(
+            stats_tree,
+            std::ops::Bound::Unbounded,
+            std::ops::Bound::Unbounded,
+            shoal_engine::Direction::Forward,
+            None,
+            usize::MAX,
+        )
+        .unwrap()
+    {
+        batch.delete(stats_tree, &key).unwrap();
+    }
+    db.lsm().write(batch).unwrap();
+    assert_eq!(describe(&db, "Stats")["ItemCount"], json!(0));
+    assert!(
+        !db.check().unwrap().is_sound(),
+        "the check sees them missing"
+    );
+    drop(db);
+
+    let db = Database::open_with_fs(fs.fs(), path, options()).unwrap();
+    assert_eq!(describe(&db, "Stats"), before);
+    let report = db.check().unwrap();
+    assert!(report.is_sound(), "{:?}", report.problems);
 }

@@ -389,6 +389,43 @@ fn check(db: &Database, model: &Model) -> Result<(), TestCaseError> {
         &model.collections(),
         "collection records"
     );
+    // DescribeTable's figures come from the statistics kept with the writes: they must equal
+    // the model's items and entries, counted and sized.
+    let described = db
+        .execute("DescribeTable", json!({"TableName": TABLE}))
+        .unwrap();
+    let table = &described["Table"];
+    prop_assert_eq!(&table["ItemCount"], &json!(model.items.len()), "ItemCount");
+    let items_bytes: u64 = model.items.values().map(size).sum();
+    prop_assert_eq!(
+        &table["TableSizeBytes"],
+        &json!(items_bytes),
+        "TableSizeBytes"
+    );
+    let entries = model.index_entries();
+    let indexes = table["LocalSecondaryIndexes"]
+        .as_array()
+        .into_iter()
+        .chain(table["GlobalSecondaryIndexes"].as_array())
+        .flatten();
+    for index in indexes {
+        let name = index["IndexName"].as_str().unwrap_or_default();
+        let (count, bytes) = entries
+            .iter()
+            .filter(|((index_name, _), _)| index_name == name)
+            .fold((0u64, 0u64), |(count, bytes), (_, entry)| {
+                (count + 1, bytes + size(entry))
+            });
+        prop_assert_eq!(&index["ItemCount"], &json!(count), "ItemCount of {}", name);
+        prop_assert_eq!(
+            &index["IndexSizeBytes"],
+            &json!(bytes),
+            "IndexSizeBytes of {}",
+            name
+        );
+    }
+    let report = db.check().unwrap();
+    prop_assert!(report.is_sound(), "{:?}", report.problems);
     Ok(())
 }
 

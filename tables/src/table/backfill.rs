@@ -30,6 +30,7 @@
 //! read and written, so foreground writes wait at most one small batch commit (plus the
 //! compaction back-pressure every writer sees).
 
+use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -45,6 +46,7 @@ use crate::table::index::{self, Projected, HASH_KEY_BYTES_MAX, RANGE_KEY_BYTES_M
 use crate::table::item_codec::decode_item;
 use crate::table::keys::{self, SECTION_BASE};
 use crate::table::locks::{CollectionLocks, STRIPES};
+use crate::table::stats::{self, Counted, StatsDelta};
 use shoal_engine::version::VersionEdit;
 use shoal_engine::{Db, DbError, Direction, TreeId, WriteBatch};
 
@@ -103,6 +105,7 @@ impl Drop for Backfills {
 /// What one backfill thread needs of the database (shared, so it outlives a request).
 struct Context {
     db: Arc<Db>,
+    stats_tree: TreeId,
     catalog: Arc<RwLock<Catalog>>,
     catalog_change: Arc<Mutex<()>>,
     locks: Arc<CollectionLocks>,
@@ -135,6 +138,7 @@ impl Database {
     pub(crate) fn start_backfill(&self, table_id: &str, index_tree: TreeId) -> Result<(), DbError> {
         let context = Context {
             db: Arc::clone(&self.db),
+            stats_tree: self.stats_tree,
             catalog: Arc::clone(&self.catalog),
             catalog_change: Arc::clone(&self.catalog_change),
             locks: Arc::clone(&self.locks),
@@ -313,18 +317,39 @@ fn backfill(context: &Context, target: &Target) -> Result<Outcome, ApiError> {
             .collect();
         let guards = context.locks.lock_many(stripes);
         let mut batch = WriteBatch::new();
-        for (key, _) in &batch_keys {
+        let mut counted: BTreeMap<u16, StatsDelta> = BTreeMap::new();
+        for (key, prefix_len) in &batch_keys {
             let Some(bytes) = context.db.get(table.tree, key, None).map_err(internal)? else {
                 continue; // deleted since the snapshot
             };
             let item = decode_item(&bytes).map_err(internal)?;
             if let Some((entry_key, entry)) = entry_of(&table, gsi, &item)? {
+                // A write since the index was created (or an earlier pass) may have added
+                // the entry already, and counted it: count only what this adds.
+                let present = context
+                    .db
+                    .get_with(gsi.tree, &entry_key, None, |_| ())
+                    .map_err(internal)?
+                    .is_some();
+                if !present {
+                    counted
+                        .entry(stats::stripe_of(&table, &key[..*prefix_len]))
+                        .or_default()
+                        .add(Counted::Global(gsi.tree), 1, entry.size_bytes());
+                }
                 batch
                     .put(gsi.tree, &entry_key, &entry.encode())
                     .map_err(internal)?;
                 indexed += 1;
             }
         }
+        stats::stage(
+            &context.db,
+            context.stats_tree,
+            &table,
+            &counted,
+            &mut batch,
+        )?;
         context.db.write(batch).map_err(internal)?;
         drop(guards);
         items += batch_keys.len() as u64;

@@ -1,6 +1,8 @@
-//! `Database::check`: verifies invariant 5 (DESIGN.md §7) and the collection records on a
-//! whole database — every index holds exactly the entries derived from the base items, and
-//! every collection record equals the recomputed size and count of its collection.
+//! `Database::check`: verifies invariant 5 (DESIGN.md §7), the collection records and the
+//! table statistics on a whole database — every index holds exactly the entries derived
+//! from the base items, every collection record equals the recomputed size and count of its
+//! collection, and every statistics record (`table::stats`) equals what its stripe's items
+//! and entries give.
 //!
 //! The check reads everything at one snapshot, derives the expected LSI entries, GSI entries
 //! and collection records from the base items with the same code the write path uses
@@ -19,6 +21,7 @@ use crate::table::collection::CollectionRecord;
 use crate::table::index::{entries_for, IndexRef, STORAGE_OVERHEAD_BYTES};
 use crate::table::item_codec::decode_item;
 use crate::table::keys::{self, SECTION_BASE, SECTION_COLLECTION};
+use crate::table::stats;
 use shoal_engine::{Snapshot, TreeId};
 
 /// Problems reported before the check stops listing them.
@@ -162,6 +165,9 @@ impl Database {
                 &stored,
                 report,
             );
+        }
+        for problem in stats::verify(&self.db, self.stats_tree, table, snapshot)? {
+            report.problem(problem);
         }
         Ok(())
     }

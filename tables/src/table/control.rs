@@ -7,19 +7,16 @@
 //! are serialised by `Database::catalog_change`; the in-memory catalog is reloaded from the
 //! durable version after each one.
 //!
-//! DescribeTable's ItemCount / TableSizeBytes / IndexSizeBytes are computed by scanning the
-//! table's trees at one snapshot, and cached per table for [`STATS_REFRESH_INTERVAL`] so a
-//! client polling DescribeTable does not rescan (docs/COMPATIBILITY.md).
+//! DescribeTable's ItemCount / TableSizeBytes / IndexSizeBytes are the table's statistics
+//! records, kept with every write (`table::stats`): reading them costs the same whatever the
+//! table's size.
 
 use std::collections::hash_map::RandomState;
-use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use parking_lot::Mutex;
 use shoal_model::{ApiError, ErrorCode};
 
 use crate::api::common::{table_name_of, validation_errors};
@@ -35,53 +32,16 @@ use crate::table::catalog::{
     metadata_key, BillingMode, GlobalIndexDef, IndexStatus, KeySchema, Projection, TableDef,
     Throughput, CATALOG_FORMAT,
 };
-use crate::table::item_codec::decode_item;
-use crate::table::keys;
 use crate::table::schema::{self, TableSchema};
+use crate::table::stats::{self, TableStats};
 use shoal_engine::version::VersionEdit;
-use shoal_engine::{Snapshot, TreeId};
+use shoal_engine::{TreeId, WriteBatch};
 
-/// How long DescribeTable may report the same ItemCount / size figures.
-pub const STATS_REFRESH_INTERVAL: Duration = Duration::from_secs(10);
 /// Region and account in every ARN Shoal reports (DynamoDB Local's convention).
 pub const ARN_REGION: &str = "ddblocal";
 pub const ARN_ACCOUNT: &str = "000000000000";
 /// ListTables' largest (and default) page.
 pub const LIST_TABLES_LIMIT_MAX: i64 = 100;
-
-/// Entry count and total size of one table or index.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SizeStats {
-    pub item_count: u64,
-    /// Σ of DynamoDB item sizes (`shoal_model::item_size_bytes`), without the 100-byte per-item
-    /// storage overhead.
-    pub size_bytes: u64,
-}
-
-/// Live sizes of a table and its indexes, as of one snapshot.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TableStats {
-    pub table: SizeStats,
-    /// Per LSI, in `TableDef::local_indexes` order.
-    pub local_indexes: Vec<SizeStats>,
-    /// Per GSI, in `TableDef::global_indexes` order.
-    pub global_indexes: Vec<SizeStats>,
-}
-
-/// Recently computed [`TableStats`], per table id. Bounded by the number of tables: each
-/// insertion drops the entries of tables that no longer exist.
-#[derive(Default)]
-pub struct StatsCache {
-    entries: Mutex<HashMap<String, CachedStats>>,
-}
-
-struct CachedStats {
-    computed_at: Instant,
-    /// The definition the stats were computed for; a changed definition (an index added
-    /// or dropped) makes them stale.
-    table: Arc<TableDef>,
-    stats: Arc<TableStats>,
-}
 
 impl Database {
     /// CreateTable: validates the request (SPEC §2.2), then creates the table's trees and
@@ -142,10 +102,21 @@ impl Database {
                 .map_err(internal)?;
             return Err(internal("the table definition could not be stored"));
         };
+        // Its statistics are complete (empty) from the start: marked before any writer can
+        // see the table. A crash before this leaves a table the next open rebuilds.
+        let mut batch = WriteBatch::new();
+        stats::mark_maintained(self.stats_tree, &table, &mut batch)?;
+        self.db.write(batch).map_err(internal)?;
         self.reload_catalog().map_err(internal)?;
         Ok(CreateTableResponse {
             table_description: describe(&table, &TableStats::empty_for(&table), "ACTIVE"),
         })
+    }
+
+    /// The sizes of `table` and its indexes: the sum of its statistics records
+    /// (`table::stats`), at most one per collection-lock stripe whatever the table's size.
+    pub fn table_stats(&self, table: &TableDef) -> Result<TableStats, ApiError> {
+        stats::read(&self.db, self.stats_tree, table, None)
     }
 
     /// DescribeTable.
@@ -226,7 +197,11 @@ impl Database {
             )
             .map_err(internal)?;
         self.reload_catalog().map_err(internal)?;
-        self.stats_cache.entries.lock().remove(&table.id);
+        // The records go after the table: a crash between leaves records of no table, which
+        // the next open removes.
+        let mut batch = WriteBatch::new();
+        stats::remove_all(self.stats_tree, table.tree, &mut batch)?;
+        self.db.write(batch).map_err(internal)?;
         let mut description = describe(&table, &stats, "DELETING");
         description.key_schema = None;
         description.attribute_definitions = None;
@@ -237,90 +212,6 @@ impl Database {
             table_description: description,
         })
     }
-
-    /// The live sizes of `table` and its indexes, recomputed when the cached figures are
-    /// older than [`STATS_REFRESH_INTERVAL`] or were computed for another definition.
-    pub fn table_stats(&self, table: &Arc<TableDef>) -> Result<Arc<TableStats>, ApiError> {
-        if let Some(cached) = self.stats_cache.entries.lock().get(&table.id) {
-            if cached.computed_at.elapsed() < STATS_REFRESH_INTERVAL && *cached.table == **table {
-                return Ok(Arc::clone(&cached.stats));
-            }
-        }
-        let stats = Arc::new(self.compute_table_stats(table)?);
-        let live_ids: Vec<String> = self.catalog.read().values().map(|t| t.id.clone()).collect();
-        let mut entries = self.stats_cache.entries.lock();
-        entries.retain(|id, _| live_ids.contains(id));
-        entries.insert(
-            table.id.clone(),
-            CachedStats {
-                computed_at: Instant::now(),
-                table: Arc::clone(table),
-                stats: Arc::clone(&stats),
-            },
-        );
-        Ok(stats)
-    }
-
-    /// Scans the table tree and every GSI tree at one snapshot.
-    fn compute_table_stats(&self, table: &TableDef) -> Result<TableStats, ApiError> {
-        let snapshot = self.db.snapshot();
-        let mut stats = TableStats::empty_for(table);
-        let pk_type = table.key.hash.scalar_type();
-        let mut cursor = self.db.iter_tree(table.tree, &snapshot).map_err(internal)?;
-        while cursor.advance().map_err(internal)? {
-            let key = cursor.key();
-            let (_, section) = keys::split_table_key(key, pk_type).map_err(internal)?;
-            let counted = if section == keys::SECTION_BASE {
-                &mut stats.table
-            } else if section == keys::SECTION_COLLECTION {
-                continue;
-            } else {
-                let position = table
-                    .local_indexes
-                    .iter()
-                    .position(|lsi| lsi.section == section)
-                    .ok_or_else(|| {
-                        internal(format!(
-                            "table {} has a key in unknown section {section}",
-                            table.name
-                        ))
-                    })?;
-                &mut stats.local_indexes[position]
-            };
-            count_entry(counted, cursor.value())?;
-        }
-        for (position, gsi) in table.global_indexes.iter().enumerate() {
-            stats.global_indexes[position] = self.tree_stats_at(gsi.tree, &snapshot)?;
-        }
-        Ok(stats)
-    }
-
-    fn tree_stats_at(&self, tree: TreeId, snapshot: &Snapshot) -> Result<SizeStats, ApiError> {
-        let mut stats = SizeStats::default();
-        let mut cursor = self.db.iter_tree(tree, snapshot).map_err(internal)?;
-        while cursor.advance().map_err(internal)? {
-            count_entry(&mut stats, cursor.value())?;
-        }
-        Ok(stats)
-    }
-}
-
-impl TableStats {
-    /// Zeros for every index of `table`.
-    pub fn empty_for(table: &TableDef) -> TableStats {
-        TableStats {
-            table: SizeStats::default(),
-            local_indexes: vec![SizeStats::default(); table.local_indexes.len()],
-            global_indexes: vec![SizeStats::default(); table.global_indexes.len()],
-        }
-    }
-}
-
-fn count_entry(stats: &mut SizeStats, value: &[u8]) -> Result<(), ApiError> {
-    let item = decode_item(value).map_err(internal)?;
-    stats.item_count += 1;
-    stats.size_bytes += shoal_model::item_size_bytes(&item) as u64;
-    Ok(())
 }
 
 /// `arn:aws:dynamodb:ddblocal:000000000000:table/<name>`.

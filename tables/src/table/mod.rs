@@ -17,6 +17,7 @@ pub mod paging;
 pub mod query;
 pub mod scan;
 pub mod schema;
+pub mod stats;
 pub mod transact;
 pub mod update_table;
 pub mod write;

@@ -24,6 +24,7 @@ use crate::table::index::{
 };
 use crate::table::item_codec::{decode_item, encode_item_sized};
 use crate::table::keys;
+use crate::table::stats::{self, Counted, StatsDelta};
 use shoal_engine::batch::entry_bytes;
 use shoal_engine::{Snapshot, TreeId, WriteBatch};
 
@@ -278,6 +279,9 @@ pub struct WritePlan {
     pub capacity: WriteCapacity,
     /// The change to the item's collection record (tables with an LSI only).
     pub collection: Option<CollectionDelta>,
+    /// The change to the table's statistics, for the table, its LSIs and its ACTIVE GSIs
+    /// (a CREATING GSI's entries are counted at commit, `table::stats`).
+    pub stats: StatsDelta,
 }
 
 /// Plans the write of one item: `old` is the stored item (None if absent), `new` the item
@@ -335,6 +339,13 @@ pub fn plan_write(
         table_units: write_units(old_size.max(new_size)),
         ..WriteCapacity::default()
     };
+    let mut stats = StatsDelta::default();
+    match (old, new) {
+        (Some(_), Some(_)) => stats.resize(Counted::Table, old_size, new_size),
+        (Some(_), None) => stats.add(Counted::Table, -1, old_size),
+        (None, Some(_)) => stats.add(Counted::Table, 1, new_size),
+        (None, None) => {}
+    }
     let mut indexes: Vec<IndexRef> = old_entries
         .keys()
         .chain(new_entries.keys())
@@ -344,10 +355,25 @@ pub fn plan_write(
     indexes.dedup();
     for index in indexes {
         let (tree, name) = index_location(table, index)?;
+        let counted = match index {
+            IndexRef::Local(position) => table
+                .local_indexes
+                .get(position)
+                .map(|lsi| Counted::Local(lsi.section)),
+            // A CREATING index may lack the old entry: the commit counts it by reading.
+            IndexRef::Global(_) if stats::counted_by_reading(table, tree) => None,
+            IndexRef::Global(_) => Some(Counted::Global(tree)),
+        };
+        let mut count = |sign: i64, size_bytes: u64| {
+            if let Some(counted) = counted {
+                stats.add(counted, sign, size_bytes);
+            }
+        };
         let units = match (old_entries.get(&index), new_entries.get(&index)) {
             (None, None) => continue,
             (None, Some(added)) => {
                 mutations.push(put(tree, added));
+                count(1, added.size_bytes());
                 write_units(added.size_bytes())
             }
             (Some(removed), None) => {
@@ -355,6 +381,7 @@ pub fn plan_write(
                     tree,
                     key: removed.key.clone(),
                 });
+                count(-1, removed.size_bytes());
                 write_units(removed.size_bytes())
             }
             (Some(before), Some(after)) if before.key == after.key => {
@@ -362,6 +389,8 @@ pub fn plan_write(
                     continue;
                 }
                 mutations.push(put(tree, after));
+                count(-1, before.size_bytes());
+                count(1, after.size_bytes());
                 write_units(before.size_bytes().max(after.size_bytes()))
             }
             (Some(before), Some(after)) => {
@@ -370,6 +399,8 @@ pub fn plan_write(
                     key: before.key.clone(),
                 });
                 mutations.push(put(tree, after));
+                count(-1, before.size_bytes());
+                count(1, after.size_bytes());
                 write_units(before.size_bytes()) + write_units(after.size_bytes())
             }
         };
@@ -408,6 +439,7 @@ pub fn plan_write(
         mutations,
         capacity,
         collection,
+        stats,
     })
 }
 
@@ -582,6 +614,7 @@ impl Database {
                 &mut batch,
                 collection_sizes_wanted,
             )?);
+            self.stage_stats(table, plans, &mut batch)?;
         }
         if !batch.is_empty() {
             self.db.write(batch).map_err(internal)?;
@@ -623,6 +656,51 @@ impl Database {
                 DEFINITION_CHANGED_MESSAGE,
             ))
         }
+    }
+
+    /// Adds the new statistics records of the stripes `plans` write to `batch`
+    /// (`table::stats`). The entries of a CREATING GSI are counted by reading them: an item
+    /// not yet backfilled has none to delete or overwrite.
+    fn stage_stats(
+        &self,
+        table: &TableDef,
+        plans: &[&WritePlan],
+        batch: &mut WriteBatch,
+    ) -> Result<(), ApiError> {
+        let mut by_stripe: BTreeMap<u16, StatsDelta> = BTreeMap::new();
+        for plan in plans {
+            let mut delta = plan.stats.clone();
+            for mutation in &plan.mutations {
+                let tree = match mutation {
+                    Mutation::Put { tree, .. } | Mutation::Delete { tree, .. } => *tree,
+                };
+                if tree == table.tree || !stats::counted_by_reading(table, tree) {
+                    continue;
+                }
+                let counted = Counted::Global(tree);
+                match mutation {
+                    Mutation::Delete { key, .. } => {
+                        if let Some(stored) = self.db.get(tree, key, None).map_err(internal)? {
+                            delta.add(counted, -1, stats::entry_size(&stored)?);
+                        }
+                    }
+                    Mutation::Put { key, value, .. } => {
+                        let after = stats::entry_size(value)?;
+                        match self.db.get(tree, key, None).map_err(internal)? {
+                            Some(stored) => {
+                                delta.resize(counted, stats::entry_size(&stored)?, after)
+                            }
+                            None => delta.add(counted, 1, after),
+                        }
+                    }
+                }
+            }
+            if !delta.is_empty() {
+                let stripe = stats::stripe_of(table, &plan.key.partition_prefix()?);
+                by_stripe.entry(stripe).or_default().merge(&delta);
+            }
+        }
+        stats::stage(&self.db, self.stats_tree, table, &by_stripe, batch)
     }
 
     /// Adds the new collection records of `plans` to `batch` after checking the cap.
