@@ -1,15 +1,16 @@
-//! Shoal vs fjall 3 on the storage-core workloads of the issue, in one run: 5-record atomic
-//! batches (one ~1 KB record + four ~150 B records in two trees/keyspaces) with durability
-//! none and sync at 1–16 writer threads, and warm point gets of existing and missing keys.
-//! Prints process CPU per batch beside criterion's timings.
+//! Shoal vs fjall 3 vs RocksDB on the storage-core workloads of the issue, in one run: 5-record
+//! atomic batches (one ~1 KB record + four ~150 B records in two trees/keyspaces/column
+//! families) with durability none and sync at 1–16 writer threads, and warm point gets of
+//! existing and missing keys. Prints process CPU per batch beside criterion's timings, and
+//! after each write benchmark what Shoal and RocksDB report about their compaction.
 //!
 //! `SHOAL_PEER_SUSTAINED_BATCHES=N` runs only a sustained comparison instead: one writer puts N
 //! batches (durability none) into each engine in turn, and the run reports throughput for
 //! the whole run and per tenth of it, process CPU per batch and the bytes on disk at the end.
 //! Criterion's runs write well under a million batches, a burst that an engine can absorb
 //! by deferring compaction; N in the millions shows the rate each engine sustains once its
-//! compaction has to keep up. `SHOAL_PEER_SUSTAINED_ENGINES=shoal` (a comma-separated list)
-//! runs only the engines named.
+//! compaction has to keep up. `SHOAL_PEER_SUSTAINED_ENGINES=shoal,rocksdb` (a comma-separated
+//! list of `shoal`, `fjall`, `fjall_buffer`, `rocksdb`) runs only the engines named.
 //!
 //! `SHOAL_PEER_DIRECT_TABLE_WRITES=1` has Shoal write its SSTables around the page cache
 //! (`DbOptions::direct_table_writes`, off by default; `0` forces it off), for comparing the
@@ -20,12 +21,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use engine::lsm::{Db, DbOptions, TreeId, WriteBatch};
-use engine::Durability;
 use fjall::{KeyspaceCreateOptions, PersistMode};
 use rand::{Rng, SeedableRng};
+use rocksdb::{DBCompressionType, WriteOptions};
+use shoal_engine::{Db, DbOptions, Durability, TreeId, WriteBatch};
 
-/// The allocator the `shoal` binary uses; both engines in this process share it.
+/// The allocator the `shoal` binary uses; every engine in this process shares it (RocksDB's
+/// C++ allocations excepted: they go to the system allocator).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -65,7 +67,8 @@ trait Engine: Send + Sync {
     fn write_batch(&self, base: u64, value_1k: &[u8], values_150: [&[u8]; 4]);
     fn get(&self, key: &[u8]) -> bool;
     /// What the engine says about the run so far (Shoal: writers slowed for compaction, and
-    /// write amplification), printed after each write benchmark.
+    /// write amplification; RocksDB: its write stalls, write amplification and levels),
+    /// printed after each write benchmark.
     fn report(&self) -> Option<String> {
         None
     }
@@ -171,6 +174,126 @@ impl Engine for Fjall {
     }
 }
 
+/// RocksDB as its users run it: `Options::default()` with `create_if_missing`,
+/// `create_missing_column_families` and `set_compression_type(DBCompressionType::Lz4)` set,
+/// nothing else; the two trees are the column families `items` and `index`, each opened with
+/// those same options. The WAL is on. A batch is one `WriteBatch` across both column
+/// families, written with the default `WriteOptions` (durability none: the WAL record is
+/// written to the OS, not synced, so a batch survives kill -9 of the process but not a power
+/// loss, Shoal's `none` contract) or with `set_sync(true)` (durability sync). Gets are
+/// `get_pinned_cf` (default `ReadOptions`) on `items`.
+struct RocksDb {
+    db: rocksdb::DB,
+    write_options: WriteOptions,
+}
+
+const ROCKSDB_ITEMS: &str = "items";
+const ROCKSDB_INDEX: &str = "index";
+
+impl RocksDb {
+    fn open(dir: &std::path::Path, sync: bool) -> RocksDb {
+        let mut options = rocksdb::Options::default();
+        options.create_if_missing(true);
+        options.create_missing_column_families(true);
+        options.set_compression_type(DBCompressionType::Lz4);
+        let column_families = [ROCKSDB_ITEMS, ROCKSDB_INDEX].map(|name| (name, options.clone()));
+        let db = rocksdb::DB::open_cf_with_opts(&options, dir, column_families).unwrap();
+        let mut write_options = WriteOptions::default();
+        write_options.set_sync(sync);
+        RocksDb { db, write_options }
+    }
+
+    fn column_family(&self, name: &str) -> &rocksdb::ColumnFamily {
+        self.db.cf_handle(name).unwrap()
+    }
+
+    /// One column family's line of the report: its W-Amp (the `Sum` row of RocksDB's
+    /// compaction stats: bytes compactions and flushes wrote per byte flushed), files and MiB
+    /// per level, and the compaction debt RocksDB estimates.
+    fn column_family_report(&self, name: &str) -> String {
+        let cf = self.column_family(name);
+        let property = |key: &str| self.db.property_value_cf(cf, key).ok().flatten();
+        // The cfstats table: a header row naming the columns, then one row per level and a
+        // `Sum` row, whose Size column is two words ("12.34 MB").
+        let write_amplification = property("rocksdb.cfstats-no-file-histogram").and_then(|stats| {
+            let column = stats
+                .lines()
+                .find(|line| line.trim_start().starts_with("Level"))?
+                .split_whitespace()
+                .position(|header| header == "W-Amp")?;
+            let sum = stats
+                .lines()
+                .find(|line| line.trim_start().starts_with("Sum "))?;
+            sum.split_whitespace().nth(column + 1).map(str::to_owned)
+        });
+        // levelstats: "Level Files Size(MB)", a rule, then one `level files MiB` row a level.
+        let (mut files, mut mib) = (Vec::new(), Vec::new());
+        for row in property("rocksdb.levelstats")
+            .unwrap_or_default()
+            .lines()
+            .skip(2)
+        {
+            if let [_, level_files, level_mib] = row.split_whitespace().collect::<Vec<_>>()[..] {
+                files.push(level_files.to_owned());
+                mib.push(level_mib.to_owned());
+            }
+        }
+        let pending = self
+            .db
+            .property_int_value_cf(cf, "rocksdb.estimate-pending-compaction-bytes")
+            .ok()
+            .flatten()
+            .unwrap_or(0);
+        format!(
+            "{name}: W-Amp {}, files per level [{}], MiB per level [{}], {:.0} MiB of compaction pending",
+            write_amplification.as_deref().unwrap_or("?"),
+            files.join(", "),
+            mib.join(", "),
+            pending as f64 / (1u64 << 20) as f64
+        )
+    }
+}
+
+impl Engine for RocksDb {
+    fn write_batch(&self, base: u64, value_1k: &[u8], values_150: [&[u8]; 4]) {
+        let mut batch = rocksdb::WriteBatch::default();
+        batch.put_cf(self.column_family(ROCKSDB_ITEMS), key16(base, 0), value_1k);
+        let index = self.column_family(ROCKSDB_INDEX);
+        for (i, value_150) in (1..5u64).zip(values_150) {
+            batch.put_cf(index, key16(base, i), value_150);
+        }
+        self.db.write_opt(batch, &self.write_options).unwrap();
+    }
+
+    fn get(&self, key: &[u8]) -> bool {
+        self.db
+            .get_pinned_cf(self.column_family(ROCKSDB_ITEMS), key)
+            .unwrap()
+            .is_some()
+    }
+
+    fn report(&self) -> Option<String> {
+        // dbstats' "Cumulative stall: 00:00:0.000 H:M:S, 0.0 percent": the time writers
+        // were slowed or stopped for flushes and compaction since the database opened.
+        let stall = self
+            .db
+            .property_value("rocksdb.dbstats")
+            .ok()
+            .flatten()
+            .and_then(|stats| {
+                stats
+                    .lines()
+                    .find_map(|line| line.strip_prefix("Cumulative stall: ").map(str::to_owned))
+            })
+            .unwrap_or_else(|| "?".to_owned());
+        Some(format!(
+            "writes stalled {stall}; {}; {}",
+            self.column_family_report(ROCKSDB_ITEMS),
+            self.column_family_report(ROCKSDB_INDEX)
+        ))
+    }
+}
+
 fn open_engine(name: &str, dir: &std::path::Path, sync: bool) -> Arc<dyn Engine> {
     match name {
         "shoal" => Arc::new(Shoal::open(
@@ -187,14 +310,15 @@ fn open_engine(name: &str, dir: &std::path::Path, sync: bool) -> Arc<dyn Engine>
         // Shoal's `none` contract: every acknowledged batch is in the kernel, so it survives
         // kill -9 of the process (not a power loss). fjall's Buffer mode is that contract.
         "fjall_buffer" => Arc::new(Fjall::open(dir, Some(PersistMode::Buffer))),
+        "rocksdb" => Arc::new(RocksDb::open(dir, sync)),
         _ => Arc::new(Fjall::open(dir, Some(PersistMode::SyncData))),
     }
 }
 
 /// Random bytes the batches' values are cut from, at a random offset per record: values
-/// that do not compress, as fjall's default LZ4 would shrink constant values (or one value
-/// repeated in every block) to almost nothing and the two engines would not be storing the
-/// same bytes. Shoal does not compress.
+/// that do not compress, as fjall's default LZ4 and RocksDB's LZ4 would shrink constant
+/// values (or one value repeated in every block) to almost nothing and the engines would not
+/// be storing the same bytes. Shoal does not compress.
 const VALUE_POOL_BYTES: usize = 4 << 20;
 
 fn value_pool() -> Vec<u8> {
@@ -246,7 +370,7 @@ fn sustained_writes(_: &mut Criterion) {
     const TENTHS: u64 = 10;
     // `SHOAL_PEER_SUSTAINED_ENGINES=shoal` (a comma-separated list) runs only those.
     let only = std::env::var("SHOAL_PEER_SUSTAINED_ENGINES").ok();
-    for engine_name in ["shoal", "fjall", "fjall_buffer"] {
+    for engine_name in ["shoal", "fjall", "fjall_buffer", "rocksdb"] {
         if only
             .as_deref()
             .is_some_and(|only| !only.split(',').any(|name| name == engine_name))
@@ -297,9 +421,9 @@ fn bench_batches(c: &mut Criterion) {
         group.sample_size(10);
         group.measurement_time(Duration::from_secs(4));
         let engines: &[&str] = if sync {
-            &["shoal", "fjall"]
+            &["shoal", "fjall", "rocksdb"]
         } else {
-            &["shoal", "fjall", "fjall_buffer"]
+            &["shoal", "fjall", "fjall_buffer", "rocksdb"]
         };
         for &engine_name in engines {
             for threads in thread_counts() {
@@ -354,7 +478,7 @@ fn bench_gets(c: &mut Criterion) {
     let mut group = c.benchmark_group("peer_point_get");
     group.throughput(Throughput::Elements(1));
     let pool = value_pool();
-    for engine_name in ["shoal", "fjall"] {
+    for engine_name in ["shoal", "fjall", "rocksdb"] {
         let dir = tempfile::tempdir().unwrap();
         let engine = open_engine(engine_name, dir.path(), false);
         let mut rng = rand::rngs::StdRng::seed_from_u64(1);

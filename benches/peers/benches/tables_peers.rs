@@ -40,10 +40,10 @@ use std::time::Duration;
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkGroup, Criterion};
 use dynoxide::actions as dx;
-use engine::api::items::{GetItemInput, PutItemInput, UpdateItemInput};
-use engine::api::query::{QueryRequest, ScanRequest};
-use engine::{Database, Durability, Options};
 use serde_json::json;
+use shoal_tables::api::items::{GetItemInput, PutItemInput, UpdateItemInput};
+use shoal_tables::api::query::{QueryRequest, ScanRequest};
+use shoal_tables::{Database, Durability, Options};
 
 /// The allocator the `shoal` binary uses; both engines in this process share it.
 #[global_allocator]
@@ -219,25 +219,25 @@ trait Engine {
 
 // ---- Shoal ----
 
-fn shoal_value(value: &Value) -> model::AttributeValue {
+fn shoal_value(value: &Value) -> shoal_model::AttributeValue {
     match value {
-        Value::S(text) => model::AttributeValue::S(text.clone()),
-        Value::N(number) => model::AttributeValue::N(model::Number::from_i64(*number)),
+        Value::S(text) => shoal_model::AttributeValue::S(text.clone()),
+        Value::N(number) => shoal_model::AttributeValue::N(shoal_model::Number::from_i64(*number)),
     }
 }
 
-fn shoal_map(attributes: &Attributes) -> BTreeMap<String, model::AttributeValue> {
+fn shoal_map(attributes: &Attributes) -> BTreeMap<String, shoal_model::AttributeValue> {
     attributes
         .iter()
         .map(|(name, value)| (name.to_string(), shoal_value(value)))
         .collect()
 }
 
-fn shoal_key(pk: String, sk: String) -> model::Item {
+fn shoal_key(pk: String, sk: String) -> shoal_model::Item {
     shoal_map(&vec![("pk", Value::S(pk)), ("sk", Value::S(sk))])
 }
 
-fn shoal_shape(items: &[model::Item]) -> ReadShape {
+fn shoal_shape(items: &[shoal_model::Item]) -> ReadShape {
     ReadShape {
         items: items.len(),
         attributes: items.iter().map(|item| item.len()).sum(),
@@ -249,7 +249,7 @@ impl Engine for Database {
     type Update = UpdateItemInput;
     type Get = GetItemInput;
     type Query = QueryRequest;
-    type Key = model::Item;
+    type Key = shoal_model::Item;
 
     fn put_request(item: &Attributes) -> PutItemInput {
         PutItemInput {
@@ -308,7 +308,10 @@ impl Engine for Database {
         shoal_shape(response.items.as_deref().unwrap_or_default())
     }
 
-    fn scan_page(&self, start: Option<model::Item>) -> (ReadShape, Option<model::Item>) {
+    fn scan_page(
+        &self,
+        start: Option<shoal_model::Item>,
+    ) -> (ReadShape, Option<shoal_model::Item>) {
         let response = self
             .scan(ScanRequest {
                 table_name: Some(TABLE.to_string()),
