@@ -79,8 +79,8 @@ pub struct Database {
     pub(crate) locks: Arc<CollectionLocks>,
     /// Running GSI backfills (UpdateTable); resumed at open.
     pub(crate) backfills: crate::table::backfill::Backfills,
-    /// The tree of every table's statistics records (`table::stats`).
-    pub(crate) stats_tree: TreeId,
+    /// Every table's item counts and sizes (`table::stats`).
+    pub(crate) stats: Arc<stats::TableStatistics>,
     /// Recent TransactWriteItems `ClientRequestToken`s (see `table::transact`).
     pub(crate) transaction_tokens: crate::table::transact::TokenTable,
     /// Consumed capacity per table, for monitoring (see `metering`).
@@ -134,7 +134,7 @@ impl Database {
         };
         let database = Database {
             db: Arc::new(db),
-            stats_tree,
+            stats: Arc::new(stats::TableStatistics::new(stats_tree)),
             options,
             catalog: Arc::new(RwLock::new(BTreeMap::new())),
             catalog_change: Arc::new(Mutex::new(())),
@@ -160,12 +160,13 @@ impl Database {
     fn prepare_stats(&self) -> Result<(), ApiError> {
         let tables: Vec<Arc<TableDef>> = self.catalog.read().values().cloned().collect();
         let live: Vec<TreeId> = tables.iter().map(|table| table.tree).collect();
-        stats::remove_orphans(&self.db, self.stats_tree, &live)?;
+        stats::remove_orphans(&self.db, self.stats.tree, &live)?;
         for table in &tables {
-            if !stats::is_maintained(&self.db, self.stats_tree, table)? {
+            if !stats::is_maintained(&self.db, self.stats.tree, table)? {
                 tracing::info!(table = %table.name, "rebuilding the table's statistics");
-                stats::rebuild(&self.db, self.stats_tree, table)?;
+                stats::rebuild(&self.db, self.stats.tree, table)?;
             }
+            self.stats.load(&self.db, table)?;
         }
         Ok(())
     }

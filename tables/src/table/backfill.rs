@@ -46,7 +46,7 @@ use crate::table::index::{self, Projected, HASH_KEY_BYTES_MAX, RANGE_KEY_BYTES_M
 use crate::table::item_codec::decode_item;
 use crate::table::keys::{self, SECTION_BASE};
 use crate::table::locks::{CollectionLocks, STRIPES};
-use crate::table::stats::{self, Counted, StatsDelta};
+use crate::table::stats::{self, Counted, StatsDelta, TableStatistics};
 use shoal_engine::version::VersionEdit;
 use shoal_engine::{Db, DbError, Direction, TreeId, WriteBatch};
 
@@ -105,7 +105,7 @@ impl Drop for Backfills {
 /// What one backfill thread needs of the database (shared, so it outlives a request).
 struct Context {
     db: Arc<Db>,
-    stats_tree: TreeId,
+    stats: Arc<TableStatistics>,
     catalog: Arc<RwLock<Catalog>>,
     catalog_change: Arc<Mutex<()>>,
     locks: Arc<CollectionLocks>,
@@ -138,7 +138,7 @@ impl Database {
     pub(crate) fn start_backfill(&self, table_id: &str, index_tree: TreeId) -> Result<(), DbError> {
         let context = Context {
             db: Arc::clone(&self.db),
-            stats_tree: self.stats_tree,
+            stats: Arc::clone(&self.stats),
             catalog: Arc::clone(&self.catalog),
             catalog_change: Arc::clone(&self.catalog_change),
             locks: Arc::clone(&self.locks),
@@ -343,14 +343,15 @@ fn backfill(context: &Context, target: &Target) -> Result<Outcome, ApiError> {
                 indexed += 1;
             }
         }
-        stats::stage(
+        let added = stats::stage(
             &context.db,
-            context.stats_tree,
+            context.stats.tree,
             &table,
             &counted,
             &mut batch,
         )?;
         context.db.write(batch).map_err(internal)?;
+        context.stats.committed(&table, &added);
         drop(guards);
         items += batch_keys.len() as u64;
         after = Some(last);

@@ -166,7 +166,7 @@ impl Database {
                 report,
             );
         }
-        for problem in stats::verify(&self.db, self.stats_tree, table, snapshot)? {
+        for problem in stats::verify(&self.db, self.stats.tree, table, snapshot)? {
             report.problem(problem);
         }
         Ok(())

@@ -105,7 +105,7 @@ impl Database {
         // Its statistics are complete (empty) from the start: marked before any writer can
         // see the table. A crash before this leaves a table the next open rebuilds.
         let mut batch = WriteBatch::new();
-        stats::mark_maintained(self.stats_tree, &table, &mut batch)?;
+        stats::mark_maintained(self.stats.tree, &table, &mut batch)?;
         self.db.write(batch).map_err(internal)?;
         self.reload_catalog().map_err(internal)?;
         Ok(CreateTableResponse {
@@ -113,10 +113,10 @@ impl Database {
         })
     }
 
-    /// The sizes of `table` and its indexes: the sum of its statistics records
-    /// (`table::stats`), at most one per collection-lock stripe whatever the table's size.
+    /// The sizes of `table` and its indexes, as of the last committed write: the sums of
+    /// its statistics records, kept in memory (`table::stats`).
     pub fn table_stats(&self, table: &TableDef) -> Result<TableStats, ApiError> {
-        stats::read(&self.db, self.stats_tree, table, None)
+        Ok(self.stats.of(table))
     }
 
     /// DescribeTable.
@@ -200,8 +200,9 @@ impl Database {
         // The records go after the table: a crash between leaves records of no table, which
         // the next open removes.
         let mut batch = WriteBatch::new();
-        stats::remove_all(self.stats_tree, table.tree, &mut batch)?;
+        stats::remove_all(self.stats.tree, table.tree, &mut batch)?;
         self.db.write(batch).map_err(internal)?;
+        self.stats.forget(table.tree);
         let mut description = describe(&table, &stats, "DELETING");
         description.key_schema = None;
         description.attribute_definitions = None;

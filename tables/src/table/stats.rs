@@ -6,9 +6,13 @@
 //! (table, collection-lock stripe). A write of a table commits the new record of its
 //! stripe in the same batch as its items and index entries: the record is read under the
 //! stripe's collection lock, which every writer of that stripe holds (`table::locks`), and
-//! the write's deltas are added. A table's figures are the sum of its records, at most
-//! [`STRIPES`] of them whatever the table's size. Striping keeps unrelated writers from
-//! meeting on one record, as they do not meet on one lock.
+//! the write's deltas are added. A table's figures are the sum of its records. Striping
+//! keeps unrelated writers from meeting on one record, as they do not meet on one lock.
+//!
+//! DescribeTable reads none of them: [`TableStatistics`] keeps each table's sums in memory,
+//! loaded from the records when the database opens and moved by every committed write, so
+//! answering costs the same whatever the table's size and however many versions of the
+//! records the LSM still holds. The records are what survives a crash.
 //!
 //! What is counted: for the table, its items; for each index, its entries. Sizes are
 //! DynamoDB item sizes (`shoal_model::item_size_bytes`) of each item or entry, without the
@@ -43,8 +47,10 @@
 //! again under the same name gets a new tree, so stale counts cannot carry over. Entries of
 //! indexes a table no longer has are dropped when their record is next written.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
+
+use parking_lot::Mutex;
 
 use shoal_engine::{Db, Direction, Snapshot, TreeId, WriteBatch};
 use shoal_model::ApiError;
@@ -99,6 +105,10 @@ impl TableStats {
     }
 }
 
+/// Entry count and size (bytes) per table or index: what a delta, a record and a table's
+/// sums hold.
+type Sums = BTreeMap<Counted, (i64, i64)>;
+
 /// What a statistics entry counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Counted {
@@ -140,7 +150,7 @@ impl Counted {
 /// Changes in entry count and size, per table or index.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StatsDelta {
-    counts: BTreeMap<Counted, (i64, i64)>,
+    counts: Sums,
 }
 
 impl StatsDelta {
@@ -176,10 +186,86 @@ impl StatsDelta {
     }
 }
 
+/// The statistics tree and every open table's sums, kept in memory from the records.
+#[derive(Debug)]
+pub struct TableStatistics {
+    /// The tree holding every table's records.
+    pub tree: TreeId,
+    /// Per table (by its tree): the sum of its records as of the last committed write.
+    sums: Mutex<HashMap<TreeId, Sums>>,
+}
+
+impl TableStatistics {
+    pub fn new(tree: TreeId) -> TableStatistics {
+        TableStatistics {
+            tree,
+            sums: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Loads `table`'s sums from its records (at open, and after a rebuild).
+    pub fn load(&self, db: &Db, table: &TableDef) -> Result<(), ApiError> {
+        let sums = sum_records(db, self.tree, table, None)?;
+        self.sums.lock().insert(table.tree, sums);
+        Ok(())
+    }
+
+    /// Moves `table`'s sums by a delta whose records were just committed.
+    pub fn committed(&self, table: &TableDef, delta: &StatsDelta) {
+        if delta.is_empty() {
+            return;
+        }
+        let mut sums = self.sums.lock();
+        let table_sums = sums.entry(table.tree).or_default();
+        for (counted, (items, bytes)) in &delta.counts {
+            let slot = table_sums.entry(*counted).or_default();
+            slot.0 += items;
+            slot.1 += bytes;
+        }
+    }
+
+    /// Forgets a deleted table's sums.
+    pub fn forget(&self, table_tree: TreeId) {
+        self.sums.lock().remove(&table_tree);
+    }
+
+    /// `table`'s figures as of the last committed write.
+    pub fn of(&self, table: &TableDef) -> TableStats {
+        let sums = self.sums.lock();
+        let empty = BTreeMap::new();
+        figures(table, sums.get(&table.tree).unwrap_or(&empty))
+    }
+}
+
+/// A table's figures from its sums (indexes it no longer has are left out).
+fn figures(table: &TableDef, sums: &Sums) -> TableStats {
+    let size = |counted: Counted| {
+        let (items, bytes) = sums.get(&counted).copied().unwrap_or_default();
+        // Negative sums would be a broken invariant; `check` reports it, readers see 0.
+        SizeStats {
+            item_count: u64::try_from(items).unwrap_or(0),
+            size_bytes: u64::try_from(bytes).unwrap_or(0),
+        }
+    };
+    TableStats {
+        table: size(Counted::Table),
+        local_indexes: table
+            .local_indexes
+            .iter()
+            .map(|l| size(Counted::Local(l.section)))
+            .collect(),
+        global_indexes: table
+            .global_indexes
+            .iter()
+            .map(|g| size(Counted::Global(g.tree)))
+            .collect(),
+    }
+}
+
 /// The record of one (table, stripe): counts per table or index.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StatsRecord {
-    counts: BTreeMap<Counted, (i64, i64)>,
+    counts: Sums,
 }
 
 impl StatsRecord {
@@ -277,7 +363,8 @@ pub fn stage(
     table: &TableDef,
     deltas: &BTreeMap<u16, StatsDelta>,
     batch: &mut WriteBatch,
-) -> Result<(), ApiError> {
+) -> Result<StatsDelta, ApiError> {
+    let mut total = StatsDelta::default();
     for (stripe, delta) in deltas {
         if delta.is_empty() {
             continue;
@@ -295,17 +382,18 @@ pub fn stage(
                 .put(stats_tree, &key, &after.encode())
                 .map_err(internal)?;
         }
+        total.merge(delta);
     }
-    Ok(())
+    Ok(total)
 }
 
 /// The sum of `table`'s records, as of `snapshot` (or now).
-pub fn read(
+fn sum_records(
     db: &Db,
     stats_tree: TreeId,
     table: &TableDef,
     snapshot: Option<&Snapshot>,
-) -> Result<TableStats, ApiError> {
+) -> Result<Sums, ApiError> {
     let lower = record_key(table.tree, 0);
     let upper = record_key(table.tree, MAINTAINED_MARKER_STRIPE);
     let mut cursor = db
@@ -317,7 +405,7 @@ pub fn read(
             snapshot,
         )
         .map_err(internal)?;
-    let mut sums: BTreeMap<Counted, (i64, i64)> = BTreeMap::new();
+    let mut sums: Sums = BTreeMap::new();
     while cursor.advance().map_err(internal)? {
         let record = StatsRecord::decode(cursor.value()).map_err(internal)?;
         for (counted, (items, bytes)) in record.counts {
@@ -326,27 +414,9 @@ pub fn read(
             slot.1 += bytes;
         }
     }
-    let size = |counted: Counted| {
-        let (items, bytes) = sums.get(&counted).copied().unwrap_or_default();
-        // Negative sums would be a broken invariant; `check` reports it, readers see 0.
-        SizeStats {
-            item_count: u64::try_from(items).unwrap_or(0),
-            size_bytes: u64::try_from(bytes).unwrap_or(0),
-        }
-    };
-    Ok(TableStats {
-        table: size(Counted::Table),
-        local_indexes: table
-            .local_indexes
-            .iter()
-            .map(|l| size(Counted::Local(l.section)))
-            .collect(),
-        global_indexes: table
-            .global_indexes
-            .iter()
-            .map(|g| size(Counted::Global(g.tree)))
-            .collect(),
-    })
+    // Counts of indexes the table no longer has are left out.
+    sums.retain(|counted, _| counted.exists_in(table));
+    Ok(sums)
 }
 
 /// Whether `table`'s records are complete (kept since its creation, or rebuilt).
@@ -489,34 +559,6 @@ pub fn verify(
         }
     }
     Ok(problems)
-}
-
-/// Sums recomputed per-stripe deltas into a table's figures.
-pub fn total(table: &TableDef, by_stripe: &BTreeMap<u16, StatsDelta>) -> TableStats {
-    let mut record = StatsRecord::default();
-    for delta in by_stripe.values() {
-        record = record.apply(delta, table);
-    }
-    let size = |counted: Counted| {
-        let (items, bytes) = record.counts.get(&counted).copied().unwrap_or_default();
-        SizeStats {
-            item_count: u64::try_from(items).unwrap_or(0),
-            size_bytes: u64::try_from(bytes).unwrap_or(0),
-        }
-    };
-    TableStats {
-        table: size(Counted::Table),
-        local_indexes: table
-            .local_indexes
-            .iter()
-            .map(|l| size(Counted::Local(l.section)))
-            .collect(),
-        global_indexes: table
-            .global_indexes
-            .iter()
-            .map(|g| size(Counted::Global(g.tree)))
-            .collect(),
-    }
 }
 
 /// The size an item or index entry counts for: its DynamoDB item size.

@@ -607,6 +607,7 @@ impl Database {
             }
         }
         let mut records = Vec::with_capacity(groups.len());
+        let mut stats_deltas = Vec::with_capacity(groups.len());
         for (table, plans) in groups {
             records.push(self.stage_collections(
                 table,
@@ -614,10 +615,13 @@ impl Database {
                 &mut batch,
                 collection_sizes_wanted,
             )?);
-            self.stage_stats(table, plans, &mut batch)?;
+            stats_deltas.push(self.stage_stats(table, plans, &mut batch)?);
         }
         if !batch.is_empty() {
             self.db.write(batch).map_err(internal)?;
+        }
+        for ((table, _), delta) in groups.iter().zip(&stats_deltas) {
+            self.stats.committed(table, delta);
         }
         Ok(records)
     }
@@ -659,14 +663,14 @@ impl Database {
     }
 
     /// Adds the new statistics records of the stripes `plans` write to `batch`
-    /// (`table::stats`). The entries of a CREATING GSI are counted by reading them: an item
-    /// not yet backfilled has none to delete or overwrite.
+    /// (`table::stats`), and returns what they add up to. The entries of a CREATING GSI are
+    /// counted by reading them: an item not yet backfilled has none to delete or overwrite.
     fn stage_stats(
         &self,
         table: &TableDef,
         plans: &[&WritePlan],
         batch: &mut WriteBatch,
-    ) -> Result<(), ApiError> {
+    ) -> Result<StatsDelta, ApiError> {
         let mut by_stripe: BTreeMap<u16, StatsDelta> = BTreeMap::new();
         for plan in plans {
             let mut delta = plan.stats.clone();
@@ -700,7 +704,7 @@ impl Database {
                 by_stripe.entry(stripe).or_default().merge(&delta);
             }
         }
-        stats::stage(&self.db, self.stats_tree, table, &by_stripe, batch)
+        stats::stage(&self.db, self.stats.tree, table, &by_stripe, batch)
     }
 
     /// Adds the new collection records of `plans` to `batch` after checking the cap.
