@@ -1,13 +1,12 @@
-//! Runs every acceptance scenario in `../shared/scenarios` through `Database::execute`, each
-//! on a fresh in-memory database (see that folder's README.md). A scenario that uses an
+//! Runs every acceptance scenario through `Database::execute`, each on a fresh in-memory
+//! database: the repository's own `tests/scenarios` always, and `../shared/scenarios` too when
+//! it is beside the repository (format: `tests/scenarios/README.md`). A scenario that uses an
 //! operation the engine does not support yet is reported as skipped, naming the operation;
 //! every other scenario must pass.
 
 mod scenario_runner;
 
-use std::path::Path;
-
-use scenario_runner::{load_scenarios, run_scenario, Outcome, Scenario};
+use scenario_runner::{run_scenario, scenarios_to_run, Outcome, Scenario};
 use serde_json::{json, Value};
 use shoal::tables::{Database, Durability, Options};
 
@@ -58,26 +57,26 @@ fn run(scenario: &Scenario) -> Outcome {
 
 #[test]
 fn every_scenario_passes_or_is_skipped() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/scenarios");
-    let scenarios = load_scenarios(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let (scenarios, summary) = scenarios_to_run().unwrap_or_else(|e| panic!("{e}"));
+    println!("{summary}");
     let (mut passed, mut failed, mut skipped) = (0, 0, 0);
     for scenario in &scenarios {
         match run(scenario) {
             Outcome::Passed => {
                 passed += 1;
-                println!("PASS {}", scenario.name);
+                println!("PASS {}", scenario.title());
             }
             Outcome::Failed(reason) => {
                 failed += 1;
                 println!(
                     "FAIL {} ({}): {reason}",
-                    scenario.name,
+                    scenario.title(),
                     scenario.path.display()
                 );
             }
             Outcome::Skipped(operations) => {
                 skipped += 1;
-                println!("SKIP {}: uses {}", scenario.name, operations.join(", "));
+                println!("SKIP {}: uses {}", scenario.title(), operations.join(", "));
             }
         }
     }
@@ -92,6 +91,7 @@ fn every_scenario_passes_or_is_skipped() {
 fn scenario_options_map_onto_engine_options() {
     let scenario = |options: Value| Scenario {
         name: "t".to_string(),
+        folder: "tests/scenarios".to_string(),
         path: "t.json".into(),
         options: options.as_object().unwrap().clone(),
         steps: Vec::new(),

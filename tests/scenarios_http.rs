@@ -1,16 +1,16 @@
-//! The acceptance scenarios of `../shared/scenarios` again, over real HTTP: each scenario
-//! gets its own `shoal serve --in-memory` process, and every step is a signed-shape POST
-//! with DynamoDB's headers, so the wire layer (routing, error bodies, CRC, status codes) is
-//! held to the same expectations as the engine.
+//! The acceptance scenarios again (`tests/scenarios`, and `../shared/scenarios` when it is
+//! beside the repository), over real HTTP: each scenario gets its own `shoal serve
+//! --in-memory` process, and every step is a signed-shape POST with DynamoDB's headers, so the
+//! wire layer (routing, error bodies, CRC, status codes) is held to the same expectations as
+//! the engine.
 
 mod scenario_runner;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use scenario_runner::{load_scenarios, run_scenario, Outcome, Scenario};
+use scenario_runner::{run_scenario, scenarios_to_run, Outcome, Scenario};
 use serde_json::Value;
 
 /// A dummy SigV4 header: the server (like DynamoDB Local) checks its shape, not the signature.
@@ -148,24 +148,28 @@ fn run(scenario: &Scenario) -> Outcome {
 
 #[test]
 fn every_scenario_passes_over_http_or_is_skipped() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/scenarios");
-    let scenarios = load_scenarios(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let (scenarios, summary) = scenarios_to_run().unwrap_or_else(|e| panic!("{e}"));
+    println!("{summary}");
     let (mut passed, mut failed, mut skipped) = (0, 0, 0);
     for scenario in &scenarios {
         match run(scenario) {
             Outcome::Passed => {
                 passed += 1;
-                println!("PASS {} (http)", scenario.name);
+                println!("PASS {} (http)", scenario.title());
             }
             Outcome::Failed(reason) => {
                 failed += 1;
-                println!("FAIL {} (http): {reason}", scenario.name);
+                println!(
+                    "FAIL {} (http, {}): {reason}",
+                    scenario.title(),
+                    scenario.path.display()
+                );
             }
             Outcome::Skipped(operations) => {
                 skipped += 1;
                 println!(
                     "SKIP {} (http): uses {}",
-                    scenario.name,
+                    scenario.title(),
                     operations.join(", ")
                 );
             }

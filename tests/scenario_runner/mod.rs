@@ -1,7 +1,9 @@
-//! Runs the acceptance scenarios of `../shared/scenarios` (format: that folder's README.md)
-//! against any executor of DynamoDB operations: `Database::execute` in-process today, the
-//! HTTP server later. Nothing here knows about the engine.
+//! Runs acceptance scenarios (format: `tests/scenarios/README.md`) against any executor of
+//! DynamoDB operations: `Database::execute` in-process, or the HTTP server. Nothing here
+//! knows about the engine.
 //!
+//! - [`scenarios_to_run`] gathers the repository's own `tests/scenarios` and, when it is
+//!   beside the repository, `../shared/scenarios`;
 //! - [`load_scenarios`] reads every `*.json` of a folder;
 //! - [`run_scenario`] drives one scenario's steps through an [`Executor`];
 //! - [`match_value`] is the README's matching rule (subset matching of objects, arrays
@@ -35,10 +37,19 @@ const PAGES_MAX: usize = 1000;
 const POLL_TIMEOUT_DEFAULT_MS: u64 = 30_000;
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
 
+/// The repository's own scenarios, relative to the manifest directory: always run.
+pub const OWN_FOLDER: &str = "tests/scenarios";
+/// The project's shared scenarios, relative to the manifest directory: run when present.
+pub const SHARED_FOLDER: &str = "../shared/scenarios";
+/// Set to `1` (CI does) to make a missing or empty shared folder a failure, not a skip.
+pub const REQUIRE_SHARED_VARIABLE: &str = "SHOAL_REQUIRE_SHARED_SCENARIOS";
+
 /// One scenario file.
 #[derive(Debug, Clone)]
 pub struct Scenario {
     pub name: String,
+    /// The folder it was read from, as named in output (`tests/scenarios`, ...).
+    pub folder: String,
     pub path: PathBuf,
     pub options: Map<String, Value>,
     pub steps: Vec<Value>,
@@ -51,6 +62,68 @@ pub enum Outcome {
     Failed(String),
     /// The scenario uses operations the executor does not support (named).
     Skipped(Vec<String>),
+}
+
+impl Scenario {
+    /// The name with the folder it came from, for output: `tests/scenarios/lsi-recipe-projections`.
+    pub fn title(&self) -> String {
+        format!("{}/{}", self.folder, self.name)
+    }
+}
+
+/// Every scenario the tests run, for the crate at `env!("CARGO_MANIFEST_DIR")`, with
+/// [`REQUIRE_SHARED_VARIABLE`] read from the environment. Also returns a line saying what was
+/// found, to print.
+pub fn scenarios_to_run() -> Result<(Vec<Scenario>, String), String> {
+    let require_shared = std::env::var(REQUIRE_SHARED_VARIABLE).is_ok_and(|v| v == "1");
+    collect_scenarios(Path::new(env!("CARGO_MANIFEST_DIR")), require_shared)
+}
+
+/// [`OWN_FOLDER`] under `root` always (missing or empty is an error), then [`SHARED_FOLDER`]
+/// when it holds scenarios. A missing or empty shared folder is skipped, or an error when
+/// `require_shared` is set.
+pub fn collect_scenarios(
+    root: &Path,
+    require_shared: bool,
+) -> Result<(Vec<Scenario>, String), String> {
+    let mut scenarios = load_folder(root, OWN_FOLDER)?;
+    let own = scenarios.len();
+    let shared_dir = root.join(SHARED_FOLDER);
+    let shared_present = std::fs::read_dir(&shared_dir).is_ok_and(|entries| {
+        entries
+            .filter_map(Result::ok)
+            .any(|e| e.path().extension().is_some_and(|ext| ext == "json"))
+    });
+    let summary = if shared_present {
+        let shared = load_folder(root, SHARED_FOLDER)?;
+        let line = format!(
+            "{own} scenario(s) from {OWN_FOLDER}, {} from {SHARED_FOLDER}",
+            shared.len()
+        );
+        scenarios.extend(shared);
+        line
+    } else if require_shared {
+        return Err(format!(
+            "{REQUIRE_SHARED_VARIABLE}=1 but {} is missing or holds no *.json scenarios: \
+             the project's shared scenarios must sit beside the repository (CI puts them there)",
+            shared_dir.display()
+        ));
+    } else {
+        format!(
+            "{own} scenario(s) from {OWN_FOLDER}; {SHARED_FOLDER} is not beside the repository \
+             (or holds no scenarios), so only those run (set {REQUIRE_SHARED_VARIABLE}=1 to \
+             require it)"
+        )
+    };
+    Ok((scenarios, summary))
+}
+
+fn load_folder(root: &Path, folder: &str) -> Result<Vec<Scenario>, String> {
+    let mut scenarios = load_scenarios(&root.join(folder))?;
+    for scenario in &mut scenarios {
+        scenario.folder = folder.to_string();
+    }
+    Ok(scenarios)
 }
 
 /// Reads every `*.json` in `dir`, sorted by file name. A missing or empty folder, or a file
@@ -88,8 +161,13 @@ fn load_scenario(path: &Path) -> Result<Scenario, String> {
         .and_then(Value::as_array)
         .ok_or_else(|| format!("{}: no \"steps\" array", path.display()))?
         .clone();
+    let folder = path
+        .parent()
+        .map(|dir| dir.display().to_string())
+        .unwrap_or_default();
     Ok(Scenario {
         name,
+        folder,
         path: path.to_path_buf(),
         options,
         steps,
@@ -603,6 +681,64 @@ fn brief(value: &Value) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A repository root at `root/repo` with `own` scenarios, and `shared` of them in
+    /// `root/shared/scenarios` (`None`: no shared folder at all).
+    fn layout(own: usize, shared: Option<usize>) -> (tempfile::TempDir, PathBuf) {
+        let root = tempfile::tempdir().unwrap();
+        let repo = root.path().join("repo");
+        let write = |dir: &Path, count: usize, prefix: &str| {
+            std::fs::create_dir_all(dir).unwrap();
+            for i in 0..count {
+                let scenario = json!({"name": format!("{prefix}{i}"), "steps": []});
+                std::fs::write(dir.join(format!("{prefix}{i}.json")), scenario.to_string())
+                    .unwrap();
+            }
+        };
+        write(&repo.join(OWN_FOLDER), own, "own");
+        if let Some(count) = shared {
+            write(&root.path().join("shared/scenarios"), count, "shared");
+        }
+        (root, repo)
+    }
+
+    #[test]
+    fn own_scenarios_always_run_and_shared_ones_when_present() {
+        let (_root, repo) = layout(2, None);
+        let (scenarios, summary) = collect_scenarios(&repo, false).unwrap();
+        assert_eq!(scenarios.len(), 2);
+        assert!(summary.contains("not beside"), "{summary}");
+        assert_eq!(scenarios[0].title(), "tests/scenarios/own0");
+
+        let (_root, repo) = layout(2, Some(3));
+        let (scenarios, summary) = collect_scenarios(&repo, true).unwrap();
+        let titles: Vec<String> = scenarios.iter().map(Scenario::title).collect();
+        assert_eq!(
+            titles,
+            [
+                "tests/scenarios/own0",
+                "tests/scenarios/own1",
+                "../shared/scenarios/shared0",
+                "../shared/scenarios/shared1",
+                "../shared/scenarios/shared2"
+            ]
+        );
+        assert!(summary.contains("3 from ../shared/scenarios"), "{summary}");
+    }
+
+    #[test]
+    fn a_required_shared_folder_that_is_missing_or_empty_fails() {
+        for shared in [None, Some(0)] {
+            let (_root, repo) = layout(1, shared);
+            let error = collect_scenarios(&repo, true).unwrap_err();
+            assert!(error.contains(REQUIRE_SHARED_VARIABLE), "{error}");
+            assert!(error.contains("missing or holds no"), "{error}");
+            assert_eq!(collect_scenarios(&repo, false).unwrap().0.len(), 1);
+        }
+        let (_root, repo) = layout(0, Some(1));
+        let error = collect_scenarios(&repo, false).unwrap_err();
+        assert!(error.contains("no *.json scenarios"), "{error}");
+    }
 
     #[test]
     fn objects_match_as_subsets_and_numbers_numerically() {
