@@ -116,13 +116,19 @@ impl Database {
         Database::open_with_fs(shoal_vfs::RealFs::shared(), path, options)
     }
 
-    /// Opens a datastore that lives only in memory (nothing survives the process).
+    /// Opens a datastore that lives only in memory (nothing survives the process), with
+    /// default options: what a test suite opens once per test.
+    pub fn in_memory() -> Result<Database, DbError> {
+        Database::open_in_memory(Options::default())
+    }
+
+    /// Opens a datastore that lives only in memory (nothing survives the process). Its
+    /// files are in a `MemFs`, which holds each SSTable once and keeps no bytes of the
+    /// write-ahead log: nothing will ever replay it.
     pub fn open_in_memory(options: Options) -> Result<Database, DbError> {
-        Database::open_with_fs(
-            shoal_vfs::sim::SimFs::new().fs(),
-            Path::new("/shoal"),
-            options,
-        )
+        let dir = Path::new("/shoal");
+        let fs = shoal_vfs::mem::MemFs::discarding(vec![dir.join(shoal_engine::db::WAL_DIR_NAME)]);
+        Database::open_with_fs(fs.fs(), dir, options)
     }
 
     /// Opens the datastore in `path` through `fs` (fault-injection tests use `SimFs`).

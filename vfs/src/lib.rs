@@ -29,6 +29,7 @@ mod direct;
 mod file_calls;
 #[cfg(target_os = "linux")]
 mod mapped;
+pub mod mem;
 mod real;
 pub mod sim;
 
