@@ -60,6 +60,17 @@ pub trait WritableFile: Send + Sync {
             "set_len is not supported by this file",
         ))
     }
+    /// Writes `data` at `offset` without moving the write position: how a WAL segment is
+    /// zero-filled ahead of its writer, a step at a time. Not durable until `sync_data`;
+    /// like every write, serialised with the others by the caller. The default refuses:
+    /// files written only front to back need not support it.
+    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        let _ = (offset, data);
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "write_at is not supported by this file",
+        ))
+    }
     /// Asks the OS to start writing `len` bytes from `offset` to the device now, without
     /// waiting (Linux `sync_file_range(SYNC_FILE_RANGE_WRITE)`; a no-op elsewhere): a hint
     /// that makes a later `sync_data` find less to write. Durability is unchanged, so the

@@ -136,6 +136,13 @@ struct MemWritable {
 impl WritableFile for MemWritable {
     fn write_all(&self, data: &[u8]) -> io::Result<()> {
         let position = self.position.load(Ordering::Acquire);
+        self.write_at(position, data)?;
+        self.position
+            .store(position + data.len() as u64, Ordering::Release);
+        Ok(())
+    }
+
+    fn write_at(&self, position: u64, data: &[u8]) -> io::Result<()> {
         let end = position + data.len() as u64;
         if self.file.discards {
             self.file.discarded_len.fetch_max(end, Ordering::AcqRel);
@@ -152,7 +159,6 @@ impl WritableFile for MemWritable {
             bytes[start..start + overlap].copy_from_slice(&data[..overlap]);
             bytes.extend_from_slice(&data[overlap..]);
         }
-        self.position.store(end, Ordering::Release);
         Ok(())
     }
 

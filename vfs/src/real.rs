@@ -34,6 +34,10 @@ impl WritableFile for RealWritable {
         Ok(())
     }
 
+    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        std::os::unix::fs::FileExt::write_all_at(&self.file, data, offset)
+    }
+
     fn sync_data(&self) -> io::Result<()> {
         self.file.sync_data()
     }

@@ -364,9 +364,16 @@ impl SimWritable {
 
 impl WritableFile for SimWritable {
     fn write_all(&self, data: &[u8]) -> io::Result<()> {
+        let start = self.position.load(AtomicOrdering::Relaxed);
+        self.write_at(start, data)?;
+        self.position
+            .store(start + data.len() as u64, AtomicOrdering::Relaxed);
+        Ok(())
+    }
+
+    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
         let mut state = self.lock_for_change("write")?;
-        let start = usize::try_from(self.position.load(AtomicOrdering::Relaxed))
-            .map_err(io::Error::other)?;
+        let start = usize::try_from(offset).map_err(io::Error::other)?;
         let end = start + data.len();
         let inode = state.inode_mut(self.inode)?;
         if inode.current.len() < end {
@@ -378,7 +385,6 @@ impl WritableFile for SimWritable {
             None => (start, end),
         });
         state.counters.bytes_written += data.len() as u64;
-        self.position.store(end as u64, AtomicOrdering::Relaxed);
         Ok(())
     }
 

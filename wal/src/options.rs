@@ -33,9 +33,10 @@ pub struct WalOptions {
     pub record_bytes_max: usize,
     /// A leader stops adding members to its group past this many bytes.
     pub group_bytes_max: usize,
-    /// Fill new segments with zeros up to `segment_size_bytes` when creating them, so that
-    /// commits overwrite allocated blocks and fdatasync needs no metadata update. Costs one
-    /// write of `segment_size_bytes` per new segment (not for recycled ones). Ignored with
+    /// Fill new segments with zeros up to `segment_size_bytes` (ahead of the writer, a step at
+    /// a time: [`WalOptions::preallocate_first_bytes`]), so that commits overwrite allocated
+    /// blocks and fdatasync needs no metadata update. Costs one write of
+    /// `segment_size_bytes` per new segment (not for recycled ones). Ignored with
     /// [`Durability::None`], which never fdatasyncs a commit (see
     /// [`WalOptions::preallocate_bytes`]).
     pub preallocate_segments: bool,
@@ -62,6 +63,11 @@ impl Default for WalOptions {
     }
 }
 
+/// The first zero-fill of a fresh segment, and the smallest later one.
+pub const PREALLOCATE_STEP_MIN_BYTES: u64 = 1 << 20;
+/// The largest zero-fill of a segment at once.
+pub const PREALLOCATE_STEP_MAX_BYTES: u64 = 8 << 20;
+
 /// The smallest interval mode accepts: below it the sync thread would just spin.
 const INTERVAL_MIN: Duration = Duration::from_millis(1);
 
@@ -75,6 +81,33 @@ impl WalOptions {
         } else {
             0
         }
+    }
+
+    /// Bytes of zeros a fresh segment starts with. A segment written with plain writes
+    /// (`Sync`) starts with one [`PREALLOCATE_STEP_MIN_BYTES`] step and is zero-filled
+    /// further, a step at a time, as its writer nears the end of what is filled
+    /// (`Log::write_group`): a new data directory holds a megabyte of WAL, not a whole
+    /// segment, and the bytes written in all are the same. A mapped segment is filled whole
+    /// before it is mapped (a mapping cannot be written past that way).
+    pub fn preallocate_first_bytes(&self) -> u64 {
+        if self.mapped_bytes() > 0 {
+            self.preallocate_bytes()
+        } else {
+            self.preallocate_bytes().min(PREALLOCATE_STEP_MIN_BYTES)
+        }
+    }
+
+    /// How far past `allocated_bytes` the next zero-fill of a segment reaches: double what is
+    /// filled, by at least [`PREALLOCATE_STEP_MIN_BYTES`] and at most
+    /// [`PREALLOCATE_STEP_MAX_BYTES`] (one fill of a few MiB keeps the pause it puts on a
+    /// commit short), never past [`WalOptions::preallocate_bytes`], and at least to
+    /// `needed_bytes` unless that is past the segment's size.
+    pub fn preallocate_next_bytes(&self, allocated_bytes: u64, needed_bytes: u64) -> u64 {
+        let step = allocated_bytes.clamp(PREALLOCATE_STEP_MIN_BYTES, PREALLOCATE_STEP_MAX_BYTES);
+        let needed = needed_bytes.next_multiple_of(PREALLOCATE_STEP_MIN_BYTES);
+        (allocated_bytes + step)
+            .max(needed)
+            .min(self.preallocate_bytes())
     }
 
     /// Bytes of each segment written through a memory mapping (0: none, plain writes). A

@@ -207,7 +207,8 @@ pub fn recover<E: From<WalError>>(
         });
     let number = number_max + 1;
     let source = SegmentSource::next(&mut recycled);
-    let file = start_segment(fs, dir, number, source, options, next_seq, predecessor)?;
+    let (file, allocated_bytes) =
+        start_segment(fs, dir, number, source, options, next_seq, predecessor)?;
     let position = file.position();
     live.push_back(LiveSegment {
         number,
@@ -221,6 +222,7 @@ pub fn recover<E: From<WalError>>(
         position,
         synced_offset: position,
         writeback_offset: position,
+        allocated_bytes,
         has_batches: false,
         next_seq,
         buffer: Vec::new(),

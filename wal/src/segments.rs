@@ -104,8 +104,8 @@ impl SegmentCatalog {
 pub enum SegmentSource {
     /// Rename this recycled file (its old number) and overwrite it in place.
     Recycled(u64),
-    /// Create a new file: zero-filled to [`WalOptions::preallocate_bytes`], or allocated and
-    /// mapped to [`WalOptions::mapped_bytes`].
+    /// Create a new file: zero-filled to [`WalOptions::preallocate_first_bytes`], or
+    /// allocated and mapped to [`WalOptions::mapped_bytes`].
     Fresh,
 }
 
@@ -128,7 +128,8 @@ pub struct Predecessor {
 
 /// Starts segment `number`: its file exists, its header record is written and fdatasynced and
 /// the directory is fsynced, so the segment is durable before any batch goes into it. Returns
-/// the handle positioned after the header. Segments are written through a memory mapping
+/// the handle positioned after the header, and how many bytes of the file are durably
+/// allocated (zero-filled, or a recycled file's old bytes) for writes to overwrite. Segments are written through a memory mapping
 /// when [`WalOptions::mapped_bytes`] says so (recycled ones too: their pages are usually
 /// still cached, so a store into one needs no new page).
 pub fn start_segment(
@@ -139,7 +140,7 @@ pub fn start_segment(
     options: &WalOptions,
     first_seq: u64,
     predecessor: Predecessor,
-) -> Result<Arc<dyn WritableFile>, WalError> {
+) -> Result<(Arc<dyn WritableFile>, u64), WalError> {
     let path = segment_path(dir, number);
     let mapped_bytes = options.mapped_bytes();
     match source {
@@ -154,7 +155,7 @@ pub fn start_segment(
             let file = fs
                 .create(&path)
                 .map_err(|source| WalError::io("create", &path, source))?;
-            preallocate(file.as_ref(), options.preallocate_bytes())
+            preallocate(file.as_ref(), options.preallocate_first_bytes())
                 .map_err(|source| WalError::io("preallocate", &path, source))?;
         }
     }
@@ -179,7 +180,36 @@ pub fn start_segment(
         .map_err(|source| WalError::io("fdatasync", &path, source))?;
     fs.sync_dir(dir)
         .map_err(|source| WalError::io("fsync directory", dir, source))?;
-    Ok(Arc::from(file))
+    let allocated_bytes = fs
+        .file_size(&path)
+        .map_err(|source| WalError::io("size of", &path, source))?;
+    Ok((Arc::from(file), allocated_bytes))
+}
+
+/// Zero-fills `file` (segment `path`) from `from_bytes` to `to_bytes` without moving its
+/// write position, and fdatasyncs it: afterwards commits into that range overwrite allocated
+/// blocks whose size is on disk, so their fdatasyncs write data alone. Only past the data:
+/// the caller's write position is at or below `from_bytes`.
+pub fn extend_preallocation(
+    file: &dyn WritableFile,
+    path: &Path,
+    from_bytes: u64,
+    to_bytes: u64,
+) -> Result<(), WalError> {
+    debug_assert!(
+        file.position() <= from_bytes,
+        "zeros never go over written records"
+    );
+    let zeros = vec![0u8; PREALLOCATE_CHUNK_BYTES];
+    let mut offset = from_bytes;
+    while offset < to_bytes {
+        let chunk = (to_bytes - offset).min(PREALLOCATE_CHUNK_BYTES as u64);
+        file.write_at(offset, &zeros[..chunk as usize])
+            .map_err(|source| WalError::io("preallocate", path, source))?;
+        offset += chunk;
+    }
+    file.sync_data()
+        .map_err(|source| WalError::io("fdatasync", path, source))
 }
 
 fn preallocate(file: &dyn WritableFile, size_bytes: u64) -> std::io::Result<()> {

@@ -11,8 +11,8 @@ use shoal_vfs::{Fs, WritableFile};
 
 use crate::format::{encode_record, RecordHeader, RecordKind, HEADER_BYTES};
 use crate::segments::{
-    recycled_path, segment_path, start_segment, LiveSegment, Predecessor, SegmentCatalog,
-    SegmentSource,
+    extend_preallocation, recycled_path, segment_path, start_segment, LiveSegment, Predecessor,
+    SegmentCatalog, SegmentSource,
 };
 use crate::{Durability, WalError, WalOptions, WalStats};
 
@@ -35,6 +35,10 @@ pub struct SegmentWriter {
     /// Offset up to which write-back to the device has been started (see
     /// [`Log::start_writeback`]).
     pub writeback_offset: u64,
+    /// Bytes of the file durably allocated for writes to overwrite (zero-filled, or a
+    /// recycled segment's old bytes): a write past it extends the file, whose fdatasync must
+    /// then record the new size too.
+    pub allocated_bytes: u64,
     pub has_batches: bool,
     /// Sequence number the next batch gets.
     pub next_seq: u64,
@@ -140,6 +144,12 @@ impl Log {
             let rotated = self.rotate(writer);
             self.poison_on_error(rotated)?;
         }
+        let end = writer.position.saturating_add(group_bytes);
+        if end > writer.allocated_bytes && writer.allocated_bytes < self.options.preallocate_bytes()
+        {
+            let extended = self.extend_preallocation(writer, end);
+            self.poison_on_error(extended)?;
+        }
         let first_seq = writer.next_seq;
         let mut next_seq = first_seq;
         writer.buffer.clear();
@@ -213,6 +223,40 @@ impl Log {
         writer.writeback_offset = end;
     }
 
+    /// Zero-fills the segment ahead of its writer so that the group ending at `end_bytes`,
+    /// and the groups after it, overwrite allocated blocks (see
+    /// [`WalOptions::preallocate_first_bytes`]). Only for plain, unmapped segments: a mapped
+    /// one was filled whole before it was mapped.
+    fn extend_preallocation(
+        &self,
+        writer: &mut SegmentWriter,
+        end_bytes: u64,
+    ) -> Result<(), WalError> {
+        if self.options.mapped_bytes() > 0 {
+            return Ok(());
+        }
+        let to_bytes = self
+            .options
+            .preallocate_next_bytes(writer.allocated_bytes, end_bytes);
+        if to_bytes <= writer.allocated_bytes {
+            return Ok(());
+        }
+        // Zeros go only past what has been written: the position is at or below the end of
+        // what was allocated, or the segment grew by plain appends past it.
+        let from_bytes = writer.allocated_bytes.max(writer.position);
+        if to_bytes > from_bytes {
+            extend_preallocation(
+                writer.file.as_ref(),
+                &segment_path(&self.dir, writer.number),
+                from_bytes,
+                to_bytes,
+            )?;
+            self.counters.syncs.fetch_add(1, Ordering::Relaxed);
+        }
+        writer.allocated_bytes = to_bytes;
+        Ok(())
+    }
+
     /// fdatasyncs segment `number` through `file`, counting it.
     fn fdatasync(&self, file: &dyn WritableFile, number: u64) -> Result<(), WalError> {
         file.sync_data()
@@ -268,7 +312,7 @@ impl Log {
             number: writer.number,
             end_offset: writer.position,
         };
-        let file = start_segment(
+        let (file, allocated_bytes) = start_segment(
             &self.fs,
             &self.dir,
             number,
@@ -280,6 +324,7 @@ impl Log {
         writer.position = file.position();
         writer.synced_offset = writer.position;
         writer.writeback_offset = writer.position;
+        writer.allocated_bytes = allocated_bytes;
         writer.file = file;
         writer.number = number;
         writer.has_batches = false;

@@ -80,3 +80,48 @@ fn exclusive_runs_between_groups() {
     assert_eq!(seen, 1);
     assert_eq!(wal.exclusive(|| wal.last_seq()), 1);
 }
+
+#[test]
+fn a_synced_segment_is_zero_filled_ahead_of_its_writer_a_step_at_a_time() {
+    let sim = SimFs::new();
+    let options = WalOptions {
+        durability: Durability::Sync,
+        segment_size_bytes: 16 << 20,
+        preallocate_segments: true,
+        ..small_options()
+    };
+    let dir = wal_dir();
+    let (wal, _) = open(sim.fs(), &dir, options.clone()).unwrap();
+    let fs = sim.fs();
+    let segment = |fs: &shoal_vfs::Fs| {
+        let number = *segment_numbers(fs, &dir).last().unwrap();
+        fs.file_size(&dir.join(format!("{number:020}.log"))).unwrap()
+    };
+    // A fresh log holds one step, not a whole segment.
+    assert_eq!(segment(&fs), 1 << 20);
+    let record = vec![7u8; 64 << 10];
+    let mut sizes = vec![segment(&fs)];
+    let mut written = 0u64;
+    for _ in 0..150 {
+        wal.commit(TestBatch::new(record.clone(), 1)).unwrap();
+        written += record.len() as u64;
+        let size = segment(&fs);
+        // Always ahead of the data, so commits overwrite zeros.
+        assert!(size >= written, "{size} bytes allocated for {written} written");
+        if sizes.last() != Some(&size) {
+            sizes.push(size);
+        }
+    }
+    assert_eq!(
+        sizes,
+        vec![1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20],
+        "each fill doubles what is filled, up to the segment's size"
+    );
+
+    // A power loss keeps every acknowledged commit: the fills never touch written records.
+    sim.power_loss(11);
+    drop(wal);
+    let (_wal, replayed) = open(sim.fs(), &dir, options).unwrap();
+    assert_eq!(replayed.len(), 150);
+    assert!(replayed.iter().all(|r| r.payload == record));
+}
