@@ -1,11 +1,8 @@
 //! End-to-end: `shoal serve` driven by the official AWS SDK for Rust (static dummy
 //! credentials, endpoint override), as a DynamoDB user would use it.
 
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
-use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement,
@@ -14,71 +11,8 @@ use aws_sdk_dynamodb::types::{
 };
 use aws_sdk_dynamodb::Client;
 
-/// A `shoal serve` child process on a free loopback port; SIGTERMed on drop.
-struct Server {
-    child: Child,
-    endpoint: String,
-}
-
-impl Server {
-    fn start(data_dir: &Path, extra: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_shoal"))
-            .args(["serve", "--port", "0", "--durability", "none", "--data-dir"])
-            .arg(data_dir)
-            .args(extra)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start shoal serve");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("read the address line");
-        let endpoint = line
-            .trim()
-            .strip_prefix("shoal listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_string();
-        Server { child, endpoint }
-    }
-
-    fn client(&self) -> Client {
-        let config = aws_sdk_dynamodb::Config::builder()
-            .behavior_version(BehaviorVersion::latest())
-            .region(Region::new("us-east-1"))
-            .credentials_provider(Credentials::new(
-                "AKIDSHOALTEST",
-                "secret",
-                None,
-                None,
-                "static",
-            ))
-            .endpoint_url(&self.endpoint)
-            .build();
-        Client::from_conf(config)
-    }
-
-    /// Stops the server the way an operator does (SIGTERM) and waits for it.
-    fn stop(mut self) {
-        terminate(&mut self.child);
-    }
-}
-
-fn terminate(child: &mut Child) {
-    // SAFETY: kill(2) on our own child's pid; no memory is involved.
-    unsafe {
-        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
-    }
-    let _ = child.wait();
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        terminate(&mut self.child);
-    }
-}
+mod sdk_server;
+use sdk_server::Server;
 
 fn s(v: &str) -> AttributeValue {
     AttributeValue::S(v.to_string())

@@ -1,0 +1,90 @@
+//! A `shoal` server child process on a free loopback port, and an AWS SDK client for it:
+//! the end-to-end tests drive Shoal as a DynamoDB user would.
+
+#![allow(dead_code)] // each test file uses a different part of this module
+
+use std::ffi::OsStr;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_dynamodb::Client;
+
+/// A `shoal` child process serving on a free loopback port; SIGTERMed on drop.
+pub struct Server {
+    child: Child,
+    /// `http://127.0.0.1:PORT`, from the line the server prints once it listens.
+    pub endpoint: String,
+}
+
+impl Server {
+    /// `shoal serve --port 0 --durability none --data-dir DATA_DIR EXTRA...`.
+    pub fn start(data_dir: &Path, extra: &[&str]) -> Server {
+        let mut args: Vec<&OsStr> = ["serve", "--port", "0", "--durability", "none"]
+            .iter()
+            .map(OsStr::new)
+            .collect();
+        args.push(OsStr::new("--data-dir"));
+        args.push(data_dir.as_os_str());
+        args.extend(extra.iter().map(OsStr::new));
+        Server::spawn(&args)
+    }
+
+    /// `shoal ARGS...`, which must make it serve on port 0; waits until it listens.
+    pub fn spawn<S: AsRef<OsStr>>(args: &[S]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_shoal"))
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start shoal");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("read the address line");
+        let endpoint = line
+            .trim()
+            .strip_prefix("shoal listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_string();
+        Server { child, endpoint }
+    }
+
+    pub fn client(&self) -> Client {
+        let config = aws_sdk_dynamodb::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::new(
+                "AKIDSHOALTEST",
+                "secret",
+                None,
+                None,
+                "static",
+            ))
+            .endpoint_url(&self.endpoint)
+            .build();
+        Client::from_conf(config)
+    }
+
+    /// Stops the server the way an operator does (SIGTERM) and waits for it.
+    pub fn stop(mut self) {
+        terminate(&mut self.child);
+    }
+}
+
+fn terminate(child: &mut Child) {
+    // SAFETY: kill(2) on our own child's pid; no memory is involved.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let _ = child.wait();
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        terminate(&mut self.child);
+    }
+}
