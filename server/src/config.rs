@@ -52,6 +52,45 @@ impl fmt::Debug for AuthMode {
     }
 }
 
+/// DynamoDB Local's `-cors` allow-list: the origins a browser page may call the server from.
+///
+/// Only stored so far: the server sends no CORS headers yet (it answers a browser's preflight
+/// `OPTIONS` like any other unknown route), so `shoal serve` warns when one is given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CorsOrigins {
+    /// `*`: any origin.
+    Any,
+    /// These origins exactly, e.g. `https://example.com`.
+    List(Vec<String>),
+}
+
+impl CorsOrigins {
+    /// Parses DynamoDB Local's spelling: `*`, or origins separated by commas (blanks around
+    /// them are trimmed). An empty list is an error, not "no origin", so a typo is not silent.
+    pub fn parse(text: &str) -> Result<CorsOrigins, String> {
+        if text.trim() == "*" {
+            return Ok(CorsOrigins::Any);
+        }
+        let origins: Vec<String> = text
+            .split(',')
+            .map(str::trim)
+            .filter(|origin| !origin.is_empty())
+            .map(str::to_owned)
+            .collect();
+        if origins.is_empty() {
+            return Err(format!(
+                "the CORS allow-list must be * or comma-separated origins, not {text:?}"
+            ));
+        }
+        if origins.iter().any(|origin| origin == "*") {
+            return Err(format!(
+                "the CORS allow-list is either * alone or a list of origins, not {text:?}"
+            ));
+        }
+        Ok(CorsOrigins::List(origins))
+    }
+}
+
 /// Everything `serve` needs besides the listener and the handler.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -74,6 +113,8 @@ pub struct ServerConfig {
     pub signature_clock_skew_max: Duration,
     /// After shutdown is signalled, how long in-flight requests get to finish.
     pub shutdown_grace: Duration,
+    /// The CORS allow-list given with `-cors`; not applied yet (see [`CorsOrigins`]).
+    pub cors: Option<CorsOrigins>,
 }
 
 impl Default for ServerConfig {
@@ -89,6 +130,7 @@ impl Default for ServerConfig {
             header_read_timeout: Duration::from_secs(30),
             signature_clock_skew_max: Duration::from_secs(15 * 60),
             shutdown_grace: Duration::from_secs(10),
+            cors: None,
         }
     }
 }
@@ -216,6 +258,21 @@ mod tests {
             }
         );
         assert!(!text.contains("very-secret"), "{text}");
+    }
+
+    #[test]
+    fn cors_origins_parse_like_dynamodb_local() {
+        assert_eq!(CorsOrigins::parse("*"), Ok(CorsOrigins::Any));
+        assert_eq!(
+            CorsOrigins::parse("https://a.example, http://localhost:3000"),
+            Ok(CorsOrigins::List(vec![
+                "https://a.example".to_owned(),
+                "http://localhost:3000".to_owned()
+            ]))
+        );
+        assert!(CorsOrigins::parse("").is_err());
+        assert!(CorsOrigins::parse(" , ").is_err());
+        assert!(CorsOrigins::parse("*,https://a.example").is_err());
     }
 
     #[test]

@@ -48,7 +48,9 @@ pub mod response;
 mod serve;
 pub mod sigv4;
 
-pub use config::{load_key_file, parse_key_file, AuthMode, KeyFileError, ServerConfig};
+pub use config::{
+    load_key_file, parse_key_file, AuthMode, CorsOrigins, KeyFileError, ServerConfig,
+};
 pub use engine_handler::EngineHandler;
 pub use error_body::{error_namespace, error_type};
 pub use handler::DynamoHandler;
