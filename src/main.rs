@@ -1,13 +1,15 @@
 //! The `shoal` command-line tool.
 
+mod dynamodb_local;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use shoal_engine::DbOptions;
-use shoal_server::{AuthMode, EngineHandler, ServerConfig};
+use shoal_server::{AuthMode, CorsOrigins, EngineHandler, ServerConfig};
 use shoal_tables::{Database, Durability, Options};
 
 /// mimalloc instead of the C library's allocator: a request allocates and frees many small
@@ -20,7 +22,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[command(
     name = "shoal",
     version,
-    about = "A durable, embeddable DynamoDB-compatible datastore"
+    about = "A durable, embeddable DynamoDB-compatible datastore",
+    after_help = "DynamoDB Local's command line also works: `shoal -sharedDb -inMemory -port 8000` \
+                  starts `shoal serve` (`shoal -help` lists those flags)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -92,8 +96,9 @@ struct ServeArgs {
     /// Data directory (DynamoDB Local alias: -dbPath).
     #[arg(long, default_value = "./shoal-data")]
     data_dir: PathBuf,
-    /// Keep everything in memory; nothing survives the process (alias: -inMemory).
-    #[arg(long)]
+    /// Keep everything in memory; nothing survives the process (alias: -inMemory). Not with
+    /// --data-dir, as DynamoDB Local refuses -inMemory with -dbPath.
+    #[arg(long, conflicts_with = "data_dir")]
     in_memory: bool,
     /// sync (default: acknowledged after fsync), interval:MS, or none.
     #[arg(long, default_value = "sync")]
@@ -105,10 +110,26 @@ struct ServeArgs {
     /// per line); by default any well-formed Authorization header is accepted.
     #[arg(long)]
     auth: Option<PathBuf>,
+    /// DynamoDB Local's CORS allow-list (alias: -cors): `*` or comma-separated origins.
+    /// Stored, but not applied yet: the server sends no CORS headers (it warns at start).
+    #[arg(long, value_name = "ORIGINS", value_parser = CorsOrigins::parse)]
+    cors: Option<CorsOrigins>,
     /// Accepted for DynamoDB Local compatibility (-sharedDb): Shoal always serves one
     /// database to every access key and region.
     #[arg(long, hide = true)]
     shared_db: bool,
+    /// Accepted for DynamoDB Local compatibility (-delayTransientStatuses), no effect yet:
+    /// tables are ACTIVE at once (it warns at start).
+    #[arg(long, hide = true)]
+    delay_transient_statuses: bool,
+    /// Accepted for DynamoDB Local compatibility (-optimizeDbBeforeStartup), no effect:
+    /// there is nothing to optimise before startup.
+    #[arg(long, hide = true)]
+    optimize_db_before_startup: bool,
+    /// Accepted for DynamoDB Local compatibility (-disableTelemetry), no effect: Shoal sends
+    /// no telemetry.
+    #[arg(long, hide = true)]
+    disable_telemetry: bool,
 }
 
 /// Parses `sync`, `none` or `interval:MS`.
@@ -125,20 +146,38 @@ fn parse_durability(text: &str) -> Result<Durability, String> {
     }
 }
 
-/// DynamoDB Local spells its flags with one dash (`-port 8000 -dbPath x -inMemory
-/// -sharedDb`); map them onto ours so Shoal drops into existing scripts.
-fn dynamodb_local_aliases(args: impl Iterator<Item = String>) -> Vec<String> {
-    args.map(|arg| match arg.as_str() {
-        "-port" => "--port".to_string(),
-        "-dbPath" => "--data-dir".to_string(),
-        "-inMemory" => "--in-memory".to_string(),
-        "-sharedDb" => "--shared-db".to_string(),
-        _ => arg,
-    })
-    .collect()
+/// The `--long` flags of `serve` that take a value, for [`dynamodb_local::translate`].
+fn serve_value_flags() -> Vec<String> {
+    let command = Cli::command();
+    let Some(serve) = command.find_subcommand("serve") else {
+        return Vec::new();
+    };
+    serve
+        .get_arguments()
+        .filter(|arg| arg.get_action().takes_values())
+        .filter_map(|arg| arg.get_long().map(|long| format!("--{long}")))
+        .collect()
+}
+
+/// Says which of DynamoDB Local's flags given are accepted but do not do what they do there.
+fn warn_about_inert_flags(args: &ServeArgs) {
+    if let Some(origins) = &args.cors {
+        tracing::warn!(
+            ?origins,
+            "CORS is not implemented yet: the allow-list is stored but the server sends no \
+             CORS headers, so browsers will block cross-origin calls"
+        );
+    }
+    if args.delay_transient_statuses {
+        tracing::warn!(
+            "-delayTransientStatuses has no effect yet: CreateTable answers ACTIVE at once and \
+             DeleteTable removes the table at once"
+        );
+    }
 }
 
 fn serve(args: ServeArgs) -> Result<(), String> {
+    warn_about_inert_flags(&args);
     let durability = parse_durability(&args.durability)?;
     let mut options = Options {
         durability,
@@ -164,6 +203,7 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         host: args.host,
         port: args.port,
         auth,
+        cors: args.cors,
         ..ServerConfig::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -261,7 +301,18 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let cli = Cli::parse_from(dynamodb_local_aliases(std::env::args()));
+    let args = match dynamodb_local::translate(std::env::args().collect(), &serve_value_flags()) {
+        Ok(dynamodb_local::Invocation::Args(args)) => args,
+        Ok(dynamodb_local::Invocation::Help) => {
+            print!("{}", dynamodb_local::usage());
+            return ExitCode::SUCCESS;
+        }
+        Err(message) => {
+            eprintln!("shoal: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let cli = Cli::parse_from(args);
     let result = match cli.command {
         Command::Serve(args) => serve(args),
         Command::Check { data_dir } => check(&data_dir),
@@ -294,26 +345,100 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
 
+    /// Parses a command line the way `main` does.
+    fn parse(text: &str) -> Result<Cli, String> {
+        let args = text.split_whitespace().map(str::to_owned).collect();
+        match dynamodb_local::translate(args, &serve_value_flags())? {
+            dynamodb_local::Invocation::Args(args) => {
+                Cli::try_parse_from(args).map_err(|e| e.to_string())
+            }
+            dynamodb_local::Invocation::Help => Err("help".to_owned()),
+        }
+    }
+
+    fn serve_args(text: &str) -> ServeArgs {
+        match parse(text)
+            .unwrap_or_else(|e| panic!("{text}: {e}"))
+            .command
+        {
+            Command::Serve(serve) => serve,
+            _ => panic!("{text}: not serve"),
+        }
+    }
+
     #[test]
-    fn dynamodb_local_flags_map_onto_ours() {
-        let args = [
-            "shoal",
-            "serve",
-            "-port",
-            "9000",
-            "-dbPath",
-            "/tmp/x",
-            "-inMemory",
-            "-sharedDb",
-        ];
-        let mapped = dynamodb_local_aliases(args.iter().map(|s| s.to_string()));
-        let cli = Cli::try_parse_from(mapped).unwrap();
-        let Command::Serve(serve) = cli.command else {
-            panic!("not serve")
-        };
+    fn serve_value_flags_come_from_clap() {
+        let flags = serve_value_flags();
+        for flag in [
+            "--port",
+            "--host",
+            "--data-dir",
+            "--durability",
+            "--auth",
+            "--cors",
+        ] {
+            assert!(flags.iter().any(|f| f == flag), "{flag} in {flags:?}");
+        }
+        assert!(!flags.iter().any(|f| f == "--in-memory"), "{flags:?}");
+    }
+
+    #[test]
+    fn dynamodb_local_command_line_starts_serve() {
+        let serve = serve_args("shoal -sharedDb -inMemory -port 8000");
+        assert_eq!(serve.port, 8000);
+        assert!(serve.in_memory && serve.shared_db);
+        assert_eq!(serve.cors, None);
+
+        let serve = serve_args(
+            "shoal -port 9000 -dbPath /tmp/x -cors https://a.example,https://b.example \
+             -delayTransientStatuses -optimizeDbBeforeStartup -disableTelemetry",
+        );
         assert_eq!(serve.port, 9000);
         assert_eq!(serve.data_dir, PathBuf::from("/tmp/x"));
+        assert!(!serve.in_memory);
+        assert_eq!(
+            serve.cors,
+            Some(CorsOrigins::List(vec![
+                "https://a.example".to_owned(),
+                "https://b.example".to_owned()
+            ]))
+        );
+        assert!(serve.delay_transient_statuses);
+        assert!(serve.optimize_db_before_startup && serve.disable_telemetry);
+
+        assert_eq!(
+            serve_args("shoal -cors * -inMemory").cors,
+            Some(CorsOrigins::Any)
+        );
+        assert_eq!(parse("shoal -help").err().as_deref(), Some("help"));
+    }
+
+    #[test]
+    fn serve_keeps_both_spellings() {
+        let serve = serve_args("shoal serve -port 8000 -inMemory");
+        assert_eq!(serve.port, 8000);
+        assert!(serve.in_memory);
+        let serve = serve_args("shoal serve --port 7000 --data-dir d --durability none");
+        assert_eq!(serve.port, 7000);
+        assert_eq!(serve.data_dir, PathBuf::from("d"));
+        let serve = serve_args("shoal serve --host 0.0.0.0 -port 1 --in-memory -sharedDb");
+        assert_eq!((serve.host.as_str(), serve.port), ("0.0.0.0", 1));
         assert!(serve.in_memory && serve.shared_db);
+        // Defaults are untouched by the translation.
+        let serve = serve_args("shoal serve");
+        assert_eq!(serve.port, 8000);
+        assert_eq!(serve.data_dir, PathBuf::from("./shoal-data"));
+    }
+
+    #[test]
+    fn unknown_flags_bad_values_and_conflicts_are_errors() {
+        let error = parse("shoal -inMemory -fooBar").err().unwrap();
+        assert!(error.contains("-fooBar"), "{error}");
+        assert!(parse("shoal -cors , -inMemory").is_err());
+        // DynamoDB Local refuses -inMemory with -dbPath; so does Shoal, in either spelling.
+        let error = parse("shoal -inMemory -dbPath /tmp/x").err().unwrap();
+        assert!(error.contains("cannot be used with"), "{error}");
+        assert!(parse("shoal serve --in-memory --data-dir /tmp/x").is_err());
     }
 
     #[test]
