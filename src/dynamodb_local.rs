@@ -306,6 +306,7 @@ mod tests {
             "shoal --version",
             "shoal check --data-dir -x",
             "shoal bench --endpoint http://127.0.0.1:1",
+            "shoal health --endpoint http://127.0.0.1:1",
             "shoal serve",
             "shoal serve --port 0",
         ] {

@@ -1,6 +1,7 @@
 //! The `shoal` command-line tool.
 
 mod dynamodb_local;
+mod health;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -38,6 +39,16 @@ enum Command {
     /// Load generator: PutItem, GetItem, Query on an LSI and on a GSI against any DynamoDB
     /// endpoint on this machine, from many keep-alive connections.
     Bench(BenchArgs),
+    /// Exits 0 if the server at ENDPOINT answers `GET /` with 200, else 1 (a health check
+    /// for containers, which have no curl).
+    Health {
+        /// The server's endpoint (plain http://).
+        #[arg(long, default_value = "http://127.0.0.1:8000")]
+        endpoint: String,
+        /// Give up after this many seconds.
+        #[arg(long, default_value_t = 5)]
+        timeout_seconds: u64,
+    },
     /// Verifies a database: every index equals the index derived from the base items and
     /// every item-collection record its recomputed size (exits 1 if anything disagrees).
     Check {
@@ -315,6 +326,12 @@ fn main() -> ExitCode {
     let cli = Cli::parse_from(args);
     let result = match cli.command {
         Command::Serve(args) => serve(args),
+        Command::Health {
+            endpoint,
+            timeout_seconds,
+        } => health::check(&endpoint, Duration::from_secs(timeout_seconds)).map(|body| {
+            println!("{body}");
+        }),
         Command::Check { data_dir } => check(&data_dir),
         Command::Bench(args) => bench(args),
         Command::CrashWriter {
@@ -439,6 +456,22 @@ mod tests {
         let error = parse("shoal -inMemory -dbPath /tmp/x").err().unwrap();
         assert!(error.contains("cannot be used with"), "{error}");
         assert!(parse("shoal serve --in-memory --data-dir /tmp/x").is_err());
+    }
+
+    #[test]
+    fn health_takes_an_endpoint() {
+        let cli = parse("shoal health --endpoint http://127.0.0.1:9").unwrap();
+        let Command::Health {
+            endpoint,
+            timeout_seconds,
+        } = cli.command
+        else {
+            panic!("not health")
+        };
+        assert_eq!(
+            (endpoint.as_str(), timeout_seconds),
+            ("http://127.0.0.1:9", 5)
+        );
     }
 
     #[test]

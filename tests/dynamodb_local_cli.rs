@@ -1,6 +1,6 @@
 //! DynamoDB Local's command line, run as a user would: `shoal -inMemory -port 0` (no
-//! subcommand) serves DynamoDB's protocol, and `-help` and unknown flags behave as
-//! documented.
+//! subcommand) serves DynamoDB's protocol, `shoal health` checks it, and `-help` and unknown
+//! flags behave as documented.
 
 use std::process::Command;
 
@@ -16,12 +16,27 @@ fn shoal(args: &[&str]) -> std::process::Output {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dynamodb_local_command_line_serves_list_tables() {
+async fn dynamodb_local_command_line_serves_and_answers_health_checks() {
     let server = Server::spawn(&["-sharedDb", "-inMemory", "-port", "0"]);
     let tables = server.client().list_tables().send().await.unwrap();
     assert!(tables.table_names().is_empty());
 
+    let health = shoal(&["health", "--endpoint", &server.endpoint]);
+    assert!(health.status.success(), "{health:?}");
+    assert!(
+        String::from_utf8_lossy(&health.stdout).starts_with("healthy"),
+        "{health:?}"
+    );
+
+    let endpoint = server.endpoint.clone();
     server.stop();
+    // Nothing listens any more: unhealthy, and said why.
+    let health = shoal(&["health", "--endpoint", &endpoint, "--timeout-seconds", "2"]);
+    assert_eq!(health.status.code(), Some(1), "{health:?}");
+    assert!(
+        String::from_utf8_lossy(&health.stderr).contains("cannot connect"),
+        "{health:?}"
+    );
 }
 
 #[test]
