@@ -95,7 +95,8 @@ fn a_synced_segment_is_zero_filled_ahead_of_its_writer_a_step_at_a_time() {
     let fs = sim.fs();
     let segment = |fs: &shoal_vfs::Fs| {
         let number = *segment_numbers(fs, &dir).last().unwrap();
-        fs.file_size(&dir.join(format!("{number:020}.log"))).unwrap()
+        fs.file_size(&dir.join(format!("{number:020}.log")))
+            .unwrap()
     };
     // A fresh log holds one step, not a whole segment.
     assert_eq!(segment(&fs), 1 << 20);
@@ -107,7 +108,10 @@ fn a_synced_segment_is_zero_filled_ahead_of_its_writer_a_step_at_a_time() {
         written += record.len() as u64;
         let size = segment(&fs);
         // Always ahead of the data, so commits overwrite zeros.
-        assert!(size >= written, "{size} bytes allocated for {written} written");
+        assert!(
+            size >= written,
+            "{size} bytes allocated for {written} written"
+        );
         if sizes.last() != Some(&size) {
             sizes.push(size);
         }
