@@ -1,4 +1,4 @@
-//! Kill -9 test (DESIGN.md §8): a child process writes the crash workload and logs each
+//! Kill -9 test (docs/DESIGN.md §7): a child process writes the crash workload and logs each
 //! acknowledged batch; the parent SIGKILLs it at random moments, reopens the database and
 //! checks invariants 1–4 against the child's acknowledgements. Every durability mode must
 //! survive a process crash.

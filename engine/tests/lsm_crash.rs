@@ -1,4 +1,4 @@
-//! Fault injection for invariants 1–4 (DESIGN.md §7): random multi-tree workloads on the
+//! Fault injection for invariants 1–4 (docs/DESIGN.md §7): random multi-tree workloads on the
 //! simulated disk, a power loss at a random point, reopen, and check that
 //!
 //! 1. every batch acknowledged in `sync` mode is present;

@@ -1,4 +1,4 @@
-//! An fsync or write error poisons the database (DESIGN.md §5): the failed write is not
+//! An fsync or write error poisons the database (docs/DESIGN.md §5): the failed write is not
 //! acknowledged, every later write is refused with the reason, and reads go on.
 
 use std::path::Path;

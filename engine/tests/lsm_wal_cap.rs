@@ -1,5 +1,6 @@
-//! A tree that pins old WAL segments is flushed once the live WAL passes its cap (DESIGN.md
-//! §5): without that, one rarely written tree would keep every segment alive forever.
+//! A tree that pins old WAL segments is flushed once the live WAL passes its cap
+//! (docs/DESIGN.md §5): without that, one rarely written tree would keep every segment alive
+//! forever.
 
 use std::path::Path;
 use std::time::{Duration, Instant};

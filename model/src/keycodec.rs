@@ -1,6 +1,6 @@
 //! Order-preserving, self-delimiting byte encodings of key values (S, N, B).
 //!
-//! A storage key is a concatenation of several encoded values (DESIGN.md §2), so every
+//! A storage key is a concatenation of several encoded values (docs/DESIGN.md §2), so every
 //! encoding must (1) sort, as unsigned bytes, in DynamoDB's order for its type, (2) tell
 //! the decoder where it ends, and (3) keep the concatenation ordered: two encodings of the
 //! same type either are identical or differ at a byte before either one ends. The decoder

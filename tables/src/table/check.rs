@@ -1,4 +1,4 @@
-//! `Database::check`: verifies invariant 5 (DESIGN.md §7), the collection records and the
+//! `Database::check`: verifies invariant 5 (docs/DESIGN.md §7), the collection records and the
 //! table statistics on a whole database — every index holds exactly the entries derived
 //! from the base items, every collection record equals the recomputed size and count of its
 //! collection, and every statistics record (`table::stats`) equals what its stripe's items

@@ -17,10 +17,10 @@
 //! - `item_count`: the number of base items in the collection.
 //!
 //! The record is rewritten in the same write batch as every write that changes the
-//! collection, so it can never disagree with the collection (DESIGN §7 invariant 3). When the
-//! last item of a collection goes, the record is deleted rather than stored as zeros: a
-//! record exists exactly when the collection is non-empty. Tables without an LSI keep no
-//! records (their collections are neither capped nor reported).
+//! collection, so it can never disagree with the collection (docs/DESIGN.md §7, invariant 3).
+//! When the last item of a collection goes, the record is deleted rather than stored as
+//! zeros: a record exists exactly when the collection is non-empty. Tables without an LSI
+//! keep no records (their collections are neither capped nor reported).
 
 use shoal_model::{ApiError, AttributeValue, ErrorCode, Item};
 

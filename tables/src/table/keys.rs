@@ -1,4 +1,4 @@
-//! The physical key layout (DESIGN.md §2): how items, LSI entries, collection records and
+//! The physical key layout (docs/DESIGN.md §2): how items, LSI entries, collection records and
 //! GSI entries are named in the LSM trees.
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! Per-collection write locks (DESIGN.md §3 step 2).
+//! Per-collection write locks (docs/DESIGN.md §3, step 2).
 //!
 //! A write reads the current item, decides, and writes; two writers of one item must not
 //! interleave those steps or an update is lost. Locks are striped by a hash of (tree,

@@ -521,8 +521,8 @@ impl Database {
             .map_err(internal)?
         {
             Some(item) => item.map_err(internal),
-            // An index entry without its base item breaks invariant 3 (DESIGN §7): report it
-            // rather than return a partial item.
+            // An index entry without its base item breaks invariant 3 (docs/DESIGN.md §7):
+            // report it rather than return a partial item.
             None => Err(internal(format!(
                 "index entry of table {} has no base item",
                 table.name

@@ -1,5 +1,5 @@
 //! The write pipeline every item mutation shares (PutItem, UpdateItem, DeleteItem, and the
-//! batch and transaction members built on them), DESIGN §3:
+//! batch and transaction members built on them), docs/DESIGN.md §3:
 //!
 //! 1. Key and item checks against the table's schema ([`key_from_request`],
 //!    [`key_of_item`], [`check_new_item`]), with DynamoDB's texts (SPEC §3.1).
