@@ -136,6 +136,46 @@ pub fn split_table_key(key: &[u8], pk_type: ScalarType) -> Result<(usize, u8), K
     Ok((prefix_len, section))
 }
 
+/// The key of the base item an LSI entry was derived from: the entry's key is
+/// `prefix | section | LSI sort value | table sort key`, the item's `prefix | 0x00 | table
+/// sort key`. `prefix_len` is the length of `hash64(pk) | pk` (from [`split_table_key`]).
+/// Used to trace a stored entry back to its item without trusting the entry's value.
+pub fn base_key_of_lsi_entry(
+    key: &[u8],
+    prefix_len: usize,
+    lsi_sort_type: ScalarType,
+) -> Result<Vec<u8>, KeyCodecError> {
+    let after_section = key.get(prefix_len + 1..).ok_or(KeyCodecError::Truncated)?;
+    let table_sk = &after_section[encoded_key_value_len(after_section, lsi_sort_type)?..];
+    let mut base = Vec::with_capacity(prefix_len + 1 + table_sk.len());
+    base.extend_from_slice(&key[..prefix_len]);
+    base.push(SECTION_BASE);
+    base.extend_from_slice(table_sk);
+    Ok(base)
+}
+
+/// The key of the base item a GSI entry was derived from: the entry's key is
+/// `hash64(gsi pk) | gsi pk | gsi sk | table pk | table sk`, the item's
+/// `hash64(table pk) | table pk | 0x00 | table sk`.
+pub fn base_key_of_gsi_entry(
+    key: &[u8],
+    gsi_hash_type: ScalarType,
+    gsi_range_type: Option<ScalarType>,
+    table_hash_type: ScalarType,
+) -> Result<Vec<u8>, KeyCodecError> {
+    let mut rest = key.get(HASH_BYTES..).ok_or(KeyCodecError::Truncated)?;
+    for ty in std::iter::once(gsi_hash_type).chain(gsi_range_type) {
+        rest = &rest[encoded_key_value_len(rest, ty)?..];
+    }
+    let (table_pk, table_sk) = rest.split_at(encoded_key_value_len(rest, table_hash_type)?);
+    let mut base = Vec::with_capacity(HASH_BYTES + rest.len() + 1);
+    base.extend_from_slice(&hash64(table_pk).to_be_bytes());
+    base.extend_from_slice(table_pk);
+    base.push(SECTION_BASE);
+    base.extend_from_slice(table_sk);
+    Ok(base)
+}
+
 /// Decodes a sequence of key values of the given types from `bytes` (after any hash and
 /// section bytes), requiring that they use the bytes exactly.
 pub fn decode_values(
@@ -380,6 +420,34 @@ mod tests {
         .unwrap();
         assert_eq!(rest, vec![n("7"), pk, s("z")]);
         assert!(decode_values(&key[prefix_len..], &[ScalarType::N, ScalarType::N]).is_err());
+    }
+
+    #[test]
+    fn index_entry_keys_lead_back_to_their_base_item() {
+        let (pk, sk) = (s("forum"), n("12"));
+        let base = base_key(&pk, Some(&sk)).unwrap();
+        let lsi = lsi_key(&pk, 3, &s("when"), Some(&sk)).unwrap();
+        let prefix_len = partition_prefix(&pk).unwrap().len();
+        assert_eq!(
+            base_key_of_lsi_entry(&lsi, prefix_len, ScalarType::S).unwrap(),
+            base
+        );
+        let gsi = gsi_key(&n("7"), Some(&s("g")), &pk, Some(&sk)).unwrap();
+        assert_eq!(
+            base_key_of_gsi_entry(&gsi, ScalarType::N, Some(ScalarType::S), ScalarType::S).unwrap(),
+            base
+        );
+        // Without sort keys on either side.
+        let hash_only = gsi_key(&s("g"), None, &pk, None).unwrap();
+        assert_eq!(
+            base_key_of_gsi_entry(&hash_only, ScalarType::S, None, ScalarType::S).unwrap(),
+            base_key(&pk, None).unwrap()
+        );
+        // A key too short for its schema is an error, not a panic.
+        assert!(
+            base_key_of_gsi_entry(&gsi[..HASH_BYTES], ScalarType::N, None, ScalarType::S).is_err()
+        );
+        assert!(base_key_of_lsi_entry(&lsi[..prefix_len], prefix_len, ScalarType::S).is_err());
     }
 
     #[test]
