@@ -30,8 +30,9 @@
 //!   scan when the database opens, before any write, and marked complete in the same batch
 //!   ([`MAINTAINED_MARKER_STRIPE`]); a new table's marker is written before it is visible.
 //!
-//! Invariant (checked by `Database::check`, so by every crash test): the sum of a table's
-//! records equals the counts and sizes recomputed from its stored items and entries.
+//! Invariant (checked by `Database::check`, so by every crash test, with a [`Recount`] made
+//! in its one pass over the table): the sum of a table's records equals the counts and
+//! sizes recomputed from its stored items and entries.
 //!
 //! On disk (all integers big-endian):
 //!
@@ -53,10 +54,10 @@ use std::ops::Bound;
 use parking_lot::Mutex;
 
 use shoal_engine::{Db, Direction, Snapshot, TreeId, WriteBatch};
-use shoal_model::ApiError;
+use shoal_model::{ApiError, Item};
 
 use crate::database::internal;
-use crate::table::catalog::{IndexStatus, TableDef};
+use crate::table::catalog::{GlobalIndexDef, IndexStatus, TableDef};
 use crate::table::item_codec::decode_item;
 use crate::table::keys;
 use crate::table::locks::{CollectionLocks, STRIPES};
@@ -446,55 +447,103 @@ pub fn mark_maintained(
         .map_err(internal)
 }
 
+/// A table's records recounted from its stored items and entries as a scan reads them, by
+/// stripe. It holds at most one delta per stripe (`STRIPES`), whatever the table's size, so
+/// `Database::check` recounts in the same pass that verifies the indexes.
+#[derive(Debug, Clone, Default)]
+pub struct Recount {
+    by_stripe: BTreeMap<u16, StatsDelta>,
+}
+
+impl Recount {
+    /// Counts a stored base item (`section` 0) or LSI entry of the table tree, whose key
+    /// starts with `partition_prefix`. Collection records are not counted: the caller skips
+    /// them.
+    pub fn table_entry(
+        &mut self,
+        table: &TableDef,
+        partition_prefix: &[u8],
+        section: u8,
+        size_bytes: u64,
+    ) {
+        let counted = if section == keys::SECTION_BASE {
+            Counted::Table
+        } else {
+            Counted::Local(section)
+        };
+        self.by_stripe
+            .entry(stripe_of(table, partition_prefix))
+            .or_default()
+            .add(counted, 1, size_bytes);
+    }
+
+    /// Counts a stored entry of `gsi`. A GSI entry always projects the table's key, and its
+    /// stripe is that of the base item's collection.
+    pub fn global_entry(
+        &mut self,
+        table: &TableDef,
+        gsi: &GlobalIndexDef,
+        entry: &Item,
+    ) -> Result<(), ApiError> {
+        let pk = entry.get(&table.key.hash.name).ok_or_else(|| {
+            internal(format!(
+                "an entry of index {} lacks the table's partition key",
+                gsi.name
+            ))
+        })?;
+        let partition_prefix = keys::partition_prefix(pk).map_err(internal)?;
+        self.by_stripe
+            .entry(stripe_of(table, &partition_prefix))
+            .or_default()
+            .add(
+                Counted::Global(gsi.tree),
+                1,
+                shoal_model::item_size_bytes(entry) as u64,
+            );
+        Ok(())
+    }
+
+    /// The records the counts give, by stripe, leaving out empty ones.
+    fn records(&self, table: &TableDef) -> BTreeMap<u16, StatsRecord> {
+        self.by_stripe
+            .iter()
+            .map(|(stripe, delta)| (*stripe, StatsRecord::default().apply(delta, table)))
+            .filter(|(_, record)| !record.is_empty())
+            .collect()
+    }
+}
+
 /// Every record of `table` recomputed from its stored items and entries at `snapshot`, by
-/// stripe: what the records must sum to (the check), or what a rebuild writes.
+/// stripe: what a rebuild writes.
 pub fn recompute(
     db: &Db,
     table: &TableDef,
     snapshot: &Snapshot,
 ) -> Result<BTreeMap<u16, StatsDelta>, ApiError> {
-    let mut by_stripe: BTreeMap<u16, StatsDelta> = BTreeMap::new();
+    let mut recount = Recount::default();
     let pk_type = table.key.hash.scalar_type();
     let mut cursor = db.iter_tree(table.tree, snapshot).map_err(internal)?;
     while cursor.advance().map_err(internal)? {
         let key = cursor.key();
         let (prefix_len, section) = keys::split_table_key(key, pk_type).map_err(internal)?;
-        let counted = if section == keys::SECTION_BASE {
-            Counted::Table
-        } else if section == keys::SECTION_COLLECTION {
+        if section == keys::SECTION_COLLECTION {
             continue;
-        } else {
-            Counted::Local(section)
-        };
-        let stripe = stripe_of(table, &key[..prefix_len]);
-        by_stripe
-            .entry(stripe)
-            .or_default()
-            .add(counted, 1, entry_size(cursor.value())?);
+        }
+        recount.table_entry(
+            table,
+            &key[..prefix_len],
+            section,
+            entry_size(cursor.value())?,
+        );
     }
     for gsi in &table.global_indexes {
         let mut cursor = db.iter_tree(gsi.tree, snapshot).map_err(internal)?;
         while cursor.advance().map_err(internal)? {
-            // A GSI entry always projects the table's key: its collection is the base item's.
             let entry = decode_item(cursor.value()).map_err(internal)?;
-            let pk = entry.get(&table.key.hash.name).ok_or_else(|| {
-                internal(format!(
-                    "an entry of index {} lacks the table's partition key",
-                    gsi.name
-                ))
-            })?;
-            let partition_prefix = keys::partition_prefix(pk).map_err(internal)?;
-            by_stripe
-                .entry(stripe_of(table, &partition_prefix))
-                .or_default()
-                .add(
-                    Counted::Global(gsi.tree),
-                    1,
-                    shoal_model::item_size_bytes(&entry) as u64,
-                );
+            recount.global_entry(table, gsi, &entry)?;
         }
     }
-    Ok(by_stripe)
+    Ok(recount.by_stripe)
 }
 
 /// Compares `table`'s stored records at `snapshot`, stripe by stripe, with the ones its
@@ -504,6 +553,21 @@ pub fn verify(
     stats_tree: TreeId,
     table: &TableDef,
     snapshot: &Snapshot,
+) -> Result<Vec<String>, ApiError> {
+    let recount = Recount {
+        by_stripe: recompute(db, table, snapshot)?,
+    };
+    verify_recount(db, stats_tree, table, snapshot, &recount)
+}
+
+/// [`verify`] against counts the caller already made of every stored item and entry of
+/// `table` at `snapshot` (so the table is not read a second time).
+pub fn verify_recount(
+    db: &Db,
+    stats_tree: TreeId,
+    table: &TableDef,
+    snapshot: &Snapshot,
+    recount: &Recount,
 ) -> Result<Vec<String>, ApiError> {
     let mut problems = Vec::new();
     let marker = record_key(table.tree, MAINTAINED_MARKER_STRIPE);
@@ -517,11 +581,7 @@ pub fn verify(
             table.name
         ));
     }
-    let expected: BTreeMap<u16, StatsRecord> = recompute(db, table, snapshot)?
-        .iter()
-        .map(|(stripe, delta)| (*stripe, StatsRecord::default().apply(delta, table)))
-        .filter(|(_, record)| !record.is_empty())
-        .collect();
+    let expected = recount.records(table);
     let mut stored: BTreeMap<u16, StatsRecord> = BTreeMap::new();
     let lower = record_key(table.tree, 0);
     let mut cursor = db
