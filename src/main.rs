@@ -329,7 +329,10 @@ const PLAIN_PROGRESS_EVERY: Duration = Duration::from_secs(5);
 /// A running check's progress on stderr: a bar on a terminal; elsewhere (a log, CI) a
 /// plain line every few seconds, since a redrawn bar would fill the log with escapes.
 enum CheckDisplay {
-    Bar(ProgressBar),
+    Bar {
+        bar: ProgressBar,
+        locating: bool,
+    },
     Lines {
         started: Instant,
         printed: Instant,
@@ -346,7 +349,10 @@ impl CheckDisplay {
                 )
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
-            CheckDisplay::Bar(bar)
+            CheckDisplay::Bar {
+                bar,
+                locating: false,
+            }
         } else {
             let now = Instant::now();
             CheckDisplay::Lines {
@@ -359,10 +365,20 @@ impl CheckDisplay {
 
     fn show(&mut self, progress: &CheckProgress) {
         match self {
-            CheckDisplay::Bar(bar) => {
+            CheckDisplay::Bar { bar, locating } => {
                 // The totals come from the statistics; a damaged database may hold more.
                 bar.set_length(progress.bytes_total.max(progress.bytes));
                 bar.set_position(progress.bytes);
+                // A second pass reports only its start and end: tick meanwhile, so the
+                // elapsed time shows it is still running.
+                if progress.locating.is_some() != *locating {
+                    *locating = progress.locating.is_some();
+                    if *locating {
+                        bar.enable_steady_tick(Duration::from_millis(500));
+                    } else {
+                        bar.disable_steady_tick();
+                    }
+                }
                 bar.set_message(match &progress.locating {
                     Some(scope) => format!("locating the differences in {scope}"),
                     None => format!(
@@ -394,7 +410,7 @@ impl CheckDisplay {
     }
 
     fn finish(self) {
-        if let CheckDisplay::Bar(bar) = self {
+        if let CheckDisplay::Bar { bar, .. } = self {
             bar.finish_and_clear();
         }
     }
