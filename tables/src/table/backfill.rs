@@ -326,11 +326,12 @@ fn backfill(context: &Context, target: &Target) -> Result<Outcome, ApiError> {
             if let Some((entry_key, entry)) = entry_of(&table, gsi, &item)? {
                 // A write since the index was created (or an earlier pass) may have added
                 // the entry already, and counted it: count only what this adds.
-                let present = context
-                    .db
-                    .get_with(gsi.tree, &entry_key, None, |_| ())
-                    .map_err(internal)?
-                    .is_some();
+                let present = match context.db.get_with(gsi.tree, &entry_key, None, |_| ()) {
+                    Ok(found) => found.is_some(),
+                    // The index was deleted meanwhile: nothing left to build.
+                    Err(DbError::UnknownTree(_)) => return Ok(Outcome::Abandoned),
+                    Err(error) => return Err(internal(error)),
+                };
                 if !present {
                     counted
                         .entry(stats::stripe_of(&table, &key[..*prefix_len]))

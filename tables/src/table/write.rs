@@ -26,7 +26,7 @@ use crate::table::item_codec::{decode_item, encode_item_sized};
 use crate::table::keys;
 use crate::table::stats::{self, Counted, StatsDelta};
 use shoal_engine::batch::entry_bytes;
-use shoal_engine::{Snapshot, TreeId, WriteBatch};
+use shoal_engine::{DbError, Snapshot, TreeId, WriteBatch};
 
 /// The text for a `Key` parameter that is not exactly the table's key.
 pub const KEY_SCHEMA_MISMATCH_MESSAGE: &str = "The provided key element does not match the schema";
@@ -675,27 +675,34 @@ impl Database {
         for plan in plans {
             let mut delta = plan.stats.clone();
             for mutation in &plan.mutations {
-                let tree = match mutation {
-                    Mutation::Put { tree, .. } | Mutation::Delete { tree, .. } => *tree,
+                let (tree, key) = match mutation {
+                    Mutation::Put { tree, key, .. } | Mutation::Delete { tree, key } => {
+                        (*tree, key)
+                    }
                 };
                 if tree == table.tree || !stats::counted_by_reading(table, tree) {
                     continue;
                 }
+                let stored = match self.db.get(tree, key, None) {
+                    Ok(stored) => stored,
+                    // The index was deleted since the write was planned (a GSI deleted while
+                    // still being created): its entries, and its counts, went with its tree.
+                    Err(DbError::UnknownTree(_)) => continue,
+                    Err(error) => return Err(internal(error)),
+                };
                 let counted = Counted::Global(tree);
-                match mutation {
-                    Mutation::Delete { key, .. } => {
-                        if let Some(stored) = self.db.get(tree, key, None).map_err(internal)? {
-                            delta.add(counted, -1, stats::entry_size(&stored)?);
-                        }
+                match (mutation, stored) {
+                    (Mutation::Delete { .. }, Some(stored)) => {
+                        delta.add(counted, -1, stats::entry_size(&stored)?)
                     }
-                    Mutation::Put { key, value, .. } => {
-                        let after = stats::entry_size(value)?;
-                        match self.db.get(tree, key, None).map_err(internal)? {
-                            Some(stored) => {
-                                delta.resize(counted, stats::entry_size(&stored)?, after)
-                            }
-                            None => delta.add(counted, 1, after),
-                        }
+                    (Mutation::Delete { .. }, None) => {}
+                    (Mutation::Put { value, .. }, Some(stored)) => delta.resize(
+                        counted,
+                        stats::entry_size(&stored)?,
+                        stats::entry_size(value)?,
+                    ),
+                    (Mutation::Put { value, .. }, None) => {
+                        delta.add(counted, 1, stats::entry_size(value)?)
                     }
                 }
             }
