@@ -10,7 +10,8 @@
 //! Requests are written by hand (DynamoDB's JSON protocol is a POST with two headers) so the
 //! client costs little CPU and adds no dependency; every response is checked for status 200.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -240,9 +241,12 @@ pub async fn prepare(config: &LoadConfig) -> Result<(), String> {
         .await?;
     let config = Arc::new(config.clone());
     let loaders = config.connections.clamp(1, 16) as u64;
+    let loaded = Arc::new(AtomicU64::new(0));
+    let progress = LoadProgress::start(config.items);
     let mut tasks = Vec::new();
     for loader in 0..loaders {
         let config = Arc::clone(&config);
+        let loaded = Arc::clone(&loaded);
         tasks.push(tokio::spawn(async move {
             let mut connection = Connection::open(&config.address).await?;
             let mut i = loader;
@@ -253,15 +257,100 @@ pub async fn prepare(config: &LoadConfig) -> Result<(), String> {
                         &json!({"TableName": TABLE_NAME, "Item": item(i, config.partitions)}),
                     )
                     .await?;
+                loaded.fetch_add(1, Ordering::Relaxed);
                 i += loaders;
             }
             Ok::<(), String>(())
         }));
     }
+    let ticker = {
+        let loaded = Arc::clone(&loaded);
+        let progress = progress.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(LOAD_PROGRESS_TICK).await;
+                progress.show(loaded.load(Ordering::Relaxed));
+            }
+        })
+    };
+    let mut outcome = Ok(());
     for task in tasks {
-        task.await.map_err(|e| e.to_string())??;
+        if let Err(error) = task.await.map_err(|e| e.to_string()).and_then(|r| r) {
+            outcome = outcome.and(Err(error));
+        }
     }
-    Ok(())
+    ticker.abort();
+    progress.finish(loaded.load(Ordering::Relaxed));
+    outcome
+}
+
+/// How often the load phase's progress is redrawn.
+const LOAD_PROGRESS_TICK: Duration = Duration::from_millis(200);
+/// How often it is printed as a plain line when stderr is not a terminal.
+const LOAD_PROGRESS_LINE_INTERVAL: Duration = Duration::from_secs(5);
+
+/// The load phase's progress on stderr: a bar on a terminal, a plain line every few seconds
+/// otherwise (a CI log).
+#[derive(Clone)]
+struct LoadProgress {
+    bar: Option<indicatif::ProgressBar>,
+    total: u64,
+    started: Instant,
+    /// When the last plain line was printed.
+    last_line: Arc<Mutex<Instant>>,
+}
+
+impl LoadProgress {
+    fn start(total: u64) -> LoadProgress {
+        let bar = std::io::IsTerminal::is_terminal(&std::io::stderr()).then(|| {
+            let bar = indicatif::ProgressBar::new(total);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "loading {bar:30} {human_pos}/{human_len} items, {per_sec}, {eta} left",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar
+        });
+        let now = Instant::now();
+        LoadProgress {
+            bar,
+            total,
+            started: now,
+            last_line: Arc::new(Mutex::new(now)),
+        }
+    }
+
+    fn show(&self, loaded: u64) {
+        match &self.bar {
+            Some(bar) => bar.set_position(loaded),
+            None => {
+                let Ok(mut last) = self.last_line.lock() else {
+                    return;
+                };
+                if last.elapsed() >= LOAD_PROGRESS_LINE_INTERVAL {
+                    *last = Instant::now();
+                    eprintln!("{}", self.line(loaded));
+                }
+            }
+        }
+    }
+
+    fn finish(&self, loaded: u64) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+        eprintln!("{}", self.line(loaded));
+    }
+
+    fn line(&self, loaded: u64) -> String {
+        let seconds = self.started.elapsed().as_secs_f64();
+        format!(
+            "loaded {loaded} of {} items in {seconds:.1} s ({:.0} items/s)",
+            self.total,
+            loaded as f64 / seconds.max(1e-9)
+        )
+    }
 }
 
 /// Runs one workload for `config.duration` from `config.connections` connections.
@@ -379,4 +468,25 @@ pub fn report(results: &[WorkloadResult]) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_plain_progress_line_says_how_many_items_of_how_many_and_how_fast() {
+        let progress = LoadProgress {
+            bar: None,
+            total: 20_000,
+            started: Instant::now() - Duration::from_secs(2),
+            last_line: Arc::new(Mutex::new(Instant::now())),
+        };
+        let line = progress.line(5_000);
+        assert!(
+            line.starts_with("loaded 5000 of 20000 items in 2.0 s ("),
+            "{line}"
+        );
+        assert!(line.ends_with(" items/s)"), "{line}");
+    }
 }
