@@ -375,17 +375,26 @@ pub fn stage(
             Some(bytes) => StatsRecord::decode(&bytes).map_err(internal)?,
             None => StatsRecord::default(),
         };
-        let after = before.apply(delta, table);
-        if after.is_empty() {
-            batch.delete(stats_tree, &key).map_err(internal)?;
-        } else {
-            batch
-                .put(stats_tree, &key, &after.encode())
-                .map_err(internal)?;
-        }
+        put_record(stats_tree, &key, &before.apply(delta, table), batch)?;
         total.merge(delta);
     }
     Ok(total)
+}
+
+/// Adds `record` at `key` to `batch`; an empty record is a deletion, so a stripe emptied of
+/// items leaves no record behind.
+fn put_record(
+    stats_tree: TreeId,
+    key: &[u8],
+    record: &StatsRecord,
+    batch: &mut WriteBatch,
+) -> Result<(), ApiError> {
+    if record.is_empty() {
+        batch.delete(stats_tree, key)
+    } else {
+        batch.put(stats_tree, key, &record.encode())
+    }
+    .map_err(internal)
 }
 
 /// The sum of `table`'s records, as of `snapshot` (or now).
@@ -640,13 +649,7 @@ pub fn rebuild(db: &Db, stats_tree: TreeId, table: &TableDef) -> Result<(), ApiE
             .get(&stripe)
             .map(|delta| StatsRecord::default().apply(delta, table))
             .unwrap_or_default();
-        if record.is_empty() {
-            batch.delete(stats_tree, &key).map_err(internal)?;
-        } else {
-            batch
-                .put(stats_tree, &key, &record.encode())
-                .map_err(internal)?;
-        }
+        put_record(stats_tree, &key, &record, &mut batch)?;
     }
     mark_maintained(stats_tree, table, &mut batch)?;
     db.write(batch).map_err(internal)?;
