@@ -8,7 +8,9 @@
 //! files. Obsolete segments kept for reuse are renamed to `<old number>.recycle`; reusing one
 //! renames it to the next `<number>.log` and overwrites it from offset 0, which is cheaper to
 //! fdatasync than appending (no file-size update). Fresh segments are preallocated by writing
-//! zeros up to the segment size, for the same reason. Without per-commit syncs, segments are
+//! zeros, for the same reason: 1 MiB when created, then further ahead of the writer, 1 to 8
+//! MiB at a time and fdatasynced, up to the segment size (`WalOptions::preallocate_first_bytes`);
+//! the zeros never go over written records. Without per-commit syncs, segments are
 //! instead allocated to the segment size (`fallocate`) and written through a memory mapping
 //! (`WalOptions::map_segments`); the bytes and the rules below are the same.
 //!
