@@ -134,10 +134,7 @@ impl Database {
     /// Opens the datastore in `path` through `fs` (fault-injection tests use `SimFs`).
     pub fn open_with_fs(fs: Fs, path: &Path, options: Options) -> Result<Database, DbError> {
         let db = Db::open_with_fs(fs, path, options.db_options())?;
-        let stats_tree = match db.tree_id(stats::STATS_TREE_NAME) {
-            Some(tree) => tree,
-            None => db.create_tree(stats::STATS_TREE_NAME)?,
-        };
+        let stats_tree = db.tree_id(stats::STATS_TREE_NAME);
         let database = Database {
             db: Arc::new(db),
             stats: Arc::new(stats::TableStatistics::new(stats_tree)),
@@ -166,11 +163,24 @@ impl Database {
     fn prepare_stats(&self) -> Result<(), ApiError> {
         let tables: Vec<Arc<TableDef>> = self.catalog.read().values().cloned().collect();
         let live: Vec<TreeId> = tables.iter().map(|table| table.tree).collect();
-        stats::remove_orphans(&self.db, self.stats.tree, &live)?;
+        if !self.stats.has_tree() {
+            if tables.is_empty() {
+                // Created with the first table.
+                return Ok(());
+            }
+            // Tables written before statistics were kept.
+            let tree = self
+                .db
+                .create_tree(stats::STATS_TREE_NAME)
+                .map_err(internal)?;
+            self.stats.set_tree(tree);
+        }
+        let stats_tree = self.stats.tree()?;
+        stats::remove_orphans(&self.db, stats_tree, &live)?;
         for table in &tables {
-            if !stats::is_maintained(&self.db, self.stats.tree, table)? {
+            if !stats::is_maintained(&self.db, stats_tree, table)? {
                 tracing::info!(table = %table.name, "rebuilding the table's statistics");
-                stats::rebuild(&self.db, self.stats.tree, table)?;
+                stats::rebuild(&self.db, stats_tree, table)?;
             }
             self.stats.load(&self.db, table)?;
         }

@@ -513,8 +513,8 @@ fn rejected_requests_create_nothing_and_allowed_shapes_succeed() {
     );
     assert_eq!(
         db.lsm().version().trees.len(),
-        trees_before + 2,
-        "one tree for the table, one per GSI"
+        trees_before + 3,
+        "one tree for the table, one per GSI, and (with the first table) the statistics tree"
     );
     let names: Vec<String> = db
         .lsm()

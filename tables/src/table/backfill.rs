@@ -346,7 +346,7 @@ fn backfill(context: &Context, target: &Target) -> Result<Outcome, ApiError> {
         }
         let added = stats::stage(
             &context.db,
-            context.stats.tree,
+            context.stats.tree()?,
             &table,
             &counted,
             &mut batch,

@@ -144,7 +144,7 @@ impl Database {
         };
         checker.progress.now();
         for table in &tables {
-            checker.table(table, self.stats.tree)?;
+            checker.table(table, self.stats.tree()?)?;
         }
         checker.progress.now();
         Ok(checker.report)

@@ -67,6 +67,12 @@ impl Database {
                 .iter()
                 .map(|gsi| format!("{table_id}/gsi/{}", gsi.name)),
         );
+        // The first table brings the statistics tree, in the same version change (last, so
+        // the table's own trees keep their places in `tree_ids`).
+        let creates_stats_tree = !self.stats.has_tree();
+        if creates_stats_tree {
+            tree_names.push(stats::STATS_TREE_NAME.to_string());
+        }
         // Fail before touching storage if the definition cannot be stored.
         table_def(
             &schema,
@@ -102,10 +108,15 @@ impl Database {
                 .map_err(internal)?;
             return Err(internal("the table definition could not be stored"));
         };
+        if creates_stats_tree {
+            if let Some(&tree) = tree_ids.last() {
+                self.stats.set_tree(tree);
+            }
+        }
         // Its statistics are complete (empty) from the start: marked before any writer can
         // see the table. A crash before this leaves a table the next open rebuilds.
         let mut batch = WriteBatch::new();
-        stats::mark_maintained(self.stats.tree, &table, &mut batch)?;
+        stats::mark_maintained(self.stats.tree()?, &table, &mut batch)?;
         self.db.write(batch).map_err(internal)?;
         self.reload_catalog().map_err(internal)?;
         Ok(CreateTableResponse {
@@ -200,7 +211,7 @@ impl Database {
         // The records go after the table: a crash between leaves records of no table, which
         // the next open removes.
         let mut batch = WriteBatch::new();
-        stats::remove_all(self.stats.tree, table.tree, &mut batch)?;
+        stats::remove_all(self.stats.tree()?, table.tree, &mut batch)?;
         self.db.write(batch).map_err(internal)?;
         self.stats.forget(table.tree);
         let mut description = describe(&table, &stats, "DELETING");

@@ -51,6 +51,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 
+use std::sync::OnceLock;
+
 use parking_lot::Mutex;
 
 use shoal_engine::{Db, Direction, Snapshot, TreeId, WriteBatch};
@@ -190,23 +192,48 @@ impl StatsDelta {
 /// The statistics tree and every open table's sums, kept in memory from the records.
 #[derive(Debug)]
 pub struct TableStatistics {
-    /// The tree holding every table's records.
-    pub tree: TreeId,
+    /// The tree holding every table's records: created with the first table (in the same
+    /// version change), so opening an empty data directory writes no version for it.
+    tree: OnceLock<TreeId>,
     /// Per table (by its tree): the sum of its records as of the last committed write.
     sums: Mutex<HashMap<TreeId, Sums>>,
 }
 
 impl TableStatistics {
-    pub fn new(tree: TreeId) -> TableStatistics {
-        TableStatistics {
-            tree,
+    /// Statistics kept in `tree`, or in a tree still to be created (`None`).
+    pub fn new(tree: Option<TreeId>) -> TableStatistics {
+        let statistics = TableStatistics {
+            tree: OnceLock::new(),
             sums: Mutex::new(HashMap::new()),
+        };
+        if let Some(tree) = tree {
+            statistics.set_tree(tree);
         }
+        statistics
+    }
+
+    /// The statistics tree, once it exists (it does whenever a table does).
+    pub fn tree(&self) -> Result<TreeId, ApiError> {
+        self.tree
+            .get()
+            .copied()
+            .ok_or_else(|| internal("the table statistics tree does not exist"))
+    }
+
+    /// Whether the statistics tree exists yet.
+    pub fn has_tree(&self) -> bool {
+        self.tree.get().is_some()
+    }
+
+    /// Records the statistics tree once it is created.
+    pub fn set_tree(&self, tree: TreeId) {
+        let stored = *self.tree.get_or_init(|| tree);
+        debug_assert_eq!(stored, tree, "one statistics tree per database");
     }
 
     /// Loads `table`'s sums from its records (at open, and after a rebuild).
     pub fn load(&self, db: &Db, table: &TableDef) -> Result<(), ApiError> {
-        let sums = sum_records(db, self.tree, table, None)?;
+        let sums = sum_records(db, self.tree()?, table, None)?;
         self.sums.lock().insert(table.tree, sums);
         Ok(())
     }

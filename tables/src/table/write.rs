@@ -711,7 +711,7 @@ impl Database {
                 by_stripe.entry(stripe).or_default().merge(&delta);
             }
         }
-        stats::stage(&self.db, self.stats.tree, table, &by_stripe, batch)
+        stats::stage(&self.db, self.stats.tree()?, table, &by_stripe, batch)
     }
 
     /// Adds the new collection records of `plans` to `batch` after checking the cap.
