@@ -55,7 +55,7 @@ const FLAGS: [Flag; 9] = [
         name: "-cors",
         ours: Some("--cors"),
         takes_value: true,
-        meaning: "CORS allow-list, * or comma-separated origins: no CORS headers yet (warns)",
+        meaning: "CORS allow-list, * or comma-separated origins (default: any origin)",
     },
     Flag {
         name: "-delayTransientStatuses",

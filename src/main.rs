@@ -127,7 +127,7 @@ struct ServeArgs {
     #[arg(long)]
     auth: Option<PathBuf>,
     /// DynamoDB Local's CORS allow-list (alias: -cors): `*` or comma-separated origins.
-    /// Stored, but not applied yet: the server sends no CORS headers (it warns at start).
+    /// Without it, pages from any origin may call the server, as with DynamoDB Local.
     #[arg(long, value_name = "ORIGINS", value_parser = CorsOrigins::parse)]
     cors: Option<CorsOrigins>,
     /// Accepted for DynamoDB Local compatibility (-sharedDb): Shoal always serves one
@@ -177,13 +177,6 @@ fn serve_value_flags() -> Vec<String> {
 
 /// Says which of DynamoDB Local's flags given are accepted but do not do what they do there.
 fn warn_about_inert_flags(args: &ServeArgs) {
-    if let Some(origins) = &args.cors {
-        tracing::warn!(
-            ?origins,
-            "CORS is not implemented yet: the allow-list is stored but the server sends no \
-             CORS headers, so browsers will block cross-origin calls"
-        );
-    }
     if args.delay_transient_statuses {
         tracing::warn!(
             "-delayTransientStatuses has no effect yet: CreateTable answers ACTIVE at once and \

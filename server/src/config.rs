@@ -53,9 +53,8 @@ impl fmt::Debug for AuthMode {
 }
 
 /// DynamoDB Local's `-cors` allow-list: the origins a browser page may call the server from.
-///
-/// Only stored so far: the server sends no CORS headers yet (it answers a browser's preflight
-/// `OPTIONS` like any other unknown route), so `shoal serve` warns when one is given.
+/// Without one, any origin may (DynamoDB Local's default), which is what lets a browser app
+/// or a web admin tool talk to the server (`cors.rs`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CorsOrigins {
     /// `*`: any origin.
@@ -65,6 +64,14 @@ pub enum CorsOrigins {
 }
 
 impl CorsOrigins {
+    /// Whether a page from `origin` may call the server.
+    pub fn allows(&self, origin: &str) -> bool {
+        match self {
+            CorsOrigins::Any => true,
+            CorsOrigins::List(origins) => origins.iter().any(|allowed| allowed == origin),
+        }
+    }
+
     /// Parses DynamoDB Local's spelling: `*`, or origins separated by commas (blanks around
     /// them are trimmed). An empty list is an error, not "no origin", so a typo is not silent.
     pub fn parse(text: &str) -> Result<CorsOrigins, String> {
@@ -113,7 +120,7 @@ pub struct ServerConfig {
     pub signature_clock_skew_max: Duration,
     /// After shutdown is signalled, how long in-flight requests get to finish.
     pub shutdown_grace: Duration,
-    /// The CORS allow-list given with `-cors`; not applied yet (see [`CorsOrigins`]).
+    /// The CORS allow-list given with `-cors`; `None` allows any origin (see [`CorsOrigins`]).
     pub cors: Option<CorsOrigins>,
 }
 

@@ -39,6 +39,7 @@
 mod amz_date;
 pub mod auth;
 pub mod config;
+mod cors;
 mod engine_handler;
 pub mod error_body;
 pub mod handler;

@@ -3,6 +3,7 @@
 
 use crate::auth::AuthPolicy;
 use crate::config::ServerConfig;
+use crate::cors;
 use crate::handler::DynamoHandler;
 use crate::metrics::{Metrics, Outcome};
 use crate::request::{decode_api_request, route, Route, NOT_FOUND_BODY};
@@ -140,12 +141,21 @@ async fn handle_http(state: &ServerState, request: Request<Incoming>) -> Respons
     let request_id = new_request_id();
     state.metrics.record_http_request();
     let (parts, body) = request.into_parts();
+    let origin = cors::allowed_origin(state.config.cors.as_ref(), &parts.headers);
+    if cors::is_preflight(&parts.method, &parts.headers) {
+        let mut answer = response(StatusCode::OK, "text/plain", String::new(), &request_id);
+        if let Some(origin) = origin {
+            cors::add_origin_headers(&mut answer, origin);
+            cors::add_preflight_headers(&mut answer, &parts.headers);
+        }
+        return answer;
+    }
     let route = route(
         &parts.method,
         parts.uri.path(),
         parts.headers.get(CONTENT_TYPE),
     );
-    let (response, operation) = match route {
+    let (mut response, operation) = match route {
         Route::Health => (
             response(
                 StatusCode::OK,
@@ -192,6 +202,9 @@ async fn handle_http(state: &ServerState, request: Request<Incoming>) -> Respons
         elapsed_micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
         "request"
     );
+    if let Some(origin) = origin {
+        cors::add_origin_headers(&mut response, origin);
+    }
     response
 }
 

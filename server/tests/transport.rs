@@ -428,3 +428,73 @@ async fn shutdown_stops_accepting() {
         "still accepting after shutdown"
     );
 }
+
+/// A browser's preflight from `origin`, asking to POST with the SDK's headers.
+fn preflight(origin: &str) -> Vec<u8> {
+    format!(
+        "OPTIONS / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nOrigin: {origin}\r\n\
+         Access-Control-Request-Method: POST\r\n\
+         Access-Control-Request-Headers: content-type,x-amz-target,x-amz-date,authorization\r\n\r\n"
+    )
+    .into_bytes()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cors_answers_browsers_from_any_origin_by_default() {
+    let server = TestServer::start(ServerConfig::default()).await;
+    let origin = "http://localhost:3000";
+    let response = send_raw(server.address, &preflight(origin)).await;
+    assert_eq!(response.status, 200);
+    assert_eq!(response.header("access-control-allow-origin"), Some(origin));
+    assert_eq!(
+        response.header("access-control-allow-headers"),
+        Some("content-type,x-amz-target,x-amz-date,authorization")
+    );
+    assert!(response
+        .header("access-control-allow-methods")
+        .is_some_and(|methods| methods.contains("POST")));
+
+    // The call itself names the origin and exposes the headers the SDKs read.
+    let body = r#"{"TableName":"t"}"#;
+    let request = post(
+        &[JSON, PUT_ITEM, DATE, AUTH, ("Origin", origin)],
+        body.as_bytes(),
+    );
+    let response = send_raw(server.address, &request).await;
+    assert_eq!(response.status, 200);
+    assert_eq!(response.header("access-control-allow-origin"), Some(origin));
+    assert!(response
+        .header("access-control-expose-headers")
+        .is_some_and(
+            |exposed| exposed.contains("x-amzn-RequestId") && exposed.contains("x-amz-crc32")
+        ));
+    // Errors carry it too, or the page could not read why its call failed.
+    let request = post(&[JSON, DATE, AUTH, ("Origin", origin)], b"{}");
+    let response = send_raw(server.address, &request).await;
+    assert_eq!(response.status, 400);
+    assert_eq!(response.header("access-control-allow-origin"), Some(origin));
+
+    // A request without an Origin (every SDK outside a browser) gets no CORS headers.
+    let response = send_raw(server.address, &api_call("PutItem", body)).await;
+    assert_eq!(response.header("access-control-allow-origin"), None);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cors_allow_list_admits_only_its_origins() {
+    let config = ServerConfig {
+        cors: Some(shoal_server::CorsOrigins::parse("https://app.example").unwrap()),
+        ..ServerConfig::default()
+    };
+    let server = TestServer::start(config).await;
+    let response = send_raw(server.address, &preflight("https://app.example")).await;
+    assert_eq!(
+        response.header("access-control-allow-origin"),
+        Some("https://app.example")
+    );
+    let response = send_raw(server.address, &preflight("https://evil.example")).await;
+    assert_eq!(response.status, 200);
+    assert_eq!(response.header("access-control-allow-origin"), None);
+    assert_eq!(response.header("access-control-allow-methods"), None);
+    server.stop().await;
+}
