@@ -549,13 +549,9 @@ impl Recount {
     }
 }
 
-/// Every record of `table` recomputed from its stored items and entries at `snapshot`, by
-/// stripe: what a rebuild writes.
-pub fn recompute(
-    db: &Db,
-    table: &TableDef,
-    snapshot: &Snapshot,
-) -> Result<BTreeMap<u16, StatsDelta>, ApiError> {
+/// Every record of `table` recounted from its stored items and entries at `snapshot`: what
+/// a rebuild writes.
+fn recompute(db: &Db, table: &TableDef, snapshot: &Snapshot) -> Result<Recount, ApiError> {
     let mut recount = Recount::default();
     let pk_type = table.key.hash.scalar_type();
     let mut cursor = db.iter_tree(table.tree, snapshot).map_err(internal)?;
@@ -579,26 +575,14 @@ pub fn recompute(
             recount.global_entry(table, gsi, &entry)?;
         }
     }
-    Ok(recount.by_stripe)
+    Ok(recount)
 }
 
-/// Compares `table`'s stored records at `snapshot`, stripe by stripe, with the ones its
-/// stored items and entries give; returns each disagreement.
+/// Compares `table`'s stored records at `snapshot`, stripe by stripe, with `recount`, the
+/// counts the caller made of every stored item and entry of `table` at `snapshot` (in the
+/// walk that checks the indexes, so the table is not read a second time); returns each
+/// disagreement.
 pub fn verify(
-    db: &Db,
-    stats_tree: TreeId,
-    table: &TableDef,
-    snapshot: &Snapshot,
-) -> Result<Vec<String>, ApiError> {
-    let recount = Recount {
-        by_stripe: recompute(db, table, snapshot)?,
-    };
-    verify_recount(db, stats_tree, table, snapshot, &recount)
-}
-
-/// [`verify`] against counts the caller already made of every stored item and entry of
-/// `table` at `snapshot` (so the table is not read a second time).
-pub fn verify_recount(
     db: &Db,
     stats_tree: TreeId,
     table: &TableDef,
@@ -668,14 +652,12 @@ pub fn entry_size(stored: &[u8]) -> Result<u64, ApiError> {
 /// rebuild a crash interrupted) are replaced.
 pub fn rebuild(db: &Db, stats_tree: TreeId, table: &TableDef) -> Result<(), ApiError> {
     let snapshot = db.snapshot();
-    let by_stripe = recompute(db, table, &snapshot)?;
+    let records = recompute(db, table, &snapshot)?.records(table);
     let mut batch = WriteBatch::new();
+    // Every stripe, so a record left by a rebuild a crash interrupted goes too.
     for stripe in 0..STRIPES as u16 {
         let key = record_key(table.tree, stripe);
-        let record = by_stripe
-            .get(&stripe)
-            .map(|delta| StatsRecord::default().apply(delta, table))
-            .unwrap_or_default();
+        let record = records.get(&stripe).cloned().unwrap_or_default();
         put_record(stats_tree, &key, &record, &mut batch)?;
     }
     mark_maintained(stats_tree, table, &mut batch)?;
