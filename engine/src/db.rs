@@ -92,8 +92,16 @@ impl Applier<WriteBatch> for MemtableApplier {
         // `Wal::exclusive`, which the group's leader excludes.
         let sv = self.shared.superversion.read().clone();
         let mut inserter = MemtableInserter::default();
+        // Sequence-suffixed keys are made here; allocated once, only if the group has any.
+        let mut key_scratch = Vec::new();
         for (first_seq, batch) in group {
-            apply_payload(&sv, *first_seq, batch.payload(), &mut inserter);
+            apply_payload(
+                &sv,
+                *first_seq,
+                batch.payload(),
+                &mut inserter,
+                &mut key_scratch,
+            );
         }
     }
 
@@ -105,12 +113,14 @@ impl Applier<WriteBatch> for MemtableApplier {
 
 /// Pushes a committed payload's entries for the active memtables of `sv` into `inserter`,
 /// which links them (see [`MemtableInserter`]). Entries for a tree that no longer exists are
-/// dropped: the tree was deleted after the batch was logged.
+/// dropped: the tree was deleted after the batch was logged. `key_scratch` holds the key of
+/// a sequence-suffixed put while the inserter copies it (`replay_record` makes the same key).
 fn apply_payload<'a>(
     sv: &'a SuperVersion,
     first_seq: u64,
     payload: &[u8],
     inserter: &mut MemtableInserter<'a>,
+    key_scratch: &mut Vec<u8>,
 ) {
     for (index, entry) in BatchEntries::new(payload).enumerate() {
         // A payload we built ourselves and that the WAL checksummed cannot be malformed;
@@ -124,7 +134,8 @@ fn apply_payload<'a>(
             continue;
         };
         let seq = first_seq + index as u64;
-        inserter.push(&tree.active, entry.key, seq, entry.kind, entry.value);
+        let key = entry.key_at(seq, key_scratch);
+        inserter.push(&tree.active, key, seq, entry.kind, entry.value);
     }
     inserter.next_batch();
 }
@@ -250,6 +261,7 @@ impl Db {
         };
         let wal = std::thread::scope(|scope| {
             let mut inserter = ReplayInserter::new(scope);
+            let mut key_scratch = Vec::new();
             let opened = Wal::open(
                 Arc::clone(&fs),
                 &dir.join(WAL_DIR_NAME),
@@ -257,7 +269,13 @@ impl Db {
                 applier,
                 seq_floor,
                 |record: shoal_wal::ReplayRecord<'_>| -> Result<(), DbError> {
-                    replay_record(&superversion, &version, record, &mut inserter)
+                    replay_record(
+                        &superversion,
+                        &version,
+                        record,
+                        &mut inserter,
+                        &mut key_scratch,
+                    )
                 },
             );
             // Every replayed entry is in its memtable before the database is used.
@@ -306,8 +324,9 @@ impl Db {
         Ok(db)
     }
 
-    /// Commits `batch` atomically; returns the sequence number of its first entry. When this
-    /// returns Ok the batch is durable per the durability mode and visible to reads.
+    /// Commits `batch` atomically; returns the sequence number of its first entry (entry `i`
+    /// has `first + i`, which ends the key of a sequence-suffixed put). When this returns Ok
+    /// the batch is durable per the durability mode and visible to reads.
     pub fn write(&self, batch: WriteBatch) -> Result<u64, DbError> {
         if let Some(reason) = self.shared.background_error.lock().clone() {
             return Err(DbError::Poisoned(reason));
@@ -626,12 +645,15 @@ impl Drop for Db {
     }
 }
 
-/// Replays one WAL record into the recovering superversion's memtables.
+/// Replays one WAL record into the recovering superversion's memtables. Entry `i` gets
+/// `first_seq + i`, as when the batch was committed, so a sequence-suffixed key comes out
+/// byte for byte as `apply_payload` made it (`key_scratch` holds it while it is copied).
 fn replay_record<'scope, 'm: 'scope>(
     sv: &'m SuperVersion,
     version: &Version,
     record: shoal_wal::ReplayRecord<'_>,
     inserter: &mut ReplayInserter<'scope, '_, 'm>,
+    key_scratch: &mut Vec<u8>,
 ) -> Result<(), DbError> {
     let mut count = 0u64;
     for (index, entry) in BatchEntries::new(record.payload).enumerate() {
@@ -646,7 +668,8 @@ fn replay_record<'scope, 'm: 'scope>(
             continue;
         }
         if let Some(tree) = sv.memtables.get(&entry.tree) {
-            let prepared = tree.active.entry(entry.key, seq, entry.kind, entry.value);
+            let key = entry.key_at(seq, key_scratch);
+            let prepared = tree.active.entry(key, seq, entry.kind, entry.value);
             inserter.push(&tree.active, prepared);
         }
     }
