@@ -5,7 +5,8 @@
 //! 1. The input tables (held by the claim, so they stay readable whatever happens to the
 //!    version meanwhile) are merged ([`MergingIterator`]) and filtered for the live snapshots
 //!    ([`CompactionIterator`]: versions no reader can see are dropped, tombstones only at the
-//!    bottom).
+//!    bottom), then, in a bottommost job, by `DbOptions::compaction_filter` ([`KeyFilter`];
+//!    `CompactionFilter` says when it is asked).
 //! 2. The output is cut into files by [`OutputSplitter`]: at the target size, preferably where
 //!    the item-collection prefix (`DbOptions::bloom_prefix`) changes, and never between two
 //!    versions of one user key, since files of L1 and below may not share a user key.
@@ -26,11 +27,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use shoal_compaction::{
-    CompactionIterator, InternalIterator, Job, MergingIterator, OutputSplitter,
+    CompactionIterator, EntryKind, InternalIterator, InternalKey, IterError, Job, MergingIterator,
+    OutputSplitter,
 };
 
 use crate::error::DbError;
 use crate::manifest;
+use crate::options::CompactionFilter;
 use crate::shared::Shared;
 use crate::sstable::{Table, TableBuilder, TableOptions};
 use crate::stats::Counters;
@@ -65,23 +68,24 @@ pub(crate) struct ClaimedJob {
 /// Runs a claimed job to the end (module docs).
 pub(crate) fn run(shared: &Shared, claimed: &ClaimedJob) -> Result<JobOutcome, DbError> {
     if claimed.job.trivial_move {
-        return install(shared, claimed, OutputFiles::new(shared), Vec::new());
+        return install(shared, claimed, OutputFiles::new(shared), Vec::new(), 0);
     }
     let mut outputs = OutputFiles::new(shared);
-    if !write_outputs(shared, claimed, &mut outputs)? {
+    let Some(filtered_entries) = write_outputs(shared, claimed, &mut outputs)? else {
         return Ok(JobOutcome::Abandoned);
-    }
+    };
     let opened = outputs.open_all()?;
-    install(shared, claimed, outputs, opened)
+    install(shared, claimed, outputs, opened, filtered_entries)
 }
 
-/// Writes the merged, filtered inputs into new files. Returns false if the database started
-/// closing meanwhile (the outputs are then discarded).
+/// Writes the merged, filtered inputs into new files. Returns how many entries the
+/// compaction filter dropped, or `None` if the database started closing meanwhile (the
+/// outputs are then discarded).
 fn write_outputs(
     shared: &Shared,
     claimed: &ClaimedJob,
     outputs: &mut OutputFiles<'_>,
-) -> Result<bool, DbError> {
+) -> Result<Option<u64>, DbError> {
     let sources: Vec<Source> = claimed
         .tables
         .iter()
@@ -95,6 +99,13 @@ fn write_outputs(
         &snapshots,
         claimed.job.bottommost,
     );
+    // Only where no older version of a key can lie below the output (`CompactionFilter`).
+    let mut key_filter = shared
+        .options
+        .compaction_filter
+        .as_deref()
+        .filter(|_| claimed.job.bottommost)
+        .map(|filter| KeyFilter::new(filter, claimed.tree));
     let mut splitter =
         OutputSplitter::new(shared.policy.target_file_bytes, shared.options.bloom_prefix);
 
@@ -106,9 +117,15 @@ fn write_outputs(
         if merged_entries.is_multiple_of(SHUTDOWN_CHECK_ENTRIES)
             && shared.shutting_down.load(Ordering::Acquire)
         {
-            return Ok(false);
+            return Ok(None);
         }
         let (key, value) = (merged.key(), merged.value());
+        if let Some(key_filter) = &mut key_filter {
+            if key_filter.drops(key, value)? {
+                merged.next()?;
+                continue;
+            }
+        }
         let entry_bytes = (key.len() + value.len()) as u64;
         if splitter.starts_new_file(key, entry_bytes) {
             if let Some(builder) = current.take() {
@@ -131,7 +148,60 @@ fn write_outputs(
             .sync_dir(&shared.dir)
             .map_err(|e| DbError::io(format!("syncing {}", shared.dir.display()), e))?;
     }
-    Ok(true)
+    Ok(Some(key_filter.map_or(0, |filter| filter.dropped_entries)))
+}
+
+/// Applies `DbOptions::compaction_filter` to a bottommost job's garbage-collected output,
+/// which holds each user key's versions together, newest first. The first version of a key
+/// is the newest among the inputs (garbage collection drops older versions only, or all
+/// of a key under a tombstone); if it is a put the filter is asked about it, and when the
+/// filter says drop, that version and every older one of the key are dropped, so none of
+/// them can become the newest (`CompactionFilter` has the whole rule).
+struct KeyFilter<'a> {
+    filter: &'a dyn CompactionFilter,
+    tree: TreeId,
+    /// The user key of the last entry seen (meaningless before the first).
+    user_key: Vec<u8>,
+    seen_any: bool,
+    /// Whether the filter dropped `user_key`'s newest version.
+    dropping: bool,
+    dropped_entries: u64,
+}
+
+impl<'a> KeyFilter<'a> {
+    fn new(filter: &'a dyn CompactionFilter, tree: TreeId) -> KeyFilter<'a> {
+        KeyFilter {
+            filter,
+            tree,
+            user_key: Vec::new(),
+            seen_any: false,
+            dropping: false,
+            dropped_entries: 0,
+        }
+    }
+
+    /// Whether the entry (the next of the output, in order) is to be dropped.
+    fn drops(&mut self, internal_key: &[u8], value: &[u8]) -> Result<bool, DbError> {
+        // Garbage collection has parsed every key it yields already; this cannot fail.
+        let entry = InternalKey::parse(internal_key).ok_or_else(|| {
+            DbError::Iter(IterError::Corruption(format!(
+                "compaction output has a malformed {}-byte internal key",
+                internal_key.len()
+            )))
+        })?;
+        let newest_of_key = !self.seen_any || entry.user_key != self.user_key.as_slice();
+        if newest_of_key {
+            self.seen_any = true;
+            self.user_key.clear();
+            self.user_key.extend_from_slice(entry.user_key);
+            self.dropping = entry.kind == EntryKind::Put
+                && self.filter.drop_entry(self.tree, entry.user_key, value);
+        }
+        if self.dropping {
+            self.dropped_entries += 1;
+        }
+        Ok(self.dropping)
+    }
 }
 
 /// Installs the job's version change durably and publishes it (module docs, steps 3–4).
@@ -140,6 +210,7 @@ fn install(
     claimed: &ClaimedJob,
     mut outputs: OutputFiles<'_>,
     opened: Vec<(FileMeta, Arc<Table>)>,
+    filtered_entries: u64,
 ) -> Result<JobOutcome, DbError> {
     let tree = claimed.tree;
     let output_level = claimed.job.output_level;
@@ -216,6 +287,7 @@ fn install(
         Counters::add(&counters.compactions, 1);
         Counters::add(&counters.compaction_bytes_read, input_bytes);
         Counters::add(&counters.compaction_bytes_written, output_bytes);
+        Counters::add(&counters.compaction_entries_filtered, filtered_entries);
     }
     Ok(JobOutcome::Installed)
 }
@@ -326,5 +398,58 @@ impl Drop for OutputFiles<'_> {
                 tracing::warn!(%error, file = %path.display(), "could not remove a discarded compaction output");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shoal_compaction::key::encode;
+    use std::sync::Mutex;
+
+    /// Drops every put whose value is `drop`, and records what it was asked.
+    #[derive(Debug, Default)]
+    struct DropValue {
+        asked: Mutex<Vec<(TreeId, Vec<u8>)>>,
+    }
+
+    impl CompactionFilter for DropValue {
+        fn drop_entry(&self, tree: TreeId, user_key: &[u8], value: &[u8]) -> bool {
+            self.asked.lock().unwrap().push((tree, user_key.to_vec()));
+            value == b"drop"
+        }
+    }
+
+    /// Asked only about each key's newest version, and only if it is a put; a key it drops
+    /// loses every version, so no older one becomes the newest.
+    #[test]
+    fn asks_about_newest_puts_only_and_drops_every_version_of_a_dropped_key() {
+        let filter = DropValue::default();
+        let mut key_filter = KeyFilter::new(&filter, 7);
+        let output = [
+            // (user key, seq, kind, value): what garbage collection yields, in order.
+            (&b"a"[..], 9, EntryKind::Put, &b"drop"[..]),
+            (b"a", 5, EntryKind::Put, b"keep"),
+            (b"b", 8, EntryKind::Delete, b""),
+            (b"b", 4, EntryKind::Put, b"drop"),
+            (b"c", 7, EntryKind::Put, b"keep"),
+            (b"c", 3, EntryKind::Put, b"drop"),
+            (b"d", 6, EntryKind::Put, b"drop"),
+        ];
+        let dropped: Vec<bool> = output
+            .iter()
+            .map(|(user_key, seq, kind, value)| {
+                key_filter
+                    .drops(&encode(user_key, *seq, *kind), value)
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(dropped, [true, true, false, false, false, false, true]);
+        assert_eq!(key_filter.dropped_entries, 3);
+        assert_eq!(
+            *filter.asked.lock().unwrap(),
+            [(7, b"a".to_vec()), (7, b"c".to_vec()), (7, b"d".to_vec())],
+            "never a tombstone (b) nor an older version"
+        );
     }
 }

@@ -38,7 +38,7 @@ use crate::compact_schedule::Scheduler;
 use crate::error::DbError;
 use crate::manifest::{self, Manifest};
 use crate::memtable::{Memtable, MemtableEntry, MemtableInserter};
-pub use crate::options::DbOptions;
+pub use crate::options::{CompactionFilter, DbOptions};
 use crate::pacer::WritePacer;
 use crate::shared::{FlushState, Shared};
 use crate::sstable::{PointLookup, Table, TableBuilder, TableOptions};

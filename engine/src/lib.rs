@@ -83,7 +83,7 @@ pub mod version;
 
 pub use batch::WriteBatch;
 // DbOptions::compaction is a PolicyOptions: embedders need not depend on the compaction crate.
-pub use db::{Db, DbOptions, Snapshot};
+pub use db::{CompactionFilter, Db, DbOptions, Snapshot};
 pub use error::DbError;
 pub use read::{DbIterator, Direction};
 pub use shoal_compaction::key::EntryKind;

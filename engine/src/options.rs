@@ -1,9 +1,48 @@
-//! How a database is opened: [`DbOptions`].
+//! How a database is opened: [`DbOptions`], and the [`CompactionFilter`] hook.
+
+use std::sync::Arc;
 
 use shoal_compaction::PolicyOptions;
 use shoal_wal::Durability;
 
 use crate::sstable::PrefixFn;
+use crate::version::TreeId;
+
+/// Lets compaction drop entries that are no longer wanted, such as stream records past their
+/// retention period ([`DbOptions::compaction_filter`]).
+///
+/// **Meant for trees whose keys are written once and never overwritten or deleted**, like
+/// stream records (`WriteBatch::put_sequenced` keys). Compaction sees only the versions in
+/// its input files, so for other keys the version the filter is asked about may already be
+/// hidden by a newer one elsewhere, and the filter's decision then changes nothing a reader
+/// sees. Whatever the tree, dropping can never expose an older version, because of when the
+/// filter is asked:
+///
+/// - only in *bottommost* compactions, where no level below the output holds any key of
+///   the inputs (so no older version lies below), and never on a trivial move, which
+///   rewrites nothing ([`Db::compact_tree`](crate::Db::compact_tree) rewrites a whole tree
+///   into its last level, so the filter runs over all of it);
+/// - only about the *newest* version of each user key among the inputs, and only if it is a
+///   put: never about tombstones or older versions;
+/// - when it answers true, every version of that key in the inputs is dropped (the older
+///   ones would otherwise become the newest).
+///
+/// **Snapshots are not protected** from it, unlike from the rest of compaction's garbage
+/// collection: a reader, at a snapshot or not, may find a filtered entry gone at any moment
+/// once the filter has said so, as if it had been deleted then. Holding entries back for
+/// snapshots would let any steady read load stop the filter for good, since every query
+/// registers a snapshot that is newer than old records; and a snapshot registered while a
+/// compaction runs could not be protected without abandoning the compaction. So a filter
+/// must only drop what no reader needs any more: DynamoDB readers treat a stream record
+/// past its retention as trimmed whenever they find it gone.
+///
+/// It is called from compactions (on the compaction threads, or the thread of
+/// `compact_until_idle` or `compact_tree`), once per candidate entry: it should be quick, and
+/// must not write to the database or wait for its compactions.
+pub trait CompactionFilter: Send + Sync + std::fmt::Debug {
+    /// Whether compaction should drop the put of `value` under `user_key` in `tree`.
+    fn drop_entry(&self, tree: TreeId, user_key: &[u8], value: &[u8]) -> bool;
+}
 
 /// How a database is opened.
 #[derive(Clone)]
@@ -43,6 +82,9 @@ pub struct DbOptions {
     /// overwrite workload ran 27% slower. Off by default until compaction reads its inputs
     /// directly too (docs/PERFORMANCE.md, ninth session).
     pub direct_table_writes: bool,
+    /// Drops entries during compaction ([`CompactionFilter`], whose docs say when it is
+    /// asked and why only for write-once trees). `None` (the default) keeps everything.
+    pub compaction_filter: Option<Arc<dyn CompactionFilter>>,
 }
 
 impl std::fmt::Debug for DbOptions {
@@ -54,6 +96,7 @@ impl std::fmt::Debug for DbOptions {
             .field("compaction", &self.compaction)
             .field("compaction_threads", &self.compaction_threads)
             .field("direct_table_writes", &self.direct_table_writes)
+            .field("compaction_filter", &self.compaction_filter)
             .finish_non_exhaustive()
     }
 }
@@ -81,6 +124,7 @@ impl Default for DbOptions {
             // The target machine has two cores; one compacts while the other serves writes.
             compaction_threads: 1,
             direct_table_writes: false,
+            compaction_filter: None,
         }
     }
 }

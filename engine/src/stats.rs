@@ -38,6 +38,9 @@ pub struct DbStats {
     pub compactions: u64,
     /// Compactions that only moved files to a deeper level.
     pub trivial_moves: u64,
+    /// Versions installed compactions dropped because the compaction filter said so
+    /// (`DbOptions::compaction_filter`).
+    pub compaction_entries_filtered: u64,
     /// Writes that were slowed down by compaction back-pressure.
     pub write_stalls: u64,
     /// Total time writers were slowed down.
@@ -72,6 +75,7 @@ pub(crate) struct Counters {
     pub(crate) compaction_bytes_written: AtomicU64,
     pub(crate) compactions: AtomicU64,
     pub(crate) trivial_moves: AtomicU64,
+    pub(crate) compaction_entries_filtered: AtomicU64,
     pub(crate) write_stalls: AtomicU64,
     pub(crate) stall_nanos_total: AtomicU64,
     pub(crate) stall_nanos_longest: AtomicU64,
@@ -104,6 +108,7 @@ impl Counters {
             write_amplification: write_amplification(flushed.saturating_add(compacted), user),
             compactions: load(&self.compactions),
             trivial_moves: load(&self.trivial_moves),
+            compaction_entries_filtered: load(&self.compaction_entries_filtered),
             write_stalls: load(&self.write_stalls),
             stall_time_total: Duration::from_nanos(load(&self.stall_nanos_total)),
             stall_time_longest: Duration::from_nanos(load(&self.stall_nanos_longest)),
