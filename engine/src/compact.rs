@@ -12,6 +12,12 @@
 //! - **Threads.** `DbOptions::compaction_threads` background threads (0 = none: the caller
 //!   runs [`Db::compact_until_idle`]) sleep until a flush or a finished job asks for work.
 //!   Running a job is `compact_job::run` (merge, write outputs, install the version).
+//! - **Whole-tree jobs.** [`Db::compact_tree`] rewrites every file of one tree into its last
+//!   level in one job, outside the policy: it reserves the tree (no new job starts there),
+//!   waits for the tree's running jobs, then claims all its files like any job, so flushes
+//!   and other trees' jobs go on meanwhile. It is how a compaction filter gets to run over
+//!   files that the policy would never rewrite (a tree with little traffic, or sequential
+//!   keys that only ever move down trivially).
 //! - **Back-pressure.** Before a write, the touched trees' backlog gives a write rate from
 //!   `shoal_compaction::write_rate_limit`: none below `l0_slowdown_files` L0 files and (leveled)
 //!   below `pending_slowdown_percent` of the last level waiting to move down (and never
@@ -30,7 +36,7 @@ use std::time::Duration;
 use shoal_compaction::{pick, IterError, Job, PolicyOptions};
 
 use crate::compact_job::{self, ClaimedJob, JobOutcome};
-use crate::compact_schedule::{JobClaim, RunningJob, RUNNING_JOBS_MAX};
+use crate::compact_schedule::{JobClaim, RunningJob, TreeReservation, RUNNING_JOBS_MAX};
 use crate::error::DbError;
 use crate::shared::Shared;
 use crate::superversion::SuperVersion;
@@ -87,6 +93,9 @@ pub(crate) fn claim_next(shared: &Shared) -> Result<Option<(ClaimedJob, JobClaim
         .range(start..)
         .chain(sv.version.trees.range(..start));
     for (&tree_id, tree) in order {
+        if state.reserved_trees.contains(&tree_id) {
+            continue;
+        }
         let view = levels_view(tree, &busy);
         // A view from a checked version always passes; a failure means the version itself is
         // broken, which must be reported rather than silently stop compaction.
@@ -155,18 +164,97 @@ fn running_job(id: u64, claimed: &ClaimedJob) -> RunningJob {
     }
 }
 
+/// Claims every file of `tree` for one job into its last level ([`Db::compact_tree`]),
+/// once no job of the tree is running; `None` if the tree has no files. The caller holds a
+/// [`TreeReservation`], so no new job of the tree starts while this waits.
+fn claim_whole_tree(
+    shared: &Shared,
+    tree_id: TreeId,
+) -> Result<Option<(ClaimedJob, JobClaim<'_>)>, DbError> {
+    let scheduler = &shared.compaction;
+    loop {
+        if let Some(reason) = shared.background_error.lock().clone() {
+            return Err(DbError::Poisoned(reason));
+        }
+        let mut state = scheduler.state.lock();
+        let busy = state.running.len() >= RUNNING_JOBS_MAX
+            || state.running.iter().any(|job| job.tree == tree_id);
+        if busy {
+            // A finishing job wakes this (`JobClaim`'s drop); the timeout re-checks errors.
+            scheduler.wakeup.wait_for(&mut state, IDLE_RECHECK);
+            continue;
+        }
+        // Read under the scheduler lock: with none of the tree's jobs running, every job
+        // of it that ran is installed in this version.
+        let sv = shared.superversion.read().clone();
+        let tree = sv
+            .version
+            .trees
+            .get(&tree_id)
+            .ok_or(DbError::UnknownTree(tree_id))?;
+        let Some(deepest) = tree.levels.iter().rposition(|files| !files.is_empty()) else {
+            return Ok(None);
+        };
+        let inputs: Vec<(usize, Vec<u64>)> = tree
+            .levels
+            .iter()
+            .enumerate()
+            .filter(|(_, files)| !files.is_empty())
+            .map(|(level, files)| (level, files.iter().map(|f| f.number).collect()))
+            .collect();
+        let job = Job {
+            inputs,
+            // The policy's last level, or deeper if files already lie deeper (after the
+            // option was lowered): nothing can lie below the output, so it is bottommost.
+            output_level: deepest.max(shared.policy.max_levels - 1),
+            trivial_move: false,
+            bottommost: true,
+        };
+        let Some(claimed) = resolve(&sv, tree_id, tree, job) else {
+            debug_assert!(false, "the version names a file with no open table");
+            return Err(DbError::Iter(IterError::Corruption(format!(
+                "tree {tree_id} names a file that is not open"
+            ))));
+        };
+        let running = running_job(state.next_job_id, &claimed);
+        let id = running.id;
+        state.next_job_id += 1;
+        state.running.push(running);
+        return Ok(Some((claimed, JobClaim { scheduler, id })));
+    }
+}
+
+/// Compacts every file of `tree` into its last level in one job, on this thread
+/// ([`Db::compact_tree`]).
+pub(crate) fn compact_tree(shared: &Shared, tree: TreeId) -> Result<(), DbError> {
+    let claimed = {
+        let _reserved = TreeReservation::new(&shared.compaction, tree);
+        claim_whole_tree(shared, tree)?
+    };
+    let Some((claimed, claim)) = claimed else {
+        return Ok(());
+    };
+    run_claimed(shared, claimed, claim)
+}
+
 /// Claims and runs one job on this thread. Returns whether there was one.
 pub(crate) fn compact_once(shared: &Shared) -> Result<bool, DbError> {
     let Some((claimed, claim)) = claim_next(shared)? else {
         return Ok(false);
     };
+    run_claimed(shared, claimed, claim)?;
+    Ok(true)
+}
+
+/// Runs a claimed job to the end and releases its claim; a failure stops writes.
+fn run_claimed(shared: &Shared, claimed: ClaimedJob, claim: JobClaim<'_>) -> Result<(), DbError> {
     let result = compact_job::run(shared, &claimed);
     // The inputs' tables go before the claim: whoever waits for compaction to be idle then
     // finds the obsolete files already removed.
     drop(claimed);
     drop(claim);
     match result {
-        Ok(JobOutcome::Installed | JobOutcome::Abandoned) => Ok(true),
+        Ok(JobOutcome::Installed | JobOutcome::Abandoned) => Ok(()),
         Err(error) => {
             // Like a failed flush: the state of the files involved is unknown (an fsync may
             // have failed), so nothing is retried and writes stop. Reads go on.

@@ -25,6 +25,10 @@ pub(crate) struct SchedulerState {
     pub(crate) next_job_id: u64,
     /// The tree to look at first next time, so one busy tree cannot starve the others.
     pub(crate) next_tree: TreeId,
+    /// Trees a whole-tree compaction (`Db::compact_tree`) waits to claim: no other job is
+    /// started for them meanwhile, so a busy tree's jobs cannot keep it waiting. One entry
+    /// per waiting call.
+    pub(crate) reserved_trees: Vec<TreeId>,
 }
 
 /// What a running job has claimed.
@@ -58,6 +62,31 @@ impl Drop for JobClaim<'_> {
         let mut state = self.scheduler.state.lock();
         state.running.retain(|job| job.id != self.id);
         // The finished job may have made more work due (e.g. the next level is now full).
+        state.requests += 1;
+        self.scheduler.wakeup.notify_all();
+    }
+}
+
+/// Keeps new jobs off a tree while it is held ([`SchedulerState::reserved_trees`]).
+pub(crate) struct TreeReservation<'a> {
+    scheduler: &'a Scheduler,
+    tree: TreeId,
+}
+
+impl<'a> TreeReservation<'a> {
+    pub(crate) fn new(scheduler: &'a Scheduler, tree: TreeId) -> TreeReservation<'a> {
+        scheduler.state.lock().reserved_trees.push(tree);
+        TreeReservation { scheduler, tree }
+    }
+}
+
+impl Drop for TreeReservation<'_> {
+    fn drop(&mut self) {
+        let mut state = self.scheduler.state.lock();
+        if let Some(position) = state.reserved_trees.iter().position(|t| *t == self.tree) {
+            state.reserved_trees.swap_remove(position);
+        }
+        // Jobs of the tree may have been due all along.
         state.requests += 1;
         self.scheduler.wakeup.notify_all();
     }

@@ -140,6 +140,15 @@ fn apply_payload<'a>(
     inserter.next_batch();
 }
 
+/// Which memtables [`Db::freeze_full_memtables`] freezes, if not empty, besides the full
+/// ones.
+#[derive(Debug, Clone, Copy)]
+enum AlsoFreeze {
+    None,
+    Every,
+    Tree(TreeId),
+}
+
 /// A registered snapshot: reads through it see the database as of `seq`.
 pub struct Snapshot {
     seq: u64,
@@ -320,7 +329,7 @@ impl Db {
         // The recovered shape may already call for compaction.
         db.shared.compaction.request();
         // Replay may have filled memtables past their limit; freeze them so they flush.
-        db.freeze_full_memtables(true);
+        db.freeze_full_memtables(AlsoFreeze::Every);
         Ok(db)
     }
 
@@ -378,7 +387,7 @@ impl Db {
             }) || self.wal.live_bytes() > self.shared.options.wal_live_bytes_max
         };
         if needs_freeze {
-            self.freeze_full_memtables(false);
+            self.freeze_full_memtables(AlsoFreeze::None);
         }
         // Back-pressure: wait for the flusher while any touched tree has too many frozen
         // memtables. Bounded waits, re-checking background errors each time.
@@ -407,10 +416,10 @@ impl Db {
         }
     }
 
-    /// Freezes every active memtable that is over its limit (or, with `all_nonempty`, every
-    /// non-empty one), plus — when the WAL is over its cap — the trees pinning the oldest
-    /// WAL data. Runs under `Wal::exclusive` so no batch is half-applied when frozen.
-    fn freeze_full_memtables(&self, all_nonempty: bool) {
+    /// Freezes every active memtable that is over its limit, plus the non-empty ones `also`
+    /// names, plus — when the WAL is over its cap — the trees pinning the oldest WAL data.
+    /// Runs under `Wal::exclusive` so no batch is half-applied when frozen.
+    fn freeze_full_memtables(&self, also: AlsoFreeze) {
         let shared = &self.shared;
         let wal_over_cap = self.wal.live_bytes() > shared.options.wal_live_bytes_max;
         let frozen_any = self.wal.exclusive(|| {
@@ -423,11 +432,16 @@ impl Db {
             let frozen_at_seq = shared.visible_seq.load(Ordering::Acquire);
             let mut next = (**guard).clone();
             let mut changed = false;
-            for tree in next.memtables.values_mut() {
+            for (id, tree) in next.memtables.iter_mut() {
                 let full = tree.active.size_bytes() >= shared.options.memtable_size_bytes;
                 let pins_oldest =
                     oldest_pinning.is_some() && tree.active.seq_min() == oldest_pinning;
-                let wanted = full || pins_oldest || (all_nonempty && !tree.active.is_empty());
+                let named = match also {
+                    AlsoFreeze::None => false,
+                    AlsoFreeze::Every => true,
+                    AlsoFreeze::Tree(named) => *id == named,
+                };
+                let wanted = full || pins_oldest || named;
                 if wanted && !tree.active.is_empty() {
                     let frozen = std::mem::replace(&mut tree.active, Arc::new(Memtable::new()));
                     tree.immutables.push(Immutable {
@@ -449,7 +463,7 @@ impl Db {
 
     /// Freezes every non-empty memtable and flushes all frozen memtables now, on this thread.
     pub fn flush_all(&self) -> Result<(), DbError> {
-        self.freeze_full_memtables(true);
+        self.freeze_full_memtables(AlsoFreeze::Every);
         while flush_one(&self.shared, &self.wal)? {}
         Ok(())
     }
@@ -1107,6 +1121,24 @@ impl Db {
     /// that are still running, so the tree's shape is settled when this returns).
     pub fn compact_until_idle(&self) -> Result<(), DbError> {
         compact::compact_until_idle(&self.shared)
+    }
+
+    /// Rewrites all of `tree` into its last level, on this thread: its memtable is flushed
+    /// (with whatever other frozen memtables wait), then every SSTable of the tree is merged
+    /// in one bottommost job, which the compaction filter (`DbOptions::compaction_filter`)
+    /// sees all of. It is for a periodic trimmer: the policy may never rewrite the files of
+    /// a tree with little traffic, or with sequential keys (whose files only move down),
+    /// so expired entries would stay. The work is bounded by the tree's size when called:
+    /// it waits for the tree's running jobs (starting no new one there meanwhile), and
+    /// what is written to the tree during the job is left for the next call. A failed
+    /// compaction stops writes, as a failed background one does.
+    pub fn compact_tree(&self, tree: TreeId) -> Result<(), DbError> {
+        if !self.current().version.trees.contains_key(&tree) {
+            return Err(DbError::UnknownTree(tree));
+        }
+        self.freeze_full_memtables(AlsoFreeze::Tree(tree));
+        while flush_one(&self.shared, &self.wal)? {}
+        compact::compact_tree(&self.shared, tree)
     }
 
     /// The leveled policy's current size target per level of `tree` (dynamic level sizing:
