@@ -1,6 +1,7 @@
 //! DynamoDB's data model: attribute values, numbers, item sizes, order-preserving key
 //! encodings, and the API error type every layer returns.
 
+pub mod calendar;
 pub mod error;
 pub mod json;
 pub mod keycodec;
