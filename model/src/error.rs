@@ -25,6 +25,10 @@ pub enum ErrorCode {
     TransactionConflictException,
     TransactionInProgressException,
     IdempotentParameterMismatchException,
+    /// Streams: a shard iterator older than 15 minutes.
+    ExpiredIteratorException,
+    /// Streams: a position before the oldest record still retained.
+    TrimmedDataAccessException,
     InternalServerError,
 }
 
@@ -58,6 +62,8 @@ impl ErrorCode {
             ErrorCode::IdempotentParameterMismatchException => {
                 "IdempotentParameterMismatchException"
             }
+            ErrorCode::ExpiredIteratorException => "ExpiredIteratorException",
+            ErrorCode::TrimmedDataAccessException => "TrimmedDataAccessException",
             ErrorCode::InternalServerError => "InternalServerError",
         }
     }
@@ -137,6 +143,8 @@ impl ErrorCode {
             TransactionConflictException,
             TransactionInProgressException,
             IdempotentParameterMismatchException,
+            ExpiredIteratorException,
+            TrimmedDataAccessException,
             InternalServerError,
         ]
         .into_iter()

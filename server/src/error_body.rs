@@ -30,6 +30,9 @@ pub fn error_namespace(code: ErrorCode) -> &'static str {
         | ErrorCode::TransactionConflictException
         | ErrorCode::TransactionInProgressException
         | ErrorCode::IdempotentParameterMismatchException
+        // SPEC-2 §1.2: the streams errors share DynamoDB's namespace.
+        | ErrorCode::ExpiredIteratorException
+        | ErrorCode::TrimmedDataAccessException
         | ErrorCode::InternalServerError => "com.amazonaws.dynamodb.v20120810",
     }
 }
