@@ -13,8 +13,8 @@
 //!    (`UnknownOperationException`, with no message, as AWS sends it); then authentication (see
 //!    `auth`).
 //!
-//! Only DynamoDB's own target prefix is routed; the Streams API (`DynamoDBStreams_20120810.`) is
-//! not served yet and gets `UnknownOperationException`.
+//! The Streams API is served on the same endpoint, as DynamoDB Local serves it (SPEC-2
+//! §1.2): its operations under `DynamoDBStreams_20120810.`, and only there.
 //!
 //! JSON nesting is capped by serde_json's recursion limit (128 levels): deeper input is a
 //! `SerializationException`, never a stack overflow.
@@ -27,6 +27,9 @@ use shoal_model::{ApiError, ErrorCode};
 
 /// The prefix of every DynamoDB `X-Amz-Target`.
 pub const TARGET_PREFIX: &str = "DynamoDB_20120810.";
+
+/// The prefix of every DynamoDB Streams `X-Amz-Target`.
+pub const STREAMS_TARGET_PREFIX: &str = "DynamoDBStreams_20120810.";
 
 /// The body DynamoDB sends with a 404 for a non-API request.
 pub const NOT_FOUND_BODY: &str = "<UnknownOperationException/>\n";
@@ -84,8 +87,14 @@ pub fn decode_api_request<'a>(
         .get("x-amz-target")
         .and_then(|value| value.to_str().ok())
         .unwrap_or_default();
-    let operation = target
-        .strip_prefix(TARGET_PREFIX)
+    let is_streams_operation = |name: &str| shoal_tables::STREAMS_OPERATIONS.contains(&name);
+    let name = match target.strip_prefix(TARGET_PREFIX) {
+        Some(name) => (!is_streams_operation(name)).then_some(name),
+        None => target
+            .strip_prefix(STREAMS_TARGET_PREFIX)
+            .filter(|name| is_streams_operation(name)),
+    };
+    let operation = name
         .and_then(|name| operations.iter().find(|known| **known == name))
         .copied()
         .ok_or_else(|| ApiError::new(ErrorCode::UnknownOperationException, ""))?;

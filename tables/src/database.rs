@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
 use shoal_model::{ApiError, ErrorCode};
@@ -19,8 +20,10 @@ use crate::table::catalog::{TableDef, METADATA_PREFIX};
 use crate::table::keys;
 use crate::table::locks::CollectionLocks;
 use crate::table::stats;
+use crate::table::stream::StreamRetention;
+use crate::table::stream_control;
 use crate::Durability;
-use shoal_engine::{Db, DbError, DbOptions, TreeId};
+use shoal_engine::{CompactionFilter, Db, DbError, DbOptions, TreeId};
 
 /// DynamoDB's item-collection cap: 10 GiB.
 pub const ITEM_COLLECTION_SIZE_LIMIT_BYTES_DEFAULT: u64 = 10 << 30;
@@ -35,6 +38,13 @@ pub struct Options {
     pub memtable_size_bytes: usize,
     /// WAL segment size (smaller segments preallocate faster; tests use small ones).
     pub wal_segment_size_bytes: u64,
+    /// How long stream records are kept (DynamoDB: 24 hours); tests shorten it.
+    pub stream_retention: Duration,
+    /// How long a stream's shard stays open before a child shard replaces it.
+    pub stream_shard_duration: Duration,
+    /// Records after which a shard rolls over (checked by the upkeep, about once a second);
+    /// None rolls over by time only.
+    pub stream_shard_records_max: Option<u64>,
 }
 
 impl Default for Options {
@@ -44,13 +54,17 @@ impl Default for Options {
             item_collection_size_limit_bytes: ITEM_COLLECTION_SIZE_LIMIT_BYTES_DEFAULT,
             memtable_size_bytes: 64 << 20,
             wal_segment_size_bytes: 64 << 20,
+            stream_retention: stream_control::STREAM_RETENTION_DEFAULT,
+            stream_shard_duration: stream_control::STREAM_SHARD_DURATION_DEFAULT,
+            stream_shard_records_max: None,
         }
     }
 }
 
 impl Options {
-    fn db_options(&self) -> DbOptions {
+    fn db_options(&self, retention: &Arc<StreamRetention>) -> DbOptions {
         DbOptions {
+            compaction_filter: Some(Arc::clone(retention) as Arc<dyn CompactionFilter>),
             durability: self.durability,
             memtable_size_bytes: self.memtable_size_bytes,
             wal_segment_size_bytes: self.wal_segment_size_bytes,
@@ -85,6 +99,10 @@ pub struct Database {
     pub(crate) transaction_tokens: crate::table::transact::TokenTable,
     /// Consumed capacity per table, for monitoring (see `metering`).
     pub(crate) capacity_meter: crate::metering::CapacityMeter,
+    /// Stream state shared by writers, readers and the upkeep (`table::stream_control`).
+    pub(crate) streams: Arc<stream_control::Streams>,
+    /// The streams upkeep thread, started with the first stream; stopped on drop.
+    pub(crate) stream_upkeep: Mutex<Option<stream_control::Upkeep>>,
 }
 
 /// The catalog as stored in the current durable version of `db`.
@@ -100,6 +118,19 @@ pub(crate) fn read_catalog(db: &Db) -> Result<Catalog, DbError> {
         }
     }
     Ok(catalog)
+}
+
+/// Replaces the catalog cache with the durable version's catalog, and tells the stream
+/// retention filter which trees hold streams.
+pub(crate) fn reload(
+    db: &Db,
+    catalog: &RwLock<Catalog>,
+    retention: &crate::table::stream::StreamRetention,
+) -> Result<(), DbError> {
+    let current = read_catalog(db)?;
+    crate::table::stream_control::note_stream_trees(retention, &current);
+    *catalog.write() = current;
+    Ok(())
 }
 
 /// Any storage failure reaches clients as DynamoDB's `InternalServerError`.
@@ -133,7 +164,10 @@ impl Database {
 
     /// Opens the datastore in `path` through `fs` (fault-injection tests use `SimFs`).
     pub fn open_with_fs(fs: Fs, path: &Path, options: Options) -> Result<Database, DbError> {
-        let db = Db::open_with_fs(fs, path, options.db_options())?;
+        let retention = Arc::new(StreamRetention::new(
+            options.stream_retention.as_millis() as u64
+        ));
+        let db = Db::open_with_fs(fs, path, options.db_options(&retention))?;
         let stats_tree = db.tree_id(stats::STATS_TREE_NAME);
         let database = Database {
             db: Arc::new(db),
@@ -145,6 +179,8 @@ impl Database {
             backfills: Default::default(),
             transaction_tokens: Default::default(),
             capacity_meter: Default::default(),
+            streams: Arc::new(stream_control::Streams::new(retention)),
+            stream_upkeep: Mutex::new(None),
         };
         database.reload_catalog()?;
         // Before any write and before backfills resume: statistics of a table created
@@ -156,6 +192,7 @@ impl Database {
         // An index left CREATING by a crash or a close is rebuilt (never marked ACTIVE
         // before a complete pass).
         database.resume_backfills()?;
+        database.start_stream_upkeep()?;
         Ok(database)
     }
 
@@ -189,8 +226,7 @@ impl Database {
 
     /// Rebuilds the catalog cache from the durable version.
     pub(crate) fn reload_catalog(&self) -> Result<(), DbError> {
-        *self.catalog.write() = read_catalog(&self.db)?;
-        Ok(())
+        reload(&self.db, &self.catalog, &self.streams.retention)
     }
 
     /// The definition of table `name`, or ResourceNotFoundException.

@@ -81,6 +81,11 @@ impl Database {
             "Query" => self.metered(body, metered, &encoding, |input| self.query(input)),
             "Scan" => self.metered(body, metered, &encoding, |input| self.scan(input)),
             // query: add arms above this line
+            "ListStreams" => Ok(encoding.encode(&self.list_streams(body.decode()?)?)),
+            "DescribeStream" => Ok(encoding.encode(&self.describe_stream(body.decode()?)?)),
+            "GetShardIterator" => Ok(encoding.encode(&self.get_shard_iterator(body.decode()?)?)),
+            "GetRecords" => Ok(encoding.encode(&self.get_records(body.decode()?)?)),
+            // streams: add arms above this line
             _ => Err(ApiError::new(
                 ErrorCode::UnknownOperationException,
                 format!("Unknown operation: {operation}"),
@@ -136,6 +141,15 @@ pub fn never_waits(operation: &str) -> bool {
     Metered::of(operation) == Some(Metered::Read)
 }
 
+/// The DynamoDB Streams operations among [`SUPPORTED_OPERATIONS`]: served under their own
+/// target prefix (`DynamoDBStreams_20120810.`), SPEC-2 §1.2.
+pub const STREAMS_OPERATIONS: &[&str] = &[
+    "ListStreams",
+    "DescribeStream",
+    "GetShardIterator",
+    "GetRecords",
+];
+
 /// Every operation [`Database::execute`] dispatches.
 pub const SUPPORTED_OPERATIONS: &[&str] = &[
     "CreateTable",
@@ -156,6 +170,11 @@ pub const SUPPORTED_OPERATIONS: &[&str] = &[
     "Query",
     "Scan",
     // query: add names above this line
+    "ListStreams",
+    "DescribeStream",
+    "GetShardIterator",
+    "GetRecords",
+    // streams: add names above this line
 ];
 
 /// A data-plane input: its ReturnConsumedCapacity, as the client sent it.

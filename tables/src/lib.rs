@@ -16,5 +16,7 @@ pub mod metering;
 pub mod table;
 
 pub use database::{Database, Options};
-pub use dispatch::{never_waits, SUPPORTED_OPERATIONS};
+pub use dispatch::{never_waits, STREAMS_OPERATIONS, SUPPORTED_OPERATIONS};
 pub use shoal_wal::Durability;
+pub use table::stream::{EventName, StreamRecord};
+pub use table::streams_api::{StreamReader, StreamStart};

@@ -560,10 +560,6 @@ fn non_key_attributes_are_limited_across_the_table() {
 fn members_shoal_does_not_implement_yet_are_refused_by_name_and_defaults_are_accepted() {
     let db = open();
     let refused = [
-        (
-            "StreamSpecification",
-            json!({"StreamEnabled": true, "StreamViewType": "NEW_IMAGE"}),
-        ),
         ("Tags", json!([{"Key": "team", "Value": "data"}])),
         ("DeletionProtectionEnabled", json!(true)),
         (

@@ -3,11 +3,13 @@
 //!
 //! Request members are all `Option`s so that a missing member is reported with DynamoDB's
 //! own text by the validation in `table::schema` rather than as a serde shape error.
-//! Members of CreateTable that Shoal does not implement yet (StreamSpecification, Tags,
+//! Members of CreateTable that Shoal does not implement yet (Tags,
 //! DeletionProtectionEnabled, …) are decoded so that a request using them is refused with a
 //! ValidationException naming the member (docs/COMPATIBILITY.md).
 
 use serde::{Deserialize, Serialize};
+
+pub use crate::api::streams::StreamSpecification;
 
 /// `AttributeDefinition`: a key attribute's name and scalar type.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -79,10 +81,10 @@ pub struct CreateTableRequest {
     pub global_secondary_indexes: Option<Vec<GlobalSecondaryIndex>>,
     pub billing_mode: Option<String>,
     pub provisioned_throughput: Option<ProvisionedThroughput>,
+    pub stream_specification: Option<StreamSpecification>,
     // Members Shoal does not implement yet: decoded only so that a request asking for what
     // they do is refused, naming the member (`schema::unimplemented_members`), rather than
     // silently ignored. A value that asks for what Shoal does anyway is accepted.
-    pub stream_specification: Option<serde_json::Value>,
     pub tags: Option<serde_json::Value>,
     pub deletion_protection_enabled: Option<bool>,
     #[serde(rename = "SSESpecification")]
@@ -165,6 +167,12 @@ pub struct TableDescription {
     pub local_secondary_indexes: Option<Vec<LocalSecondaryIndexDescription>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub global_secondary_indexes: Option<Vec<GlobalSecondaryIndexDescription>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream_specification: Option<StreamSpecification>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latest_stream_arn: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latest_stream_label: Option<String>,
 }
 
 /// CreateTable response.

@@ -21,7 +21,7 @@ pub struct UpdateTableRequest {
     pub global_secondary_index_updates: Option<Vec<GlobalSecondaryIndexUpdate>>,
     pub billing_mode: Option<String>,
     pub provisioned_throughput: Option<ProvisionedThroughput>,
-    pub stream_specification: Option<serde_json::Value>,
+    pub stream_specification: Option<crate::api::streams::StreamSpecification>,
     #[serde(rename = "SSESpecification")]
     pub sse_specification: Option<serde_json::Value>,
     pub replica_updates: Option<serde_json::Value>,

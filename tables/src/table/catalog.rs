@@ -180,9 +180,111 @@ pub struct TableDef {
     pub tree: TreeId,
     pub local_indexes: Vec<LocalIndexDef>,
     pub global_indexes: Vec<GlobalIndexDef>,
+    /// The table's streams still within retention, oldest first; at most the last one is
+    /// enabled (`table::stream`). Absent in definitions stored before streams existed.
+    #[serde(default)]
+    pub streams: Vec<StreamDef>,
+}
+
+/// What a stream's records carry (DynamoDB's `StreamViewType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StreamViewType {
+    KeysOnly,
+    NewImage,
+    OldImage,
+    NewAndOldImages,
+}
+
+impl StreamViewType {
+    /// Every view type, in the API model's enum order.
+    pub const ALL: [StreamViewType; 4] = [
+        StreamViewType::NewImage,
+        StreamViewType::OldImage,
+        StreamViewType::NewAndOldImages,
+        StreamViewType::KeysOnly,
+    ];
+
+    /// DynamoDB's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StreamViewType::KeysOnly => "KEYS_ONLY",
+            StreamViewType::NewImage => "NEW_IMAGE",
+            StreamViewType::OldImage => "OLD_IMAGE",
+            StreamViewType::NewAndOldImages => "NEW_AND_OLD_IMAGES",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<StreamViewType> {
+        StreamViewType::ALL.into_iter().find(|t| t.as_str() == name)
+    }
+
+    /// Whether records carry the item as it was before the change.
+    pub fn has_old_image(self) -> bool {
+        matches!(
+            self,
+            StreamViewType::OldImage | StreamViewType::NewAndOldImages
+        )
+    }
+
+    /// Whether records carry the item as it is after the change.
+    pub fn has_new_image(self) -> bool {
+        matches!(
+            self,
+            StreamViewType::NewImage | StreamViewType::NewAndOldImages
+        )
+    }
+}
+
+/// One shard of a stream: the records whose sequence numbers fall in
+/// `start_seq..=end_seq` (open while `end_seq` is None). Shards of a stream cover
+/// consecutive ranges; each new one names the previous as its parent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardDef {
+    pub id: String,
+    pub parent: Option<String>,
+    pub start_seq: u64,
+    pub end_seq: Option<u64>,
+    pub created_at_millis: u64,
+    /// When the shard was closed (its newest record is at most this old).
+    pub closed_at_millis: Option<u64>,
+}
+
+/// One stream of a table: every change to its items while enabled, as records in a tree of
+/// its own keyed by sequence number (`table::stream`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamDef {
+    /// Creation time as `YYYY-MM-DDTHH:MM:SS.mmm` (UTC): DynamoDB's StreamLabel.
+    pub label: String,
+    pub created_at_millis: u64,
+    pub view_type: StreamViewType,
+    pub tree: TreeId,
+    /// When the stream was disabled; its shards are all closed from then on.
+    pub disabled_at_millis: Option<u64>,
+    /// Oldest first; the last is the open one while the stream is enabled.
+    pub shards: Vec<ShardDef>,
+}
+
+impl StreamDef {
+    pub fn is_enabled(&self) -> bool {
+        self.disabled_at_millis.is_none()
+    }
+
+    pub fn shard(&self, shard_id: &str) -> Option<&ShardDef> {
+        self.shards.iter().find(|shard| shard.id == shard_id)
+    }
 }
 
 impl TableDef {
+    /// The enabled stream every write adds its record to, if any.
+    pub fn enabled_stream(&self) -> Option<&StreamDef> {
+        self.streams.last().filter(|stream| stream.is_enabled())
+    }
+
+    /// The most recently created stream (enabled or not): LatestStreamArn's.
+    pub fn latest_stream(&self) -> Option<&StreamDef> {
+        self.streams.last()
+    }
+
     /// Whether item collections are capped and reported (tables with at least one LSI).
     pub fn has_local_indexes(&self) -> bool {
         !self.local_indexes.is_empty()

@@ -25,7 +25,7 @@ use crate::api::control::{
     DeleteTableRequest, DeleteTableResponse, DescribeTableRequest, DescribeTableResponse,
     GlobalSecondaryIndexDescription, KeySchemaElement, ListTablesRequest, ListTablesResponse,
     LocalSecondaryIndexDescription, Projection as ProjectionDescription,
-    ProvisionedThroughputDescription, TableDescription,
+    ProvisionedThroughputDescription, StreamSpecification, TableDescription,
 };
 use crate::database::{internal, Database};
 use crate::table::catalog::{
@@ -34,6 +34,7 @@ use crate::table::catalog::{
 };
 use crate::table::schema::{self, TableSchema};
 use crate::table::stats::{self, TableStats};
+use crate::table::stream_control;
 use shoal_engine::version::VersionEdit;
 use shoal_engine::{TreeId, WriteBatch};
 
@@ -67,6 +68,17 @@ impl Database {
                 .iter()
                 .map(|gsi| format!("{table_id}/gsi/{}", gsi.name)),
         );
+        let mut definition = table_def(
+            &schema,
+            &table_id,
+            created_at_millis,
+            &vec![0; tree_names.len()],
+        );
+        // The stream's tree follows the GSIs' (`stream_tree_position`).
+        let stream_tree_position = tree_names.len();
+        if let Some(view_type) = schema.stream {
+            tree_names.push(self.stream_for_new_table(&mut definition, view_type));
+        }
         // The first table brings the statistics tree, in the same version change (last, so
         // the table's own trees keep their places in `tree_ids`).
         let creates_stats_tree = !self.stats.has_tree();
@@ -74,20 +86,22 @@ impl Database {
             tree_names.push(stats::STATS_TREE_NAME.to_string());
         }
         // Fail before touching storage if the definition cannot be stored.
-        table_def(
-            &schema,
-            &table_id,
-            created_at_millis,
-            &vec![0; tree_names.len()],
-        )
-        .to_metadata()
-        .map_err(internal)?;
+        definition.to_metadata().map_err(internal)?;
 
         let mut stored = None;
         let tree_ids = self
             .db
             .create_trees_with(&tree_names, |ids| {
-                let table = table_def(&schema, &table_id, created_at_millis, ids);
+                let mut table = definition.clone();
+                table.tree = ids.first().copied().unwrap_or_default();
+                for (gsi, tree) in table.global_indexes.iter_mut().zip(ids.iter().skip(1)) {
+                    gsi.tree = *tree;
+                }
+                if schema.stream.is_some() {
+                    if let Some(&tree) = ids.get(stream_tree_position) {
+                        Database::stream_tree_created(&mut table, tree);
+                    }
+                }
                 match table.to_metadata() {
                     Ok(bytes) => {
                         stored = Some(table);
@@ -119,6 +133,7 @@ impl Database {
         stats::mark_maintained(self.stats.tree()?, &table, &mut batch)?;
         self.db.write(batch).map_err(internal)?;
         self.reload_catalog().map_err(internal)?;
+        self.start_stream_upkeep().map_err(internal)?;
         Ok(CreateTableResponse {
             table_description: describe(&table, &TableStats::empty_for(&table), "ACTIVE"),
         })
@@ -198,6 +213,9 @@ impl Database {
         let stats = self.table_stats(&table);
         let mut trees = vec![table.tree];
         trees.extend(table.global_indexes.iter().map(|gsi| gsi.tree));
+        // The table's streams go with it (docs/COMPATIBILITY.md: DynamoDB keeps them
+        // readable for 24 hours).
+        trees.extend(table.streams.iter().map(|stream| stream.tree));
         self.db
             .drop_trees_with(
                 &trees,
@@ -220,6 +238,7 @@ impl Database {
         description.creation_date_time = None;
         description.local_secondary_indexes = None;
         description.global_secondary_indexes = None;
+        description.stream_specification = None;
         Ok(DeleteTableResponse {
             table_description: description,
         })
@@ -247,6 +266,7 @@ fn table_def(
         billing: schema.billing,
         tree: tree_ids.first().copied().unwrap_or_default(),
         local_indexes: schema.local_indexes.clone(),
+        streams: Vec::new(),
         global_indexes: schema
             .global_indexes
             .iter()
@@ -263,7 +283,7 @@ fn table_def(
     }
 }
 
-fn key_schema_elements(key: &KeySchema) -> Vec<KeySchemaElement> {
+pub(crate) fn key_schema_elements(key: &KeySchema) -> Vec<KeySchemaElement> {
     let element = |name: &str, key_type: &str| KeySchemaElement {
         attribute_name: Some(name.to_string()),
         key_type: Some(key_type.to_string()),
@@ -394,10 +414,18 @@ fn describe(table: &TableDef, stats: &TableStats, table_status: &str) -> TableDe
             .then_some(local_secondary_indexes),
         global_secondary_indexes: (!global_secondary_indexes.is_empty())
             .then_some(global_secondary_indexes),
+        stream_specification: table.enabled_stream().map(|stream| StreamSpecification {
+            stream_enabled: Some(true),
+            stream_view_type: Some(stream.view_type.as_str().to_string()),
+        }),
+        latest_stream_arn: table
+            .latest_stream()
+            .map(|stream| stream_control::stream_arn(&table.name, &stream.label)),
+        latest_stream_label: table.latest_stream().map(|stream| stream.label.clone()),
     }
 }
 
-fn now_millis() -> u64 {
+pub(crate) fn now_millis() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)

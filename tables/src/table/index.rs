@@ -336,6 +336,7 @@ mod tests {
                 status: IndexStatus::Active,
                 throughput: None,
             }],
+            streams: Vec::new(),
         }
     }
 

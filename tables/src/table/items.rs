@@ -434,6 +434,7 @@ mod tests {
                 status: IndexStatus::Active,
                 throughput: None,
             }],
+            streams: Vec::new(),
         }
     }
 

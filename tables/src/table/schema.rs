@@ -27,7 +27,7 @@ use crate::api::control::{
     ProvisionedThroughput,
 };
 use crate::table::catalog::{
-    BillingMode, KeyAttribute, KeySchema, LocalIndexDef, Projection, Throughput,
+    BillingMode, KeyAttribute, KeySchema, LocalIndexDef, Projection, StreamViewType, Throughput,
 };
 
 /// Local secondary indexes per table.
@@ -71,6 +71,8 @@ pub struct TableSchema {
     /// In definition order; sections 1..=5 in that order.
     pub local_indexes: Vec<LocalIndexDef>,
     pub global_indexes: Vec<GlobalIndexSchema>,
+    /// The view type of the stream the table is created with, if any.
+    pub stream: Option<StreamViewType>,
 }
 
 /// Checks a CreateTable request fully.
@@ -100,6 +102,10 @@ pub fn validate_create_table(request: &CreateTableRequest) -> Result<TableSchema
             "Shoal does not implement {member} on CreateTable yet"
         )));
     }
+    let stream = match &request.stream_specification {
+        Some(spec) => crate::table::stream_control::stream_on_create(spec)?,
+        None => None,
+    };
     let billing = billing_mode(request)?;
     let definitions = attribute_definitions(definitions)?;
     let key = key_schema_of(key_schema, &definitions)?;
@@ -152,11 +158,12 @@ pub fn validate_create_table(request: &CreateTableRequest) -> Result<TableSchema
         billing,
         local_indexes,
         global_indexes,
+        stream,
     })
 }
 
 /// The members of `request` that ask for something Shoal does not do yet. A member whose
-/// value asks for what Shoal does anyway (no stream, no tags, no deletion protection, the
+/// value asks for what Shoal does anyway (no tags, no deletion protection, the
 /// STANDARD table class, encryption with DynamoDB's own key) is not one of them.
 fn unimplemented_members(request: &CreateTableRequest) -> Vec<&'static str> {
     let enabled = |value: &Option<serde_json::Value>, member: &str| {
@@ -173,9 +180,6 @@ fn unimplemented_members(request: &CreateTableRequest) -> Vec<&'static str> {
         Some(_) => true,
     };
     let mut members = Vec::new();
-    if enabled(&request.stream_specification, "StreamEnabled") {
-        members.push("StreamSpecification");
-    }
     if non_empty(&request.tags) {
         members.push("Tags");
     }
@@ -451,6 +455,9 @@ fn constraint_problems(request: &CreateTableRequest) -> Vec<String> {
         );
     }
     key_schema_problems(request.key_schema.as_deref(), "keySchema", &mut problems);
+    if let Some(spec) = &request.stream_specification {
+        crate::table::stream_control::specification_problems(spec, &mut problems);
+    }
     for (position, index) in request.local_secondary_indexes.iter().flatten().enumerate() {
         let member = format!("localSecondaryIndexes.{}.member", position + 1);
         index_problems(

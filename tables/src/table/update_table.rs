@@ -1,4 +1,5 @@
-//! UpdateTable: online creation and deletion of global secondary indexes (SPEC §2.3).
+//! UpdateTable: online creation and deletion of global secondary indexes (SPEC §2.3), and
+//! enabling or disabling the table's stream (SPEC-2 §1.1, `table::stream_control`).
 //!
 //! Validation, in DynamoDB's order (SPEC §7): TableName; member constraints
 //! (`1 validation error detected: …`); an empty request; unsupported members; one action
@@ -38,6 +39,7 @@ use crate::table::catalog::{
     metadata_key, BillingMode, GlobalIndexDef, IndexStatus, KeyAttribute, TableDef,
 };
 use crate::table::schema::{self, GlobalIndexSchema, GLOBAL_INDEXES_MAX};
+use crate::table::stream_control::{self, StreamChange};
 use shoal_engine::version::VersionEdit;
 use shoal_engine::TreeId;
 
@@ -54,9 +56,11 @@ pub const ONE_ACTION_MESSAGE: &str = "One or more parameter values were invalid:
 const INVALID: &str = "One or more parameter values were invalid:";
 const ATTRIBUTE_TYPES: &[&str] = &["B", "N", "S"];
 
-/// The single index change a valid UpdateTable asks for.
+/// The single change a valid UpdateTable asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum IndexChange<'r> {
+    /// StreamSpecification: enable or disable the table's stream (`table::stream_control`).
+    Stream(StreamChange),
     Create {
         /// 1-based position in GlobalSecondaryIndexUpdates (for constraint paths).
         position: usize,
@@ -79,6 +83,10 @@ impl Database {
             let _change = self.catalog_change.lock();
             let table = self.table(name)?;
             match change {
+                IndexChange::Stream(stream_change) => {
+                    self.change_stream(&table, stream_change)?;
+                    None
+                }
                 IndexChange::Create { position, action } => {
                     let new_index = validate_create(&table, &request, position, action)?;
                     Some(self.add_index(&table, new_index)?)
@@ -255,6 +263,9 @@ fn validate_request(request: &UpdateTableRequest) -> Result<IndexChange<'_>, Api
             );
         }
     }
+    if let Some(spec) = &request.stream_specification {
+        stream_control::specification_problems(spec, &mut problems);
+    }
     if !problems.is_empty() {
         return Err(validation_errors(&problems));
     }
@@ -269,10 +280,6 @@ fn validate_request(request: &UpdateTableRequest) -> Result<IndexChange<'_>, Api
             "ProvisionedThroughput",
             request.provisioned_throughput.is_some(),
         ),
-        (
-            "StreamSpecification",
-            request.stream_specification.is_some(),
-        ),
         ("SSESpecification", request.sse_specification.is_some()),
         ("ReplicaUpdates", request.replica_updates.is_some()),
         ("TableClass", request.table_class.is_some()),
@@ -286,8 +293,24 @@ fn validate_request(request: &UpdateTableRequest) -> Result<IndexChange<'_>, Api
         .filter(|(_, present)| *present)
         .map(|(name, _)| *name)
         .collect();
-    if updates.is_empty() && unsupported.is_empty() {
+    let stream = request.stream_specification.as_ref();
+    if updates.is_empty() && unsupported.is_empty() && stream.is_none() {
         return Err(ApiError::validation(NOTHING_TO_UPDATE_MESSAGE));
+    }
+    if let Some(spec) = stream {
+        if !updates.is_empty() {
+            return Err(ApiError::validation(format!(
+                "{INVALID} You cannot create or delete index while changing stream status"
+            )));
+        }
+        if request.provisioned_throughput.is_some() {
+            return Err(ApiError::validation(format!(
+                "{INVALID} You cannot modify stream status while updating table IOPS"
+            )));
+        }
+        if unsupported.is_empty() {
+            return Ok(IndexChange::Stream(stream_control::stream_change(spec)?));
+        }
     }
     if let Some(member) = unsupported.first() {
         return Err(ApiError::validation(format!(

@@ -25,6 +25,7 @@ use crate::table::index::{
 use crate::table::item_codec::{decode_item, encode_item_sized};
 use crate::table::keys;
 use crate::table::stats::{self, Counted, StatsDelta};
+use crate::table::stream;
 use shoal_engine::batch::entry_bytes;
 use shoal_engine::{DbError, Snapshot, TreeId, WriteBatch};
 
@@ -282,6 +283,9 @@ pub struct WritePlan {
     /// The change to the table's statistics, for the table, its LSIs and its ACTIVE GSIs
     /// (a CREATING GSI's entries are counted at commit, `table::stats`).
     pub stats: StatsDelta,
+    /// The record for the table's enabled stream: its tree and value (`table::stream`);
+    /// None without a stream or when the write changes nothing.
+    pub stream_record: Option<(TreeId, Vec<u8>)>,
 }
 
 /// Plans the write of one item: `old` is the stored item (None if absent), `new` the item
@@ -434,12 +438,19 @@ pub fn plan_write(
         }
     });
 
+    let stream_record = table.enabled_stream().and_then(|stream| {
+        let now = crate::table::control::now_millis();
+        stream::plan_record(table, stream.view_type, old, new, now, false)
+            .map(|value| (stream.tree, value))
+    });
+
     Ok(WritePlan {
         key: key.clone(),
         mutations,
         capacity,
         collection,
         stats,
+        stream_record,
     })
 }
 
@@ -593,6 +604,10 @@ impl Database {
                     .iter()
                     .map(Mutation::batch_bytes)
                     .sum::<usize>()
+                    + plan
+                        .stream_record
+                        .as_ref()
+                        .map_or(0, |(_, value)| entry_bytes(8, Some(value.len())))
                     + COLLECTION_ENTRY_BYTES_ESTIMATE
             })
             .sum();
@@ -604,6 +619,11 @@ impl Database {
                     Mutation::Delete { tree, key } => batch.delete(*tree, key),
                 };
                 added.map_err(internal)?;
+            }
+            // The stream record commits with the change it describes; its key is the
+            // sequence number the engine gives it (`table::stream`).
+            if let Some((tree, value)) = &plan.stream_record {
+                batch.put_sequenced(*tree, &[], value).map_err(internal)?;
             }
         }
         let mut records = Vec::with_capacity(groups.len());
@@ -623,6 +643,12 @@ impl Database {
         for ((table, _), delta) in groups.iter().zip(&stats_deltas) {
             self.stats.committed(table, delta);
         }
+        for (table, plans) in groups {
+            let records = plans.iter().filter(|p| p.stream_record.is_some()).count();
+            if let (Some(stream), true) = (table.enabled_stream(), records > 0) {
+                self.streams.committed(stream.tree, records as u64);
+            }
+        }
         Ok(records)
     }
 
@@ -638,7 +664,12 @@ impl Database {
         let Some(current) = catalog.get(&table.name) else {
             return Err(crate::api::common::table_not_found(&table.name));
         };
-        let same_indexes = current.tree == table.tree
+        // A stream enabled or disabled since: the plans' stream records would be missing
+        // or go to a stream that no longer takes them.
+        let same_stream =
+            current.enabled_stream().map(|s| s.tree) == table.enabled_stream().map(|s| s.tree);
+        let same_indexes = same_stream
+            && current.tree == table.tree
             && current.local_indexes == table.local_indexes
             && current.global_indexes.len() == table.global_indexes.len()
             && current
@@ -854,6 +885,7 @@ mod tests {
                 status: IndexStatus::Active,
                 throughput: None,
             }],
+            streams: Vec::new(),
         }
     }
 
