@@ -85,6 +85,18 @@ pub trait WritableFile: Send + Sync {
 pub trait ReadableFile: Send + Sync {
     /// Every byte of the file as it was when opened.
     fn bytes(&self) -> &[u8];
+    /// A hint that the bytes of `range` will not be read again soon: a mapped file takes the
+    /// pages holding them out of the process's resident memory (they stay in the OS page
+    /// cache, and a later read maps them back in). What [`ReadableFile::bytes`] returns is
+    /// unchanged, before and after. Whole pages, from the one holding `range.start` to the
+    /// one before the page holding `range.end`: consecutive ranges `a..b`, `b..c` release
+    /// every page of `a..c` but the last, which may still be in use. (The kernel may drop
+    /// more, such as a whole huge page holding the end: a later read maps it back.) A walk that
+    /// reads a file once, front to back, calls it behind itself, so the file's pages do not
+    /// all stay resident. The default does nothing (files held in memory).
+    fn release(&self, range: std::ops::Range<usize>) {
+        let _ = range;
+    }
 }
 
 /// Holds an exclusive lock on a data directory until dropped.

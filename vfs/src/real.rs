@@ -2,10 +2,13 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
+use std::ops::Range;
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+use memmap2::UncheckedAdvice;
 
 use crate::{DirLock, FileSystem, ReadableFile, WritableFile};
 
@@ -68,6 +71,40 @@ impl ReadableFile for RealReadable {
             RealReadable::Empty => &[],
         }
     }
+
+    fn release(&self, range: Range<usize>) {
+        let RealReadable::Mapped(map) = self else {
+            return;
+        };
+        // The map starts on a page boundary: whole pages are offsets that are multiples of
+        // the page size.
+        let page = page_size();
+        let start = range.start / page * page;
+        let end = range.end.min(map.len()) / page * page;
+        if start >= end {
+            return;
+        }
+        // SAFETY: MADV_DONTNEED on this mapping (read-only, MAP_SHARED, of a file) only
+        // drops the process's page-table entries for the range: the range stays mapped, and
+        // the next read of any byte in it faults the page back in from the page cache or the
+        // file. The file is never modified while mapped (see `open_read`), so that read sees
+        // the bytes it saw before, and slices into the range that are still borrowed keep
+        // their contents: nothing Rust can observe changes. (MADV_DONTNEED would discard
+        // written pages of a private mapping; this mapping is never written.)
+        // A hint: if the kernel refuses it, the pages merely stay resident.
+        let _ =
+            unsafe { map.unchecked_advise_range(UncheckedAdvice::DontNeed, start, end - start) };
+    }
+}
+
+/// The size of a memory page.
+fn page_size() -> usize {
+    // SAFETY: sysconf has no memory effects.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(size)
+        .ok()
+        .filter(|s| *s > 0)
+        .unwrap_or(4096)
 }
 
 struct RealLock {
@@ -212,6 +249,59 @@ mod tests {
         if cfg!(target_os = "linux") {
             assert!(file.start_writeback(u64::MAX, 1).is_err());
         }
+    }
+
+    /// The resident size of the mapping that starts at `address` (/proc/self/smaps).
+    #[cfg(target_os = "linux")]
+    fn resident_kib(address: usize) -> u64 {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut lines = smaps.lines();
+        while let Some(line) = lines.next() {
+            let start = line.split(['-', ' ']).next().unwrap_or("");
+            if usize::from_str_radix(start, 16) != Ok(address) || !line.contains('-') {
+                continue;
+            }
+            for line in lines.by_ref() {
+                if let Some(rest) = line.strip_prefix("Rss:") {
+                    return rest.trim().trim_end_matches("kB").trim().parse().unwrap();
+                }
+            }
+        }
+        panic!("no mapping at {address:#x}");
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn released_pages_leave_the_resident_set_and_read_back_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("file");
+        let fs = RealFs;
+        let mib = 1 << 20;
+        let contents: Vec<u8> = (0..4 * mib).map(|i| (i % 251) as u8).collect();
+        let file = fs.create(&path).unwrap();
+        file.write_all(&contents).unwrap();
+        file.sync_data().unwrap();
+        let read = fs.open_read(&path).unwrap();
+        let bytes = read.bytes();
+        let address = bytes.as_ptr() as usize;
+        assert_eq!(bytes, contents.as_slice(), "every page read");
+        assert_eq!(resident_kib(address), 4096);
+
+        // Up to a byte past the first MiB. (Where the kernel maps the file with huge pages,
+        // it drops the whole 2 MiB page holding the range's end rather than split it.)
+        read.release(0..mib + 100);
+        let resident = resident_kib(address);
+        assert!((2048..=3072).contains(&resident), "{resident} KiB resident");
+        // The next range starts in the page kept, so it goes too; an end past the file is
+        // cut.
+        read.release(mib + 100..usize::MAX);
+        assert_eq!(resident_kib(address), 0);
+        // Released pages read back as they were, and are resident again once read.
+        assert_eq!(bytes, contents.as_slice());
+        assert_eq!(resident_kib(address), 4096);
+        // Less than a page releases nothing.
+        read.release(5..100);
+        assert_eq!(resident_kib(address), 4096);
     }
 
     #[test]
