@@ -86,10 +86,13 @@ fn write_outputs(
     claimed: &ClaimedJob,
     outputs: &mut OutputFiles<'_>,
 ) -> Result<Option<u64>, DbError> {
+    // Each input is read once, front to back: its pages leave the process's resident memory
+    // as the merge passes them, or a compaction would keep all of its inputs resident until
+    // they are dropped (in a `shoal check`, most of its peak RSS).
     let sources: Vec<Source> = claimed
         .tables
         .iter()
-        .map(|table| Box::new(table.iter()) as Source)
+        .map(|table| Box::new(table.iter().releasing_behind()) as Source)
         .collect();
     // Snapshots taken after this point see only data newer than every input (the inputs were
     // flushed, so visible, before), so this list is all the merge must respect.

@@ -135,14 +135,19 @@ fn owned(bound: Bound<&[u8]>) -> Bound<Vec<u8>> {
 
 impl Db {
     /// A cursor over every live key of `tree`, in key order, as of `snapshot`: the walk of
-    /// whole-tree passes (statistics, checks).
+    /// whole-tree passes (statistics, checks). It reads each table once, front to back, and
+    /// releases the pages it has passed from the process's resident memory
+    /// ([`crate::sstable::TableIterator::releasing_behind`]): otherwise every page of every
+    /// table would stay resident once read (a check of 1,000,000 items, 2.5 GB of tables,
+    /// peaked at 1.6 GB of RSS), though the kernel could drop them. Other reads keep their pages mapped.
     pub fn iter_tree(&self, tree: TreeId, snapshot: &Snapshot) -> Result<DbIterator, DbError> {
-        self.iter(
+        self.iter_with(
             tree,
             Bound::Unbounded,
             Bound::Unbounded,
             Direction::Forward,
             Some(snapshot),
+            true,
         )
     }
 
@@ -155,6 +160,19 @@ impl Db {
         upper: Bound<&[u8]>,
         direction: Direction,
         snapshot: Option<&Snapshot>,
+    ) -> Result<DbIterator, DbError> {
+        self.iter_with(tree, lower, upper, direction, snapshot, false)
+    }
+
+    /// [`Db::iter`], its tables' iterators releasing behind them if `release_behind`.
+    fn iter_with(
+        &self,
+        tree: TreeId,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        direction: Direction,
+        snapshot: Option<&Snapshot>,
+        release_behind: bool,
     ) -> Result<DbIterator, DbError> {
         // One consistent (sequence number, superversion) pair: see `Db::read_view` for why
         // loading them separately could miss a version a compaction just dropped.
@@ -170,6 +188,9 @@ impl Db {
             .files_for_range(tree, lo.as_deref(), hi.as_deref())
         {
             match sv.tables.get(&file.number) {
+                Some(table) if release_behind => {
+                    sources.push(Box::new(table.iter().releasing_behind()))
+                }
                 Some(table) => sources.push(Box::new(table.iter())),
                 None => debug_assert!(
                     false,

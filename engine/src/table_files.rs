@@ -224,6 +224,10 @@ impl ReadableFile for TrackedFile {
     fn bytes(&self) -> &[u8] {
         self.inner.bytes()
     }
+
+    fn release(&self, range: std::ops::Range<usize>) {
+        self.inner.release(range);
+    }
 }
 
 impl Drop for TrackedFile {

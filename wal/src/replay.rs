@@ -134,6 +134,10 @@ pub fn recover<E: From<WalError>>(
             break;
         };
         let scan = scan_segment(file, header, declared_end, previous_end_seq, visit)?;
+        // Each segment is read once: its pages leave the resident memory as soon as it is
+        // replayed, or every segment of the log would stay resident beside the memtables
+        // they fill until the replay ends.
+        file.contents.release(0..file.contents.bytes().len());
         match scan.corruption {
             None => {}
             Some(corruption) if !options.truncate_at_corruption => {

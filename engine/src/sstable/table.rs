@@ -124,6 +124,10 @@ impl Table {
             verified_block(bytes, footer.index, BlockKind::Index).map_err(absolute(0))?;
         let index =
             BlockIndex::decode(index_contents).map_err(absolute(footer.index.offset as usize))?;
+        // The index is read from memory from now on: its pages, about 1% of the file, need
+        // not stay resident.
+        let index_start = footer.index.offset as usize;
+        file.release(index_start..index_start + index_contents.len());
         if index.data_end() != footer.filter.offset {
             return Err(corrupt(
                 footer.index.offset as usize,
@@ -293,6 +297,17 @@ impl Table {
             layout,
             offset,
         })
+    }
+
+    /// Where the data blocks end in the file.
+    pub(crate) fn data_end(&self) -> usize {
+        self.index.data_end() as usize
+    }
+
+    /// Releases `range` of the file from the process's resident memory
+    /// ([`ReadableFile::release`]).
+    pub(crate) fn release(&self, range: Range<usize>) {
+        self.file.release(range);
     }
 
     /// The bytes of a data block already returned by [`Table::data_block`].
