@@ -79,7 +79,7 @@ case "$file_says" in
   *) fail "file does not call the binary static" ;;
 esac
 ldd_says="$(ldd "$binary" 2>&1 || true)"
-echo "ldd: $(echo "$ldd_says" | tr -s '[:space:]' ' ')"
+echo "ldd: $(echo "$ldd_says" | tr -s '[:space:]' ' ' | sed -e 's/^ //' -e 's/ $//')"
 case "$ldd_says" in
   *"statically linked"* | *"not a dynamic executable"*) ;;
   *) fail "ldd lists libraries the binary needs" ;;
