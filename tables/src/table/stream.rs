@@ -31,11 +31,11 @@
 use std::ops::Bound;
 
 use shoal_engine::{Db, DbError, Direction, Snapshot, TreeId};
-use shoal_model::{ApiError, Item};
+use shoal_model::{ApiError, AttributeValue, Item};
 
 use crate::database::internal;
 use crate::table::catalog::{ShardDef, StreamDef, StreamViewType, TableDef};
-use crate::table::item_codec::{decode_item, encode_item};
+use crate::table::item_codec::{decode_item, encode_attributes, encode_item, encode_item_sized};
 
 /// Version byte leading every stored record.
 pub const RECORD_FORMAT: u8 = 1;
@@ -136,11 +136,15 @@ pub fn parse_sequence_number(text: &str) -> Option<u64> {
 /// The stream record value for a change of `old` into `new` in a table whose enabled
 /// stream has `view_type`, or None when the write changes nothing (no record, SPEC-2
 /// §1.6). `by_service` marks a Time to Live delete.
+///
+/// `new_encoded` is `new` already encoded (the base item's value), which the record reuses
+/// rather than encoding the item a second time.
 pub fn plan_record(
     table: &TableDef,
     view_type: StreamViewType,
     old: Option<&Item>,
     new: Option<&Item>,
+    new_encoded: Option<&[u8]>,
     created_at_millis: u64,
     by_service: bool,
 ) -> Option<Vec<u8>> {
@@ -152,35 +156,46 @@ pub fn plan_record(
         (Some(_), None) => EventName::Remove,
     };
     let item = new.or(old)?;
-    let keys: Item = table
+    // The key attributes, borrowed, in name order (the item encoding's order).
+    let mut keys: Vec<(&str, &AttributeValue)> = table
         .key
         .names()
-        .filter_map(|name| item.get(name).map(|v| (name.to_string(), v.clone())))
+        .filter_map(|name| item.get_key_value(name).map(|(n, v)| (n.as_str(), v)))
         .collect();
-    let mut value = Vec::with_capacity(64);
+    keys.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let image_bytes = new_encoded.map_or(64, <[u8]>::len);
+    let mut value = Vec::with_capacity(RECORD_HEADER_BYTES + 3 * image_bytes);
     value.push(RECORD_FORMAT);
     value.push(event.byte());
     value.push(if by_service { FLAG_SERVICE } else { 0 });
     value.extend_from_slice(&created_at_millis.to_le_bytes());
-    push_image(&mut value, Some(&keys));
+    push_encoded(&mut value, &encode_attributes(keys.into_iter(), 0));
     if view_type.has_old_image() {
-        push_image(&mut value, old);
+        // Sized like the new image: an update rarely changes an item's size much.
+        match old {
+            Some(old) => push_encoded(&mut value, &encode_item_sized(old, image_bytes as u64)),
+            None => push_image(&mut value, None),
+        }
     }
     if view_type.has_new_image() {
-        push_image(&mut value, new);
+        match (new, new_encoded) {
+            (Some(_), Some(bytes)) => push_encoded(&mut value, bytes),
+            _ => push_image(&mut value, new),
+        }
     }
     Some(value)
+}
+
+fn push_encoded(value: &mut Vec<u8>, bytes: &[u8]) {
+    // An item is at most 400 KB: its encoding fits a u32 length.
+    value.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+    value.extend_from_slice(bytes);
 }
 
 fn push_image(value: &mut Vec<u8>, image: Option<&Item>) {
     match image {
         None => value.extend_from_slice(&NO_IMAGE.to_le_bytes()),
-        Some(item) => {
-            let bytes = encode_item(item);
-            // An item is at most 400 KB: its encoding fits a u32 length.
-            value.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
-            value.extend_from_slice(&bytes);
-        }
+        Some(item) => push_encoded(value, &encode_item(item)),
     }
 }
 
@@ -458,7 +473,8 @@ mod tests {
         let old = item(&[("pk", "a"), ("x", "1")]);
         let new = item(&[("pk", "a"), ("x", "2")]);
         for view in StreamViewType::ALL {
-            let value = plan_record(&table(), view, Some(&old), Some(&new), 1234, false).unwrap();
+            let value =
+                plan_record(&table(), view, Some(&old), Some(&new), None, 1234, false).unwrap();
             let record = decode_record(7, view, &value).unwrap();
             assert_eq!(record.event_name, EventName::Modify);
             assert_eq!(record.keys, item(&[("pk", "a")]));
@@ -476,6 +492,7 @@ mod tests {
             StreamViewType::NewAndOldImages,
             Some(&old),
             None,
+            None,
             5,
             true,
         )
@@ -491,9 +508,18 @@ mod tests {
     fn no_record_for_a_change_that_changes_nothing() {
         let same = item(&[("pk", "a"), ("x", "1")]);
         let view = StreamViewType::NewAndOldImages;
-        assert!(plan_record(&table(), view, Some(&same), Some(&same.clone()), 1, false).is_none());
-        assert!(plan_record(&table(), view, None, None, 1, false).is_none());
-        let inserted = plan_record(&table(), view, None, Some(&same), 1, false).unwrap();
+        assert!(plan_record(
+            &table(),
+            view,
+            Some(&same),
+            Some(&same.clone()),
+            None,
+            1,
+            false
+        )
+        .is_none());
+        assert!(plan_record(&table(), view, None, None, None, 1, false).is_none());
+        let inserted = plan_record(&table(), view, None, Some(&same), None, 1, false).unwrap();
         assert_eq!(
             decode_record(1, view, &inserted).unwrap().event_name,
             EventName::Insert
@@ -520,6 +546,7 @@ mod tests {
             StreamViewType::NewAndOldImages,
             None,
             Some(&item(&[("pk", "a")])),
+            None,
             1,
             false,
         )

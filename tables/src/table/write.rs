@@ -440,7 +440,12 @@ pub fn plan_write(
 
     let stream_record = table.enabled_stream().and_then(|stream| {
         let now = crate::table::control::now_millis();
-        stream::plan_record(table, stream.view_type, old, new, now, false)
+        // The base item's value is the new image, already encoded.
+        let new_encoded = match mutations.first() {
+            Some(Mutation::Put { value, .. }) if new.is_some() => Some(value.as_slice()),
+            _ => None,
+        };
+        stream::plan_record(table, stream.view_type, old, new, new_encoded, now, false)
             .map(|value| (stream.tree, value))
     });
 
