@@ -28,6 +28,10 @@ use shoal_engine::{CompactionFilter, Db, DbError, DbOptions, TreeId};
 /// DynamoDB's item-collection cap: 10 GiB.
 pub const ITEM_COLLECTION_SIZE_LIMIT_BYTES_DEFAULT: u64 = 10 << 30;
 
+/// How often expired items are swept by default: often enough that a local test sees
+/// expiry within about a second.
+pub const TIME_TO_LIVE_SWEEP_INTERVAL_DEFAULT: Duration = Duration::from_secs(1);
+
 /// How a [`Database`] is opened.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -45,6 +49,46 @@ pub struct Options {
     /// Records after which a shard rolls over (checked by the upkeep, about once a second);
     /// None rolls over by time only.
     pub stream_shard_records_max: Option<u64>,
+    /// How often expired items are looked for and deleted (`table::ttl`).
+    pub time_to_live_sweep_interval: Duration,
+    /// The time an UpdateTimeToLive must wait after the previous change of the same table
+    /// (AWS: about an hour; 0 by default so tests can flip it).
+    pub time_to_live_change_cooldown: Duration,
+    /// What "now" is for Time to Live (tests move it; the system clock by default).
+    pub clock: Clock,
+}
+
+/// The time Time to Live decisions are made at: the system clock, or one a test controls.
+#[derive(Clone)]
+pub struct Clock(Arc<dyn Fn() -> u64 + Send + Sync>);
+
+impl Clock {
+    /// The system clock.
+    pub fn system() -> Clock {
+        Clock(Arc::new(crate::table::control::now_millis))
+    }
+
+    /// A clock that reads `millis` (milliseconds since the Unix epoch).
+    pub fn from_fn(millis: impl Fn() -> u64 + Send + Sync + 'static) -> Clock {
+        Clock(Arc::new(millis))
+    }
+
+    /// Milliseconds since the Unix epoch.
+    pub fn now_millis(&self) -> u64 {
+        (self.0)()
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Clock::system()
+    }
+}
+
+impl std::fmt::Debug for Clock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Clock({} ms)", self.now_millis())
+    }
 }
 
 impl Default for Options {
@@ -57,6 +101,9 @@ impl Default for Options {
             stream_retention: stream_control::STREAM_RETENTION_DEFAULT,
             stream_shard_duration: stream_control::STREAM_SHARD_DURATION_DEFAULT,
             stream_shard_records_max: None,
+            time_to_live_sweep_interval: TIME_TO_LIVE_SWEEP_INTERVAL_DEFAULT,
+            time_to_live_change_cooldown: Duration::ZERO,
+            clock: Clock::system(),
         }
     }
 }
@@ -101,8 +148,9 @@ pub struct Database {
     pub(crate) capacity_meter: crate::metering::CapacityMeter,
     /// Stream state shared by writers, readers and the upkeep (`table::stream_control`).
     pub(crate) streams: Arc<stream_control::Streams>,
-    /// The streams upkeep thread, started with the first stream; stopped on drop.
-    pub(crate) stream_upkeep: Mutex<Option<stream_control::Upkeep>>,
+    /// The upkeep thread (stream shards and retention, Time to Live sweeps), started with
+    /// the first stream or Time to Live setting; stopped on drop.
+    pub(crate) upkeep: Mutex<Option<crate::table::upkeep::Upkeep>>,
 }
 
 /// The catalog as stored in the current durable version of `db`.
@@ -180,7 +228,7 @@ impl Database {
             transaction_tokens: Default::default(),
             capacity_meter: Default::default(),
             streams: Arc::new(stream_control::Streams::new(retention)),
-            stream_upkeep: Mutex::new(None),
+            upkeep: Mutex::new(None),
         };
         database.reload_catalog()?;
         // Before any write and before backfills resume: statistics of a table created
@@ -192,8 +240,27 @@ impl Database {
         // An index left CREATING by a crash or a close is rebuilt (never marked ACTIVE
         // before a complete pass).
         database.resume_backfills()?;
-        database.start_stream_upkeep()?;
+        database.start_upkeep()?;
         Ok(database)
+    }
+
+    /// A `Database` sharing this one's storage, catalog, locks and statistics, for the
+    /// upkeep thread. It runs no backfills of its own, keeps its own transaction tokens and
+    /// capacity meter (nothing it does uses them), and starts no upkeep.
+    pub(crate) fn share(&self) -> Database {
+        Database {
+            db: Arc::clone(&self.db),
+            options: self.options.clone(),
+            catalog: Arc::clone(&self.catalog),
+            catalog_change: Arc::clone(&self.catalog_change),
+            locks: Arc::clone(&self.locks),
+            backfills: Default::default(),
+            stats: Arc::clone(&self.stats),
+            transaction_tokens: Default::default(),
+            capacity_meter: Default::default(),
+            streams: Arc::clone(&self.streams),
+            upkeep: Mutex::new(None),
+        }
     }
 
     /// Makes every table's statistics records complete (`table::stats`).

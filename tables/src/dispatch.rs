@@ -60,6 +60,10 @@ impl Database {
             "ListTables" => Ok(encoding.encode(&self.list_tables(body.decode()?)?)),
             "DeleteTable" => Ok(encoding.encode(&self.delete_table(body.decode()?)?)),
             "UpdateTable" => Ok(encoding.encode(&self.update_table(body.decode()?)?)),
+            "UpdateTimeToLive" => Ok(encoding.encode(&self.update_time_to_live(body.decode()?)?)),
+            "DescribeTimeToLive" => {
+                Ok(encoding.encode(&self.describe_time_to_live(body.decode()?)?))
+            }
             // control: add arms above this line
             "PutItem" => self.metered(body, metered, &encoding, |input| self.put_item(input)),
             "GetItem" => self.metered(body, metered, &encoding, |input| self.get_item(input)),
@@ -157,6 +161,8 @@ pub const SUPPORTED_OPERATIONS: &[&str] = &[
     "ListTables",
     "DeleteTable",
     "UpdateTable",
+    "UpdateTimeToLive",
+    "DescribeTimeToLive",
     // control: add names above this line
     "PutItem",
     "GetItem",

@@ -15,7 +15,7 @@ mod dispatch;
 pub mod metering;
 pub mod table;
 
-pub use database::{Database, Options};
+pub use database::{Clock, Database, Options};
 pub use dispatch::{never_waits, STREAMS_OPERATIONS, SUPPORTED_OPERATIONS};
 pub use shoal_wal::Durability;
 pub use table::stream::{EventName, StreamRecord};

@@ -19,6 +19,7 @@ pub mod items;
 pub mod query;
 pub mod streams;
 pub mod transact;
+pub mod ttl;
 pub mod update_table;
 
 use serde::de::DeserializeOwned;

@@ -1,5 +1,8 @@
 //! Online GSI backfill: fills a global secondary index created by UpdateTable from the
-//! table's existing items while writes go on (SPEC §2.3).
+//! table's existing items while writes go on (SPEC §2.3). The same walk fills a Time to
+//! Live expiry index (`table::ttl`) when Time to Live is enabled on a table that already has
+//! items: steps 2 to 5 alike, with the expiry entry in place of the index entry, no
+//! statistics, and `TimeToLiveDef::backfilled` in place of the index status.
 //!
 //! Lifecycle of one backfill (each status change is one durable catalog change):
 //! 1. UpdateTable has added the index as `Creating { backfilling: false }` with an empty
@@ -118,6 +121,24 @@ struct Context {
 struct Target {
     table_id: String,
     index_tree: TreeId,
+    kind: Kind,
+}
+
+/// What kind of index a backfill builds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    GlobalIndex,
+    /// The Time to Live expiry index.
+    Expiry,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::GlobalIndex => "GSI",
+            Kind::Expiry => "expiry index",
+        }
+    }
 }
 
 /// How a backfill ended.
@@ -136,6 +157,29 @@ enum Outcome {
 impl Database {
     /// Starts the backfill of the GSI in tree `index_tree` of table `table_id`.
     pub(crate) fn start_backfill(&self, table_id: &str, index_tree: TreeId) -> Result<(), DbError> {
+        self.start_backfill_of(Target {
+            table_id: table_id.to_string(),
+            index_tree,
+            kind: Kind::GlobalIndex,
+        })
+    }
+
+    /// Starts the backfill of the Time to Live expiry index in tree `tree` of `table_id`.
+    pub(crate) fn start_expiry_backfill(
+        &self,
+        table_id: &str,
+        tree: TreeId,
+    ) -> Result<(), DbError> {
+        self.start_backfill_of(Target {
+            table_id: table_id.to_string(),
+            index_tree: tree,
+            kind: Kind::Expiry,
+        })
+    }
+
+    fn start_backfill_of(&self, target: Target) -> Result<(), DbError> {
+        let index_tree = target.index_tree;
+        let table_id = target.table_id.clone();
         let context = Context {
             db: Arc::clone(&self.db),
             stats: Arc::clone(&self.stats),
@@ -144,10 +188,6 @@ impl Database {
             locks: Arc::clone(&self.locks),
             control: Arc::clone(&self.backfills.control),
         };
-        let target = Target {
-            table_id: table_id.to_string(),
-            index_tree,
-        };
         let mut threads = self.backfills.threads.lock();
         threads.retain(|handle| !handle.is_finished());
         if threads.len() >= BACKFILL_THREADS_MAX {
@@ -155,7 +195,7 @@ impl Database {
             // unless there are many tables; the index stays CREATING and is built at the
             // next open.
             tracing::warn!(
-                table_id,
+                %table_id,
                 "too many backfills running; this one starts at the next open"
             );
             return Ok(());
@@ -163,7 +203,7 @@ impl Database {
         let handle = std::thread::Builder::new()
             .name(format!("shoal-backfill-{index_tree}"))
             .spawn(move || run(&context, &target))
-            .map_err(|e| DbError::io("starting a GSI backfill thread", e))?;
+            .map_err(|e| DbError::io("starting a backfill thread", e))?;
         threads.push(handle);
         Ok(())
     }
@@ -184,6 +224,18 @@ impl Database {
             .collect();
         for (table_id, tree) in creating {
             self.start_backfill(&table_id, tree)?;
+        }
+        let expiry: Vec<(String, TreeId)> = self
+            .catalog
+            .read()
+            .values()
+            .filter_map(|table| {
+                let ttl = table.time_to_live.as_ref().filter(|ttl| !ttl.backfilled)?;
+                Some((table.id.clone(), ttl.tree))
+            })
+            .collect();
+        for (table_id, tree) in expiry {
+            self.start_expiry_backfill(&table_id, tree)?;
         }
         Ok(())
     }
@@ -227,23 +279,27 @@ fn run(context: &Context, target: &Target) {
             items,
             indexed,
             items_per_second = rate(items, started.elapsed()),
-            "GSI backfill complete; index ACTIVE"
+            kind = target.kind.name(),
+            "backfill complete; index ACTIVE"
         ),
         Ok(Outcome::Abandoned) => tracing::info!(
             table_id = %target.table_id,
             index_tree = target.index_tree,
-            "GSI backfill abandoned: the table or index was deleted"
+            kind = target.kind.name(),
+            "backfill abandoned: the table or index was deleted"
         ),
         Ok(Outcome::Stopped) => tracing::info!(
             table_id = %target.table_id,
             index_tree = target.index_tree,
-            "GSI backfill stopped by close; it restarts at the next open"
+            kind = target.kind.name(),
+            "backfill stopped by close; it restarts at the next open"
         ),
         Err(error) => tracing::error!(
             table_id = %target.table_id,
             index_tree = target.index_tree,
             %error,
-            "GSI backfill failed; the index stays CREATING and is rebuilt at the next open"
+            kind = target.kind.name(),
+            "backfill failed; the index is rebuilt at the next open"
         ),
     }
 }
@@ -258,7 +314,9 @@ fn rate(items: u64, elapsed: Duration) -> u64 {
 }
 
 fn backfill(context: &Context, target: &Target) -> Result<Outcome, ApiError> {
-    if !set_status(context, target, IndexStatus::Creating { backfilling: true })? {
+    if target.kind == Kind::GlobalIndex
+        && !set_status(context, target, IndexStatus::Creating { backfilling: true })?
+    {
         return Ok(Outcome::Abandoned);
     }
     // Writes that read the definition without the index must be done before the snapshot
@@ -278,8 +336,13 @@ fn backfill(context: &Context, target: &Target) -> Result<Outcome, ApiError> {
         let Some((table, position)) = current(context, target) else {
             return Ok(Outcome::Abandoned);
         };
-        let Some(gsi) = table.global_indexes.get(position) else {
-            return Ok(Outcome::Abandoned);
+        // None for the expiry index.
+        let gsi = match target.kind {
+            Kind::GlobalIndex => match table.global_indexes.get(position) {
+                Some(gsi) => Some(gsi),
+                None => return Ok(Outcome::Abandoned),
+            },
+            Kind::Expiry => None,
         };
         // The next batch of base keys at the snapshot, with their partition prefix length.
         let lower = match after.as_deref() {
@@ -323,6 +386,16 @@ fn backfill(context: &Context, target: &Target) -> Result<Outcome, ApiError> {
                 continue; // deleted since the snapshot
             };
             let item = decode_item(&bytes).map_err(internal)?;
+            let Some(gsi) = gsi else {
+                // The expiry index: an entry for an item with a Number in the attribute,
+                // put whether or not a write already did (the same key, an empty value).
+                if let Some((tree, entry_key)) = crate::table::ttl::expiry_entry(&table, &item, key)
+                {
+                    batch.put(tree, &entry_key, &[]).map_err(internal)?;
+                    indexed += 1;
+                }
+                continue;
+            };
             if let Some((entry_key, entry)) = entry_of(&table, gsi, &item)? {
                 // A write since the index was created (or an earlier pass) may have added
                 // the entry already, and counted it: count only what this adds.
@@ -361,7 +434,8 @@ fn backfill(context: &Context, target: &Target) -> Result<Outcome, ApiError> {
             last_log = Instant::now();
             tracing::info!(
                 table = %table.name,
-                index = %gsi.name,
+                kind = target.kind.name(),
+                index_tree = target.index_tree,
                 items,
                 indexed,
                 items_per_second = rate(items, started.elapsed()),
@@ -400,11 +474,15 @@ fn entry_of<'a>(
     Ok(Some((key, projected)))
 }
 
-/// The current definition of the target's table and the index's position in it, or None
-/// when either is gone.
+/// The current definition of the target's table and the index's position in it (0 for the
+/// expiry index), or None when either is gone.
 fn current(context: &Context, target: &Target) -> Option<(Arc<TableDef>, usize)> {
     let catalog = context.catalog.read();
     let table = catalog.values().find(|t| t.id == target.table_id)?;
+    if target.kind == Kind::Expiry {
+        let ttl = table.time_to_live.as_ref()?;
+        return (ttl.tree == target.index_tree).then(|| (Arc::clone(table), 0));
+    }
     let position = table
         .global_indexes
         .iter()
@@ -420,6 +498,26 @@ fn set_status(context: &Context, target: &Target, status: IndexStatus) -> Result
         return Ok(false);
     };
     let mut changed = (*table).clone();
+    if target.kind == Kind::Expiry {
+        // Only the end of the walk changes an expiry index's state.
+        let Some(ttl) = changed.time_to_live.as_mut() else {
+            return Ok(false);
+        };
+        if status != IndexStatus::Active || ttl.backfilled {
+            return Ok(!ttl.backfilled);
+        }
+        ttl.backfilled = true;
+        let bytes = changed.to_metadata().map_err(internal)?;
+        context
+            .db
+            .apply_edits(vec![VersionEdit::SetMetadata {
+                key: metadata_key(&changed.name),
+                value: Some(bytes),
+            }])
+            .map_err(internal)?;
+        *context.catalog.write() = read_catalog(&context.db).map_err(internal)?;
+        return Ok(true);
+    }
     let Some(gsi) = changed.global_indexes.get_mut(position) else {
         return Ok(false);
     };

@@ -184,6 +184,25 @@ pub struct TableDef {
     /// enabled (`table::stream`). Absent in definitions stored before streams existed.
     #[serde(default)]
     pub streams: Vec<StreamDef>,
+    /// Time to Live, while enabled (`table::ttl`).
+    #[serde(default)]
+    pub time_to_live: Option<TimeToLiveDef>,
+    /// When Time to Live was last enabled or disabled (milliseconds since the epoch): the
+    /// cool-down between changes counts from it.
+    #[serde(default)]
+    pub time_to_live_changed_at_millis: Option<u64>,
+}
+
+/// Time to Live of a table: which attribute holds each item's expiry time, and the expiry
+/// index (expiry second, then the item's base key) in a tree of its own, written with every
+/// item write so a sweep reads only what has expired (`table::ttl`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimeToLiveDef {
+    pub attribute_name: String,
+    pub tree: TreeId,
+    /// Whether the items stored before Time to Live was enabled have been indexed; until
+    /// then a backfill does it (`table::backfill`), and an open resumes it.
+    pub backfilled: bool,
 }
 
 /// What a stream's records carry (DynamoDB's `StreamViewType`).

@@ -133,7 +133,7 @@ impl Database {
         stats::mark_maintained(self.stats.tree()?, &table, &mut batch)?;
         self.db.write(batch).map_err(internal)?;
         self.reload_catalog().map_err(internal)?;
-        self.start_stream_upkeep().map_err(internal)?;
+        self.start_upkeep().map_err(internal)?;
         Ok(CreateTableResponse {
             table_description: describe(&table, &TableStats::empty_for(&table), "ACTIVE"),
         })
@@ -216,6 +216,7 @@ impl Database {
         // The table's streams go with it (docs/COMPATIBILITY.md: DynamoDB keeps them
         // readable for 24 hours).
         trees.extend(table.streams.iter().map(|stream| stream.tree));
+        trees.extend(table.time_to_live.iter().map(|ttl| ttl.tree));
         self.db
             .drop_trees_with(
                 &trees,
@@ -267,6 +268,8 @@ fn table_def(
         tree: tree_ids.first().copied().unwrap_or_default(),
         local_indexes: schema.local_indexes.clone(),
         streams: Vec::new(),
+        time_to_live: None,
+        time_to_live_changed_at_millis: None,
         global_indexes: schema
             .global_indexes
             .iter()

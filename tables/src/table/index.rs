@@ -337,6 +337,8 @@ mod tests {
                 throughput: None,
             }],
             streams: Vec::new(),
+            time_to_live: None,
+            time_to_live_changed_at_millis: None,
         }
     }
 

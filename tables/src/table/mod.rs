@@ -22,5 +22,7 @@ pub mod stream;
 pub mod stream_control;
 pub mod streams_api;
 pub mod transact;
+pub mod ttl;
 pub mod update_table;
+pub mod upkeep;
 pub mod write;

@@ -14,9 +14,8 @@
 //! that starts after UpdateTable returns is in the new stream, and one that commits after a
 //! disable is in no shard.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -36,8 +35,6 @@ const INVALID: &str = "One or more parameter values were invalid:";
 pub const STREAM_RETENTION_DEFAULT: Duration = Duration::from_secs(24 * 3600);
 /// A shard rolls over after this long by default (AWS rolls roughly every 4 hours).
 pub const STREAM_SHARD_DURATION_DEFAULT: Duration = Duration::from_secs(4 * 3600);
-/// How often the upkeep looks for shards to roll over and records past retention, at most.
-const UPKEEP_INTERVAL_MAX: Duration = Duration::from_secs(1);
 
 /// The member constraint problems of a StreamSpecification (the `N validation errors
 /// detected` list of CreateTable and UpdateTable).
@@ -166,23 +163,6 @@ pub(crate) struct Streams {
     pub(crate) iterator_key: std::collections::hash_map::RandomState,
     /// When each stream tree was last compacted to drop expired records (milliseconds).
     trimmed_at_millis: Mutex<std::collections::HashMap<u32, u64>>,
-}
-
-/// The running upkeep thread; dropping it (with the database) stops and joins it.
-pub(crate) struct Upkeep {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Drop for Upkeep {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(thread) = self.thread.take() {
-            thread.thread().unpark();
-            // A panicked upkeep changed nothing half-way: each change is one version edit.
-            let _ = thread.join();
-        }
-    }
 }
 
 impl Streams {
@@ -355,7 +335,7 @@ impl Database {
                     return Err(internal("the table definition could not be stored"));
                 }
                 self.reload_catalog().map_err(internal)?;
-                self.start_stream_upkeep().map_err(internal)?;
+                self.start_upkeep().map_err(internal)?;
                 tracing::info!(table = %table.name, view = view_type.as_str(), "stream enabled");
             }
             StreamChange::Disable => {
@@ -390,38 +370,6 @@ impl Database {
         self.reload_catalog().map_err(internal)
     }
 
-    /// Starts the upkeep thread if a table has a stream and it is not running yet. Cheap
-    /// when it runs already: a database without streams never starts it.
-    pub(crate) fn start_stream_upkeep(&self) -> Result<(), DbError> {
-        let has_streams = self
-            .catalog
-            .read()
-            .values()
-            .any(|table| !table.streams.is_empty());
-        let mut upkeep = self.stream_upkeep.lock();
-        if !has_streams || upkeep.is_some() {
-            return Ok(());
-        }
-        let stop = Arc::new(AtomicBool::new(false));
-        let context = UpkeepContext {
-            db: Arc::clone(&self.db),
-            catalog: Arc::clone(&self.catalog),
-            catalog_change: Arc::clone(&self.catalog_change),
-            streams: Arc::clone(&self.streams),
-            options: self.options.clone(),
-            stop: Arc::clone(&stop),
-        };
-        let thread = std::thread::Builder::new()
-            .name("shoal-streams".to_string())
-            .spawn(move || context.run())
-            .map_err(|e| DbError::io("starting the streams upkeep thread", e))?;
-        *upkeep = Some(Upkeep {
-            stop,
-            thread: Some(thread),
-        });
-        Ok(())
-    }
-
     /// Rolls shards over and forgets what is past retention, now (what the upkeep thread
     /// does every interval; tests call it directly).
     pub fn stream_upkeep(&self) -> Result<(), ApiError> {
@@ -442,42 +390,10 @@ fn close_shard(shard: &mut ShardDef, end_seq: u64, now: u64) {
     shard.closed_at_millis = Some(now);
 }
 
-struct UpkeepContext {
-    db: Arc<Db>,
-    catalog: Arc<RwLock<Catalog>>,
-    catalog_change: Arc<Mutex<()>>,
-    streams: Arc<Streams>,
-    options: crate::Options,
-    stop: Arc<AtomicBool>,
-}
-
-impl UpkeepContext {
-    fn run(self) {
-        let interval = (self.options.stream_shard_duration / 4)
-            .min(self.options.stream_retention / 4)
-            .clamp(Duration::from_millis(10), UPKEEP_INTERVAL_MAX);
-        while !self.stop.load(Ordering::Acquire) {
-            std::thread::park_timeout(interval);
-            if self.stop.load(Ordering::Acquire) {
-                break;
-            }
-            if let Err(error) = upkeep_once(
-                &self.db,
-                &self.catalog,
-                &self.catalog_change,
-                &self.streams,
-                &self.options,
-            ) {
-                tracing::warn!(%error.message, "stream upkeep failed; retrying");
-            }
-        }
-    }
-}
-
 /// One pass of the upkeep: for every table with streams, rolls the open shard over when it
 /// is old or full enough, forgets closed shards whose newest record is past retention, and
 /// drops a disabled stream (and its tree) once nothing of it is retained.
-fn upkeep_once(
+pub(crate) fn upkeep_once(
     db: &Db,
     catalog: &RwLock<Catalog>,
     catalog_change: &Mutex<()>,

@@ -307,6 +307,30 @@ pub fn plan_write(
         "planned items must carry the planned key"
     );
     let base_key = key.base_key()?;
+    // The expiry index entry (`table::ttl`): free, counted nowhere, but in the same batch.
+    let mut expiry_mutations = Vec::new();
+    if let Some(ttl) = &table.time_to_live {
+        let entry_of = |item: Option<&Item>| {
+            item.and_then(|item| crate::table::ttl::expiry_entry(table, item, &base_key))
+        };
+        let (before, after) = (entry_of(old), entry_of(new));
+        if before != after {
+            if let Some((_, key)) = before {
+                expiry_mutations.push(Mutation::Delete {
+                    tree: ttl.tree,
+                    key,
+                });
+            }
+            if let Some((_, key)) = after {
+                expiry_mutations.push(Mutation::Put {
+                    tree: ttl.tree,
+                    key,
+                    value: Vec::new(),
+                });
+            }
+        }
+    }
+
     let old_entries = live_entries(table, old)?;
     let new_entries = live_entries(table, new)?;
     let old_size = old.map_or(0, |item| shoal_model::item_size_bytes(item) as u64);
@@ -414,6 +438,8 @@ pub fn plan_write(
         };
         *arms.entry(name.to_string()).or_default() += units;
     }
+
+    mutations.extend(expiry_mutations);
 
     let collection = table.has_local_indexes().then(|| {
         let footprint =
@@ -673,7 +699,11 @@ impl Database {
         // or go to a stream that no longer takes them.
         let same_stream =
             current.enabled_stream().map(|s| s.tree) == table.enabled_stream().map(|s| s.tree);
+        // Time to Live enabled or disabled since: the expiry index entries would be wrong.
+        let same_expiry_index = current.time_to_live.as_ref().map(|t| t.tree)
+            == table.time_to_live.as_ref().map(|t| t.tree);
         let same_indexes = same_stream
+            && same_expiry_index
             && current.tree == table.tree
             && current.local_indexes == table.local_indexes
             && current.global_indexes.len() == table.global_indexes.len()
@@ -891,6 +921,8 @@ mod tests {
                 throughput: None,
             }],
             streams: Vec::new(),
+            time_to_live: None,
+            time_to_live_changed_at_millis: None,
         }
     }
 
