@@ -41,7 +41,7 @@ use crate::table::item_codec::decode_item;
 use crate::table::keys;
 use crate::table::locks::CollectionLocks;
 use crate::table::stream;
-use crate::table::write::{key_of_item, plan_write, WritePlan};
+use crate::table::write::{is_definition_changed, key_of_item, plan_write, WritePlan};
 
 /// Expiry times further in the past than this are ignored (DynamoDB: five years).
 pub const IGNORED_AFTER_SECONDS: u64 = 5 * 365 * 24 * 3600;
@@ -388,7 +388,7 @@ impl Database {
                     // The table's definition changed (Time to Live disabled, an index added)
                     // or the table is gone: the next sweep starts over with the new one.
                     Err(error)
-                        if error.code == ErrorCode::InternalServerError
+                        if is_definition_changed(&error)
                             || error.code == ErrorCode::ResourceNotFoundException =>
                     {
                         tracing::debug!(table = %table.name, %error.message, "sweep stopped");

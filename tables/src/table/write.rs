@@ -543,6 +543,12 @@ fn index_location(table: &TableDef, index: IndexRef) -> Result<(TreeId, &str), A
 const DEFINITION_CHANGED_MESSAGE: &str =
     "The table's indexes changed while the write was being planned; retry the request";
 
+/// Whether `error` is the refusal of a commit planned with a table definition that has
+/// changed since (nothing was written; planning again with the new one is the remedy).
+pub(crate) fn is_definition_changed(error: &ApiError) -> bool {
+    error.code == ErrorCode::InternalServerError && error.message == DEFINITION_CHANGED_MESSAGE
+}
+
 /// Runs a whole write operation at most this many times while the table's indexes change
 /// under it (each change is an UpdateTable, so more than a few in a row is pathological).
 const WRITE_ATTEMPTS_MAX: usize = 8;
