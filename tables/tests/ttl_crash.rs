@@ -175,10 +175,9 @@ fn run_iteration(seed: u64) -> Result<(), String> {
                     break;
                 }
                 acknowledged.retain(|_, item| {
-                    !item
-                        .as_ref()
+                    item.as_ref()
                         .and_then(expiry_of)
-                        .is_some_and(|at| at < NOW_SECONDS)
+                        .is_none_or(|at| at >= NOW_SECONDS)
                 });
                 continue;
             }
