@@ -4,6 +4,7 @@
 //! generator, and re-exports the layers below it: [`tables`] (DynamoDB's tables, the embedded
 //! API) and [`engine`] (the storage engine on its own).
 
+pub mod client;
 pub mod crash;
 pub mod loadgen;
 

@@ -7,21 +7,19 @@
 //! and reports operations per second, p50/p99 latency and, when given the server's pid,
 //! the server's CPU time per operation (from /proc/<pid>/stat).
 //!
-//! Requests are written by hand (DynamoDB's JSON protocol is a POST with two headers) so the
-//! client costs little CPU and adds no dependency; every response is checked for status 200.
+//! Requests go through [`crate::client`], written by hand so the client costs little CPU and
+//! adds no dependency; every response is checked for status 200.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
+
+use crate::client::Connection;
 
 /// Table the benchmark creates (and deletes first if it exists).
 pub const TABLE_NAME: &str = "ShoalLoadBench";
-/// Largest response body accepted, in bytes (DynamoDB pages are at most 1 MB of items).
-const RESPONSE_BYTES_MAX: usize = 16 << 20;
 /// Connections accepted at most.
 pub const CONNECTIONS_MAX: usize = 1024;
 
@@ -56,88 +54,6 @@ pub struct WorkloadResult {
     /// This load generator's own CPU per operation: with client and server on one machine,
     /// throughput is bounded by the two together.
     pub client_cpu_per_op: Option<Duration>,
-}
-
-/// One keep-alive HTTP/1.1 connection speaking DynamoDB's protocol.
-struct Connection {
-    reader: BufReader<TcpStream>,
-    address: String,
-}
-
-impl Connection {
-    async fn open(address: &str) -> Result<Connection, String> {
-        let stream = TcpStream::connect(address)
-            .await
-            .map_err(|e| format!("connect {address}: {e}"))?;
-        stream.set_nodelay(true).map_err(|e| e.to_string())?;
-        Ok(Connection {
-            reader: BufReader::new(stream),
-            address: address.to_string(),
-        })
-    }
-
-    /// Sends one operation; returns the HTTP status and the body.
-    async fn call(&mut self, operation: &str, body: &Value) -> Result<(u16, Vec<u8>), String> {
-        let body = body.to_string();
-        let request = format!(
-            "POST / HTTP/1.1\r\nHost: {}\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: DynamoDB_20120810.{operation}\r\nX-Amz-Date: 20260101T000000Z\r\nAuthorization: AWS4-HMAC-SHA256 Credential=BENCH/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host;x-amz-date;x-amz-target, Signature=00\r\nContent-Length: {}\r\n\r\n{body}",
-            self.address,
-            body.len()
-        );
-        let stream = self.reader.get_mut();
-        stream
-            .write_all(request.as_bytes())
-            .await
-            .map_err(|e| e.to_string())?;
-        let mut line = String::new();
-        self.reader
-            .read_line(&mut line)
-            .await
-            .map_err(|e| e.to_string())?;
-        let status = line
-            .split_whitespace()
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| format!("bad status line {line:?}"))?;
-        let mut length = 0usize;
-        loop {
-            line.clear();
-            self.reader
-                .read_line(&mut line)
-                .await
-                .map_err(|e| e.to_string())?;
-            let header = line.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':') {
-                if name.eq_ignore_ascii_case("content-length") {
-                    length = value
-                        .trim()
-                        .parse()
-                        .map_err(|_| "bad content-length".to_string())?;
-                }
-            }
-        }
-        if length > RESPONSE_BYTES_MAX {
-            return Err(format!("response of {length} bytes"));
-        }
-        let mut body = vec![0u8; length];
-        self.reader
-            .read_exact(&mut body)
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok((status, body))
-    }
-
-    async fn expect_ok(&mut self, operation: &str, body: &Value) -> Result<Value, String> {
-        let (status, response) = self.call(operation, body).await?;
-        let json: Value = serde_json::from_slice(&response).map_err(|e| e.to_string())?;
-        if status != 200 {
-            return Err(format!("{operation} answered {status}: {json}"));
-        }
-        Ok(json)
-    }
 }
 
 fn item(i: u64, partitions: u64) -> Value {
