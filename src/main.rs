@@ -130,6 +130,17 @@ struct ServeArgs {
     /// Without it, pages from any origin may call the server, as with DynamoDB Local.
     #[arg(long, value_name = "ORIGINS", value_parser = CorsOrigins::parse)]
     cors: Option<CorsOrigins>,
+    /// How long stream records are kept, in seconds (DynamoDB: 24 hours).
+    #[arg(long, value_name = "SECONDS", default_value_t = 86_400, value_parser = parse_seconds)]
+    stream_retention_seconds: u64,
+    /// How long a stream's shard stays open before a child shard replaces it, in seconds
+    /// (AWS rolls shards roughly every 4 hours).
+    #[arg(long, value_name = "SECONDS", default_value_t = 14_400, value_parser = parse_seconds)]
+    stream_shard_seconds: u64,
+    /// Also roll a stream's shard over once it holds this many records (default: by time
+    /// only).
+    #[arg(long, value_name = "N", value_parser = parse_count)]
+    stream_shard_records: Option<u64>,
     /// Accepted for DynamoDB Local compatibility (-sharedDb): Shoal always serves one
     /// database to every access key and region.
     #[arg(long, hide = true)]
@@ -162,6 +173,28 @@ fn parse_durability(text: &str) -> Result<Durability, String> {
     }
 }
 
+/// The longest period a `--stream-*-seconds` flag takes: ten years, so that every time
+/// computed from it stays far inside the millisecond clock's range.
+const STREAM_SECONDS_MAX: u64 = 10 * 365 * 24 * 3600;
+
+/// Parses a `--stream-*-seconds` value: whole seconds, 1 to [`STREAM_SECONDS_MAX`].
+fn parse_seconds(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(seconds) if (1..=STREAM_SECONDS_MAX).contains(&seconds) => Ok(seconds),
+        _ => Err(format!(
+            "must be a whole number of seconds from 1 to {STREAM_SECONDS_MAX} (ten years)"
+        )),
+    }
+}
+
+/// Parses a count of at least 1.
+fn parse_count(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(count) if count >= 1 => Ok(count),
+        _ => Err("must be a whole number of at least 1".to_string()),
+    }
+}
+
 /// The `--long` flags of `serve` that take a value, for [`dynamodb_local::translate`].
 fn serve_value_flags() -> Vec<String> {
     let command = Cli::command();
@@ -190,6 +223,9 @@ fn serve(args: ServeArgs) -> Result<(), String> {
     let durability = parse_durability(&args.durability)?;
     let mut options = Options {
         durability,
+        stream_retention: Duration::from_secs(args.stream_retention_seconds),
+        stream_shard_duration: Duration::from_secs(args.stream_shard_seconds),
+        stream_shard_records_max: args.stream_shard_records,
         ..Options::default()
     };
     if let Some(limit) = args.item_collection_limit {
@@ -615,6 +651,36 @@ mod tests {
             (endpoint.as_str(), timeout_seconds),
             ("http://127.0.0.1:9", 5)
         );
+    }
+
+    #[test]
+    fn stream_flags_have_dynamodbs_defaults_and_refuse_nonsense() {
+        let serve = serve_args("shoal serve");
+        assert_eq!(serve.stream_retention_seconds, 86_400);
+        assert_eq!(serve.stream_shard_seconds, 14_400);
+        assert_eq!(serve.stream_shard_records, None);
+        // They mix with DynamoDB Local's flags too.
+        let serve = serve_args(
+            "shoal -inMemory -port 0 --stream-retention-seconds 60 --stream-shard-seconds 5 \
+             --stream-shard-records 2",
+        );
+        assert_eq!(serve.stream_retention_seconds, 60);
+        assert_eq!(serve.stream_shard_seconds, 5);
+        assert_eq!(serve.stream_shard_records, Some(2));
+        for (flag, value) in [
+            ("--stream-retention-seconds", "0"),
+            ("--stream-shard-seconds", "0"),
+            ("--stream-shard-seconds", "1.5"),
+            ("--stream-retention-seconds", "400000000"),
+            ("--stream-shard-records", "0"),
+            ("--stream-shard-records", "many"),
+        ] {
+            let error = parse(&format!("shoal serve {flag} {value}")).err().unwrap();
+            assert!(
+                error.contains(flag) && error.contains("must be a whole number"),
+                "{flag} {value}: {error}"
+            );
+        }
     }
 
     #[test]
