@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 const RESPONSE_BYTES_MAX: u64 = 64 * 1024;
 
 /// `host:port` from `http://host:port[/...]` (port 80 when absent); only plain HTTP.
-fn authority(endpoint: &str) -> Result<String, String> {
+pub fn authority(endpoint: &str) -> Result<String, String> {
     let rest = endpoint.strip_prefix("http://").ok_or_else(|| {
         format!("the endpoint must be a plain http:// URL, such as http://127.0.0.1:8000, not {endpoint:?}")
     })?;

@@ -2,6 +2,7 @@
 
 mod dynamodb_local;
 mod health;
+mod streams_tail;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -52,6 +53,11 @@ enum Command {
         #[arg(long, default_value_t = 5)]
         timeout_seconds: u64,
     },
+    /// DynamoDB Streams from the command line, against a running server.
+    Streams {
+        #[command(subcommand)]
+        command: StreamsCommand,
+    },
     /// Verifies a database: every index equals the index derived from the base items, every
     /// item-collection record its recomputed size, every statistic its recount (exits 1 if
     /// anything disagrees). Streams the data, showing progress on stderr; refuses a
@@ -74,6 +80,32 @@ enum Command {
         #[arg(long, default_value_t = 64 * 1024)]
         memtable_size_bytes: usize,
     },
+}
+
+#[derive(Subcommand)]
+enum StreamsCommand {
+    /// Prints a table's stream records as JSON lines (one GetRecords record per line) while
+    /// they arrive, following shard rollovers; runs until interrupted or a limit below.
+    Tail(TailArgs),
+}
+
+#[derive(Args)]
+struct TailArgs {
+    /// The table whose latest stream is read.
+    #[arg(long)]
+    table: String,
+    /// Start at the oldest record retained, or only print what is written from now on.
+    #[arg(long, value_enum, default_value = "trim-horizon")]
+    from: streams_tail::From,
+    /// The server's endpoint (plain http://).
+    #[arg(long, default_value = "http://127.0.0.1:8000")]
+    endpoint: String,
+    /// Exit after printing this many records.
+    #[arg(long, value_name = "N", value_parser = parse_count)]
+    max_records: Option<u64>,
+    /// Exit after this many seconds without a new record.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_count)]
+    idle_exit_seconds: Option<u64>,
 }
 
 #[derive(Args)]
@@ -299,6 +331,21 @@ fn bench(args: BenchArgs) -> Result<(), String> {
     Ok(())
 }
 
+fn streams_tail(args: TailArgs) -> Result<(), String> {
+    let options = streams_tail::TailOptions {
+        endpoint: args.endpoint,
+        table: args.table,
+        from: args.from,
+        max_records: args.max_records,
+        idle_exit: args.idle_exit_seconds.map(Duration::from_secs),
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(streams_tail::tail(&options, std::io::stdout().lock()))
+}
+
 fn check(data_dir: &Path) -> Result<(), String> {
     require_database(data_dir)?;
     let database = Database::open(data_dir, Options::default())
@@ -511,6 +558,9 @@ fn main() -> ExitCode {
         } => health::check(&endpoint, Duration::from_secs(timeout_seconds)).map(|body| {
             println!("{body}");
         }),
+        Command::Streams {
+            command: StreamsCommand::Tail(args),
+        } => streams_tail(args),
         Command::Check { data_dir } => check(&data_dir),
         Command::Bench(args) => bench(args),
         Command::CrashWriter {
@@ -681,6 +731,40 @@ mod tests {
                 "{flag} {value}: {error}"
             );
         }
+    }
+
+    #[test]
+    fn streams_tail_takes_a_table_and_limits() {
+        let cli = parse("shoal streams tail --table Music").unwrap();
+        let Command::Streams {
+            command: StreamsCommand::Tail(tail),
+        } = cli.command
+        else {
+            panic!("not streams tail")
+        };
+        assert_eq!(tail.table, "Music");
+        assert_eq!(tail.from, streams_tail::From::TrimHorizon);
+        assert_eq!(tail.endpoint, "http://127.0.0.1:8000");
+        assert_eq!((tail.max_records, tail.idle_exit_seconds), (None, None));
+        let cli = parse(
+            "shoal streams tail --table T --from latest --endpoint http://127.0.0.1:9 \
+             --max-records 3 --idle-exit-seconds 2",
+        )
+        .unwrap();
+        let Command::Streams {
+            command: StreamsCommand::Tail(tail),
+        } = cli.command
+        else {
+            panic!("not streams tail")
+        };
+        assert_eq!(tail.from, streams_tail::From::Latest);
+        assert_eq!(
+            (tail.max_records, tail.idle_exit_seconds),
+            (Some(3), Some(2))
+        );
+        assert!(parse("shoal streams tail").is_err());
+        assert!(parse("shoal streams tail --table T --from middle").is_err());
+        assert!(parse("shoal streams tail --table T --max-records 0").is_err());
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! A `shoal` server child process on a free loopback port, and an AWS SDK client for it:
+//! A `shoal` server child process on a free loopback port, and AWS SDK clients for it:
 //! the end-to-end tests drive Shoal as a DynamoDB user would.
 
 #![allow(dead_code)] // each test file uses a different part of this module
@@ -67,6 +67,23 @@ impl Server {
             .endpoint_url(&self.endpoint)
             .build();
         Client::from_conf(config)
+    }
+
+    /// A DynamoDB Streams client for the same endpoint (Shoal serves both APIs on one).
+    pub fn streams_client(&self) -> aws_sdk_dynamodbstreams::Client {
+        let config = aws_sdk_dynamodbstreams::Config::builder()
+            .behavior_version(aws_sdk_dynamodbstreams::config::BehaviorVersion::latest())
+            .region(aws_sdk_dynamodbstreams::config::Region::new("us-east-1"))
+            .credentials_provider(aws_sdk_dynamodbstreams::config::Credentials::new(
+                "AKIDSHOALTEST",
+                "secret",
+                None,
+                None,
+                "static",
+            ))
+            .endpoint_url(&self.endpoint)
+            .build();
+        aws_sdk_dynamodbstreams::Client::from_conf(config)
     }
 
     /// Stops the server the way an operator does (SIGTERM) and waits for it.
