@@ -502,6 +502,33 @@ pub enum StreamStart {
 /// An embedded reader of one stream: [`StreamReader::read`] returns the next records in
 /// order, crossing from each drained closed shard to its child; [`StreamReader::wait`]
 /// blocks until there are some.
+///
+/// ```
+/// use std::time::Duration;
+/// use serde_json::json;
+/// use shoal_tables::{Database, EventName, StreamStart};
+///
+/// let db = Database::in_memory()?;
+/// db.execute("CreateTable", json!({
+///     "TableName": "Music",
+///     "AttributeDefinitions": [{"AttributeName": "Artist", "AttributeType": "S"}],
+///     "KeySchema": [{"AttributeName": "Artist", "KeyType": "HASH"}],
+///     "BillingMode": "PAY_PER_REQUEST",
+///     "StreamSpecification": {"StreamEnabled": true, "StreamViewType": "NEW_AND_OLD_IMAGES"}
+/// }))?;
+/// let mut reader = db.stream_reader("Music", StreamStart::TrimHorizon)?;
+/// db.execute("PutItem", json!({"TableName": "Music", "Item": {"Artist": {"S": "Ada"}}}))?;
+///
+/// // Up to 100 records, whatever is there now (possibly none).
+/// let records = reader.read(100)?;
+/// assert_eq!(records.len(), 1);
+/// assert_eq!(records[0].event_name, EventName::Insert);
+/// assert!(records[0].old_image.is_none() && records[0].new_image.is_some());
+///
+/// // Waits up to the timeout for the next change: none comes, so an empty batch.
+/// assert!(reader.wait(100, Duration::from_millis(10))?.is_empty());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct StreamReader<'db> {
     database: &'db Database,
     table: String,
