@@ -169,8 +169,8 @@ struct ServeArgs {
     /// (AWS rolls shards roughly every 4 hours).
     #[arg(long, value_name = "SECONDS", default_value_t = 14_400, value_parser = parse_seconds)]
     stream_shard_seconds: u64,
-    /// Also roll a stream's shard over once it holds this many records (default: by time
-    /// only).
+    /// Also roll a stream's shard over once it holds this many records (checked about once
+    /// a second, so a busy shard may hold more; default: by time only).
     #[arg(long, value_name = "N", value_parser = parse_count)]
     stream_shard_records: Option<u64>,
     /// Accepted for DynamoDB Local compatibility (-sharedDb): Shoal always serves one

@@ -323,8 +323,8 @@ impl<W: Write> Tail<'_, W> {
                 }
                 Some("TrimmedDataAccessException") => {
                     eprintln!(
-                        "shoal: records of shard {shard} aged out before they were read; \
-                         going on from the oldest one retained"
+                        "shoal: the last record printed from shard {shard} is past retention; \
+                         going on from the oldest record retained (any between aged out unread)"
                     );
                     request["ShardIteratorType"] = json!("TRIM_HORIZON");
                     if let Some(fields) = request.as_object_mut() {
