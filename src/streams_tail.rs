@@ -8,7 +8,8 @@
 //! rollover shows up as a new shard in DescribeStream, which is read again whenever there is
 //! nothing new. An iterator the server no longer accepts (expired after 15 minutes, or issued
 //! before the server restarted) is renewed after the last record printed
-//! (`AFTER_SEQUENCE_NUMBER`).
+//! (`AFTER_SEQUENCE_NUMBER`); a server that goes away after answering once is waited for
+//! (up to [`RECONNECT_FOR`]), so a tail outlives a restart of the server.
 //!
 //! Each record is printed as one line: the record object of the GetRecords answer, re-encoded
 //! (its members in name order). Diagnostics go to stderr.
@@ -22,6 +23,8 @@ use shoal::client::{Connection, DYNAMODB_TARGET_PREFIX, STREAMS_TARGET_PREFIX};
 
 /// How long to wait before asking again when there is nothing new.
 const POLL_INTERVAL: Duration = Duration::from_millis(250);
+/// How long a server that answered once and then went away (a restart) is tried again.
+const RECONNECT_FOR: Duration = Duration::from_secs(30);
 /// GetRecords' largest page.
 const GET_RECORDS_LIMIT_MAX: u64 = 1000;
 
@@ -79,43 +82,78 @@ struct Client {
     endpoint: String,
     address: String,
     connection: Option<Connection>,
+    /// The server has answered once: losing it now is a restart to wait for, not a mistake
+    /// in the command line.
+    reached: bool,
 }
 
 impl Client {
+    /// Sends one call and returns the server's answer. A kept-alive connection the server has
+    /// closed fails the first call, which is then sent again on a new connection. Once the
+    /// server has answered, a server that cannot be reached is tried again every
+    /// [`POLL_INTERVAL`] for [`RECONNECT_FOR`] (every call of the tail is a read, safe to
+    /// repeat); before that, it is an error at once.
     async fn call(
         &mut self,
         prefix: &str,
         operation: &str,
         body: &Value,
     ) -> Result<Value, CallError> {
-        // A kept-alive connection the server has closed fails the first call: that call is
-        // sent once more on a new connection. A call on a new connection is not repeated.
+        let mut unreachable_since: Option<Instant> = None;
         loop {
             let fresh = self.connection.is_none();
-            if fresh {
-                let connection = Connection::open(&self.address).await.map_err(|e| {
-                    CallError::Transport(format!(
-                        "cannot reach a server at {}: {e} (is `shoal serve` running?)",
-                        self.endpoint
-                    ))
-                })?;
-                self.connection = Some(connection);
-            }
-            let Some(connection) = self.connection.as_mut() else {
-                continue;
+            let failure = if fresh {
+                match Connection::open(&self.address).await {
+                    Ok(connection) => {
+                        self.connection = Some(connection);
+                        None
+                    }
+                    Err(error) => Some(error),
+                }
+            } else {
+                None
             };
-            match connection.call_target(prefix, operation, body).await {
-                Ok((status, bytes)) => return answer(status, &bytes),
-                Err(error) => {
-                    self.connection = None;
-                    if fresh {
-                        return Err(CallError::Transport(format!(
-                            "lost the server at {}: {error}",
-                            self.endpoint
-                        )));
+            let failure = match (failure, self.connection.as_mut()) {
+                (Some(error), _) => error,
+                (None, Some(connection)) => {
+                    match connection.call_target(prefix, operation, body).await {
+                        Ok((status, bytes)) => {
+                            self.reached = true;
+                            return answer(status, &bytes);
+                        }
+                        Err(error) => {
+                            self.connection = None;
+                            if !fresh {
+                                // The server closed a kept-alive connection: send again.
+                                continue;
+                            }
+                            error
+                        }
                     }
                 }
+                (None, None) => continue,
+            };
+            if !self.reached {
+                return Err(CallError::Transport(format!(
+                    "cannot reach a server at {}: {failure} (is `shoal serve` running?)",
+                    self.endpoint
+                )));
             }
+            let since = *unreachable_since.get_or_insert_with(|| {
+                eprintln!(
+                    "shoal: lost the server at {} ({failure}); trying again for {} s",
+                    self.endpoint,
+                    RECONNECT_FOR.as_secs()
+                );
+                Instant::now()
+            });
+            if since.elapsed() >= RECONNECT_FOR {
+                return Err(CallError::Transport(format!(
+                    "cannot reach the server at {} any more: {failure}",
+                    self.endpoint
+                )));
+            }
+            tokio::time::sleep(POLL_INTERVAL).await;
         }
     }
 
@@ -470,6 +508,7 @@ pub async fn tail<W: Write>(options: &TailOptions, out: W) -> Result<(), String>
         endpoint: options.endpoint.clone(),
         address,
         connection: None,
+        reached: false,
     };
     let arn = latest_stream_arn(&mut client, &options.table, &options.endpoint).await?;
     let mut tail = Tail {
@@ -535,6 +574,7 @@ mod tests {
                 endpoint: String::new(),
                 address: String::new(),
                 connection: None,
+                reached: false,
             },
             arn: String::new(),
             options: &options,
@@ -584,6 +624,7 @@ mod tests {
                 endpoint: String::new(),
                 address: String::new(),
                 connection: None,
+                reached: false,
             },
             arn: String::new(),
             options: &options,

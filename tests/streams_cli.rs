@@ -1,6 +1,7 @@
 //! The streams side of the command line, run as a user would: `shoal serve`'s stream flags
 //! and `shoal streams tail` against a running server.
 
+use std::io::{BufRead, BufReader};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
@@ -274,6 +275,59 @@ async fn tail_follows_records_as_they_arrive() {
         .map(|record| record["dynamodb"]["Keys"]["pk"]["S"].as_str().unwrap())
         .collect();
     assert_eq!(keys, ["old", "new0"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tail_outlives_a_restart_of_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let client = server.client();
+    create_table(&client, "Durable", Some(StreamViewType::KeysOnly)).await;
+    put(&client, "Durable", "before", "1").await;
+
+    let mut tailing = tail(
+        &server.endpoint,
+        &["--table", "Durable", "--max-records", "2"],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let stdout = tailing.stdout.take().unwrap();
+    let (lines_tx, lines_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if lines_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let first = lines_rx.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert!(first.contains("\"before\""), "{first}");
+
+    // The same data directory on the same port: the tail's connection and iterator are gone.
+    let port = server.endpoint.rsplit(':').next().unwrap().to_string();
+    server.stop();
+    // Down for longer than the tail's poll interval, so that it finds no server for a while.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let server = Server::spawn(&[
+        "serve".as_ref(),
+        "--port".as_ref(),
+        port.as_ref(),
+        "--data-dir".as_ref(),
+        dir.path().as_os_str(),
+    ]);
+    put(&server.client(), "Durable", "after", "1").await;
+    let second = lines_rx.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert!(second.contains("\"after\""), "{second}");
+    let status = tokio::task::spawn_blocking(move || tailing.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.status.success(), "{status:?}");
+    let stderr = String::from_utf8_lossy(&status.stderr);
+    assert!(stderr.contains("lost the server"), "{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
