@@ -212,9 +212,9 @@ impl Database {
 
     /// Opens the datastore in `path` through `fs` (fault-injection tests use `SimFs`).
     pub fn open_with_fs(fs: Fs, path: &Path, options: Options) -> Result<Database, DbError> {
-        let retention = Arc::new(StreamRetention::new(
-            options.stream_retention.as_millis() as u64
-        ));
+        let retention = Arc::new(StreamRetention::new(stream_control::millis(
+            options.stream_retention,
+        )));
         let db = Db::open_with_fs(fs, path, options.db_options(&retention))?;
         let stats_tree = db.tree_id(stats::STATS_TREE_NAME);
         let database = Database {
@@ -231,6 +231,9 @@ impl Database {
             upkeep: Mutex::new(None),
         };
         database.reload_catalog()?;
+        database
+            .load_iterator_key(false)
+            .map_err(|e| DbError::Poisoned(e.message))?;
         // Before any write and before backfills resume: statistics of a table created
         // before they were kept are rebuilt once, and records of tables whose deletion a
         // crash interrupted are removed.

@@ -170,3 +170,45 @@ fn a_disabled_stream_is_forgotten_once_its_records_age_out() {
         "the stream's tree is dropped with it"
     );
 }
+
+#[test]
+fn an_iterator_survives_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let iterator = {
+        let db = Database::open(dir.path(), Options::default()).unwrap();
+        call(
+            &db,
+            "CreateTable",
+            json!({
+                "TableName": "Feed",
+                "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+                "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+                "BillingMode": "PAY_PER_REQUEST",
+                "StreamSpecification": {"StreamEnabled": true, "StreamViewType": "KEYS_ONLY"}
+            }),
+        );
+        put(&db, "a");
+        let arn = call(&db, "DescribeTable", json!({"TableName": "Feed"}))["Table"]
+            ["LatestStreamArn"]
+            .clone();
+        let shard = call(&db, "DescribeStream", json!({"StreamArn": arn}))["StreamDescription"]
+            ["Shards"][0]["ShardId"]
+            .clone();
+        call(
+            &db,
+            "GetShardIterator",
+            json!({"StreamArn": arn, "ShardId": shard, "ShardIteratorType": "TRIM_HORIZON"}),
+        )["ShardIterator"]
+            .clone()
+    };
+    let db = Database::open(dir.path(), Options::default()).unwrap();
+    let page = call(&db, "GetRecords", json!({"ShardIterator": iterator}));
+    assert_eq!(page["Records"].as_array().unwrap().len(), 1);
+    // Still refused when damaged.
+    let mut damaged = iterator.as_str().unwrap().to_string();
+    damaged.replace_range(0..1, if damaged.starts_with('0') { "1" } else { "0" });
+    let error = db
+        .execute("GetRecords", json!({"ShardIterator": damaged}))
+        .unwrap_err();
+    assert_eq!(error.code.name(), "ValidationException");
+}

@@ -77,6 +77,7 @@ impl Database {
         // The stream's tree follows the GSIs' (`stream_tree_position`).
         let stream_tree_position = tree_names.len();
         if let Some(view_type) = schema.stream {
+            self.load_iterator_key(true)?;
             tree_names.push(self.stream_for_new_table(&mut definition, view_type));
         }
         // The first table brings the statistics tree, in the same version change (last, so

@@ -36,6 +36,11 @@ pub const STREAM_RETENTION_DEFAULT: Duration = Duration::from_secs(24 * 3600);
 /// A shard rolls over after this long by default (AWS rolls roughly every 4 hours).
 pub const STREAM_SHARD_DURATION_DEFAULT: Duration = Duration::from_secs(4 * 3600);
 
+/// `duration` in milliseconds, saturating: an embedded user may pass `Duration::MAX`.
+pub(crate) fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// The member constraint problems of a StreamSpecification (the `N validation errors
 /// detected` list of CreateTable and UpdateTable).
 pub fn specification_problems(spec: &StreamSpecification, problems: &mut Vec<String>) {
@@ -160,7 +165,9 @@ pub(crate) struct Streams {
     committed: Mutex<u64>,
     committed_changed: Condvar,
     /// Keys the shard iterators' check value, so a forged or damaged iterator is refused.
-    pub(crate) iterator_key: std::collections::hash_map::RandomState,
+    /// Random, made with the first stream and stored in the manifest
+    /// ([`ITERATOR_KEY_METADATA`]), so iterators stay valid across a restart.
+    iterator_key: RwLock<[u8; 16]>,
     /// When each stream tree was last compacted to drop expired records (milliseconds).
     trimmed_at_millis: Mutex<std::collections::HashMap<u32, u64>>,
 }
@@ -172,9 +179,20 @@ impl Streams {
             open_shard_records: Default::default(),
             committed: Mutex::new(0),
             committed_changed: Condvar::new(),
-            iterator_key: Default::default(),
+            iterator_key: RwLock::new([0; 16]),
             trimmed_at_millis: Default::default(),
         }
+    }
+
+    /// The check value of an iterator's `payload`: a hash of the secret key and the
+    /// payload (not a cryptographic MAC; it tells a damaged or invented iterator from one
+    /// Shoal issued).
+    pub(crate) fn iterator_check(&self, payload: &[u8]) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        self.iterator_key.read().hash(&mut hasher);
+        payload.hash(&mut hasher);
+        hasher.finish()
     }
 
     /// Called after a commit that added `count` records to the stream in `tree`.
@@ -224,6 +242,9 @@ impl Streams {
     }
 }
 
+/// The manifest metadata key of the iterator key (16 bytes).
+pub const ITERATOR_KEY_METADATA: &str = "streams/iterator-key";
+
 /// Tells the retention filter which trees are stream trees.
 pub(crate) fn note_stream_trees(retention: &StreamRetention, catalog: &Catalog) {
     let trees = catalog
@@ -234,6 +255,37 @@ pub(crate) fn note_stream_trees(retention: &StreamRetention, catalog: &Catalog) 
 }
 
 impl Database {
+    /// Loads the stored iterator key, or with `create` makes and stores one if there is
+    /// none yet (before the first stream; the caller holds `catalog_change`).
+    pub(crate) fn load_iterator_key(&self, create: bool) -> Result<(), ApiError> {
+        let stored = self
+            .db
+            .version()
+            .metadata
+            .get(ITERATOR_KEY_METADATA)
+            .and_then(|bytes| <[u8; 16]>::try_from(bytes.as_slice()).ok());
+        let key = match stored {
+            Some(key) => key,
+            None if create => {
+                use std::hash::BuildHasher;
+                let random = std::collections::hash_map::RandomState::new();
+                let mut key = [0u8; 16];
+                key[..8].copy_from_slice(&random.hash_one(now_millis()).to_le_bytes());
+                key[8..].copy_from_slice(&random.hash_one(self.db.visible_seq()).to_le_bytes());
+                self.db
+                    .apply_edits(vec![VersionEdit::SetMetadata {
+                        key: ITERATOR_KEY_METADATA.to_string(),
+                        value: Some(key.to_vec()),
+                    }])
+                    .map_err(internal)?;
+                key
+            }
+            None => return Ok(()),
+        };
+        *self.streams.iterator_key.write() = key;
+        Ok(())
+    }
+
     /// A new stream of `view_type` for `table`, recorded in `changed`; its tree is created
     /// with the catalog change. Returns the tree name to create.
     fn new_stream(&self, changed: &mut TableDef, view_type: StreamViewType, now: u64) -> String {
@@ -307,6 +359,7 @@ impl Database {
                         table.name
                     )));
                 }
+                self.load_iterator_key(true)?;
                 let tree_name = self.new_stream(&mut changed, view_type, now);
                 changed.to_metadata().map_err(internal)?;
                 let mut stored = false;
@@ -401,8 +454,8 @@ pub(crate) fn upkeep_once(
     options: &crate::Options,
 ) -> Result<(), ApiError> {
     let now = now_millis();
-    let retention_millis = options.stream_retention.as_millis() as u64;
-    let shard_millis = options.stream_shard_duration.as_millis() as u64;
+    let retention_millis = millis(options.stream_retention);
+    let shard_millis = millis(options.stream_shard_duration);
     let tables: Vec<Arc<TableDef>> = catalog
         .read()
         .values()
@@ -427,7 +480,7 @@ pub(crate) fn upkeep_once(
             let forget = stream.shards.iter().any(|shard| {
                 shard
                     .closed_at_millis
-                    .is_some_and(|closed| closed + retention_millis < now)
+                    .is_some_and(|closed| closed.saturating_add(retention_millis) < now)
             });
             roll || forget
         });
@@ -469,7 +522,7 @@ pub(crate) fn upkeep_once(
             stream.shards.retain(|shard| {
                 shard
                     .closed_at_millis
-                    .is_none_or(|closed| closed + retention_millis >= now)
+                    .is_none_or(|closed| closed.saturating_add(retention_millis) >= now)
             });
             if stream.shards.is_empty() {
                 dropped_trees.push(stream.tree);
@@ -525,7 +578,7 @@ fn trim_stream(
     };
     let expired = oldest.first().is_some_and(|(_, value)| {
         crate::table::stream::record_created_at_millis(value)
-            .is_some_and(|created| created + retention_millis < now)
+            .is_some_and(|created| created.saturating_add(retention_millis) < now)
     });
     if expired {
         match db.compact_tree(tree) {

@@ -3,12 +3,10 @@
 //!
 //! A shard iterator is the position of a reader: the stream (table name and label), the
 //! shard, the next sequence number to read and when the iterator was issued, with a check
-//! value keyed by a per-process secret so that a damaged or invented iterator is refused
-//! (ValidationException) rather than read. Iterators expire 15 minutes after they are
-//! issued, as DynamoDB's do; after a restart earlier iterators are refused, and a reader
-//! asks for a new one at its last sequence number (AFTER_SEQUENCE_NUMBER).
+//! value keyed by a secret stored in the manifest, so that a damaged or invented iterator is
+//! refused (ValidationException) rather than read, and one issued before a restart still
+//! works. Iterators expire 15 minutes after they are issued, as DynamoDB's do.
 
-use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -91,7 +89,7 @@ impl Database {
             position.from_seq,
             position.issued_at_millis
         );
-        let check = self.streams.iterator_key.hash_one(payload.as_bytes());
+        let check = self.streams.iterator_check(payload.as_bytes());
         let mut text = format!("{check:016x}");
         for byte in payload.bytes() {
             text.push_str(&format!("{byte:02x}"));
@@ -109,7 +107,7 @@ impl Database {
             .map(|i| u8::from_str_radix(&text[i..i + 2], 16))
             .collect::<Result<_, _>>()
             .ok()?;
-        if self.streams.iterator_key.hash_one(payload.as_slice()) != check {
+        if self.streams.iterator_check(&payload) != check {
             return None;
         }
         let payload = String::from_utf8(payload).ok()?;
@@ -555,9 +553,8 @@ impl StreamReader<'_> {
         let limit = limit.max(1);
         let mut records = Vec::new();
         while records.len() < limit && !self.finished {
-            let catalog = self.database.catalog.read().clone();
             let arn = stream_arn(&self.table, &self.label);
-            let (table, stream_index) = find_stream(&catalog, Some(&arn))?;
+            let (table, stream_index) = find_stream(&self.database.catalog.read(), Some(&arn))?;
             let stream: &StreamDef = &table.streams[stream_index];
             let Some(shard) = stream.shard(&self.shard).or_else(|| {
                 // The shard aged out: continue at the oldest one still retained.

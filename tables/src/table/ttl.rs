@@ -175,7 +175,8 @@ impl Database {
                 }
                 _ => {}
             }
-            let cooldown_millis = self.options.time_to_live_change_cooldown.as_millis() as u64;
+            let cooldown_millis =
+                crate::table::stream_control::millis(self.options.time_to_live_change_cooldown);
             if table
                 .time_to_live_changed_at_millis
                 .is_some_and(|changed| now < changed.saturating_add(cooldown_millis))
