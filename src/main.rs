@@ -173,6 +173,13 @@ struct ServeArgs {
     /// a second, so a busy shard may hold more; default: by time only).
     #[arg(long, value_name = "N", value_parser = parse_count)]
     stream_shard_records: Option<u64>,
+    /// How often expired items (Time to Live) are looked for and deleted, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 1, value_parser = parse_seconds)]
+    ttl_sweep_seconds: u64,
+    /// How long UpdateTimeToLive must wait after the previous change of a table, in seconds
+    /// (AWS: about an hour; 0 lets tests turn Time to Live on and off freely).
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    ttl_cooldown_seconds: u64,
     /// Accepted for DynamoDB Local compatibility (-sharedDb): Shoal always serves one
     /// database to every access key and region.
     #[arg(long, hide = true)]
@@ -258,6 +265,8 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         stream_retention: Duration::from_secs(args.stream_retention_seconds),
         stream_shard_duration: Duration::from_secs(args.stream_shard_seconds),
         stream_shard_records_max: args.stream_shard_records,
+        time_to_live_sweep_interval: Duration::from_secs(args.ttl_sweep_seconds),
+        time_to_live_change_cooldown: Duration::from_secs(args.ttl_cooldown_seconds),
         ..Options::default()
     };
     if let Some(limit) = args.item_collection_limit {
@@ -701,6 +710,22 @@ mod tests {
             (endpoint.as_str(), timeout_seconds),
             ("http://127.0.0.1:9", 5)
         );
+    }
+
+    #[test]
+    fn ttl_flags_default_to_a_quick_sweep_and_no_cooldown() {
+        let serve = serve_args("shoal serve");
+        assert_eq!(
+            (serve.ttl_sweep_seconds, serve.ttl_cooldown_seconds),
+            (1, 0)
+        );
+        let serve = serve_args("shoal serve --ttl-sweep-seconds 30 --ttl-cooldown-seconds 3600");
+        assert_eq!(
+            (serve.ttl_sweep_seconds, serve.ttl_cooldown_seconds),
+            (30, 3600)
+        );
+        let error = parse("shoal serve --ttl-sweep-seconds 0").err().unwrap();
+        assert!(error.contains("--ttl-sweep-seconds"), "{error}");
     }
 
     #[test]
