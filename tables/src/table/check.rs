@@ -27,6 +27,8 @@
 //!   traced (point read) to the base item its key names, which must derive exactly that
 //!   entry, and every entry the base items derive must exist (point reads). So a report
 //!   names each missing, extra or different entry, up to `PROBLEMS_MAX` problems.
+//! - A Time to Live expiry index is checked the same way, by digests of what the items
+//!   derive and what the index holds, in one more walk of the items.
 //! - The table statistics are recounted in the same walks (`stats::Recount`), one delta per
 //!   collection-lock stripe: at most 1024, whatever the table's size.
 //!
@@ -48,6 +50,7 @@ use crate::table::index::{entries_for, IndexEntry, IndexRef, STORAGE_OVERHEAD_BY
 use crate::table::item_codec::decode_item;
 use crate::table::keys::{self, KeyRange, HASH_BYTES, SECTION_BASE, SECTION_COLLECTION};
 use crate::table::stats::{self, Recount};
+use crate::table::ttl::expiry_entry;
 
 /// Problems reported before the check stops listing them.
 const PROBLEMS_MAX: usize = 100;
@@ -218,6 +221,7 @@ impl Checker<'_> {
         for problem in stats::verify(self.db, stats_tree, table, self.snapshot, &recount)? {
             self.report.problem(problem);
         }
+        self.expiry_index(table)?;
         Ok(())
     }
 
@@ -599,6 +603,101 @@ fn describe_partition(table: &TableDef, prefix: &[u8]) -> String {
     match keys::decode_values(encoded, &[table.key.hash.scalar_type()]) {
         Ok(values) => format!("{} = {}", table.key.hash.name, values[0].to_json()),
         Err(_) => format!("with key prefix {prefix:02x?}"),
+    }
+}
+
+impl Checker<'_> {
+    /// The Time to Live expiry index (`table::ttl`) against the items, as a GSI is checked:
+    /// a digest of the entries the base items derive (one more walk of the items) against a
+    /// digest of the index; only when they differ, a second pass traces each entry to its
+    /// item and each item to its entry. An index still being backfilled is not checked.
+    fn expiry_index(&mut self, table: &TableDef) -> Result<(), ApiError> {
+        let Some(ttl) = table.time_to_live.as_ref().filter(|ttl| ttl.backfilled) else {
+            return Ok(());
+        };
+        let no_attributes = || std::iter::empty::<(&str, &AttributeValue)>();
+        let pk_type = table.key.hash.scalar_type();
+        let mut expected = Digest::default();
+        let mut cursor = self
+            .db
+            .iter_tree(table.tree, self.snapshot)
+            .map_err(internal)?;
+        while cursor.advance().map_err(internal)? {
+            let (_, section) = keys::split_table_key(cursor.key(), pk_type).map_err(internal)?;
+            if section != SECTION_BASE {
+                continue;
+            }
+            let item = decode_item(cursor.value()).map_err(internal)?;
+            if let Some((_, key)) = expiry_entry(table, &item, cursor.key()) {
+                expected.add(self.hasher.entry(&key, no_attributes()));
+            }
+        }
+        drop(cursor);
+        let mut stored = Digest::default();
+        let mut cursor = self
+            .db
+            .iter_tree(ttl.tree, self.snapshot)
+            .map_err(internal)?;
+        while cursor.advance().map_err(internal)? {
+            self.report.index_entries += 1;
+            stored.add(self.hasher.entry(cursor.key(), no_attributes()));
+        }
+        drop(cursor);
+        if stored == expected || self.report.is_full() {
+            return Ok(());
+        }
+        // Each stored entry must be the one its item derives.
+        let mut cursor = self
+            .db
+            .iter_tree(ttl.tree, self.snapshot)
+            .map_err(internal)?;
+        while !self.report.is_full() && cursor.advance().map_err(internal)? {
+            let key = cursor.key();
+            let base_key = key.get(8..).unwrap_or_default();
+            let item = self
+                .db
+                .get_with(table.tree, base_key, Some(self.snapshot), decode_item)
+                .map_err(internal)?
+                .transpose()
+                .map_err(internal)?;
+            let derived = item.and_then(|item| expiry_entry(table, &item, base_key));
+            if derived.as_ref().map(|(_, k)| k.as_slice()) != Some(key) {
+                self.report.problem(format!(
+                    "table {}, expiry index: entry {key:02x?} is not what its item derives",
+                    table.name
+                ));
+            }
+        }
+        drop(cursor);
+        // Each item with an expiry must have its entry.
+        let mut cursor = self
+            .db
+            .iter_tree(table.tree, self.snapshot)
+            .map_err(internal)?;
+        while !self.report.is_full() && cursor.advance().map_err(internal)? {
+            let (prefix_len, section) =
+                keys::split_table_key(cursor.key(), pk_type).map_err(internal)?;
+            if section != SECTION_BASE {
+                continue;
+            }
+            let item = decode_item(cursor.value()).map_err(internal)?;
+            let Some((_, key)) = expiry_entry(table, &item, cursor.key()) else {
+                continue;
+            };
+            let present = self
+                .db
+                .get_with(ttl.tree, &key, Some(self.snapshot), |_| ())
+                .map_err(internal)?
+                .is_some();
+            if !present {
+                self.report.problem(format!(
+                    "table {}, expiry index: an item of the partition {} has no entry",
+                    table.name,
+                    describe_partition(table, &cursor.key()[..prefix_len])
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
