@@ -15,6 +15,8 @@ pub enum ErrorCode {
     AccessDeniedException,
     ResourceNotFoundException,
     ResourceInUseException,
+    /// The backup operations' "no such table" (DescribeContinuousBackups, …).
+    TableNotFoundException,
     ConditionalCheckFailedException,
     LimitExceededException,
     ItemCollectionSizeLimitExceededException,
@@ -46,6 +48,7 @@ impl ErrorCode {
             ErrorCode::AccessDeniedException => "AccessDeniedException",
             ErrorCode::ResourceNotFoundException => "ResourceNotFoundException",
             ErrorCode::ResourceInUseException => "ResourceInUseException",
+            ErrorCode::TableNotFoundException => "TableNotFoundException",
             ErrorCode::ConditionalCheckFailedException => "ConditionalCheckFailedException",
             ErrorCode::LimitExceededException => "LimitExceededException",
             ErrorCode::ItemCollectionSizeLimitExceededException => {
@@ -133,6 +136,7 @@ impl ErrorCode {
             AccessDeniedException,
             ResourceNotFoundException,
             ResourceInUseException,
+            TableNotFoundException,
             ConditionalCheckFailedException,
             LimitExceededException,
             ItemCollectionSizeLimitExceededException,

@@ -20,6 +20,7 @@ pub fn error_namespace(code: ErrorCode) -> &'static str {
         | ErrorCode::AccessDeniedException => "com.amazon.coral.service",
         ErrorCode::ResourceNotFoundException
         | ErrorCode::ResourceInUseException
+        | ErrorCode::TableNotFoundException
         | ErrorCode::ConditionalCheckFailedException
         | ErrorCode::LimitExceededException
         | ErrorCode::ItemCollectionSizeLimitExceededException
