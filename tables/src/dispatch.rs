@@ -64,6 +64,11 @@ impl Database {
             "DescribeTimeToLive" => {
                 Ok(encoding.encode(&self.describe_time_to_live(body.decode()?)?))
             }
+            "TagResource" => Ok(encoding.encode(&self.tag_resource(body.decode()?)?)),
+            "UntagResource" => Ok(encoding.encode(&self.untag_resource(body.decode()?)?)),
+            "ListTagsOfResource" => {
+                Ok(encoding.encode(&self.list_tags_of_resource(body.decode()?)?))
+            }
             // control: add arms above this line
             "PutItem" => self.metered(body, metered, &encoding, |input| self.put_item(input)),
             "GetItem" => self.metered(body, metered, &encoding, |input| self.get_item(input)),
@@ -163,6 +168,9 @@ pub const SUPPORTED_OPERATIONS: &[&str] = &[
     "UpdateTable",
     "UpdateTimeToLive",
     "DescribeTimeToLive",
+    "TagResource",
+    "UntagResource",
+    "ListTagsOfResource",
     // control: add names above this line
     "PutItem",
     "GetItem",

@@ -560,13 +560,10 @@ fn non_key_attributes_are_limited_across_the_table() {
 fn members_shoal_does_not_implement_yet_are_refused_by_name_and_defaults_are_accepted() {
     let db = open();
     let refused = [
-        ("Tags", json!([{"Key": "team", "Value": "data"}])),
-        ("DeletionProtectionEnabled", json!(true)),
         (
             "SSESpecification",
             json!({"Enabled": true, "SSEType": "KMS"}),
         ),
-        ("TableClass", json!("STANDARD_INFREQUENT_ACCESS")),
         ("OnDemandThroughput", json!({"MaxReadRequestUnits": 10})),
         ("WarmThroughput", json!({"ReadUnitsPerSecond": 12000})),
         ("ResourcePolicy", json!("{\"Version\": \"2012-10-17\"}")),

@@ -3,13 +3,14 @@
 //!
 //! Request members are all `Option`s so that a missing member is reported with DynamoDB's
 //! own text by the validation in `table::schema` rather than as a serde shape error.
-//! Members of CreateTable that Shoal does not implement yet (Tags,
-//! DeletionProtectionEnabled, …) are decoded so that a request using them is refused with a
+//! Members of CreateTable that Shoal does not implement yet (SSESpecification,
+//! OnDemandThroughput, …) are decoded so that a request using them is refused with a
 //! ValidationException naming the member (docs/COMPATIBILITY.md).
 
 use serde::{Deserialize, Serialize};
 
 pub use crate::api::streams::StreamSpecification;
+pub use crate::api::tags::Tag;
 
 /// `AttributeDefinition`: a key attribute's name and scalar type.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -82,14 +83,14 @@ pub struct CreateTableRequest {
     pub billing_mode: Option<String>,
     pub provisioned_throughput: Option<ProvisionedThroughput>,
     pub stream_specification: Option<StreamSpecification>,
+    pub tags: Option<Vec<Tag>>,
+    pub deletion_protection_enabled: Option<bool>,
+    pub table_class: Option<String>,
     // Members Shoal does not implement yet: decoded only so that a request asking for what
     // they do is refused, naming the member (`schema::unimplemented_members`), rather than
     // silently ignored. A value that asks for what Shoal does anyway is accepted.
-    pub tags: Option<serde_json::Value>,
-    pub deletion_protection_enabled: Option<bool>,
     #[serde(rename = "SSESpecification")]
     pub sse_specification: Option<serde_json::Value>,
-    pub table_class: Option<String>,
     pub on_demand_throughput: Option<serde_json::Value>,
     pub warm_throughput: Option<serde_json::Value>,
     pub resource_policy: Option<serde_json::Value>,
@@ -173,6 +174,22 @@ pub struct TableDescription {
     pub latest_stream_arn: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latest_stream_label: Option<String>,
+    /// Always present, except in DeleteTable's answer (SPEC §2.4 lists its members).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deletion_protection_enabled: Option<bool>,
+    /// Present once CreateTable or UpdateTable named a class (docs/COMPATIBILITY.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table_class_summary: Option<TableClassSummary>,
+}
+
+/// `TableClassSummary`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct TableClassSummary {
+    pub table_class: String,
+    /// Epoch seconds of the last UpdateTable that changed the class.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_update_date_time: Option<f64>,
 }
 
 /// CreateTable response.

@@ -18,6 +18,7 @@ pub mod control;
 pub mod items;
 pub mod query;
 pub mod streams;
+pub mod tags;
 pub mod transact;
 pub mod ttl;
 pub mod update_table;

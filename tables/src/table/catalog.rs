@@ -7,7 +7,7 @@
 //! `format` field: small, rarely written, and readable by a person debugging a data
 //! directory.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use shoal_model::{AttributeValue, ScalarType};
@@ -191,6 +191,10 @@ pub struct TableDef {
     /// cool-down between changes counts from it.
     #[serde(default)]
     pub time_to_live_changed_at_millis: Option<u64>,
+    /// Tags, deletion protection and table class. Absent in definitions stored before they
+    /// existed (the defaults: no tags, unprotected, class never given).
+    #[serde(default)]
+    pub settings: TableSettings,
 }
 
 /// Time to Live of a table: which attribute holds each item's expiry time, and the expiry
@@ -203,6 +207,49 @@ pub struct TimeToLiveDef {
     /// Whether the items stored before Time to Live was enabled have been indexed; until
     /// then a backfill does it (`table::backfill`), and an open resumes it.
     pub backfilled: bool,
+}
+
+/// What a table is set to that does not change how its items are stored: its tags
+/// (SPEC-2 §4), deletion protection (§5.2) and table class (§5.3).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableSettings {
+    /// Tag key → value; ListTagsOfResource answers in this (key) order.
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
+    /// While true, DeleteTable is refused.
+    #[serde(default)]
+    pub deletion_protection: bool,
+    /// None while neither CreateTable nor UpdateTable named a class: the table is STANDARD
+    /// and DescribeTable leaves `TableClassSummary` out.
+    #[serde(default)]
+    pub table_class: Option<TableClass>,
+    /// When UpdateTable last changed the class (milliseconds since the Unix epoch).
+    #[serde(default)]
+    pub table_class_updated_at_millis: Option<u64>,
+}
+
+/// DynamoDB's `TableClass`: a storage price class, with no effect on behaviour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TableClass {
+    Standard,
+    StandardInfrequentAccess,
+}
+
+impl TableClass {
+    /// Every class, in the API model's enum order.
+    pub const ALL: [TableClass; 2] = [TableClass::Standard, TableClass::StandardInfrequentAccess];
+
+    /// DynamoDB's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TableClass::Standard => "STANDARD",
+            TableClass::StandardInfrequentAccess => "STANDARD_INFREQUENT_ACCESS",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<TableClass> {
+        TableClass::ALL.into_iter().find(|c| c.as_str() == name)
+    }
 }
 
 /// What a stream's records carry (DynamoDB's `StreamViewType`).
@@ -337,5 +384,43 @@ impl TableDef {
     /// Reads a definition stored by [`TableDef::to_metadata`].
     pub fn from_metadata(bytes: &[u8]) -> Result<TableDef, serde_json::Error> {
         serde_json::from_slice(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn definitions_stored_before_table_settings_existed_still_load() {
+        let mut table = TableDef {
+            format: CATALOG_FORMAT,
+            name: "T".into(),
+            id: "id".into(),
+            created_at_millis: 0,
+            key: KeySchema {
+                hash: KeyAttribute::new("pk", ScalarType::S),
+                range: None,
+            },
+            attribute_definitions: vec![KeyAttribute::new("pk", ScalarType::S)],
+            billing: BillingMode::PayPerRequest,
+            tree: 1,
+            local_indexes: vec![],
+            global_indexes: vec![],
+            streams: vec![],
+            settings: TableSettings::default(),
+        };
+        let mut stored: serde_json::Value =
+            serde_json::from_slice(&table.to_metadata().unwrap()).unwrap();
+        stored.as_object_mut().unwrap().remove("settings");
+        let old = serde_json::to_vec(&stored).unwrap();
+        assert_eq!(TableDef::from_metadata(&old).unwrap(), table);
+
+        table.settings.tags.insert("k".into(), "v".into());
+        table.settings.deletion_protection = true;
+        table.settings.table_class = Some(TableClass::StandardInfrequentAccess);
+        table.settings.table_class_updated_at_millis = Some(5);
+        let bytes = table.to_metadata().unwrap();
+        assert_eq!(TableDef::from_metadata(&bytes).unwrap(), table);
     }
 }

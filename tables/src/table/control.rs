@@ -1,4 +1,5 @@
-//! The control plane: CreateTable, DescribeTable, ListTables, DeleteTable (SPEC §2).
+//! The control plane: CreateTable, DescribeTable, ListTables, DeleteTable (SPEC §2). A
+//! table protected against deletion (SPEC-2 §5.2) is not deleted.
 //!
 //! A table is one LSM tree named by its TableId (base items, LSI entries, collection
 //! records) plus one tree per GSI named `<TableId>/gsi/<IndexName>`. Creating or deleting a
@@ -25,7 +26,7 @@ use crate::api::control::{
     DeleteTableRequest, DeleteTableResponse, DescribeTableRequest, DescribeTableResponse,
     GlobalSecondaryIndexDescription, KeySchemaElement, ListTablesRequest, ListTablesResponse,
     LocalSecondaryIndexDescription, Projection as ProjectionDescription,
-    ProvisionedThroughputDescription, StreamSpecification, TableDescription,
+    ProvisionedThroughputDescription, StreamSpecification, TableClassSummary, TableDescription,
 };
 use crate::database::{internal, Database};
 use crate::table::catalog::{
@@ -43,6 +44,8 @@ pub const ARN_REGION: &str = "ddblocal";
 pub const ARN_ACCOUNT: &str = "000000000000";
 /// ListTables' largest (and default) page.
 pub const LIST_TABLES_LIMIT_MAX: i64 = 100;
+/// The text of a DeleteTable of a table protected against deletion.
+pub const DELETION_PROTECTED_MESSAGE: &str = "Resource cannot be deleted as it is currently protected against deletion. Disable deletion protection first.";
 
 impl Database {
     /// CreateTable: validates the request (SPEC §2.2), then creates the table's trees and
@@ -211,6 +214,9 @@ impl Database {
         let name = table_name_of(request.table_name.as_deref())?;
         let _change = self.catalog_change.lock();
         let table = self.table(name)?;
+        if table.settings.deletion_protection {
+            return Err(ApiError::validation(DELETION_PROTECTED_MESSAGE));
+        }
         let stats = self.table_stats(&table);
         let mut trees = vec![table.tree];
         trees.extend(table.global_indexes.iter().map(|gsi| gsi.tree));
@@ -241,6 +247,8 @@ impl Database {
         description.local_secondary_indexes = None;
         description.global_secondary_indexes = None;
         description.stream_specification = None;
+        description.deletion_protection_enabled = None;
+        description.table_class_summary = None;
         Ok(DeleteTableResponse {
             table_description: description,
         })
@@ -271,6 +279,7 @@ fn table_def(
         streams: Vec::new(),
         time_to_live: None,
         time_to_live_changed_at_millis: None,
+        settings: schema.settings.clone(),
         global_indexes: schema
             .global_indexes
             .iter()
@@ -426,6 +435,14 @@ fn describe(table: &TableDef, stats: &TableStats, table_status: &str) -> TableDe
             .latest_stream()
             .map(|stream| stream_control::stream_arn(&table.name, &stream.label)),
         latest_stream_label: table.latest_stream().map(|stream| stream.label.clone()),
+        deletion_protection_enabled: Some(table.settings.deletion_protection),
+        table_class_summary: table.settings.table_class.map(|class| TableClassSummary {
+            table_class: class.as_str().to_string(),
+            last_update_date_time: table
+                .settings
+                .table_class_updated_at_millis
+                .map(|millis| millis as f64 / 1000.0),
+        }),
     }
 }
 

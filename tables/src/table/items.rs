@@ -437,6 +437,7 @@ mod tests {
             streams: Vec::new(),
             time_to_live: None,
             time_to_live_changed_at_millis: None,
+            settings: Default::default(),
         }
     }
 

@@ -21,6 +21,7 @@ pub mod stats;
 pub mod stream;
 pub mod stream_control;
 pub mod streams_api;
+pub mod tags;
 pub mod transact;
 pub mod ttl;
 pub mod update_table;

@@ -12,7 +12,8 @@
 //! 5. the global secondary indexes (list, count, key schema, projection, throughput,
 //!    unique name);
 //! 6. the 100 NonKeyAttributes per table;
-//! 7. AttributeDefinitions exactly used by the key schemas.
+//! 7. AttributeDefinitions exactly used by the key schemas;
+//! 8. the table class and the tags (`table::tags`).
 //!
 //! Enum value sets in constraint messages are listed alphabetically, as DynamoDB does
 //! (`[B, N, S]`, verified).
@@ -27,7 +28,8 @@ use crate::api::control::{
     ProvisionedThroughput,
 };
 use crate::table::catalog::{
-    BillingMode, KeyAttribute, KeySchema, LocalIndexDef, Projection, StreamViewType, Throughput,
+    BillingMode, KeyAttribute, KeySchema, LocalIndexDef, Projection, StreamViewType, TableClass,
+    TableSettings, Throughput,
 };
 
 /// Local secondary indexes per table.
@@ -48,7 +50,8 @@ pub const CAPACITY_UNITS_MAX: i64 = 1_000_000_000_000;
 const KEY_TYPES: &[&str] = &["HASH", "RANGE"];
 const ATTRIBUTE_TYPES: &[&str] = &["B", "N", "S"];
 const PROJECTION_TYPES: &[&str] = &["ALL", "INCLUDE", "KEYS_ONLY"];
-const BILLING_MODES: &[&str] = &["PAY_PER_REQUEST", "PROVISIONED"];
+/// The values of `BillingMode`.
+pub const BILLING_MODES: &[&str] = &["PAY_PER_REQUEST", "PROVISIONED"];
 
 const INVALID: &str = "One or more parameter values were invalid:";
 
@@ -73,6 +76,22 @@ pub struct TableSchema {
     pub global_indexes: Vec<GlobalIndexSchema>,
     /// The view type of the stream the table is created with, if any.
     pub stream: Option<StreamViewType>,
+    /// Tags, deletion protection and table class as requested.
+    pub settings: TableSettings,
+}
+
+/// The text of a TableClass outside the enum (CreateTable and UpdateTable).
+pub fn invalid_table_class_message() -> String {
+    let classes: Vec<&str> = TableClass::ALL.iter().map(|c| c.as_str()).collect();
+    format!(
+        "Invalid table-class parameter provided. Please try again with a valid table-class value: [{}].",
+        classes.join(", ")
+    )
+}
+
+/// A TableClass member's class, or the error for a value outside the enum.
+pub fn table_class_of(name: &str) -> Result<TableClass, ApiError> {
+    TableClass::parse(name).ok_or_else(|| ApiError::validation(invalid_table_class_message()))
 }
 
 /// Checks a CreateTable request fully.
@@ -151,6 +170,13 @@ pub fn validate_create_table(request: &CreateTableRequest) -> Result<TableSchema
         return Err(ApiError::validation(message));
     }
 
+    let table_class = request
+        .table_class
+        .as_deref()
+        .map(table_class_of)
+        .transpose()?;
+    let tags = crate::table::tags::tags_on_create(request.tags.as_deref())?;
+
     Ok(TableSchema {
         name: name.to_string(),
         key,
@@ -159,12 +185,18 @@ pub fn validate_create_table(request: &CreateTableRequest) -> Result<TableSchema
         local_indexes,
         global_indexes,
         stream,
+        settings: TableSettings {
+            tags,
+            deletion_protection: request.deletion_protection_enabled.unwrap_or(false),
+            table_class,
+            table_class_updated_at_millis: None,
+        },
     })
 }
 
 /// The members of `request` that ask for something Shoal does not do yet. A member whose
-/// value asks for what Shoal does anyway (no tags, no deletion protection, the
-/// STANDARD table class, encryption with DynamoDB's own key) is not one of them.
+/// value asks for what Shoal does anyway (encryption with DynamoDB's own key) is not one
+/// of them.
 fn unimplemented_members(request: &CreateTableRequest) -> Vec<&'static str> {
     let enabled = |value: &Option<serde_json::Value>, member: &str| {
         value
@@ -180,21 +212,8 @@ fn unimplemented_members(request: &CreateTableRequest) -> Vec<&'static str> {
         Some(_) => true,
     };
     let mut members = Vec::new();
-    if non_empty(&request.tags) {
-        members.push("Tags");
-    }
-    if request.deletion_protection_enabled == Some(true) {
-        members.push("DeletionProtectionEnabled");
-    }
     if enabled(&request.sse_specification, "Enabled") {
         members.push("SSESpecification");
-    }
-    if request
-        .table_class
-        .as_deref()
-        .is_some_and(|class| class != "STANDARD")
-    {
-        members.push("TableClass");
     }
     if non_empty(&request.on_demand_throughput) {
         members.push("OnDemandThroughput");

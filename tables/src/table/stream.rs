@@ -476,6 +476,7 @@ mod tests {
             streams: vec![],
             time_to_live: None,
             time_to_live_changed_at_millis: None,
+            settings: Default::default(),
         }
     }
 

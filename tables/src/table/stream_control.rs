@@ -411,8 +411,9 @@ impl Database {
     }
 
     /// Stores `changed` as its table's definition (one durable version change) and reloads
-    /// the catalog. The caller holds `catalog_change`.
-    fn store_definition(&self, changed: &TableDef) -> Result<(), ApiError> {
+    /// the catalog. The caller holds `catalog_change`. Every change of a definition that
+    /// creates or drops no tree goes through here (streams, tags, table settings).
+    pub(crate) fn store_definition(&self, changed: &TableDef) -> Result<(), ApiError> {
         let bytes = changed.to_metadata().map_err(internal)?;
         self.db
             .apply_edits(vec![VersionEdit::SetMetadata {
