@@ -74,16 +74,17 @@ fn an_empty_update_is_rejected() {
         error(&db, json!({"TableName": "Tbl"})),
         validation(NOTHING_TO_UPDATE_MESSAGE)
     );
+    // A member that is there but asks for nothing is dropped from the list (SPEC-2 §5.1).
     assert_eq!(
         error(
             &db,
             json!({"TableName": "Tbl", "GlobalSecondaryIndexUpdates": []})
         ),
-        validation(NOTHING_TO_UPDATE_MESSAGE)
+        validation("At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, SSESpecification, ReplicaUpdates, MultiAccountReplicaReady, ReplicaTransitRoleArn, MultiRegionConsistency, DeletionProtectionEnabled, OnDemandThroughput, WarmThroughput or TableClass is required")
     );
     assert_eq!(
         NOTHING_TO_UPDATE_MESSAGE,
-        "At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates or SSESpecification or ReplicaUpdates is required"
+        "At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates, SSESpecification, ReplicaUpdates, MultiAccountReplicaReady, ReplicaTransitRoleArn, MultiRegionConsistency, DeletionProtectionEnabled, OnDemandThroughput, WarmThroughput or TableClass is required"
     );
 }
 

@@ -1,9 +1,9 @@
-//! UpdateTable request and response (SPEC §2.3): online creation and deletion of global
-//! secondary indexes.
+//! UpdateTable request and response (SPEC §2.3, SPEC-2 §5): online creation and deletion
+//! of global secondary indexes, streams, deletion protection and table class.
 //!
-//! Members Shoal does not act on through UpdateTable (`BillingMode`,
-//! `ProvisionedThroughput`, `StreamSpecification`, …) are decoded so that a request using
-//! them gets a clear ValidationException rather than being silently ignored
+//! Members Shoal does not act on through UpdateTable (`ProvisionedThroughput`,
+//! `SSESpecification`, `OnDemandThroughput`, …) are decoded so that a request using them
+//! gets a clear ValidationException rather than being silently ignored
 //! (docs/COMPATIBILITY.md).
 
 use serde::{Deserialize, Serialize};
@@ -27,6 +27,11 @@ pub struct UpdateTableRequest {
     pub replica_updates: Option<serde_json::Value>,
     pub table_class: Option<String>,
     pub deletion_protection_enabled: Option<bool>,
+    pub on_demand_throughput: Option<serde_json::Value>,
+    pub warm_throughput: Option<serde_json::Value>,
+    pub multi_region_consistency: Option<serde_json::Value>,
+    pub replica_transit_role_arn: Option<serde_json::Value>,
+    pub multi_account_replica_ready: Option<serde_json::Value>,
 }
 
 /// One member of `GlobalSecondaryIndexUpdates`: exactly one action.

@@ -1,14 +1,23 @@
-//! UpdateTable: online creation and deletion of global secondary indexes (SPEC §2.3), and
-//! enabling or disabling the table's stream (SPEC-2 §1.1, `table::stream_control`).
+//! UpdateTable: online creation and deletion of global secondary indexes (SPEC §2.3),
+//! enabling or disabling the table's stream (SPEC-2 §1.1, `table::stream_control`), and the
+//! table's deletion protection and table class (SPEC-2 §5.2, §5.3).
 //!
-//! Validation, in DynamoDB's order (SPEC §7): TableName; member constraints
-//! (`1 validation error detected: …`); an empty request; unsupported members; one action
-//! per update; at most one Create or Delete per call (LimitExceededException); then, with
-//! the table: the index to delete must exist (ResourceNotFoundException); a created index
-//! must have a new name, its AttributeDefinitions must not redefine an existing attribute's
-//! type, and its key schema, projection and throughput follow CreateTable's rules (checked
-//! by running the new index through `schema::validate_create_table`, so both operations
-//! give the same texts).
+//! Validation, in DynamoDB's order (SPEC §7, SPEC-2 §5.1): TableName; the table must exist
+//! (ResourceNotFoundException before any other check); member constraints
+//! (`1 validation error detected: …`); a request that asks for nothing (`At least one of …
+//! is required`, naming the members the request does not hold); the members that must be
+//! alone in a request (DeletionProtectionEnabled, TableClass, SSESpecification, and
+//! OnDemandThroughput beside BillingMode only); unsupported members; one action per update;
+//! at most one Create or Delete per call (LimitExceededException); then the index to delete
+//! must exist (ResourceNotFoundException); a created index must have a new name, its
+//! AttributeDefinitions must not redefine an existing attribute's type, and its key schema,
+//! projection and throughput follow CreateTable's rules (checked by running the new index
+//! through `schema::validate_create_table`, so both operations give the same texts).
+//!
+//! The whole request is checked and carried out under `Database::catalog_change`, against
+//! the table's current definition. `BillingMode` naming the table's current mode (without
+//! `ProvisionedThroughput`) asks for nothing: alone it is accepted and answers the table's
+//! description.
 //!
 //! Execution:
 //! - Create: ONE durable version change creates the index's tree and stores the table
@@ -17,6 +26,8 @@
 //!   backfill (`table::backfill`) then fills it and marks it ACTIVE.
 //! - Delete: ONE durable version change removes the index from the definition and drops its
 //!   tree. DynamoDB shows the index DELETING for a while; Shoal removes it at once.
+//! - Deletion protection, table class: ONE durable catalog change
+//!   (`Database::store_definition`).
 //!
 //! The table definition keeps exactly the AttributeDefinitions its keys use: a create adds
 //! the new key attributes' definitions (extra ones in the request are ignored, as DynamoDB
@@ -36,15 +47,34 @@ use crate::api::update_table::{
 };
 use crate::database::{internal, Database};
 use crate::table::catalog::{
-    metadata_key, BillingMode, GlobalIndexDef, IndexStatus, KeyAttribute, TableDef,
+    metadata_key, BillingMode, GlobalIndexDef, IndexStatus, KeyAttribute, TableClass, TableDef,
 };
-use crate::table::schema::{self, GlobalIndexSchema, GLOBAL_INDEXES_MAX};
+use crate::table::control::now_millis;
+use crate::table::schema::{self, GlobalIndexSchema, BILLING_MODES, GLOBAL_INDEXES_MAX};
 use crate::table::stream_control::{self, StreamChange};
 use shoal_engine::version::VersionEdit;
 use shoal_engine::TreeId;
 
-/// Text of an UpdateTable that asks for nothing.
-pub const NOTHING_TO_UPDATE_MESSAGE: &str = "At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates or SSESpecification or ReplicaUpdates is required";
+/// The members an UpdateTable must hold at least one of, in the order DynamoDB's
+/// `At least one of … is required` names them (`UpdateStreamEnabled` stands for
+/// StreamSpecification).
+pub const CHANGE_MEMBERS: [&str; 13] = [
+    "ProvisionedThroughput",
+    "BillingMode",
+    "UpdateStreamEnabled",
+    "GlobalSecondaryIndexUpdates",
+    "SSESpecification",
+    "ReplicaUpdates",
+    "MultiAccountReplicaReady",
+    "ReplicaTransitRoleArn",
+    "MultiRegionConsistency",
+    "DeletionProtectionEnabled",
+    "OnDemandThroughput",
+    "WarmThroughput",
+    "TableClass",
+];
+/// Text of an UpdateTable that holds none of [`CHANGE_MEMBERS`].
+pub const NOTHING_TO_UPDATE_MESSAGE: &str = "At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates, SSESpecification, ReplicaUpdates, MultiAccountReplicaReady, ReplicaTransitRoleArn, MultiRegionConsistency, DeletionProtectionEnabled, OnDemandThroughput, WarmThroughput or TableClass is required";
 /// Text of a second index creation or deletion in one call.
 pub const ONE_INDEX_CHANGE_MESSAGE: &str =
     "Subscriber limit exceeded: Only 1 online index can be created or deleted simultaneously per table";
@@ -58,7 +88,9 @@ const ATTRIBUTE_TYPES: &[&str] = &["B", "N", "S"];
 
 /// The single change a valid UpdateTable asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum IndexChange<'r> {
+enum TableChange<'r> {
+    /// Nothing: the request re-sends the table's current BillingMode.
+    None,
     /// StreamSpecification: enable or disable the table's stream (`table::stream_control`).
     Stream(StreamChange),
     Create {
@@ -69,31 +101,47 @@ enum IndexChange<'r> {
     Delete {
         index_name: &'r str,
     },
+    DeletionProtection(bool),
+    TableClass(TableClass),
 }
 
 impl Database {
-    /// UpdateTable with `GlobalSecondaryIndexUpdates` (one Create or one Delete).
+    /// UpdateTable: one GSI Create or Delete, a StreamSpecification, DeletionProtectionEnabled
+    /// or TableClass.
     pub fn update_table(
         &self,
         request: UpdateTableRequest,
     ) -> Result<UpdateTableResponse, ApiError> {
         let name = table_name_of(request.table_name.as_deref())?;
-        let change = validate_request(&request)?;
-        let created = {
+        let (created, table_status) = {
             let _change = self.catalog_change.lock();
             let table = self.table(name)?;
-            match change {
-                IndexChange::Stream(stream_change) => {
+            match validate_request(&request, &table)? {
+                TableChange::None => (None, "ACTIVE"),
+                TableChange::Stream(stream_change) => {
                     self.change_stream(&table, stream_change)?;
-                    None
+                    (None, "UPDATING")
                 }
-                IndexChange::Create { position, action } => {
+                TableChange::Create { position, action } => {
                     let new_index = validate_create(&table, &request, position, action)?;
-                    Some(self.add_index(&table, new_index)?)
+                    (Some(self.add_index(&table, new_index)?), "UPDATING")
                 }
-                IndexChange::Delete { index_name } => {
+                TableChange::Delete { index_name } => {
                     self.remove_index(&table, index_name)?;
-                    None
+                    (None, "UPDATING")
+                }
+                TableChange::DeletionProtection(enabled) => {
+                    if table.settings.deletion_protection != enabled {
+                        let mut changed = TableDef::clone(&table);
+                        changed.settings.deletion_protection = enabled;
+                        self.store_definition(&changed)?;
+                        tracing::info!(table = %table.name, enabled, "deletion protection changed");
+                    }
+                    (None, "ACTIVE")
+                }
+                TableChange::TableClass(class) => {
+                    self.change_table_class(&table, class)?;
+                    (None, "UPDATING")
                 }
             }
         };
@@ -102,7 +150,7 @@ impl Database {
                 table_name: Some(name.to_string()),
             })?
             .table;
-        description.table_status = "UPDATING".to_string();
+        description.table_status = table_status.to_string();
         // The response shows the new index before its backfill starts (Backfilling false).
         if let Some((table_id, tree)) = created {
             self.start_backfill(&table_id, tree).map_err(internal)?;
@@ -110,6 +158,24 @@ impl Database {
         Ok(UpdateTableResponse {
             table_description: description,
         })
+    }
+
+    /// Stores `class` as the table's class; the time of the change is recorded when the
+    /// class differs from the one the table had (STANDARD when none was named). The caller
+    /// holds `catalog_change`.
+    fn change_table_class(&self, table: &TableDef, class: TableClass) -> Result<(), ApiError> {
+        let current = table.settings.table_class;
+        if current == Some(class) {
+            return Ok(());
+        }
+        let mut changed = table.clone();
+        changed.settings.table_class = Some(class);
+        if current.unwrap_or(TableClass::Standard) != class {
+            changed.settings.table_class_updated_at_millis = Some(now_millis());
+        }
+        self.store_definition(&changed)?;
+        tracing::info!(table = %table.name, class = class.as_str(), "table class changed");
+        Ok(())
     }
 
     /// Stores the table with `index` CREATING and its new tree, in one version change.
@@ -208,9 +274,9 @@ impl Database {
     }
 }
 
-/// The checks that need no table: constraints, emptiness, unsupported members, one action
-/// per update and one index change per call.
-fn validate_request(request: &UpdateTableRequest) -> Result<IndexChange<'_>, ApiError> {
+/// The member constraint problems of an UpdateTable (the `N validation errors detected`
+/// list).
+fn constraint_problems(request: &UpdateTableRequest) -> Vec<String> {
     let mut problems = Vec::new();
     for (position, definition) in request.attribute_definitions.iter().flatten().enumerate() {
         let member = format!("attributeDefinitions.{}.member", position + 1);
@@ -266,6 +332,51 @@ fn validate_request(request: &UpdateTableRequest) -> Result<IndexChange<'_>, Api
     if let Some(spec) = &request.stream_specification {
         stream_control::specification_problems(spec, &mut problems);
     }
+    if let Some(mode) = request.billing_mode.as_deref() {
+        if !BILLING_MODES.contains(&mode) {
+            problems.push(format!(
+                "Value '{mode}' at 'billingMode' failed to satisfy constraint: Member must satisfy enum value set: [{}]",
+                BILLING_MODES.join(", ")
+            ));
+        }
+    }
+    problems
+}
+
+/// Whether a JSON member asks for something: present, and not an empty list or object.
+fn asks(value: &Option<serde_json::Value>) -> bool {
+    match value {
+        None | Some(serde_json::Value::Null) => false,
+        Some(serde_json::Value::Array(members)) => !members.is_empty(),
+        Some(serde_json::Value::Object(members)) => !members.is_empty(),
+        Some(_) => true,
+    }
+}
+
+/// The text of a request that asks for nothing: [`CHANGE_MEMBERS`] less those the request
+/// holds (empty ones: they are there, they ask for nothing).
+fn nothing_to_update_message(present: &[(&str, bool)]) -> String {
+    let missing: Vec<&str> = present
+        .iter()
+        .filter(|(_, present)| !present)
+        .map(|(member, _)| *member)
+        .collect();
+    let listed = match missing.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+    };
+    format!("At least one of {listed} is required")
+}
+
+/// Every check of the request against `table`, up to (not including) a created index's own
+/// rules: constraints, emptiness, members that must be alone, unsupported members, one
+/// action per update and one index change per call.
+fn validate_request<'r>(
+    request: &'r UpdateTableRequest,
+    table: &TableDef,
+) -> Result<TableChange<'r>, ApiError> {
+    let problems = constraint_problems(request);
     if !problems.is_empty() {
         return Err(validation_errors(&problems));
     }
@@ -274,30 +385,133 @@ fn validate_request(request: &UpdateTableRequest) -> Result<IndexChange<'_>, Api
         .global_secondary_index_updates
         .as_deref()
         .unwrap_or_default();
-    let other_members = [
-        ("BillingMode", request.billing_mode.is_some()),
+    let current_mode = match table.billing {
+        BillingMode::PayPerRequest => "PAY_PER_REQUEST",
+        BillingMode::Provisioned(_) => "PROVISIONED",
+    };
+    // The table's own mode again, without throughput, changes nothing.
+    let billing_mode_changes = request
+        .billing_mode
+        .as_deref()
+        .is_some_and(|mode| mode != current_mode || request.provisioned_throughput.is_some());
+    // Each of CHANGE_MEMBERS: whether the request holds it, and whether it asks for a change.
+    let members: [(&str, bool, bool); 13] = [
         (
             "ProvisionedThroughput",
             request.provisioned_throughput.is_some(),
+            request.provisioned_throughput.is_some(),
         ),
-        ("SSESpecification", request.sse_specification.is_some()),
-        ("ReplicaUpdates", request.replica_updates.is_some()),
-        ("TableClass", request.table_class.is_some()),
+        (
+            "BillingMode",
+            request.billing_mode.is_some(),
+            billing_mode_changes,
+        ),
+        (
+            "UpdateStreamEnabled",
+            request.stream_specification.is_some(),
+            request.stream_specification.is_some(),
+        ),
+        (
+            "GlobalSecondaryIndexUpdates",
+            request.global_secondary_index_updates.is_some(),
+            !updates.is_empty(),
+        ),
+        (
+            "SSESpecification",
+            request.sse_specification.is_some(),
+            asks(&request.sse_specification),
+        ),
+        (
+            "ReplicaUpdates",
+            request.replica_updates.is_some(),
+            asks(&request.replica_updates),
+        ),
+        (
+            "MultiAccountReplicaReady",
+            request.multi_account_replica_ready.is_some(),
+            asks(&request.multi_account_replica_ready),
+        ),
+        (
+            "ReplicaTransitRoleArn",
+            request.replica_transit_role_arn.is_some(),
+            asks(&request.replica_transit_role_arn),
+        ),
+        (
+            "MultiRegionConsistency",
+            request.multi_region_consistency.is_some(),
+            asks(&request.multi_region_consistency),
+        ),
         (
             "DeletionProtectionEnabled",
             request.deletion_protection_enabled.is_some(),
+            request.deletion_protection_enabled.is_some(),
+        ),
+        (
+            "OnDemandThroughput",
+            request.on_demand_throughput.is_some(),
+            asks(&request.on_demand_throughput),
+        ),
+        (
+            "WarmThroughput",
+            request.warm_throughput.is_some(),
+            asks(&request.warm_throughput),
+        ),
+        (
+            "TableClass",
+            request.table_class.is_some(),
+            request.table_class.is_some(),
         ),
     ];
-    let unsupported: Vec<&str> = other_members
+    let asking: Vec<&str> = members
         .iter()
-        .filter(|(_, present)| *present)
-        .map(|(name, _)| *name)
+        .filter(|(_, _, asks)| *asks)
+        .map(|(member, _, _)| *member)
         .collect();
-    let stream = request.stream_specification.as_ref();
-    if updates.is_empty() && unsupported.is_empty() && stream.is_none() {
-        return Err(ApiError::validation(NOTHING_TO_UPDATE_MESSAGE));
+    if asking.is_empty() {
+        if request.billing_mode.is_some() {
+            // The current BillingMode re-sent: accepted, nothing changes.
+            return Ok(TableChange::None);
+        }
+        let present: Vec<(&str, bool)> = members
+            .iter()
+            .map(|(member, present, _)| (*member, *present))
+            .collect();
+        return Err(ApiError::validation(nothing_to_update_message(&present)));
     }
-    if let Some(spec) = stream {
+    let alone = asking.len() == 1;
+    for (member, what) in [
+        ("DeletionProtectionEnabled", "DeletionProtection"),
+        ("TableClass", "TableClass"),
+        ("SSESpecification", "Server-Side Encryption"),
+    ] {
+        if asking.contains(&member) && !alone {
+            return Err(ApiError::validation(format!(
+                "{INVALID} {what} modification must be the only operation in the request"
+            )));
+        }
+    }
+    if asking.contains(&"OnDemandThroughput")
+        && asking
+            .iter()
+            .any(|member| !["OnDemandThroughput", "BillingMode"].contains(member))
+    {
+        return Err(ApiError::validation(format!(
+            "{INVALID} OnDemandThroughput can only be combined with BillingMode in an UpdateTable request"
+        )));
+    }
+    if let Some(enabled) = request.deletion_protection_enabled {
+        return Ok(TableChange::DeletionProtection(enabled));
+    }
+    if let Some(class) = request.table_class.as_deref() {
+        return Ok(TableChange::TableClass(schema::table_class_of(class)?));
+    }
+
+    let unsupported: Vec<&str> = asking
+        .iter()
+        .copied()
+        .filter(|member| !["UpdateStreamEnabled", "GlobalSecondaryIndexUpdates"].contains(member))
+        .collect();
+    if let Some(spec) = request.stream_specification.as_ref() {
         if !updates.is_empty() {
             return Err(ApiError::validation(format!(
                 "{INVALID} You cannot create or delete index while changing stream status"
@@ -309,12 +523,12 @@ fn validate_request(request: &UpdateTableRequest) -> Result<IndexChange<'_>, Api
             )));
         }
         if unsupported.is_empty() {
-            return Ok(IndexChange::Stream(stream_control::stream_change(spec)?));
+            return Ok(TableChange::Stream(stream_control::stream_change(spec)?));
         }
     }
     if let Some(member) = unsupported.first() {
         return Err(ApiError::validation(format!(
-            "Shoal does not support changing {member} with UpdateTable; only GlobalSecondaryIndexUpdates Create and Delete are supported"
+            "Shoal does not support changing {member} with UpdateTable; only GlobalSecondaryIndexUpdates Create and Delete, StreamSpecification, DeletionProtectionEnabled and TableClass are supported"
         )));
     }
 
@@ -332,13 +546,13 @@ fn validate_request(request: &UpdateTableRequest) -> Result<IndexChange<'_>, Api
             ));
         }
         if let Some(action) = &update.create {
-            changes.push(IndexChange::Create {
+            changes.push(TableChange::Create {
                 position: position + 1,
                 action,
             });
         }
         if let Some(delete) = &update.delete {
-            changes.push(IndexChange::Delete {
+            changes.push(TableChange::Delete {
                 index_name: delete.index_name.as_deref().unwrap_or_default(),
             });
         }

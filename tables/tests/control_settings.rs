@@ -1,0 +1,329 @@
+//! Table settings (SPEC-2 §5): DeletionProtectionEnabled, TableClass and UpdateTable's
+//! general rules: every rule and text, and durability across a reopen.
+
+use serde_json::{json, Value};
+use shoal_model::ErrorCode;
+use shoal_tables::{Database, Durability, Options};
+
+const PROTECTED_MESSAGE: &str = "Resource cannot be deleted as it is currently protected against deletion. Disable deletion protection first.";
+const INVALID_CLASS_MESSAGE: &str = "Invalid table-class parameter provided. Please try again with a valid table-class value: [STANDARD, STANDARD_INFREQUENT_ACCESS].";
+
+fn options() -> Options {
+    Options {
+        durability: Durability::None,
+        wal_segment_size_bytes: 1 << 20,
+        memtable_size_bytes: 1 << 20,
+        ..Options::default()
+    }
+}
+
+fn open() -> Database {
+    Database::open_in_memory(options()).unwrap()
+}
+
+fn create_request(name: &str) -> Value {
+    json!({
+        "TableName": name,
+        "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+        "BillingMode": "PAY_PER_REQUEST"
+    })
+}
+
+fn create_with(db: &Database, member: &str, value: Value) -> Value {
+    let mut request = create_request("Tbl");
+    request[member] = value;
+    call(db, "CreateTable", request)["TableDescription"].clone()
+}
+
+fn call(db: &Database, operation: &str, request: Value) -> Value {
+    db.execute(operation, request)
+        .unwrap_or_else(|e| panic!("{operation}: {e}"))
+}
+
+fn error(db: &Database, operation: &str, request: Value) -> (ErrorCode, String) {
+    let e = db
+        .execute(operation, request)
+        .expect_err("the request must fail");
+    (e.code, e.message)
+}
+
+fn validation(message: &str) -> (ErrorCode, String) {
+    (ErrorCode::ValidationException, message.to_string())
+}
+
+fn describe(db: &Database) -> Value {
+    call(db, "DescribeTable", json!({"TableName": "Tbl"}))["Table"].clone()
+}
+
+fn update(db: &Database, members: Value) -> Value {
+    let mut request = members;
+    request["TableName"] = json!("Tbl");
+    call(db, "UpdateTable", request)["TableDescription"].clone()
+}
+
+fn update_error(db: &Database, members: Value) -> (ErrorCode, String) {
+    let mut request = members;
+    request["TableName"] = json!("Tbl");
+    error(db, "UpdateTable", request)
+}
+
+#[test]
+fn deletion_protection_refuses_delete_table_until_turned_off() {
+    let db = open();
+    let created = create_with(&db, "DeletionProtectionEnabled", json!(true));
+    assert_eq!(created["DeletionProtectionEnabled"], json!(true));
+    assert_eq!(describe(&db)["DeletionProtectionEnabled"], json!(true));
+    assert_eq!(
+        error(&db, "DeleteTable", json!({"TableName": "Tbl"})),
+        validation(PROTECTED_MESSAGE)
+    );
+    assert_eq!(
+        call(&db, "ListTables", json!({})),
+        json!({"TableNames": ["Tbl"]})
+    );
+
+    let updated = update(&db, json!({"DeletionProtectionEnabled": false}));
+    assert_eq!(updated["DeletionProtectionEnabled"], json!(false));
+    assert_eq!(updated["TableStatus"], json!("ACTIVE"));
+    assert_eq!(describe(&db)["DeletionProtectionEnabled"], json!(false));
+    // Turning it on again, then off again with the same value twice: both accepted.
+    update(&db, json!({"DeletionProtectionEnabled": true}));
+    update(&db, json!({"DeletionProtectionEnabled": true}));
+    assert_eq!(
+        error(&db, "DeleteTable", json!({"TableName": "Tbl"})),
+        validation(PROTECTED_MESSAGE)
+    );
+    update(&db, json!({"DeletionProtectionEnabled": false}));
+    let deleted = call(&db, "DeleteTable", json!({"TableName": "Tbl"}));
+    assert_eq!(
+        deleted["TableDescription"]["TableStatus"],
+        json!("DELETING")
+    );
+}
+
+#[test]
+fn every_description_reports_deletion_protection_false_by_default() {
+    let db = open();
+    let created = call(&db, "CreateTable", create_request("Tbl"))["TableDescription"].clone();
+    assert_eq!(created["DeletionProtectionEnabled"], json!(false));
+    assert_eq!(describe(&db)["DeletionProtectionEnabled"], json!(false));
+    // No class named: no TableClassSummary (docs/COMPATIBILITY.md).
+    assert!(created.get("TableClassSummary").is_none());
+    assert!(describe(&db).get("TableClassSummary").is_none());
+    let updated = update(
+        &db,
+        json!({"StreamSpecification": {"StreamEnabled": true, "StreamViewType": "KEYS_ONLY"}}),
+    );
+    assert_eq!(updated["DeletionProtectionEnabled"], json!(false));
+}
+
+#[test]
+fn table_class_is_set_reported_and_checked() {
+    let db = open();
+    let created = create_with(&db, "TableClass", json!("STANDARD_INFREQUENT_ACCESS"));
+    assert_eq!(
+        created["TableClassSummary"],
+        json!({"TableClass": "STANDARD_INFREQUENT_ACCESS"})
+    );
+    let mut bad = create_request("Other");
+    bad["TableClass"] = json!("GLACIER");
+    assert_eq!(
+        error(&db, "CreateTable", bad),
+        validation(INVALID_CLASS_MESSAGE)
+    );
+    assert_eq!(
+        update_error(&db, json!({"TableClass": "GLACIER"})),
+        validation(INVALID_CLASS_MESSAGE)
+    );
+
+    let updated = update(&db, json!({"TableClass": "STANDARD"}));
+    assert_eq!(updated["TableStatus"], json!("UPDATING"));
+    let summary = describe(&db)["TableClassSummary"].clone();
+    assert_eq!(summary["TableClass"], json!("STANDARD"));
+    let changed_at = summary["LastUpdateDateTime"].as_f64().unwrap();
+    let created_at = describe(&db)["CreationDateTime"].as_f64().unwrap();
+    assert!(changed_at >= created_at, "{changed_at} < {created_at}");
+
+    // A table created without a class gets a summary once one is named.
+    let db = open();
+    call(&db, "CreateTable", create_request("Tbl"));
+    update(&db, json!({"TableClass": "STANDARD"}));
+    assert_eq!(
+        describe(&db)["TableClassSummary"],
+        json!({"TableClass": "STANDARD"})
+    );
+    update(&db, json!({"TableClass": "STANDARD_INFREQUENT_ACCESS"}));
+    let summary = describe(&db)["TableClassSummary"].clone();
+    assert_eq!(summary["TableClass"], json!("STANDARD_INFREQUENT_ACCESS"));
+    assert!(summary["LastUpdateDateTime"].is_f64());
+}
+
+#[test]
+fn some_changes_must_be_the_only_operation_in_the_request() {
+    let db = open();
+    call(&db, "CreateTable", create_request("Tbl"));
+    let stream = json!({"StreamEnabled": true, "StreamViewType": "KEYS_ONLY"});
+    let invalid = |text: &str| {
+        validation(&format!(
+            "One or more parameter values were invalid: {text}"
+        ))
+    };
+    assert_eq!(
+        update_error(
+            &db,
+            json!({"DeletionProtectionEnabled": true, "StreamSpecification": stream})
+        ),
+        invalid("DeletionProtection modification must be the only operation in the request")
+    );
+    assert_eq!(
+        update_error(
+            &db,
+            json!({"DeletionProtectionEnabled": true, "TableClass": "STANDARD"})
+        ),
+        invalid("DeletionProtection modification must be the only operation in the request")
+    );
+    assert_eq!(
+        update_error(
+            &db,
+            json!({"TableClass": "STANDARD", "GlobalSecondaryIndexUpdates": [{"Delete": {"IndexName": "Nope"}}]})
+        ),
+        invalid("TableClass modification must be the only operation in the request")
+    );
+    assert_eq!(
+        update_error(
+            &db,
+            json!({"SSESpecification": {"Enabled": true}, "StreamSpecification": stream})
+        ),
+        invalid("Server-Side Encryption modification must be the only operation in the request")
+    );
+    assert_eq!(
+        update_error(
+            &db,
+            json!({"OnDemandThroughput": {"MaxReadRequestUnits": 5}, "StreamSpecification": stream})
+        ),
+        invalid(
+            "OnDemandThroughput can only be combined with BillingMode in an UpdateTable request"
+        )
+    );
+    // Nothing changed.
+    let table = describe(&db);
+    assert_eq!(table["DeletionProtectionEnabled"], json!(false));
+    assert!(table.get("StreamSpecification").is_none());
+    assert!(table.get("TableClassSummary").is_none());
+
+    // Re-sending the current BillingMode is not an operation; AttributeDefinitions is not.
+    let updated = update(
+        &db,
+        json!({"DeletionProtectionEnabled": true, "BillingMode": "PAY_PER_REQUEST",
+               "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}]}),
+    );
+    assert_eq!(updated["DeletionProtectionEnabled"], json!(true));
+}
+
+#[test]
+fn a_missing_table_is_reported_before_any_other_check() {
+    let db = open();
+    let not_found = (
+        ErrorCode::ResourceNotFoundException,
+        "Requested resource not found: Table: Missing not found".to_string(),
+    );
+    for request in [
+        json!({"TableName": "Missing"}),
+        json!({"TableName": "Missing", "GlobalSecondaryIndexUpdates": []}),
+        json!({"TableName": "Missing", "StreamSpecification": {"StreamViewType": "BAD"}}),
+        json!({"TableName": "Missing", "DeletionProtectionEnabled": true, "TableClass": "X"}),
+        json!({"TableName": "Missing", "BillingMode": "PROVISIONED"}),
+        json!({"TableName": "Missing", "AttributeDefinitions": [{"AttributeName": "a", "AttributeType": "Z"}]}),
+    ] {
+        assert_eq!(
+            error(&db, "UpdateTable", request.clone()),
+            not_found,
+            "{request}"
+        );
+    }
+    // The name itself is still checked first: without one there is nothing to look up.
+    assert_eq!(
+        error(&db, "UpdateTable", json!({})).1,
+        "1 validation error detected: Value null at 'tableName' failed to satisfy constraint: Member must not be null"
+    );
+}
+
+#[test]
+fn nothing_to_change_names_the_members_the_request_lacks() {
+    let db = open();
+    call(&db, "CreateTable", create_request("Tbl"));
+    assert_eq!(
+        update_error(&db, json!({})),
+        validation("At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates, SSESpecification, ReplicaUpdates, MultiAccountReplicaReady, ReplicaTransitRoleArn, MultiRegionConsistency, DeletionProtectionEnabled, OnDemandThroughput, WarmThroughput or TableClass is required")
+    );
+    assert_eq!(
+        update_error(
+            &db,
+            json!({"GlobalSecondaryIndexUpdates": [], "SSESpecification": {}, "WarmThroughput": {},
+                   "AttributeDefinitions": []})
+        ),
+        validation("At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, ReplicaUpdates, MultiAccountReplicaReady, ReplicaTransitRoleArn, MultiRegionConsistency, DeletionProtectionEnabled, OnDemandThroughput or TableClass is required")
+    );
+}
+
+#[test]
+fn the_current_billing_mode_alone_is_accepted() {
+    let db = open();
+    call(&db, "CreateTable", create_request("Tbl"));
+    let updated = update(&db, json!({"BillingMode": "PAY_PER_REQUEST"}));
+    assert_eq!(updated["TableName"], json!("Tbl"));
+    assert_eq!(updated["TableStatus"], json!("ACTIVE"));
+    assert_eq!(
+        updated["BillingModeSummary"]["BillingMode"],
+        json!("PAY_PER_REQUEST")
+    );
+    // Another mode is not supported yet; a value outside the enum is a constraint error.
+    let (code, message) = update_error(&db, json!({"BillingMode": "PROVISIONED"}));
+    assert_eq!(code, ErrorCode::ValidationException);
+    assert!(message.contains("BillingMode"), "{message}");
+    assert_eq!(
+        update_error(&db, json!({"BillingMode": "FREE"})),
+        validation("1 validation error detected: Value 'FREE' at 'billingMode' failed to satisfy constraint: Member must satisfy enum value set: [PAY_PER_REQUEST, PROVISIONED]")
+    );
+
+    let db = open();
+    let mut provisioned = create_request("Tbl");
+    provisioned["BillingMode"] = json!("PROVISIONED");
+    provisioned["ProvisionedThroughput"] = json!({"ReadCapacityUnits": 5, "WriteCapacityUnits": 5});
+    call(&db, "CreateTable", provisioned);
+    let updated = update(&db, json!({"BillingMode": "PROVISIONED"}));
+    assert_eq!(
+        updated["ProvisionedThroughput"]["ReadCapacityUnits"],
+        json!(5)
+    );
+}
+
+#[test]
+fn settings_survive_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Database::open(dir.path(), options()).unwrap();
+        let mut request = create_request("Tbl");
+        request["DeletionProtectionEnabled"] = json!(true);
+        request["Tags"] = json!([{"Key": "k", "Value": "v"}]);
+        call(&db, "CreateTable", request);
+        update(&db, json!({"TableClass": "STANDARD_INFREQUENT_ACCESS"}));
+    }
+    let db = Database::open(dir.path(), options()).unwrap();
+    let table = describe(&db);
+    assert_eq!(table["DeletionProtectionEnabled"], json!(true));
+    assert_eq!(
+        table["TableClassSummary"]["TableClass"],
+        json!("STANDARD_INFREQUENT_ACCESS")
+    );
+    assert_eq!(
+        error(&db, "DeleteTable", json!({"TableName": "Tbl"})),
+        validation(PROTECTED_MESSAGE)
+    );
+    update(&db, json!({"DeletionProtectionEnabled": false}));
+    drop(db);
+    let db = Database::open(dir.path(), options()).unwrap();
+    assert_eq!(describe(&db)["DeletionProtectionEnabled"], json!(false));
+    call(&db, "DeleteTable", json!({"TableName": "Tbl"}));
+}
