@@ -304,6 +304,7 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         // The line scripts and tests wait for before sending requests.
         println!("shoal listening on http://{address}");
         tracing::info!(%address, "serving DynamoDB's protocol");
+        database.set_endpoint_address(endpoint_address(address));
         let handler = Arc::new(EngineHandler::new(Arc::clone(&database)));
         shoal_server::serve(listener, handler, config, shutdown_signal())
             .await
@@ -313,6 +314,16 @@ fn serve(args: ServeArgs) -> Result<(), String> {
     drop(database);
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The `host:port` DescribeEndpoints answers for a server listening on `address`: the
+/// address itself, or `localhost` for a wildcard address, which no client can send to.
+fn endpoint_address(address: std::net::SocketAddr) -> String {
+    if address.ip().is_unspecified() {
+        format!("localhost:{}", address.port())
+    } else {
+        address.to_string()
+    }
 }
 
 fn bench(args: BenchArgs) -> Result<(), String> {
@@ -619,6 +630,15 @@ mod tests {
             Command::Serve(serve) => serve,
             _ => panic!("{text}: not serve"),
         }
+    }
+
+    #[test]
+    fn describe_endpoints_names_an_address_clients_can_use() {
+        let address = |text: &str| endpoint_address(text.parse().unwrap());
+        assert_eq!(address("127.0.0.1:8000"), "127.0.0.1:8000");
+        assert_eq!(address("0.0.0.0:8001"), "localhost:8001");
+        assert_eq!(address("[::]:8002"), "localhost:8002");
+        assert_eq!(address("[::1]:8003"), "[::1]:8003");
     }
 
     #[test]

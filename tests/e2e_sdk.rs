@@ -526,6 +526,149 @@ async fn batches_transactions_and_online_indexes_through_the_sdk() {
     server.stop();
 }
 
+/// What Terraform's and CDK's table resources call besides the core operations: tags,
+/// deletion protection, table class, continuous backups, limits and endpoints.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn table_settings_and_tags_through_the_sdk() {
+    use aws_sdk_dynamodb::types::{PointInTimeRecoveryStatus, TableClass, Tag};
+
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let client = server.client();
+    let tag = |key: &str, value: &str| Tag::builder().key(key).value(value).build().unwrap();
+    let created = client
+        .create_table()
+        .table_name("Settings")
+        .attribute_definitions(definition("pk"))
+        .key_schema(key_element("pk", KeyType::Hash))
+        .billing_mode(BillingMode::PayPerRequest)
+        .deletion_protection_enabled(true)
+        .table_class(TableClass::StandardInfrequentAccess)
+        .tags(tag("team", "data"))
+        .send()
+        .await
+        .expect("create table");
+    let table = created.table_description().unwrap();
+    assert_eq!(table.deletion_protection_enabled(), Some(true));
+    assert_eq!(
+        table.table_class_summary().and_then(|s| s.table_class()),
+        Some(&TableClass::StandardInfrequentAccess)
+    );
+    let arn = table.table_arn().unwrap().to_string();
+
+    client
+        .tag_resource()
+        .resource_arn(&arn)
+        .tags(tag("env", "test"))
+        .send()
+        .await
+        .expect("tag resource");
+    let listed = client
+        .list_tags_of_resource()
+        .resource_arn(&arn)
+        .send()
+        .await
+        .expect("list tags");
+    let pairs: Vec<(&str, &str)> = listed.tags().iter().map(|t| (t.key(), t.value())).collect();
+    assert_eq!(pairs, vec![("env", "test"), ("team", "data")]);
+    assert_eq!(listed.next_token(), None);
+    client
+        .untag_resource()
+        .resource_arn(&arn)
+        .tag_keys("team")
+        .send()
+        .await
+        .expect("untag resource");
+    let listed = client
+        .list_tags_of_resource()
+        .resource_arn(&arn)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(listed.tags().len(), 1);
+    let error = client
+        .tag_resource()
+        .resource_arn(&arn)
+        .tags(tag("aws:reserved", "x"))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), Some("ValidationException"));
+
+    // A protected table is not deleted until protection is turned off.
+    let error = client
+        .delete_table()
+        .table_name("Settings")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), Some("ValidationException"));
+    assert_eq!(
+        error.message(),
+        Some("Resource cannot be deleted as it is currently protected against deletion. Disable deletion protection first.")
+    );
+
+    let backups = client
+        .describe_continuous_backups()
+        .table_name("Settings")
+        .send()
+        .await
+        .expect("describe continuous backups");
+    let description = backups.continuous_backups_description().unwrap();
+    assert_eq!(
+        description
+            .point_in_time_recovery_description()
+            .and_then(|p| p.point_in_time_recovery_status()),
+        Some(&PointInTimeRecoveryStatus::Disabled)
+    );
+    let error = client
+        .describe_continuous_backups()
+        .table_name("Missing")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), Some("TableNotFoundException"));
+
+    let limits = client.describe_limits().send().await.expect("limits");
+    assert_eq!(limits.table_max_read_capacity_units(), Some(40_000));
+    assert_eq!(limits.account_max_write_capacity_units(), Some(80_000));
+    let endpoints = client.describe_endpoints().send().await.expect("endpoints");
+    let address = server.endpoint.trim_start_matches("http://");
+    assert_eq!(endpoints.endpoints().len(), 1);
+    assert_eq!(endpoints.endpoints()[0].address(), address);
+    assert_eq!(endpoints.endpoints()[0].cache_period_in_minutes(), 1440);
+
+    let updated = client
+        .update_table()
+        .table_name("Settings")
+        .deletion_protection_enabled(false)
+        .send()
+        .await
+        .expect("turn deletion protection off");
+    assert_eq!(
+        updated
+            .table_description()
+            .unwrap()
+            .deletion_protection_enabled(),
+        Some(false)
+    );
+    // Re-sending the table's billing mode is accepted.
+    client
+        .update_table()
+        .table_name("Settings")
+        .billing_mode(BillingMode::PayPerRequest)
+        .send()
+        .await
+        .expect("re-send the billing mode");
+    client
+        .delete_table()
+        .table_name("Settings")
+        .send()
+        .await
+        .expect("delete the unprotected table");
+    server.stop();
+}
+
 /// A plain GET over a fresh connection; returns the body.
 fn http_get(endpoint: &str, path: &str) -> String {
     use std::io::{Read, Write};

@@ -151,6 +151,8 @@ pub struct Database {
     /// The upkeep thread (stream shards and retention, Time to Live sweeps), started with
     /// the first stream or Time to Live setting; stopped on drop.
     pub(crate) upkeep: Mutex<Option<crate::table::upkeep::Upkeep>>,
+    /// What DescribeEndpoints answers (`table::settings`); a server sets its own address.
+    pub(crate) endpoint_address: RwLock<String>,
 }
 
 /// The catalog as stored in the current durable version of `db`.
@@ -229,6 +231,9 @@ impl Database {
             capacity_meter: Default::default(),
             streams: Arc::new(stream_control::Streams::new(retention)),
             upkeep: Mutex::new(None),
+            endpoint_address: RwLock::new(
+                crate::table::settings::ENDPOINT_ADDRESS_DEFAULT.to_string(),
+            ),
         };
         database.reload_catalog()?;
         database
@@ -263,6 +268,7 @@ impl Database {
             capacity_meter: Default::default(),
             streams: Arc::clone(&self.streams),
             upkeep: Mutex::new(None),
+            endpoint_address: RwLock::new(self.endpoint_address.read().clone()),
         }
     }
 

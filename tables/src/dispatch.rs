@@ -69,6 +69,14 @@ impl Database {
             "ListTagsOfResource" => {
                 Ok(encoding.encode(&self.list_tags_of_resource(body.decode()?)?))
             }
+            "DescribeLimits" => Ok(encoding.encode(&self.describe_limits(body.decode()?)?)),
+            "DescribeEndpoints" => Ok(encoding.encode(&self.describe_endpoints(body.decode()?)?)),
+            "DescribeContinuousBackups" => {
+                Ok(encoding.encode(&self.describe_continuous_backups(body.decode()?)?))
+            }
+            "UpdateContinuousBackups" => {
+                Ok(encoding.encode(&self.update_continuous_backups(body.decode()?)?))
+            }
             // control: add arms above this line
             "PutItem" => self.metered(body, metered, &encoding, |input| self.put_item(input)),
             "GetItem" => self.metered(body, metered, &encoding, |input| self.get_item(input)),
@@ -171,6 +179,10 @@ pub const SUPPORTED_OPERATIONS: &[&str] = &[
     "TagResource",
     "UntagResource",
     "ListTagsOfResource",
+    "DescribeLimits",
+    "DescribeEndpoints",
+    "DescribeContinuousBackups",
+    "UpdateContinuousBackups",
     // control: add names above this line
     "PutItem",
     "GetItem",

@@ -1,9 +1,10 @@
-//! Table settings (SPEC-2 §5): DeletionProtectionEnabled, TableClass and UpdateTable's
-//! general rules: every rule and text, and durability across a reopen.
+//! Table settings (SPEC-2 §5, §6.2): DeletionProtectionEnabled, TableClass, UpdateTable's
+//! general rules, DescribeLimits, DescribeEndpoints and the continuous backups operations:
+//! every rule and text, and durability across a reopen.
 
 use serde_json::{json, Value};
 use shoal_model::ErrorCode;
-use shoal_tables::{Database, Durability, Options};
+use shoal_tables::{Database, Durability, Options, SUPPORTED_OPERATIONS};
 
 const PROTECTED_MESSAGE: &str = "Resource cannot be deleted as it is currently protected against deletion. Disable deletion protection first.";
 const INVALID_CLASS_MESSAGE: &str = "Invalid table-class parameter provided. Please try again with a valid table-class value: [STANDARD, STANDARD_INFREQUENT_ACCESS].";
@@ -326,4 +327,128 @@ fn settings_survive_a_reopen() {
     let db = Database::open(dir.path(), options()).unwrap();
     assert_eq!(describe(&db)["DeletionProtectionEnabled"], json!(false));
     call(&db, "DeleteTable", json!({"TableName": "Tbl"}));
+}
+
+#[test]
+fn describe_limits_and_endpoints() {
+    let db = open();
+    assert_eq!(
+        call(&db, "DescribeLimits", json!({})),
+        json!({
+            "AccountMaxReadCapacityUnits": 80000,
+            "AccountMaxWriteCapacityUnits": 80000,
+            "TableMaxReadCapacityUnits": 40000,
+            "TableMaxWriteCapacityUnits": 40000
+        })
+    );
+    assert_eq!(
+        call(&db, "DescribeEndpoints", json!({})),
+        json!({"Endpoints": [{"Address": "localhost:8000", "CachePeriodInMinutes": 1440}]})
+    );
+    db.set_endpoint_address("127.0.0.1:4567");
+    assert_eq!(
+        call(&db, "DescribeEndpoints", json!({})),
+        json!({"Endpoints": [{"Address": "127.0.0.1:4567", "CachePeriodInMinutes": 1440}]})
+    );
+}
+
+#[test]
+fn continuous_backups_are_disabled_for_every_table() {
+    let db = open();
+    call(&db, "CreateTable", create_request("Tbl"));
+    let disabled = json!({"ContinuousBackupsDescription": {
+        "ContinuousBackupsStatus": "DISABLED",
+        "PointInTimeRecoveryDescription": {"PointInTimeRecoveryStatus": "DISABLED"}
+    }});
+    assert_eq!(
+        call(
+            &db,
+            "DescribeContinuousBackups",
+            json!({"TableName": "Tbl"})
+        ),
+        disabled
+    );
+    // A table ARN names the table too.
+    assert_eq!(
+        call(
+            &db,
+            "DescribeContinuousBackups",
+            json!({"TableName": "arn:aws:dynamodb:ddblocal:000000000000:table/Tbl"})
+        ),
+        disabled
+    );
+    let not_found = (
+        ErrorCode::TableNotFoundException,
+        "Table not found: Missing".to_string(),
+    );
+    assert_eq!(
+        error(
+            &db,
+            "DescribeContinuousBackups",
+            json!({"TableName": "Missing"})
+        ),
+        not_found
+    );
+    assert_eq!(
+        error(&db, "DescribeContinuousBackups", json!({})).0,
+        ErrorCode::ValidationException
+    );
+
+    // Turning point-in-time recovery off is accepted; it is off.
+    let off = json!({"TableName": "Tbl",
+                     "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": false}});
+    assert_eq!(call(&db, "UpdateContinuousBackups", off), disabled);
+    let (code, message) = error(
+        &db,
+        "UpdateContinuousBackups",
+        json!({"TableName": "Tbl",
+               "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": true}}),
+    );
+    assert_eq!(code, ErrorCode::ValidationException);
+    assert!(message.contains("point-in-time recovery"), "{message}");
+    assert_eq!(
+        error(
+            &db,
+            "UpdateContinuousBackups",
+            json!({"TableName": "Tbl", "PointInTimeRecoverySpecification":
+                   {"PointInTimeRecoveryEnabled": false, "RecoveryPeriodInDays": 7}})
+        ),
+        validation("Invalid Request: Cannot specify RecoveryPeriodInDays when disabling point-in-time recovery.")
+    );
+    assert_eq!(
+        error(&db, "UpdateContinuousBackups", json!({"TableName": "Tbl"})),
+        validation("1 validation error detected: Value null at 'pointInTimeRecoverySpecification' failed to satisfy constraint: Member must not be null")
+    );
+    assert_eq!(
+        error(
+            &db,
+            "UpdateContinuousBackups",
+            json!({"TableName": "Tbl", "PointInTimeRecoverySpecification": {"RecoveryPeriodInDays": 36}})
+        ),
+        validation("2 validation errors detected: Value null at 'pointInTimeRecoverySpecification.pointInTimeRecoveryEnabled' failed to satisfy constraint: Member must not be null; Value '36' at 'pointInTimeRecoverySpecification.recoveryPeriodInDays' failed to satisfy constraint: Member must have value less than or equal to 35")
+    );
+    assert_eq!(
+        error(
+            &db,
+            "UpdateContinuousBackups",
+            json!({"TableName": "Missing",
+                   "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": false}})
+        ),
+        not_found
+    );
+}
+
+#[test]
+fn the_new_operations_are_dispatched() {
+    for operation in [
+        "TagResource",
+        "UntagResource",
+        "ListTagsOfResource",
+        "DescribeLimits",
+        "DescribeEndpoints",
+        "DescribeContinuousBackups",
+        "UpdateContinuousBackups",
+    ] {
+        assert!(SUPPORTED_OPERATIONS.contains(&operation), "{operation}");
+    }
 }

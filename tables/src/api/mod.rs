@@ -17,6 +17,7 @@ pub mod common;
 pub mod control;
 pub mod items;
 pub mod query;
+pub mod settings;
 pub mod streams;
 pub mod tags;
 pub mod transact;

@@ -17,6 +17,7 @@ pub mod paging;
 pub mod query;
 pub mod scan;
 pub mod schema;
+pub mod settings;
 pub mod stats;
 pub mod stream;
 pub mod stream_control;
