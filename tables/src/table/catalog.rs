@@ -408,11 +408,21 @@ mod tests {
             local_indexes: vec![],
             global_indexes: vec![],
             streams: vec![],
+            time_to_live: None,
+            time_to_live_changed_at_millis: None,
             settings: TableSettings::default(),
         };
         let mut stored: serde_json::Value =
             serde_json::from_slice(&table.to_metadata().unwrap()).unwrap();
-        stored.as_object_mut().unwrap().remove("settings");
+        // A definition from before streams, Time to Live and settings were kept.
+        for member in [
+            "settings",
+            "streams",
+            "time_to_live",
+            "time_to_live_changed_at_millis",
+        ] {
+            stored.as_object_mut().unwrap().remove(member);
+        }
         let old = serde_json::to_vec(&stored).unwrap();
         assert_eq!(TableDef::from_metadata(&old).unwrap(), table);
 
