@@ -179,6 +179,17 @@ impl Update {
         &self.actions
     }
 
+    /// Whether the update only takes things away (REMOVE, DELETE from a set): applied to an
+    /// item that does not exist, it creates nothing (DynamoDB leaves the item absent).
+    pub fn only_removes(&self) -> bool {
+        self.actions.iter().all(|action| {
+            matches!(
+                action,
+                UpdateAction::Remove { .. } | UpdateAction::Delete { .. }
+            )
+        })
+    }
+
     /// Every path the update writes or removes.
     pub fn paths(&self) -> impl Iterator<Item = &Path> {
         self.actions.iter().map(UpdateAction::path)

@@ -544,9 +544,15 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                         Change::Remove => item.remove(ATTRIBUTES[*index]),
                     };
                 }
-                let applied = model.write(key, Some(item));
-                let error =
-                    (!applied).then_some(ErrorCode::ItemCollectionSizeLimitExceededException);
+                // REMOVE alone on a missing item creates nothing (DynamoDB's rule).
+                let removes_only =
+                    !changes.is_empty() && changes.iter().all(|(_, c)| matches!(c, Change::Remove));
+                let error = if !model.items.contains_key(&key) && removes_only {
+                    None
+                } else {
+                    let applied = model.write(key, Some(item));
+                    (!applied).then_some(ErrorCode::ItemCollectionSizeLimitExceededException)
+                };
                 expect(&db, "UpdateItem", update_request(*pk, *sk, changes), error)?;
             }
             Op::Delete { pk, sk } => {

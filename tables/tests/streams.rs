@@ -373,3 +373,46 @@ fn bad_requests_get_dynamodbs_errors() {
     assert_eq!(page["Records"], json!([]));
     assert!(page.get("NextShardIterator").is_some());
 }
+
+#[test]
+fn remove_alone_on_a_missing_item_creates_nothing_and_writes_no_record() {
+    let db = database(Options::default());
+    create(&db, "NEW_AND_OLD_IMAGES");
+    let mut reader = db.stream_reader("Tab", StreamStart::TrimHorizon).unwrap();
+    let updated = call(
+        &db,
+        "UpdateItem",
+        json!({"TableName": "Tab", "Key": {"pk": {"S": "ghost"}},
+               "UpdateExpression": "REMOVE x, y", "ReturnValues": "ALL_NEW"}),
+    );
+    assert!(updated.get("Attributes").is_none(), "{updated}");
+    call(
+        &db,
+        "TransactWriteItems",
+        json!({"TransactItems": [{"Update": {"TableName": "Tab", "Key": {"pk": {"S": "ghost2"}},
+               "UpdateExpression": "DELETE tags :t",
+               "ExpressionAttributeValues": {":t": {"SS": ["a"]}}}}]}),
+    );
+    let got = call(
+        &db,
+        "GetItem",
+        json!({"TableName": "Tab", "Key": {"pk": {"S": "ghost"}}}),
+    );
+    assert!(got.get("Item").is_none(), "{got}");
+    let got = call(
+        &db,
+        "GetItem",
+        json!({"TableName": "Tab", "Key": {"pk": {"S": "ghost2"}}}),
+    );
+    assert!(got.get("Item").is_none(), "{got}");
+    assert!(reader.read(10).unwrap().is_empty());
+    // An update with no expression at all still creates the key-only item.
+    call(
+        &db,
+        "UpdateItem",
+        json!({"TableName": "Tab", "Key": {"pk": {"S": "bare"}}}),
+    );
+    let records = reader.read(10).unwrap();
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].event_name.as_str(), "INSERT");
+}

@@ -156,6 +156,13 @@ impl Database {
                 old.as_ref(),
                 options.return_old_on_condition_failure,
             )?;
+            // REMOVE and DELETE alone on a missing item create nothing: no write, no stream
+            // record, and ALL_NEW returns nothing (SPEC-2 §1.6).
+            if old.is_none() && update.as_ref().is_some_and(|u| u.only_removes()) {
+                let plan = plan_write(&table, &key, None, None, true)?;
+                let record = self.commit_one(&table, &plan, &options)?;
+                return Ok(write_output(&table, &options, &plan, record, None));
+            }
             // `apply` copies the item it starts from, so the stored item is lent to it rather
             // than cloned once more (that clone was ~3% of an UpdateItem of a ~1 KB item).
             let key_only;

@@ -487,6 +487,12 @@ fn decide(action: &Action<'_>, old: Option<Item>) -> Result<Result<Decided, Reas
         }
         ActionKind::Put => plan_write(table, &action.key, old.as_ref(), action.item, false),
         ActionKind::Delete => plan_write(table, &action.key, old.as_ref(), None, false),
+        // REMOVE and DELETE alone on a missing item create nothing, as UpdateItem's.
+        ActionKind::Update
+            if old.is_none() && action.update.as_ref().is_some_and(|u| u.only_removes()) =>
+        {
+            plan_write(table, &action.key, None, None, true)
+        }
         ActionKind::Update => {
             let base = old.clone().unwrap_or_else(|| action.key.to_item(table));
             let new = match &action.update {
