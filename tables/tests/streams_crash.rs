@@ -121,7 +121,9 @@ fn run_iteration(seed: u64) -> Result<(), String> {
                 return Err(format!("round {round}: sequence numbers do not increase"));
             }
             if records.len() < previous.len() || records[..previous.len()] != previous[..] {
-                return Err(format!("round {round}: records read before the crash changed"));
+                return Err(format!(
+                    "round {round}: records read before the crash changed"
+                ));
             }
             // Every acknowledged write is there (the writes in flight may or may not be).
             for (key, expected) in &acknowledged {
@@ -153,27 +155,39 @@ fn run_iteration(seed: u64) -> Result<(), String> {
                     let item = json!({"pk": {"S": format!("k{key}")},
                                       "v": {"N": rng.random_range(0..5).to_string()},
                                       "pad": {"S": "p".repeat(rng.random_range(0..200))}});
-                    changes.push((format!("k{key}"), Some(item_from_json(&item).expect("item"))));
+                    changes.push((
+                        format!("k{key}"),
+                        Some(item_from_json(&item).expect("item")),
+                    ));
                     ("PutItem", json!({"TableName": "Feed", "Item": item}))
                 }
                 6..=7 => {
                     let key = rng.random_range(0..KEYS);
                     changes.push((format!("k{key}"), None));
-                    ("DeleteItem", json!({"TableName": "Feed", "Key": key_json(key)}))
+                    (
+                        "DeleteItem",
+                        json!({"TableName": "Feed", "Key": key_json(key)}),
+                    )
                 }
                 _ => {
                     let mut requests = Vec::new();
                     for key in 0..KEYS {
                         if rng.random_bool(0.4) {
                             let item = json!({"pk": {"S": format!("k{key}")}, "v": {"N": "9"}});
-                            changes.push((format!("k{key}"), Some(item_from_json(&item).expect("item"))));
+                            changes.push((
+                                format!("k{key}"),
+                                Some(item_from_json(&item).expect("item")),
+                            ));
                             requests.push(json!({"PutRequest": {"Item": item}}));
                         }
                     }
                     if requests.is_empty() {
                         continue;
                     }
-                    ("BatchWriteItem", json!({"RequestItems": {"Feed": requests}}))
+                    (
+                        "BatchWriteItem",
+                        json!({"RequestItems": {"Feed": requests}}),
+                    )
                 }
             };
             match db.execute(operation, request) {

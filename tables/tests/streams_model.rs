@@ -17,17 +17,41 @@ const VIEWS: [&str; 4] = ["KEYS_ONLY", "NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IM
 
 #[derive(Debug, Clone)]
 enum Op {
-    Put { key: u8, x: u8 },
-    Set { key: u8, x: u8 },
-    AddZero { key: u8 },
-    RemoveAbsent { key: u8 },
-    RemoveX { key: u8 },
-    Delete { key: u8 },
+    Put {
+        key: u8,
+        x: u8,
+    },
+    Set {
+        key: u8,
+        x: u8,
+    },
+    AddZero {
+        key: u8,
+    },
+    RemoveAbsent {
+        key: u8,
+    },
+    RemoveX {
+        key: u8,
+    },
+    Delete {
+        key: u8,
+    },
     /// A put conditional on the item not existing (fails when it does).
-    PutIfAbsent { key: u8, x: u8 },
-    Batch { puts: Vec<(u8, u8)>, deletes: Vec<u8> },
+    PutIfAbsent {
+        key: u8,
+        x: u8,
+    },
+    Batch {
+        puts: Vec<(u8, u8)>,
+        deletes: Vec<u8>,
+    },
     /// Two puts; `cancel` adds a condition that fails, cancelling both.
-    Transact { a: (u8, u8), b: (u8, u8), cancel: bool },
+    Transact {
+        a: (u8, u8),
+        b: (u8, u8),
+        cancel: bool,
+    },
     Rollover,
 }
 
@@ -108,7 +132,8 @@ impl Model {
 }
 
 fn update(db: &Database, key: u8, expression: &str, values: Option<Value>) {
-    let mut request = json!({"TableName": "Feed", "Key": key_json(key), "UpdateExpression": expression});
+    let mut request =
+        json!({"TableName": "Feed", "Key": key_json(key), "UpdateExpression": expression});
     if let Some(values) = values {
         request["ExpressionAttributeValues"] = values;
     }
@@ -138,13 +163,25 @@ fn run(view: &str, ops: &[Op]) -> Result<(), TestCaseError> {
     for op in ops {
         match op {
             Op::Put { key, x } => {
-                db.execute("PutItem", json!({"TableName": "Feed", "Item": item_json(*key, *x)})).unwrap();
+                db.execute(
+                    "PutItem",
+                    json!({"TableName": "Feed", "Item": item_json(*key, *x)}),
+                )
+                .unwrap();
                 model.change(*key, Some(item(&item_json(*key, *x))));
             }
             Op::Set { key, x } => {
-                update(&db, *key, "SET x = :x", Some(json!({":x": {"N": x.to_string()}})));
+                update(
+                    &db,
+                    *key,
+                    "SET x = :x",
+                    Some(json!({":x": {"N": x.to_string()}})),
+                );
                 let mut new = model.get(*key);
-                new.insert("x".into(), item(&json!({"x": {"N": x.to_string()}}))["x"].clone());
+                new.insert(
+                    "x".into(),
+                    item(&json!({"x": {"N": x.to_string()}}))["x"].clone(),
+                );
                 model.change(*key, Some(new));
             }
             Op::AddZero { key } => {
@@ -152,7 +189,8 @@ fn run(view: &str, ops: &[Op]) -> Result<(), TestCaseError> {
                 // it changes nothing.
                 update(&db, *key, "ADD n :zero", Some(json!({":zero": {"N": "0"}})));
                 let mut new = model.get(*key);
-                new.entry("n".into()).or_insert_with(|| item(&json!({"n": {"N": "0"}}))["n"].clone());
+                new.entry("n".into())
+                    .or_insert_with(|| item(&json!({"n": {"N": "0"}}))["n"].clone());
                 model.change(*key, Some(new));
             }
             Op::RemoveAbsent { key } => {
@@ -171,7 +209,11 @@ fn run(view: &str, ops: &[Op]) -> Result<(), TestCaseError> {
                 }
             }
             Op::Delete { key } => {
-                db.execute("DeleteItem", json!({"TableName": "Feed", "Key": key_json(*key)})).unwrap();
+                db.execute(
+                    "DeleteItem",
+                    json!({"TableName": "Feed", "Key": key_json(*key)}),
+                )
+                .unwrap();
                 model.change(*key, None);
             }
             Op::PutIfAbsent { key, x } => {
@@ -190,11 +232,19 @@ fn run(view: &str, ops: &[Op]) -> Result<(), TestCaseError> {
                     .iter()
                     .map(|(k, x)| json!({"PutRequest": {"Item": item_json(*k, *x)}}))
                     .collect();
-                requests.extend(deletes.iter().map(|k| json!({"DeleteRequest": {"Key": key_json(*k)}})));
+                requests.extend(
+                    deletes
+                        .iter()
+                        .map(|k| json!({"DeleteRequest": {"Key": key_json(*k)}})),
+                );
                 if requests.is_empty() {
                     continue;
                 }
-                db.execute("BatchWriteItem", json!({"RequestItems": {"Feed": requests}})).unwrap();
+                db.execute(
+                    "BatchWriteItem",
+                    json!({"RequestItems": {"Feed": requests}}),
+                )
+                .unwrap();
                 for (k, x) in puts {
                     model.change(*k, Some(item(&item_json(*k, *x))));
                 }
@@ -205,7 +255,8 @@ fn run(view: &str, ops: &[Op]) -> Result<(), TestCaseError> {
             Op::Transact { a, b, cancel } => {
                 let mut second = json!({"Put": {"TableName": "Feed", "Item": item_json(b.0, b.1)}});
                 if *cancel {
-                    second["Put"]["ConditionExpression"] = json!("attribute_exists(nothing_has_this)");
+                    second["Put"]["ConditionExpression"] =
+                        json!("attribute_exists(nothing_has_this)");
                 }
                 let result = db.execute(
                     "TransactWriteItems",
@@ -235,7 +286,10 @@ fn run(view: &str, ops: &[Op]) -> Result<(), TestCaseError> {
         }
         records.extend(batch);
     }
-    prop_assert!(records.windows(2).all(|w| w[0].seq < w[1].seq), "sequence numbers increase");
+    prop_assert!(
+        records.windows(2).all(|w| w[0].seq < w[1].seq),
+        "sequence numbers increase"
+    );
     let has_old = view == "OLD_IMAGE" || view == "NEW_AND_OLD_IMAGES";
     let has_new = view == "NEW_IMAGE" || view == "NEW_AND_OLD_IMAGES";
     let got: Vec<Expected> = records

@@ -90,6 +90,13 @@ impl Server {
     pub fn stop(mut self) {
         terminate(&mut self.child);
     }
+
+    /// Kills the server with SIGKILL (no clean shutdown) and waits for it.
+    #[allow(dead_code)] // Only the crash tests kill.
+    pub fn kill9(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 fn terminate(child: &mut Child) {
