@@ -416,3 +416,45 @@ fn remove_alone_on_a_missing_item_creates_nothing_and_writes_no_record() {
     assert_eq!(records.len(), 1);
     assert_eq!(records[0].event_name.as_str(), "INSERT");
 }
+
+#[test]
+fn check_compares_each_items_last_record_with_the_item() {
+    let db = database(Options::default());
+    create(&db, "NEW_AND_OLD_IMAGES");
+    for i in 0..10 {
+        call(
+            &db,
+            "PutItem",
+            json!({"TableName": "Tab", "Item": {"pk": {"S": format!("k{i}")}, "v": {"N": "1"}}}),
+        );
+    }
+    call(
+        &db,
+        "PutItem",
+        json!({"TableName": "Tab", "Item": {"pk": {"S": "k3"}, "v": {"N": "2"}}}),
+    );
+    call(
+        &db,
+        "DeleteItem",
+        json!({"TableName": "Tab", "Key": {"pk": {"S": "k4"}}}),
+    );
+    let report = db.check().unwrap();
+    assert!(report.is_sound(), "{:?}", report.problems);
+
+    // A change behind the write path's back: the item changes, its stream does not.
+    let table = db.table("Tab").unwrap();
+    let key =
+        shoal_tables::table::keys::base_key(&shoal_model::AttributeValue::S("k5".into()), None)
+            .unwrap();
+    let mut batch = shoal_engine::WriteBatch::new();
+    batch.delete(table.tree, &key).unwrap();
+    db.lsm().write(batch).unwrap();
+    let report = db.check().unwrap();
+    let stream_problems: Vec<&String> = report
+        .problems
+        .iter()
+        .filter(|p| p.contains("stream"))
+        .collect();
+    assert_eq!(stream_problems.len(), 1, "{:?}", report.problems);
+    assert!(stream_problems[0].contains("k5"), "{stream_problems:?}");
+}

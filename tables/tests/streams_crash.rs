@@ -6,6 +6,7 @@
 //!   record for every recovered change, none for a change that was not recovered, once each,
 //!   in order;
 //! - every acknowledged write is there (so is its record);
+//! - `Database::check` finds the stream agreeing with the items, and everything else exact;
 //! - the records read after the previous crash are still the stream's first records, and
 //!   sequence numbers keep increasing across restarts.
 //!
@@ -97,6 +98,12 @@ fn run_iteration(seed: u64) -> Result<(), String> {
         let db = Database::open_with_fs(sim.fs(), dir, crash_support::table_options())
             .map_err(|e| format!("round {round}: reopen failed: {e}"))?;
         if created {
+            let report = db
+                .check()
+                .map_err(|e| format!("round {round}: check: {e}"))?;
+            if !report.is_sound() {
+                return Err(format!("round {round}: {}", report.problems.join("; ")));
+            }
             let items = table_items(&db)?;
             let records = stream(&db)?;
             // Replaying the stream gives the table.

@@ -312,6 +312,8 @@ fn run(view: &str, ops: &[Op]) -> Result<(), TestCaseError> {
         })
         .collect();
     prop_assert_eq!(got, expected);
+    let report = db.check().unwrap();
+    prop_assert!(report.is_sound(), "{:?}", report.problems);
     Ok(())
 }
 

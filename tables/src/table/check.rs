@@ -29,6 +29,8 @@
 //!   names each missing, extra or different entry, up to `PROBLEMS_MAX` problems.
 //! - A Time to Live expiry index is checked the same way, by digests of what the items
 //!   derive and what the index holds, in one more walk of the items.
+//! - A table's enabled stream is checked against the items where they can show it: the
+//!   last record of each item must describe the item as it is (`Checker::stream`).
 //! - The table statistics are recounted in the same walks (`stats::Recount`), one delta per
 //!   collection-lock stripe: at most 1024, whatever the table's size.
 //!
@@ -50,7 +52,9 @@ use crate::table::index::{entries_for, IndexEntry, IndexRef, STORAGE_OVERHEAD_BY
 use crate::table::item_codec::decode_item;
 use crate::table::keys::{self, KeyRange, HASH_BYTES, SECTION_BASE, SECTION_COLLECTION};
 use crate::table::stats::{self, Recount};
+use crate::table::stream::{decode_record, EventName};
 use crate::table::ttl::expiry_entry;
+use crate::table::write::key_of_item;
 
 /// Problems reported before the check stops listing them.
 const PROBLEMS_MAX: usize = 100;
@@ -222,6 +226,7 @@ impl Checker<'_> {
             self.report.problem(problem);
         }
         self.expiry_index(table)?;
+        self.stream(table)?;
         Ok(())
     }
 
@@ -694,6 +699,97 @@ impl Checker<'_> {
                     "table {}, expiry index: an item of the partition {} has no entry",
                     table.name,
                     describe_partition(table, &cursor.key()[..prefix_len])
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Distinct items whose last stream record the check compares at most (16 bytes of memory
+/// each); past it the rest of the stream is not checked and the report says so.
+const STREAM_KEYS_CHECKED_MAX: usize = 8 << 20;
+
+impl Checker<'_> {
+    /// The table's enabled stream against its items (invariant 8, where the items can show
+    /// it): for each item that has a record, its LAST record must describe what the item is
+    /// now — REMOVE if it is gone, else INSERT or MODIFY, with a NewImage equal to the item
+    /// when the view type carries one. Every change after the first record of a key has a
+    /// record of its own, so a last record that disagrees means a change without a record,
+    /// or a record without its change. Items without records (unchanged since the stream
+    /// was enabled) have nothing to compare. The walk goes from the newest record back,
+    /// remembering a 128-bit hash of each key seen.
+    fn stream(&mut self, table: &TableDef) -> Result<(), ApiError> {
+        let Some(stream_def) = table.enabled_stream() else {
+            return Ok(());
+        };
+        let mut seen: std::collections::HashSet<u128> = std::collections::HashSet::new();
+        let mut cursor = self
+            .db
+            .iter(
+                stream_def.tree,
+                std::ops::Bound::Unbounded,
+                std::ops::Bound::Unbounded,
+                Direction::Reverse,
+                Some(self.snapshot),
+            )
+            .map_err(internal)?;
+        while !self.report.is_full() && cursor.advance().map_err(internal)? {
+            let Some(seq) = cursor.key().try_into().ok().map(u64::from_be_bytes) else {
+                self.report.problem(format!(
+                    "table {}, stream: a malformed record key",
+                    table.name
+                ));
+                continue;
+            };
+            let record = match decode_record(seq, stream_def.view_type, cursor.value()) {
+                Ok(record) => record,
+                Err(error) => {
+                    self.report.problem(format!(
+                        "table {}, stream: record {seq}: {error}",
+                        table.name
+                    ));
+                    continue;
+                }
+            };
+            let key = match key_of_item(table, &record.keys).and_then(|key| key.base_key()) {
+                Ok(key) => key,
+                Err(error) => {
+                    self.report.problem(format!(
+                        "table {}, stream: record {seq} has bad keys: {}",
+                        table.name, error.message
+                    ));
+                    continue;
+                }
+            };
+            if !seen.insert(self.hasher.entry(&key, std::iter::empty())) {
+                continue; // an older record of a key already compared
+            }
+            if seen.len() > STREAM_KEYS_CHECKED_MAX {
+                self.report.problem(format!(
+                    "table {}, stream: only the last records of {STREAM_KEYS_CHECKED_MAX} items were compared",
+                    table.name
+                ));
+                break;
+            }
+            let item = self
+                .db
+                .get_with(table.tree, &key, Some(self.snapshot), decode_item)
+                .map_err(internal)?
+                .transpose()
+                .map_err(internal)?;
+            let agrees = match (record.event_name, &item) {
+                (EventName::Remove, None) => true,
+                (EventName::Remove, Some(_)) | (_, None) => false,
+                (_, Some(item)) => record.new_image.as_ref().is_none_or(|image| image == item),
+            };
+            if !agrees {
+                self.report.problem(format!(
+                    "table {}, stream: the last record of {} ({} at sequence number {seq}) disagrees with the item ({})",
+                    table.name,
+                    record.keys.iter().map(|(n, v)| format!("{n} = {}", v.to_json())).collect::<Vec<_>>().join(", "),
+                    record.event_name.as_str(),
+                    if item.is_some() { "present" } else { "absent" }
                 ));
             }
         }
