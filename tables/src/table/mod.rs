@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod check;
 pub mod collection;
 pub mod control;
+pub mod definition;
 pub mod index;
 pub mod item_codec;
 pub mod items;

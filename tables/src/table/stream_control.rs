@@ -361,33 +361,9 @@ impl Database {
                 }
                 self.load_iterator_key(true)?;
                 let tree_name = self.new_stream(&mut changed, view_type, now);
-                changed.to_metadata().map_err(internal)?;
-                let mut stored = false;
-                let ids = self
-                    .db
-                    .create_trees_with(&[tree_name], |ids| {
-                        if let Some(id) = ids.first() {
-                            Database::assign_stream_tree(&mut changed, *id);
-                        }
-                        match changed.to_metadata() {
-                            Ok(bytes) => {
-                                stored = true;
-                                vec![VersionEdit::SetMetadata {
-                                    key: metadata_key(&changed.name),
-                                    value: Some(bytes),
-                                }]
-                            }
-                            Err(_) => Vec::new(),
-                        }
-                    })
-                    .map_err(internal)?;
-                if !stored {
-                    self.db
-                        .drop_trees_with(&ids, Vec::new())
-                        .map_err(internal)?;
-                    return Err(internal("the table definition could not be stored"));
-                }
-                self.reload_catalog().map_err(internal)?;
+                self.store_definition_with_tree(&mut changed, tree_name, |changed, tree| {
+                    Database::assign_stream_tree(changed, tree)
+                })?;
                 self.start_upkeep().map_err(internal)?;
                 tracing::info!(table = %table.name, view = view_type.as_str(), "stream enabled");
             }
@@ -408,20 +384,6 @@ impl Database {
             }
         }
         Ok(())
-    }
-
-    /// Stores `changed` as its table's definition (one durable version change) and reloads
-    /// the catalog. The caller holds `catalog_change`. Every change of a definition that
-    /// creates or drops no tree goes through here (streams, tags, table settings).
-    pub(crate) fn store_definition(&self, changed: &TableDef) -> Result<(), ApiError> {
-        let bytes = changed.to_metadata().map_err(internal)?;
-        self.db
-            .apply_edits(vec![VersionEdit::SetMetadata {
-                key: metadata_key(&changed.name),
-                value: Some(bytes),
-            }])
-            .map_err(internal)?;
-        self.reload_catalog().map_err(internal)
     }
 
     /// Rolls shards over and forgets what is past retention, now (what the upkeep thread

@@ -234,42 +234,18 @@ impl Database {
             tree: 0,
             backfilled: false,
         });
-        changed.to_metadata().map_err(internal)?;
         let tree_name = format!(
             "{}/ttl/{}",
             changed.id,
             changed.time_to_live_changed_at_millis.unwrap_or_default()
         );
-        let mut stored = false;
-        let ids = self
-            .db
-            .create_trees_with(&[tree_name], |ids| {
-                if let (Some(id), Some(ttl)) = (ids.first(), changed.time_to_live.as_mut()) {
-                    ttl.tree = *id;
-                }
-                match changed.to_metadata() {
-                    Ok(bytes) => {
-                        stored = true;
-                        vec![VersionEdit::SetMetadata {
-                            key: metadata_key(&changed.name),
-                            value: Some(bytes),
-                        }]
-                    }
-                    Err(_) => Vec::new(),
-                }
-            })
-            .map_err(internal)?;
-        if !stored {
-            self.db
-                .drop_trees_with(&ids, Vec::new())
-                .map_err(internal)?;
-            return Err(internal("the table definition could not be stored"));
-        }
-        self.reload_catalog().map_err(internal)?;
+        let tree = self.store_definition_with_tree(changed, tree_name, |changed, tree| {
+            if let Some(ttl) = changed.time_to_live.as_mut() {
+                ttl.tree = tree;
+            }
+        })?;
         tracing::info!(table = %changed.name, attribute, "Time to Live enabled");
-        ids.first()
-            .copied()
-            .ok_or_else(|| internal("no tree was created for the expiry index"))
+        Ok(tree)
     }
 
     /// DescribeTimeToLive.

@@ -203,38 +203,12 @@ impl Database {
             status: IndexStatus::Creating { backfilling: false },
             throughput: index.throughput,
         });
-        // Fail before touching storage if the definition cannot be stored.
-        changed.to_metadata().map_err(internal)?;
         let tree_name = format!("{}/gsi/{}", table.id, index.name);
-        let mut stored = false;
-        let ids = self
-            .db
-            .create_trees_with(&[tree_name], |ids| {
-                if let (Some(id), Some(gsi)) = (ids.first(), changed.global_indexes.last_mut()) {
-                    gsi.tree = *id;
-                }
-                match changed.to_metadata() {
-                    Ok(bytes) => {
-                        stored = true;
-                        vec![VersionEdit::SetMetadata {
-                            key: metadata_key(&changed.name),
-                            value: Some(bytes),
-                        }]
-                    }
-                    Err(_) => Vec::new(),
-                }
-            })
-            .map_err(internal)?;
-        let tree = ids.first().copied().unwrap_or_default();
-        if !stored {
-            // Serialisation succeeded a moment ago with the same types; if it ever does
-            // not, take the orphaned tree away again.
-            self.db
-                .drop_trees_with(&ids, Vec::new())
-                .map_err(internal)?;
-            return Err(internal("the table definition could not be stored"));
-        }
-        self.reload_catalog().map_err(internal)?;
+        let tree = self.store_definition_with_tree(&mut changed, tree_name, |changed, tree| {
+            if let Some(gsi) = changed.global_indexes.last_mut() {
+                gsi.tree = tree;
+            }
+        })?;
         tracing::info!(table = %table.name, index = %index.name, tree, "GSI created; backfill starts");
         Ok((table.id.clone(), tree))
     }

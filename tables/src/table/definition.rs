@@ -1,0 +1,71 @@
+//! Changing a table's stored definition (its catalog entry, `table::catalog`): one durable
+//! version change each, made under `Database::catalog_change`, then the catalog cache
+//! reloaded. Every change of a definition goes through here — alone (stream settings, tags,
+//! table settings) or with the one new tree it needs (a GSI, a stream, an expiry index), so
+//! a definition never names a tree that does not exist, nor a tree outlives its definition.
+
+use shoal_engine::version::VersionEdit;
+use shoal_engine::TreeId;
+use shoal_model::ApiError;
+
+use crate::database::{internal, Database};
+use crate::table::catalog::{metadata_key, TableDef};
+
+impl Database {
+    /// Stores `changed` as its table's definition. The caller holds `catalog_change`.
+    pub(crate) fn store_definition(&self, changed: &TableDef) -> Result<(), ApiError> {
+        let bytes = changed.to_metadata().map_err(internal)?;
+        self.db
+            .apply_edits(vec![VersionEdit::SetMetadata {
+                key: metadata_key(&changed.name),
+                value: Some(bytes),
+            }])
+            .map_err(internal)?;
+        self.reload_catalog().map_err(internal)
+    }
+
+    /// Creates tree `tree_name` and stores `changed` with it, in one version change:
+    /// `place` puts the new tree's id into the definition. Returns the tree. The caller holds
+    /// `catalog_change`.
+    pub(crate) fn store_definition_with_tree(
+        &self,
+        changed: &mut TableDef,
+        tree_name: String,
+        place: impl FnOnce(&mut TableDef, TreeId),
+    ) -> Result<TreeId, ApiError> {
+        // Fail before touching storage if the definition cannot be stored.
+        changed.to_metadata().map_err(internal)?;
+        let mut stored = false;
+        let mut place = Some(place);
+        let ids = self
+            .db
+            .create_trees_with(&[tree_name], |ids| {
+                if let (Some(id), Some(place)) = (ids.first(), place.take()) {
+                    place(changed, *id);
+                }
+                match changed.to_metadata() {
+                    Ok(bytes) => {
+                        stored = true;
+                        vec![VersionEdit::SetMetadata {
+                            key: metadata_key(&changed.name),
+                            value: Some(bytes),
+                        }]
+                    }
+                    Err(_) => Vec::new(),
+                }
+            })
+            .map_err(internal)?;
+        if !stored {
+            // Serialisation succeeded a moment ago with the same types; if it ever does
+            // not, take the orphaned tree away again.
+            self.db
+                .drop_trees_with(&ids, Vec::new())
+                .map_err(internal)?;
+            return Err(internal("the table definition could not be stored"));
+        }
+        self.reload_catalog().map_err(internal)?;
+        ids.first()
+            .copied()
+            .ok_or_else(|| internal("no tree was created"))
+    }
+}
