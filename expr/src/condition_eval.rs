@@ -34,10 +34,12 @@ pub(crate) fn compare_scalars(left: &AttributeValue, right: &AttributeValue) -> 
     }
 }
 
-/// `size()` as DynamoDB defines it: bytes of S and B, entries of sets, lists and maps.
+/// `size()` as DynamoDB defines it: the length of an S (in UTF-16 code units, as Java's
+/// `String.length()` counts and dynalite's captured answers show: `size` of "abÿ" is 3),
+/// bytes of a B, entries of sets, lists and maps.
 pub(crate) fn size_of(value: &AttributeValue) -> Option<usize> {
     match value {
-        AttributeValue::S(text) => Some(text.len()),
+        AttributeValue::S(text) => Some(text.encode_utf16().count()),
         AttributeValue::B(bytes) => Some(bytes.len()),
         AttributeValue::Ss(members) => Some(members.len()),
         AttributeValue::Ns(members) => Some(members.len()),
@@ -100,6 +102,13 @@ fn begins_with(value: &AttributeValue, prefix: &AttributeValue) -> bool {
 fn contains(container: &AttributeValue, member: &AttributeValue) -> bool {
     match (container, member) {
         (AttributeValue::S(text), AttributeValue::S(part)) => text.contains(part.as_str()),
+        // A byte substring, as for strings (an empty operand is contained in anything).
+        (AttributeValue::B(bytes), AttributeValue::B(part)) => {
+            part.is_empty()
+                || bytes
+                    .windows(part.len())
+                    .any(|window| window == part.as_slice())
+        }
         (AttributeValue::Ss(members), AttributeValue::S(wanted)) => members.contains(wanted),
         // Numbers are kept normalised, so structural equality is numeric equality.
         (AttributeValue::Ns(members), AttributeValue::N(wanted)) => members.contains(wanted),
@@ -235,13 +244,15 @@ mod tests {
                 ":five": {"N": "5"}, ":three": {"N": "3"}, ":two": {"N": "2"},
                 ":s1": {"S": "1"}, ":hel": {"S": "hel"}, ":ell": {"S": "ell"}, ":hello": {"S": "hello"},
                 ":b01": {"B": "AQ=="}, ":bff": {"B": "/w=="}, ":x": {"S": "x"}, ":one": {"N": "1"},
-                ":tS": {"S": "S"}, ":tN": {"S": "N"}, ":map": {"M": {"k": {"S": "v"}}}}"#,
+                ":tS": {"S": "S"}, ":tN": {"S": "N"}, ":map": {"M": {"k": {"S": "v"}}},
+                ":b0102": {"B": "AQI="}, ":b0201": {"B": "AgE="}}"#,
         )
     }
 
     fn sample() -> Item {
         item(
-            r#"{"n": {"N": "10"}, "s": {"S": "hello"}, "b": {"B": "/wE="},
+            r#"{"n": {"N": "10"}, "s": {"S": "hello"}, "b": {"B": "/wE="}, "bb": {"B": "AAECAw=="},
+                "u": {"S": "abÿ"}, "e": {"S": "a😀"},
                 "ss": {"SS": ["x", "y"]}, "ns": {"NS": ["1", "2"]}, "bs": {"BS": ["AQ=="]},
                 "l": {"L": [{"S": "x"}, {"N": "1"}, {"M": {"k": {"S": "v"}}}]},
                 "m": {"M": {"a": {"N": "1"}, "b": {"L": [{"N": "5"}]}, "c": {"NULL": true}}},
@@ -287,6 +298,23 @@ mod tests {
         assert!(!holds("begins_with(absent_attr, :hel)"));
         assert!(!holds("contains(absent_attr, :x)"));
         assert!(!holds("m.nope.deeper = :one"));
+    }
+
+    #[test]
+    fn contains_finds_a_byte_substring_of_a_binary() {
+        assert!(holds("contains(bb, :b0102)"), "00 01 02 03 holds 01 02");
+        assert!(!holds("contains(bb, :b0201)"));
+        assert!(holds("contains(b, :b01)"), "ff 01 holds 01");
+        assert!(!holds("contains(s, :b01)"), "a string never holds a binary");
+    }
+
+    #[test]
+    fn size_of_a_string_counts_utf16_code_units() {
+        assert!(holds("size(u) = :three"), "abÿ: 3 characters, 4 bytes");
+        assert!(
+            holds("size(e) = :three"),
+            "a + an emoji: 3 UTF-16 code units"
+        );
     }
 
     #[test]
