@@ -368,7 +368,12 @@ fn streams_tail(args: TailArgs) -> Result<(), String> {
 
 fn check(data_dir: &Path) -> Result<(), String> {
     require_database(data_dir)?;
-    let database = Database::open(data_dir, Options::default())
+    // A check changes nothing: no Time to Live sweeps or shard rollovers while it reads.
+    let options = Options {
+        upkeep: false,
+        ..Options::default()
+    };
+    let database = Database::open(data_dir, options)
         .map_err(|e| format!("cannot open {}: {e}", data_dir.display()))?;
     let mut display = CheckDisplay::new();
     let report = database.check_with_progress(|progress| display.show(progress));

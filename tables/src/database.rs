@@ -56,6 +56,10 @@ pub struct Options {
     pub time_to_live_change_cooldown: Duration,
     /// What "now" is for Time to Live (tests move it; the system clock by default).
     pub clock: Clock,
+    /// Whether the upkeep thread runs (stream shard rollover and retention, Time to Live
+    /// sweeps). `shoal check` turns it off so a check changes nothing;
+    /// [`Database::stream_upkeep`] and [`Database::expire_now`] still work on demand.
+    pub upkeep: bool,
 }
 
 /// The time Time to Live decisions are made at: the system clock, or one a test controls.
@@ -104,6 +108,7 @@ impl Default for Options {
             time_to_live_sweep_interval: TIME_TO_LIVE_SWEEP_INTERVAL_DEFAULT,
             time_to_live_change_cooldown: Duration::ZERO,
             clock: Clock::system(),
+            upkeep: true,
         }
     }
 }

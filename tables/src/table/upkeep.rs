@@ -48,7 +48,7 @@ impl Database {
             .values()
             .any(|table| !table.streams.is_empty() || table.time_to_live.is_some());
         let mut upkeep = self.upkeep.lock();
-        if !needed || upkeep.is_some() {
+        if !needed || !self.options.upkeep || upkeep.is_some() {
             return Ok(());
         }
         let stop = Arc::new(AtomicBool::new(false));
