@@ -564,7 +564,6 @@ fn members_shoal_does_not_implement_yet_are_refused_by_name_and_defaults_are_acc
             "SSESpecification",
             json!({"Enabled": true, "SSEType": "KMS"}),
         ),
-        ("OnDemandThroughput", json!({"MaxReadRequestUnits": 10})),
         ("WarmThroughput", json!({"ReadUnitsPerSecond": 12000})),
         ("ResourcePolicy", json!("{\"Version\": \"2012-10-17\"}")),
     ];

@@ -310,18 +310,18 @@ fn unsupported_members_are_named() {
     create(&db);
     let (code, message) = error(
         &db,
-        json!({"TableName": "Tbl", "BillingMode": "PROVISIONED"}),
+        json!({"TableName": "Tbl", "ReplicaUpdates": [{"Create": {"RegionName": "eu-west-1"}}]}),
     );
     assert_eq!(code, ErrorCode::ValidationException);
-    assert!(message.contains("BillingMode"), "{message}");
+    assert!(message.contains("ReplicaUpdates"), "{message}");
     let (code, message) = error(
         &db,
         json!({"TableName": "Tbl", "GlobalSecondaryIndexUpdates": [{"Update": {
             "IndexName": "ByG",
-            "ProvisionedThroughput": {"ReadCapacityUnits": 1, "WriteCapacityUnits": 1}}}]}),
+            "WarmThroughput": {"ReadUnitsPerSecond": 12000}}}]}),
     );
     assert_eq!(code, ErrorCode::ValidationException);
-    assert!(message.contains("Update"), "{message}");
+    assert!(message.contains("WarmThroughput"), "{message}");
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! Request members are all `Option`s so that a missing member is reported with DynamoDB's
 //! own text by the validation in `table::schema` rather than as a serde shape error.
 //! Members of CreateTable that Shoal does not implement yet (SSESpecification,
-//! OnDemandThroughput, …) are decoded so that a request using them is refused with a
+//! WarmThroughput, …) are decoded so that a request using them is refused with a
 //! ValidationException naming the member (docs/COMPATIBILITY.md).
 
 use serde::{Deserialize, Serialize};
@@ -69,6 +69,26 @@ pub struct GlobalSecondaryIndex {
     pub key_schema: Option<Vec<KeySchemaElement>>,
     pub projection: Option<Projection>,
     pub provisioned_throughput: Option<ProvisionedThroughput>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_demand_throughput: Option<OnDemandThroughput>,
+}
+
+/// `OnDemandThroughput`: caps on an on-demand table's or GSI's request units per second.
+/// In UpdateTable, `-1` removes a cap; DescribeTable reports the caps that are set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct OnDemandThroughput {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_read_request_units: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_write_request_units: Option<i64>,
+}
+
+impl OnDemandThroughput {
+    /// Whether it names a cap at all (`{}` asks for nothing).
+    pub fn asks(&self) -> bool {
+        self.max_read_request_units.is_some() || self.max_write_request_units.is_some()
+    }
 }
 
 /// CreateTable request.
@@ -86,12 +106,12 @@ pub struct CreateTableRequest {
     pub tags: Option<Vec<Tag>>,
     pub deletion_protection_enabled: Option<bool>,
     pub table_class: Option<String>,
+    pub on_demand_throughput: Option<OnDemandThroughput>,
     // Members Shoal does not implement yet: decoded only so that a request asking for what
     // they do is refused, naming the member (`schema::unimplemented_members`), rather than
     // silently ignored. A value that asks for what Shoal does anyway is accepted.
     #[serde(rename = "SSESpecification")]
     pub sse_specification: Option<serde_json::Value>,
-    pub on_demand_throughput: Option<serde_json::Value>,
     pub warm_throughput: Option<serde_json::Value>,
     pub resource_policy: Option<serde_json::Value>,
 }
@@ -100,9 +120,14 @@ pub struct CreateTableRequest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "PascalCase")]
 pub struct ProvisionedThroughputDescription {
+    /// Epoch seconds of the last increase / decrease, once there was one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_increase_date_time: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_decrease_date_time: Option<f64>,
+    pub number_of_decreases_today: u64,
     pub read_capacity_units: u64,
     pub write_capacity_units: u64,
-    pub number_of_decreases_today: u64,
 }
 
 /// `BillingModeSummary`.
@@ -139,6 +164,9 @@ pub struct GlobalSecondaryIndexDescription {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backfilling: Option<bool>,
     pub provisioned_throughput: ProvisionedThroughputDescription,
+    /// The index's on-demand caps, while one is set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_demand_throughput: Option<OnDemandThroughput>,
     pub index_size_bytes: u64,
     pub item_count: u64,
     pub index_arn: String,
@@ -164,6 +192,9 @@ pub struct TableDescription {
     pub table_size_bytes: u64,
     pub provisioned_throughput: ProvisionedThroughputDescription,
     pub billing_mode_summary: BillingModeSummary,
+    /// The table's on-demand caps, while one is set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_demand_throughput: Option<OnDemandThroughput>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub local_secondary_indexes: Option<Vec<LocalSecondaryIndexDescription>>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -1,15 +1,17 @@
 //! UpdateTable request and response (SPEC §2.3, SPEC-2 §5): online creation and deletion
-//! of global secondary indexes, streams, deletion protection and table class.
+//! of global secondary indexes, streams, billing mode and throughput, deletion protection
+//! and table class.
 //!
-//! Members Shoal does not act on through UpdateTable (`ProvisionedThroughput`,
-//! `SSESpecification`, `OnDemandThroughput`, …) are decoded so that a request using them
+//! Members Shoal does not act on through UpdateTable (`SSESpecification`, `WarmThroughput`,
+//! `ReplicaUpdates`, …) are decoded so that a request using them
 //! gets a clear ValidationException rather than being silently ignored
 //! (docs/COMPATIBILITY.md).
 
 use serde::{Deserialize, Serialize};
 
 use crate::api::control::{
-    AttributeDefinition, GlobalSecondaryIndex, ProvisionedThroughput, TableDescription,
+    AttributeDefinition, GlobalSecondaryIndex, OnDemandThroughput, ProvisionedThroughput,
+    TableDescription,
 };
 
 /// UpdateTable request.
@@ -27,7 +29,7 @@ pub struct UpdateTableRequest {
     pub replica_updates: Option<serde_json::Value>,
     pub table_class: Option<String>,
     pub deletion_protection_enabled: Option<bool>,
-    pub on_demand_throughput: Option<serde_json::Value>,
+    pub on_demand_throughput: Option<OnDemandThroughput>,
     pub warm_throughput: Option<serde_json::Value>,
     pub multi_region_consistency: Option<serde_json::Value>,
     pub replica_transit_role_arn: Option<serde_json::Value>,
@@ -47,12 +49,14 @@ pub struct GlobalSecondaryIndexUpdate {
 /// CreateTable `GlobalSecondaryIndexes` member, and it is validated by the same rules.
 pub type CreateGlobalSecondaryIndexAction = GlobalSecondaryIndex;
 
-/// `Update`: new provisioned throughput for a GSI (not supported by Shoal).
+/// `Update`: new provisioned throughput or on-demand caps for a GSI.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "PascalCase")]
 pub struct UpdateGlobalSecondaryIndexAction {
     pub index_name: Option<String>,
     pub provisioned_throughput: Option<ProvisionedThroughput>,
+    pub on_demand_throughput: Option<OnDemandThroughput>,
+    pub warm_throughput: Option<serde_json::Value>,
 }
 
 /// `Delete`: drops a GSI.

@@ -557,6 +557,7 @@ mod tests {
             tree: 2,
             status: IndexStatus::Creating { backfilling: true },
             throughput: None,
+            capacity: Default::default(),
         }
     }
 

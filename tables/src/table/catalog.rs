@@ -161,6 +161,73 @@ pub struct GlobalIndexDef {
     pub tree: TreeId,
     pub status: IndexStatus,
     pub throughput: Option<Throughput>,
+    /// Throughput change history and on-demand caps. Absent in definitions stored before
+    /// UpdateTable changed throughput.
+    #[serde(default)]
+    pub capacity: CapacitySettings,
+}
+
+/// What a table or GSI remembers about its capacity besides its current units: when the
+/// provisioned units last went up and down, how many decreases its day saw (SPEC-2 §5.4),
+/// and its on-demand caps (§5.5).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CapacitySettings {
+    /// Milliseconds since the Unix epoch.
+    #[serde(default)]
+    pub last_increase_millis: Option<u64>,
+    #[serde(default)]
+    pub last_decrease_millis: Option<u64>,
+    /// Decreases on the UTC day of `last_decrease_millis` (NumberOfDecreasesToday on that
+    /// day, 0 on any later one).
+    #[serde(default)]
+    pub decreases_that_day: u64,
+    #[serde(default)]
+    pub on_demand: OnDemandLimits,
+}
+
+/// Milliseconds in a day: NumberOfDecreasesToday counts per UTC day.
+pub const DAY_MILLIS: u64 = 86_400_000;
+
+impl CapacitySettings {
+    /// NumberOfDecreasesToday at `now_millis`.
+    pub fn decreases_today(&self, now_millis: u64) -> u64 {
+        match self.last_decrease_millis {
+            Some(last) if last / DAY_MILLIS == now_millis / DAY_MILLIS => self.decreases_that_day,
+            _ => 0,
+        }
+    }
+
+    /// Records a change of provisioned units from `old` to `new` at `now_millis`: a unit
+    /// going up is an increase, one going down a decrease (both when they go opposite ways).
+    pub fn record_change(&mut self, old: Throughput, new: Throughput, now_millis: u64) {
+        let pairs = [
+            (old.read_capacity_units, new.read_capacity_units),
+            (old.write_capacity_units, new.write_capacity_units),
+        ];
+        if pairs.iter().any(|(old, new)| new > old) {
+            self.last_increase_millis = Some(now_millis);
+        }
+        if pairs.iter().any(|(old, new)| new < old) {
+            self.decreases_that_day = self.decreases_today(now_millis) + 1;
+            self.last_decrease_millis = Some(now_millis);
+        }
+    }
+}
+
+/// OnDemandThroughput: the most request units per second an on-demand table or GSI may use
+/// (None: no cap). Reported, not enforced.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OnDemandLimits {
+    #[serde(default)]
+    pub max_read_request_units: Option<u64>,
+    #[serde(default)]
+    pub max_write_request_units: Option<u64>,
+}
+
+impl OnDemandLimits {
+    pub fn is_set(&self) -> bool {
+        self.max_read_request_units.is_some() || self.max_write_request_units.is_some()
+    }
 }
 
 /// Everything known about one table.
@@ -226,6 +293,13 @@ pub struct TableSettings {
     /// When UpdateTable last changed the class (milliseconds since the Unix epoch).
     #[serde(default)]
     pub table_class_updated_at_millis: Option<u64>,
+    /// When UpdateTable last switched the table to PAY_PER_REQUEST (milliseconds since the
+    /// Unix epoch); None: on demand since creation, or never.
+    #[serde(default)]
+    pub pay_per_request_since_millis: Option<u64>,
+    /// The table's own throughput history and on-demand caps.
+    #[serde(default)]
+    pub capacity: CapacitySettings,
 }
 
 /// DynamoDB's `TableClass`: a storage price class, with no effect on behaviour.
@@ -392,6 +466,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn decreases_are_counted_per_utc_day() {
+        let units = |r, w| Throughput {
+            read_capacity_units: r,
+            write_capacity_units: w,
+        };
+        let mut capacity = CapacitySettings::default();
+        let morning = 20_000 * DAY_MILLIS + 1_000;
+        capacity.record_change(units(5, 5), units(10, 5), morning);
+        assert_eq!(capacity.last_increase_millis, Some(morning));
+        assert_eq!(capacity.decreases_today(morning), 0);
+        capacity.record_change(units(10, 5), units(4, 5), morning + 1);
+        capacity.record_change(units(4, 5), units(4, 6), morning + 2);
+        capacity.record_change(units(4, 6), units(5, 1), morning + 3);
+        assert_eq!(capacity.decreases_today(morning + 3), 2);
+        assert_eq!(capacity.last_increase_millis, Some(morning + 3));
+        assert_eq!(capacity.last_decrease_millis, Some(morning + 3));
+        // A new UTC day starts from zero.
+        let next_day = morning - 1_000 + DAY_MILLIS;
+        assert_eq!(capacity.decreases_today(next_day - 1), 2);
+        assert_eq!(capacity.decreases_today(next_day), 0);
+        capacity.record_change(units(5, 1), units(1, 1), next_day);
+        assert_eq!(capacity.decreases_today(next_day), 1);
+    }
+
+    #[test]
     fn definitions_stored_before_table_settings_existed_still_load() {
         let mut table = TableDef {
             format: CATALOG_FORMAT,
@@ -430,6 +529,10 @@ mod tests {
         table.settings.deletion_protection = true;
         table.settings.table_class = Some(TableClass::StandardInfrequentAccess);
         table.settings.table_class_updated_at_millis = Some(5);
+        table.settings.pay_per_request_since_millis = Some(6);
+        table.settings.capacity.last_decrease_millis = Some(7);
+        table.settings.capacity.decreases_that_day = 1;
+        table.settings.capacity.on_demand.max_read_request_units = Some(8);
         let bytes = table.to_metadata().unwrap();
         assert_eq!(TableDef::from_metadata(&bytes).unwrap(), table);
     }

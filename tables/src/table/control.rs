@@ -25,13 +25,13 @@ use crate::api::control::{
     AttributeDefinition, BillingModeSummary, CreateTableRequest, CreateTableResponse,
     DeleteTableRequest, DeleteTableResponse, DescribeTableRequest, DescribeTableResponse,
     GlobalSecondaryIndexDescription, KeySchemaElement, ListTablesRequest, ListTablesResponse,
-    LocalSecondaryIndexDescription, Projection as ProjectionDescription,
+    LocalSecondaryIndexDescription, OnDemandThroughput, Projection as ProjectionDescription,
     ProvisionedThroughputDescription, StreamSpecification, TableClassSummary, TableDescription,
 };
 use crate::database::{internal, Database};
 use crate::table::catalog::{
-    metadata_key, BillingMode, GlobalIndexDef, IndexStatus, KeySchema, Projection, TableDef,
-    Throughput, CATALOG_FORMAT,
+    metadata_key, BillingMode, CapacitySettings, GlobalIndexDef, IndexStatus, KeySchema,
+    OnDemandLimits, Projection, TableDef, Throughput, CATALOG_FORMAT,
 };
 use crate::table::schema::{self, TableSchema};
 use crate::table::stats::{self, TableStats};
@@ -291,6 +291,10 @@ fn table_def(
                 tree: *tree,
                 status: IndexStatus::Active,
                 throughput: gsi.throughput,
+                capacity: CapacitySettings {
+                    on_demand: gsi.on_demand,
+                    ..CapacitySettings::default()
+                },
             })
             .collect(),
     }
@@ -318,16 +322,33 @@ fn projection_description(projection: &Projection) -> ProjectionDescription {
     }
 }
 
-fn throughput_description(throughput: Option<Throughput>) -> ProvisionedThroughputDescription {
+/// ProvisionedThroughput of a table or GSI: its units (zeros on demand) and its history.
+fn throughput_description(
+    throughput: Option<Throughput>,
+    capacity: &CapacitySettings,
+    now_millis: u64,
+) -> ProvisionedThroughputDescription {
     let throughput = throughput.unwrap_or(Throughput {
         read_capacity_units: 0,
         write_capacity_units: 0,
     });
+    let seconds = |millis: Option<u64>| millis.map(|millis| millis as f64 / 1000.0);
     ProvisionedThroughputDescription {
+        last_increase_date_time: seconds(capacity.last_increase_millis),
+        last_decrease_date_time: seconds(capacity.last_decrease_millis),
+        number_of_decreases_today: capacity.decreases_today(now_millis),
         read_capacity_units: throughput.read_capacity_units,
         write_capacity_units: throughput.write_capacity_units,
-        number_of_decreases_today: 0,
     }
+}
+
+/// OnDemandThroughput as described: the caps that are set, if any.
+fn on_demand_description(limits: &OnDemandLimits) -> Option<OnDemandThroughput> {
+    let units = |cap: Option<u64>| cap.map(|units| i64::try_from(units).unwrap_or(i64::MAX));
+    limits.is_set().then(|| OnDemandThroughput {
+        max_read_request_units: units(limits.max_read_request_units),
+        max_write_request_units: units(limits.max_write_request_units),
+    })
 }
 
 fn index_status(status: IndexStatus) -> (&'static str, Option<bool>) {
@@ -342,12 +363,18 @@ fn index_status(status: IndexStatus) -> (&'static str, Option<bool>) {
 fn describe(table: &TableDef, stats: &TableStats, table_status: &str) -> TableDescription {
     let arn = table_arn(&table.name);
     let created_at_seconds = table.created_at_millis as f64 / 1000.0;
+    let now = now_millis();
     let (provisioned, billing_mode_summary) = match table.billing {
         BillingMode::PayPerRequest => (
             None,
             BillingModeSummary {
                 billing_mode: "PAY_PER_REQUEST".to_string(),
-                last_update_to_pay_per_request_date_time: Some(created_at_seconds),
+                last_update_to_pay_per_request_date_time: Some(
+                    table
+                        .settings
+                        .pay_per_request_since_millis
+                        .map_or(created_at_seconds, |millis| millis as f64 / 1000.0),
+                ),
             },
         ),
         BillingMode::Provisioned(throughput) => (
@@ -395,7 +422,8 @@ fn describe(table: &TableDef, stats: &TableStats, table_status: &str) -> TableDe
                 projection: projection_description(&gsi.projection),
                 index_status: index_status.to_string(),
                 backfilling,
-                provisioned_throughput: throughput_description(gsi.throughput),
+                provisioned_throughput: throughput_description(gsi.throughput, &gsi.capacity, now),
+                on_demand_throughput: on_demand_description(&gsi.capacity.on_demand),
                 index_size_bytes: sizes.size_bytes,
                 item_count: sizes.item_count,
                 index_arn: format!("{arn}/index/{}", gsi.name),
@@ -421,8 +449,9 @@ fn describe(table: &TableDef, stats: &TableStats, table_status: &str) -> TableDe
         creation_date_time: Some(created_at_seconds),
         item_count: stats.table.item_count,
         table_size_bytes: stats.table.size_bytes,
-        provisioned_throughput: throughput_description(provisioned),
+        provisioned_throughput: throughput_description(provisioned, &table.settings.capacity, now),
         billing_mode_summary,
+        on_demand_throughput: on_demand_description(&table.settings.capacity.on_demand),
         local_secondary_indexes: (!local_secondary_indexes.is_empty())
             .then_some(local_secondary_indexes),
         global_secondary_indexes: (!global_secondary_indexes.is_empty())

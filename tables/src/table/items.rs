@@ -440,6 +440,7 @@ mod tests {
                 tree: 2,
                 status: IndexStatus::Active,
                 throughput: None,
+                capacity: Default::default(),
             }],
             streams: Vec::new(),
             time_to_live: None,

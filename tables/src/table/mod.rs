@@ -3,6 +3,7 @@
 
 pub mod backfill;
 pub mod batch;
+pub mod billing;
 pub mod capacity;
 pub mod catalog;
 pub mod check;

@@ -4,7 +4,7 @@
 //! The checks run in DynamoDB's order (SPEC §7): missing required members, then every
 //! member constraint of the API model (aggregated as `N validation errors detected: …`),
 //! then the semantic rules, each of which stops at the first failure:
-//! 1. BillingMode versus ProvisionedThroughput;
+//! 1. BillingMode versus ProvisionedThroughput and OnDemandThroughput;
 //! 2. duplicate AttributeDefinitions;
 //! 3. the table key schema;
 //! 4. the local secondary indexes (list, count, key schema, same hash key, range key,
@@ -24,12 +24,12 @@ use shoal_model::{ApiError, ScalarType};
 
 use crate::api::common::validation_errors;
 use crate::api::control::{
-    AttributeDefinition, CreateTableRequest, KeySchemaElement, Projection as ProjectionRequest,
-    ProvisionedThroughput,
+    AttributeDefinition, CreateTableRequest, KeySchemaElement, OnDemandThroughput,
+    Projection as ProjectionRequest, ProvisionedThroughput,
 };
 use crate::table::catalog::{
-    BillingMode, KeyAttribute, KeySchema, LocalIndexDef, Projection, StreamViewType, TableClass,
-    TableSettings, Throughput,
+    BillingMode, CapacitySettings, KeyAttribute, KeySchema, LocalIndexDef, OnDemandLimits,
+    Projection, StreamViewType, TableClass, TableSettings, Throughput,
 };
 
 /// Local secondary indexes per table.
@@ -62,6 +62,7 @@ pub struct GlobalIndexSchema {
     pub key: KeySchema,
     pub projection: Projection,
     pub throughput: Option<Throughput>,
+    pub on_demand: OnDemandLimits,
 }
 
 /// A validated CreateTable request.
@@ -126,6 +127,12 @@ pub fn validate_create_table(request: &CreateTableRequest) -> Result<TableSchema
         None => None,
     };
     let billing = billing_mode(request)?;
+    let on_demand = on_demand_limits(
+        request.on_demand_throughput.as_ref(),
+        &billing,
+        OnDemandLimits::default(),
+        "table",
+    )?;
     let definitions = attribute_definitions(definitions)?;
     let key = key_schema_of(key_schema, &definitions)?;
 
@@ -190,6 +197,11 @@ pub fn validate_create_table(request: &CreateTableRequest) -> Result<TableSchema
             deletion_protection: request.deletion_protection_enabled.unwrap_or(false),
             table_class,
             table_class_updated_at_millis: None,
+            pay_per_request_since_millis: None,
+            capacity: CapacitySettings {
+                on_demand,
+                ..CapacitySettings::default()
+            },
         },
     })
 }
@@ -214,9 +226,6 @@ fn unimplemented_members(request: &CreateTableRequest) -> Vec<&'static str> {
     let mut members = Vec::new();
     if enabled(&request.sse_specification, "Enabled") {
         members.push("SSESpecification");
-    }
-    if non_empty(&request.on_demand_throughput) {
-        members.push("OnDemandThroughput");
     }
     if non_empty(&request.warm_throughput) {
         members.push("WarmThroughput");
@@ -430,7 +439,9 @@ fn projection_problems(
     }
 }
 
-fn throughput_problems(
+/// The constraint problems of a ProvisionedThroughput member at `path` (CreateTable and
+/// UpdateTable).
+pub(crate) fn throughput_problems(
     throughput: Option<&ProvisionedThroughput>,
     path: &str,
     problems: &mut Vec<String>,
@@ -529,8 +540,9 @@ fn invalid(message: impl std::fmt::Display) -> ApiError {
     ApiError::validation(format!("{INVALID} {message}"))
 }
 
-/// Throughput after the constraint pass (both members present and ≥ 1).
-fn throughput_of(throughput: &ProvisionedThroughput) -> Result<Throughput, ApiError> {
+/// Throughput after the constraint pass (both members present and ≥ 1): refused when
+/// absurdly large (CreateTable and UpdateTable).
+pub(crate) fn throughput_of(throughput: &ProvisionedThroughput) -> Result<Throughput, ApiError> {
     let mut units = [0u64; 2];
     for (slot, (value, member)) in units.iter_mut().zip([
         (throughput.read_capacity_units, "ReadCapacityUnits"),
@@ -550,12 +562,73 @@ fn throughput_of(throughput: &ProvisionedThroughput) -> Result<Throughput, ApiEr
     })
 }
 
+/// The text of ProvisionedThroughput given for a PAY_PER_REQUEST table (CreateTable and
+/// UpdateTable).
+pub(crate) fn throughput_with_pay_per_request() -> ApiError {
+    invalid("Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode is PAY_PER_REQUEST")
+}
+
+/// The text of ProvisionedThroughput given for a GSI of a PAY_PER_REQUEST table.
+pub(crate) fn index_throughput_with_pay_per_request(index_name: &str) -> ApiError {
+    invalid(format!(
+        "ProvisionedThroughput should not be specified for index: {index_name} when BillingMode is PAY_PER_REQUEST"
+    ))
+}
+
+/// The text of a GSI of a PROVISIONED table without ProvisionedThroughput.
+pub(crate) fn index_throughput_missing(index_name: &str) -> ApiError {
+    invalid(format!(
+        "ProvisionedThroughput must be specified for index: {index_name}"
+    ))
+}
+
+/// The on-demand caps `requested` sets on a table or GSI (`owner`: "table" or "index")
+/// whose caps are `current` and whose billing mode is (or becomes) `billing`: each member
+/// given replaces its cap, `-1` removes it; only PAY_PER_REQUEST tables have caps
+/// (SPEC-2 §5.5). CreateTable and UpdateTable.
+pub(crate) fn on_demand_limits(
+    requested: Option<&OnDemandThroughput>,
+    billing: &BillingMode,
+    current: OnDemandLimits,
+    owner: &str,
+) -> Result<OnDemandLimits, ApiError> {
+    let Some(requested) = requested.filter(|r| r.asks()) else {
+        return Ok(current);
+    };
+    let members = [
+        (requested.max_read_request_units, "MaxReadRequestUnits"),
+        (requested.max_write_request_units, "MaxWriteRequestUnits"),
+    ];
+    if matches!(billing, BillingMode::Provisioned(_)) {
+        let member = members
+            .iter()
+            .find(|(value, _)| value.is_some())
+            .map_or("MaxReadRequestUnits", |(_, member)| member);
+        return Err(invalid(format!(
+            "{member} for OnDemandThroughput cannot be specified when the table BillingMode is PROVISIONED"
+        )));
+    }
+    let mut limits = current;
+    for ((value, member), slot) in members.into_iter().zip([
+        &mut limits.max_read_request_units,
+        &mut limits.max_write_request_units,
+    ]) {
+        match value {
+            None => {}
+            Some(-1) => *slot = None,
+            Some(units) if units >= 1 => *slot = Some(units as u64),
+            Some(_) => return Err(invalid(format!(
+                "Requested {member} for OnDemandThroughput for {owner} is outside of valid range"
+            ))),
+        }
+    }
+    Ok(limits)
+}
+
 fn billing_mode(request: &CreateTableRequest) -> Result<BillingMode, ApiError> {
     let pay_per_request = request.billing_mode.as_deref() == Some("PAY_PER_REQUEST");
     match (&request.provisioned_throughput, pay_per_request) {
-        (Some(_), true) => Err(invalid(
-            "Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode is PAY_PER_REQUEST",
-        )),
+        (Some(_), true) => Err(throughput_with_pay_per_request()),
         (None, true) => Ok(BillingMode::PayPerRequest),
         (None, false) => Err(invalid(
             "ReadCapacityUnits and WriteCapacityUnits must both be specified when BillingMode is PROVISIONED",
@@ -760,24 +833,27 @@ fn global_indexes(
         let projection = projection_of(index.projection.as_ref(), &name)?;
         let throughput = match (billing, &index.provisioned_throughput) {
             (BillingMode::PayPerRequest, Some(_)) => {
-                return Err(invalid(format!(
-                    "ProvisionedThroughput should not be specified for index: {name} when BillingMode is PAY_PER_REQUEST"
-                )));
+                return Err(index_throughput_with_pay_per_request(&name));
             }
             (BillingMode::PayPerRequest, None) => None,
             (BillingMode::Provisioned(_), None) => {
-                return Err(invalid(format!(
-                    "ProvisionedThroughput must be specified for index: {name}"
-                )));
+                return Err(index_throughput_missing(&name));
             }
             (BillingMode::Provisioned(_), Some(throughput)) => Some(throughput_of(throughput)?),
         };
+        let on_demand = on_demand_limits(
+            index.on_demand_throughput.as_ref(),
+            billing,
+            OnDemandLimits::default(),
+            "index",
+        )?;
         claim_index_name(&name, index_names)?;
         out.push(GlobalIndexSchema {
             name,
             key,
             projection,
             throughput,
+            on_demand,
         });
     }
     Ok(out)

@@ -1,15 +1,19 @@
 //! UpdateTable: online creation and deletion of global secondary indexes (SPEC §2.3),
-//! enabling or disabling the table's stream (SPEC-2 §1.1, `table::stream_control`), and the
-//! table's deletion protection and table class (SPEC-2 §5.2, §5.3).
+//! enabling or disabling the table's stream (SPEC-2 §1.1, `table::stream_control`), billing
+//! mode, provisioned throughput and on-demand caps of the table and its GSIs (SPEC-2 §5.4,
+//! §5.5, `table::billing`), and the table's deletion protection and table class (SPEC-2
+//! §5.2, §5.3).
 //!
 //! Validation, in DynamoDB's order (SPEC §7, SPEC-2 §5.1): TableName; the table must exist
 //! (ResourceNotFoundException before any other check); member constraints
 //! (`1 validation error detected: …`); a request that asks for nothing (`At least one of …
 //! is required`, naming the members the request does not hold); the members that must be
 //! alone in a request (DeletionProtectionEnabled, TableClass, SSESpecification, and
-//! OnDemandThroughput beside BillingMode only); unsupported members; one action per update;
-//! at most one Create or Delete per call (LimitExceededException); then the index to delete
-//! must exist (ResourceNotFoundException); a created index must have a new name, its
+//! OnDemandThroughput beside BillingMode only); a stream change beside an index or
+//! throughput change; unsupported members; one action per update; at most one Create or
+//! Delete per call (LimitExceededException); then the capacity rules (`table::billing`: an
+//! updated index must exist, mode and throughput texts); the index to delete must exist
+//! (ResourceNotFoundException); a created index must have a new name, its
 //! AttributeDefinitions must not redefine an existing attribute's type, and its key schema,
 //! projection and throughput follow CreateTable's rules (checked by running the new index
 //! through `schema::validate_create_table`, so both operations give the same texts).
@@ -26,6 +30,8 @@
 //!   backfill (`table::backfill`) then fills it and marks it ACTIVE.
 //! - Delete: ONE durable version change removes the index from the definition and drops its
 //!   tree. DynamoDB shows the index DELETING for a while; Shoal removes it at once.
+//! - Capacity changes: ONE durable catalog change (`Database::store_definition`), or part of
+//!   the Create's or Delete's version change when the request holds one.
 //! - Deletion protection, table class: ONE durable catalog change
 //!   (`Database::store_definition`).
 //!
@@ -46,8 +52,10 @@ use crate::api::update_table::{
     CreateGlobalSecondaryIndexAction, UpdateTableRequest, UpdateTableResponse,
 };
 use crate::database::{internal, Database};
+use crate::table::billing;
 use crate::table::catalog::{
-    metadata_key, BillingMode, GlobalIndexDef, IndexStatus, KeyAttribute, TableClass, TableDef,
+    metadata_key, BillingMode, CapacitySettings, GlobalIndexDef, IndexStatus, KeyAttribute,
+    TableClass, TableDef,
 };
 use crate::table::control::now_millis;
 use crate::table::schema::{self, GlobalIndexSchema, BILLING_MODES, GLOBAL_INDEXES_MAX};
@@ -86,13 +94,27 @@ pub const ONE_ACTION_MESSAGE: &str = "One or more parameter values were invalid:
 const INVALID: &str = "One or more parameter values were invalid:";
 const ATTRIBUTE_TYPES: &[&str] = &["B", "N", "S"];
 
-/// The single change a valid UpdateTable asks for.
+/// What a valid UpdateTable asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum TableChange<'r> {
     /// Nothing: the request re-sends the table's current BillingMode.
     None,
     /// StreamSpecification: enable or disable the table's stream (`table::stream_control`).
     Stream(StreamChange),
+    /// Capacity changes (`capacity`: BillingMode, ProvisionedThroughput, OnDemandThroughput,
+    /// GSI `Update` actions; `table::billing`) and at most one GSI Create or Delete, stored
+    /// in one catalog change.
+    Indexes {
+        capacity: bool,
+        index: Option<IndexChange<'r>>,
+    },
+    DeletionProtection(bool),
+    TableClass(TableClass),
+}
+
+/// The one GSI Create or Delete of a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum IndexChange<'r> {
     Create {
         /// 1-based position in GlobalSecondaryIndexUpdates (for constraint paths).
         position: usize,
@@ -101,13 +123,11 @@ enum TableChange<'r> {
     Delete {
         index_name: &'r str,
     },
-    DeletionProtection(bool),
-    TableClass(TableClass),
 }
 
 impl Database {
-    /// UpdateTable: one GSI Create or Delete, a StreamSpecification, DeletionProtectionEnabled
-    /// or TableClass.
+    /// UpdateTable: capacity changes with at most one GSI Create or Delete, a
+    /// StreamSpecification, DeletionProtectionEnabled or TableClass.
     pub fn update_table(
         &self,
         request: UpdateTableRequest,
@@ -122,13 +142,34 @@ impl Database {
                     self.change_stream(&table, stream_change)?;
                     (None, "UPDATING")
                 }
-                TableChange::Create { position, action } => {
-                    let new_index = validate_create(&table, &request, position, action)?;
-                    (Some(self.add_index(&table, new_index)?), "UPDATING")
-                }
-                TableChange::Delete { index_name } => {
-                    self.remove_index(&table, index_name)?;
-                    (None, "UPDATING")
+                TableChange::Indexes { capacity, index } => {
+                    let deleted = match index {
+                        Some(IndexChange::Delete { index_name }) => Some(index_name),
+                        _ => None,
+                    };
+                    // The capacity changes first: a created index follows the new mode.
+                    let base = if capacity {
+                        let changed =
+                            billing::change_capacity(&request, &table, deleted, now_millis())?;
+                        tracing::info!(table = %table.name, billing = ?changed.billing, "capacity changed");
+                        changed
+                    } else {
+                        TableDef::clone(&table)
+                    };
+                    match index {
+                        Some(IndexChange::Create { position, action }) => {
+                            let new_index = validate_create(&base, &request, position, action)?;
+                            (Some(self.add_index(&base, new_index)?), "UPDATING")
+                        }
+                        Some(IndexChange::Delete { index_name }) => {
+                            self.remove_index(&base, index_name)?;
+                            (None, "UPDATING")
+                        }
+                        None => {
+                            self.store_definition(&base)?;
+                            (None, "UPDATING")
+                        }
+                    }
                 }
                 TableChange::DeletionProtection(enabled) => {
                     if table.settings.deletion_protection != enabled {
@@ -202,6 +243,10 @@ impl Database {
             tree: 0,
             status: IndexStatus::Creating { backfilling: false },
             throughput: index.throughput,
+            capacity: CapacitySettings {
+                on_demand: index.on_demand,
+                ..CapacitySettings::default()
+            },
         });
         let tree_name = format!("{}/gsi/{}", table.id, index.name);
         let tree = self.store_definition_with_tree(&mut changed, tree_name, |changed, tree| {
@@ -302,6 +347,18 @@ fn constraint_problems(request: &UpdateTableRequest) -> Vec<String> {
                 &mut problems,
             );
         }
+        if let Some(action) = &update.update {
+            schema::name_problems(
+                action.index_name.as_deref(),
+                &format!("{member}.update.indexName"),
+                &mut problems,
+            );
+            schema::throughput_problems(
+                action.provisioned_throughput.as_ref(),
+                &format!("{member}.update.provisionedThroughput"),
+                &mut problems,
+            );
+        }
     }
     if let Some(spec) = &request.stream_specification {
         stream_control::specification_problems(spec, &mut problems);
@@ -314,6 +371,11 @@ fn constraint_problems(request: &UpdateTableRequest) -> Vec<String> {
             ));
         }
     }
+    schema::throughput_problems(
+        request.provisioned_throughput.as_ref(),
+        "provisionedThroughput",
+        &mut problems,
+    );
     problems
 }
 
@@ -423,7 +485,7 @@ fn validate_request<'r>(
         (
             "OnDemandThroughput",
             request.on_demand_throughput.is_some(),
-            asks(&request.on_demand_throughput),
+            request.on_demand_throughput.is_some_and(|o| o.asks()),
         ),
         (
             "WarmThroughput",
@@ -480,18 +542,27 @@ fn validate_request<'r>(
         return Ok(TableChange::TableClass(schema::table_class_of(class)?));
     }
 
+    let capacity_members = ["ProvisionedThroughput", "BillingMode", "OnDemandThroughput"];
     let unsupported: Vec<&str> = asking
         .iter()
         .copied()
-        .filter(|member| !["UpdateStreamEnabled", "GlobalSecondaryIndexUpdates"].contains(member))
+        .filter(|member| {
+            !["UpdateStreamEnabled", "GlobalSecondaryIndexUpdates"].contains(member)
+                && !capacity_members.contains(member)
+        })
         .collect();
+    let updates_throughput = asking.iter().any(|m| capacity_members.contains(m))
+        || updates.iter().any(|update| update.update.is_some());
     if let Some(spec) = request.stream_specification.as_ref() {
-        if !updates.is_empty() {
+        if updates
+            .iter()
+            .any(|update| update.create.is_some() || update.delete.is_some())
+        {
             return Err(ApiError::validation(format!(
                 "{INVALID} You cannot create or delete index while changing stream status"
             )));
         }
-        if request.provisioned_throughput.is_some() {
+        if updates_throughput {
             return Err(ApiError::validation(format!(
                 "{INVALID} You cannot modify stream status while updating table IOPS"
             )));
@@ -502,11 +573,11 @@ fn validate_request<'r>(
     }
     if let Some(member) = unsupported.first() {
         return Err(ApiError::validation(format!(
-            "Shoal does not support changing {member} with UpdateTable; only GlobalSecondaryIndexUpdates Create and Delete, StreamSpecification, DeletionProtectionEnabled and TableClass are supported"
+            "Shoal does not support changing {member} with UpdateTable; only BillingMode, ProvisionedThroughput, OnDemandThroughput, GlobalSecondaryIndexUpdates, StreamSpecification, DeletionProtectionEnabled and TableClass are supported"
         )));
     }
 
-    let mut changes = Vec::new();
+    let mut index_changes = Vec::new();
     for (position, update) in updates.iter().enumerate() {
         let actions = usize::from(update.create.is_some())
             + usize::from(update.update.is_some())
@@ -514,30 +585,37 @@ fn validate_request<'r>(
         if actions != 1 {
             return Err(ApiError::validation(ONE_ACTION_MESSAGE));
         }
-        if update.update.is_some() {
+        if update
+            .update
+            .as_ref()
+            .is_some_and(|action| asks(&action.warm_throughput))
+        {
             return Err(ApiError::validation(
-                "Shoal does not support GlobalSecondaryIndexUpdate.Update (provisioned throughput is reported, never enforced)",
+                "Shoal does not support WarmThroughput (GlobalSecondaryIndexUpdate.Update)",
             ));
         }
         if let Some(action) = &update.create {
-            changes.push(TableChange::Create {
+            index_changes.push(IndexChange::Create {
                 position: position + 1,
                 action,
             });
         }
         if let Some(delete) = &update.delete {
-            changes.push(TableChange::Delete {
+            index_changes.push(IndexChange::Delete {
                 index_name: delete.index_name.as_deref().unwrap_or_default(),
             });
         }
     }
-    match changes.len() {
-        1 => Ok(changes.remove(0)),
-        _ => Err(ApiError::new(
+    if index_changes.len() > 1 {
+        return Err(ApiError::new(
             ErrorCode::LimitExceededException,
             ONE_INDEX_CHANGE_MESSAGE,
-        )),
+        ));
     }
+    Ok(TableChange::Indexes {
+        capacity: updates_throughput,
+        index: index_changes.pop(),
+    })
 }
 
 /// Checks a Create against the table and returns the new index.
