@@ -60,6 +60,9 @@ pub struct Options {
     /// sweeps). `shoal check` turns it off so a check changes nothing;
     /// [`Database::stream_upkeep`] and [`Database::expire_now`] still work on demand.
     pub upkeep: bool,
+    /// How long tables stay CREATING, UPDATING and DELETING (`table::transient`); zero (the
+    /// default) makes every change ACTIVE at once.
+    pub transient_status_delay: Duration,
 }
 
 /// The time Time to Live decisions are made at: the system clock, or one a test controls.
@@ -109,6 +112,7 @@ impl Default for Options {
             time_to_live_change_cooldown: Duration::ZERO,
             clock: Clock::system(),
             upkeep: true,
+            transient_status_delay: Duration::ZERO,
         }
     }
 }
@@ -158,6 +162,8 @@ pub struct Database {
     pub(crate) upkeep: Mutex<Option<crate::table::upkeep::Upkeep>>,
     /// What DescribeEndpoints answers (`table::settings`); a server sets its own address.
     pub(crate) endpoint_address: RwLock<String>,
+    /// Tables CREATING, UPDATING or DELETING for `Options::transient_status_delay`.
+    pub(crate) transitions: Arc<crate::table::transient::Transitions>,
 }
 
 /// The catalog as stored in the current durable version of `db`.
@@ -224,6 +230,9 @@ impl Database {
         )));
         let db = Db::open_with_fs(fs, path, options.db_options(&retention))?;
         let stats_tree = db.tree_id(stats::STATS_TREE_NAME);
+        let transitions = Arc::new(crate::table::transient::Transitions::new(
+            options.transient_status_delay,
+        ));
         let database = Database {
             db: Arc::new(db),
             stats: Arc::new(stats::TableStatistics::new(stats_tree)),
@@ -239,6 +248,7 @@ impl Database {
             endpoint_address: RwLock::new(
                 crate::table::settings::ENDPOINT_ADDRESS_DEFAULT.to_string(),
             ),
+            transitions,
         };
         database.reload_catalog()?;
         database
@@ -274,6 +284,7 @@ impl Database {
             streams: Arc::clone(&self.streams),
             upkeep: Mutex::new(None),
             endpoint_address: RwLock::new(self.endpoint_address.read().clone()),
+            transitions: Arc::clone(&self.transitions),
         }
     }
 

@@ -13,6 +13,7 @@
 //! table's size.
 
 use std::collections::hash_map::RandomState;
+use std::collections::BTreeSet;
 use std::hash::{BuildHasher, Hasher};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,6 +37,7 @@ use crate::table::catalog::{
 use crate::table::schema::{self, TableSchema};
 use crate::table::stats::{self, TableStats};
 use crate::table::stream_control;
+use crate::table::transient::TransientStatus;
 use shoal_engine::version::VersionEdit;
 use shoal_engine::{TreeId, WriteBatch};
 
@@ -62,6 +64,8 @@ impl Database {
                 format!("Table already exists: {}", schema.name),
             ));
         }
+        // A table still DELETING (`table::transient`) keeps its name.
+        self.transitions.refuse_change(&schema.name)?;
         let table_id = new_table_id();
         let created_at_millis = now_millis();
         let mut tree_names = vec![table_id.clone()];
@@ -138,8 +142,15 @@ impl Database {
         self.db.write(batch).map_err(internal)?;
         self.reload_catalog().map_err(internal)?;
         self.start_upkeep().map_err(internal)?;
+        self.transitions
+            .begin(&table.name, TransientStatus::Creating, None, None);
+        let status = if self.transitions.enabled() {
+            "CREATING"
+        } else {
+            "ACTIVE"
+        };
         Ok(CreateTableResponse {
-            table_description: describe(&table, &TableStats::empty_for(&table), "ACTIVE"),
+            table_description: describe(&table, &TableStats::empty_for(&table), status),
         })
     }
 
@@ -155,11 +166,33 @@ impl Database {
         request: DescribeTableRequest,
     ) -> Result<DescribeTableResponse, ApiError> {
         let name = table_name_of(request.table_name.as_deref())?;
-        let table = self.table(name)?;
+        let transition = self.transitions.of(name);
+        let table = match self.table(name) {
+            Ok(table) => table,
+            Err(error) => {
+                // A table DELETING (`table::transient`) is described as it was deleted.
+                return match transition.and_then(|t| t.deleted) {
+                    Some(deleted) => Ok(DescribeTableResponse { table: deleted }),
+                    None => Err(error),
+                };
+            }
+        };
         let stats = self.table_stats(&table);
-        Ok(DescribeTableResponse {
-            table: describe(&table, &stats, "ACTIVE"),
-        })
+        let mut description = match &transition {
+            Some(t) if t.status != TransientStatus::Deleting => {
+                describe(&table, &stats, t.status.as_str())
+            }
+            _ => describe(&table, &stats, "ACTIVE"),
+        };
+        if let Some(index) = transition.and_then(|t| t.creating_index) {
+            for gsi in description.global_secondary_indexes.iter_mut().flatten() {
+                if gsi.index_name == index && gsi.index_status == "ACTIVE" {
+                    gsi.index_status = "CREATING".to_string();
+                    gsi.backfilling = Some(false);
+                }
+            }
+        }
+        Ok(DescribeTableResponse { table: description })
     }
 
     /// ListTables: table names in byte order, `Limit` (1..=100) at a time.
@@ -185,14 +218,14 @@ impl Database {
         }
         // Within 1..=100 after the checks above.
         let limit = request.limit.unwrap_or(LIST_TABLES_LIMIT_MAX) as usize;
-        let catalog = self.catalog.read();
+        // Tables still DELETING (`table::transient`) are listed too.
+        let mut all: BTreeSet<String> = self.catalog.read().keys().cloned().collect();
+        all.extend(self.transitions.deleting());
         let lower = match request.exclusive_start_table_name.as_deref() {
             Some(start) => Bound::Excluded(start),
             None => Bound::Unbounded,
         };
-        let mut names = catalog
-            .range::<str, _>((lower, Bound::Unbounded))
-            .map(|(name, _)| name);
+        let mut names = all.range::<str, _>((lower, Bound::Unbounded));
         let table_names: Vec<String> = names.by_ref().take(limit).cloned().collect();
         let more_follow = names.next().is_some();
         Ok(ListTablesResponse {
@@ -217,6 +250,7 @@ impl Database {
         if table.settings.deletion_protection {
             return Err(ApiError::validation(DELETION_PROTECTED_MESSAGE));
         }
+        self.transitions.refuse_change(name)?;
         let stats = self.table_stats(&table);
         let mut trees = vec![table.tree];
         trees.extend(table.global_indexes.iter().map(|gsi| gsi.tree));
@@ -249,6 +283,12 @@ impl Database {
         description.stream_specification = None;
         description.deletion_protection_enabled = None;
         description.table_class_summary = None;
+        self.transitions.begin(
+            &table.name,
+            TransientStatus::Deleting,
+            None,
+            Some(description.clone()),
+        );
         Ok(DeleteTableResponse {
             table_description: description,
         })

@@ -26,6 +26,7 @@ pub mod stream_control;
 pub mod streams_api;
 pub mod tags;
 pub mod transact;
+pub mod transient;
 pub mod ttl;
 pub mod update_table;
 pub mod upkeep;

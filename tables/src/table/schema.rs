@@ -617,9 +617,11 @@ pub(crate) fn on_demand_limits(
             None => {}
             Some(-1) => *slot = None,
             Some(units) if units >= 1 => *slot = Some(units as u64),
-            Some(_) => return Err(invalid(format!(
+            Some(_) => {
+                return Err(invalid(format!(
                 "Requested {member} for OnDemandThroughput for {owner} is outside of valid range"
-            ))),
+            )))
+            }
         }
     }
     Ok(limits)

@@ -60,6 +60,7 @@ use crate::table::catalog::{
 use crate::table::control::now_millis;
 use crate::table::schema::{self, GlobalIndexSchema, BILLING_MODES, GLOBAL_INDEXES_MAX};
 use crate::table::stream_control::{self, StreamChange};
+use crate::table::transient::TransientStatus;
 use shoal_engine::version::VersionEdit;
 use shoal_engine::TreeId;
 
@@ -136,6 +137,8 @@ impl Database {
         let (created, table_status) = {
             let _change = self.catalog_change.lock();
             let table = self.table(name)?;
+            // CREATING or UPDATING (`table::transient`): a second change waits.
+            self.transitions.refuse_change(name)?;
             match validate_request(&request, &table)? {
                 TableChange::None => (None, "ACTIVE"),
                 TableChange::Stream(stream_change) => {
@@ -192,6 +195,16 @@ impl Database {
             })?
             .table;
         description.table_status = table_status.to_string();
+        if table_status == "UPDATING" {
+            let creating_index = description
+                .global_secondary_indexes
+                .iter()
+                .flatten()
+                .find(|gsi| gsi.index_status == "CREATING")
+                .map(|gsi| gsi.index_name.clone());
+            self.transitions
+                .begin(name, TransientStatus::Updating, creating_index, None);
+        }
         // The response shows the new index before its backfill starts (Backfilling false).
         if let Some((table_id, tree)) = created {
             self.start_backfill(&table_id, tree).map_err(internal)?;

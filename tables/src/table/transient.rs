@@ -1,0 +1,138 @@
+//! Transient table statuses (`Options::transient_status_delay`, DynamoDB Local's
+//! `-delayTransientStatuses`): with a non-zero delay, a created table is CREATING, an updated
+//! one UPDATING (a GSI it creates CREATING) and a deleted one DELETING for that long, so
+//! applications' waiters see what they see on AWS. With the default delay of zero nothing
+//! is recorded and every table is ACTIVE at once.
+//!
+//! Only statuses are delayed, never the work: a CREATING table already holds its storage,
+//! and a DELETING table's storage is already gone (DescribeTable answers its last
+//! description, ListTables names it, CreateTable of its name is refused). Data operations
+//! are not refused on a CREATING table. The transitions live in memory: a restart ends them
+//! all.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use shoal_model::{ApiError, ErrorCode};
+
+use crate::api::control::TableDescription;
+
+/// A table's status while a transition lasts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransientStatus {
+    Creating,
+    Updating,
+    Deleting,
+}
+
+impl TransientStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TransientStatus::Creating => "CREATING",
+            TransientStatus::Updating => "UPDATING",
+            TransientStatus::Deleting => "DELETING",
+        }
+    }
+}
+
+/// One table's transition.
+#[derive(Debug, Clone)]
+pub(crate) struct Transition {
+    pub status: TransientStatus,
+    until: Instant,
+    /// A GSI the UpdateTable created: reported CREATING while the transition lasts.
+    pub creating_index: Option<String>,
+    /// A deleted table's description, answered while it is DELETING.
+    pub deleted: Option<TableDescription>,
+}
+
+/// The transitions under way, by table name.
+#[derive(Debug, Default)]
+pub(crate) struct Transitions {
+    delay: Duration,
+    entries: Mutex<HashMap<String, Transition>>,
+}
+
+impl Transitions {
+    pub fn new(delay: Duration) -> Transitions {
+        Transitions {
+            delay,
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Whether statuses are delayed at all.
+    pub fn enabled(&self) -> bool {
+        !self.delay.is_zero()
+    }
+
+    /// Starts table `name`'s transition (replacing any other); nothing when disabled.
+    pub fn begin(
+        &self,
+        name: &str,
+        status: TransientStatus,
+        creating_index: Option<String>,
+        deleted: Option<TableDescription>,
+    ) {
+        if !self.enabled() {
+            return;
+        }
+        self.entries.lock().insert(
+            name.to_string(),
+            Transition {
+                status,
+                until: Instant::now() + self.delay,
+                creating_index,
+                deleted,
+            },
+        );
+    }
+
+    /// Table `name`'s transition, while it lasts.
+    pub fn of(&self, name: &str) -> Option<Transition> {
+        if !self.enabled() {
+            return None;
+        }
+        let mut entries = self.entries.lock();
+        let now = Instant::now();
+        entries.retain(|_, transition| transition.until > now);
+        entries.get(name).cloned()
+    }
+
+    /// Names of the tables still DELETING.
+    pub fn deleting(&self) -> Vec<String> {
+        if !self.enabled() {
+            return Vec::new();
+        }
+        let mut entries = self.entries.lock();
+        let now = Instant::now();
+        entries.retain(|_, transition| transition.until > now);
+        entries
+            .iter()
+            .filter(|(_, t)| t.status == TransientStatus::Deleting)
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    /// The refusal of a change to table `name` while it is in a transition: an UpdateTable or
+    /// DeleteTable of a CREATING or UPDATING table, a CreateTable of a DELETING one.
+    pub fn refuse_change(&self, name: &str) -> Result<(), ApiError> {
+        match self.of(name) {
+            None => Ok(()),
+            Some(transition) => {
+                let what = match transition.status {
+                    TransientStatus::Creating => "created",
+                    TransientStatus::Updating => "updated",
+                    TransientStatus::Deleting => "deleted",
+                };
+                Err(ApiError::new(
+                    ErrorCode::ResourceInUseException,
+                    format!(
+                        "Attempt to change a resource which is still in use: Table is being {what}: {name}"
+                    ),
+                ))
+            }
+        }
+    }
+}
