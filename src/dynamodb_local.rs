@@ -61,7 +61,7 @@ const FLAGS: [Flag; 9] = [
         name: "-delayTransientStatuses",
         ours: Some("--delay-transient-statuses"),
         takes_value: false,
-        meaning: "accepted, no effect yet: tables are ACTIVE at once (warns)",
+        meaning: "tables stay CREATING, UPDATING, DELETING for 5 s (--transient-status-seconds)",
     },
     Flag {
         name: "-optimizeDbBeforeStartup",

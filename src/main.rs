@@ -184,10 +184,15 @@ struct ServeArgs {
     /// database to every access key and region.
     #[arg(long, hide = true)]
     shared_db: bool,
-    /// Accepted for DynamoDB Local compatibility (-delayTransientStatuses), no effect yet:
-    /// tables are ACTIVE at once (it warns at start).
-    #[arg(long, hide = true)]
+    /// Keep tables CREATING, UPDATING and DELETING for a few seconds (5, unless
+    /// --transient-status-seconds says otherwise), like DynamoDB Local's
+    /// -delayTransientStatuses, so that waiters are exercised.
+    #[arg(long)]
     delay_transient_statuses: bool,
+    /// How long tables stay CREATING, UPDATING and DELETING, in seconds (default 0: ACTIVE
+    /// at once; 5 with --delay-transient-statuses).
+    #[arg(long, value_name = "SECONDS")]
+    transient_status_seconds: Option<u64>,
     /// Accepted for DynamoDB Local compatibility (-optimizeDbBeforeStartup), no effect:
     /// there is nothing to optimise before startup.
     #[arg(long, hide = true)]
@@ -247,18 +252,21 @@ fn serve_value_flags() -> Vec<String> {
         .collect()
 }
 
-/// Says which of DynamoDB Local's flags given are accepted but do not do what they do there.
-fn warn_about_inert_flags(args: &ServeArgs) {
-    if args.delay_transient_statuses {
-        tracing::warn!(
-            "-delayTransientStatuses has no effect yet: CreateTable answers ACTIVE at once and \
-             DeleteTable removes the table at once"
-        );
-    }
+/// How long `--delay-transient-statuses` (DynamoDB Local's -delayTransientStatuses) keeps
+/// tables in their transient statuses when --transient-status-seconds is not given.
+const TRANSIENT_STATUS_SECONDS_DEFAULT: u64 = 5;
+
+/// How long tables stay CREATING, UPDATING and DELETING.
+fn transient_status_delay(args: &ServeArgs) -> Duration {
+    let seconds = match (args.transient_status_seconds, args.delay_transient_statuses) {
+        (Some(seconds), _) => seconds,
+        (None, true) => TRANSIENT_STATUS_SECONDS_DEFAULT,
+        (None, false) => 0,
+    };
+    Duration::from_secs(seconds)
 }
 
 fn serve(args: ServeArgs) -> Result<(), String> {
-    warn_about_inert_flags(&args);
     let durability = parse_durability(&args.durability)?;
     let mut options = Options {
         durability,
@@ -267,6 +275,7 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         stream_shard_records_max: args.stream_shard_records,
         time_to_live_sweep_interval: Duration::from_secs(args.ttl_sweep_seconds),
         time_to_live_change_cooldown: Duration::from_secs(args.ttl_cooldown_seconds),
+        transient_status_delay: transient_status_delay(&args),
         ..Options::default()
     };
     if let Some(limit) = args.item_collection_limit {
@@ -684,6 +693,7 @@ mod tests {
             ]))
         );
         assert!(serve.delay_transient_statuses);
+        assert_eq!(transient_status_delay(&serve), Duration::from_secs(5));
         assert!(serve.optimize_db_before_startup && serve.disable_telemetry);
 
         assert_eq!(
