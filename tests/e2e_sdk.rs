@@ -5,14 +5,13 @@ use std::process::Command;
 
 use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement,
-    KeyType, LocalSecondaryIndex, Projection, ProjectionType, ReturnConsumedCapacity,
-    ScalarAttributeType, Select,
+    AttributeValue, BillingMode, GlobalSecondaryIndex, KeyType, LocalSecondaryIndex, Projection,
+    ProjectionType, ReturnConsumedCapacity, Select,
 };
 use aws_sdk_dynamodb::Client;
 
 mod sdk_server;
-use sdk_server::Server;
+use sdk_server::{definition, key_element, Server};
 
 fn s(v: &str) -> AttributeValue {
     AttributeValue::S(v.to_string())
@@ -20,22 +19,6 @@ fn s(v: &str) -> AttributeValue {
 
 fn n(v: &str) -> AttributeValue {
     AttributeValue::N(v.to_string())
-}
-
-fn key_element(name: &str, key_type: KeyType) -> KeySchemaElement {
-    KeySchemaElement::builder()
-        .attribute_name(name)
-        .key_type(key_type)
-        .build()
-        .unwrap()
-}
-
-fn definition(name: &str) -> AttributeDefinition {
-    AttributeDefinition::builder()
-        .attribute_name(name)
-        .attribute_type(ScalarAttributeType::S)
-        .build()
-        .unwrap()
 }
 
 /// Thread(ForumName, Subject) with LSI LastPostIndex (INCLUDE Replies) and GSI BySubject

@@ -8,29 +8,12 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::client::Waiters;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, GlobalSecondaryIndex, GlobalSecondaryIndexUpdate,
-    KeySchemaElement, KeyType, Projection, ProjectionType, ProvisionedThroughput,
-    ScalarAttributeType, TableStatus, UpdateGlobalSecondaryIndexAction,
+    BillingMode, GlobalSecondaryIndex, GlobalSecondaryIndexUpdate, KeyType, Projection,
+    ProjectionType, ProvisionedThroughput, TableStatus, UpdateGlobalSecondaryIndexAction,
 };
 
 mod sdk_server;
-use sdk_server::Server;
-
-fn key_element(name: &str, key_type: KeyType) -> KeySchemaElement {
-    KeySchemaElement::builder()
-        .attribute_name(name)
-        .key_type(key_type)
-        .build()
-        .unwrap()
-}
-
-fn definition(name: &str) -> AttributeDefinition {
-    AttributeDefinition::builder()
-        .attribute_name(name)
-        .attribute_type(ScalarAttributeType::S)
-        .build()
-        .unwrap()
-}
+use sdk_server::{definition, key_element, Server};
 
 fn throughput(read: i64, write: i64) -> ProvisionedThroughput {
     ProvisionedThroughput::builder()

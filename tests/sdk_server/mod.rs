@@ -9,7 +9,30 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, KeySchemaElement, KeyType, ScalarAttributeType,
+};
 use aws_sdk_dynamodb::Client;
+
+/// A key schema element of the SDK's types.
+#[allow(dead_code)] // Not every test file builds tables with these.
+pub fn key_element(name: &str, key_type: KeyType) -> KeySchemaElement {
+    KeySchemaElement::builder()
+        .attribute_name(name)
+        .key_type(key_type)
+        .build()
+        .expect("a key schema element")
+}
+
+/// A string attribute definition of the SDK's types.
+#[allow(dead_code)]
+pub fn definition(name: &str) -> AttributeDefinition {
+    AttributeDefinition::builder()
+        .attribute_name(name)
+        .attribute_type(ScalarAttributeType::S)
+        .build()
+        .expect("an attribute definition")
+}
 
 /// A `shoal` child process serving on a free loopback port; SIGTERMed on drop.
 pub struct Server {
