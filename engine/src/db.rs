@@ -276,7 +276,9 @@ impl Db {
                 &dir.join(WAL_DIR_NAME),
                 wal_options,
                 applier,
-                seq_floor,
+                // The WAL's floor is the first sequence number it may issue; `seq_floor` was
+                // issued already (an SSTable may hold it, or metadata name it).
+                seq_floor + 1,
                 |record: shoal_wal::ReplayRecord<'_>| -> Result<(), DbError> {
                     replay_record(
                         &superversion,
@@ -591,7 +593,15 @@ impl Db {
             edits.push(VersionEdit::SetNextFileNumber(
                 self.shared.next_file_number.load(Ordering::Acquire),
             ));
-            let next = current.version.apply(&edits)?;
+            let mut next = current.version.apply(&edits)?;
+            // Metadata stored with the change may name sequence numbers up to the visible
+            // one (a stream shard ends there): the durable `last_seq` covers them, so a
+            // restart that lost unsynced WAL records (durability none or interval) continues
+            // past them rather than issuing them again.
+            let visible = self.shared.visible_seq.load(Ordering::Acquire);
+            if next.last_seq < visible {
+                next = next.apply(&[VersionEdit::SetLastSeq(visible)])?;
+            }
             manifest.install(&next)?;
             let mut guard = self.shared.superversion.write();
             let mut sv = (**guard).clone();
