@@ -1,7 +1,8 @@
 //! Changing a table's stored definition (its catalog entry, `table::catalog`): one durable
 //! version change each, made under `Database::catalog_change`, then the catalog cache
 //! reloaded. Every change of a definition goes through here — alone (stream settings, tags,
-//! table settings) or with the one new tree it needs (a GSI, a stream, an expiry index), so
+//! table settings), with the one new tree it needs (a GSI, a stream, an expiry index) or
+//! with the trees it no longer has, so
 //! a definition never names a tree that does not exist, nor a tree outlives its definition.
 
 use shoal_engine::version::VersionEdit;
@@ -20,6 +21,26 @@ impl Database {
                 key: metadata_key(&changed.name),
                 value: Some(bytes),
             }])
+            .map_err(internal)?;
+        self.reload_catalog().map_err(internal)
+    }
+
+    /// Stores `changed` and drops `trees` (an index, an expiry index it no longer has), in
+    /// one version change. The caller holds `catalog_change`.
+    pub(crate) fn store_definition_dropping(
+        &self,
+        changed: &TableDef,
+        trees: &[TreeId],
+    ) -> Result<(), ApiError> {
+        let bytes = changed.to_metadata().map_err(internal)?;
+        self.db
+            .drop_trees_with(
+                trees,
+                vec![VersionEdit::SetMetadata {
+                    key: metadata_key(&changed.name),
+                    value: Some(bytes),
+                }],
+            )
             .map_err(internal)?;
         self.reload_catalog().map_err(internal)
     }

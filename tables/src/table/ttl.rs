@@ -26,7 +26,6 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
-use shoal_engine::version::VersionEdit;
 use shoal_engine::{Direction, TreeId};
 use shoal_model::{ApiError, AttributeValue, ErrorCode, Item, Number};
 
@@ -36,7 +35,7 @@ use crate::api::ttl::{
     TimeToLiveSpecification, UpdateTimeToLiveInput, UpdateTimeToLiveOutput,
 };
 use crate::database::{internal, Database};
-use crate::table::catalog::{metadata_key, TableDef, TimeToLiveDef};
+use crate::table::catalog::{TableDef, TimeToLiveDef};
 use crate::table::item_codec::decode_item;
 use crate::table::keys;
 use crate::table::locks::CollectionLocks;
@@ -194,17 +193,7 @@ impl Database {
                 let Some(current) = changed.time_to_live.take() else {
                     return Err(internal("Time to Live vanished under the catalog lock"));
                 };
-                let bytes = changed.to_metadata().map_err(internal)?;
-                self.db
-                    .drop_trees_with(
-                        &[current.tree],
-                        vec![VersionEdit::SetMetadata {
-                            key: metadata_key(&changed.name),
-                            value: Some(bytes),
-                        }],
-                    )
-                    .map_err(internal)?;
-                self.reload_catalog().map_err(internal)?;
+                self.store_definition_dropping(&changed, &[current.tree])?;
                 tracing::info!(table = %table.name, "Time to Live disabled");
                 None
             }

@@ -54,14 +54,12 @@ use crate::api::update_table::{
 use crate::database::{internal, Database};
 use crate::table::billing;
 use crate::table::catalog::{
-    metadata_key, BillingMode, CapacitySettings, GlobalIndexDef, IndexStatus, KeyAttribute,
-    TableClass, TableDef,
+    BillingMode, CapacitySettings, GlobalIndexDef, IndexStatus, KeyAttribute, TableClass, TableDef,
 };
 use crate::table::control::now_millis;
 use crate::table::schema::{self, GlobalIndexSchema, BILLING_MODES, GLOBAL_INDEXES_MAX};
 use crate::table::stream_control::{self, StreamChange};
 use crate::table::transient::TransientStatus;
-use shoal_engine::version::VersionEdit;
 use shoal_engine::TreeId;
 
 /// The members an UpdateTable must hold at least one of, in the order DynamoDB's
@@ -290,17 +288,7 @@ impl Database {
         changed
             .attribute_definitions
             .retain(|d| used.contains(&d.name));
-        let bytes = changed.to_metadata().map_err(internal)?;
-        self.db
-            .drop_trees_with(
-                &[gsi.tree],
-                vec![VersionEdit::SetMetadata {
-                    key: metadata_key(&changed.name),
-                    value: Some(bytes),
-                }],
-            )
-            .map_err(internal)?;
-        self.reload_catalog().map_err(internal)?;
+        self.store_definition_dropping(&changed, &[gsi.tree])?;
         tracing::info!(table = %table.name, index = index_name, "GSI deleted");
         Ok(())
     }
