@@ -15,14 +15,7 @@ use crate::table::catalog::{metadata_key, TableDef};
 impl Database {
     /// Stores `changed` as its table's definition. The caller holds `catalog_change`.
     pub(crate) fn store_definition(&self, changed: &TableDef) -> Result<(), ApiError> {
-        let bytes = changed.to_metadata().map_err(internal)?;
-        self.db
-            .apply_edits(vec![VersionEdit::SetMetadata {
-                key: metadata_key(&changed.name),
-                value: Some(bytes),
-            }])
-            .map_err(internal)?;
-        self.reload_catalog().map_err(internal)
+        self.store_definition_dropping(changed, &[])
     }
 
     /// Stores `changed` and drops `trees` (an index, an expiry index it no longer has), in

@@ -25,7 +25,7 @@ use shoal_model::{ApiError, ErrorCode};
 
 use crate::api::streams::StreamSpecification;
 use crate::database::{internal, Catalog, Database};
-use crate::table::catalog::{metadata_key, ShardDef, StreamDef, StreamViewType, TableDef};
+use crate::table::catalog::{ShardDef, StreamDef, StreamViewType, TableDef};
 use crate::table::control::{now_millis, table_arn};
 use crate::table::stream::StreamRetention;
 
@@ -389,13 +389,7 @@ impl Database {
     /// Rolls shards over and forgets what is past retention, now (what the upkeep thread
     /// does every interval; tests call it directly).
     pub fn stream_upkeep(&self) -> Result<(), ApiError> {
-        upkeep_once(
-            &self.db,
-            &self.catalog,
-            &self.catalog_change,
-            &self.streams,
-            &self.options,
-        )
+        self.upkeep_once()
     }
 }
 
@@ -406,106 +400,95 @@ fn close_shard(shard: &mut ShardDef, end_seq: u64, now: u64) {
     shard.closed_at_millis = Some(now);
 }
 
-/// One pass of the upkeep: for every table with streams, rolls the open shard over when it
-/// is old or full enough, forgets closed shards whose newest record is past retention, and
-/// drops a disabled stream (and its tree) once nothing of it is retained.
-pub(crate) fn upkeep_once(
-    db: &Db,
-    catalog: &RwLock<Catalog>,
-    catalog_change: &Mutex<()>,
-    streams: &Streams,
-    options: &crate::Options,
-) -> Result<(), ApiError> {
-    let now = now_millis();
-    let retention_millis = millis(options.stream_retention);
-    let shard_millis = millis(options.stream_shard_duration);
-    let tables: Vec<Arc<TableDef>> = catalog
-        .read()
-        .values()
-        .filter(|table| !table.streams.is_empty())
-        .cloned()
-        .collect();
-    for table in &tables {
-        for stream in &table.streams {
-            trim_stream(db, streams, stream.tree, now, retention_millis)?;
+impl Database {
+    /// One pass of the upkeep: for every table with streams, rolls the open shard over when
+    /// it is old or full enough, forgets closed shards whose newest record is past
+    /// retention, and drops a disabled stream (and its tree) once nothing of it is retained.
+    fn upkeep_once(&self) -> Result<(), ApiError> {
+        let (db, catalog, streams, options) =
+            (&*self.db, &*self.catalog, &*self.streams, &self.options);
+        let now = now_millis();
+        let retention_millis = millis(options.stream_retention);
+        let shard_millis = millis(options.stream_shard_duration);
+        let tables: Vec<Arc<TableDef>> = catalog
+            .read()
+            .values()
+            .filter(|table| !table.streams.is_empty())
+            .cloned()
+            .collect();
+        for table in &tables {
+            for stream in &table.streams {
+                trim_stream(db, streams, stream.tree, now, retention_millis)?;
+            }
         }
-    }
-    for table in tables {
-        let needs_change = table.streams.iter().any(|stream| {
-            let open = stream.shards.last().filter(|s| s.end_seq.is_none());
-            let roll = stream.is_enabled()
-                && open.is_some_and(|shard| {
-                    now.saturating_sub(shard.created_at_millis) >= shard_millis
-                        || options
-                            .stream_shard_records_max
-                            .is_some_and(|max| streams.open_shard_record_count(stream.tree) >= max)
-                });
-            let forget = stream.shards.iter().any(|shard| {
-                shard
-                    .closed_at_millis
-                    .is_some_and(|closed| closed.saturating_add(retention_millis) < now)
-            });
-            roll || forget
-        });
-        if !needs_change {
-            continue;
-        }
-        let _change = catalog_change.lock();
-        // Re-read under the lock: the table may have changed or gone meanwhile.
-        let Some(current) = catalog.read().get(&table.name).cloned() else {
-            continue;
-        };
-        let mut changed = (*current).clone();
-        let mut dropped_trees = Vec::new();
-        for stream in &mut changed.streams {
-            let enabled = stream.is_enabled();
-            let tree = stream.tree;
-            if let Some(open) = stream.shards.last_mut().filter(|s| s.end_seq.is_none()) {
-                let full = options
-                    .stream_shard_records_max
-                    .is_some_and(|max| streams.open_shard_record_count(tree) >= max);
-                if enabled && (now.saturating_sub(open.created_at_millis) >= shard_millis || full) {
-                    let end_seq = db.visible_seq();
-                    close_shard(open, end_seq, now);
-                    let parent = open.id.clone();
-                    let start_seq = open.end_seq.unwrap_or(end_seq) + 1;
-                    // A child created in the parent's millisecond still sorts after it.
-                    let created_at_millis = now.max(open.created_at_millis + 1);
-                    stream.shards.push(ShardDef {
-                        id: shard_id(tree, start_seq, created_at_millis),
-                        parent: Some(parent),
-                        start_seq,
-                        end_seq: None,
-                        created_at_millis,
-                        closed_at_millis: None,
+        for table in tables {
+            let needs_change = table.streams.iter().any(|stream| {
+                let open = stream.shards.last().filter(|s| s.end_seq.is_none());
+                let roll = stream.is_enabled()
+                    && open.is_some_and(|shard| {
+                        now.saturating_sub(shard.created_at_millis) >= shard_millis
+                            || options.stream_shard_records_max.is_some_and(|max| {
+                                streams.open_shard_record_count(stream.tree) >= max
+                            })
                     });
-                    streams.reset_open_shard_records(tree);
+                let forget = stream.shards.iter().any(|shard| {
+                    shard
+                        .closed_at_millis
+                        .is_some_and(|closed| closed.saturating_add(retention_millis) < now)
+                });
+                roll || forget
+            });
+            if !needs_change {
+                continue;
+            }
+            let _change = self.catalog_change.lock();
+            // Re-read under the lock: the table may have changed or gone meanwhile.
+            let Some(current) = catalog.read().get(&table.name).cloned() else {
+                continue;
+            };
+            let mut changed = (*current).clone();
+            let mut dropped_trees = Vec::new();
+            for stream in &mut changed.streams {
+                let enabled = stream.is_enabled();
+                let tree = stream.tree;
+                if let Some(open) = stream.shards.last_mut().filter(|s| s.end_seq.is_none()) {
+                    let full = options
+                        .stream_shard_records_max
+                        .is_some_and(|max| streams.open_shard_record_count(tree) >= max);
+                    if enabled
+                        && (now.saturating_sub(open.created_at_millis) >= shard_millis || full)
+                    {
+                        let end_seq = db.visible_seq();
+                        close_shard(open, end_seq, now);
+                        let parent = open.id.clone();
+                        let start_seq = open.end_seq.unwrap_or(end_seq) + 1;
+                        // A child created in the parent's millisecond still sorts after it.
+                        let created_at_millis = now.max(open.created_at_millis + 1);
+                        stream.shards.push(ShardDef {
+                            id: shard_id(tree, start_seq, created_at_millis),
+                            parent: Some(parent),
+                            start_seq,
+                            end_seq: None,
+                            created_at_millis,
+                            closed_at_millis: None,
+                        });
+                        streams.reset_open_shard_records(tree);
+                    }
+                }
+                stream.shards.retain(|shard| {
+                    shard
+                        .closed_at_millis
+                        .is_none_or(|closed| closed.saturating_add(retention_millis) >= now)
+                });
+                if stream.shards.is_empty() {
+                    dropped_trees.push(stream.tree);
                 }
             }
-            stream.shards.retain(|shard| {
-                shard
-                    .closed_at_millis
-                    .is_none_or(|closed| closed.saturating_add(retention_millis) >= now)
-            });
-            if stream.shards.is_empty() {
-                dropped_trees.push(stream.tree);
-            }
+            changed.streams.retain(|stream| !stream.shards.is_empty());
+            self.store_definition_dropping(&changed, &dropped_trees)?;
         }
-        changed.streams.retain(|stream| !stream.shards.is_empty());
-        let bytes = changed.to_metadata().map_err(internal)?;
-        let edit = VersionEdit::SetMetadata {
-            key: metadata_key(&changed.name),
-            value: Some(bytes),
-        };
-        if dropped_trees.is_empty() {
-            db.apply_edits(vec![edit]).map_err(internal)?;
-        } else {
-            db.drop_trees_with(&dropped_trees, vec![edit])
-                .map_err(internal)?;
-        }
-        crate::database::reload(db, catalog, &streams.retention).map_err(internal)?;
+        Ok(())
     }
-    Ok(())
 }
 
 /// Drops the records of the stream in `tree` that are past retention, by compacting the
