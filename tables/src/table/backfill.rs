@@ -507,27 +507,18 @@ fn set_status(context: &Context, target: &Target, status: IndexStatus) -> Result
             return Ok(!ttl.backfilled);
         }
         ttl.backfilled = true;
-        let bytes = changed.to_metadata().map_err(internal)?;
-        context
-            .db
-            .apply_edits(vec![VersionEdit::SetMetadata {
-                key: metadata_key(&changed.name),
-                value: Some(bytes),
-            }])
-            .map_err(internal)?;
-        *context.catalog.write() = read_catalog(&context.db).map_err(internal)?;
-        return Ok(true);
+    } else {
+        let Some(gsi) = changed.global_indexes.get_mut(position) else {
+            return Ok(false);
+        };
+        if !matches!(gsi.status, IndexStatus::Creating { .. }) {
+            return Ok(false);
+        }
+        if gsi.status == status {
+            return Ok(true);
+        }
+        gsi.status = status;
     }
-    let Some(gsi) = changed.global_indexes.get_mut(position) else {
-        return Ok(false);
-    };
-    if !matches!(gsi.status, IndexStatus::Creating { .. }) {
-        return Ok(false);
-    }
-    if gsi.status == status {
-        return Ok(true);
-    }
-    gsi.status = status;
     let bytes = changed.to_metadata().map_err(internal)?;
     context
         .db
