@@ -54,6 +54,7 @@ mod key_condition;
 pub mod legacy;
 mod lexer;
 mod parser;
+pub mod partiql;
 mod projection;
 mod reserved;
 mod update;

@@ -27,6 +27,8 @@ pub enum ErrorCode {
     TransactionConflictException,
     TransactionInProgressException,
     IdempotentParameterMismatchException,
+    /// PartiQL: an INSERT of a key that exists.
+    DuplicateItemException,
     /// Streams: a shard iterator older than 15 minutes.
     ExpiredIteratorException,
     /// Streams: a position before the oldest record still retained.
@@ -65,6 +67,7 @@ impl ErrorCode {
             ErrorCode::IdempotentParameterMismatchException => {
                 "IdempotentParameterMismatchException"
             }
+            ErrorCode::DuplicateItemException => "DuplicateItemException",
             ErrorCode::ExpiredIteratorException => "ExpiredIteratorException",
             ErrorCode::TrimmedDataAccessException => "TrimmedDataAccessException",
             ErrorCode::InternalServerError => "InternalServerError",
@@ -147,6 +150,7 @@ impl ErrorCode {
             TransactionConflictException,
             TransactionInProgressException,
             IdempotentParameterMismatchException,
+            DuplicateItemException,
             ExpiredIteratorException,
             TrimmedDataAccessException,
             InternalServerError,

@@ -31,6 +31,7 @@ pub fn error_namespace(code: ErrorCode) -> &'static str {
         | ErrorCode::TransactionConflictException
         | ErrorCode::TransactionInProgressException
         | ErrorCode::IdempotentParameterMismatchException
+        | ErrorCode::DuplicateItemException
         // SPEC-2 §1.2: the streams errors share DynamoDB's namespace.
         | ErrorCode::ExpiredIteratorException
         | ErrorCode::TrimmedDataAccessException

@@ -11,6 +11,10 @@ use crate::api::common::ConsumedCapacity;
 use crate::api::items::{
     DeleteItemInput, GetItemInput, GetItemOutput, PutItemInput, PutItemOutput, UpdateItemInput,
 };
+use crate::api::partiql::{
+    BatchExecuteStatementInput, BatchExecuteStatementOutput, ExecuteStatementInput,
+    ExecuteStatementOutput, ExecuteTransactionInput, ExecuteTransactionOutput,
+};
 use crate::api::query::{QueryRequest, QueryResponse, ScanRequest};
 use crate::api::transact::{
     TransactGetItemsInput, TransactGetItemsOutput, TransactWriteItemsInput,
@@ -97,6 +101,14 @@ impl Database {
             // items: add arms above this line
             "Query" => self.metered(body, metered, &encoding, |input| self.query(input)),
             "Scan" => self.metered(body, metered, &encoding, |input| self.scan(input)),
+            "ExecuteStatement" => {
+                self.metered_statements(body, &encoding, |input| self.execute_statement(input))
+            }
+            "BatchExecuteStatement" => self
+                .metered_statements(body, &encoding, |input| self.batch_execute_statement(input)),
+            "ExecuteTransaction" => {
+                self.metered_statements(body, &encoding, |input| self.execute_transaction(input))
+            }
             // query: add arms above this line
             "ListStreams" => Ok(encoding.encode(&self.list_streams(body.decode()?)?)),
             "DescribeStream" => Ok(encoding.encode(&self.describe_stream(body.decode()?)?)),
@@ -139,6 +151,37 @@ impl Database {
             if !client_asked {
                 response.clear_consumed_capacity();
             }
+        }
+        Ok(encoding.encode(&response))
+    }
+
+    /// Runs a PartiQL operation, metered as what its statements turned out to be (reads or
+    /// writes), like [`Database::metered`].
+    fn metered_statements<I, R, B, E>(
+        &self,
+        body: B,
+        encoding: &E,
+        operation: impl FnOnce(I) -> Result<R, ApiError>,
+    ) -> Result<E::Output, ApiError>
+    where
+        I: MeteredInput + DeserializeOwned,
+        R: CarriesCapacity + StatementKind + Serialize,
+        B: RequestBody,
+        E: Encoding,
+    {
+        let mut input: I = body.decode()?;
+        let requested = input.return_consumed_capacity();
+        let client_asked = requested.as_deref().is_some_and(|r| r != "NONE");
+        if !client_asked {
+            *requested = Some("TOTAL".to_string());
+        }
+        let mut response = operation(input)?;
+        if let Some(kind) = response.metered() {
+            self.capacity_meter
+                .record(kind, response.consumed_capacity());
+        }
+        if !client_asked {
+            response.clear_consumed_capacity();
         }
         Ok(encoding.encode(&response))
     }
@@ -195,6 +238,9 @@ pub const SUPPORTED_OPERATIONS: &[&str] = &[
     // items: add names above this line
     "Query",
     "Scan",
+    "ExecuteStatement",
+    "BatchExecuteStatement",
+    "ExecuteTransaction",
     // query: add names above this line
     "ListStreams",
     "DescribeStream",
@@ -228,7 +274,10 @@ metered_inputs!(
     TransactWriteItemsInput,
     TransactGetItemsInput,
     QueryRequest,
-    ScanRequest
+    ScanRequest,
+    ExecuteStatementInput,
+    BatchExecuteStatementInput,
+    ExecuteTransactionInput
 );
 
 /// Where a request's input comes from.
@@ -322,12 +371,40 @@ macro_rules! carries_capacity_per_table {
     )*};
 }
 
-carries_one_capacity!(PutItemOutput, GetItemOutput, QueryResponse);
+carries_one_capacity!(
+    PutItemOutput,
+    GetItemOutput,
+    QueryResponse,
+    ExecuteStatementOutput
+);
 carries_capacity_per_table!(
     BatchWriteItemOutput,
     BatchGetItemOutput,
     TransactWriteItemsOutput,
-    TransactGetItemsOutput
+    TransactGetItemsOutput,
+    BatchExecuteStatementOutput,
+    ExecuteTransactionOutput
+);
+
+/// A PartiQL response: whether its statements read or wrote (None: nothing ran).
+trait StatementKind {
+    fn metered(&self) -> Option<Metered>;
+}
+
+macro_rules! statement_kind {
+    ($($response:ty),*) => {$(
+        impl StatementKind for $response {
+            fn metered(&self) -> Option<Metered> {
+                self.metered
+            }
+        }
+    )*};
+}
+
+statement_kind!(
+    ExecuteStatementOutput,
+    BatchExecuteStatementOutput,
+    ExecuteTransactionOutput
 );
 
 #[cfg(test)]

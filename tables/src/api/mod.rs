@@ -16,6 +16,7 @@ pub mod batch;
 pub mod common;
 pub mod control;
 pub mod items;
+pub mod partiql;
 pub mod query;
 pub mod settings;
 pub mod streams;

@@ -16,6 +16,8 @@ pub mod items;
 pub mod keys;
 pub mod locks;
 pub mod paging;
+pub mod partiql;
+pub mod partiql_compile;
 pub mod query;
 pub mod scan;
 pub mod schema;

@@ -1,0 +1,147 @@
+//! The parsed form of a PartiQL statement.
+//!
+//! Conditions and values share one tree, [`Node`], as in PartiQL itself (`(a = 1)` and
+//! `(a + 1)` start alike); what may stand where is checked when a statement is compiled onto
+//! DynamoDB's operations, which is also where parameters are bound.
+
+use shoal_model::AttributeValue;
+
+use crate::ast::Path;
+
+/// One statement.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Statement {
+    Select(Select),
+    Insert(Insert),
+    Update(UpdateStatement),
+    Delete(Delete),
+    /// `EXISTS(SELECT …)`: a condition check, only inside ExecuteTransaction.
+    Exists(Select),
+}
+
+/// A table, or an index of it (`"T"."Idx"`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    pub table: String,
+    pub index: Option<String>,
+}
+
+/// `SELECT proj FROM target [WHERE cond] [ORDER BY …]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Select {
+    /// None for `*`.
+    pub projection: Option<Vec<Path>>,
+    pub target: Target,
+    pub condition: Option<Node>,
+    pub order_by: Vec<OrderBy>,
+}
+
+/// One `ORDER BY` term.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrderBy {
+    pub path: Path,
+    pub descending: bool,
+}
+
+/// `INSERT INTO table VALUE {…}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Insert {
+    pub table: String,
+    /// A `Node::Map` literal (possibly holding parameters).
+    pub item: Node,
+}
+
+/// `UPDATE table SET … REMOVE … WHERE cond [RETURNING …]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpdateStatement {
+    pub table: String,
+    pub actions: Vec<Action>,
+    /// None when the statement has no WHERE (refused when compiled: the key is mandatory).
+    pub condition: Option<Node>,
+    pub returning: Option<Returning>,
+}
+
+/// One action of an UPDATE, in written order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    Set(Path, Node),
+    Remove(Path),
+}
+
+/// `DELETE FROM table WHERE cond [RETURNING ALL OLD *]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delete {
+    pub table: String,
+    pub condition: Option<Node>,
+    pub returning: Option<Returning>,
+}
+
+/// `RETURNING (ALL|MODIFIED) (OLD|NEW) *`: UpdateItem's ReturnValues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Returning {
+    AllOld,
+    ModifiedOld,
+    AllNew,
+    ModifiedNew,
+}
+
+/// Where a token sat, for DynamoDB's `at 1:<column>:<length>` texts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Position {
+    pub column: usize,
+    pub length: usize,
+}
+
+/// What `IS [NOT] …` tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TypeTest {
+    Missing,
+    Null,
+    /// A DynamoDB type name (`S`, `N`, `BOOL`, `L`, `M`, `B`, …) a PartiQL type maps to.
+    Type(&'static str),
+}
+
+/// An expression: a value or a condition.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Node {
+    Literal(AttributeValue),
+    /// The n-th `?` (0-based), bound from the request's `Parameters`.
+    Parameter(usize),
+    Path(Path),
+    List(Vec<Node>),
+    Map(Vec<(String, Node)>),
+    /// `<<…>>`: a set literal.
+    Bag(Vec<Node>, Position),
+    /// A function call; `name` is lower case.
+    Call {
+        name: String,
+        arguments: Vec<Node>,
+        position: Position,
+    },
+    /// `=`, `<>`, `<`, `<=`, `>`, `>=`, `+`, `-` (and operators DynamoDB refuses, kept so the
+    /// refusal can name them).
+    Binary {
+        operator: &'static str,
+        left: Box<Node>,
+        right: Box<Node>,
+    },
+    And(Box<Node>, Box<Node>),
+    Or(Box<Node>, Box<Node>),
+    Not(Box<Node>),
+    Between {
+        operand: Box<Node>,
+        low: Box<Node>,
+        high: Box<Node>,
+        negated: bool,
+    },
+    In {
+        operand: Box<Node>,
+        values: Vec<Node>,
+        negated: bool,
+    },
+    Is {
+        operand: Box<Node>,
+        test: TypeTest,
+        negated: bool,
+    },
+}

@@ -1,0 +1,200 @@
+//! ExecuteStatement, BatchExecuteStatement and ExecuteTransaction: request and response
+//! shapes (SPEC-2 §3.1) and the member constraints checked before a statement is parsed.
+//! Compilation onto the item operations is in `table/partiql.rs`.
+
+use serde::{Deserialize, Serialize};
+use shoal_model::{ApiError, AttributeValue, Item};
+
+use crate::api::common::{parse_enum, validation_errors, ConsumedCapacity};
+pub use crate::api::transact::ItemResponse;
+use crate::metering::Metered;
+
+/// Longest `Statement`, in characters.
+pub const STATEMENT_LENGTH_MAX: usize = 8192;
+/// Most statements in one BatchExecuteStatement.
+pub const BATCH_STATEMENTS_MAX: usize = 25;
+/// Most statements in one ExecuteTransaction.
+pub const TRANSACT_STATEMENTS_MAX: usize = 100;
+/// Longest `NextToken`.
+pub const NEXT_TOKEN_LENGTH_MAX: usize = 32768;
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ExecuteStatementInput {
+    pub statement: Option<String>,
+    pub parameters: Option<Vec<AttributeValue>>,
+    pub consistent_read: Option<bool>,
+    pub next_token: Option<String>,
+    pub limit: Option<i64>,
+    pub return_consumed_capacity: Option<String>,
+    pub return_values_on_condition_check_failure: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ExecuteStatementOutput {
+    pub items: Vec<Item>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_token: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consumed_capacity: Option<ConsumedCapacity>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_evaluated_key: Option<Item>,
+    /// Whether the statement read or wrote, for the capacity meter.
+    #[serde(skip)]
+    pub metered: Option<Metered>,
+}
+
+/// One statement of a BatchExecuteStatement.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct BatchStatementRequest {
+    pub statement: Option<String>,
+    pub parameters: Option<Vec<AttributeValue>>,
+    pub consistent_read: Option<bool>,
+    pub return_values_on_condition_check_failure: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct BatchExecuteStatementInput {
+    pub statements: Option<Vec<BatchStatementRequest>>,
+    pub return_consumed_capacity: Option<String>,
+}
+
+/// A failed slot of a BatchExecuteStatement.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct BatchStatementError {
+    pub code: String,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub item: Option<Item>,
+}
+
+/// One slot of a BatchExecuteStatement's answer, in request order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct BatchStatementResponse {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<BatchStatementError>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub item: Option<Item>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct BatchExecuteStatementOutput {
+    pub responses: Vec<BatchStatementResponse>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consumed_capacity: Option<Vec<ConsumedCapacity>>,
+    #[serde(skip)]
+    pub metered: Option<Metered>,
+}
+
+/// One statement of an ExecuteTransaction.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ParameterizedStatement {
+    pub statement: Option<String>,
+    pub parameters: Option<Vec<AttributeValue>>,
+    pub return_values_on_condition_check_failure: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ExecuteTransactionInput {
+    pub transact_statements: Option<Vec<ParameterizedStatement>>,
+    pub client_request_token: Option<String>,
+    pub return_consumed_capacity: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ExecuteTransactionOutput {
+    pub responses: Vec<ItemResponse>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consumed_capacity: Option<Vec<ConsumedCapacity>>,
+    #[serde(skip)]
+    pub metered: Option<Metered>,
+}
+
+/// Checks a `Statement` member (1..8192 characters) at `member` (`statement`, or
+/// `statements.N.member.statement` style for lists).
+pub(crate) fn check_statement<'a>(
+    statement: Option<&'a str>,
+    member: &str,
+    problems: &mut Vec<String>,
+) -> Option<&'a str> {
+    match statement {
+        None => {
+            problems.push(format!(
+                "Value null at '{member}' failed to satisfy constraint: Member must not be null"
+            ));
+            None
+        }
+        Some(text) => {
+            let length = text.chars().count();
+            if length == 0 {
+                problems.push(format!(
+                    "Value '{text}' at '{member}' failed to satisfy constraint: Member must have length greater than or equal to 1"
+                ));
+            } else if length > STATEMENT_LENGTH_MAX {
+                problems.push(format!(
+                    "Value '{text}' at '{member}' failed to satisfy constraint: Member must have length less than or equal to {STATEMENT_LENGTH_MAX}"
+                ));
+            }
+            Some(text)
+        }
+    }
+}
+
+/// Checks `Parameters` (at least one when present).
+pub(crate) fn check_parameters(
+    parameters: Option<&[AttributeValue]>,
+    member: &str,
+    problems: &mut Vec<String>,
+) {
+    if parameters.is_some_and(<[AttributeValue]>::is_empty) {
+        problems.push(format!(
+            "Value '[]' at '{member}' failed to satisfy constraint: Member must have length greater than or equal to 1"
+        ));
+    }
+}
+
+/// Checks `ReturnValuesOnConditionCheckFailure` and says whether it asks for ALL_OLD.
+pub(crate) fn check_return_on_failure(
+    value: Option<&str>,
+    problems: &mut Vec<String>,
+) -> Option<String> {
+    match parse_enum(
+        value,
+        "returnValuesOnConditionCheckFailure",
+        &crate::api::common::RETURN_VALUES_ON_CONDITION_CHECK_FAILURE,
+    ) {
+        Ok(_) => value.map(str::to_string),
+        Err(error) => {
+            problems.push(strip_envelope(&error.message));
+            None
+        }
+    }
+}
+
+/// The text of one problem inside DynamoDB's `N validation error(s) detected: ` envelope.
+fn strip_envelope(message: &str) -> String {
+    message
+        .split_once("detected: ")
+        .map_or(message, |(_, rest)| rest)
+        .to_string()
+}
+
+/// Turns collected problems into the request's error, if any.
+pub(crate) fn problems_to_error(problems: &[String]) -> Result<(), ApiError> {
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(validation_errors(problems))
+    }
+}
