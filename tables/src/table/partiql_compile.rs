@@ -269,10 +269,12 @@ impl<'p> Writer<'p> {
                 }
                 match &arguments[0] {
                     Node::Path(first) if first == path => {}
-                    _ => return Err(ApiError::validation(format!(
+                    _ => {
+                        return Err(ApiError::validation(format!(
                         "The first argument to {upper} must equal the assignment value at 1:{}:{}",
                         position.column, position.length
-                    ))),
+                    )))
+                    }
                 }
                 let set = constant(&arguments[1], self.parameters)?;
                 if !matches!(
