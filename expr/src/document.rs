@@ -45,6 +45,54 @@ pub fn resolve<'i>(item: &'i Item, path: &Path) -> Option<&'i AttributeValue> {
     Some(current)
 }
 
+/// The parent container of `path`'s last step; `None` for a top-level path or a missing
+/// parent.
+fn parent<'i>(item: &'i Item, path: &Path) -> Option<&'i AttributeValue> {
+    let elements = path.elements();
+    let (_, above) = elements.split_last()?;
+    let mut current = item.get(path.top_level_name())?;
+    for element in above.get(1..)? {
+        current = step(current, element)?;
+    }
+    Some(current)
+}
+
+/// Whether `path`'s last step can exist in `item`: a top-level name always can; a nested
+/// step needs a parent of its kind (a map for `.name`, a list for `[n]`).
+fn fits_its_parent(item: &Item, path: &Path) -> bool {
+    if !path.is_nested() {
+        return true;
+    }
+    matches!(
+        (parent(item, path), path.elements().last()),
+        (
+            Some(AttributeValue::M(_)),
+            Some(PathElement::Attribute { .. })
+        ) | (Some(AttributeValue::L(_)), Some(PathElement::Index(_)))
+    )
+}
+
+/// REMOVE of a nested path whose parent is missing or of the other kind is an error in
+/// DynamoDB, not a no-op (only a missing last step is ignored).
+pub(crate) fn check_removable(item: &Item, path: &Path) -> Result<(), ApiError> {
+    if fits_its_parent(item, path) {
+        Ok(())
+    } else {
+        Err(invalid_update_path())
+    }
+}
+
+/// Whether writing `path` would append to a list: its last step is an index at or past the
+/// end of an existing list.
+pub(crate) fn appends(item: &Item, path: &Path) -> bool {
+    match (parent(item, path), path.elements().last()) {
+        (Some(AttributeValue::L(list)), Some(PathElement::Index(index))) => {
+            usize::try_from(*index).map_or(true, |index| index >= list.len())
+        }
+        _ => false,
+    }
+}
+
 /// The parent container of `path`'s last step, for writing.
 fn parent_mut<'i>(item: &'i mut Item, path: &Path) -> Option<&'i mut AttributeValue> {
     let elements = path.elements();

@@ -2,9 +2,10 @@
 //!
 //! Semantics: every `SET` operand is evaluated against the item as it was before the update,
 //! so list indexes and paths always mean positions and values *before* the update. SET, ADD
-//! and DELETE are then applied in order; REMOVEs come last, deepest list positions first, and
-//! only for paths that existed before the update, so removing `a[0]` and `a[1]` in one
-//! expression removes the two original elements.
+//! and DELETE are then applied in order, except that writes past the end of a list are
+//! appended after the others, in the order of their indexes; REMOVEs come last, deepest list
+//! positions first, and only for paths that existed before the update, so removing `a[0]`
+//! and `a[1]` in one expression removes the two original elements.
 
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
@@ -13,7 +14,7 @@ use std::fmt;
 use shoal_model::{ApiError, AttributeValue, Item};
 
 use crate::ast::{fmt_update_actions, Path, PathElement, SetValue, UpdateAction, UpdateOperand};
-use crate::document::{remove_at, resolve, set_at};
+use crate::document::{appends, check_removable, remove_at, resolve, set_at};
 
 /// A parsed, validated update.
 #[derive(Debug, Clone, PartialEq)]
@@ -151,22 +152,23 @@ fn value_after_delete(
     Ok((!now_empty).then_some(result))
 }
 
-/// Orders REMOVE paths so that later list positions go first (removing them does not shift
-/// the earlier ones).
-fn removal_order(first: &Path, second: &Path) -> Ordering {
+/// A total order on paths: step by step, names alphabetically, list positions ascending,
+/// a name before a position; a path before the paths below it.
+fn document_order(first: &Path, second: &Path) -> Ordering {
     for (a, b) in first.elements().iter().zip(second.elements()) {
         let ordering = match (a, b) {
-            (PathElement::Index(a), PathElement::Index(b)) => b.cmp(a),
+            (PathElement::Index(a), PathElement::Index(b)) => a.cmp(b),
             (PathElement::Attribute { name: a, .. }, PathElement::Attribute { name: b, .. }) => {
                 a.cmp(b)
             }
-            _ => Ordering::Equal,
+            (PathElement::Attribute { .. }, PathElement::Index(_)) => Ordering::Less,
+            (PathElement::Index(_), PathElement::Attribute { .. }) => Ordering::Greater,
         };
         if ordering != Ordering::Equal {
             return ordering;
         }
     }
-    second.elements().len().cmp(&first.elements().len())
+    first.elements().len().cmp(&second.elements().len())
 }
 
 impl Update {
@@ -201,7 +203,9 @@ impl Update {
         self.paths().map(Path::top_level_name).collect()
     }
 
-    /// Applies the update to a copy of `item` (pass an empty item when none exists).
+    /// Applies the update to a copy of `item` (pass the key alone when no item exists). A
+    /// REMOVE through a missing parent is an error here; DynamoDB ignores it only when the
+    /// item does not exist, which callers handle with [`Update::only_removes`].
     pub fn apply(&self, item: &Item) -> Result<UpdateOutcome, ApiError> {
         // SET operands read the item as it was before the update.
         let mut set_values = Vec::new();
@@ -214,13 +218,21 @@ impl Update {
         let mut updated = item.clone();
         let mut touched_paths = Vec::with_capacity(self.actions.len());
         let mut removals = Vec::new();
+        // Writes past the end of a list wait until the other writes are done: DynamoDB
+        // appends them in the order of their indexes, not in the order written.
+        let mut appended = Vec::new();
         for action in &self.actions {
             match action {
                 UpdateAction::Set { path, .. } => {
                     let value = set_values.next().ok_or_else(incorrect_data_type)?;
-                    touched_paths.push(set_at(&mut updated, path, value)?);
+                    if appends(&updated, path) {
+                        appended.push((path, value));
+                    } else {
+                        touched_paths.push(set_at(&mut updated, path, value)?);
+                    }
                 }
                 UpdateAction::Remove { path } => {
+                    check_removable(item, path)?;
                     touched_paths.push(path.clone());
                     if resolve(item, path).is_some() {
                         removals.push(path);
@@ -233,7 +245,11 @@ impl Update {
                 } => {
                     let new_value =
                         added_value(resolve(&updated, path), &value.value, *lists_allowed)?;
-                    touched_paths.push(set_at(&mut updated, path, new_value)?);
+                    if appends(&updated, path) {
+                        appended.push((path, new_value));
+                    } else {
+                        touched_paths.push(set_at(&mut updated, path, new_value)?);
+                    }
                 }
                 UpdateAction::Delete { path, value } => {
                     touched_paths.push(path.clone());
@@ -255,7 +271,12 @@ impl Update {
                 }
             }
         }
-        removals.sort_by(|a, b| removal_order(a, b));
+        appended.sort_by(|(a, _), (b, _)| document_order(a, b));
+        for (path, value) in appended {
+            touched_paths.push(set_at(&mut updated, path, value)?);
+        }
+        // Later list positions go first: removing them does not shift the earlier ones.
+        removals.sort_by(|a, b| document_order(b, a));
         for path in removals {
             remove_at(&mut updated, path);
         }
@@ -320,6 +341,44 @@ mod tests {
                 r#"{"l": {"L": [{"S": "a"}, {"S": "b"}]}}"#
             ),
             item(r#"{"l": {"L": [{"S": "y"}, {"S": "b"}, {"S": "x"}]}}"#)
+        );
+    }
+
+    #[test]
+    fn appends_past_the_end_land_in_index_order() {
+        let before = r#"{"l": {"L": [{"N": "0"}, {"N": "1"}]}}"#;
+        assert_eq!(
+            after("SET l[9] = :x, l[5] = :y", before),
+            item(r#"{"l": {"L": [{"N": "0"}, {"N": "1"}, {"S": "y"}, {"S": "x"}]}}"#)
+        );
+        let outcome = apply("SET l[9] = :x, l[5] = :y", &item(before)).unwrap();
+        assert_eq!(
+            extract_paths(&outcome.item, &outcome.touched_paths),
+            item(r#"{"l": {"L": [{"S": "y"}, {"S": "x"}]}}"#)
+        );
+    }
+
+    #[test]
+    fn remove_through_a_wrong_or_missing_parent_is_invalid() {
+        let invalid = "The document path provided in the update expression is invalid for update";
+        let before =
+            r#"{"s": {"S": "x"}, "l": {"L": [{"N": "0"}]}, "m": {"M": {"k": {"N": "1"}}}}"#;
+        for text in [
+            "REMOVE s.c",
+            "REMOVE s[0]",
+            "REMOVE l.c",
+            "REMOVE m[0]",
+            "REMOVE gone.c",
+            "REMOVE gone[0]",
+            "REMOVE m.gone.c",
+        ] {
+            assert_eq!(message(apply(text, &item(before))), invalid, "{text}");
+        }
+        // A missing last step under a parent of the right kind is no error.
+        assert_eq!(
+            after("REMOVE m.gone, l[5]", before),
+            item(before),
+            "nothing to remove"
         );
     }
 
@@ -404,10 +463,9 @@ mod tests {
         let before =
             r#"{"l": {"L": [{"S": "a"}, {"S": "b"}, {"S": "c"}, {"S": "d"}]}, "k": {"S": "k"}}"#;
         assert_eq!(
-            after("REMOVE l[0], l[2], l[17], k, nope, q.deeper", before),
+            after("REMOVE l[0], l[2], l[17], k, nope", before),
             item(r#"{"l": {"L": [{"S": "b"}, {"S": "d"}]}}"#)
         );
-        assert_eq!(after("REMOVE x.y", "{}"), Item::new());
     }
 
     #[test]
