@@ -4,7 +4,7 @@
 /// What a token is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TokenKind {
-    /// A bare name or keyword: `[A-Za-z_][A-Za-z0-9_]*`.
+    /// A bare name or keyword: `[A-Za-z][A-Za-z0-9_]*`.
     Identifier,
     /// `#name`.
     NamePlaceholder,
@@ -95,7 +95,13 @@ pub(crate) fn tokenize(source: &str) -> Vec<Token> {
                 while position < bytes.len() && is_name_char(bytes[position]) {
                     position += 1;
                 }
-                TokenKind::Identifier
+                // DynamoDB's tokenizer takes no name that starts with `_`: the whole word is
+                // the bad token of its syntax error.
+                if byte == b'_' {
+                    TokenKind::Unknown
+                } else {
+                    TokenKind::Identifier
+                }
             }
             b'<' => match bytes.get(position + 1) {
                 Some(b'=') => {
@@ -193,6 +199,15 @@ mod tests {
                 EndOfInput
             ]
         );
+    }
+
+    #[test]
+    fn a_name_starting_with_an_underscore_is_one_unknown_token() {
+        let source = "_a_b.c_";
+        let tokens = tokenize(source);
+        assert_eq!(tokens[0].kind, TokenKind::Unknown);
+        assert_eq!(&source[tokens[0].span()], "_a_b");
+        assert_eq!(tokens[2].kind, TokenKind::Identifier);
     }
 
     #[test]

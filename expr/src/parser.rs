@@ -41,8 +41,13 @@ pub const EXPRESSION_SIZE_BYTES_MAX: usize = 4096;
 pub const OPERATOR_COUNT_MAX: usize = 300;
 /// Most operands on the right of `IN`.
 pub const IN_OPERAND_COUNT_MAX: usize = 100;
-/// Deepest nesting of parentheses, `NOT`s and function calls; keeps recursion bounded.
-const NESTING_DEPTH_MAX: usize = 128;
+/// Deepest nesting of parentheses and function calls the recursive descent follows; keeps its
+/// stack use inside a 2 MiB thread stack even in an unoptimised build. DynamoDB limits nesting
+/// only through its operator limit: a call is an operator, and a parenthesized level that is
+/// not redundant holds an operator of its own, so a text nested deeper than the operator limit
+/// (plus the one level a call and its parentheses may share) has too many operators or
+/// redundant parentheses (see `Parser::too_deep_error`).
+const NESTING_DEPTH_MAX: usize = OPERATOR_COUNT_MAX + 8;
 
 /// The sections of an update expression, each allowed once.
 const UPDATE_SECTIONS: [&str; 4] = ["SET", "REMOVE", "ADD", "DELETE"];
@@ -108,6 +113,9 @@ pub(crate) struct Parser<'t, 'c, 'a> {
 
 type Parsed<T> = Result<T, String>;
 
+/// A condition and whether it is exactly one parenthesized group.
+type Grouped = (Box<Condition>, bool);
+
 impl<'t, 'c, 'a> Parser<'t, 'c, 'a> {
     /// Checks the text's emptiness and size, then tokenizes it.
     pub(crate) fn new(
@@ -142,7 +150,7 @@ impl<'t, 'c, 'a> Parser<'t, 'c, 'a> {
         self.expect_end()?;
         self.finish_checks()?;
         validate::check_condition(&condition)?;
-        Ok(condition)
+        Ok(*condition)
     }
 
     pub(crate) fn parse_update_expression(mut self) -> Parsed<Update> {
@@ -230,23 +238,30 @@ impl<'t, 'c, 'a> Parser<'t, 'c, 'a> {
         token.kind == TokenKind::Identifier && self.text(token).eq_ignore_ascii_case(keyword)
     }
 
-    /// `Syntax error; token: "<tok>", near: "<previous token through this one>"`.
+    /// `Syntax error; token: "<tok>", near: "<previous token through the next one>"` for the
+    /// token at the cursor.
     fn syntax_error(&self) -> String {
-        let token = self.peek();
-        let token_text = if token.kind == TokenKind::EndOfInput {
-            "<EOF>"
-        } else {
-            self.text(token)
+        self.syntax_error_at(self.position)
+    }
+
+    fn syntax_error_at(&self, index: usize) -> String {
+        let last = self.tokens.len().saturating_sub(1);
+        let index = index.min(last);
+        let token = self.tokens.get(index).copied();
+        let token_text = match token {
+            Some(token) if token.kind != TokenKind::EndOfInput => self.text(token),
+            _ => "<EOF>",
         };
-        let near_start = match self
-            .position
+        let span_of = |index: usize| self.tokens.get(index).map(|token| token.span());
+        let near_start = index
             .checked_sub(1)
-            .and_then(|index| self.tokens.get(index))
-        {
-            Some(previous) => previous.span().start,
-            None => token.span().start,
-        };
-        let near = self.source.get(near_start..token.span().end).unwrap_or("");
+            .and_then(span_of)
+            .or_else(|| span_of(index))
+            .map_or(0, |span| span.start);
+        let near_end = span_of((index + 1).min(last))
+            .or_else(|| span_of(index))
+            .map_or(near_start, |span| span.end);
+        let near = self.source.get(near_start..near_end).unwrap_or("");
         format!("Syntax error; token: \"{token_text}\", near: \"{near}\"")
     }
 
@@ -280,10 +295,65 @@ impl<'t, 'c, 'a> Parser<'t, 'c, 'a> {
 
     fn enter_nesting(&mut self) -> Parsed<()> {
         if self.nesting_depth >= NESTING_DEPTH_MAX {
-            return Err(self.syntax_error());
+            return Err(self.too_deep_error());
         }
         self.nesting_depth += 1;
         Ok(())
+    }
+
+    /// The error for a text nested deeper than the parser follows, found from its tokens
+    /// alone: unbalanced parentheses are a syntax error, then the operator limit, and
+    /// otherwise some parentheses must be redundant (see `NESTING_DEPTH_MAX`).
+    fn too_deep_error(&self) -> String {
+        let mut depth = 0usize;
+        let mut operators = 0usize;
+        let mut pending_between_and = 0usize;
+        for (index, token) in self.tokens.iter().enumerate() {
+            match token.kind {
+                TokenKind::OpenParen => depth += 1,
+                TokenKind::CloseParen => match depth.checked_sub(1) {
+                    Some(outer) => depth = outer,
+                    None => return self.syntax_error_at(index),
+                },
+                TokenKind::EndOfInput if depth > 0 => return self.syntax_error_at(index),
+                TokenKind::Equal
+                | TokenKind::NotEqual
+                | TokenKind::Less
+                | TokenKind::LessOrEqual
+                | TokenKind::Greater
+                | TokenKind::GreaterOrEqual
+                | TokenKind::Plus
+                | TokenKind::Minus => operators += 1,
+                TokenKind::Identifier => {
+                    let is_call = self
+                        .tokens
+                        .get(index + 1)
+                        .is_some_and(|next| next.kind == TokenKind::OpenParen);
+                    if is_call
+                        || ["OR", "NOT", "IN"]
+                            .iter()
+                            .any(|k| self.is_keyword(*token, k))
+                    {
+                        operators += 1;
+                    } else if self.is_keyword(*token, "BETWEEN") {
+                        operators += 1;
+                        pending_between_and += 1;
+                    } else if self.is_keyword(*token, "AND") {
+                        // The AND of `BETWEEN x AND y` is part of BETWEEN, not an operator.
+                        match pending_between_and.checked_sub(1) {
+                            Some(rest) => pending_between_and = rest,
+                            None => operators += 1,
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        if operators > OPERATOR_COUNT_MAX {
+            format!("The expression contains too many operators; operator count: {operators}")
+        } else {
+            "The expression has redundant parentheses;".to_string()
+        }
     }
 
     fn leave_nesting(&mut self) {
@@ -293,45 +363,52 @@ impl<'t, 'c, 'a> Parser<'t, 'c, 'a> {
     // ---- conditions --------------------------------------------------------------------
     //
     // Each level also returns whether what it parsed is exactly one parenthesized group, to
-    // detect DynamoDB's "redundant parentheses" error for `((a < b))`.
+    // detect DynamoDB's "redundant parentheses" error for `((a < b))`. The levels recurse once
+    // per parenthesis and pass conditions boxed, which keeps their stack frames small.
 
-    fn parse_or(&mut self) -> Parsed<(Condition, bool)> {
+    fn parse_or(&mut self) -> Parsed<Grouped> {
         let (mut condition, mut is_group) = self.parse_and()?;
         while self.is_keyword(self.peek(), "OR") {
             self.advance();
             self.count_operator();
             let (right, _) = self.parse_and()?;
-            condition = Condition::Or(Box::new(condition), Box::new(right));
+            condition = Box::new(Condition::Or(condition, right));
             is_group = false;
         }
         Ok((condition, is_group))
     }
 
-    fn parse_and(&mut self) -> Parsed<(Condition, bool)> {
+    fn parse_and(&mut self) -> Parsed<Grouped> {
         let (mut condition, mut is_group) = self.parse_not()?;
         while self.is_keyword(self.peek(), "AND") {
             self.advance();
             self.count_operator();
             let (right, _) = self.parse_not()?;
-            condition = Condition::And(Box::new(condition), Box::new(right));
+            condition = Box::new(Condition::And(condition, right));
             is_group = false;
         }
         Ok((condition, is_group))
     }
 
-    fn parse_not(&mut self) -> Parsed<(Condition, bool)> {
-        if self.is_keyword(self.peek(), "NOT") {
+    /// `NOT NOT … primary`, read in a loop: a chain of NOTs costs no stack.
+    fn parse_not(&mut self) -> Parsed<Grouped> {
+        let mut nots = 0usize;
+        while self.is_keyword(self.peek(), "NOT") {
             self.advance();
             self.count_operator();
-            self.enter_nesting()?;
-            let (inner, _) = self.parse_not()?;
-            self.leave_nesting();
-            return Ok((Condition::Not(Box::new(inner)), false));
+            nots += 1;
         }
-        self.parse_primary()
+        if nots == 0 {
+            return self.parse_primary();
+        }
+        let (mut condition, _) = self.parse_primary()?;
+        for _ in 0..nots {
+            condition = Box::new(Condition::Not(condition));
+        }
+        Ok((condition, false))
     }
 
-    fn parse_primary(&mut self) -> Parsed<(Condition, bool)> {
+    fn parse_primary(&mut self) -> Parsed<Grouped> {
         if self.peek().kind == TokenKind::OpenParen {
             self.advance();
             self.enter_nesting()?;
@@ -343,6 +420,14 @@ impl<'t, 'c, 'a> Parser<'t, 'c, 'a> {
             }
             return Ok((inner, true));
         }
+        Ok((Box::new(self.parse_predicate()?), false))
+    }
+
+    /// A comparison, BETWEEN, IN or function call. Kept out of `parse_primary`, which
+    /// recurses once per parenthesis: its many temporaries would otherwise sit in every
+    /// level's stack frame.
+    #[inline(never)]
+    fn parse_predicate(&mut self) -> Parsed<Condition> {
         let left = self.parse_raw_operand()?;
         let next = self.peek();
         let comparator = match next.kind {
@@ -359,14 +444,11 @@ impl<'t, 'c, 'a> Parser<'t, 'c, 'a> {
             self.count_operator();
             let left = condition_operand(left)?;
             let right = condition_operand(self.parse_raw_operand()?)?;
-            return Ok((
-                Condition::Compare {
-                    left,
-                    comparator,
-                    right,
-                },
-                false,
-            ));
+            return Ok(Condition::Compare {
+                left,
+                comparator,
+                right,
+            });
         }
         if self.is_keyword(next, "BETWEEN") {
             self.advance();
@@ -378,7 +460,7 @@ impl<'t, 'c, 'a> Parser<'t, 'c, 'a> {
             }
             self.advance();
             let high = condition_operand(self.parse_raw_operand()?)?;
-            return Ok((Condition::Between { value, low, high }, false));
+            return Ok(Condition::Between { value, low, high });
         }
         if self.is_keyword(next, "IN") {
             self.advance();
@@ -397,13 +479,13 @@ impl<'t, 'c, 'a> Parser<'t, 'c, 'a> {
                 }
             }
             self.expect(TokenKind::CloseParen)?;
-            return Ok((Condition::In { value, candidates }, false));
+            return Ok(Condition::In { value, candidates });
         }
         match left {
             RawOperand::Call {
                 function,
                 arguments,
-            } => Ok((condition_function(function, arguments)?, false)),
+            } => condition_function(function, arguments),
             RawOperand::Path(_) | RawOperand::Value(_) => Err(self.syntax_error()),
         }
     }

@@ -34,29 +34,61 @@ fn empty_expressions_are_rejected_with_their_kind() {
 }
 
 #[test]
-fn syntax_errors_name_the_token_and_its_neighbour() {
+fn syntax_errors_name_the_token_and_its_neighbours() {
     let maps = maps();
-    assert_eq!(
-        message(maps.condition("a = = :v")),
-        r#"Invalid ConditionExpression: Syntax error; token: "=", near: "= =""#
-    );
-    assert_eq!(
-        message(maps.condition("a =")),
-        r#"Invalid ConditionExpression: Syntax error; token: "<EOF>", near: "=""#
-    );
+    let cases = [
+        ("a = = :v", "=", "= = :v"),
+        ("a =", "<EOF>", "="),
+        ("= a", "=", "= a"),
+        ("first-name = :v", "-", "first-name"),
+        ("a = :v b = :v", "b", ":v b ="),
+        ("(a = :v", "<EOF>", ":v"),
+        ("a = :v)", ")", ":v)"),
+    ];
+    for (text, token, near) in cases {
+        assert_eq!(
+            message(maps.condition(text)),
+            format!(
+                r#"Invalid ConditionExpression: Syntax error; token: "{token}", near: "{near}""#
+            ),
+            "{text}"
+        );
+    }
     assert_eq!(
         message(maps.update("SET a = :v &")),
         r#"Invalid UpdateExpression: Syntax error; token: "&", near: ":v &""#
     );
     assert_eq!(
         message(maps.update("PUT a = :v")),
-        r#"Invalid UpdateExpression: Syntax error; token: "PUT", near: "PUT""#
+        r#"Invalid UpdateExpression: Syntax error; token: "PUT", near: "PUT a""#
     );
     assert!(message(maps.projection("a[x]")).contains("Syntax error"));
     assert!(message(maps.projection("a, :v")).contains("Syntax error"));
     assert!(message(maps.condition("a[-1] = :v")).contains("Syntax error"));
     assert!(message(maps.condition("a IN ()")).contains("Syntax error"));
-    assert!(message(maps.condition("a = :v b = :v")).contains("Syntax error"));
+}
+
+#[test]
+fn names_must_start_with_a_letter() {
+    let maps = maps();
+    assert_eq!(
+        message(maps.update("SET _a = :v")),
+        r#"Invalid UpdateExpression: Syntax error; token: "_a", near: "SET _a =""#
+    );
+    assert_eq!(
+        message(maps.condition("_f(a)")),
+        r#"Invalid ConditionExpression: Syntax error; token: "_f", near: "_f(""#
+    );
+    assert_eq!(
+        message(maps.condition("a._b = :v")),
+        r#"Invalid ConditionExpression: Syntax error; token: "_b", near: "._b =""#
+    );
+    assert!(maps.condition("a_b.c_ = :v").is_ok());
+    let underscores = Maps::new(r##"{"#_n": "_n"}"##, r#"{":_v": {"N": "1"}}"#);
+    assert!(
+        underscores.condition("#_n = :_v").is_ok(),
+        "placeholders may"
+    );
 }
 
 #[test]
@@ -227,15 +259,68 @@ fn operator_count_and_size_are_limited() {
         .contains("Expression size has exceeded the maximum allowed size; expression size: 4097"));
 }
 
+/// Runs `check` on a thread with the 2 MiB stack of a test or tokio thread, so a parser that
+/// recursed without bound would overflow here whatever RUST_MIN_STACK says.
+fn on_small_stack(check: impl FnOnce() + Send + 'static) {
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(check)
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
 #[test]
-fn deep_nesting_is_an_error_not_a_stack_overflow() {
-    let maps = maps();
-    let nots = "NOT ".repeat(1000);
-    assert!(maps.condition(&format!("{nots} a = :v")).is_err());
-    let open = "(".repeat(2000);
-    assert!(maps.condition(&format!("{open}a = :v")).is_err());
-    let calls = "list_append(".repeat(500);
-    assert!(maps.update(&format!("SET a = {calls}")).is_err());
+fn nesting_is_limited_by_operators_not_by_depth() {
+    on_small_stack(|| {
+        let maps = maps();
+        // 140 levels of one comparison and one AND each: 280 operators.
+        let text = format!("{}a = :v{}", "(a = :v AND ".repeat(140), ")".repeat(140));
+        assert!(maps.condition(&text).is_ok());
+        let text = format!("{}a = :v{}", "(".repeat(200), ")".repeat(200));
+        assert_eq!(
+            message(maps.condition(&text)),
+            "Invalid ConditionExpression: The expression has redundant parentheses;"
+        );
+        let text = format!("{}a = :v{}", "(".repeat(2040), ")".repeat(2040));
+        assert_eq!(
+            message(maps.condition(&text)),
+            "Invalid ConditionExpression: The expression has redundant parentheses;"
+        );
+        let text = format!("{}a = :v", "(".repeat(4000));
+        assert_eq!(
+            message(maps.condition(&text)),
+            r#"Invalid ConditionExpression: Syntax error; token: "<EOF>", near: ":v""#
+        );
+        let text = format!("{}a = :v", "NOT ".repeat(1000));
+        assert_eq!(
+            message(maps.condition(&text)),
+            "Invalid ConditionExpression: The expression contains too many operators; operator count: 1001"
+        );
+        let text = format!("{}a = :v{}", "NOT (".repeat(320), ")".repeat(320));
+        assert_eq!(
+            message(maps.condition(&text)),
+            "Invalid ConditionExpression: The expression contains too many operators; operator count: 321"
+        );
+        let text = format!(
+            "{}a BETWEEN :v AND :w{}",
+            "NOT (".repeat(320),
+            ")".repeat(320)
+        );
+        assert_eq!(
+            message(maps.condition(&text)),
+            "Invalid ConditionExpression: The expression contains too many operators; operator count: 321"
+        );
+        let text = format!(
+            "SET a = {}:l{}",
+            "list_append(:l, ".repeat(200),
+            ")".repeat(200)
+        );
+        assert!(maps.update(&text).is_ok());
+        let text = format!("{}a = :v{}", "(".repeat(100_000), ")".repeat(100_000));
+        assert!(message(maps.condition(&text))
+            .contains("Expression size has exceeded the maximum allowed size"));
+    });
 }
 
 #[test]
