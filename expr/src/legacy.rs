@@ -184,14 +184,23 @@ fn check_arguments(
             bad.type_name()
         )));
     }
+    let mixed_types = values
+        .windows(2)
+        .any(|pair| pair[0].type_name() != pair[1].type_name());
+    if mixed_types
+        && matches!(
+            operator,
+            ComparisonOperator::Between | ComparisonOperator::In
+        )
+    {
+        return Err(invalid_parameter(
+            "AttributeValues inside AttributeValueList must be of same type",
+        ));
+    }
     if let [low, high] = values {
         if operator == ComparisonOperator::Between {
             match compare_scalars(low, high) {
-                None => {
-                    return Err(invalid_parameter(
-                        "AttributeValues inside AttributeValueList must be of same type",
-                    ))
-                }
+                None => {}
                 Some(Ordering::Greater) => {
                     return Err(ApiError::validation(
                         "The BETWEEN condition was provided a range where the lower bound is greater than the upper bound",
@@ -664,11 +673,20 @@ mod tests {
             vec![r#"{"N": "2"}"#, r#"{"N": "1"}"#]
         )
         .contains("lower bound is greater than the upper bound"));
-        assert!(error(
-            ComparisonOperator::Between,
-            vec![r#"{"N": "2"}"#, r#"{"S": "1"}"#]
-        )
-        .contains("must be of same type"));
+        for operator in [ComparisonOperator::Between, ComparisonOperator::In] {
+            assert_eq!(
+                error(operator, vec![r#"{"N": "2"}"#, r#"{"S": "1"}"#]),
+                "One or more parameter values were invalid: AttributeValues inside AttributeValueList must be of same type",
+                "{operator:?}"
+            );
+        }
+        assert_eq!(
+            error(
+                ComparisonOperator::In,
+                vec![r#"{"S": "2"}"#, r#"{"S": "1"}"#, r#"{"B": "AQ=="}"#]
+            ),
+            "One or more parameter values were invalid: AttributeValues inside AttributeValueList must be of same type"
+        );
     }
 
     #[test]

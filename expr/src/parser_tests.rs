@@ -374,7 +374,7 @@ fn functions_are_checked_for_place_arity_and_operand_types() {
 }
 
 #[test]
-fn between_bounds_must_be_ordered() {
+fn between_bounds_must_be_ordered_and_of_one_type() {
     let maps = maps();
     assert_eq!(
         message(maps.condition("a BETWEEN :w AND :v")),
@@ -382,6 +382,14 @@ fn between_bounds_must_be_ordered() {
     );
     assert!(maps.condition("a BETWEEN :v AND :w").is_ok());
     assert!(maps.condition("a BETWEEN :v AND :v").is_ok());
+    assert_eq!(
+        message(maps.condition("a BETWEEN :v AND :s")),
+        "Invalid ConditionExpression: The BETWEEN operator requires same data type for lower and upper bounds; lower bound operand: AttributeValue: {N:1}, upper bound operand: AttributeValue: {S:x}"
+    );
+    assert!(
+        maps.condition("a BETWEEN b AND :s").is_ok(),
+        "a path bound has no type until evaluation"
+    );
 }
 
 #[test]

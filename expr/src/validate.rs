@@ -20,6 +20,14 @@ fn incorrect_operand_type(function: &str, value: &AttributeValue) -> String {
     )
 }
 
+/// A scalar as DynamoDB prints it in messages: `{N:1}`, `{S:a}`, `{B:AQ==}`.
+fn message_form(value: &AttributeValue) -> String {
+    match value {
+        AttributeValue::S(text) => format!("{{S:{text}}}"),
+        other => other.to_json().to_string().replace('"', ""),
+    }
+}
+
 fn is_key_scalar(value: &AttributeValue) -> bool {
     matches!(
         value,
@@ -79,11 +87,21 @@ pub(crate) fn check_condition(condition: &Condition) -> Result<(), String> {
                 check_literal_type("BETWEEN", operand, is_key_scalar)?;
             }
             if let (Operand::Value(low), Operand::Value(high)) = (low, high) {
-                if compare_scalars(&low.value, &high.value) == Some(Ordering::Greater) {
-                    return Err(
-                        "The BETWEEN condition was provided a range where the lower bound is greater than the upper bound"
-                            .to_string(),
-                    );
+                match compare_scalars(&low.value, &high.value) {
+                    None => {
+                        return Err(format!(
+                            "The BETWEEN operator requires same data type for lower and upper bounds; lower bound operand: AttributeValue: {}, upper bound operand: AttributeValue: {}",
+                            message_form(&low.value),
+                            message_form(&high.value)
+                        ))
+                    }
+                    Some(Ordering::Greater) => {
+                        return Err(
+                            "The BETWEEN condition was provided a range where the lower bound is greater than the upper bound"
+                                .to_string(),
+                        )
+                    }
+                    Some(_) => {}
                 }
             }
             Ok(())
