@@ -135,8 +135,8 @@ pub struct ValueRef {
 pub enum Operand {
     Path(Path),
     Value(ValueRef),
-    /// `size(path)`.
-    Size(Path),
+    /// `size(path)` or `size(:value)`: the boxed operand is a path or a value.
+    Size(Box<Operand>),
 }
 
 /// The six comparators.
@@ -194,8 +194,9 @@ pub enum Condition {
     },
     AttributeExists(Path),
     AttributeNotExists(Path),
+    /// `attribute_type(path, :t)`; `value` may also be a `:value` (never `size`).
     AttributeType {
-        path: Path,
+        value: Operand,
         type_name: ValueRef,
     },
     BeginsWith {
@@ -310,7 +311,7 @@ impl fmt::Display for Operand {
         match self {
             Operand::Path(path) => write!(f, "{path}"),
             Operand::Value(value) => write!(f, "{value}"),
-            Operand::Size(path) => write!(f, "size({path})"),
+            Operand::Size(inner) => write!(f, "size({inner})"),
         }
     }
 }
@@ -358,8 +359,8 @@ impl fmt::Display for Condition {
             }
             Condition::AttributeExists(path) => write!(f, "attribute_exists({path})"),
             Condition::AttributeNotExists(path) => write!(f, "attribute_not_exists({path})"),
-            Condition::AttributeType { path, type_name } => {
-                write!(f, "attribute_type({path}, {type_name})")
+            Condition::AttributeType { value, type_name } => {
+                write!(f, "attribute_type({value}, {type_name})")
             }
             Condition::BeginsWith { value, prefix } => write!(f, "begins_with({value}, {prefix})"),
             Condition::Contains { container, member } => {

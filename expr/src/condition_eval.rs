@@ -57,14 +57,16 @@ fn evaluate_operand<'i>(operand: &'i Operand, item: &'i Item) -> Evaluated<'i> {
             None => Evaluated::Missing,
         },
         Operand::Value(value) => Evaluated::Present(Cow::Borrowed(&value.value)),
-        Operand::Size(path) => match resolve(item, path) {
-            None => Evaluated::Missing,
-            Some(value) => match size_of(value).and_then(|size| i64::try_from(size).ok()) {
-                Some(size) => {
-                    Evaluated::Present(Cow::Owned(AttributeValue::N(Number::from_i64(size))))
+        Operand::Size(inner) => match evaluate_operand(inner, item) {
+            Evaluated::Present(value) => {
+                match size_of(&value).and_then(|size| i64::try_from(size).ok()) {
+                    Some(size) => {
+                        Evaluated::Present(Cow::Owned(AttributeValue::N(Number::from_i64(size))))
+                    }
+                    None => Evaluated::Unsized,
                 }
-                None => Evaluated::Unsized,
-            },
+            }
+            other => other,
         },
     }
 }
@@ -144,9 +146,11 @@ impl Condition {
             }
             Condition::AttributeExists(path) => resolve(item, path).is_some(),
             Condition::AttributeNotExists(path) => resolve(item, path).is_none(),
-            Condition::AttributeType { path, type_name } => {
-                match (resolve(item, path), &type_name.value) {
-                    (Some(value), AttributeValue::S(wanted)) => value.type_name() == wanted,
+            Condition::AttributeType { value, type_name } => {
+                match (evaluate_operand(value, item), &type_name.value) {
+                    (Evaluated::Present(value), AttributeValue::S(wanted)) => {
+                        value.type_name() == wanted
+                    }
                     _ => false,
                 }
             }
@@ -192,10 +196,13 @@ impl Condition {
     }
 
     fn collect_paths<'c>(&'c self, paths: &mut Vec<&'c Path>) {
-        let operand = |operand: &'c Operand, paths: &mut Vec<&'c Path>| match operand {
-            Operand::Path(path) | Operand::Size(path) => paths.push(path),
-            Operand::Value(_) => {}
-        };
+        fn operand<'c>(read: &'c Operand, paths: &mut Vec<&'c Path>) {
+            match read {
+                Operand::Path(path) => paths.push(path),
+                Operand::Size(inner) => operand(inner, paths),
+                Operand::Value(_) => {}
+            }
+        }
         match self {
             Condition::Compare { left, right, .. } => {
                 operand(left, paths);
@@ -212,9 +219,10 @@ impl Condition {
                     operand(candidate, paths);
                 }
             }
-            Condition::AttributeExists(path)
-            | Condition::AttributeNotExists(path)
-            | Condition::AttributeType { path, .. } => paths.push(path),
+            Condition::AttributeExists(path) | Condition::AttributeNotExists(path) => {
+                paths.push(path)
+            }
+            Condition::AttributeType { value, .. } => operand(value, paths),
             Condition::BeginsWith { value, prefix } => {
                 operand(value, paths);
                 operand(prefix, paths);

@@ -697,7 +697,9 @@ fn condition_operand(raw: RawOperand<'_>) -> Parsed<Operand> {
             if function != "size" {
                 return Err(misused_function(function));
             }
-            Ok(Operand::Size(single_path_argument(function, arguments)?))
+            Ok(Operand::Size(Box::new(path_or_value_argument(
+                function, arguments,
+            )?)))
         }
     }
 }
@@ -709,6 +711,24 @@ fn single_path_argument(function: &str, arguments: Vec<RawOperand<'_>>) -> Parse
         (Some(RawOperand::Path(path)), None) => Ok(path),
         (Some(_), None) => Err(path_required(function)),
         _ => Err(operand_count_error(function, count)),
+    }
+}
+
+/// The one argument of `size`: a path or, as DynamoDB also accepts, a value.
+fn path_or_value_argument(function: &str, arguments: Vec<RawOperand<'_>>) -> Parsed<Operand> {
+    let count = arguments.len();
+    let mut arguments = arguments.into_iter();
+    match (arguments.next(), arguments.next()) {
+        (Some(first), None) => path_or_value(function, first),
+        _ => Err(operand_count_error(function, count)),
+    }
+}
+
+fn path_or_value(function: &str, raw: RawOperand<'_>) -> Parsed<Operand> {
+    match raw {
+        RawOperand::Path(path) => Ok(Operand::Path(path)),
+        RawOperand::Value(value) => Ok(Operand::Value(value)),
+        RawOperand::Call { .. } => Err(path_required(function)),
     }
 }
 
@@ -735,11 +755,9 @@ fn condition_function(function: &str, arguments: Vec<RawOperand<'_>>) -> Parsed<
         )?)),
         "attribute_type" => {
             let (first, second) = two_arguments(function, arguments)?;
-            let RawOperand::Path(path) = first else {
-                return Err(path_required(function));
-            };
+            let value = path_or_value(function, first)?;
             match second {
-                RawOperand::Value(type_name) => Ok(Condition::AttributeType { path, type_name }),
+                RawOperand::Value(type_name) => Ok(Condition::AttributeType { value, type_name }),
                 RawOperand::Path(_) => Err(format!(
                     "Incorrect operand type for operator or function; operator or function: {function}, operand type: PATH"
                 )),

@@ -374,6 +374,36 @@ fn functions_are_checked_for_place_arity_and_operand_types() {
 }
 
 #[test]
+fn size_and_attribute_type_take_a_value_as_well_as_a_path() {
+    let maps = Maps::new(
+        "",
+        r#"{":s": {"S": "abc"}, ":n": {"N": "2"}, ":t": {"S": "S"}, ":tn": {"S": "N"}}"#,
+    );
+    let empty = shoal_model::Item::new();
+    assert!(maps.condition("size(:s) > :n").unwrap().evaluate(&empty));
+    assert!(!maps.condition("size(:s) < :n").unwrap().evaluate(&empty));
+    assert!(maps
+        .condition("attribute_type(:s, :t)")
+        .unwrap()
+        .evaluate(&empty));
+    assert!(!maps
+        .condition("attribute_type(:s, :tn)")
+        .unwrap()
+        .evaluate(&empty));
+    assert_eq!(
+        message(maps.condition("size(size(a)) > :n")),
+        "Invalid ConditionExpression: Operator or function requires a document path; operator or function: size"
+    );
+    let printed = maps
+        .condition("size(:s) > :n AND attribute_type(:s, :t)")
+        .unwrap();
+    assert_eq!(
+        printed.to_string(),
+        "size(:s) > :n AND attribute_type(:s, :t)"
+    );
+}
+
+#[test]
 fn between_bounds_must_be_ordered_and_of_one_type() {
     let maps = maps();
     assert_eq!(
