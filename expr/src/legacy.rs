@@ -104,6 +104,21 @@ pub enum ConditionalOperator {
     Or,
 }
 
+/// Rejects a `ConditionalOperator` with no conditions to combine: `parameter` (`Expected`,
+/// `QueryFilter` or `ScanFilter`) is absent or empty.
+pub fn check_conditional_operator_use(
+    operator_given: bool,
+    parameter: &str,
+    condition_count: Option<usize>,
+) -> Result<(), ApiError> {
+    if operator_given && condition_count.unwrap_or(0) == 0 {
+        return Err(ApiError::validation(format!(
+            "ConditionalOperator can only be used when {parameter} is specified and not empty"
+        )));
+    }
+    Ok(())
+}
+
 /// `AttributeUpdates` actions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum AttributeAction {

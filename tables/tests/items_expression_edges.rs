@@ -88,3 +88,55 @@ fn remove_through_a_path_the_item_does_not_have_is_invalid() {
     );
     assert!(get(&db, "Tbl", key("none")).is_none());
 }
+
+#[test]
+fn conditional_operator_needs_conditions_to_combine() {
+    let db = open(Options::default());
+    create_indexed_table(&db);
+    let item = json!({"pk": {"S": "a"}, "sk": {"S": "1"}});
+    let cases = [
+        (
+            "PutItem",
+            json!({"TableName": "Tbl", "Item": item, "ConditionalOperator": "OR"}),
+            "Expected",
+        ),
+        (
+            "DeleteItem",
+            json!({"TableName": "Tbl", "Key": item, "ConditionalOperator": "AND", "Expected": {}}),
+            "Expected",
+        ),
+        (
+            "UpdateItem",
+            json!({"TableName": "Tbl", "Key": item, "ConditionalOperator": "AND",
+                "AttributeUpdates": {"x": {"Action": "PUT", "Value": {"S": "y"}}}}),
+            "Expected",
+        ),
+        (
+            "Query",
+            json!({"TableName": "Tbl", "ConditionalOperator": "OR",
+                "KeyConditions": {"pk": {"ComparisonOperator": "EQ", "AttributeValueList": [{"S": "a"}]}}}),
+            "QueryFilter",
+        ),
+        (
+            "Scan",
+            json!({"TableName": "Tbl", "ConditionalOperator": "OR", "ScanFilter": {}}),
+            "ScanFilter",
+        ),
+    ];
+    for (op, request, parameter) in cases {
+        assert_eq!(
+            invalid(&db, op, request.clone()),
+            format!(
+                "ConditionalOperator can only be used when {parameter} is specified and not empty"
+            ),
+            "{op} {request}"
+        );
+    }
+    assert!(get(&db, "Tbl", key("a")).is_none(), "nothing written");
+    ok(
+        &db,
+        "PutItem",
+        json!({"TableName": "Tbl", "Item": item, "ConditionalOperator": "OR",
+            "Expected": {"pk": {"Exists": false}}}),
+    );
+}

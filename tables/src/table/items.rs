@@ -297,6 +297,11 @@ impl WriteExpressions {
             expressions.push("ConditionExpression");
         }
         check_no_mixing(&legacy, &expressions)?;
+        shoal_expr::legacy::check_conditional_operator_use(
+            conditional_operator.is_some(),
+            "Expected",
+            expected.map(BTreeMap::len),
+        )?;
         if expressions.is_empty() {
             if names.is_some() {
                 return Err(ApiError::validation(

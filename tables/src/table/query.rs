@@ -75,6 +75,11 @@ impl Database {
             request.expression_attribute_names.is_some(),
             request.expression_attribute_values.is_some(),
         )?;
+        legacy::check_conditional_operator_use(
+            request.conditional_operator.is_some(),
+            "QueryFilter",
+            request.query_filter.as_ref().map(|filter| filter.len()),
+        )?;
         if request.key_conditions.is_none() && request.key_condition_expression.is_none() {
             return Err(ApiError::validation(NO_KEY_CONDITION));
         }

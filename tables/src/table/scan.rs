@@ -68,6 +68,11 @@ impl Database {
             request.expression_attribute_names.is_some(),
             request.expression_attribute_values.is_some(),
         )?;
+        legacy::check_conditional_operator_use(
+            request.conditional_operator.is_some(),
+            "ScanFilter",
+            request.scan_filter.as_ref().map(|filter| filter.len()),
+        )?;
         let select = parse_select(
             request.select.as_deref(),
             request.projection_expression.is_some(),
