@@ -11,6 +11,20 @@ use shoal_model::AttributeValue;
 /// Deepest document path DynamoDB accepts, counting the top-level attribute.
 pub const PATH_DEPTH_MAX: usize = 32;
 
+/// Longest attribute name DynamoDB accepts, in bytes.
+pub const ATTRIBUTE_NAME_BYTES_MAX: usize = 65_535;
+
+/// What is wrong with an attribute name (an empty or over-long one), if anything.
+pub(crate) fn attribute_name_problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("Empty attribute name")
+    } else if name.len() > ATTRIBUTE_NAME_BYTES_MAX {
+        Some("Attribute name is too large, must be less than 65536 bytes")
+    } else {
+        None
+    }
+}
+
 /// One step of a document path.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PathElement {

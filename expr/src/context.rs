@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use shoal_model::{ApiError, AttributeValue};
 
-use crate::ast::Condition;
+use crate::ast::{attribute_name_problem, Condition};
 use crate::key_condition::{KeyCondition, KeySchemaView};
 use crate::parser::Parser;
 use crate::projection::Projection;
@@ -86,6 +86,13 @@ impl<'a> Context<'a> {
             return Err(ApiError::validation(
                 "ExpressionAttributeValues must not be empty",
             ));
+        }
+        for (key, name) in names.into_iter().flatten() {
+            if let Some(problem) = attribute_name_problem(name) {
+                return Err(ApiError::validation(format!(
+                    "ExpressionAttributeNames contains invalid value: {problem} for key {key}"
+                )));
+            }
         }
         Ok(Context {
             names,

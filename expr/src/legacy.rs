@@ -11,7 +11,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use shoal_model::{ApiError, AttributeValue};
 
 use crate::ast::{
-    Comparator, Condition, Operand, Path, SetValue, UpdateAction, UpdateOperand, ValueRef,
+    attribute_name_problem, Comparator, Condition, Operand, Path, SetValue, UpdateAction,
+    UpdateOperand, ValueRef,
 };
 use crate::condition_eval::compare_scalars;
 use crate::key_condition::{KeyCondition, KeySchemaView, SortKeyCondition};
@@ -141,6 +142,14 @@ fn invalid_parameter(message: &str) -> ApiError {
     ))
 }
 
+/// Rejects an empty or over-long attribute name given as a legacy parameter's key.
+fn check_name(name: &str) -> Result<(), ApiError> {
+    match attribute_name_problem(name) {
+        Some(problem) => Err(invalid_parameter(problem)),
+        None => Ok(()),
+    }
+}
+
 /// Builds value operands with synthetic placeholders so the tree still prints.
 #[derive(Default)]
 struct ValueNamer {
@@ -235,6 +244,7 @@ fn legacy_condition(
     values: &[AttributeValue],
     namer: &mut ValueNamer,
 ) -> Result<Condition, ApiError> {
+    check_name(name)?;
     check_arguments(operator, values)?;
     let path = Path::top_level(name);
     let compare = |comparator: Comparator, namer: &mut ValueNamer| -> Result<Condition, ApiError> {
@@ -309,6 +319,7 @@ pub fn expected_condition(
     let mut namer = ValueNamer::default();
     let mut conditions = Vec::with_capacity(expected.len());
     for (name, entry) in expected {
+        check_name(name)?;
         let path = Path::top_level(name.as_str());
         let condition = match (entry.comparison_operator, &entry.value, entry.exists) {
             (Some(_), Some(_), _) => {
@@ -419,6 +430,7 @@ pub fn key_conditions(
 pub fn attributes_to_get(names: &[String]) -> Result<Projection, ApiError> {
     let mut seen = BTreeSet::new();
     for name in names {
+        check_name(name)?;
         if !seen.insert(name.as_str()) {
             return Err(invalid_parameter(&format!(
                 "Duplicate value in attribute name: {name}"
@@ -441,6 +453,7 @@ pub fn attribute_updates(
     let mut namer = ValueNamer::default();
     let mut actions = Vec::with_capacity(updates.len());
     for (name, update) in updates {
+        check_name(name)?;
         let path = Path::top_level(name.as_str());
         let action = match (update.action, &update.value) {
             (AttributeAction::Put, Some(value)) => UpdateAction::Set {
@@ -702,6 +715,45 @@ mod tests {
             ),
             "One or more parameter values were invalid: AttributeValues inside AttributeValueList must be of same type"
         );
+    }
+
+    #[test]
+    fn legacy_attribute_names_must_be_1_to_65535_bytes() {
+        let long = "n".repeat(65_536);
+        for (name, problem) in [
+            ("", "Empty attribute name"),
+            (
+                long.as_str(),
+                "Attribute name is too large, must be less than 65536 bytes",
+            ),
+        ] {
+            let expected_text = format!("One or more parameter values were invalid: {problem}");
+            let exists = ExpectedAttribute {
+                exists: Some(false),
+                ..Default::default()
+            };
+            assert_eq!(
+                message(expected_condition(&expected(vec![(name, exists)]), None)),
+                expected_text
+            );
+            assert_eq!(
+                message(filter_condition(
+                    &filter(vec![(name, ComparisonOperator::NotNull, vec![])]),
+                    None
+                )),
+                expected_text
+            );
+            assert_eq!(
+                message(attributes_to_get(&[name.to_string()])),
+                expected_text
+            );
+            let update = AttributeValueUpdate {
+                action: AttributeAction::Delete,
+                value: None,
+            };
+            let updates = BTreeMap::from([(name.to_string(), update)]);
+            assert_eq!(message(attribute_updates(&updates)), expected_text);
+        }
     }
 
     #[test]

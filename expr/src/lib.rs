@@ -65,7 +65,7 @@ mod test_support;
 
 pub use ast::{
     Comparator, Condition, Operand, Path, PathElement, SetValue, UpdateAction, UpdateOperand,
-    ValueRef, PATH_DEPTH_MAX,
+    ValueRef, ATTRIBUTE_NAME_BYTES_MAX, PATH_DEPTH_MAX,
 };
 pub use context::{check_no_mixing, ConditionKind, Context};
 pub use document::{extract_paths, resolve};

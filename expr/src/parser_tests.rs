@@ -139,6 +139,23 @@ fn empty_maps_are_rejected() {
 }
 
 #[test]
+fn names_behind_placeholders_must_be_1_to_65535_bytes() {
+    let with_name = |name: String| {
+        let names = std::collections::BTreeMap::from([("#a".to_string(), name)]);
+        Context::new(Some(&names), None).map(|_| ())
+    };
+    assert_eq!(
+        with_name(String::new()).unwrap_err().message,
+        "ExpressionAttributeNames contains invalid value: Empty attribute name for key #a"
+    );
+    assert_eq!(
+        with_name("n".repeat(65_536)).unwrap_err().message,
+        "ExpressionAttributeNames contains invalid value: Attribute name is too large, must be less than 65536 bytes for key #a"
+    );
+    assert!(with_name("n".repeat(65_535)).is_ok());
+}
+
+#[test]
 fn unused_entries_are_checked_across_all_expressions_of_a_request() {
     let maps = Maps::new(
         r##"{"#a": "a", "#b": "b"}"##,
