@@ -83,5 +83,12 @@ fn bench_expressions(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench_expressions);
+fn bench_partiql(c: &mut Criterion) {
+    let statement = "SELECT * FROM Music WHERE Artist = 'artist04242' AND SongTitle = 'song7'";
+    c.bench_function("partiql_parse_key_select", |b| {
+        b.iter(|| shoal_expr::partiql::parse_statement(statement).expect("parses"))
+    });
+}
+
+criterion_group!(benches, bench_expressions, bench_partiql);
 criterion_main!(benches);

@@ -155,6 +155,8 @@ pub struct Database {
     pub(crate) transaction_tokens: crate::table::transact::TokenTable,
     /// Consumed capacity per table, for monitoring (see `metering`).
     pub(crate) capacity_meter: crate::metering::CapacityMeter,
+    /// PartiQL statements parsed lately, by text (`table::partiql`).
+    pub(crate) statements: crate::table::partiql::StatementCache,
     /// Stream state shared by writers, readers and the upkeep (`table::stream_control`).
     pub(crate) streams: Arc<stream_control::Streams>,
     /// The upkeep thread (stream shards and retention, Time to Live sweeps), started with
@@ -243,6 +245,7 @@ impl Database {
             backfills: Default::default(),
             transaction_tokens: Default::default(),
             capacity_meter: Default::default(),
+            statements: Default::default(),
             streams: Arc::new(stream_control::Streams::new(retention)),
             upkeep: Mutex::new(None),
             endpoint_address: RwLock::new(
@@ -281,6 +284,7 @@ impl Database {
             stats: Arc::clone(&self.stats),
             transaction_tokens: Default::default(),
             capacity_meter: Default::default(),
+            statements: Default::default(),
             streams: Arc::clone(&self.streams),
             upkeep: Mutex::new(None),
             endpoint_address: RwLock::new(self.endpoint_address.read().clone()),

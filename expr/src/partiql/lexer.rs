@@ -6,24 +6,26 @@
 //! a comment to the end of the line. A `#`, an unterminated `/*`, an unterminated string or
 //! an exponent beyond 32 bits are refused here with DynamoDB's empty "not well formed" text.
 
+use std::borrow::Cow;
+
 use shoal_model::ApiError;
 
 use super::not_well_formed;
 
-/// What a token is.
+/// What a token is; text borrows from the statement where it can.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum TokenKind {
-    /// A bare word: a keyword or a name (`[A-Za-z_][A-Za-z0-9_$]*`), as written.
-    Word(String),
+pub(crate) enum TokenKind<'s> {
+    /// A bare word: a keyword or a name (`[A-Za-z_$][A-Za-z0-9_$]*`), as written.
+    Word(&'s str),
     /// A double-quoted identifier, unquoted.
-    QuotedIdentifier(String),
+    QuotedIdentifier(Cow<'s, str>),
     /// A single-quoted string, unquoted.
-    String(String),
+    String(Cow<'s, str>),
     /// A number literal's text (`12`, `2.5`, `1e3`); a sign is a separate token.
-    Number(String),
+    Number(&'s str),
     /// `?`.
     Parameter,
-    /// `=`, `<>`, `!=`, `<`, `<=`, `>`, `>=`, `+`, `-`, `*`, `/`, `||`.
+    /// `=`, `<>` (also written `!=`), `<`, `<=`, `>`, `>=`, `+`, `-`, `*`, `/`, `%`, `||`.
     Operator(&'static str),
     OpenParen,
     CloseParen,
@@ -43,21 +45,13 @@ pub(crate) enum TokenKind {
 /// A token and its position: 1-based column of its first character and its length in
 /// characters, the `at 1:<col>:<len>` DynamoDB's texts quote.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Token {
-    pub kind: TokenKind,
+pub(crate) struct Token<'s> {
+    pub kind: TokenKind<'s>,
     pub column: usize,
     pub length: usize,
 }
 
-impl Token {
-    /// The token's word in upper case, if it is a bare word.
-    pub(crate) fn keyword(&self) -> Option<String> {
-        match &self.kind {
-            TokenKind::Word(word) => Some(word.to_ascii_uppercase()),
-            _ => None,
-        }
-    }
-
+impl Token<'_> {
     /// Whether the token is the bare word `keyword` (any case).
     pub(crate) fn is_keyword(&self, keyword: &str) -> bool {
         matches!(&self.kind, TokenKind::Word(word) if word.eq_ignore_ascii_case(keyword))
@@ -65,98 +59,106 @@ impl Token {
 }
 
 /// Tokenizes `statement`; the last token is always `EndOfInput`.
-pub(crate) fn tokenize(statement: &str) -> Result<Vec<Token>, ApiError> {
-    let chars: Vec<char> = statement.chars().collect();
-    let mut tokens = Vec::new();
+pub(crate) fn tokenize(statement: &str) -> Result<Vec<Token<'_>>, ApiError> {
+    let bytes = statement.as_bytes();
+    let mut tokens = Vec::with_capacity(statement.len() / 3 + 2);
     let mut at = 0;
-    while at < chars.len() {
-        let c = chars[at];
+    // Columns count characters: `counted` is the byte offset up to which `column` counts.
+    // In ASCII text (nearly every statement) they are byte offsets.
+    let ascii = statement.is_ascii();
+    let (mut counted, mut column) = (0, 1);
+    let mut column_of = |offset: usize| {
+        if ascii {
+            return offset + 1;
+        }
+        column += statement[counted..offset].chars().count();
+        counted = offset;
+        column
+    };
+    let length_of = |range: std::ops::Range<usize>| {
+        if ascii {
+            range.len()
+        } else {
+            statement[range].chars().count()
+        }
+    };
+    while at < bytes.len() {
+        let c = bytes[at];
         let start = at;
         let kind = match c {
-            c if c.is_whitespace() => {
+            c if c.is_ascii_whitespace() => {
                 at += 1;
                 continue;
             }
-            '-' if chars.get(at + 1) == Some(&'-') => {
-                while at < chars.len() && chars[at] != '\n' {
+            b'-' if bytes.get(at + 1) == Some(&b'-') => {
+                while at < bytes.len() && bytes[at] != b'\n' {
                     at += 1;
                 }
                 continue;
             }
-            '/' if chars.get(at + 1) == Some(&'*') => {
-                let close = (at + 2..chars.len().saturating_sub(1))
-                    .find(|&i| chars[i] == '*' && chars[i + 1] == '/');
-                match close {
-                    Some(close) => {
-                        at = close + 2;
-                        continue;
-                    }
-                    None => return Err(not_well_formed("")),
+            b'/' if bytes.get(at + 1) == Some(&b'*') => match statement[at + 2..].find("*/") {
+                Some(close) => {
+                    at += 2 + close + 2;
+                    continue;
                 }
-            }
-            '#' => return Err(not_well_formed("")),
-            '\'' => {
-                let (text, end) = quoted(&chars, at, '\'')?;
+                None => return Err(not_well_formed("")),
+            },
+            b'#' => return Err(not_well_formed("")),
+            b'\'' => {
+                let (text, end) = quoted(statement, at, '\'')?;
                 at = end;
                 TokenKind::String(text)
             }
-            '"' => {
-                let (text, end) = quoted(&chars, at, '"')?;
+            b'"' => {
+                let (text, end) = quoted(statement, at, '"')?;
                 at = end;
                 TokenKind::QuotedIdentifier(text)
             }
             c if c.is_ascii_digit()
-                || (c == '.' && chars.get(at + 1).is_some_and(char::is_ascii_digit)) =>
+                || (c == b'.' && bytes.get(at + 1).is_some_and(u8::is_ascii_digit)) =>
             {
-                let end = number_end(&chars, at)?;
-                let text: String = chars[at..end].iter().collect();
-                at = end;
-                TokenKind::Number(text)
+                at = number_end(bytes, at)?;
+                TokenKind::Number(&statement[start..at])
             }
-            c if c.is_ascii_alphabetic() || c == '_' || c == '$' => {
-                let mut end = at + 1;
-                while end < chars.len()
-                    && (chars[end].is_ascii_alphanumeric()
-                        || chars[end] == '_'
-                        || chars[end] == '$')
+            c if c.is_ascii_alphabetic() || c == b'_' || c == b'$' => {
+                at += 1;
+                while at < bytes.len()
+                    && (bytes[at].is_ascii_alphanumeric() || bytes[at] == b'_' || bytes[at] == b'$')
                 {
-                    end += 1;
+                    at += 1;
                 }
-                let text: String = chars[at..end].iter().collect();
-                at = end;
-                TokenKind::Word(text)
+                TokenKind::Word(&statement[start..at])
             }
             _ => {
-                let two: String = chars[at..(at + 2).min(chars.len())].iter().collect();
-                let (kind, width) = match two.as_str() {
-                    "<<" => (TokenKind::OpenBag, 2),
-                    ">>" => (TokenKind::CloseBag, 2),
-                    "<>" => (TokenKind::Operator("<>"), 2),
-                    "!=" => (TokenKind::Operator("<>"), 2),
-                    "<=" => (TokenKind::Operator("<="), 2),
-                    ">=" => (TokenKind::Operator(">="), 2),
-                    "||" => (TokenKind::Operator("||"), 2),
+                let next = bytes.get(at + 1).copied();
+                let (kind, width) = match (c, next) {
+                    (b'<', Some(b'<')) => (TokenKind::OpenBag, 2),
+                    (b'>', Some(b'>')) => (TokenKind::CloseBag, 2),
+                    (b'<', Some(b'>')) | (b'!', Some(b'=')) => (TokenKind::Operator("<>"), 2),
+                    (b'<', Some(b'=')) => (TokenKind::Operator("<="), 2),
+                    (b'>', Some(b'=')) => (TokenKind::Operator(">="), 2),
+                    (b'|', Some(b'|')) => (TokenKind::Operator("||"), 2),
                     _ => {
                         let kind = match c {
-                            '=' => TokenKind::Operator("="),
-                            '<' => TokenKind::Operator("<"),
-                            '>' => TokenKind::Operator(">"),
-                            '+' => TokenKind::Operator("+"),
-                            '-' => TokenKind::Operator("-"),
-                            '*' => TokenKind::Operator("*"),
-                            '/' => TokenKind::Operator("/"),
-                            '%' => TokenKind::Operator("%"),
-                            '?' => TokenKind::Parameter,
-                            '(' => TokenKind::OpenParen,
-                            ')' => TokenKind::CloseParen,
-                            '[' => TokenKind::OpenBracket,
-                            ']' => TokenKind::CloseBracket,
-                            '{' => TokenKind::OpenBrace,
-                            '}' => TokenKind::CloseBrace,
-                            ',' => TokenKind::Comma,
-                            '.' => TokenKind::Dot,
-                            ':' => TokenKind::Colon,
-                            ';' => TokenKind::Semicolon,
+                            b'=' => TokenKind::Operator("="),
+                            b'<' => TokenKind::Operator("<"),
+                            b'>' => TokenKind::Operator(">"),
+                            b'+' => TokenKind::Operator("+"),
+                            b'-' => TokenKind::Operator("-"),
+                            b'*' => TokenKind::Operator("*"),
+                            b'/' => TokenKind::Operator("/"),
+                            b'%' => TokenKind::Operator("%"),
+                            b'?' => TokenKind::Parameter,
+                            b'(' => TokenKind::OpenParen,
+                            b')' => TokenKind::CloseParen,
+                            b'[' => TokenKind::OpenBracket,
+                            b']' => TokenKind::CloseBracket,
+                            b'{' => TokenKind::OpenBrace,
+                            b'}' => TokenKind::CloseBrace,
+                            b',' => TokenKind::Comma,
+                            b'.' => TokenKind::Dot,
+                            b':' => TokenKind::Colon,
+                            b';' => TokenKind::Semicolon,
                             _ => return Err(not_well_formed("")),
                         };
                         (kind, 1)
@@ -166,65 +168,74 @@ pub(crate) fn tokenize(statement: &str) -> Result<Vec<Token>, ApiError> {
                 kind
             }
         };
+        let column = column_of(start);
+        let length = length_of(start..at);
         tokens.push(Token {
             kind,
-            column: start + 1,
-            length: at - start,
+            column,
+            length,
         });
     }
+    let column = column_of(statement.len());
     tokens.push(Token {
         kind: TokenKind::EndOfInput,
-        column: chars.len() + 1,
+        column,
         length: 0,
     });
     Ok(tokens)
 }
 
-/// A quoted string or identifier starting at `start` (the quote); a doubled quote stands
-/// for one. Returns the text and the index after the closing quote.
-fn quoted(chars: &[char], start: usize, quote: char) -> Result<(String, usize), ApiError> {
-    let mut text = String::new();
-    let mut at = start + 1;
+/// A quoted string or identifier starting at byte `start` (the quote); a doubled quote
+/// stands for one. Returns the text and the byte offset after the closing quote.
+fn quoted(statement: &str, start: usize, quote: char) -> Result<(Cow<'_, str>, usize), ApiError> {
+    let body = start + 1;
+    let mut owned: Option<String> = None;
+    let mut from = body;
     loop {
-        match chars.get(at) {
-            None => return Err(not_well_formed("")),
-            Some(&c) if c == quote => {
-                if chars.get(at + 1) == Some(&quote) {
-                    text.push(quote);
-                    at += 2;
-                } else {
-                    return Ok((text, at + 1));
-                }
-            }
-            Some(&c) => {
-                text.push(c);
-                at += 1;
-            }
+        let Some(found) = statement[from..].find(quote) else {
+            return Err(not_well_formed(""));
+        };
+        let at = from + found;
+        let doubled = statement[at + 1..].starts_with(quote);
+        if doubled {
+            let text = owned.get_or_insert_with(String::new);
+            text.push_str(&statement[from..=at]);
+            from = at + 2;
+            continue;
         }
+        let text = match owned {
+            Some(mut text) => {
+                text.push_str(&statement[from..at]);
+                Cow::Owned(text)
+            }
+            None => Cow::Borrowed(&statement[body..at]),
+        };
+        return Ok((text, at + 1));
     }
 }
 
 /// The end of the number literal starting at `start`: digits, an optional fraction and an
 /// optional exponent whose value must fit 32 bits (DynamoDB's parser reads it as an int).
-fn number_end(chars: &[char], start: usize) -> Result<usize, ApiError> {
+fn number_end(bytes: &[u8], start: usize) -> Result<usize, ApiError> {
     let digits_from = |mut at: usize| {
-        while chars.get(at).is_some_and(char::is_ascii_digit) {
+        while bytes.get(at).is_some_and(u8::is_ascii_digit) {
             at += 1;
         }
         at
     };
     let mut at = digits_from(start);
-    if chars.get(at) == Some(&'.') {
+    if bytes.get(at) == Some(&b'.') {
         at = digits_from(at + 1);
     }
-    if matches!(chars.get(at), Some('e' | 'E')) {
+    if matches!(bytes.get(at), Some(b'e' | b'E')) {
         let mut exponent_at = at + 1;
-        if matches!(chars.get(exponent_at), Some('+' | '-')) {
+        if matches!(bytes.get(exponent_at), Some(b'+' | b'-')) {
             exponent_at += 1;
         }
         let end = digits_from(exponent_at);
         if end > exponent_at {
-            let exponent: String = chars[at + 1..end].iter().collect();
+            // ASCII digits and a sign: valid UTF-8.
+            let exponent = std::str::from_utf8(&bytes[at + 1..end]).unwrap_or("");
             if exponent.parse::<i32>().is_err() {
                 return Err(not_well_formed(""));
             }

@@ -23,7 +23,7 @@ pub use ast::{
     Action, Delete, Insert, Node, OrderBy, Position, Returning, Select, Statement, Target,
     TypeTest, UpdateStatement,
 };
-pub use parser::{parameter_count, parse_statement, NESTING_DEPTH_MAX};
+pub use parser::{parse_statement, parse_with_parameter_count, NESTING_DEPTH_MAX};
 
 use shoal_model::ApiError;
 

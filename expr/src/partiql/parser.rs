@@ -84,6 +84,11 @@ fn is_keyword(word: &str) -> bool {
 
 /// Parses one statement.
 pub fn parse_statement(text: &str) -> Result<Statement, ApiError> {
+    parse_with_parameter_count(text).map(|(statement, _)| statement)
+}
+
+/// Parses one statement and counts its `?` parameters (numbered 0..count).
+pub fn parse_with_parameter_count(text: &str) -> Result<(Statement, usize), ApiError> {
     let tokens = tokenize(text)?;
     let mut parser = Parser {
         tokens,
@@ -93,40 +98,41 @@ pub fn parse_statement(text: &str) -> Result<Statement, ApiError> {
     };
     let statement = parser.statement()?;
     parser.end()?;
-    Ok(statement)
+    Ok((statement, parser.parameters))
 }
 
-/// How many `?` a parsed statement holds (its parameters are numbered 0..count).
-pub fn parameter_count(text: &str) -> Result<usize, ApiError> {
-    Ok(tokenize(text)?
-        .iter()
-        .filter(|t| t.kind == TokenKind::Parameter)
-        .count())
-}
-
-struct Parser {
-    tokens: Vec<Token>,
+struct Parser<'s> {
+    tokens: Vec<Token<'s>>,
     at: usize,
     parameters: usize,
     depth: usize,
 }
 
-impl Parser {
-    fn peek(&self) -> &Token {
+impl<'s> Parser<'s> {
+    fn peek(&self) -> &Token<'s> {
         // `tokenize` always ends with EndOfInput, and `advance` never moves past it.
         &self.tokens[self.at.min(self.tokens.len() - 1)]
     }
 
-    fn peek_at(&self, ahead: usize) -> &Token {
+    fn peek_at(&self, ahead: usize) -> &Token<'s> {
         &self.tokens[(self.at + ahead).min(self.tokens.len() - 1)]
     }
 
-    fn advance(&mut self) -> Token {
-        let token = self.peek().clone();
-        if token.kind != TokenKind::EndOfInput {
+    /// Moves past the current token (never past the end).
+    fn advance(&mut self) {
+        if self.at + 1 < self.tokens.len() {
             self.at += 1;
         }
-        token
+    }
+
+    /// The current token's kind, taken out of the token list, and moves past it.
+    fn take(&mut self) -> TokenKind<'s> {
+        let at = self.at.min(self.tokens.len() - 1);
+        self.advance();
+        if at + 1 == self.tokens.len() {
+            return TokenKind::EndOfInput;
+        }
+        std::mem::replace(&mut self.tokens[at].kind, TokenKind::EndOfInput)
     }
 
     fn eat_keyword(&mut self, keyword: &str) -> bool {
@@ -138,7 +144,7 @@ impl Parser {
         }
     }
 
-    fn eat(&mut self, kind: &TokenKind) -> bool {
+    fn eat(&mut self, kind: &TokenKind<'_>) -> bool {
         if &self.peek().kind == kind {
             self.advance();
             true
@@ -165,7 +171,7 @@ impl Parser {
         }
     }
 
-    fn expect(&mut self, kind: TokenKind) -> Result<(), ApiError> {
+    fn expect(&mut self, kind: TokenKind<'_>) -> Result<(), ApiError> {
         if self.eat(&kind) {
             Ok(())
         } else {
@@ -213,22 +219,26 @@ impl Parser {
     }
 
     fn statement(&mut self) -> Result<Statement, ApiError> {
-        let verb = self.peek().keyword();
-        match verb.as_deref() {
-            Some("SELECT") => {
+        let verb = match self.peek().kind {
+            TokenKind::Word(word) => word,
+            _ => "",
+        };
+        let is = |keyword: &str| verb.eq_ignore_ascii_case(keyword);
+        match () {
+            _ if is("SELECT") => {
                 self.advance();
                 Ok(Statement::Select(self.select()?))
             }
-            Some("INSERT") => {
+            _ if is("INSERT") => {
                 self.advance();
                 self.insert()
             }
-            Some("UPDATE") => {
+            _ if is("UPDATE") => {
                 self.advance();
                 let table = self.simple_table()?;
                 self.update_rest(table)
             }
-            Some("FROM") => {
+            _ if is("FROM") => {
                 // PartiQL's FROM-first DML: `FROM t WHERE cond SET …`.
                 self.advance();
                 let table = self.simple_table()?;
@@ -243,11 +253,11 @@ impl Parser {
                     returning,
                 }))
             }
-            Some("DELETE") => {
+            _ if is("DELETE") => {
                 self.advance();
                 self.delete()
             }
-            Some("EXISTS") if self.peek_at(1).kind == TokenKind::OpenParen => {
+            _ if is("EXISTS") && self.peek_at(1).kind == TokenKind::OpenParen => {
                 self.advance();
                 self.advance();
                 if !self.eat_keyword("SELECT") {
@@ -376,8 +386,8 @@ impl Parser {
     /// A bare (non-keyword) or double-quoted name.
     fn identifier(&mut self) -> Option<String> {
         let name = match &self.peek().kind {
-            TokenKind::Word(word) if !is_keyword(word) => word.clone(),
-            TokenKind::QuotedIdentifier(name) => name.clone(),
+            TokenKind::Word(word) if !is_keyword(word) => word.to_string(),
+            TokenKind::QuotedIdentifier(name) => name.to_string(),
             _ => return None,
         };
         self.advance();
@@ -508,7 +518,7 @@ impl Parser {
                 }
                 TokenKind::OpenBracket => {
                     self.advance();
-                    match self.advance().kind {
+                    match self.take() {
                         TokenKind::Number(digits) => {
                             let index = digits.parse::<u32>().map_err(|_| {
                                 ApiError::validation(
@@ -517,7 +527,9 @@ impl Parser {
                             })?;
                             elements.push(PathElement::Index(index));
                         }
-                        TokenKind::String(key) => elements.push(PathElement::attribute(key)),
+                        TokenKind::String(key) => {
+                            elements.push(PathElement::attribute(key.into_owned()))
+                        }
                         _ => return Err(not_well_formed("Unexpected term")),
                     }
                     self.expect(TokenKind::CloseBracket)?;
@@ -634,10 +646,10 @@ impl Parser {
 
     /// The type after `IS [NOT]`: `MISSING`, `NULL` or a PartiQL type name.
     fn type_test(&mut self) -> Result<TypeTest, ApiError> {
-        let word = self
-            .peek()
-            .keyword()
-            .ok_or_else(|| not_well_formed("Expected type name"))?;
+        let word = match self.peek().kind {
+            TokenKind::Word(word) => word.to_ascii_uppercase(),
+            _ => return Err(not_well_formed("Expected type name")),
+        };
         let test = match word.as_str() {
             "MISSING" => TypeTest::Missing,
             "NULL" => TypeTest::Null,
@@ -680,15 +692,15 @@ impl Parser {
         match token.kind {
             TokenKind::String(text) => {
                 self.advance();
-                Ok(Node::Literal(AttributeValue::S(text)))
+                Ok(Node::Literal(AttributeValue::S(text.into_owned())))
             }
             TokenKind::Number(text) => {
                 self.advance();
-                number(&text, location)
+                number(text, location)
             }
             TokenKind::Operator("-") if matches!(self.peek_at(1).kind, TokenKind::Number(_)) => {
                 self.advance();
-                let TokenKind::Number(text) = self.advance().kind else {
+                let TokenKind::Number(text) = self.take() else {
                     return Err(not_well_formed("Unexpected term"));
                 };
                 number(&format!("-{text}"), location)
@@ -725,8 +737,10 @@ impl Parser {
                 let mut entries = Vec::new();
                 if !self.eat(&TokenKind::CloseBrace) {
                     loop {
-                        let key = match self.advance().kind {
-                            TokenKind::String(key) | TokenKind::QuotedIdentifier(key) => key,
+                        let key = match self.take() {
+                            TokenKind::String(key) | TokenKind::QuotedIdentifier(key) => {
+                                key.into_owned()
+                            }
                             _ => return Err(not_well_formed("Unexpected term")),
                         };
                         self.expect(TokenKind::Colon)?;
@@ -759,19 +773,19 @@ impl Parser {
                 }
                 Ok(Node::Bag(members, position))
             }
-            TokenKind::Word(ref word) => {
-                let upper = word.to_ascii_uppercase();
+            TokenKind::Word(word) => {
                 let call = self.peek_at(1).kind == TokenKind::OpenParen;
-                match upper.as_str() {
-                    "TRUE" | "FALSE" => {
+                let is = |keyword: &str| word.eq_ignore_ascii_case(keyword);
+                match () {
+                    _ if is("TRUE") || is("FALSE") => {
                         self.advance();
-                        Ok(Node::Literal(AttributeValue::Bool(upper == "TRUE")))
+                        Ok(Node::Literal(AttributeValue::Bool(is("TRUE"))))
                     }
-                    "NULL" => {
+                    _ if is("NULL") => {
                         self.advance();
                         Ok(Node::Literal(AttributeValue::Null))
                     }
-                    _ if call && (!is_keyword(word) || upper == "EXISTS") => {
+                    _ if call && (!is_keyword(word) || is("EXISTS")) => {
                         self.advance();
                         self.advance();
                         let mut arguments = Vec::new();

@@ -53,6 +53,26 @@ fn select_reads_table_index_projection_condition_and_order() {
 }
 
 #[test]
+fn quoted_text_and_columns_count_characters() {
+    let s = select(r#"SELECT * FROM "t""x" WHERE "é" = 'it''s'"#);
+    assert_eq!(s.target.table, "t\"x");
+    assert_eq!(
+        format!("{:?}", s.condition.unwrap()),
+        format!(
+            "{:?}",
+            select(r#"SELECT * FROM t WHERE "é" = 'it''s'"#)
+                .condition
+                .unwrap()
+        )
+    );
+    // Columns count characters, not bytes.
+    assert_eq!(
+        error_of(r#"SELECT "é", size(a) FROM t"#),
+        "Unexpected path component at 1:13:4"
+    );
+}
+
+#[test]
 fn literals_of_every_type() {
     let s = select(
         "SELECT * FROM t WHERE a = {'s': 'x''y', 'n': -2.5e1, 'b': TRUE, 'z': NULL, 'l': [1, 'two'], 'ss': <<'a', 'b'>>, 'p': ?}",
@@ -78,10 +98,9 @@ fn parameters_are_numbered_in_order() {
     let s = select("SELECT * FROM t WHERE a = ? AND b BETWEEN ? AND ?");
     let text = format!("{:?}", s.condition);
     assert!(text.contains("Parameter(0)") && text.contains("Parameter(2)"));
-    assert_eq!(
-        parameter_count("SELECT * FROM t WHERE a = ? AND b = '?'").unwrap(),
-        1
-    );
+    let (_, count) =
+        parse_with_parameter_count("SELECT * FROM t WHERE a = ? AND b = '?' AND c = ?").unwrap();
+    assert_eq!(count, 2);
 }
 
 #[test]

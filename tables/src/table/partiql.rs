@@ -4,7 +4,11 @@
 //! figure and stream record is the operation's own.
 
 use serde_json::{json, Value};
-use shoal_expr::partiql::{parameter_count, parse_statement, Statement};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use shoal_expr::partiql::{parse_with_parameter_count, Statement};
 use shoal_expr::{ConditionKind, Context};
 use shoal_model::{item_from_json, item_to_json, ApiError, AttributeValue, ErrorCode, Item};
 
@@ -40,22 +44,63 @@ const MIXED_BATCH_MESSAGE: &str =
 const MIXED_TRANSACTION_MESSAGE: &str =
     "Unsupported operation: a transaction must be all reads (SELECT) or all writes (INSERT, UPDATE, DELETE, EXISTS)";
 
+/// Most statements [`StatementCache`] keeps.
+pub const STATEMENT_CACHE_ENTRIES_MAX: usize = 1024;
+/// Longest statement [`StatementCache`] keeps, in bytes (longer ones are parsed each time).
+const STATEMENT_CACHE_TEXT_BYTES_MAX: usize = 1024;
+
+/// Statements parsed lately, by text, with their parameter counts. Applications send the
+/// same few statements again and again, with `?` parameters, and parsing is most of what
+/// PartiQL adds to the operation a statement compiles to; what is parsed does not depend on
+/// any table, so an entry never goes stale. When full it is emptied (no bookkeeping on the
+/// read path): the statements in use come back at once.
+#[derive(Default)]
+pub(crate) struct StatementCache {
+    entries: RwLock<HashMap<String, Arc<(Statement, usize)>>>,
+}
+
+impl StatementCache {
+    fn parse(&self, text: &str) -> Result<Arc<(Statement, usize)>, ApiError> {
+        if let Some(parsed) = self.entries.read().get(text) {
+            return Ok(Arc::clone(parsed));
+        }
+        let parsed = Arc::new(parse_with_parameter_count(text)?);
+        if text.len() <= STATEMENT_CACHE_TEXT_BYTES_MAX {
+            let mut entries = self.entries.write();
+            if entries.len() >= STATEMENT_CACHE_ENTRIES_MAX {
+                entries.clear();
+            }
+            entries.insert(text.to_string(), Arc::clone(&parsed));
+        }
+        Ok(parsed)
+    }
+}
+
 /// A statement parsed with its parameters bound-checked.
 struct Parsed {
-    statement: Statement,
+    parsed: Arc<(Statement, usize)>,
     parameters: Vec<AttributeValue>,
 }
 
-fn parse(text: &str, parameters: Option<Vec<AttributeValue>>) -> Result<Parsed, ApiError> {
-    let statement = parse_statement(text)?;
-    let parameters = parameters.unwrap_or_default();
-    if parameter_count(text)? != parameters.len() {
-        return Err(ApiError::validation(PARAMETER_COUNT_MESSAGE));
+impl Parsed {
+    fn statement(&self) -> &Statement {
+        &self.parsed.0
     }
-    Ok(Parsed {
-        statement,
-        parameters,
-    })
+}
+
+impl Database {
+    fn parse_statement(
+        &self,
+        text: &str,
+        parameters: Option<Vec<AttributeValue>>,
+    ) -> Result<Parsed, ApiError> {
+        let parsed = self.statements.parse(text)?;
+        let parameters = parameters.unwrap_or_default();
+        if parsed.1 != parameters.len() {
+            return Err(ApiError::validation(PARAMETER_COUNT_MESSAGE));
+        }
+        Ok(Parsed { parsed, parameters })
+    }
 }
 
 fn is_read(statement: &Statement) -> bool {
@@ -230,12 +275,12 @@ impl Database {
         problems_to_error(&problems)?;
         let capacity = ReturnConsumedCapacity::parse(input.return_consumed_capacity.as_deref())?;
         let text = text.unwrap_or_default();
-        let parsed = parse(text, input.parameters)?;
-        let table = self.statement_table(table_of(&parsed.statement))?;
+        let parsed = self.parse_statement(text, input.parameters)?;
+        let table = self.statement_table(table_of(parsed.statement()))?;
         let parameters = &parsed.parameters;
         let capacity_name = input.return_consumed_capacity.clone();
         let mut output = ExecuteStatementOutput::default();
-        match &parsed.statement {
+        match parsed.statement() {
             Statement::Select(select) => {
                 output.metered = Some(Metered::Read);
                 let compiled = compile_select(select, &table, parameters, input.consistent_read)?;
@@ -449,7 +494,7 @@ impl Database {
         let parsed: Vec<Result<Parsed, ApiError>> = statements
             .iter()
             .map(|s| {
-                parse(
+                self.parse_statement(
                     s.statement.as_deref().unwrap_or_default(),
                     s.parameters.clone(),
                 )
@@ -458,7 +503,7 @@ impl Database {
         let reads = parsed
             .iter()
             .flatten()
-            .filter(|p| is_read(&p.statement))
+            .filter(|p| is_read(p.statement()))
             .count();
         let writes = parsed.iter().flatten().count() - reads;
         if reads > 0 && writes > 0 {
@@ -519,13 +564,13 @@ impl Database {
         capacity: Option<String>,
         consumed: &mut Vec<ConsumedCapacity>,
     ) -> Result<BatchStatementResponse, ApiError> {
-        let table = self.statement_table(table_of(&parsed.statement))?;
+        let table = self.statement_table(table_of(parsed.statement()))?;
         let parameters = &parsed.parameters;
         let mut response = BatchStatementResponse {
             table_name: Some(table.name.clone()),
             ..BatchStatementResponse::default()
         };
-        match &parsed.statement {
+        match parsed.statement() {
             Statement::Select(select) => {
                 let mut get = whole_key_get(select, &table, parameters, BATCH_SELECT_KEY_MESSAGE)?;
                 get.consistent_read = consistent_read;
@@ -617,20 +662,23 @@ impl Database {
         let mut parsed = Vec::with_capacity(statements.len());
         for (i, statement) in statements.iter().enumerate() {
             let text = statement.statement.as_deref().unwrap_or_default();
-            parsed.push(parse(text, statement.parameters.clone()).map_err(|e| in_statement(i, e))?);
+            parsed.push(
+                self.parse_statement(text, statement.parameters.clone())
+                    .map_err(|e| in_statement(i, e))?,
+            );
         }
-        let reads = parsed.iter().filter(|p| is_read(&p.statement)).count();
+        let reads = parsed.iter().filter(|p| is_read(p.statement())).count();
         if reads > 0 && reads < parsed.len() {
             return Err(ApiError::validation(MIXED_TRANSACTION_MESSAGE));
         }
         let mut tables = Vec::with_capacity(parsed.len());
         for p in &parsed {
-            tables.push(self.statement_table(table_of(&p.statement))?);
+            tables.push(self.statement_table(table_of(p.statement()))?);
         }
         if reads > 0 {
             let mut gets = Vec::with_capacity(parsed.len());
             for (i, (p, table)) in parsed.iter().zip(&tables).enumerate() {
-                let Statement::Select(select) = &p.statement else {
+                let Statement::Select(select) = p.statement() else {
                     continue;
                 };
                 let get =
@@ -654,7 +702,7 @@ impl Database {
                 .into_iter()
                 .zip(&parsed)
                 .map(|(response, p)| {
-                    let projection = match &p.statement {
+                    let projection = match p.statement() {
                         Statement::Select(select) => select.projection.as_deref(),
                         _ => None,
                     };
@@ -677,7 +725,7 @@ impl Database {
         }
         let inserts: Vec<bool> = parsed
             .iter()
-            .map(|p| matches!(p.statement, Statement::Insert(_)))
+            .map(|p| matches!(p.statement(), Statement::Insert(_)))
             .collect();
         let result = self
             .transact_write_items(TransactWriteItemsInput {
@@ -726,7 +774,7 @@ fn transact_action(
 ) -> Result<TransactWriteItem, ApiError> {
     let parameters = &parsed.parameters;
     let mut action = TransactWriteItem::default();
-    match &parsed.statement {
+    match parsed.statement() {
         Statement::Insert(insert) => {
             let put = compile_insert(insert, table, parameters)?;
             action.put = Some(TransactPut {
@@ -824,4 +872,31 @@ fn duplicates_in_reasons(error: ApiError, inserts: &[bool]) -> ApiError {
         ),
     )
     .with_extra("CancellationReasons", Value::Array(reasons))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_statement_cache_reuses_parses_and_stays_bounded() {
+        let cache = StatementCache::default();
+        let text = "SELECT * FROM Music WHERE Artist = ?";
+        let first = cache.parse(text).unwrap();
+        let again = cache.parse(text).unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        assert_eq!(first.1, 1);
+        for n in 0..STATEMENT_CACHE_ENTRIES_MAX + 10 {
+            cache
+                .parse(&format!("SELECT * FROM Music WHERE Artist = '{n}'"))
+                .unwrap();
+            assert!(cache.entries.read().len() <= STATEMENT_CACHE_ENTRIES_MAX);
+        }
+        // What does not parse is never kept; a long statement is parsed each time.
+        assert!(cache.parse("SELECT * FROM").is_err());
+        assert!(!cache.entries.read().contains_key("SELECT * FROM"));
+        let long = format!("SELECT * FROM Music WHERE Artist = '{}'", "x".repeat(2000));
+        cache.parse(&long).unwrap();
+        assert!(!cache.entries.read().contains_key(&long));
+    }
 }
