@@ -49,15 +49,27 @@ impl Connection {
         operation: &str,
         body: &Value,
     ) -> Result<(u16, Vec<u8>), String> {
-        let body = body.to_string();
-        let request = format!(
-            "POST / HTTP/1.1\r\nHost: {}\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: {prefix}{operation}\r\nX-Amz-Date: 20260101T000000Z\r\nAuthorization: AWS4-HMAC-SHA256 Credential=SHOAL/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host;x-amz-date;x-amz-target, Signature=00\r\nContent-Length: {}\r\n\r\n{body}",
+        self.call_text(prefix, operation, body.to_string().as_bytes())
+            .await
+    }
+
+    /// [`Connection::call_target`] with a body already in JSON text.
+    pub async fn call_text(
+        &mut self,
+        prefix: &str,
+        operation: &str,
+        body: &[u8],
+    ) -> Result<(u16, Vec<u8>), String> {
+        let head = format!(
+            "POST / HTTP/1.1\r\nHost: {}\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: {prefix}{operation}\r\nX-Amz-Date: 20260101T000000Z\r\nAuthorization: AWS4-HMAC-SHA256 Credential=SHOAL/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host;x-amz-date;x-amz-target, Signature=00\r\nContent-Length: {}\r\n\r\n",
             self.address,
             body.len()
         );
+        let mut request = head.into_bytes();
+        request.extend_from_slice(body);
         let stream = self.reader.get_mut();
         stream
-            .write_all(request.as_bytes())
+            .write_all(&request)
             .await
             .map_err(|e| e.to_string())?;
         let mut line = String::new();

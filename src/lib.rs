@@ -7,6 +7,7 @@
 pub mod client;
 pub mod crash;
 pub mod loadgen;
+pub mod model_bench;
 
 pub use shoal_engine as engine;
 pub use shoal_tables as tables;

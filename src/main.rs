@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use indicatif::{BinaryBytes, HumanCount, HumanDuration, ProgressBar, ProgressStyle};
+use shoal::model_bench;
 use shoal_engine::DbOptions;
 use shoal_server::{AuthMode, CorsOrigins, EngineHandler, ServerConfig};
 use shoal_tables::table::check::CheckProgress;
@@ -109,28 +110,59 @@ struct TailArgs {
 }
 
 #[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
 struct BenchArgs {
-    /// Endpoint to load (loopback only), e.g. http://127.0.0.1:8000.
-    #[arg(long, default_value = "http://127.0.0.1:8000")]
-    endpoint: String,
-    /// Concurrent keep-alive connections.
+    #[command(subcommand)]
+    compare: Option<BenchCommand>,
+    /// A data-model file (docs/DATA-MODEL-BENCH.md): runs its tables, items and access
+    /// patterns and reports capacity, cost, hot partitions and latency per pattern. Without
+    /// --endpoint it runs against Shoal in this process.
+    #[arg(long, value_name = "FILE")]
+    model: Option<PathBuf>,
+    /// Print the model report as JSON.
+    #[arg(long, requires = "model")]
+    json: bool,
+    /// Also write the model report as a self-contained HTML page.
+    #[arg(long, value_name = "FILE", requires = "model")]
+    html: Option<PathBuf>,
+    /// Endpoint to load, e.g. http://127.0.0.1:8000 (default for the fixed workloads; a
+    /// model runs in-process unless given one).
+    #[arg(long)]
+    endpoint: Option<String>,
+    /// Concurrent keep-alive connections (fixed workloads).
     #[arg(long, default_value_t = 32)]
     connections: usize,
-    /// Seconds per workload.
+    /// Seconds per workload (fixed workloads).
     #[arg(long, default_value_t = 10)]
     seconds: u64,
-    /// Items loaded before the timed runs (~1 KB each).
+    /// Items loaded before the timed runs (~1 KB each; fixed workloads).
     #[arg(long, default_value_t = 20_000)]
     items: u64,
-    /// Partition keys the items spread over.
+    /// Partition keys the items spread over (fixed workloads).
     #[arg(long, default_value_t = 1_000)]
     partitions: u64,
-    /// The server's pid, to report its CPU time per operation.
+    /// The server's pid, to report its CPU time per operation (fixed workloads).
     #[arg(long)]
     server_pid: Option<u32>,
     /// Workloads to run, comma-separated (default: PutItem,GetItem,QueryLSI,QueryGSI).
     #[arg(long, value_delimiter = ',')]
     workloads: Vec<String>,
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Runs two model files on this machine, one after the other, and prints them side by
+    /// side: how people choose between two designs.
+    Compare {
+        first: PathBuf,
+        second: PathBuf,
+        /// Endpoint to run both against (default: Shoal in this process).
+        #[arg(long)]
+        endpoint: Option<String>,
+        /// Print both reports as one JSON document.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Args)]
@@ -336,10 +368,24 @@ fn endpoint_address(address: std::net::SocketAddr) -> String {
 }
 
 fn bench(args: BenchArgs) -> Result<(), String> {
-    let address = args
+    if let Some(BenchCommand::Compare {
+        first,
+        second,
+        endpoint,
+        json,
+    }) = args.compare
+    {
+        return bench_compare(&first, &second, endpoint, json);
+    }
+    if let Some(path) = &args.model {
+        return bench_model(path, args.endpoint, args.json, args.html.as_deref());
+    }
+    let endpoint = args
         .endpoint
+        .unwrap_or_else(|| "http://127.0.0.1:8000".to_string());
+    let address = endpoint
         .strip_prefix("http://")
-        .unwrap_or(&args.endpoint)
+        .unwrap_or(&endpoint)
         .trim_end_matches('/')
         .to_string();
     let config = shoal::loadgen::LoadConfig {
@@ -357,6 +403,74 @@ fn bench(args: BenchArgs) -> Result<(), String> {
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     let results = runtime.block_on(shoal::loadgen::run(&config))?;
     print!("{}", shoal::loadgen::report(&results));
+    Ok(())
+}
+
+fn read_model(path: &Path) -> Result<model_bench::model::Model, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    model_bench::model::Model::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn bench_model(
+    path: &Path,
+    endpoint: Option<String>,
+    json: bool,
+    html: Option<&Path>,
+) -> Result<(), String> {
+    let model = read_model(path)?;
+    model_bench::stop_on_interrupt();
+    let options = model_bench::BenchOptions {
+        endpoint,
+        progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+    };
+    let report = model_bench::run_model(&model, &options)?;
+    if let Some(html) = html {
+        std::fs::write(html, model_bench::html::render(&report))
+            .map_err(|e| format!("cannot write {}: {e}", html.display()))?;
+    }
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
+        );
+    } else {
+        print!("{}", model_bench::report::render_text(&report));
+    }
+    Ok(())
+}
+
+fn bench_compare(
+    first: &Path,
+    second: &Path,
+    endpoint: Option<String>,
+    json: bool,
+) -> Result<(), String> {
+    let models = [read_model(first)?, read_model(second)?];
+    model_bench::stop_on_interrupt();
+    let options = model_bench::BenchOptions {
+        endpoint,
+        progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+    };
+    let mut reports = Vec::with_capacity(2);
+    for model in &models {
+        reports.push(model_bench::run_model(model, &options)?);
+    }
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "first": reports[0],
+                "second": reports[1],
+            }))
+            .map_err(|e| e.to_string())?
+        );
+    } else {
+        print!(
+            "{}",
+            model_bench::report::render_comparison(&reports[0], &reports[1])
+        );
+    }
     Ok(())
 }
 

@@ -1,0 +1,131 @@
+//! `shoal bench --model FILE`: runs a DynamoDB data model — its tables, items and access
+//! patterns — against Shoal in this process or against any DynamoDB-compatible endpoint,
+//! and reports what each access pattern costs, which partitions run hot, how item
+//! collections grow and what the design would cost per month on DynamoDB.
+//!
+//! `model.rs` is the file format, `generate.rs` the values and request templates,
+//! `target.rs` where requests go, `run.rs` the load and run phases, `report.rs` the report.
+
+pub mod generate;
+pub mod html;
+pub mod model;
+pub mod report;
+pub mod run;
+pub mod target;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use generate::Generators;
+use model::Model;
+use report::Report;
+use run::Progress;
+use target::Target;
+
+/// How to run a model.
+#[derive(Debug, Clone, Default)]
+pub struct BenchOptions {
+    /// None: Shoal in this process, in memory.
+    pub endpoint: Option<String>,
+    /// Draw a progress bar on the terminal.
+    pub progress: bool,
+}
+
+/// Runs `model` and builds its report.
+pub fn run_model(model: &Model, options: &BenchOptions) -> Result<Report, String> {
+    let target = Target::new(options.endpoint.as_deref())?;
+    let generators = Arc::new(Generators::new(&model.generators));
+    let patterns = Arc::new(run::compile(model, &generators)?);
+    let loaded = run::prepare(model, &target, &generators)?;
+    let progress = Arc::new(Progress::default());
+    let display = options.progress.then(|| spawn_progress(model, &progress));
+    let mut stats = run::run(model, &target, &generators, &patterns, &progress);
+    if let Some((bar, done, thread)) = display {
+        done.store(true, Ordering::Relaxed);
+        let _ = thread.join();
+        bar.finish_and_clear();
+    }
+    if let Ok(stats) = stats.as_mut() {
+        stats.loaded_items = loaded;
+    }
+    let stats = stats?;
+    let mut client = target.client()?;
+    let mut descriptions = Vec::new();
+    for create in &model.tables {
+        let body = serde_json::json!({"TableName": create["TableName"]}).to_string();
+        if let Ok(answer) = client.call("DescribeTable", body.as_bytes()) {
+            descriptions.push(serde_json::from_slice(&answer).unwrap_or_default());
+        }
+    }
+    Ok(report::build(
+        model,
+        &target.describe(),
+        &patterns,
+        stats,
+        &descriptions,
+    ))
+}
+
+type ProgressDisplay = (
+    indicatif::ProgressBar,
+    Arc<std::sync::atomic::AtomicBool>,
+    std::thread::JoinHandle<()>,
+);
+
+/// A progress bar with live operations per second and errors, redrawn five times a second.
+fn spawn_progress(model: &Model, progress: &Arc<Progress>) -> ProgressDisplay {
+    let bar = match (model.run.seconds, model.run.operations) {
+        (Some(seconds), _) => indicatif::ProgressBar::new((seconds * 10.0) as u64),
+        (None, Some(operations)) => indicatif::ProgressBar::new(operations),
+        (None, None) => indicatif::ProgressBar::new_spinner(),
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {elapsed_precise} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let thread = {
+        let bar = bar.clone();
+        let done = Arc::clone(&done);
+        let progress = Arc::clone(progress);
+        let by_time = model.run.seconds.is_some();
+        std::thread::spawn(move || {
+            let started = std::time::Instant::now();
+            let mut last = (started, 0u64);
+            while !done.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(200));
+                let operations = progress.operations.load(Ordering::Relaxed);
+                let errors = progress.errors.load(Ordering::Relaxed);
+                let now = std::time::Instant::now();
+                let rate = (operations - last.1) as f64 / (now - last.0).as_secs_f64().max(1e-3);
+                last = (now, operations);
+                bar.set_position(if by_time {
+                    (started.elapsed().as_secs_f64() * 10.0) as u64
+                } else {
+                    operations
+                });
+                bar.set_message(format!(
+                    "{operations} ops, {rate:.0} ops/s, {errors} errors"
+                ));
+            }
+        })
+    };
+    (bar, done, thread)
+}
+
+/// Makes Ctrl-C stop a run (which then reports) instead of killing the process.
+pub fn stop_on_interrupt() {
+    extern "C" fn on_interrupt(_: libc::c_int) {
+        // Only an atomic store: async-signal-safe.
+        run::STOP.store(true, Ordering::Relaxed);
+    }
+    // SAFETY: installs a handler that only stores to an atomic, which is async-signal-safe;
+    // the function pointer has the `extern "C" fn(c_int)` signature `signal` expects.
+    unsafe {
+        libc::signal(
+            libc::SIGINT,
+            on_interrupt as *const () as libc::sighandler_t,
+        );
+    }
+}

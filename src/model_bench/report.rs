@@ -1,0 +1,816 @@
+//! The report of a model run: per access pattern (rate, latency, capacity per call, items
+//! returned, errors, cost), per table and index (write amplification, storage), the hottest
+//! partitions against DynamoDB's per-partition limits, the largest item collections against
+//! the 10 GB cap, and the monthly cost in on-demand and provisioned mode. Every capacity
+//! figure is a sum of what the target's answers reported.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::model::{Model, Prices};
+use super::run::{CompiledPattern, RunStats};
+
+/// Read units one partition serves per second (SPEC-2 §7.1).
+pub const PARTITION_READ_UNITS_MAX: f64 = 3000.0;
+/// Write units one partition serves per second.
+pub const PARTITION_WRITE_UNITS_MAX: f64 = 1000.0;
+/// The item collection cap of a table with an LSI, in GB.
+pub const COLLECTION_GB_MAX: f64 = 10.0;
+/// Hours in a billing month (AWS's convention).
+pub const HOURS_PER_MONTH: f64 = 730.0;
+/// Partitions listed in the report.
+const HOT_PARTITIONS_LISTED: usize = 10;
+/// Item collections listed.
+const COLLECTIONS_LISTED: usize = 5;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub model: String,
+    pub target: String,
+    pub seconds: f64,
+    pub interrupted: bool,
+    pub loaded_items: u64,
+    pub patterns: Vec<PatternReport>,
+    pub tables: Vec<TableReport>,
+    pub hot_partitions: Vec<PartitionReport>,
+    pub item_collections: Vec<CollectionReport>,
+    pub cost: CostReport,
+    /// Plain sentences: what DynamoDB would do with this design at the modelled rate.
+    pub verdicts: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Latency {
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PatternReport {
+    pub name: String,
+    pub operation: String,
+    pub operations: u64,
+    pub ops_per_second: f64,
+    /// The rate the cost and verdicts assume: the pattern's `rate`, its share of the run's
+    /// `rate`, or what the run achieved.
+    pub modelled_ops_per_second: f64,
+    pub latency: Latency,
+    pub errors: BTreeMap<String, u64>,
+    /// The first message of each error code.
+    pub error_messages: BTreeMap<String, String>,
+    /// Table capacity per call (units).
+    pub read_units_per_call: f64,
+    pub write_units_per_call: f64,
+    /// Capacity per call of each index (`table/index`): read and write units.
+    pub index_units_per_call: BTreeMap<String, [f64; 2]>,
+    pub items_per_call: f64,
+    /// DynamoDB JSON bytes of the items returned, per call.
+    pub item_bytes_per_call: f64,
+    pub monthly_cost_on_demand: f64,
+    pub monthly_cost_provisioned: f64,
+    /// Per second of the run: [operations, mean latency ms, max latency ms].
+    pub per_second: Vec<[f64; 3]>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TableReport {
+    pub name: String,
+    pub item_count: u64,
+    pub size_bytes: u64,
+    pub indexes: Vec<IndexReport>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct IndexReport {
+    pub name: String,
+    pub size_bytes: u64,
+    pub item_count: u64,
+    /// Writes that touched the index per write to the table.
+    pub writes_per_base_write: f64,
+    /// Index write units per table write unit.
+    pub write_units_per_base_write_unit: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PartitionReport {
+    /// The table, or `table/index`.
+    pub target: String,
+    pub key: String,
+    /// Average units per second at the modelled rate.
+    pub read_units_per_second: f64,
+    pub write_units_per_second: f64,
+    /// Busiest second of the run.
+    pub peak_read_units: f64,
+    pub peak_write_units: f64,
+    /// The larger of its read and write load against the per-partition limits.
+    pub limit_share: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CollectionReport {
+    /// The table (it has an LSI).
+    pub table: String,
+    pub key: String,
+    /// `SizeEstimateRangeGB` of the last answer that reported the collection.
+    pub size_estimate_gb: [f64; 2],
+    /// Bytes PutItem wrote into it per hour at the modelled rate, in GB: an upper bound on
+    /// its growth (an overwrite grows it by less).
+    pub growth_gb_per_hour: f64,
+    /// Days until 10 GB at that growth, from the estimate's upper end; None when nothing is
+    /// written to it.
+    pub days_to_limit: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CostReport {
+    pub region: String,
+    pub on_demand_monthly: f64,
+    pub provisioned_monthly: f64,
+    pub storage_monthly: f64,
+    pub prices: PricesReport,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PricesReport {
+    pub write_request_units_per_million: f64,
+    pub read_request_units_per_million: f64,
+    pub write_capacity_unit_hour: f64,
+    pub read_capacity_unit_hour: f64,
+    pub storage_gb_month: f64,
+    pub provisioned_utilization: f64,
+}
+
+/// Monthly cost of `read` and `write` units per second: (on demand, provisioned).
+pub fn monthly_cost(prices: &Prices, read_per_second: f64, write_per_second: f64) -> (f64, f64) {
+    let seconds = HOURS_PER_MONTH * 3600.0;
+    let on_demand = read_per_second * seconds / 1e6 * prices.read_request_units_per_million
+        + write_per_second * seconds / 1e6 * prices.write_request_units_per_million;
+    let provisioned = (read_per_second * prices.read_capacity_unit_hour
+        + write_per_second * prices.write_capacity_unit_hour)
+        / prices.provisioned_utilization
+        * HOURS_PER_MONTH;
+    (on_demand, provisioned)
+}
+
+/// The `quantile` (0..=1) of sorted samples, in milliseconds.
+fn quantile_ms(sorted_us: &[u32], quantile: f64) -> f64 {
+    if sorted_us.is_empty() {
+        return 0.0;
+    }
+    let at = ((sorted_us.len() - 1) as f64 * quantile).round() as usize;
+    f64::from(sorted_us[at]) / 1000.0
+}
+
+/// What DescribeTable said of each table after the run.
+pub type Descriptions = Vec<Value>;
+
+/// Builds the report.
+pub fn build(
+    model: &Model,
+    target: &str,
+    patterns: &[CompiledPattern],
+    mut stats: RunStats,
+    descriptions: &Descriptions,
+) -> Report {
+    let seconds = stats.elapsed.as_secs_f64().max(1e-9);
+    let weight_total: f64 = model
+        .patterns
+        .iter()
+        .filter(|p| p.rate.is_none())
+        .map(|p| p.weight.unwrap_or(1.0))
+        .sum();
+    let mut reports = Vec::with_capacity(patterns.len());
+    let (mut total_read_rate, mut total_write_rate) = (0.0, 0.0);
+    let (mut run_read_units, mut run_write_units) = (0.0, 0.0);
+    for ((pattern, spec), stat) in patterns
+        .iter()
+        .zip(&model.patterns)
+        .zip(stats.patterns.iter_mut())
+    {
+        stat.latencies_us.sort_unstable();
+        let calls = stat.operations.max(1) as f64;
+        let measured = stat.operations as f64 / seconds;
+        let modelled = match (spec.rate, model.run.rate) {
+            (Some(rate), _) => rate,
+            (None, Some(rate)) if weight_total > 0.0 => {
+                rate * spec.weight.unwrap_or(1.0) / weight_total
+            }
+            _ => measured,
+        };
+        let index_read: f64 = stat.index_units.values().map(|u| u.0).sum();
+        let index_write: f64 = stat.index_units.values().map(|u| u.1).sum();
+        let read_per_call = (stat.table_read_units + index_read) / calls;
+        let write_per_call = (stat.table_write_units + index_write) / calls;
+        run_read_units += stat.table_read_units;
+        run_write_units += stat.table_write_units;
+        total_read_rate += read_per_call * modelled;
+        total_write_rate += write_per_call * modelled;
+        let (on_demand, provisioned) = monthly_cost(
+            &model.prices,
+            read_per_call * modelled,
+            write_per_call * modelled,
+        );
+        reports.push(PatternReport {
+            name: pattern.name.clone(),
+            operation: pattern.operation.clone(),
+            operations: stat.operations,
+            ops_per_second: measured,
+            modelled_ops_per_second: modelled,
+            latency: Latency {
+                p50_ms: quantile_ms(&stat.latencies_us, 0.50),
+                p95_ms: quantile_ms(&stat.latencies_us, 0.95),
+                p99_ms: quantile_ms(&stat.latencies_us, 0.99),
+                max_ms: quantile_ms(&stat.latencies_us, 1.0),
+            },
+            errors: stat.errors.clone(),
+            error_messages: stat.error_messages.clone(),
+            read_units_per_call: stat.table_read_units / calls,
+            write_units_per_call: stat.table_write_units / calls,
+            index_units_per_call: stat
+                .index_units
+                .iter()
+                .map(|(name, units)| (name.clone(), [units.0 / calls, units.1 / calls]))
+                .collect(),
+            items_per_call: stat.items_returned as f64 / calls,
+            item_bytes_per_call: stat.item_bytes_returned as f64 / calls,
+            monthly_cost_on_demand: on_demand,
+            monthly_cost_provisioned: provisioned,
+            per_second: stat
+                .per_second
+                .iter()
+                .map(|(n, sum, max)| {
+                    let mean = if *n == 0 {
+                        0.0
+                    } else {
+                        *sum as f64 / *n as f64 / 1000.0
+                    };
+                    [*n as f64, mean, f64::from(*max) / 1000.0]
+                })
+                .collect(),
+        });
+    }
+
+    let tables = table_reports(model, patterns, &stats, descriptions);
+    let storage_bytes: u64 = tables
+        .iter()
+        .map(|t| t.size_bytes + t.indexes.iter().map(|i| i.size_bytes).sum::<u64>())
+        .sum();
+
+    // Partitions at the modelled rate: each partition's share of the run's table units,
+    // times the modelled units per second.
+    let read_scale = if run_read_units > 0.0 {
+        total_read_rate / run_read_units
+    } else {
+        0.0
+    };
+    let write_scale = if run_write_units > 0.0 {
+        total_write_rate / run_write_units
+    } else {
+        0.0
+    };
+    let mut partitions: Vec<PartitionReport> = stats
+        .partitions
+        .iter()
+        .map(|((target, key), load)| {
+            let read = load.read_units * read_scale;
+            let write = load.write_units * write_scale;
+            PartitionReport {
+                target: target.clone(),
+                key: key.clone(),
+                read_units_per_second: read,
+                write_units_per_second: write,
+                peak_read_units: load.peak_read_units,
+                peak_write_units: load.peak_write_units,
+                limit_share: (read / PARTITION_READ_UNITS_MAX)
+                    .max(write / PARTITION_WRITE_UNITS_MAX),
+            }
+        })
+        .collect();
+    partitions.sort_by(|a, b| {
+        b.limit_share
+            .total_cmp(&a.limit_share)
+            .then(a.key.cmp(&b.key))
+    });
+    partitions.truncate(HOT_PARTITIONS_LISTED);
+
+    let gb = f64::from(1u32 << 30);
+    let mut collections: Vec<CollectionReport> = stats
+        .partitions
+        .iter()
+        .filter(|(_, load)| load.put_bytes > 0)
+        .map(|((table, key), load)| {
+            let size = stats
+                .collections
+                .get(key)
+                .map_or([0.0, 0.0], |seen| seen.range_gb);
+            // Bytes per second at the modelled rate, as the partition's units are scaled.
+            let growth = load.put_bytes as f64 * write_scale * 3600.0 / gb;
+            CollectionReport {
+                table: table.clone(),
+                key: key.clone(),
+                size_estimate_gb: size,
+                growth_gb_per_hour: growth,
+                days_to_limit: (growth > 0.0)
+                    .then(|| (COLLECTION_GB_MAX - size[1]).max(0.0) / growth / 24.0),
+            }
+        })
+        .collect();
+    collections.sort_by(|a, b| {
+        b.growth_gb_per_hour
+            .total_cmp(&a.growth_gb_per_hour)
+            .then(a.key.cmp(&b.key))
+    });
+    collections.truncate(COLLECTIONS_LISTED);
+
+    let (on_demand, provisioned) = monthly_cost(&model.prices, total_read_rate, total_write_rate);
+    let storage_monthly =
+        storage_bytes as f64 / f64::from(1u32 << 30) * model.prices.storage_gb_month;
+    let mut report = Report {
+        model: model.name.clone().unwrap_or_else(|| "model".to_string()),
+        target: target.to_string(),
+        seconds,
+        interrupted: stats.interrupted,
+        loaded_items: stats.loaded_items,
+        patterns: reports,
+        tables,
+        hot_partitions: partitions,
+        item_collections: collections,
+        cost: CostReport {
+            region: model.prices.region.clone(),
+            on_demand_monthly: on_demand,
+            provisioned_monthly: provisioned,
+            storage_monthly,
+            prices: PricesReport {
+                write_request_units_per_million: model.prices.write_request_units_per_million,
+                read_request_units_per_million: model.prices.read_request_units_per_million,
+                write_capacity_unit_hour: model.prices.write_capacity_unit_hour,
+                read_capacity_unit_hour: model.prices.read_capacity_unit_hour,
+                storage_gb_month: model.prices.storage_gb_month,
+                provisioned_utilization: model.prices.provisioned_utilization,
+            },
+        },
+        verdicts: Vec::new(),
+    };
+    report.verdicts = verdicts(model, &report);
+    report
+}
+
+fn table_reports(
+    model: &Model,
+    patterns: &[CompiledPattern],
+    stats: &RunStats,
+    descriptions: &Descriptions,
+) -> Vec<TableReport> {
+    let mut reports = Vec::new();
+    for description in descriptions {
+        let table = &description["Table"];
+        let name = table["TableName"].as_str().unwrap_or_default().to_string();
+        // Writes to this table, and what each index took from them.
+        let (mut base_writes, mut base_units) = (0u64, 0.0);
+        let mut index_writes: BTreeMap<String, (u64, f64)> = BTreeMap::new();
+        for ((pattern, spec), stat) in patterns.iter().zip(&model.patterns).zip(&stats.patterns) {
+            if pattern.reads || spec.request["TableName"] != name.as_str() {
+                continue;
+            }
+            base_writes += stat.operations;
+            base_units += stat.table_write_units;
+            for (index, (_, units, count)) in &stat.index_units {
+                if let Some(index) = index.strip_prefix(&format!("{name}/")) {
+                    let slot = index_writes.entry(index.to_string()).or_default();
+                    slot.0 += count;
+                    slot.1 += units;
+                }
+            }
+        }
+        let mut indexes = Vec::new();
+        for index in table["GlobalSecondaryIndexes"]
+            .as_array()
+            .into_iter()
+            .chain(table["LocalSecondaryIndexes"].as_array())
+            .flatten()
+        {
+            let index_name = index["IndexName"].as_str().unwrap_or_default().to_string();
+            let (writes, units) = index_writes.get(&index_name).copied().unwrap_or_default();
+            indexes.push(IndexReport {
+                size_bytes: index["IndexSizeBytes"].as_u64().unwrap_or(0),
+                item_count: index["ItemCount"].as_u64().unwrap_or(0),
+                writes_per_base_write: if base_writes > 0 {
+                    writes as f64 / base_writes as f64
+                } else {
+                    0.0
+                },
+                write_units_per_base_write_unit: if base_units > 0.0 {
+                    units / base_units
+                } else {
+                    0.0
+                },
+                name: index_name,
+            });
+        }
+        reports.push(TableReport {
+            name,
+            item_count: table["ItemCount"].as_u64().unwrap_or(0),
+            size_bytes: table["TableSizeBytes"].as_u64().unwrap_or(0),
+            indexes,
+        });
+    }
+    reports
+}
+
+/// What DynamoDB would do: hot partitions, under-provisioned tables and GSIs, collections
+/// near the cap.
+fn verdicts(model: &Model, report: &Report) -> Vec<String> {
+    let mut verdicts = Vec::new();
+    for partition in &report.hot_partitions {
+        for (units, limit, kind) in [
+            (
+                partition.write_units_per_second,
+                PARTITION_WRITE_UNITS_MAX,
+                "WCU",
+            ),
+            (
+                partition.read_units_per_second,
+                PARTITION_READ_UNITS_MAX,
+                "RCU",
+            ),
+        ] {
+            if units > limit {
+                verdicts.push(format!(
+                    "hot key `{}` ({}): {} {kind}/s, {:.2}x the per-partition limit: DynamoDB would throttle it",
+                    partition.key,
+                    partition.target,
+                    thousands(units),
+                    units / limit
+                ));
+            }
+        }
+    }
+    // Provisioned tables and GSIs against the units the modelled rate needs.
+    for create in &model.tables {
+        let name = create["TableName"].as_str().unwrap_or_default();
+        let mut need: BTreeMap<String, [f64; 2]> = BTreeMap::new();
+        for pattern in &report.patterns {
+            let rate = pattern.modelled_ops_per_second;
+            let base = need.entry(name.to_string()).or_default();
+            if model
+                .patterns
+                .iter()
+                .any(|p| p.name == pattern.name && p.request["TableName"] == name)
+            {
+                base[0] += pattern.read_units_per_call * rate;
+                base[1] += pattern.write_units_per_call * rate;
+            }
+            for (index, units) in &pattern.index_units_per_call {
+                if let Some(index) = index.strip_prefix(&format!("{name}/")) {
+                    let slot = need.entry(format!("{name}/{index}")).or_default();
+                    slot[0] += units[0] * rate;
+                    slot[1] += units[1] * rate;
+                }
+            }
+        }
+        let provisioned = |throughput: &Value| {
+            Some([
+                throughput["ReadCapacityUnits"].as_f64()?,
+                throughput["WriteCapacityUnits"].as_f64()?,
+            ])
+        };
+        let mut limits = Vec::new();
+        if let Some(units) = provisioned(&create["ProvisionedThroughput"]) {
+            limits.push((name.to_string(), units, false));
+        }
+        for gsi in create["GlobalSecondaryIndexes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            if let Some(units) = provisioned(&gsi["ProvisionedThroughput"]) {
+                let index = gsi["IndexName"].as_str().unwrap_or_default();
+                limits.push((format!("{name}/{index}"), units, true));
+            }
+        }
+        for (resource, [read, write], is_gsi) in limits {
+            let [need_read, need_write] = need.get(&resource).copied().unwrap_or_default();
+            if need_write > write {
+                let effect = if is_gsi {
+                    "writes to the base table would throttle"
+                } else {
+                    "writes would throttle once burst capacity (300 s of unused units) is spent"
+                };
+                verdicts.push(format!(
+                    "{resource} needs {} WCU/s at the modelled rate and has {}: {effect}",
+                    thousands(need_write),
+                    thousands(write)
+                ));
+            }
+            if need_read > read {
+                verdicts.push(format!(
+                    "{resource} needs {} RCU/s at the modelled rate and has {}: reads would throttle once burst capacity is spent",
+                    thousands(need_read),
+                    thousands(read)
+                ));
+            }
+        }
+    }
+    for collection in &report.item_collections {
+        if let Some(days) = collection.days_to_limit {
+            if days < 365.0 {
+                verdicts.push(format!(
+                    "item collection `{}` ({}) grows up to {:.4} GB/h: it could reach the 10 GB cap in {:.0} days, then writes to it fail",
+                    collection.key, collection.table, collection.growth_gb_per_hour, days
+                ));
+            }
+        }
+    }
+    if verdicts.is_empty() {
+        verdicts.push(
+            "no partition, table or index over DynamoDB's limits at the modelled rate".into(),
+        );
+    }
+    verdicts
+}
+
+/// `1850.4` → `1,850`.
+fn thousands(value: f64) -> String {
+    let whole = value.round() as i64;
+    let digits = whole.abs().to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if whole < 0 {
+        format!("-{out}")
+    } else {
+        out
+    }
+}
+
+/// The report as a terminal table.
+pub fn render_text(report: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "model `{}` on {}: {:.1} s{}, {} items loaded",
+        report.model,
+        report.target,
+        report.seconds,
+        if report.interrupted {
+            " (interrupted)"
+        } else {
+            ""
+        },
+        report.loaded_items
+    );
+    let _ = writeln!(out, "\naccess patterns");
+    let _ = writeln!(
+        out,
+        "  {:<24} {:>10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9} {:>10} {:>10}",
+        "pattern",
+        "ops",
+        "ops/s",
+        "p50 ms",
+        "p95 ms",
+        "p99 ms",
+        "max ms",
+        "RCU/op",
+        "WCU/op",
+        "items",
+        "bytes",
+        "$/mo od",
+        "$/mo prov"
+    );
+    for p in &report.patterns {
+        let _ = writeln!(
+            out,
+            "  {:<24} {:>10} {:>9.0} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.2} {:>8.2} {:>7.1} {:>9.0} {:>10.2} {:>10.2}",
+            truncate(&p.name, 24),
+            p.operations,
+            p.ops_per_second,
+            p.latency.p50_ms,
+            p.latency.p95_ms,
+            p.latency.p99_ms,
+            p.latency.max_ms,
+            p.read_units_per_call,
+            p.write_units_per_call,
+            p.items_per_call,
+            p.item_bytes_per_call,
+            p.monthly_cost_on_demand,
+            p.monthly_cost_provisioned
+        );
+        for (index, [read, write]) in &p.index_units_per_call {
+            let _ = writeln!(
+                out,
+                "    index {index}: {read:.2} RCU/op, {write:.2} WCU/op"
+            );
+        }
+        for (code, count) in &p.errors {
+            let message = p.error_messages.get(code).map_or("", String::as_str);
+            let _ = writeln!(out, "    error {code}: {count} ({message})");
+        }
+    }
+    let _ = writeln!(out, "\ntables and indexes");
+    for table in &report.tables {
+        let _ = writeln!(
+            out,
+            "  {}: {} items, {} bytes",
+            table.name, table.item_count, table.size_bytes
+        );
+        for index in &table.indexes {
+            let _ = writeln!(
+                out,
+                "    {}: {} items, {} bytes, {:.2} index writes per base write, {:.2} index WCU per base WCU",
+                index.name,
+                index.item_count,
+                index.size_bytes,
+                index.writes_per_base_write,
+                index.write_units_per_base_write_unit
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nhottest partitions (units per second at the modelled rate)"
+    );
+    for p in &report.hot_partitions {
+        let _ = writeln!(
+            out,
+            "  {} `{}`: {:.1} RCU/s, {:.1} WCU/s ({:.0}% of the per-partition limit)",
+            p.target,
+            p.key,
+            p.read_units_per_second,
+            p.write_units_per_second,
+            p.limit_share * 100.0
+        );
+    }
+    if !report.item_collections.is_empty() {
+        let _ = writeln!(out, "\nlargest item collections");
+        for c in &report.item_collections {
+            let days = c.days_to_limit.map_or("not growing".to_string(), |d| {
+                format!("10 GB in {d:.0} days at most")
+            });
+            let _ = writeln!(
+                out,
+                "  {} `{}`: estimated {}–{} GB, grows up to {:.6} GB/h, {days}",
+                c.table, c.key, c.size_estimate_gb[0], c.size_estimate_gb[1], c.growth_gb_per_hour
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\ncost per month at the modelled rate ({} prices): on-demand ${:.2}, provisioned ${:.2} (at {:.0}% utilisation), storage ${:.2}",
+        report.cost.region,
+        report.cost.on_demand_monthly,
+        report.cost.provisioned_monthly,
+        report.cost.prices.provisioned_utilization * 100.0,
+        report.cost.storage_monthly
+    );
+    let _ = writeln!(out, "\nverdicts");
+    for verdict in &report.verdicts {
+        let _ = writeln!(out, "  - {verdict}");
+    }
+    out
+}
+
+/// A labelled row of the comparison: how to show one pattern's figure.
+type PatternRow<'a> = (&'a str, &'a dyn Fn(&PatternReport) -> String);
+/// A labelled row of the comparison's totals.
+type TotalRow<'a> = (&'a str, &'a dyn Fn(&Report) -> String);
+
+/// Two reports side by side: per pattern (by name) and in total.
+pub fn render_comparison(first: &Report, second: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<28} {:>22} {:>22}",
+        "",
+        truncate(&first.model, 22),
+        truncate(&second.model, 22)
+    );
+    let mut names: Vec<&str> = first.patterns.iter().map(|p| p.name.as_str()).collect();
+    for p in &second.patterns {
+        if !names.contains(&p.name.as_str()) {
+            names.push(&p.name);
+        }
+    }
+    let cell = |report: &Report, name: &str, show: &dyn Fn(&PatternReport) -> String| {
+        report
+            .patterns
+            .iter()
+            .find(|p| p.name == name)
+            .map_or("-".to_string(), show)
+    };
+    for name in names {
+        let _ = writeln!(out, "{}", truncate(name, 60));
+        let rows: [PatternRow; 5] = [
+            ("  ops/s", &|p| format!("{:.0}", p.ops_per_second)),
+            ("  p99 ms", &|p| format!("{:.3}", p.latency.p99_ms)),
+            ("  RCU / WCU per call", &|p| {
+                let index_read: f64 = p.index_units_per_call.values().map(|u| u[0]).sum();
+                let index_write: f64 = p.index_units_per_call.values().map(|u| u[1]).sum();
+                format!(
+                    "{:.2} / {:.2}",
+                    p.read_units_per_call + index_read,
+                    p.write_units_per_call + index_write
+                )
+            }),
+            ("  $/month on-demand", &|p| {
+                format!("{:.2}", p.monthly_cost_on_demand)
+            }),
+            ("  errors", &|p| p.errors.values().sum::<u64>().to_string()),
+        ];
+        for (label, show) in rows {
+            let _ = writeln!(
+                out,
+                "{label:<28} {:>22} {:>22}",
+                cell(first, name, show),
+                cell(second, name, show)
+            );
+        }
+    }
+    let totals: [TotalRow; 5] = [
+        ("$/month on-demand", &|r| {
+            format!("{:.2}", r.cost.on_demand_monthly)
+        }),
+        ("$/month provisioned", &|r| {
+            format!("{:.2}", r.cost.provisioned_monthly)
+        }),
+        ("$/month storage", &|r| {
+            format!("{:.2}", r.cost.storage_monthly)
+        }),
+        ("hottest partition (% limit)", &|r| {
+            r.hot_partitions.first().map_or("-".to_string(), |p| {
+                format!("{:.0}%", p.limit_share * 100.0)
+            })
+        }),
+        ("verdicts", &|r| {
+            if r.verdicts.iter().any(|v| v.starts_with("no partition")) {
+                "0".to_string()
+            } else {
+                r.verdicts.len().to_string()
+            }
+        }),
+    ];
+    let _ = writeln!(out, "total");
+    for (label, show) in totals {
+        let _ = writeln!(
+            out,
+            "  {label:<26} {:>22} {:>22}",
+            show(first),
+            show(second)
+        );
+    }
+    for (report, which) in [(first, "first"), (second, "second")] {
+        for verdict in &report.verdicts {
+            let _ = writeln!(out, "{which}: {verdict}");
+        }
+    }
+    out
+}
+
+fn truncate(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        text.to_string()
+    } else {
+        let mut cut: String = text.chars().take(width - 1).collect();
+        cut.push('…');
+        cut
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn monthly_cost_by_hand() {
+        let prices = Prices::default();
+        // 100 WCU/s and 1,000 RCU/s for 730 hours: 262.8 M write units, 2,628 M read units.
+        let (on_demand, provisioned) = monthly_cost(&prices, 1000.0, 100.0);
+        let expected_on_demand = 2628.0 * 0.125 + 262.8 * 0.625;
+        assert!((on_demand - expected_on_demand).abs() < 1e-6, "{on_demand}");
+        let expected_provisioned = (1000.0 * 0.00013 + 100.0 * 0.00065) / 0.7 * 730.0;
+        assert!(
+            (provisioned - expected_provisioned).abs() < 1e-6,
+            "{provisioned}"
+        );
+    }
+
+    #[test]
+    fn quantiles_and_thousands() {
+        let samples: Vec<u32> = (1..=1000).collect();
+        assert_eq!(quantile_ms(&samples, 0.5), 0.501);
+        assert_eq!(quantile_ms(&samples, 0.99), 0.990);
+        assert_eq!(quantile_ms(&samples, 1.0), 1.0);
+        assert_eq!(quantile_ms(&[], 0.5), 0.0);
+        assert_eq!(thousands(1850.4), "1,850");
+        assert_eq!(thousands(999.0), "999");
+        assert_eq!(thousands(1_234_567.0), "1,234,567");
+    }
+}

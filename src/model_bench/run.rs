@@ -1,0 +1,722 @@
+//! Running a model: create its tables, load its items, then run its patterns from
+//! `concurrency` workers for the time or count it asks, recording what every answer says it
+//! cost (`ReturnConsumedCapacity: INDEXES`, `ReturnItemCollectionMetrics: SIZE`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::generate::{Draws, Generators, Template};
+use super::model::{Model, Pattern};
+use super::target::{Client, Target};
+
+/// Items per BatchWriteItem of the load phase: DynamoDB's maximum.
+const LOAD_BATCH_ITEMS: u64 = 25;
+/// Latency samples kept per pattern and worker (a run longer than this keeps the first ones).
+const LATENCY_SAMPLES_MAX: usize = 4_000_000;
+/// Distinct partitions tracked per worker (the busiest are found among them).
+const PARTITIONS_TRACKED_MAX: usize = 1_000_000;
+
+/// Set by Ctrl-C: the run stops and still reports.
+pub static STOP: AtomicBool = AtomicBool::new(false);
+
+/// One pattern, ready to run.
+pub struct CompiledPattern {
+    pub name: String,
+    pub operation: String,
+    template: Template,
+    /// The table (or `table/index`) whose partitions the pattern loads, and a template of the
+    /// partition key value; None when it cannot be known (Scan, batches, transactions).
+    partition: Option<(String, Template)>,
+    pub reads: bool,
+    /// A PutItem into a table with an LSI: its items grow a capped item collection.
+    grows_collection: bool,
+    weight: f64,
+    rate: Option<f64>,
+}
+
+/// What one pattern did, summed over its operations.
+#[derive(Debug, Clone, Default)]
+pub struct PatternStats {
+    pub operations: u64,
+    pub errors: BTreeMap<String, u64>,
+    /// The first message seen for each error code.
+    pub error_messages: BTreeMap<String, String>,
+    pub latencies_us: Vec<u32>,
+    pub table_read_units: f64,
+    pub table_write_units: f64,
+    /// Capacity per `table/index`: (read units, write units, operations that wrote it).
+    pub index_units: BTreeMap<String, (f64, f64, u64)>,
+    pub items_returned: u64,
+    pub item_bytes_returned: u64,
+    /// Per second of the run: operations, summed latency (µs), worst latency (µs).
+    pub per_second: Vec<(u64, u64, u32)>,
+}
+
+/// Load on one partition key.
+#[derive(Debug, Clone, Default)]
+pub struct PartitionLoad {
+    pub read_units: f64,
+    pub write_units: f64,
+    pub operations: u64,
+    /// Busiest second's read and write units.
+    pub peak_read_units: f64,
+    pub peak_write_units: f64,
+    /// Bytes of the items PutItem wrote into the partition's item collection (a table with
+    /// an LSI): at most what the collection grew.
+    pub put_bytes: u64,
+    second: u64,
+    second_read: f64,
+    second_write: f64,
+}
+
+/// An item collection's size as the last answer reported it (`SizeEstimateRangeGB`).
+#[derive(Debug, Clone)]
+pub struct CollectionSeen {
+    pub at: f64,
+    pub range_gb: [f64; 2],
+}
+
+/// Everything a run recorded.
+#[derive(Debug, Default)]
+pub struct RunStats {
+    pub patterns: Vec<PatternStats>,
+    /// By `table/index` then partition key text.
+    pub partitions: HashMap<(String, String), PartitionLoad>,
+    /// By partition key text.
+    pub collections: HashMap<String, CollectionSeen>,
+    pub elapsed: Duration,
+    pub interrupted: bool,
+    pub loaded_items: u64,
+}
+
+/// The answer members the report reads (everything else is skipped unparsed).
+#[derive(Deserialize)]
+struct Answer<'a> {
+    #[serde(rename = "ConsumedCapacity", default)]
+    consumed: Option<Capacities>,
+    #[serde(rename = "Items", borrow, default)]
+    items: Option<Vec<&'a serde_json::value::RawValue>>,
+    #[serde(rename = "Item", borrow, default)]
+    item: Option<&'a serde_json::value::RawValue>,
+    #[serde(rename = "Responses", default)]
+    responses: Option<Value>,
+    #[serde(rename = "ItemCollectionMetrics", default)]
+    collections: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Capacities {
+    One(CapacityEntry),
+    Many(Vec<CapacityEntry>),
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+struct CapacityEntry {
+    table_name: String,
+    capacity_units: f64,
+    table: Option<Units>,
+    global_secondary_indexes: Option<BTreeMap<String, Units>>,
+    local_secondary_indexes: Option<BTreeMap<String, Units>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+struct Units {
+    capacity_units: f64,
+}
+
+fn is_read(operation: &str) -> bool {
+    matches!(
+        operation,
+        "GetItem" | "Query" | "Scan" | "BatchGetItem" | "TransactGetItems"
+    )
+}
+
+/// The hash key of a table (or of one of its indexes) in a model's CreateTable requests.
+fn hash_key(tables: &[Value], table: &str, index: Option<&str>) -> Option<String> {
+    let create = tables.iter().find(|t| t["TableName"] == table)?;
+    let schema = match index {
+        None => &create["KeySchema"],
+        Some(index) => {
+            let all = create["GlobalSecondaryIndexes"]
+                .as_array()
+                .into_iter()
+                .chain(create["LocalSecondaryIndexes"].as_array())
+                .flatten();
+            &all.into_iter().find(|i| i["IndexName"] == index)?["KeySchema"]
+        }
+    };
+    schema.as_array()?.iter().find(|k| k["KeyType"] == "HASH")?["AttributeName"]
+        .as_str()
+        .map(str::to_string)
+}
+
+/// The key attribute names of a table in a model's CreateTable requests.
+fn key_names(tables: &[Value], table: &str) -> Vec<String> {
+    tables
+        .iter()
+        .find(|t| t["TableName"] == table)
+        .and_then(|t| t["KeySchema"].as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|k| k["AttributeName"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// The text of the partition key value in a request: where Key/Item name the hash key, or
+/// the value a Query's key condition sets it equal to.
+fn partition_text(pattern: &Pattern, tables: &[Value]) -> Option<(String, String)> {
+    let request = &pattern.request;
+    let table = request["TableName"].as_str()?;
+    let index = request["IndexName"].as_str();
+    let hash = hash_key(tables, table, index)?;
+    let target = match index {
+        Some(index) => format!("{table}/{index}"),
+        None => table.to_string(),
+    };
+    let scalar = |value: &Value| {
+        ["S", "N", "B"]
+            .iter()
+            .find_map(|t| value[*t].as_str().map(str::to_string))
+    };
+    match pattern.operation.as_str() {
+        "GetItem" | "DeleteItem" | "UpdateItem" => Some((target, scalar(&request["Key"][&hash])?)),
+        "PutItem" => Some((target, scalar(&request["Item"][&hash])?)),
+        "Query" => {
+            let condition = request["KeyConditionExpression"].as_str()?;
+            let names = &request["ExpressionAttributeNames"];
+            for clause in condition.split(" AND ").chain(condition.split(" and ")) {
+                let Some((left, right)) = clause.split_once('=') else {
+                    continue;
+                };
+                let left = left.trim().trim_start_matches('(');
+                let right = right.trim().trim_end_matches(')');
+                let name = names[left].as_str().unwrap_or(left);
+                if name == hash && right.starts_with(':') {
+                    return Some((
+                        target,
+                        scalar(&request["ExpressionAttributeValues"][right])?,
+                    ));
+                }
+            }
+            None
+        }
+        _ => None,
+    }
+}
+
+/// Whether the table a pattern names has a local secondary index (so a 10 GB collection cap).
+fn has_local_index(model: &Model, pattern: &Pattern) -> bool {
+    model.tables.iter().any(|t| {
+        t["TableName"] == pattern.request["TableName"]
+            && t["LocalSecondaryIndexes"]
+                .as_array()
+                .is_some_and(|indexes| !indexes.is_empty())
+    })
+}
+
+/// Compiles the patterns of `model`.
+pub fn compile(model: &Model, generators: &Generators) -> Result<Vec<CompiledPattern>, String> {
+    let mut compiled = Vec::with_capacity(model.patterns.len());
+    for pattern in &model.patterns {
+        let mut request = pattern.request.clone();
+        let object = request
+            .as_object_mut()
+            .ok_or_else(|| format!("pattern `{}`: request must be a JSON object", pattern.name))?;
+        object.insert("ReturnConsumedCapacity".into(), "INDEXES".into());
+        if !is_read(&pattern.operation) && pattern.operation != "ExecuteStatement" {
+            object.insert("ReturnItemCollectionMetrics".into(), "SIZE".into());
+        }
+        let template = Template::of_json(&request, generators)
+            .map_err(|e| format!("pattern `{}`: {e}", pattern.name))?;
+        let partition = match partition_text(pattern, &model.tables) {
+            Some((target, text)) => Some((
+                target,
+                Template::of_text(&text, generators)
+                    .map_err(|e| format!("pattern `{}`: {e}", pattern.name))?,
+            )),
+            None => None,
+        };
+        compiled.push(CompiledPattern {
+            name: pattern.name.clone(),
+            operation: pattern.operation.clone(),
+            template,
+            partition,
+            reads: is_read(&pattern.operation),
+            grows_collection: pattern.operation == "PutItem" && has_local_index(model, pattern),
+            weight: pattern.weight.unwrap_or(1.0),
+            rate: pattern.rate,
+        });
+    }
+    Ok(compiled)
+}
+
+/// Creates the model's tables (deleting any of the same name first) and loads its items.
+pub fn prepare(model: &Model, target: &Target, generators: &Generators) -> Result<u64, String> {
+    let mut client = target.client()?;
+    for create in &model.tables {
+        let name = create["TableName"].as_str().unwrap_or_default();
+        let delete = serde_json::json!({"TableName": name}).to_string();
+        let _ = client.call("DeleteTable", delete.as_bytes());
+        client
+            .call("CreateTable", create.to_string().as_bytes())
+            .map_err(|e| format!("CreateTable {name}: {}: {}", e.code, e.message))?;
+    }
+    let seed = model.run.seed.unwrap_or(1);
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x10ad);
+    let mut draws = Draws::new(generators);
+    let mut loaded = 0;
+    for load in &model.load {
+        let item = Template::of_json(&load.item, generators)
+            .map_err(|e| format!("load of {}: {e}", load.table))?;
+        let table = serde_json::to_string(&load.table).unwrap_or_default();
+        let key_names = key_names(&model.tables, &load.table);
+        let mut written = 0;
+        while written < load.count {
+            let batch = LOAD_BATCH_ITEMS.min(load.count - written);
+            // A batch may not name one key twice: a later draw of the same key replaces the
+            // earlier one, as two puts would.
+            let mut items: Vec<(String, Vec<u8>)> = Vec::with_capacity(batch as usize);
+            for _ in 0..batch {
+                let mut text = Vec::new();
+                draws.reset();
+                item.render(generators, &mut draws, &mut rng, &mut text);
+                let parsed: Value = serde_json::from_slice(&text).unwrap_or_default();
+                let key: Vec<String> = key_names.iter().map(|k| parsed[k].to_string()).collect();
+                let key = key.join("\u{1}");
+                match items.iter_mut().find(|(k, _)| *k == key) {
+                    Some(slot) => slot.1 = text,
+                    None => items.push((key, text)),
+                }
+            }
+            let mut body = format!("{{\"RequestItems\":{{{table}:[").into_bytes();
+            for (n, (_, text)) in items.iter().enumerate() {
+                if n > 0 {
+                    body.push(b',');
+                }
+                body.extend_from_slice(b"{\"PutRequest\":{\"Item\":");
+                body.extend_from_slice(text);
+                body.extend_from_slice(b"}}");
+            }
+            body.extend_from_slice(b"]}}");
+            let mut pending = body;
+            // Unprocessed items are sent again (a throttling endpoint returns them).
+            loop {
+                let answer = client
+                    .call("BatchWriteItem", &pending)
+                    .map_err(|e| format!("load of {}: {}: {}", load.table, e.code, e.message))?;
+                let answer: Value = serde_json::from_slice(&answer).unwrap_or_default();
+                match answer["UnprocessedItems"].as_object() {
+                    Some(left) if !left.is_empty() => {
+                        std::thread::sleep(Duration::from_millis(50));
+                        pending = serde_json::json!({"RequestItems": left})
+                            .to_string()
+                            .into_bytes();
+                    }
+                    _ => break,
+                }
+            }
+            written += batch;
+            loaded += batch;
+        }
+    }
+    Ok(loaded)
+}
+
+/// Live counters the progress display reads.
+#[derive(Default)]
+pub struct Progress {
+    pub operations: AtomicU64,
+    pub errors: AtomicU64,
+}
+
+/// Runs the patterns. `progress` is updated as operations complete.
+pub fn run(
+    model: &Model,
+    target: &Target,
+    generators: &Arc<Generators>,
+    patterns: &Arc<Vec<CompiledPattern>>,
+    progress: &Arc<Progress>,
+) -> Result<RunStats, String> {
+    let concurrency = model.run.concurrency.unwrap_or(4);
+    let deadline = model.run.seconds.map(Duration::from_secs_f64);
+    let budget = model.run.operations.map(|n| Arc::new(AtomicU64::new(n)));
+    let seed = model.run.seed.unwrap_or(1);
+    let started = Instant::now();
+    let mut workers = Vec::with_capacity(concurrency);
+    for worker in 0..concurrency {
+        let client = target.client()?;
+        let generators = Arc::clone(generators);
+        let patterns = Arc::clone(patterns);
+        let progress = Arc::clone(progress);
+        let budget = budget.clone();
+        let rate = model.run.rate.map(|r| r / concurrency as f64);
+        workers.push(std::thread::spawn(move || {
+            let mut worker = Worker {
+                client,
+                generators,
+                patterns,
+                rng: StdRng::seed_from_u64(seed.wrapping_add(worker as u64 * 0x9E37)),
+                body: Vec::with_capacity(4096),
+                key: String::new(),
+                started,
+                concurrency,
+            };
+            worker.run(deadline, budget, rate, &progress)
+        }));
+    }
+    let mut stats = RunStats {
+        patterns: vec![PatternStats::default(); patterns.len()],
+        ..RunStats::default()
+    };
+    for worker in workers {
+        let part = worker.join().map_err(|_| "a worker panicked".to_string())?;
+        merge(&mut stats, part);
+    }
+    stats.elapsed = started.elapsed();
+    stats.interrupted = STOP.load(Ordering::Relaxed);
+    Ok(stats)
+}
+
+fn merge(into: &mut RunStats, part: RunStats) {
+    for (mine, theirs) in into.patterns.iter_mut().zip(part.patterns) {
+        mine.operations += theirs.operations;
+        for (code, count) in theirs.errors {
+            *mine.errors.entry(code).or_default() += count;
+        }
+        for (code, message) in theirs.error_messages {
+            mine.error_messages.entry(code).or_insert(message);
+        }
+        mine.latencies_us.extend(theirs.latencies_us);
+        mine.table_read_units += theirs.table_read_units;
+        mine.table_write_units += theirs.table_write_units;
+        for (index, (r, w, n)) in theirs.index_units {
+            let slot = mine.index_units.entry(index).or_default();
+            slot.0 += r;
+            slot.1 += w;
+            slot.2 += n;
+        }
+        mine.items_returned += theirs.items_returned;
+        mine.item_bytes_returned += theirs.item_bytes_returned;
+        if mine.per_second.len() < theirs.per_second.len() {
+            mine.per_second.resize(theirs.per_second.len(), (0, 0, 0));
+        }
+        for (slot, (n, sum, max)) in mine.per_second.iter_mut().zip(theirs.per_second) {
+            slot.0 += n;
+            slot.1 += sum;
+            slot.2 = slot.2.max(max);
+        }
+    }
+    for (key, load) in part.partitions {
+        let slot = into.partitions.entry(key).or_default();
+        slot.read_units += load.read_units;
+        slot.write_units += load.write_units;
+        slot.operations += load.operations;
+        // Workers' busiest seconds may differ; their sum bounds the true peak from above,
+        // their maximum from below: the report uses the sum (the conservative verdict).
+        slot.peak_read_units += load.peak_read_units;
+        slot.peak_write_units += load.peak_write_units;
+        slot.put_bytes += load.put_bytes;
+    }
+    for (key, seen) in part.collections {
+        match into.collections.get_mut(&key) {
+            Some(mine) if mine.at >= seen.at => {}
+            _ => {
+                into.collections.insert(key, seen);
+            }
+        }
+    }
+}
+
+struct Worker {
+    client: Client,
+    generators: Arc<Generators>,
+    patterns: Arc<Vec<CompiledPattern>>,
+    rng: StdRng,
+    body: Vec<u8>,
+    key: String,
+    started: Instant,
+    concurrency: usize,
+}
+
+impl Worker {
+    fn run(
+        &mut self,
+        deadline: Option<Duration>,
+        budget: Option<Arc<AtomicU64>>,
+        rate: Option<f64>,
+        progress: &Progress,
+    ) -> RunStats {
+        let mut stats = RunStats {
+            patterns: vec![PatternStats::default(); self.patterns.len()],
+            ..RunStats::default()
+        };
+        let mut draws = Draws::new(&self.generators);
+        let weights: Vec<f64> = self
+            .patterns
+            .iter()
+            .map(|p| if p.rate.is_some() { 0.0 } else { p.weight })
+            .collect();
+        let weight_total: f64 = weights.iter().sum();
+        // Each pattern with its own rate, and the weighted ones together, run on a schedule:
+        // this worker's share of the rate, one operation per interval.
+        let now = Instant::now();
+        let mut due: Vec<Option<(Instant, Duration)>> = self
+            .patterns
+            .iter()
+            .map(|p| {
+                p.rate
+                    .map(|r| (now, Duration::from_secs_f64(self.concurrency as f64 / r)))
+            })
+            .collect();
+        let mut weighted_due = rate.map(|r| (now, Duration::from_secs_f64(1.0 / r)));
+        loop {
+            if STOP.load(Ordering::Relaxed) || deadline.is_some_and(|d| self.started.elapsed() >= d)
+            {
+                break;
+            }
+            if let Some(budget) = &budget {
+                if budget
+                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+                    .is_err()
+                {
+                    break;
+                }
+            }
+            // The pattern to run: a rate pattern that is due, else a weighted one.
+            let now = Instant::now();
+            let scheduled = due
+                .iter()
+                .enumerate()
+                .filter_map(|(i, d)| d.map(|(at, _)| (i, at)))
+                .min_by_key(|(_, at)| *at);
+            let pattern = match scheduled {
+                Some((i, at)) if at <= now || weight_total == 0.0 => {
+                    if at > now {
+                        std::thread::sleep(at - now);
+                    }
+                    if let Some((at, every)) = due[i].as_mut() {
+                        *at += *every;
+                    }
+                    i
+                }
+                _ => {
+                    if weight_total == 0.0 {
+                        break;
+                    }
+                    if let Some((at, every)) = weighted_due.as_mut() {
+                        let wait_until = scheduled.map_or(*at, |(_, next)| next.min(*at));
+                        if wait_until > now {
+                            std::thread::sleep(wait_until - now);
+                            continue;
+                        }
+                        *at += *every;
+                    }
+                    let mut pick = self.rng.random::<f64>() * weight_total;
+                    let mut chosen = weights.len() - 1;
+                    for (i, w) in weights.iter().enumerate() {
+                        if pick < *w {
+                            chosen = i;
+                            break;
+                        }
+                        pick -= w;
+                    }
+                    chosen
+                }
+            };
+            self.one(pattern, &mut draws, &mut stats, progress);
+        }
+        stats
+    }
+
+    fn one(&mut self, index: usize, draws: &mut Draws, stats: &mut RunStats, progress: &Progress) {
+        let pattern = &self.patterns[index];
+        draws.reset();
+        self.body.clear();
+        pattern
+            .template
+            .render(&self.generators, draws, &mut self.rng, &mut self.body);
+        let started = Instant::now();
+        let answer = self.client.call(&pattern.operation, &self.body);
+        let latency = started.elapsed();
+        let at = self.started.elapsed();
+        let second = at.as_secs();
+        let latency_us = u32::try_from(latency.as_micros()).unwrap_or(u32::MAX);
+        let slot = &mut stats.patterns[index];
+        slot.operations += 1;
+        if slot.latencies_us.len() < LATENCY_SAMPLES_MAX {
+            slot.latencies_us.push(latency_us);
+        }
+        let bucket = usize::try_from(second).unwrap_or(usize::MAX);
+        if bucket < 100_000 {
+            if slot.per_second.len() <= bucket {
+                slot.per_second.resize(bucket + 1, (0, 0, 0));
+            }
+            let entry = &mut slot.per_second[bucket];
+            entry.0 += 1;
+            entry.1 += u64::from(latency_us);
+            entry.2 = entry.2.max(latency_us);
+        }
+        progress.operations.fetch_add(1, Ordering::Relaxed);
+        let body = match answer {
+            Ok(body) => body,
+            Err(error) => {
+                progress.errors.fetch_add(1, Ordering::Relaxed);
+                *slot.errors.entry(error.code.clone()).or_default() += 1;
+                slot.error_messages
+                    .entry(error.code)
+                    .or_insert(error.message);
+                return;
+            }
+        };
+        let Ok(answer) = serde_json::from_slice::<Answer>(&body) else {
+            *slot.errors.entry("UnreadableAnswer".into()).or_default() += 1;
+            return;
+        };
+        let mut table_units = 0.0;
+        for entry in answer.consumed.into_iter().flat_map(|c| match c {
+            Capacities::One(entry) => vec![entry],
+            Capacities::Many(entries) => entries,
+        }) {
+            let mut indexes = 0.0;
+            for (kind, map) in [
+                ("gsi", entry.global_secondary_indexes),
+                ("lsi", entry.local_secondary_indexes),
+            ] {
+                let _ = kind;
+                for (name, units) in map.into_iter().flatten() {
+                    indexes += units.capacity_units;
+                    let slot = slot
+                        .index_units
+                        .entry(format!("{}/{name}", entry.table_name))
+                        .or_default();
+                    if pattern.reads {
+                        slot.0 += units.capacity_units;
+                    } else {
+                        slot.1 += units.capacity_units;
+                    }
+                    if units.capacity_units > 0.0 {
+                        slot.2 += 1;
+                    }
+                }
+            }
+            let table = entry
+                .table
+                .map_or(entry.capacity_units - indexes, |t| t.capacity_units);
+            table_units += entry.capacity_units;
+            if pattern.reads {
+                slot.table_read_units += table;
+            } else {
+                slot.table_write_units += table;
+            }
+        }
+        let items: Vec<&serde_json::value::RawValue> = answer
+            .items
+            .unwrap_or_default()
+            .into_iter()
+            .chain(answer.item)
+            .collect();
+        slot.items_returned += items.len() as u64;
+        slot.item_bytes_returned += items.iter().map(|i| i.get().len() as u64).sum::<u64>();
+        if let Some(responses) = &answer.responses {
+            count_responses(responses, slot);
+        }
+        if let Some(collections) = answer.collections {
+            record_collections(&collections, at.as_secs_f64(), &mut stats.collections);
+        }
+        if let Some((target, key)) = &pattern.partition {
+            key.render_text(&self.generators, draws, &mut self.rng, &mut self.key);
+            let map_key = (target.clone(), self.key.clone());
+            if stats.partitions.len() < PARTITIONS_TRACKED_MAX
+                || stats.partitions.contains_key(&map_key)
+            {
+                let load = stats.partitions.entry(map_key).or_default();
+                add_load(load, second, table_units, pattern.reads);
+                if pattern.grows_collection {
+                    load.put_bytes += self.body.len() as u64;
+                }
+            }
+        }
+    }
+}
+
+/// Adds one operation's units to a partition, keeping its busiest second.
+fn add_load(load: &mut PartitionLoad, second: u64, units: f64, reads: bool) {
+    if load.second != second {
+        load.second = second;
+        load.second_read = 0.0;
+        load.second_write = 0.0;
+    }
+    load.operations += 1;
+    if reads {
+        load.read_units += units;
+        load.second_read += units;
+        load.peak_read_units = load.peak_read_units.max(load.second_read);
+    } else {
+        load.write_units += units;
+        load.second_write += units;
+        load.peak_write_units = load.peak_write_units.max(load.second_write);
+    }
+}
+
+/// Items in BatchGetItem (`{table: [items]}`) and TransactGetItems (`[{Item}]`) answers.
+fn count_responses(responses: &Value, slot: &mut PatternStats) {
+    let items: Vec<&Value> = match responses {
+        Value::Object(tables) => tables
+            .values()
+            .filter_map(Value::as_array)
+            .flatten()
+            .collect(),
+        Value::Array(entries) => entries.iter().filter_map(|e| e.get("Item")).collect(),
+        _ => Vec::new(),
+    };
+    slot.items_returned += items.len() as u64;
+    slot.item_bytes_returned += items
+        .iter()
+        .map(|i| i.to_string().len() as u64)
+        .sum::<u64>();
+}
+
+/// `ItemCollectionMetrics` of one answer: one entry (single-item writes) or a list per table
+/// (batches and transactions).
+fn record_collections(metrics: &Value, at: f64, seen: &mut HashMap<String, CollectionSeen>) {
+    let mut entries = Vec::new();
+    match metrics {
+        Value::Object(map) if map.contains_key("ItemCollectionKey") => entries.push(metrics),
+        Value::Object(tables) => {
+            entries.extend(tables.values().filter_map(Value::as_array).flatten())
+        }
+        _ => {}
+    }
+    for entry in entries {
+        // The key holds one attribute, the partition key: its scalar's text names the
+        // collection as the partition reports do.
+        let Some(key) = entry["ItemCollectionKey"]
+            .as_object()
+            .and_then(|key| key.values().next())
+            .and_then(|value| ["S", "N", "B"].iter().find_map(|t| value[*t].as_str()))
+        else {
+            continue;
+        };
+        let range = &entry["SizeEstimateRangeGB"];
+        seen.insert(
+            key.to_string(),
+            CollectionSeen {
+                at,
+                range_gb: [
+                    range[0].as_f64().unwrap_or(0.0),
+                    range[1].as_f64().unwrap_or(0.0),
+                ],
+            },
+        );
+    }
+}

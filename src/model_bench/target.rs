@@ -1,0 +1,129 @@
+//! Where a model runs: Shoal's tables in this process, or any DynamoDB-compatible endpoint
+//! over HTTP. Both take the same request text and give the same answer text, so the run
+//! and the report do not know which they measured.
+
+use std::sync::Arc;
+
+use shoal_tables::Database;
+
+use crate::client::{Connection, DYNAMODB_TARGET_PREFIX};
+
+/// A refused request: its exception name (`ValidationException`, …) and message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallError {
+    pub code: String,
+    pub message: String,
+}
+
+/// Where requests go; each worker opens its own [`Client`].
+pub enum Target {
+    Embedded(Arc<Database>),
+    /// `host:port` of a plain-HTTP endpoint.
+    Endpoint(String),
+}
+
+impl Target {
+    /// The target `endpoint` names (`http://host:port`), or an in-memory database for None.
+    pub fn new(endpoint: Option<&str>) -> Result<Target, String> {
+        match endpoint {
+            None => {
+                let database = Database::open_in_memory(shoal_tables::Options::default())
+                    .map_err(|e| format!("cannot open an in-memory database: {e}"))?;
+                Ok(Target::Embedded(Arc::new(database)))
+            }
+            Some(url) => {
+                if url.starts_with("https://") {
+                    return Err(format!(
+                        "{url}: https endpoints are not supported yet; use an http:// endpoint (Shoal, DynamoDB Local, …)"
+                    ));
+                }
+                let address = url
+                    .strip_prefix("http://")
+                    .unwrap_or(url)
+                    .trim_end_matches('/')
+                    .to_string();
+                Ok(Target::Endpoint(address))
+            }
+        }
+    }
+
+    /// What the report calls it.
+    pub fn describe(&self) -> String {
+        match self {
+            Target::Embedded(_) => "embedded (in-process, in memory)".to_string(),
+            Target::Endpoint(address) => format!("http://{address}"),
+        }
+    }
+
+    pub fn client(&self) -> Result<Client, String> {
+        match self {
+            Target::Embedded(database) => Ok(Client::Embedded(Arc::clone(database))),
+            Target::Endpoint(address) => {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| format!("cannot start a runtime: {e}"))?;
+                let connection = runtime.block_on(Connection::open(address))?;
+                Ok(Client::Endpoint {
+                    runtime,
+                    connection: Box::new(connection),
+                })
+            }
+        }
+    }
+}
+
+/// One worker's way to the target.
+pub enum Client {
+    Embedded(Arc<Database>),
+    Endpoint {
+        runtime: tokio::runtime::Runtime,
+        connection: Box<Connection>,
+    },
+}
+
+impl Client {
+    /// Runs `operation` with the JSON request `body`; the JSON answer, or the error.
+    pub fn call(&mut self, operation: &str, body: &[u8]) -> Result<Vec<u8>, CallError> {
+        match self {
+            Client::Embedded(database) => {
+                database
+                    .execute_json_text(operation, body)
+                    .map_err(|error| CallError {
+                        code: error.code.name().to_string(),
+                        message: error.message,
+                    })
+            }
+            Client::Endpoint {
+                runtime,
+                connection,
+            } => {
+                let answer =
+                    runtime.block_on(connection.call_text(DYNAMODB_TARGET_PREFIX, operation, body));
+                match answer {
+                    Ok((200, body)) => Ok(body),
+                    Ok((status, body)) => Err(error_of(status, &body)),
+                    Err(message) => Err(CallError {
+                        code: "ConnectionError".to_string(),
+                        message,
+                    }),
+                }
+            }
+        }
+    }
+}
+
+/// The exception of an error answer: the part of `__type` after `#`.
+fn error_of(status: u16, body: &[u8]) -> CallError {
+    let parsed: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+    let code = parsed["__type"]
+        .as_str()
+        .map(|t| t.rsplit('#').next().unwrap_or(t).to_string())
+        .unwrap_or_else(|| format!("HTTP{status}"));
+    let message = parsed["message"]
+        .as_str()
+        .or(parsed["Message"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    CallError { code, message }
+}
