@@ -15,7 +15,7 @@ use parking_lot::{Mutex, RwLock};
 use shoal_model::{ApiError, ErrorCode};
 use shoal_vfs::Fs;
 
-use crate::api::common::table_not_found;
+use crate::api::common::{data_table_not_found, table_not_found};
 use crate::table::catalog::{TableDef, METADATA_PREFIX};
 use crate::table::keys;
 use crate::table::locks::CollectionLocks;
@@ -332,6 +332,16 @@ impl Database {
             .get(name)
             .cloned()
             .ok_or_else(|| table_not_found(name))
+    }
+
+    /// The definition of table `name` for a data-plane operation, whose missing table is
+    /// [`data_table_not_found`].
+    pub(crate) fn data_table(&self, name: &str) -> Result<Arc<TableDef>, ApiError> {
+        self.catalog
+            .read()
+            .get(name)
+            .cloned()
+            .ok_or_else(data_table_not_found)
     }
 
     /// Names of all tables, in byte order.

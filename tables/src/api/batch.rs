@@ -295,24 +295,24 @@ mod tests {
         let put = json!({"PutRequest": {"Item": {"pk": {"S": "a"}}}});
         let many: Vec<_> = (0..26).map(|_| put.clone()).collect();
         assert_eq!(
-            write_error(json!({"RequestItems": {"T": many}})),
-            "1 validation error detected: Value '{T=[…]}' at 'requestItems' failed to satisfy constraint: Map value must satisfy constraint: [Member must have length less than or equal to 25, Member must have length greater than or equal to 1]"
+            write_error(json!({"RequestItems": {"Tbl": many}})),
+            "1 validation error detected: Value '{Tbl=[…]}' at 'requestItems' failed to satisfy constraint: Map value must satisfy constraint: [Member must have length less than or equal to 25, Member must have length greater than or equal to 1]"
         );
         let thirteen: Vec<_> = (0..13).map(|_| put.clone()).collect();
         assert_eq!(
-            write_error(json!({"RequestItems": {"A": thirteen.clone(), "B": thirteen}})),
+            write_error(json!({"RequestItems": {"TblA": thirteen.clone(), "TblB": thirteen}})),
             "Too many items requested for the BatchWriteItem call"
         );
         assert_eq!(
-            write_error(json!({"RequestItems": {"T": [put.clone()]}, "ReturnConsumedCapacity": "ALL"})),
+            write_error(json!({"RequestItems": {"Tbl": [put.clone()]}, "ReturnConsumedCapacity": "ALL"})),
             "1 validation error detected: Value 'ALL' at 'returnConsumedCapacity' failed to satisfy constraint: Member must satisfy enum value set: [INDEXES, TOTAL, NONE]"
         );
         assert_eq!(
-            write_error(json!({"RequestItems": {"T": [{}]}})),
+            write_error(json!({"RequestItems": {"Tbl": [{}]}})),
             "Supplied WriteRequest must contain exactly one of PutRequest or DeleteRequest"
         );
         let input: BatchWriteItemInput =
-            decode(json!({"RequestItems": {"T": [put]}, "ReturnItemCollectionMetrics": "SIZE"}))
+            decode(json!({"RequestItems": {"Tbl": [put]}, "ReturnItemCollectionMetrics": "SIZE"}))
                 .unwrap();
         let (options, _) = input.check_constraints().unwrap();
         assert!(options.return_item_collection_metrics);
@@ -332,14 +332,16 @@ mod tests {
             .map(|i| json!({"pk": {"S": i.to_string()}}))
             .collect();
         assert_eq!(
-            error(json!({"RequestItems": {"T": {"Keys": keys}}})),
-            "1 validation error detected: Value at 'RequestItems.T.member.Keys' failed to satisfy constraint: Member must have length less than or equal to 100"
+            error(json!({"RequestItems": {"Tbl": {"Keys": keys}}})),
+            "1 validation error detected: Value at 'RequestItems.Tbl.member.Keys' failed to satisfy constraint: Member must have length less than or equal to 100"
         );
         let half: Vec<_> = (0..51)
             .map(|i| json!({"pk": {"S": i.to_string()}}))
             .collect();
         assert_eq!(
-            error(json!({"RequestItems": {"A": {"Keys": half.clone()}, "B": {"Keys": half}}})),
+            error(
+                json!({"RequestItems": {"TblA": {"Keys": half.clone()}, "TblB": {"Keys": half}}})
+            ),
             "Too many items requested for the BatchGetItem call"
         );
     }

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use shoal_model::{ApiError, Item};
 
+use crate::api::constraint;
+
 /// Capacity consumed by one part of a request (table or one index).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "PascalCase")]
@@ -92,7 +94,16 @@ pub fn parse_enum<'a>(
     }
 }
 
-/// `Requested resource not found` for a table that does not exist.
+/// A missing table named by a data-plane operation (items, Query, Scan, batches,
+/// transactions): DynamoDB does not name the table there (SPEC §3.7, §4.3).
+pub fn data_table_not_found() -> ApiError {
+    ApiError::new(
+        shoal_model::ErrorCode::ResourceNotFoundException,
+        "Requested resource not found",
+    )
+}
+
+/// A missing table named by a control-plane operation (DescribeTable, DeleteTable, …).
 pub fn table_not_found(name: &str) -> ApiError {
     ApiError::new(
         shoal_model::ErrorCode::ResourceNotFoundException,
@@ -100,39 +111,14 @@ pub fn table_not_found(name: &str) -> ApiError {
     )
 }
 
-/// Checks a TableName member (SPEC §2.1): CreateTable requires 3..255 characters
-/// (`length_min` 3); data-plane calls accept 1.. (`length_min` 1) and check the rest.
-pub fn check_table_name(name: Option<&str>, length_min: usize) -> Result<&str, ApiError> {
-    let Some(name) = name else {
-        return Err(ApiError::validation(
-            "1 validation error detected: Value null at 'tableName' failed to satisfy constraint: Member must not be null",
-        ));
-    };
+/// Checks a TableName member (SPEC §2.1); `model_length_min` as in
+/// [`constraint::name_violations`].
+pub fn check_table_name(name: Option<&str>, model_length_min: usize) -> Result<&str, ApiError> {
     let mut problems = Vec::new();
-    if name.len() < length_min {
-        problems.push(format!(
-            "Value '{name}' at 'tableName' failed to satisfy constraint: Member must have length greater than or equal to {length_min}"
-        ));
-    }
-    if name.len() > 255 {
-        problems.push(format!(
-            "Value '{name}' at 'tableName' failed to satisfy constraint: Member must have length less than or equal to 255"
-        ));
-    }
-    if !name.is_empty()
-        && !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
-    {
-        problems.push(format!(
-            "Value '{name}' at 'tableName' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+"
-        ));
-    }
-    if problems.is_empty() {
-        Ok(name)
-    } else {
-        Err(validation_errors(&problems))
-    }
+    constraint::name_violations(name, "tableName", model_length_min, &mut problems);
+    constraint::check(&problems)?;
+    // A null name is a violation, so here it is present.
+    Ok(name.unwrap_or_default())
 }
 
 /// The table a data-plane request names: a plain name or a table ARN
@@ -148,19 +134,7 @@ pub fn table_name_of(name: Option<&str>) -> Result<&str, ApiError> {
     check_table_name(name, 1)
 }
 
-/// DynamoDB's aggregated constraint message: `N validation error(s) detected: a; b`.
-pub fn validation_errors(problems: &[String]) -> ApiError {
-    let noun = if problems.len() == 1 {
-        "error"
-    } else {
-        "errors"
-    };
-    ApiError::validation(format!(
-        "{} validation {noun} detected: {}",
-        problems.len(),
-        problems.join("; ")
-    ))
-}
+pub use crate::api::constraint::validation_errors;
 
 #[cfg(test)]
 mod tests {

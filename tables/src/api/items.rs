@@ -449,7 +449,8 @@ mod tests {
              Value 'SOME' at 'returnValues' failed to satisfy constraint: Member must satisfy enum value set: [NONE, ALL_OLD, UPDATED_OLD, ALL_NEW, UPDATED_NEW]"
         );
         let input: GetItemInput =
-            decode(json!({"TableName": "T", "Key": {}, "ReturnConsumedCapacity": "ALL"})).unwrap();
+            decode(json!({"TableName": "Tbl", "Key": {}, "ReturnConsumedCapacity": "ALL"}))
+                .unwrap();
         assert_eq!(
             input.check_constraints().unwrap_err().message,
             "1 validation error detected: Value 'ALL' at 'returnConsumedCapacity' failed to satisfy constraint: Member must satisfy enum value set: [INDEXES, TOTAL, NONE]"
@@ -458,8 +459,8 @@ mod tests {
 
     #[test]
     fn shape_errors_are_serialization_errors() {
-        let error =
-            decode::<PutItemInput>(json!({"TableName": "T", "Item": {"n": {"N": 3}}})).unwrap_err();
+        let error = decode::<PutItemInput>(json!({"TableName": "Tbl", "Item": {"n": {"N": 3}}}))
+            .unwrap_err();
         assert_eq!(error.code, shoal_model::ErrorCode::SerializationException);
         let error = decode::<UpdateItemInput>(json!({"TableName": 5})).unwrap_err();
         assert_eq!(error.code, shoal_model::ErrorCode::SerializationException);
@@ -468,7 +469,7 @@ mod tests {
     #[test]
     fn legacy_members_translate() {
         let input: UpdateItemInput = decode(json!({
-            "TableName": "T", "Key": {"pk": {"S": "a"}},
+            "TableName": "Tbl", "Key": {"pk": {"S": "a"}},
             "AttributeUpdates": {"n": {"Action": "ADD", "Value": {"N": "1"}}, "x": {"Action": "DELETE"}},
             "Expected": {"x": {"ComparisonOperator": "NOT_NULL"}},
             "ConditionalOperator": "OR"
@@ -488,7 +489,7 @@ mod tests {
             Some(ConditionalOperator::Or)
         );
         let bad: UpdateItemInput = decode(json!({
-            "TableName": "T", "Key": {}, "AttributeUpdates": {"n": {"Action": "SET"}}
+            "TableName": "Tbl", "Key": {}, "AttributeUpdates": {"n": {"Action": "SET"}}
         }))
         .unwrap();
         assert!(bad

@@ -14,6 +14,7 @@
 
 pub mod batch;
 pub mod common;
+pub mod constraint;
 pub mod control;
 pub mod items;
 pub mod partiql;

@@ -8,7 +8,8 @@ use shoal_expr::legacy::{self, ComparisonOperator, ConditionalOperator};
 use shoal_model::{ApiError, AttributeValue, Item};
 
 pub(crate) use crate::api::common::table_name_of;
-use crate::api::common::{parse_enum, validation_errors, ConsumedCapacity};
+use crate::api::common::{parse_enum, ConsumedCapacity};
+use crate::api::constraint;
 
 /// A legacy `KeyConditions` / `QueryFilter` / `ScanFilter` entry.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -107,30 +108,13 @@ pub(crate) fn check_index_name(name: Option<&str>) -> Result<(), ApiError> {
         return Ok(());
     };
     let mut problems = Vec::new();
-    if name.len() < 3 {
-        problems.push(format!(
-            "Value '{name}' at 'indexName' failed to satisfy constraint: Member must have length greater than or equal to 3"
-        ));
-    }
-    if name.len() > 255 {
-        problems.push(format!(
-            "Value '{name}' at 'indexName' failed to satisfy constraint: Member must have length less than or equal to 255"
-        ));
-    }
-    if !name.is_empty()
-        && !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
-    {
-        problems.push(format!(
-            "Value '{name}' at 'indexName' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+"
-        ));
-    }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(validation_errors(&problems))
-    }
+    constraint::name_violations(
+        Some(name),
+        "indexName",
+        constraint::NAME_LENGTH_MIN,
+        &mut problems,
+    );
+    constraint::check(&problems)
 }
 
 /// Checks `AttributesToGet` (1.. names) and turns it into a projection.

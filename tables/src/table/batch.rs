@@ -70,7 +70,7 @@ impl Database {
         let mut groups: BTreeMap<String, TableWrites<'_>> = BTreeMap::new();
         let mut seen: BTreeSet<(TreeId, Vec<u8>)> = BTreeSet::new();
         for (name, requests) in request_items {
-            let table = self.table(table_name_of(Some(name))?)?;
+            let table = self.data_table(table_name_of(Some(name))?)?;
             let group = groups
                 .entry(table.name.clone())
                 .or_insert_with(|| TableWrites {
@@ -174,7 +174,7 @@ impl Database {
 
         let mut reads: Vec<(Arc<TableDef>, &KeysAndAttributes, Vec<ItemKey>)> = Vec::new();
         for (name, request) in request_items {
-            let table = self.table(table_name_of(Some(name))?)?;
+            let table = self.data_table(table_name_of(Some(name))?)?;
             let mut seen = BTreeSet::new();
             let mut keys = Vec::with_capacity(request.keys.len());
             for key in &request.keys {

@@ -57,7 +57,7 @@ impl Database {
         // Present: the constraints above require it.
         let item = input.item.as_ref().unwrap_or(&no_item);
         shoal_model::check_item_limits(item, false)?;
-        let table = self.table(input.table_name.as_deref().unwrap_or_default())?;
+        let table = self.data_table(input.table_name.as_deref().unwrap_or_default())?;
         let key = key_of_item(&table, item)?;
         check_new_item(&table, item, false)?;
 
@@ -100,7 +100,7 @@ impl Database {
             values_error,
         )?
         .condition;
-        let table = self.table(input.table_name.as_deref().unwrap_or_default())?;
+        let table = self.data_table(input.table_name.as_deref().unwrap_or_default())?;
         let key = key_from_request(&table, input.key.as_ref().unwrap_or(&Item::new()))?;
 
         let (old, plan, record) = {
@@ -142,7 +142,7 @@ impl Database {
             legacy_updates.as_ref(),
             values_error,
         )?;
-        let table = self.table(input.table_name.as_deref().unwrap_or_default())?;
+        let table = self.data_table(input.table_name.as_deref().unwrap_or_default())?;
         let key = key_from_request(&table, input.key.as_ref().unwrap_or(&Item::new()))?;
         if let Some(update) = &update {
             check_update_key_paths(&table, update)?;
@@ -221,7 +221,7 @@ impl Database {
             (None, None) => None,
         };
         context.finish()?;
-        let table = self.table(input.table_name.as_deref().unwrap_or_default())?;
+        let table = self.data_table(input.table_name.as_deref().unwrap_or_default())?;
         let key = key_from_request(&table, input.key.as_ref().unwrap_or(&Item::new()))?;
 
         let item = self.read_item(&table, &key, None)?;

@@ -95,7 +95,7 @@ impl Database {
         context.finish()?;
 
         // Checks against the table.
-        let table = self.table(table_name)?;
+        let table = self.data_table(table_name)?;
         let target = ReadTarget::resolve(&table, request.index_name.as_deref())?;
         if matches!(target, ReadTarget::Global(_)) && request.consistent_read == Some(true) {
             return Err(ApiError::validation(

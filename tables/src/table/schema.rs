@@ -41,9 +41,9 @@ pub const NON_KEY_ATTRIBUTES_PER_INDEX_MAX: usize = 20;
 /// `NonKeyAttributes` names across all indexes of a table (a name in two indexes counts twice).
 pub const NON_KEY_ATTRIBUTES_PER_TABLE_MAX: usize = 100;
 /// Longest table, index and key attribute name.
-pub const NAME_BYTES_MAX: usize = 255;
+pub const NAME_BYTES_MAX: usize = crate::api::constraint::NAME_LENGTH_MAX;
 /// Shortest table and index name.
-pub const NAME_BYTES_MIN: usize = 3;
+pub const NAME_BYTES_MIN: usize = crate::api::constraint::NAME_LENGTH_MIN;
 /// Largest provisioned capacity accepted (DynamoDB's bound on the member).
 pub const CAPACITY_UNITS_MAX: i64 = 1_000_000_000_000;
 
@@ -247,46 +247,11 @@ fn definition_name<'a>(definitions: &'a [KeyAttribute], name: &str) -> &'a str {
 
 // ---- constraints (the API model's member rules) ----
 
-fn constraint(value: Option<&str>, path: &str, rule: &str) -> String {
-    match value {
-        Some(value) => format!("Value '{value}' at '{path}' failed to satisfy constraint: {rule}"),
-        None => format!("Value null at '{path}' failed to satisfy constraint: {rule}"),
-    }
-}
-
-const NOT_NULL: &str = "Member must not be null";
+use crate::api::constraint::{violation as constraint, NOT_NULL};
 
 /// Length and pattern rules of a table or index name.
 pub(crate) fn name_problems(name: Option<&str>, path: &str, problems: &mut Vec<String>) {
-    let Some(name) = name else {
-        problems.push(constraint(None, path, NOT_NULL));
-        return;
-    };
-    if name.len() < NAME_BYTES_MIN {
-        problems.push(constraint(
-            Some(name),
-            path,
-            &format!("Member must have length greater than or equal to {NAME_BYTES_MIN}"),
-        ));
-    }
-    if name.len() > NAME_BYTES_MAX {
-        problems.push(constraint(
-            Some(name),
-            path,
-            &format!("Member must have length less than or equal to {NAME_BYTES_MAX}"),
-        ));
-    }
-    if !name.is_empty()
-        && !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
-    {
-        problems.push(constraint(
-            Some(name),
-            path,
-            "Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+",
-        ));
-    }
+    crate::api::constraint::name_violations(name, path, NAME_BYTES_MIN, problems);
 }
 
 fn attribute_name_problems(name: Option<&str>, path: &str, problems: &mut Vec<String>) {

@@ -189,7 +189,7 @@ impl Database {
         condition: Option<shoal_expr::Condition>,
         update: Option<shoal_expr::Update>,
     ) -> Result<Action<'a>, ApiError> {
-        let table = self.table(table_name_of(Some(view.table_name))?)?;
+        let table = self.data_table(table_name_of(Some(view.table_name))?)?;
         let mut deferred_fault = None;
         let (key, item) = match view.kind {
             ActionKind::Put => {
@@ -369,7 +369,7 @@ impl Database {
         }
         let mut tables = Vec::with_capacity(gets.len());
         for get in &gets {
-            tables.push(self.table(table_name_of(get.table_name.as_deref())?)?);
+            tables.push(self.data_table(table_name_of(get.table_name.as_deref())?)?);
         }
         // A key that does not fit its table cancels the transaction (SPEC §3.9).
         let mut reasons = Vec::with_capacity(gets.len());

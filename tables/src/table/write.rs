@@ -699,7 +699,7 @@ impl Database {
     fn check_definition_current(&self, table: &TableDef) -> Result<(), ApiError> {
         let catalog = self.catalog.read();
         let Some(current) = catalog.get(&table.name) else {
-            return Err(crate::api::common::table_not_found(&table.name));
+            return Err(crate::api::common::data_table_not_found());
         };
         // A stream enabled or disabled since: the plans' stream records would be missing
         // or go to a stream that no longer takes them.

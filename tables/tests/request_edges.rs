@@ -1,0 +1,156 @@
+//! Requests at the edges of DynamoDB's rules, driven by operation name with JSON text as a
+//! server receives them: which exception each gets and its exact text.
+
+use serde_json::{json, Value};
+use shoal_model::{ApiError, ErrorCode};
+use shoal_tables::{Database, Options};
+
+fn open() -> Database {
+    let db = Database::open_in_memory(Options::default()).unwrap();
+    db.execute(
+        "CreateTable",
+        json!({
+            "TableName": "Tbl",
+            "AttributeDefinitions": [{"AttributeName": "k", "AttributeType": "S"}],
+            "KeySchema": [{"AttributeName": "k", "KeyType": "HASH"}],
+            "BillingMode": "PAY_PER_REQUEST"
+        }),
+    )
+    .unwrap();
+    db
+}
+
+fn call(db: &Database, operation: &str, body: &str) -> Result<Value, ApiError> {
+    db.execute_json_text(operation, body.as_bytes())
+        .map(|answer| serde_json::from_slice(&answer).unwrap())
+}
+
+fn error(db: &Database, operation: &str, body: &str) -> ApiError {
+    match call(db, operation, body) {
+        Ok(answer) => panic!("{operation} {body} succeeded: {answer}"),
+        Err(error) => error,
+    }
+}
+
+/// Every operation that names a table, with `{T}` where the name goes.
+const NAMING_REQUESTS: &[(&str, &str)] = &[
+    ("GetItem", r#"{"TableName":"{T}","Key":{"k":{"S":"a"}}}"#),
+    ("PutItem", r#"{"TableName":"{T}","Item":{"k":{"S":"a"}}}"#),
+    ("UpdateItem", r#"{"TableName":"{T}","Key":{"k":{"S":"a"}}}"#),
+    ("DeleteItem", r#"{"TableName":"{T}","Key":{"k":{"S":"a"}}}"#),
+    (
+        "Query",
+        r#"{"TableName":"{T}","KeyConditionExpression":"k = :k","ExpressionAttributeValues":{":k":{"S":"a"}}}"#,
+    ),
+    ("Scan", r#"{"TableName":"{T}"}"#),
+    (
+        "BatchGetItem",
+        r#"{"RequestItems":{"{T}":{"Keys":[{"k":{"S":"a"}}]}}}"#,
+    ),
+    (
+        "BatchWriteItem",
+        r#"{"RequestItems":{"{T}":[{"PutRequest":{"Item":{"k":{"S":"a"}}}}]}}"#,
+    ),
+    (
+        "TransactWriteItems",
+        r#"{"TransactItems":[{"Put":{"TableName":"{T}","Item":{"k":{"S":"a"}}}}]}"#,
+    ),
+    (
+        "TransactGetItems",
+        r#"{"TransactItems":[{"Get":{"TableName":"{T}","Key":{"k":{"S":"a"}}}}]}"#,
+    ),
+    ("DescribeTable", r#"{"TableName":"{T}"}"#),
+    ("DeleteTable", r#"{"TableName":"{T}"}"#),
+    (
+        "UpdateTable",
+        r#"{"TableName":"{T}","BillingMode":"PAY_PER_REQUEST"}"#,
+    ),
+    ("DescribeTimeToLive", r#"{"TableName":"{T}"}"#),
+    (
+        "UpdateTimeToLive",
+        r#"{"TableName":"{T}","TimeToLiveSpecification":{"Enabled":true,"AttributeName":"t"}}"#,
+    ),
+    ("DescribeContinuousBackups", r#"{"TableName":"{T}"}"#),
+    (
+        "UpdateContinuousBackups",
+        r#"{"TableName":"{T}","PointInTimeRecoverySpecification":{"PointInTimeRecoveryEnabled":false}}"#,
+    ),
+];
+
+/// A table name outside DynamoDB's rules (3..255 characters of `[a-zA-Z0-9_.-]`) is a
+/// ValidationException on every operation, before the table is looked up: a name that
+/// cannot exist is not "not found".
+#[test]
+fn table_names_outside_the_rules_are_refused_before_any_lookup() {
+    let db = open();
+    let long = "t".repeat(256);
+    let cases = [
+        (
+            "xx",
+            "1 validation error detected: Value 'xx' at 'tableName' failed to satisfy constraint: Member must have length greater than or equal to 3".to_string(),
+        ),
+        (
+            "x",
+            "1 validation error detected: Value 'x' at 'tableName' failed to satisfy constraint: Member must have length greater than or equal to 3".to_string(),
+        ),
+        (
+            "",
+            "1 validation error detected: Value '' at 'tableName' failed to satisfy constraint: Member must have length greater than or equal to 1".to_string(),
+        ),
+        (
+            long.as_str(),
+            format!("1 validation error detected: Value '{long}' at 'tableName' failed to satisfy constraint: Member must have length less than or equal to 255"),
+        ),
+        (
+            "a b",
+            "1 validation error detected: Value 'a b' at 'tableName' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+".to_string(),
+        ),
+        (
+            "x!",
+            "2 validation errors detected: Value 'x!' at 'tableName' failed to satisfy constraint: Member must have length greater than or equal to 3; Value 'x!' at 'tableName' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+".to_string(),
+        ),
+    ];
+    for (operation, template) in NAMING_REQUESTS {
+        for (name, message) in &cases {
+            let body = template.replace("{T}", name);
+            let answer = error(&db, operation, &body);
+            // Batches name the table as a map key, whose constraint DynamoDB reports under
+            // the map's own path; Shoal reports the name's.
+            assert_eq!(
+                (answer.code, answer.message.as_str()),
+                (ErrorCode::ValidationException, message.as_str()),
+                "{operation} {name:?}"
+            );
+        }
+    }
+}
+
+/// A missing table: the data plane answers `Requested resource not found` (SPEC §3.7, §4.3),
+/// the control plane names the table.
+#[test]
+fn missing_tables_get_the_plane_s_text() {
+    let db = open();
+    for (operation, template) in NAMING_REQUESTS {
+        let answer = error(&db, operation, &template.replace("{T}", "Missing"));
+        let expected = match *operation {
+            "DescribeTable" | "DeleteTable" | "UpdateTable" | "DescribeTimeToLive"
+            | "UpdateTimeToLive" => (
+                ErrorCode::ResourceNotFoundException,
+                "Requested resource not found: Table: Missing not found",
+            ),
+            "DescribeContinuousBackups" | "UpdateContinuousBackups" => (
+                ErrorCode::TableNotFoundException,
+                "Table not found: Missing",
+            ),
+            _ => (
+                ErrorCode::ResourceNotFoundException,
+                "Requested resource not found",
+            ),
+        };
+        assert_eq!(
+            (answer.code, answer.message.as_str()),
+            expected,
+            "{operation}"
+        );
+    }
+}
