@@ -73,4 +73,4 @@ pub use key_condition::{KeyAttribute, KeyCondition, KeySchemaView, SortKeyCondit
 pub use parser::{EXPRESSION_SIZE_BYTES_MAX, IN_OPERAND_COUNT_MAX, OPERATOR_COUNT_MAX};
 pub use projection::Projection;
 pub use shoal_model::ScalarType;
-pub use update::{Update, UpdateOutcome};
+pub use update::{Update, UpdateOutcome, INCORRECT_DATA_TYPE};

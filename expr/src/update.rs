@@ -33,8 +33,13 @@ pub struct UpdateOutcome {
     pub touched_paths: Vec<Path>,
 }
 
+/// The text of an operand of the wrong type; public so that callers can tell this error
+/// from the others (legacy AttributeUpdates word it their own way).
+pub const INCORRECT_DATA_TYPE: &str =
+    "An operand in the update expression has an incorrect data type";
+
 fn incorrect_data_type() -> ApiError {
-    ApiError::validation("An operand in the update expression has an incorrect data type")
+    ApiError::validation(INCORRECT_DATA_TYPE)
 }
 
 fn missing_attribute() -> ApiError {

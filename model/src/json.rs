@@ -418,7 +418,10 @@ mod tests {
             decode(json!({"NS": ["1e3", "-0"]})).to_json(),
             json!({"NS": ["1000", "0"]})
         );
-        assert_validation(json!({"N": "abc"}), crate::number::UNPARSABLE_MESSAGE);
+        assert_validation(
+            json!({"N": "abc"}),
+            &format!("{}: abc", crate::number::UNPARSABLE_MESSAGE),
+        );
         assert_validation(json!({"N": "1e126"}), crate::number::OVERFLOW_MESSAGE);
     }
 

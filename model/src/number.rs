@@ -25,6 +25,16 @@ pub const UNDERFLOW_MESSAGE: &str =
 pub const PRECISION_MESSAGE: &str =
     "Attempting to store more than 38 significant digits in a Number";
 
+/// The error for text that is no number: DynamoDB quotes the text after the message, unless
+/// it is empty (SPEC §1.2, SPEC-2 §3).
+fn unparsable(text: &str) -> ApiError {
+    if text.is_empty() {
+        ApiError::validation(UNPARSABLE_MESSAGE)
+    } else {
+        ApiError::validation(format!("{UNPARSABLE_MESSAGE}: {text}"))
+    }
+}
+
 /// Exponent text is clamped to this magnitude while parsing: anything past it is out of
 /// range anyway, and clamping keeps the position arithmetic far from `i64` overflow.
 const EXPONENT_TEXT_CLAMP: i64 = 1_000_000_000_000;
@@ -55,8 +65,7 @@ impl Number {
     /// precision. Every zero is accepted, including `0e126` and `0e-131`, which real
     /// DynamoDB rejects by a quirk (SPEC §1.2); `-0` becomes `0`.
     pub fn parse(text: &str) -> Result<Number, ApiError> {
-        let parts =
-            split_number_text(text).ok_or_else(|| ApiError::validation(UNPARSABLE_MESSAGE))?;
+        let parts = split_number_text(text).ok_or_else(|| unparsable(text))?;
         let digits: Vec<u8> = parts
             .integer_digits
             .iter()
@@ -569,7 +578,12 @@ mod tests {
             "e5",
             "١",
         ] {
-            assert_eq!(parse_error(text), UNPARSABLE_MESSAGE, "input {text:?}");
+            let quoted = if text.is_empty() {
+                UNPARSABLE_MESSAGE.to_string()
+            } else {
+                format!("{UNPARSABLE_MESSAGE}: {text}")
+            };
+            assert_eq!(parse_error(text), quoted, "input {text:?}");
         }
     }
 
@@ -626,7 +640,7 @@ mod tests {
         assert_eq!("1.50".parse::<Number>().unwrap(), n("1.5"));
         assert_eq!(
             "x".parse::<Number>().unwrap_err().message,
-            UNPARSABLE_MESSAGE
+            format!("{UNPARSABLE_MESSAGE}: x")
         );
     }
 

@@ -154,3 +154,76 @@ fn missing_tables_get_the_plane_s_text() {
         );
     }
 }
+
+/// Legacy AttributeUpdates ADD and DELETE on an attribute of another type answer dynalite's
+/// text; UpdateExpression's ADD and DELETE keep theirs.
+#[test]
+fn legacy_add_and_delete_of_another_type_are_a_type_mismatch() {
+    let db = open();
+    call(
+        &db,
+        "PutItem",
+        r#"{"TableName":"Tbl","Item":{"k":{"S":"a"},"s":{"S":"x"},"n":{"N":"1"},"ns":{"NS":["1"]}}}"#,
+    )
+    .unwrap();
+    let legacy = |name: &str, action: &str, value: &str| {
+        error(
+            &db,
+            "UpdateItem",
+            &format!(
+                r#"{{"TableName":"Tbl","Key":{{"k":{{"S":"a"}}}},"AttributeUpdates":{{"{name}":{{"Action":"{action}","Value":{value}}}}}}}"#
+            ),
+        )
+        .message
+    };
+    for (name, action, value) in [
+        ("s", "ADD", r#"{"N":"1"}"#),
+        ("n", "ADD", r#"{"SS":["x"]}"#),
+        ("ns", "ADD", r#"{"SS":["x"]}"#),
+        ("s", "DELETE", r#"{"SS":["x"]}"#),
+        ("ns", "DELETE", r#"{"SS":["x"]}"#),
+    ] {
+        assert_eq!(
+            legacy(name, action, value),
+            "Type mismatch for attribute to update",
+            "{action} {value} on {name}"
+        );
+    }
+    let expression = error(
+        &db,
+        "UpdateItem",
+        r#"{"TableName":"Tbl","Key":{"k":{"S":"a"}},"UpdateExpression":"ADD s :one","ExpressionAttributeValues":{":one":{"N":"1"}}}"#,
+    );
+    assert_eq!(
+        expression.message,
+        "An operand in the update expression has an incorrect data type"
+    );
+}
+
+/// A number that is not one: DynamoDB's text ends with the value (SPEC §1.2 notes the
+/// variant, SPEC-2 gives it with `: <text>`, and without it for an empty string).
+#[test]
+fn an_unparsable_number_is_quoted_in_the_message() {
+    let db = open();
+    for (number, message) in [
+        (
+            "abc",
+            "The parameter cannot be converted to a numeric value: abc",
+        ),
+        (
+            "1x",
+            "The parameter cannot be converted to a numeric value: 1x",
+        ),
+        ("", "The parameter cannot be converted to a numeric value"),
+    ] {
+        let answer = error(
+            &db,
+            "PutItem",
+            &format!(r#"{{"TableName":"Tbl","Item":{{"k":{{"S":"a"}},"n":{{"N":"{number}"}}}}}}"#),
+        );
+        assert_eq!(
+            (answer.code, answer.message.as_str()),
+            (ErrorCode::ValidationException, message)
+        );
+    }
+}

@@ -175,7 +175,13 @@ impl Database {
             };
             let (new, touched) = match &update {
                 Some(update) => {
-                    let outcome = update.apply(base)?;
+                    let outcome = update.apply(base).map_err(|error| {
+                        if legacy_updates.is_some() {
+                            legacy_update_error(error)
+                        } else {
+                            error
+                        }
+                    })?;
                     (outcome.item, outcome.touched_paths)
                 }
                 None => (base.clone(), Vec::new()),
@@ -328,6 +334,17 @@ impl WriteExpressions {
         };
         context.finish()?;
         Ok(WriteExpressions { condition, update })
+    }
+}
+
+/// An error of applying AttributeUpdates in their own words: an ADD or DELETE whose value's
+/// type is not the attribute's is dynalite's `Type mismatch for attribute to update` [E], not
+/// UpdateExpression's operand text.
+fn legacy_update_error(error: ApiError) -> ApiError {
+    if error.message == shoal_expr::INCORRECT_DATA_TYPE {
+        ApiError::validation("Type mismatch for attribute to update")
+    } else {
+        error
     }
 }
 
