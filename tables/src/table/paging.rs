@@ -7,9 +7,11 @@
 //!    of one tree, or a section-filtered walk for scans);
 //! 2. reading stops after `Limit` entries have been *evaluated*, or once the page measures
 //!    1 MiB — measured before filter and projection, on the stored entry (the base item for
-//!    a table, the projected entry for an index). An LSI read that fetches base items
-//!    measures `round4K(Σ entries) + Σ round4K(fetched item)`, the formula it is charged by,
-//!    so such pages are much smaller than 1 MiB;
+//!    a table, the projected entry for an index). An entry that would take the page past
+//!    1 MiB is not evaluated: it starts the next page; one that brings it to exactly 1 MiB
+//!    ends it. An LSI read that fetches base items measures `round4K(Σ entries) +
+//!    Σ round4K(fetched item)`, the formula it is charged by, so such pages are much smaller
+//!    than 1 MiB;
 //! 3. the filter keeps some evaluated entries (`ScannedCount` = evaluated, `Count` = kept);
 //! 4. the projection shapes the kept ones;
 //! 5. if reading stopped early, LastEvaluatedKey names the last *evaluated* entry, even when
@@ -40,6 +42,10 @@ use shoal_engine::{DbIterator, Snapshot, TreeId};
 
 /// DynamoDB's page size cap: 1 MB of data read per Query or Scan call.
 pub const PAGE_SIZE_BYTES_MAX: u64 = 1 << 20;
+
+/// The most one entry can add to a page's measure: an entry of up to an item's size, and
+/// when fetching, its base item in whole blocks, each sum rounded up by at most one block.
+const ENTRY_PAGE_BYTES_MAX: u64 = 2 * (shoal_model::ITEM_SIZE_BYTES_MAX as u64 + READ_UNIT_BYTES);
 
 /// The table or index a Query or Scan reads.
 #[derive(Debug, Clone, Copy)]
@@ -463,25 +469,37 @@ impl Database {
         cursor: &mut dyn EntryCursor,
     ) -> Result<Page, ApiError> {
         let mut page = Page::default();
+        // The LastEvaluatedKey of the entry before this one, for a page that the next entry
+        // would take past its size; kept only once one entry could do that, so that pages
+        // of small entries do not build a key per entry.
+        let mut previous_key: Option<Item> = None;
         while cursor.advance()? {
             let entry = decode_item(cursor.value()).map_err(internal)?;
-            page.scanned_count += 1;
-            page.charge.entry_bytes += shoal_model::item_size_bytes(&entry) as u64;
+            let mut charge = page.charge;
+            charge.entry_bytes += shoal_model::item_size_bytes(&entry) as u64;
             let fetched = if plan.shape.fetch {
                 let base = self.fetch_base_item(plan, &entry)?;
-                page.charge.fetched_blocks +=
-                    read_blocks(shoal_model::item_size_bytes(&base) as u64);
+                charge.fetched_blocks += read_blocks(shoal_model::item_size_bytes(&base) as u64);
                 Some(base)
             } else {
                 None
             };
+            let page_bytes = charge.page_bytes(plan.shape.fetch);
+            if page_bytes > PAGE_SIZE_BYTES_MAX && page.scanned_count > 0 {
+                // This entry starts the next page.
+                page.last_evaluated_key = previous_key;
+                break;
+            }
+            page.charge = charge;
+            page.scanned_count += 1;
             let limit_reached = plan
                 .limit
                 .is_some_and(|limit| page.scanned_count >= limit as u64);
-            let page_full = page.charge.page_bytes(plan.shape.fetch) >= PAGE_SIZE_BYTES_MAX;
-            let stop = limit_reached || page_full;
+            let stop = limit_reached || page_bytes >= PAGE_SIZE_BYTES_MAX;
             if stop {
                 page.last_evaluated_key = Some(plan.target.last_evaluated_key(plan.table, &entry));
+            } else if page_bytes + ENTRY_PAGE_BYTES_MAX > PAGE_SIZE_BYTES_MAX {
+                previous_key = Some(plan.target.last_evaluated_key(plan.table, &entry));
             }
             let fullest = fetched.as_ref().unwrap_or(&entry);
             if plan.filter.is_none_or(|filter| filter.evaluate(fullest)) {
