@@ -14,7 +14,7 @@ pub use json::{item_from_json, item_to_json};
 pub use keycodec::{decode_key_value, encode_key_value, KeyCodecError};
 pub use number::Number;
 pub use size::{
-    attributes_size_bytes, check_item_limits, item_size_bytes, ITEM_SIZE_BYTES_MAX,
-    NESTING_LEVELS_MAX,
+    attributes_size_bytes, check_attribute_name, check_item_limits, item_size_bytes,
+    ATTRIBUTE_NAME_BYTES_MAX, ITEM_SIZE_BYTES_MAX, NESTING_LEVELS_MAX,
 };
 pub use value::{check_key_value_not_empty, AttributeValue, Item, ScalarType};

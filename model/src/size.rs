@@ -16,6 +16,24 @@ pub const UPDATED_ITEM_TOO_LARGE_MESSAGE: &str =
 pub const NESTING_MESSAGE: &str = "Nesting Levels have exceeded supported limits: \
      Attributes in the item have nested levels beyond supported limit";
 
+/// Longest attribute name (SPEC §1.3: 65,536 bytes are refused).
+pub const ATTRIBUTE_NAME_BYTES_MAX: usize = 65_535;
+pub const EMPTY_ATTRIBUTE_NAME_MESSAGE: &str =
+    "One or more parameter values were invalid: Empty attribute name";
+pub const ATTRIBUTE_NAME_TOO_LONG_MESSAGE: &str =
+    "One or more parameter values were invalid: Attribute name is longer than 65535 bytes";
+
+/// Checks the name of an item's attribute: 1..65535 bytes (SPEC §1.3).
+pub fn check_attribute_name(name: &str) -> Result<(), ApiError> {
+    if name.is_empty() {
+        Err(ApiError::validation(EMPTY_ATTRIBUTE_NAME_MESSAGE))
+    } else if name.len() > ATTRIBUTE_NAME_BYTES_MAX {
+        Err(ApiError::validation(ATTRIBUTE_NAME_TOO_LONG_MESSAGE))
+    } else {
+        Ok(())
+    }
+}
+
 /// Fixed cost of a map or list, on top of its elements.
 const CONTAINER_OVERHEAD_BYTES: usize = 3;
 /// Extra cost of each element of a map or list.
@@ -83,10 +101,13 @@ pub fn attributes_size_bytes<'a>(
         .sum()
 }
 
-/// Checks DynamoDB's per-item limits: nesting (32 levels), then size (409,600 bytes).
-/// `for_update` picks UpdateItem's size message; Put, BatchWriteItem and transaction Puts
-/// use the other one.
+/// Checks DynamoDB's per-item limits: attribute names (1..65535 bytes), nesting (32
+/// levels), then size (409,600 bytes). `for_update` picks UpdateItem's size message; Put,
+/// BatchWriteItem and transaction Puts use the other one.
 pub fn check_item_limits(item: &Item, for_update: bool) -> Result<(), ApiError> {
+    for name in item.keys() {
+        check_attribute_name(name)?;
+    }
     if item
         .values()
         .any(|value| value.nesting_depth() > NESTING_LEVELS_MAX)

@@ -227,3 +227,51 @@ fn an_unparsable_number_is_quoted_in_the_message() {
         );
     }
 }
+
+/// Attribute names are 1..65535 bytes (SPEC §1.3) wherever an item is written; nothing is
+/// written when one is not.
+#[test]
+fn attribute_names_empty_or_over_65535_bytes_are_refused() {
+    let db = open();
+    let longest = "a".repeat(65_535);
+    let too_long = "a".repeat(65_536);
+    let empty_text = "One or more parameter values were invalid: Empty attribute name";
+    let long_text =
+        "One or more parameter values were invalid: Attribute name is longer than 65535 bytes";
+    let writes = |name: &str| {
+        let item = format!(r#"{{"k":{{"S":"w"}},"{name}":{{"S":"x"}}}}"#);
+        [
+            ("PutItem", format!(r#"{{"TableName":"Tbl","Item":{item}}}"#)),
+            (
+                "BatchWriteItem",
+                format!(r#"{{"RequestItems":{{"Tbl":[{{"PutRequest":{{"Item":{item}}}}}]}}}}"#),
+            ),
+            (
+                "TransactWriteItems",
+                format!(r#"{{"TransactItems":[{{"Put":{{"TableName":"Tbl","Item":{item}}}}}]}}"#),
+            ),
+            (
+                "UpdateItem",
+                format!(
+                    r#"{{"TableName":"Tbl","Key":{{"k":{{"S":"w"}}}},"AttributeUpdates":{{"{name}":{{"Action":"PUT","Value":{{"S":"x"}}}}}}}}"#
+                ),
+            ),
+        ]
+    };
+    for (name, text) in [("", empty_text), (too_long.as_str(), long_text)] {
+        for (operation, body) in writes(name) {
+            let answer = error(&db, operation, &body);
+            assert_eq!(
+                (answer.code, answer.message.as_str()),
+                (ErrorCode::ValidationException, text),
+                "{operation} name of {} bytes",
+                name.len()
+            );
+        }
+    }
+    let stored = call(&db, "Scan", r#"{"TableName":"Tbl"}"#).unwrap();
+    assert_eq!(stored["Count"], 0);
+    for (operation, body) in writes(&longest) {
+        call(&db, operation, &body).unwrap_or_else(|e| panic!("{operation}: {e}"));
+    }
+}

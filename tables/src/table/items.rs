@@ -132,6 +132,11 @@ impl Database {
         let values_error =
             "ExpressionAttributeValues can only be specified when using expressions: UpdateExpression and ConditionExpression are null";
         let legacy_updates = input.legacy_updates();
+        // Checked before the item is read: a name that no item can hold fails the request
+        // whatever is stored.
+        for name in legacy_updates.iter().flat_map(|updates| updates.keys()) {
+            shoal_model::check_attribute_name(name)?;
+        }
         let WriteExpressions { condition, update } = WriteExpressions::parse(
             &input.expression_attribute_names,
             &input.expression_attribute_values,
