@@ -113,10 +113,10 @@ impl ApiError {
         ApiError::new(ErrorCode::SerializationException, message)
     }
 
-    /// The `SerializationException` for a request body that is not JSON; `parse_error` is
-    /// the parser's account of why.
-    pub fn malformed_json(parse_error: impl std::fmt::Display) -> ApiError {
-        ApiError::serialization(format!("Malformed JSON request body: {parse_error}"))
+    /// The `SerializationException` for a request body that is not JSON: DynamoDB sends it
+    /// with no message at all (an empty message is left out of the body).
+    pub fn malformed_json() -> ApiError {
+        ApiError::serialization("")
     }
 }
 
@@ -173,7 +173,8 @@ impl ApiError {
 
     /// Recovers an error raised inside a `Deserialize` impl (see
     /// [`ApiError::to_serde_message`]); any other serde message is a
-    /// `SerializationException`, which is what a malformed request shape is.
+    /// `SerializationException`, which is what a malformed request shape is, in DynamoDB's
+    /// words where serde's names a JSON type (see [`crate::json::type_error_wording`]).
     pub fn from_serde_message(text: &str) -> ApiError {
         if let Some(start) = text.find(SERDE_MARKER) {
             let rest = &text[start + SERDE_MARKER.len_utf8()..];
@@ -183,7 +184,10 @@ impl ApiError {
                 }
             }
         }
-        ApiError::serialization(text)
+        match crate::json::type_error_wording(text) {
+            Some(wording) => ApiError::serialization(wording),
+            None => ApiError::serialization(text),
+        }
     }
 }
 

@@ -305,28 +305,40 @@ fn json_kind(json: &Value) -> &'static str {
     }
 }
 
-fn wrong_json_type(json: &Value, expected: &str) -> ApiError {
-    match json {
-        Value::Array(_) => ApiError::serialization("Start of list found where not expected"),
-        Value::Object(_) => {
-            ApiError::serialization("Start of structure or map found where not expected.")
-        }
-        _ => ApiError::serialization(format!(
-            "{} cannot be converted to {expected}",
-            json_kind(json)
-        )),
+/// What a request member's JSON must be, for the SerializationException texts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expected<'a> {
+    /// A scalar, by its Java type name (`String`, `Boolean`, `Long`, …).
+    Scalar(&'a str),
+    Map,
+    List,
+}
+
+/// DynamoDB's SerializationException text for a JSON token of kind `found` (a [`json_kind`]
+/// name) where `expected`, of another kind, was.
+fn wrong_type_wording(found: &str, expected: Expected<'_>) -> String {
+    match (found, expected) {
+        ("START_ARRAY", _) => "Start of list found where not expected".to_string(),
+        ("START_OBJECT", _) => "Start of structure or map found where not expected.".to_string(),
+        (_, Expected::Scalar(java_type)) => format!("{found} cannot be converted to {java_type}"),
+        (_, Expected::Map) => format!("Unexpected {found} where a structure or map was expected"),
+        (_, Expected::List) => format!("Unexpected {found} where a list was expected"),
     }
+}
+
+fn wrong_json_type(json: &Value, expected: &str) -> ApiError {
+    ApiError::serialization(wrong_type_wording(
+        json_kind(json),
+        Expected::Scalar(expected),
+    ))
 }
 
 fn expect_object(json: &Value) -> Result<&Map<String, Value>, ApiError> {
     match json {
         Value::Object(object) => Ok(object),
-        Value::Array(_) => Err(ApiError::serialization(
-            "Start of list found where not expected",
-        )),
-        _ => Err(ApiError::serialization(format!(
-            "Unexpected {} where a structure or map was expected",
-            json_kind(json)
+        _ => Err(ApiError::serialization(wrong_type_wording(
+            json_kind(json),
+            Expected::Map,
         ))),
     }
 }
@@ -334,14 +346,49 @@ fn expect_object(json: &Value) -> Result<&Map<String, Value>, ApiError> {
 fn expect_array(json: &Value) -> Result<&Vec<Value>, ApiError> {
     match json {
         Value::Array(elements) => Ok(elements),
-        Value::Object(_) => Err(ApiError::serialization(
-            "Start of structure or map found where not expected.",
-        )),
-        _ => Err(ApiError::serialization(format!(
-            "Unexpected {} where a list was expected",
-            json_kind(json)
+        _ => Err(ApiError::serialization(wrong_type_wording(
+            json_kind(json),
+            Expected::List,
         ))),
     }
+}
+
+/// DynamoDB's words for serde's account of a request member of the wrong JSON type
+/// (`invalid type: integer `7`, expected a string` → `NUMBER_VALUE cannot be converted to
+/// String`), or None for any other serde message.
+pub fn type_error_wording(serde_text: &str) -> Option<String> {
+    let rest = &serde_text[serde_text.find("invalid type: ")? + "invalid type: ".len()..];
+    let (found, expected) = rest.rsplit_once(", expected ")?;
+    let found = if found.starts_with("integer") || found.starts_with("floating point") {
+        "NUMBER_VALUE"
+    } else if found.starts_with("string") {
+        "STRING_VALUE"
+    } else if found == "boolean `true`" {
+        "VALUE_TRUE"
+    } else if found == "boolean `false`" {
+        "VALUE_FALSE"
+    } else if found == "sequence" {
+        "START_ARRAY"
+    } else if found == "map" {
+        "START_OBJECT"
+    } else if found == "null" || found == "unit value" {
+        "VALUE_NULL"
+    } else {
+        return None;
+    };
+    // serde's expectation ends the message, possibly followed by a position.
+    let expected = expected.split(" at line ").next().unwrap_or(expected);
+    let expected = match expected {
+        "a string" | "a borrowed string" => Expected::Scalar("String"),
+        "a boolean" => Expected::Scalar("Boolean"),
+        "i64" | "u64" => Expected::Scalar("Long"),
+        "i32" | "u32" | "i16" | "u16" | "i8" | "u8" | "usize" => Expected::Scalar("Integer"),
+        "f64" | "f32" => Expected::Scalar("Double"),
+        "a sequence" => Expected::List,
+        _ if expected == "a map" || expected.starts_with("struct ") => Expected::Map,
+        _ => return None,
+    };
+    Some(wrong_type_wording(found, expected))
 }
 
 fn expect_string<'a>(json: &'a Value, expected: &str) -> Result<&'a str, ApiError> {

@@ -109,7 +109,7 @@ fn check_body(body: &[u8]) -> Result<&[u8], ApiError> {
         return Ok(b"{}");
     }
     // Checks the grammar (and the nesting limit) without building anything.
-    serde_json::from_slice::<IgnoredAny>(text).map_err(ApiError::malformed_json)?;
+    serde_json::from_slice::<IgnoredAny>(text).map_err(|_| ApiError::malformed_json())?;
     // Valid JSON: the first byte names the top-level value's type.
     match text.first() {
         Some(b'{') => Ok(body),

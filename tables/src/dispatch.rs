@@ -304,7 +304,8 @@ impl RequestBody for JsonText<'_> {
                 return Ok(input);
             }
         }
-        let value: Value = serde_json::from_slice(self.0).map_err(ApiError::malformed_json)?;
+        let value: Value =
+            serde_json::from_slice(self.0).map_err(|_| ApiError::malformed_json())?;
         decode(value)
     }
 }

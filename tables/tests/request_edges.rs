@@ -275,3 +275,73 @@ fn attribute_names_empty_or_over_65535_bytes_are_refused() {
         call(&db, operation, &body).unwrap_or_else(|e| panic!("{operation}: {e}"));
     }
 }
+
+/// A body that is not JSON is a SerializationException without a message, as DynamoDB
+/// sends it; a member of the wrong JSON type is worded as DynamoDB's (Java) protocol layer
+/// words it, as attribute values already are.
+#[test]
+fn serialization_errors_in_dynamodb_s_words() {
+    let db = open();
+    for body in ["not json", r#"{"TableName":"Tbl","Key":"#, ""] {
+        let answer = error(&db, "GetItem", body);
+        assert_eq!(
+            (answer.code, answer.message.as_str()),
+            (ErrorCode::SerializationException, ""),
+            "{body:?}"
+        );
+    }
+    for (operation, body, message) in [
+        (
+            "GetItem",
+            r#"{"TableName":7,"Key":{"k":{"S":"a"}}}"#,
+            "NUMBER_VALUE cannot be converted to String",
+        ),
+        (
+            "GetItem",
+            r#"{"TableName":true,"Key":{"k":{"S":"a"}}}"#,
+            "VALUE_TRUE cannot be converted to String",
+        ),
+        (
+            "GetItem",
+            r#"{"TableName":["Tbl"],"Key":{"k":{"S":"a"}}}"#,
+            "Start of list found where not expected",
+        ),
+        (
+            "GetItem",
+            r#"{"TableName":{"a":1},"Key":{"k":{"S":"a"}}}"#,
+            "Start of structure or map found where not expected.",
+        ),
+        (
+            "GetItem",
+            r#"{"TableName":"Tbl","Key":"str"}"#,
+            "Unexpected STRING_VALUE where a structure or map was expected",
+        ),
+        (
+            "GetItem",
+            r#"{"TableName":"Tbl","Key":{"k":{"S":"a"}},"ConsistentRead":"yes"}"#,
+            "STRING_VALUE cannot be converted to Boolean",
+        ),
+        (
+            "Scan",
+            r#"{"TableName":"Tbl","Limit":"x"}"#,
+            "STRING_VALUE cannot be converted to Long",
+        ),
+        (
+            "Scan",
+            r#"{"TableName":"Tbl","AttributesToGet":"k"}"#,
+            "Unexpected STRING_VALUE where a list was expected",
+        ),
+        (
+            "PutItem",
+            r#"{"TableName":"Tbl","Item":[1]}"#,
+            "Start of list found where not expected",
+        ),
+    ] {
+        let answer = error(&db, operation, body);
+        assert_eq!(
+            (answer.code, answer.message.as_str()),
+            (ErrorCode::SerializationException, message),
+            "{operation} {body}"
+        );
+    }
+}
