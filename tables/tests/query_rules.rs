@@ -551,6 +551,61 @@ fn hash_only_tables_return_at_most_one_item() {
     );
 }
 
+/// A Query of a hash-only table reads at most one item, so it has nothing to resume: any
+/// well-formed start key, in its partition or not, is refused with the text DynamoDB gives
+/// a query that "can return at most one row"; a malformed one is still invalid.
+#[test]
+fn hash_only_queries_cannot_be_restarted() {
+    let db = database();
+    create_hash_table(&db);
+    put(&db, "Hsh", json!({"id": s("a")}));
+    // Its one item ends the query: no LastEvaluatedKey even when Limit is reached.
+    let page = call(
+        &db,
+        "Query",
+        json!({"TableName": "Hsh", "KeyConditionExpression": "id = :i",
+        "ExpressionAttributeValues": {":i": s("a")}, "Limit": 1}),
+    );
+    assert_eq!(
+        (page["Count"].as_u64(), page.get("LastEvaluatedKey")),
+        (Some(1), None)
+    );
+    let with_start = |start: Value| {
+        json!({"TableName": "Hsh", "KeyConditionExpression": "id = :i",
+        "ExpressionAttributeValues": {":i": s("a")}, "ExclusiveStartKey": start})
+    };
+    for start in [json!({"id": s("a")}), json!({"id": s("b")})] {
+        assert_eq!(
+            validation(&db, "Query", with_start(start)),
+            "The query can return at most one row and cannot be restarted"
+        );
+    }
+    for start in [json!({"id": n(1)}), json!({"id": s("a"), "x": s("y")})] {
+        assert_eq!(
+            validation(&db, "Query", with_start(start)),
+            "The provided starting key is invalid"
+        );
+    }
+}
+
+/// On a GSI, a start key from another partition whose sort part the condition does not
+/// select either is outside the query's boundaries.
+#[test]
+fn gsi_start_keys_outside_both_key_conditions_are_out_of_bounds() {
+    let db = seeded();
+    assert_eq!(
+        validation(
+            &db,
+            "Query",
+            json!({"TableName": "Tbl", "IndexName": "ByG",
+            "KeyConditionExpression": "g = :g AND r > :r",
+            "ExpressionAttributeValues": {":g": s("x"), ":r": n(5)},
+            "ExclusiveStartKey": {"g": s("y"), "r": n(1), "pk": s("p"), "sk": s("s1")}})
+        ),
+        "The provided starting key is outside query boundaries based on provided conditions"
+    );
+}
+
 #[test]
 fn consumed_capacity_reports_the_right_arms() {
     let db = seeded();

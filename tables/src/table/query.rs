@@ -31,6 +31,7 @@ const NO_KEY_CONDITION: &str =
 
 /// The ExclusiveStartKey error of a Query.
 const INVALID_START_KEY: &str = "The provided starting key is invalid";
+const CANNOT_BE_RESTARTED: &str = "The query can return at most one row and cannot be restarted";
 
 impl Database {
     /// DynamoDB `Query`.
@@ -171,7 +172,10 @@ impl Database {
             items: (!matches!(shape.output, Output::Count)).then_some(page.items),
             count: page.count,
             scanned_count: page.scanned_count,
-            last_evaluated_key: page.last_evaluated_key,
+            // Nothing could follow; a key to resume from would only be refused.
+            last_evaluated_key: page
+                .last_evaluated_key
+                .filter(|_| !reads_one_item(&table, target)),
             consumed_capacity: page
                 .charge
                 .consumed(&table, target, consistency, return_capacity),
@@ -222,6 +226,12 @@ fn query_range(
     keys::sort_range(&prefix, condition.sort.as_ref()).map_err(internal)
 }
 
+/// Whether a query of `target` reads at most one item: a hash-only table holds one item per
+/// partition, so such a query has nothing to resume.
+fn reads_one_item(table: &TableDef, target: ReadTarget<'_>) -> bool {
+    matches!(target, ReadTarget::Table) && table.key.range.is_none()
+}
+
 /// Checks an ExclusiveStartKey against the query (SPEC §4.2): its shape, its partition and
 /// its sort key against the key condition.
 fn check_query_start_key(
@@ -232,6 +242,9 @@ fn check_query_start_key(
 ) -> Result<(), ApiError> {
     target.check_start_key(table, start_key, INVALID_START_KEY)?;
     let schema = target.key_schema(table);
+    if reads_one_item(table, target) {
+        return Err(ApiError::validation(CANNOT_BE_RESTARTED));
+    }
     let sort_matches = match (&condition.sort, &schema.range) {
         (Some(sort), Some(range)) => start_key.get(&range.name).is_some_and(|v| sort.matches(v)),
         _ => true,
@@ -240,7 +253,7 @@ fn check_query_start_key(
         // A GSI entry whose sort part still fits names no row of this query at all.
         return Err(ApiError::validation(
             if matches!(target, ReadTarget::Global(_)) && sort_matches {
-                "The query can return at most one row and cannot be restarted"
+                CANNOT_BE_RESTARTED
             } else {
                 "The provided starting key is outside query boundaries based on provided conditions"
             },
