@@ -345,3 +345,55 @@ fn serialization_errors_in_dynamodb_s_words() {
         );
     }
 }
+
+/// Member constraints answer in one envelope (SPEC §7): every violation of the request,
+/// counted, each `Value '<v>' at '<lowerCamelCase path>' failed to satisfy constraint:
+/// <rule>`, except where SPEC records DynamoDB printing no value (Query/Scan `Limit`).
+#[test]
+fn constraint_violations_share_one_envelope() {
+    let db = open();
+    for (operation, body, message) in [
+        (
+            "ListTables",
+            r#"{"Limit":0}"#,
+            "1 validation error detected: Value '0' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1",
+        ),
+        (
+            "ListTables",
+            r#"{"Limit":101,"ExclusiveStartTableName":"a"}"#,
+            "2 validation errors detected: Value 'a' at 'exclusiveStartTableName' failed to satisfy constraint: Member must have length greater than or equal to 3; Value '101' at 'limit' failed to satisfy constraint: Member must have value less than or equal to 100",
+        ),
+        (
+            "Scan",
+            r#"{"TableName":"Tbl","Limit":0}"#,
+            "1 validation error detected: Value at 'Limit' failed to satisfy constraint: Member must have value greater than or equal to 1",
+        ),
+        (
+            "Query",
+            r#"{"TableName":"Tbl","KeyConditionExpression":"k = :k","ExpressionAttributeValues":{":k":{"S":"a"}},"Limit":0}"#,
+            "1 validation error detected: Value at 'Limit' failed to satisfy constraint: Member must have value greater than or equal to 1",
+        ),
+        (
+            "PutItem",
+            r#"{"TableName":"a b","ReturnValues":"SOME","ReturnConsumedCapacity":"X"}"#,
+            "4 validation errors detected: Value 'a b' at 'tableName' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+; Value null at 'item' failed to satisfy constraint: Member must not be null; Value 'SOME' at 'returnValues' failed to satisfy constraint: Member must satisfy enum value set: [NONE, ALL_OLD, UPDATED_OLD, ALL_NEW, UPDATED_NEW]; Value 'X' at 'returnConsumedCapacity' failed to satisfy constraint: Member must satisfy enum value set: [INDEXES, TOTAL, NONE]",
+        ),
+        (
+            "TransactWriteItems",
+            r#"{"TransactItems":[],"ReturnConsumedCapacity":"X"}"#,
+            "2 validation errors detected: Value 'X' at 'returnConsumedCapacity' failed to satisfy constraint: Member must satisfy enum value set: [INDEXES, TOTAL, NONE]; Value '[]' at 'transactItems' failed to satisfy constraint: Member must have length greater than or equal to 1",
+        ),
+        (
+            "UpdateTimeToLive",
+            r#"{"TableName":"Tbl","TimeToLiveSpecification":{"AttributeName":""}}"#,
+            "2 validation errors detected: Value null at 'timeToLiveSpecification.enabled' failed to satisfy constraint: Member must not be null; Value '' at 'timeToLiveSpecification.attributeName' failed to satisfy constraint: Member must have length greater than or equal to 1",
+        ),
+    ] {
+        let answer = error(&db, operation, body);
+        assert_eq!(
+            (answer.code, answer.message.as_str()),
+            (ErrorCode::ValidationException, message),
+            "{operation} {body}"
+        );
+    }
+}

@@ -7,8 +7,12 @@ use serde::{Deserialize, Serialize};
 use shoal_model::{ApiError, Item};
 
 use crate::api::common::{
-    table_name_of, validation_errors, ConsumedCapacity, ItemCollectionMetrics,
-    ReturnConsumedCapacity, RETURN_CONSUMED_CAPACITY, RETURN_ITEM_COLLECTION_METRICS,
+    table_name_of, ConsumedCapacity, ItemCollectionMetrics, ReturnConsumedCapacity,
+    RETURN_CONSUMED_CAPACITY, RETURN_ITEM_COLLECTION_METRICS,
+};
+use crate::api::constraint::{
+    length_at_least, length_at_most, validation_errors, violation, violation_without_value,
+    Violations, NOT_NULL,
 };
 
 /// Write requests in one BatchWriteItem, per table and in total.
@@ -106,29 +110,6 @@ pub(crate) struct BatchOptions {
     pub return_item_collection_metrics: bool,
 }
 
-/// Collects `N validation errors detected: …` problems of a batch request.
-#[derive(Default)]
-struct Problems(Vec<String>);
-
-impl Problems {
-    fn one_of(&mut self, value: Option<&str>, member: &str, allowed: &[&str]) {
-        if let Some(value) = value.filter(|v| !allowed.contains(v)) {
-            self.0.push(format!(
-                "Value '{value}' at '{member}' failed to satisfy constraint: Member must satisfy enum value set: [{}]",
-                allowed.join(", ")
-            ));
-        }
-    }
-
-    fn finish(self) -> Result<(), ApiError> {
-        if self.0.is_empty() {
-            Ok(())
-        } else {
-            Err(validation_errors(&self.0))
-        }
-    }
-}
-
 /// Checks every table name of a batch (plain names or table ARNs).
 fn check_table_names<'a>(names: impl Iterator<Item = &'a String>) -> Result<(), ApiError> {
     for name in names {
@@ -143,7 +124,7 @@ impl BatchWriteItemInput {
     pub(crate) fn check_constraints(
         &self,
     ) -> Result<(BatchOptions, &BTreeMap<String, Vec<WriteRequest>>), ApiError> {
-        let mut problems = Problems::default();
+        let mut problems = Violations::default();
         problems.one_of(
             self.return_consumed_capacity.as_deref(),
             "returnConsumedCapacity",
@@ -172,9 +153,14 @@ impl BatchWriteItemInput {
                 .keys()
                 .map(|name| format!("{name}=[…]"))
                 .collect();
-            problems.0.push(format!(
-                "Value '{{{}}}' at 'requestItems' failed to satisfy constraint: Map value must satisfy constraint: [Member must have length less than or equal to {BATCH_WRITE_REQUESTS_MAX}, Member must have length greater than or equal to 1]",
-                tables.join(", ")
+            problems.push(violation(
+                Some(&format!("{{{}}}", tables.join(", "))),
+                "requestItems",
+                &format!(
+                    "Map value must satisfy constraint: [{}, {}]",
+                    length_at_most(BATCH_WRITE_REQUESTS_MAX),
+                    length_at_least(1)
+                ),
             ));
         }
         problems.finish()?;
@@ -200,9 +186,7 @@ impl BatchWriteItemInput {
                     }
                 };
                 if let Some(path) = missing {
-                    return Err(ApiError::validation(format!(
-                        "1 validation error detected: Value null at '{path}' failed to satisfy constraint: Member must not be null"
-                    )));
+                    return Err(validation_errors(&[violation(None, &path, NOT_NULL)]));
                 }
             }
         }
@@ -222,7 +206,7 @@ impl BatchGetItemInput {
     pub(crate) fn check_constraints(
         &self,
     ) -> Result<(ReturnConsumedCapacity, &BTreeMap<String, KeysAndAttributes>), ApiError> {
-        let mut problems = Problems::default();
+        let mut problems = Violations::default();
         problems.one_of(
             self.return_consumed_capacity.as_deref(),
             "returnConsumedCapacity",
@@ -238,23 +222,26 @@ impl BatchGetItemInput {
             }
         };
         for (name, request) in request_items {
+            // DynamoDB prints neither the keys nor their path in lowerCamelCase here (SPEC §3.7).
+            let keys_path = format!("RequestItems.{name}.member.Keys");
             if request.keys.len() > BATCH_GET_KEYS_MAX {
-                problems.0.push(format!(
-                    "Value at 'RequestItems.{name}.member.Keys' failed to satisfy constraint: Member must have length less than or equal to {BATCH_GET_KEYS_MAX}"
+                problems.push(violation_without_value(
+                    &keys_path,
+                    &length_at_most(BATCH_GET_KEYS_MAX),
                 ));
             }
             if request.keys.is_empty() {
-                problems.0.push(format!(
-                    "Value at 'RequestItems.{name}.member.Keys' failed to satisfy constraint: Member must have length greater than or equal to 1"
-                ));
+                problems.push(violation_without_value(&keys_path, &length_at_least(1)));
             }
             if request
                 .attributes_to_get
                 .as_ref()
                 .is_some_and(Vec::is_empty)
             {
-                problems.0.push(format!(
-                    "Value '[]' at 'requestItems.{name}.member.attributesToGet' failed to satisfy constraint: Member must have length greater than or equal to 1"
+                problems.push(violation(
+                    Some("[]"),
+                    &format!("requestItems.{name}.member.attributesToGet"),
+                    &length_at_least(1),
                 ));
             }
         }

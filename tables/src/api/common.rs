@@ -86,10 +86,11 @@ pub fn parse_enum<'a>(
         None => Ok(None),
         Some(v) => match allowed.iter().find(|a| **a == v) {
             Some(a) => Ok(Some(*a)),
-            None => Err(ApiError::validation(format!(
-                "1 validation error detected: Value '{v}' at '{member}' failed to satisfy constraint: Member must satisfy enum value set: [{}]",
-                allowed.join(", ")
-            ))),
+            None => Err(validation_errors(&[constraint::violation(
+                Some(v),
+                member,
+                &constraint::enum_value_set(allowed),
+            )])),
         },
     }
 }

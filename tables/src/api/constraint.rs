@@ -91,6 +91,46 @@ pub fn name_violations(
     }
 }
 
+/// Collects a request's violations, answered together as DynamoDB does.
+#[derive(Debug, Default)]
+pub struct Violations {
+    problems: Vec<String>,
+}
+
+impl Violations {
+    /// A TableName member where a table ARN may stand (see [`name_violations`]).
+    pub fn table_name(&mut self, name: Option<&str>) {
+        name_violations(name, "tableName", 1, &mut self.problems);
+    }
+
+    pub fn not_null(&mut self, path: &str, present: bool) {
+        if !present {
+            self.push(violation(None, path, NOT_NULL));
+        }
+    }
+
+    /// An enum-valued member, when present, must be one of `allowed`.
+    pub fn one_of(&mut self, value: Option<&str>, path: &str, allowed: &[&str]) {
+        if let Some(value) = value.filter(|v| !allowed.contains(v)) {
+            self.push(violation(Some(value), path, &enum_value_set(allowed)));
+        }
+    }
+
+    /// A violation built with [`violation`].
+    pub fn push(&mut self, problem: String) {
+        self.problems.push(problem);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    /// All violations in one ValidationException, if there is any.
+    pub fn finish(self) -> Result<(), ApiError> {
+        check(&self.problems)
+    }
+}
+
 /// DynamoDB's aggregated constraint message: `N validation error(s) detected: a; b`.
 pub fn validation_errors(problems: &[String]) -> ApiError {
     let noun = if problems.len() == 1 {

@@ -12,10 +12,10 @@ use shoal_expr::legacy::{
 use shoal_model::{ApiError, AttributeValue, Item};
 
 use crate::api::common::{
-    check_table_name, validation_errors, ConsumedCapacity, ItemCollectionMetrics,
-    RETURN_CONSUMED_CAPACITY, RETURN_ITEM_COLLECTION_METRICS,
-    RETURN_VALUES_ON_CONDITION_CHECK_FAILURE,
+    ConsumedCapacity, ItemCollectionMetrics, RETURN_CONSUMED_CAPACITY,
+    RETURN_ITEM_COLLECTION_METRICS, RETURN_VALUES_ON_CONDITION_CHECK_FAILURE,
 };
+use crate::api::constraint::{length_at_least, violation, Violations};
 
 /// One entry of the legacy `Expected` map.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -148,50 +148,6 @@ impl ReturnValues {
     }
 }
 
-/// Collects member-constraint violations, reported together as DynamoDB does.
-#[derive(Default)]
-pub(crate) struct Constraints {
-    problems: Vec<String>,
-}
-
-impl Constraints {
-    pub(crate) fn table_name(&mut self, name: Option<&str>) {
-        if let Err(error) = check_table_name(name, 1) {
-            // `check_table_name` reports its own aggregate; take its parts apart again.
-            let parts = error
-                .message
-                .split_once("detected: ")
-                .map_or(error.message.as_str(), |(_, rest)| rest);
-            self.problems.extend(parts.split("; ").map(str::to_string));
-        }
-    }
-
-    pub(crate) fn not_null(&mut self, member: &str, present: bool) {
-        if !present {
-            self.problems.push(format!(
-                "Value null at '{member}' failed to satisfy constraint: Member must not be null"
-            ));
-        }
-    }
-
-    pub(crate) fn one_of(&mut self, value: Option<&str>, member: &str, allowed: &[&str]) {
-        if let Some(value) = value.filter(|v| !allowed.contains(v)) {
-            self.problems.push(format!(
-                "Value '{value}' at '{member}' failed to satisfy constraint: Member must satisfy enum value set: [{}]",
-                allowed.join(", ")
-            ));
-        }
-    }
-
-    pub(crate) fn finish(self) -> Result<(), ApiError> {
-        if self.problems.is_empty() {
-            Ok(())
-        } else {
-            Err(validation_errors(&self.problems))
-        }
-    }
-}
-
 const CONDITIONAL_OPERATOR: [&str; 2] = ["AND", "OR"];
 const COMPARISON_OPERATORS: [&str; 13] = [
     "EQ",
@@ -222,7 +178,7 @@ pub(crate) struct WriteOptions {
 /// Constraint checks of the members every write shares.
 #[allow(clippy::too_many_arguments)]
 fn write_constraints(
-    constraints: &mut Constraints,
+    constraints: &mut Violations,
     return_values: Option<&str>,
     return_consumed_capacity: Option<&str>,
     return_item_collection_metrics: Option<&str>,
@@ -280,7 +236,7 @@ fn write_options(
 impl PutItemInput {
     /// Member constraints; returns the parsed shared options.
     pub(crate) fn check_constraints(&self) -> Result<WriteOptions, ApiError> {
-        let mut constraints = Constraints::default();
+        let mut constraints = Violations::default();
         constraints.table_name(self.table_name.as_deref());
         constraints.not_null("item", self.item.is_some());
         write_constraints(
@@ -304,7 +260,7 @@ impl PutItemInput {
 
 impl DeleteItemInput {
     pub(crate) fn check_constraints(&self) -> Result<WriteOptions, ApiError> {
-        let mut constraints = Constraints::default();
+        let mut constraints = Violations::default();
         constraints.table_name(self.table_name.as_deref());
         constraints.not_null("key", self.key.is_some());
         write_constraints(
@@ -328,7 +284,7 @@ impl DeleteItemInput {
 
 impl UpdateItemInput {
     pub(crate) fn check_constraints(&self) -> Result<WriteOptions, ApiError> {
-        let mut constraints = Constraints::default();
+        let mut constraints = Violations::default();
         constraints.table_name(self.table_name.as_deref());
         constraints.not_null("key", self.key.is_some());
         write_constraints(
@@ -382,7 +338,7 @@ impl GetItemInput {
     pub(crate) fn check_constraints(
         &self,
     ) -> Result<crate::api::common::ReturnConsumedCapacity, ApiError> {
-        let mut constraints = Constraints::default();
+        let mut constraints = Violations::default();
         constraints.table_name(self.table_name.as_deref());
         constraints.not_null("key", self.key.is_some());
         constraints.one_of(
@@ -391,10 +347,11 @@ impl GetItemInput {
             &RETURN_CONSUMED_CAPACITY,
         );
         if self.attributes_to_get.as_ref().is_some_and(Vec::is_empty) {
-            constraints.problems.push(
-                "Value '[]' at 'attributesToGet' failed to satisfy constraint: Member must have length greater than or equal to 1"
-                    .to_string(),
-            );
+            constraints.push(violation(
+                Some("[]"),
+                "attributesToGet",
+                &length_at_least(1),
+            ));
         }
         constraints.finish()?;
         crate::api::common::ReturnConsumedCapacity::parse(self.return_consumed_capacity.as_deref())

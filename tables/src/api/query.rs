@@ -96,9 +96,10 @@ pub(crate) fn check_limit(limit: Option<i64>) -> Result<Option<usize>, ApiError>
     match limit {
         None => Ok(None),
         Some(limit) if limit >= 1 => Ok(Some(usize::try_from(limit).unwrap_or(usize::MAX))),
-        Some(_) => Err(ApiError::validation(
-            "1 validation error detected: Value at 'Limit' failed to satisfy constraint: Member must have value greater than or equal to 1",
-        )),
+        // SPEC §4.2's verified text prints neither the value nor a lowerCamelCase path.
+        Some(_) => Err(constraint::validation_errors(&[
+            constraint::violation_without_value("Limit", &constraint::value_at_least(1)),
+        ])),
     }
 }
 
@@ -123,9 +124,13 @@ pub(crate) fn attributes_to_get(
 ) -> Result<Option<shoal_expr::Projection>, ApiError> {
     match names {
         None => Ok(None),
-        Some(names) if names.is_empty() => Err(ApiError::validation(
-            "1 validation error detected: Value '[]' at 'attributesToGet' failed to satisfy constraint: Member must have length greater than or equal to 1",
-        )),
+        Some(names) if names.is_empty() => {
+            Err(constraint::validation_errors(&[constraint::violation(
+                Some("[]"),
+                "attributesToGet",
+                &constraint::length_at_least(1),
+            )]))
+        }
         Some(names) => legacy::attributes_to_get(names).map(Some),
     }
 }
@@ -173,9 +178,11 @@ pub(crate) fn legacy_conditions(
     for (name, condition) in conditions {
         let path = format!("{member}.{name}.member.comparisonOperator");
         let Some(operator) = condition.comparison_operator.as_deref() else {
-            return Err(ApiError::validation(format!(
-                "1 validation error detected: Value null at '{path}' failed to satisfy constraint: Member must not be null"
-            )));
+            return Err(constraint::validation_errors(&[constraint::violation(
+                None,
+                &path,
+                constraint::NOT_NULL,
+            )]));
         };
         let operator = parse_enum(Some(operator), &path, &COMPARISON_OPERATORS)?
             .and_then(ComparisonOperator::from_name)

@@ -8,10 +8,11 @@ use serde::{Deserialize, Serialize};
 use shoal_model::{ApiError, AttributeValue, Item};
 
 use crate::api::common::{
-    table_name_of, validation_errors, ConsumedCapacity, ItemCollectionMetrics,
-    ReturnConsumedCapacity, RETURN_CONSUMED_CAPACITY, RETURN_ITEM_COLLECTION_METRICS,
+    table_name_of, ConsumedCapacity, ItemCollectionMetrics, ReturnConsumedCapacity,
+    RETURN_CONSUMED_CAPACITY, RETURN_ITEM_COLLECTION_METRICS,
     RETURN_VALUES_ON_CONDITION_CHECK_FAILURE,
 };
+use crate::api::constraint::{length_at_least, length_at_most, violation, Violations};
 
 /// Actions in one transaction.
 pub const TRANSACT_ITEMS_MAX: usize = 100;
@@ -177,47 +178,16 @@ impl ActionView<'_> {
     }
 }
 
-#[derive(Default)]
-struct Problems(Vec<String>);
-
-impl Problems {
-    fn one_of(&mut self, value: Option<&str>, member: &str, allowed: &[&str]) {
-        if let Some(value) = value.filter(|v| !allowed.contains(v)) {
-            self.0.push(format!(
-                "Value '{value}' at '{member}' failed to satisfy constraint: Member must satisfy enum value set: [{}]",
-                allowed.join(", ")
-            ));
-        }
-    }
-
-    fn not_null(&mut self, member: &str, present: bool) {
-        if !present {
-            self.0.push(format!(
-                "Value null at '{member}' failed to satisfy constraint: Member must not be null"
-            ));
-        }
-    }
-
-    /// 1..=100 actions; DynamoDB prints the list (Java's toString), elided here when long.
-    fn action_count(&mut self, count: usize) {
-        if count == 0 {
-            self.0.push(
-                "Value '[]' at 'transactItems' failed to satisfy constraint: Member must have length greater than or equal to 1"
-                    .to_string(),
-            );
-        } else if count > TRANSACT_ITEMS_MAX {
-            self.0.push(format!(
-                "Value '[…]' at 'transactItems' failed to satisfy constraint: Member must have length less than or equal to {TRANSACT_ITEMS_MAX}"
-            ));
-        }
-    }
-
-    fn finish(self) -> Result<(), ApiError> {
-        if self.0.is_empty() {
-            Ok(())
-        } else {
-            Err(validation_errors(&self.0))
-        }
+/// 1..=100 actions; DynamoDB prints the list (Java's toString), elided here when long.
+fn check_action_count(count: usize, problems: &mut Violations) {
+    if count == 0 {
+        problems.push(violation(Some("[]"), "transactItems", &length_at_least(1)));
+    } else if count > TRANSACT_ITEMS_MAX {
+        problems.push(violation(
+            Some("[…]"),
+            "transactItems",
+            &length_at_most(TRANSACT_ITEMS_MAX),
+        ));
     }
 }
 
@@ -234,7 +204,7 @@ impl TransactWriteItemsInput {
     pub(crate) fn check_constraints(
         &self,
     ) -> Result<(TransactOptions, Vec<ActionView<'_>>), ApiError> {
-        let mut problems = Problems::default();
+        let mut problems = Violations::default();
         problems.one_of(
             self.return_consumed_capacity.as_deref(),
             "returnConsumedCapacity",
@@ -254,7 +224,7 @@ impl TransactWriteItemsInput {
                 &[]
             }
             Some(actions) => {
-                problems.action_count(actions.len());
+                check_action_count(actions.len(), &mut problems);
                 actions
             }
         };
@@ -295,15 +265,19 @@ impl TransactWriteItemsInput {
     }
 }
 
-fn check_token_length(token: &str, problems: &mut Problems) {
+fn check_token_length(token: &str, problems: &mut Violations) {
     let length = token.chars().count();
     if length == 0 {
-        problems.0.push(format!(
-            "Value '{token}' at 'clientRequestToken' failed to satisfy constraint: Member must have length greater than or equal to 1"
+        problems.push(violation(
+            Some(token),
+            "clientRequestToken",
+            &length_at_least(1),
         ));
     } else if length > CLIENT_REQUEST_TOKEN_LENGTH_MAX {
-        problems.0.push(format!(
-            "Value '{token}' at 'clientRequestToken' failed to satisfy constraint: Member must have length less than or equal to {CLIENT_REQUEST_TOKEN_LENGTH_MAX}"
+        problems.push(violation(
+            Some(token),
+            "clientRequestToken",
+            &length_at_most(CLIENT_REQUEST_TOKEN_LENGTH_MAX),
         ));
     }
 }
@@ -329,7 +303,7 @@ struct ActionParts<'a> {
 impl TransactWriteItem {
     /// The action's members, recording null required members in `problems`. None when the
     /// action has no operation or a required member is missing (errors reported later).
-    fn view(&self, member: &str, problems: &mut Problems) -> Option<ActionView<'_>> {
+    fn view(&self, member: &str, problems: &mut Violations) -> Option<ActionView<'_>> {
         let parts = if let Some(check) = &self.condition_check {
             ActionParts {
                 kind: ActionKind::ConditionCheck,
@@ -437,7 +411,7 @@ impl TransactGetItemsInput {
     pub(crate) fn check_constraints(
         &self,
     ) -> Result<(ReturnConsumedCapacity, Vec<&Get>), ApiError> {
-        let mut problems = Problems::default();
+        let mut problems = Violations::default();
         problems.one_of(
             self.return_consumed_capacity.as_deref(),
             "returnConsumedCapacity",
@@ -449,7 +423,7 @@ impl TransactGetItemsInput {
                 &[]
             }
             Some(actions) => {
-                problems.action_count(actions.len());
+                check_action_count(actions.len(), &mut problems);
                 actions
             }
         };

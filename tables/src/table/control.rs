@@ -22,6 +22,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use shoal_model::{ApiError, ErrorCode};
 
 use crate::api::common::{table_name_of, validation_errors};
+use crate::api::constraint::{value_at_least, value_at_most, violation};
 use crate::api::control::{
     AttributeDefinition, BillingModeSummary, CreateTableRequest, CreateTableResponse,
     DeleteTableRequest, DeleteTableResponse, DescribeTableRequest, DescribeTableResponse,
@@ -202,14 +203,15 @@ impl Database {
             schema::name_problems(Some(start), "exclusiveStartTableName", &mut problems);
         }
         if let Some(limit) = request.limit {
+            let value = limit.to_string();
             if limit < 1 {
-                problems.push(format!(
-                    "Value '{limit}' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1"
-                ));
+                problems.push(violation(Some(&value), "limit", &value_at_least(1)));
             }
             if limit > LIST_TABLES_LIMIT_MAX {
-                problems.push(format!(
-                    "Value '{limit}' at 'limit' failed to satisfy constraint: Member must have value less than or equal to {LIST_TABLES_LIMIT_MAX}"
+                problems.push(violation(
+                    Some(&value),
+                    "limit",
+                    &value_at_most(LIST_TABLES_LIMIT_MAX),
                 ));
             }
         }

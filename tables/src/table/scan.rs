@@ -18,6 +18,7 @@ use shoal_expr::{legacy, ConditionKind, Context};
 use shoal_model::{ApiError, ScalarType};
 
 use crate::api::common::{validation_errors, ReturnConsumedCapacity};
+use crate::api::constraint::{value_at_least, value_at_most, violation};
 use crate::api::query::{
     attributes_to_get, check_expression_parameters, check_index_name, check_limit,
     conditional_operator, legacy_conditions, table_name_of, ScanRequest, ScanResponse,
@@ -170,16 +171,16 @@ impl Database {
 /// Range constraints of `Segment` (0..=999999) and `TotalSegments` (1..=1000000).
 fn check_segment_constraints(segment: Option<i64>, total: Option<i64>) -> Result<(), ApiError> {
     let mut problems = Vec::new();
-    let mut check = |value: Option<i64>, member: &str, min: i64, max: i64| {
-        match value {
-        Some(v) if v < min => problems.push(format!(
-            "Value '{v}' at '{member}' failed to satisfy constraint: Member must have value greater than or equal to {min}"
+    let mut check = |value: Option<i64>, member: &str, min: i64, max: i64| match value {
+        Some(v) if v < min => problems.push(violation(
+            Some(&v.to_string()),
+            member,
+            &value_at_least(min),
         )),
-        Some(v) if v > max => problems.push(format!(
-            "Value '{v}' at '{member}' failed to satisfy constraint: Member must have value less than or equal to {max}"
-        )),
+        Some(v) if v > max => {
+            problems.push(violation(Some(&v.to_string()), member, &value_at_most(max)))
+        }
         _ => {}
-    }
     };
     check(segment, "segment", 0, TOTAL_SEGMENTS_MAX - 1);
     check(total, "totalSegments", 1, TOTAL_SEGMENTS_MAX);

@@ -23,6 +23,9 @@ use std::collections::BTreeSet;
 use shoal_model::{ApiError, ScalarType};
 
 use crate::api::common::validation_errors;
+use crate::api::constraint::{
+    enum_value_set, length_at_least, length_at_most, value_at_least, violation, NOT_NULL,
+};
 use crate::api::control::{
     AttributeDefinition, CreateTableRequest, KeySchemaElement, OnDemandThroughput,
     Projection as ProjectionRequest, ProvisionedThroughput,
@@ -247,41 +250,33 @@ fn definition_name<'a>(definitions: &'a [KeyAttribute], name: &str) -> &'a str {
 
 // ---- constraints (the API model's member rules) ----
 
-use crate::api::constraint::{violation as constraint, NOT_NULL};
-
 /// Length and pattern rules of a table or index name.
 pub(crate) fn name_problems(name: Option<&str>, path: &str, problems: &mut Vec<String>) {
     crate::api::constraint::name_violations(name, path, NAME_BYTES_MIN, problems);
 }
 
-fn attribute_name_problems(name: Option<&str>, path: &str, problems: &mut Vec<String>) {
+pub(crate) fn attribute_name_problems(name: Option<&str>, path: &str, problems: &mut Vec<String>) {
     match name {
-        None => problems.push(constraint(None, path, NOT_NULL)),
-        Some("") => problems.push(constraint(
-            Some(""),
-            path,
-            "Member must have length greater than or equal to 1",
-        )),
-        Some(n) if n.len() > NAME_BYTES_MAX => problems.push(constraint(
-            Some(n),
-            path,
-            &format!("Member must have length less than or equal to {NAME_BYTES_MAX}"),
-        )),
+        None => problems.push(violation(None, path, NOT_NULL)),
+        Some("") => problems.push(violation(Some(""), path, &length_at_least(1))),
+        Some(n) if n.len() > NAME_BYTES_MAX => {
+            problems.push(violation(Some(n), path, &length_at_most(NAME_BYTES_MAX)))
+        }
         Some(_) => {}
     }
 }
 
-fn enum_problems(value: Option<&str>, path: &str, allowed: &[&str], problems: &mut Vec<String>) {
+pub(crate) fn enum_problems(
+    value: Option<&str>,
+    path: &str,
+    allowed: &[&str],
+    problems: &mut Vec<String>,
+) {
     match value {
-        None => problems.push(constraint(None, path, NOT_NULL)),
-        Some(v) if !allowed.contains(&v) => problems.push(constraint(
-            Some(v),
-            path,
-            &format!(
-                "Member must satisfy enum value set: [{}]",
-                allowed.join(", ")
-            ),
-        )),
+        None => problems.push(violation(None, path, NOT_NULL)),
+        Some(v) if !allowed.contains(&v) => {
+            problems.push(violation(Some(v), path, &enum_value_set(allowed)))
+        }
         Some(_) => {}
     }
 }
@@ -307,21 +302,17 @@ fn key_schema_problems(
     problems: &mut Vec<String>,
 ) {
     let Some(elements) = elements else {
-        problems.push(constraint(None, path, NOT_NULL));
+        problems.push(violation(None, path, NOT_NULL));
         return;
     };
     if elements.is_empty() {
-        problems.push(constraint(
-            Some("[]"),
-            path,
-            "Member must have length greater than or equal to 1",
-        ));
+        problems.push(violation(Some("[]"), path, &length_at_least(1)));
     }
     if elements.len() > 2 {
-        problems.push(constraint(
+        problems.push(violation(
             Some(&render_key_schema(elements)),
             path,
-            "Member must have length less than or equal to 2",
+            &length_at_most(2),
         ));
     }
     for (position, element) in elements.iter().enumerate() {
@@ -360,7 +351,7 @@ fn projection_problems(
     problems: &mut Vec<String>,
 ) {
     let Some(projection) = projection else {
-        problems.push(constraint(None, path, NOT_NULL));
+        problems.push(violation(None, path, NOT_NULL));
         return;
     };
     // A missing ProjectionType is a semantic error ("Unknown ProjectionType: null").
@@ -376,28 +367,26 @@ fn projection_problems(
         let names_path = format!("{path}.nonKeyAttributes");
         let rendered = format!("[{}]", names.join(", "));
         if names.is_empty() {
-            problems.push(constraint(
-                Some(&rendered),
-                &names_path,
-                "Member must have length greater than or equal to 1",
-            ));
+            problems.push(violation(Some(&rendered), &names_path, &length_at_least(1)));
         }
         if names.len() > NON_KEY_ATTRIBUTES_PER_INDEX_MAX {
-            problems.push(constraint(
+            problems.push(violation(
                 Some(&rendered),
                 &names_path,
-                &format!("Member must have length less than or equal to {NON_KEY_ATTRIBUTES_PER_INDEX_MAX}"),
+                &length_at_most(NON_KEY_ATTRIBUTES_PER_INDEX_MAX),
             ));
         }
         if names
             .iter()
             .any(|n| n.is_empty() || n.len() > NAME_BYTES_MAX)
         {
-            problems.push(constraint(
+            problems.push(violation(
                 Some(&rendered),
                 &names_path,
                 &format!(
-                    "Member must satisfy constraint: [Member must have length less than or equal to {NAME_BYTES_MAX}, Member must have length greater than or equal to 1]"
+                    "Member must satisfy constraint: [{}, {}]",
+                    length_at_most(NAME_BYTES_MAX),
+                    length_at_least(1)
                 ),
             ));
         }
@@ -420,11 +409,11 @@ pub(crate) fn throughput_problems(
     ] {
         let member_path = format!("{path}.{member}");
         match value {
-            None => problems.push(constraint(None, &member_path, NOT_NULL)),
-            Some(units) if units < 1 => problems.push(constraint(
+            None => problems.push(violation(None, &member_path, NOT_NULL)),
+            Some(units) if units < 1 => problems.push(violation(
                 Some(&units.to_string()),
                 &member_path,
-                "Member must have value greater than or equal to 1",
+                &value_at_least(1),
             )),
             Some(_) => {}
         }

@@ -10,6 +10,7 @@
 use shoal_model::{ApiError, ErrorCode};
 
 use crate::api::common::{table_name_of, validation_errors};
+use crate::api::constraint::{value_at_least, value_at_most, violation, NOT_NULL};
 use crate::api::settings::{
     ContinuousBackupsDescription, ContinuousBackupsResponse, DescribeContinuousBackupsRequest,
     DescribeEndpointsRequest, DescribeEndpointsResponse, DescribeLimitsRequest,
@@ -89,21 +90,25 @@ impl Database {
         let member = "pointInTimeRecoverySpecification";
         let mut problems = Vec::new();
         match &request.point_in_time_recovery_specification {
-            None => problems.push(format!(
-                "Value null at '{member}' failed to satisfy constraint: Member must not be null"
-            )),
+            None => problems.push(violation(None, member, NOT_NULL)),
             Some(spec) => {
                 if spec.point_in_time_recovery_enabled.is_none() {
-                    problems.push(format!(
-                        "Value null at '{member}.pointInTimeRecoveryEnabled' failed to satisfy constraint: Member must not be null"
+                    problems.push(violation(
+                        None,
+                        &format!("{member}.pointInTimeRecoveryEnabled"),
+                        NOT_NULL,
                     ));
                 }
                 match spec.recovery_period_in_days {
-                    Some(days) if days < 1 => problems.push(format!(
-                        "Value '{days}' at '{member}.recoveryPeriodInDays' failed to satisfy constraint: Member must have value greater than or equal to 1"
+                    Some(days) if days < 1 => problems.push(violation(
+                        Some(&days.to_string()),
+                        &format!("{member}.recoveryPeriodInDays"),
+                        &value_at_least(1),
                     )),
-                    Some(days) if days > RECOVERY_PERIOD_DAYS_MAX => problems.push(format!(
-                        "Value '{days}' at '{member}.recoveryPeriodInDays' failed to satisfy constraint: Member must have value less than or equal to {RECOVERY_PERIOD_DAYS_MAX}"
+                    Some(days) if days > RECOVERY_PERIOD_DAYS_MAX => problems.push(violation(
+                        Some(&days.to_string()),
+                        &format!("{member}.recoveryPeriodInDays"),
+                        &value_at_most(RECOVERY_PERIOD_DAYS_MAX),
                     )),
                     _ => {}
                 }

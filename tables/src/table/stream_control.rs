@@ -23,6 +23,7 @@ use shoal_engine::version::VersionEdit;
 use shoal_engine::{Db, DbError};
 use shoal_model::{ApiError, ErrorCode};
 
+use crate::api::constraint::{enum_value_set, validation_errors, violation, NOT_NULL};
 use crate::api::streams::StreamSpecification;
 use crate::database::{internal, Catalog, Database};
 use crate::table::catalog::{ShardDef, StreamDef, StreamViewType, TableDef};
@@ -45,17 +46,19 @@ pub(crate) fn millis(duration: Duration) -> u64 {
 /// detected` list of CreateTable and UpdateTable).
 pub fn specification_problems(spec: &StreamSpecification, problems: &mut Vec<String>) {
     if spec.stream_enabled.is_none() {
-        problems.push(
-            "Value null at 'streamSpecification.streamEnabled' failed to satisfy constraint: Member must not be null"
-                .to_string(),
-        );
+        problems.push(violation(
+            None,
+            "streamSpecification.streamEnabled",
+            NOT_NULL,
+        ));
     }
     if let Some(view) = spec.stream_view_type.as_deref() {
         if StreamViewType::parse(view).is_none() {
             let allowed: Vec<&str> = StreamViewType::ALL.iter().map(|t| t.as_str()).collect();
-            problems.push(format!(
-                "Value '{view}' at 'streamSpecification.streamViewType' failed to satisfy constraint: Member must satisfy enum value set: [{}]",
-                allowed.join(", ")
+            problems.push(violation(
+                Some(view),
+                "streamSpecification.streamViewType",
+                &enum_value_set(&allowed),
             ));
         }
     }
@@ -543,9 +546,7 @@ pub(crate) fn find_stream(
     arn: Option<&str>,
 ) -> Result<(Arc<TableDef>, usize), ApiError> {
     let Some(arn) = arn else {
-        return Err(ApiError::validation(
-            "1 validation error detected: Value null at 'streamArn' failed to satisfy constraint: Member must not be null",
-        ));
+        return Err(validation_errors(&[violation(None, "streamArn", NOT_NULL)]));
     };
     let Some((table_name, label)) = parse_stream_arn(arn) else {
         return Err(ApiError::validation(format!("Invalid StreamArn: {arn}")));

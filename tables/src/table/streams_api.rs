@@ -12,7 +12,10 @@ use std::time::{Duration, Instant};
 
 use shoal_model::{ApiError, ErrorCode};
 
-use crate::api::common::validation_errors;
+use crate::api::constraint::{
+    enum_value_set, validation_errors, value_at_least, value_at_most, violation,
+    violation_without_value, NOT_NULL,
+};
 use crate::api::streams::{
     DescribeStreamInput, DescribeStreamOutput, GetRecordsInput, GetRecordsOutput,
     GetShardIteratorInput, GetShardIteratorOutput, Identity, ListStreamsInput, ListStreamsOutput,
@@ -50,12 +53,16 @@ fn shard_not_found() -> ApiError {
 fn limit_problem(limit: Option<i64>, max: i64, problems: &mut Vec<String>) {
     if let Some(limit) = limit {
         if limit < 1 {
-            problems.push(format!(
-                "Value '{limit}' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1"
+            problems.push(violation(
+                Some(&limit.to_string()),
+                "limit",
+                &value_at_least(1),
             ));
         } else if limit > max {
-            problems.push(format!(
-                "Value '{limit}' at 'limit' failed to satisfy constraint: Member must have value less than or equal to {max}"
+            problems.push(violation(
+                Some(&limit.to_string()),
+                "limit",
+                &value_at_most(max),
             ));
         }
     }
@@ -63,9 +70,7 @@ fn limit_problem(limit: Option<i64>, max: i64, problems: &mut Vec<String>) {
 
 fn required(value: Option<&str>, member: &str, problems: &mut Vec<String>) {
     if value.is_none() {
-        problems.push(format!(
-            "Value null at '{member}' failed to satisfy constraint: Member must not be null"
-        ));
+        problems.push(violation(None, member, NOT_NULL));
     }
 }
 
@@ -215,15 +220,19 @@ impl Database {
             );
             if let Some(kind) = filter.filter_type.as_deref() {
                 if kind != "CHILD_SHARDS" {
-                    problems.push(format!(
-                        "Value '{kind}' at 'shardFilter.type' failed to satisfy constraint: Member must satisfy enum value set: [CHILD_SHARDS]"
+                    problems.push(violation(
+                        Some(kind),
+                        "shardFilter.type",
+                        &enum_value_set(&["CHILD_SHARDS"]),
                     ));
                 }
             }
             if let Some(id) = filter.shard_id.as_deref() {
                 if !is_shard_id(id) {
-                    problems.push(format!(
-                        "Value '{id}' at 'ShardFilter.ShardId' failed to satisfy constraint: Member must be a valid shard id"
+                    problems.push(violation(
+                        Some(id),
+                        "ShardFilter.ShardId",
+                        "Member must be a valid shard id",
                     ));
                 }
             }
@@ -300,9 +309,10 @@ impl Database {
         );
         if let Some(kind) = request.shard_iterator_type.as_deref() {
             if !ITERATOR_TYPES.contains(&kind) {
-                problems.push(format!(
-                    "Value '{kind}' at 'shardIteratorType' failed to satisfy constraint: Member must satisfy enum value set: [{}]",
-                    ITERATOR_TYPES.join(", ")
+                problems.push(violation(
+                    Some(kind),
+                    "shardIteratorType",
+                    &enum_value_set(&ITERATOR_TYPES),
                 ));
             }
         }
@@ -398,10 +408,10 @@ impl Database {
         limit_problem(request.limit, GET_RECORDS_LIMIT_MAX, &mut problems);
         if let Some(iterator) = request.shard_iterator.as_deref() {
             if iterator.is_empty() || iterator.len() > 2048 {
-                problems.push(
-                    "Value at 'shardIterator' failed to satisfy constraint: Member must have length between 1 and 2048"
-                        .to_string(),
-                );
+                problems.push(violation_without_value(
+                    "shardIterator",
+                    "Member must have length between 1 and 2048",
+                ));
             }
         }
         if !problems.is_empty() {

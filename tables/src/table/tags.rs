@@ -20,7 +20,9 @@ use std::collections::BTreeMap;
 
 use shoal_model::{ApiError, ErrorCode};
 
-use crate::api::common::validation_errors;
+use crate::api::constraint::{
+    length_at_least, length_at_most, validation_errors, violation, NOT_NULL,
+};
 use crate::api::tags::{
     ListTagsOfResourceRequest, ListTagsOfResourceResponse, Tag, TagResourceRequest, TagsChanged,
     UntagResourceRequest,
@@ -186,19 +188,18 @@ impl Database {
 }
 
 fn not_null(member: &str) -> String {
-    format!("Value null at '{member}' failed to satisfy constraint: Member must not be null")
+    violation(None, member, NOT_NULL)
 }
 
 /// The member constraints of `ResourceArn` (required, 1..=1283 characters).
 fn arn_problems(arn: Option<&str>, problems: &mut Vec<String>) {
     match arn {
         None => problems.push(not_null("resourceArn")),
-        Some("") => problems.push(
-            "Value '' at 'resourceArn' failed to satisfy constraint: Member must have length greater than or equal to 1"
-                .to_string(),
-        ),
-        Some(arn) if arn.chars().count() > RESOURCE_ARN_LENGTH_MAX => problems.push(format!(
-            "Value '{arn}' at 'resourceArn' failed to satisfy constraint: Member must have length less than or equal to {RESOURCE_ARN_LENGTH_MAX}"
+        Some("") => problems.push(violation(Some(""), "resourceArn", &length_at_least(1))),
+        Some(arn) if arn.chars().count() > RESOURCE_ARN_LENGTH_MAX => problems.push(violation(
+            Some(arn),
+            "resourceArn",
+            &length_at_most(RESOURCE_ARN_LENGTH_MAX),
         )),
         Some(_) => {}
     }

@@ -29,7 +29,8 @@ use std::sync::Arc;
 use shoal_engine::{Direction, TreeId};
 use shoal_model::{ApiError, AttributeValue, ErrorCode, Item, Number};
 
-use crate::api::common::{table_name_of, validation_errors};
+use crate::api::common::table_name_of;
+use crate::api::constraint::{self, violation, NOT_NULL};
 use crate::api::ttl::{
     DescribeTimeToLiveInput, DescribeTimeToLiveOutput, TimeToLiveDescription,
     TimeToLiveSpecification, UpdateTimeToLiveInput, UpdateTimeToLiveOutput,
@@ -39,6 +40,7 @@ use crate::table::catalog::{TableDef, TimeToLiveDef};
 use crate::table::item_codec::decode_item;
 use crate::table::keys;
 use crate::table::locks::CollectionLocks;
+use crate::table::schema;
 use crate::table::stream;
 use crate::table::write::{is_definition_changed, key_of_item, plan_write, WritePlan};
 
@@ -49,8 +51,6 @@ pub const SWEEP_BATCH_ITEMS_MAX: usize = 256;
 /// Items one sweep of one table deletes at most; the rest wait for the next sweep, so a
 /// table with a great many expired items does not hold the upkeep thread up.
 pub const SWEEP_ITEMS_MAX: usize = 100_000;
-/// Largest attribute name (SPEC-2 §2.1).
-const ATTRIBUTE_NAME_BYTES_MAX: usize = 255;
 
 /// The whole seconds of a Time to Live value: a top-level Number of epoch seconds, rounded
 /// down; None for anything that can never expire (another type, a negative number, one past
@@ -120,34 +120,23 @@ impl Database {
         let mut problems = Vec::new();
         let name = request.table_name.as_deref();
         if name.is_none() {
-            problems.push(
-                "Value null at 'tableName' failed to satisfy constraint: Member must not be null"
-                    .to_string(),
-            );
+            problems.push(violation(None, "tableName", NOT_NULL));
         }
         let spec = request.time_to_live_specification.as_ref();
         match spec {
-            None => problems.push(
-                "Value null at 'timeToLiveSpecification' failed to satisfy constraint: Member must not be null"
-                    .to_string(),
-            ),
+            None => problems.push(violation(None, "timeToLiveSpecification", NOT_NULL)),
             Some(spec) => {
                 if spec.enabled.is_none() {
-                    problems.push("Value null at 'timeToLiveSpecification.enabled' failed to satisfy constraint: Member must not be null".to_string());
+                    problems.push(violation(None, "timeToLiveSpecification.enabled", NOT_NULL));
                 }
-                match spec.attribute_name.as_deref() {
-                    None => problems.push("Value null at 'timeToLiveSpecification.attributeName' failed to satisfy constraint: Member must not be null".to_string()),
-                    Some("") => problems.push("Value '' at 'timeToLiveSpecification.attributeName' failed to satisfy constraint: Member must have length greater than or equal to 1".to_string()),
-                    Some(attribute) if attribute.len() > ATTRIBUTE_NAME_BYTES_MAX => problems.push(format!(
-                        "Value '{attribute}' at 'timeToLiveSpecification.attributeName' failed to satisfy constraint: Member must have length less than or equal to {ATTRIBUTE_NAME_BYTES_MAX}"
-                    )),
-                    Some(_) => {}
-                }
+                schema::attribute_name_problems(
+                    spec.attribute_name.as_deref(),
+                    "timeToLiveSpecification.attributeName",
+                    &mut problems,
+                );
             }
         }
-        if !problems.is_empty() {
-            return Err(validation_errors(&problems));
-        }
+        constraint::check(&problems)?;
         let name = table_name_of(name)?;
         let (Some(enabled), Some(attribute)) = (
             spec.and_then(|s| s.enabled),

@@ -44,6 +44,7 @@ use std::collections::BTreeSet;
 use shoal_model::{ApiError, ErrorCode, ScalarType};
 
 use crate::api::common::{table_name_of, validation_errors};
+use crate::api::constraint::{enum_value_set, violation};
 use crate::api::control::{
     AttributeDefinition, CreateTableRequest, DescribeTableRequest, KeySchemaElement,
     ProvisionedThroughput,
@@ -300,32 +301,17 @@ fn constraint_problems(request: &UpdateTableRequest) -> Vec<String> {
     let mut problems = Vec::new();
     for (position, definition) in request.attribute_definitions.iter().flatten().enumerate() {
         let member = format!("attributeDefinitions.{}.member", position + 1);
-        match definition.attribute_name.as_deref() {
-            None => problems.push(format!(
-                "Value null at '{member}.attributeName' failed to satisfy constraint: Member must not be null"
-            )),
-            Some(name) if name.is_empty() || name.len() > schema::NAME_BYTES_MAX => {
-                problems.push(format!(
-                    "Value '{name}' at '{member}.attributeName' failed to satisfy constraint: Member must have length {}",
-                    if name.is_empty() {
-                        "greater than or equal to 1".to_string()
-                    } else {
-                        format!("less than or equal to {}", schema::NAME_BYTES_MAX)
-                    }
-                ))
-            }
-            Some(_) => {}
-        }
-        match definition.attribute_type.as_deref() {
-            None => problems.push(format!(
-                "Value null at '{member}.attributeType' failed to satisfy constraint: Member must not be null"
-            )),
-            Some(ty) if !ATTRIBUTE_TYPES.contains(&ty) => problems.push(format!(
-                "Value '{ty}' at '{member}.attributeType' failed to satisfy constraint: Member must satisfy enum value set: [{}]",
-                ATTRIBUTE_TYPES.join(", ")
-            )),
-            Some(_) => {}
-        }
+        schema::attribute_name_problems(
+            definition.attribute_name.as_deref(),
+            &format!("{member}.attributeName"),
+            &mut problems,
+        );
+        schema::enum_problems(
+            definition.attribute_type.as_deref(),
+            &format!("{member}.attributeType"),
+            ATTRIBUTE_TYPES,
+            &mut problems,
+        );
     }
     for (position, update) in request
         .global_secondary_index_updates
@@ -366,9 +352,10 @@ fn constraint_problems(request: &UpdateTableRequest) -> Vec<String> {
     }
     if let Some(mode) = request.billing_mode.as_deref() {
         if !BILLING_MODES.contains(&mode) {
-            problems.push(format!(
-                "Value '{mode}' at 'billingMode' failed to satisfy constraint: Member must satisfy enum value set: [{}]",
-                BILLING_MODES.join(", ")
+            problems.push(violation(
+                Some(mode),
+                "billingMode",
+                &enum_value_set(BILLING_MODES),
             ));
         }
     }
