@@ -3,9 +3,10 @@
 //! Compilation onto the item operations is in `table/partiql.rs`.
 
 use serde::{Deserialize, Serialize};
-use shoal_model::{ApiError, AttributeValue, Item};
+use shoal_model::{AttributeValue, Item};
 
-use crate::api::common::{parse_enum, validation_errors, ConsumedCapacity};
+use crate::api::common::{ConsumedCapacity, RETURN_VALUES_ON_CONDITION_CHECK_FAILURE};
+use crate::api::constraint::{length_at_least, length_at_most, violation, Violations};
 pub use crate::api::transact::ItemResponse;
 use crate::metering::Metered;
 
@@ -121,80 +122,45 @@ pub struct ExecuteTransactionOutput {
     pub metered: Option<Metered>,
 }
 
-/// Checks a `Statement` member (1..8192 characters) at `member` (`statement`, or
-/// `statements.N.member.statement` style for lists).
+/// Checks a `Statement` member (1..8192 characters) at `path`.
 pub(crate) fn check_statement<'a>(
     statement: Option<&'a str>,
-    member: &str,
-    problems: &mut Vec<String>,
+    path: &str,
+    violations: &mut Violations,
 ) -> Option<&'a str> {
-    match statement {
-        None => {
-            problems.push(format!(
-                "Value null at '{member}' failed to satisfy constraint: Member must not be null"
-            ));
-            None
-        }
-        Some(text) => {
-            let length = text.chars().count();
-            if length == 0 {
-                problems.push(format!(
-                    "Value '{text}' at '{member}' failed to satisfy constraint: Member must have length greater than or equal to 1"
-                ));
-            } else if length > STATEMENT_LENGTH_MAX {
-                problems.push(format!(
-                    "Value '{text}' at '{member}' failed to satisfy constraint: Member must have length less than or equal to {STATEMENT_LENGTH_MAX}"
-                ));
-            }
-            Some(text)
-        }
-    }
-}
-
-/// Checks `Parameters` (at least one when present).
-pub(crate) fn check_parameters(
-    parameters: Option<&[AttributeValue]>,
-    member: &str,
-    problems: &mut Vec<String>,
-) {
-    if parameters.is_some_and(<[AttributeValue]>::is_empty) {
-        problems.push(format!(
-            "Value '[]' at '{member}' failed to satisfy constraint: Member must have length greater than or equal to 1"
+    let Some(text) = statement else {
+        violations.not_null(path, false);
+        return None;
+    };
+    let length = text.chars().count();
+    if length == 0 {
+        violations.push(violation(Some(text), path, &length_at_least(1)));
+    } else if length > STATEMENT_LENGTH_MAX {
+        violations.push(violation(
+            Some(text),
+            path,
+            &length_at_most(STATEMENT_LENGTH_MAX),
         ));
     }
+    Some(text)
 }
 
-/// Checks `ReturnValuesOnConditionCheckFailure` and says whether it asks for ALL_OLD.
+/// Checks `Parameters` (at least one when present) at `path`.
+pub(crate) fn check_parameters(
+    parameters: Option<&[AttributeValue]>,
+    path: &str,
+    violations: &mut Violations,
+) {
+    if parameters.is_some_and(<[AttributeValue]>::is_empty) {
+        violations.push(violation(Some("[]"), path, &length_at_least(1)));
+    }
+}
+
+/// Checks `ReturnValuesOnConditionCheckFailure` at `path`.
 pub(crate) fn check_return_on_failure(
     value: Option<&str>,
-    problems: &mut Vec<String>,
-) -> Option<String> {
-    match parse_enum(
-        value,
-        "returnValuesOnConditionCheckFailure",
-        &crate::api::common::RETURN_VALUES_ON_CONDITION_CHECK_FAILURE,
-    ) {
-        Ok(_) => value.map(str::to_string),
-        Err(error) => {
-            problems.push(strip_envelope(&error.message));
-            None
-        }
-    }
-}
-
-/// The text of one problem inside DynamoDB's `N validation error(s) detected: ` envelope.
-fn strip_envelope(message: &str) -> String {
-    message
-        .split_once("detected: ")
-        .map_or(message, |(_, rest)| rest)
-        .to_string()
-}
-
-/// Turns collected problems into the request's error, if any.
-pub(crate) fn problems_to_error(problems: &[String]) -> Result<(), ApiError> {
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(validation_errors(problems))
-    }
+    path: &str,
+    violations: &mut Violations,
+) {
+    violations.one_of(value, path, &RETURN_VALUES_ON_CONDITION_CHECK_FAILURE);
 }

@@ -13,11 +13,12 @@ use shoal_expr::{ConditionKind, Context};
 use shoal_model::{item_from_json, item_to_json, ApiError, AttributeValue, ErrorCode, Item};
 
 use crate::api::common::{ConsumedCapacity, ReturnConsumedCapacity};
+use crate::api::constraint::{length_at_least, value_at_least, violation, Violations};
 use crate::api::items::{GetItemInput, PutItemInput};
 use crate::api::partiql::{
-    check_parameters, check_return_on_failure, check_statement, problems_to_error,
-    BatchExecuteStatementInput, BatchExecuteStatementOutput, BatchStatementError,
-    BatchStatementResponse, ExecuteStatementInput, ExecuteStatementOutput, ExecuteTransactionInput,
+    check_parameters, check_return_on_failure, check_statement, BatchExecuteStatementInput,
+    BatchExecuteStatementOutput, BatchStatementError, BatchStatementResponse,
+    ExecuteStatementInput, ExecuteStatementOutput, ExecuteTransactionInput,
     ExecuteTransactionOutput, ItemResponse, BATCH_STATEMENTS_MAX, NEXT_TOKEN_LENGTH_MAX,
     TRANSACT_STATEMENTS_MAX,
 };
@@ -253,26 +254,34 @@ impl Database {
         &self,
         input: ExecuteStatementInput,
     ) -> Result<ExecuteStatementOutput, ApiError> {
-        let mut problems = Vec::new();
-        let text = check_statement(input.statement.as_deref(), "statement", &mut problems);
-        check_parameters(input.parameters.as_deref(), "parameters", &mut problems);
+        let mut violations = Violations::default();
+        let text = check_statement(input.statement.as_deref(), "statement", &mut violations);
+        check_parameters(input.parameters.as_deref(), "parameters", &mut violations);
         if let Some(limit) = input.limit.filter(|l| *l < 1) {
-            problems.push(format!(
-                "Value '{limit}' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1"
+            violations.push(violation(
+                Some(&limit.to_string()),
+                "limit",
+                &value_at_least(1),
             ));
         }
         if let Some(token) = &input.next_token {
-            if token.is_empty() || token.len() > NEXT_TOKEN_LENGTH_MAX {
-                problems.push(format!(
-                    "Value '{token}' at 'nextToken' failed to satisfy constraint: Member must have length between 1 and {NEXT_TOKEN_LENGTH_MAX}"
+            if token.is_empty() {
+                violations.push(violation(Some(token), "nextToken", &length_at_least(1)));
+            } else if token.len() > NEXT_TOKEN_LENGTH_MAX {
+                violations.push(violation(
+                    Some(token),
+                    "nextToken",
+                    &crate::api::constraint::length_at_most(NEXT_TOKEN_LENGTH_MAX),
                 ));
             }
         }
-        let on_failure = check_return_on_failure(
-            input.return_values_on_condition_check_failure.as_deref(),
-            &mut problems,
+        let on_failure = input.return_values_on_condition_check_failure.clone();
+        check_return_on_failure(
+            on_failure.as_deref(),
+            "returnValuesOnConditionCheckFailure",
+            &mut violations,
         );
-        problems_to_error(&problems)?;
+        violations.finish()?;
         let capacity = ReturnConsumedCapacity::parse(input.return_consumed_capacity.as_deref())?;
         let text = text.unwrap_or_default();
         let parsed = self.parse_statement(text, input.parameters)?;
@@ -457,17 +466,15 @@ impl Database {
         &self,
         input: BatchExecuteStatementInput,
     ) -> Result<BatchExecuteStatementOutput, ApiError> {
-        let mut problems = Vec::new();
+        let mut violations = Violations::default();
         let statements = input.statements.unwrap_or_default();
         if statements.is_empty() {
-            problems.push(
-                "Value '[]' at 'statements' failed to satisfy constraint: Member must have length greater than or equal to 1"
-                    .to_string(),
-            );
+            violations.push(violation(Some("[]"), "statements", &length_at_least(1)));
         }
         if statements.len() > BATCH_STATEMENTS_MAX {
-            problems.push(format!(
-                "Value at 'statements' failed to satisfy constraint: Member must have length less than or equal to {BATCH_STATEMENTS_MAX}"
+            violations.push(crate::api::constraint::violation_without_value(
+                "statements",
+                &crate::api::constraint::length_at_most(BATCH_STATEMENTS_MAX),
             ));
         }
         for (i, statement) in statements.iter().enumerate() {
@@ -475,21 +482,22 @@ impl Database {
             check_statement(
                 statement.statement.as_deref(),
                 &format!("{member}.statement"),
-                &mut problems,
+                &mut violations,
             );
             check_parameters(
                 statement.parameters.as_deref(),
                 &format!("{member}.parameters"),
-                &mut problems,
+                &mut violations,
             );
             check_return_on_failure(
                 statement
                     .return_values_on_condition_check_failure
                     .as_deref(),
-                &mut problems,
+                &format!("{member}.returnValuesOnConditionCheckFailure"),
+                &mut violations,
             );
         }
-        problems_to_error(&problems)?;
+        violations.finish()?;
         let capacity = ReturnConsumedCapacity::parse(input.return_consumed_capacity.as_deref())?;
         let parsed: Vec<Result<Parsed, ApiError>> = statements
             .iter()
@@ -616,17 +624,19 @@ impl Database {
         &self,
         input: ExecuteTransactionInput,
     ) -> Result<ExecuteTransactionOutput, ApiError> {
-        let mut problems = Vec::new();
+        let mut violations = Violations::default();
         let statements = input.transact_statements.unwrap_or_default();
         if statements.is_empty() {
-            problems.push(
-                "Value '[]' at 'transactStatements' failed to satisfy constraint: Member must have length greater than or equal to 1"
-                    .to_string(),
-            );
+            violations.push(violation(
+                Some("[]"),
+                "transactStatements",
+                &length_at_least(1),
+            ));
         }
         if statements.len() > TRANSACT_STATEMENTS_MAX {
-            problems.push(format!(
-                "Value at 'transactStatements' failed to satisfy constraint: Member must have length less than or equal to {TRANSACT_STATEMENTS_MAX}"
+            violations.push(crate::api::constraint::violation_without_value(
+                "transactStatements",
+                &crate::api::constraint::length_at_most(TRANSACT_STATEMENTS_MAX),
             ));
         }
         for (i, statement) in statements.iter().enumerate() {
@@ -634,21 +644,22 @@ impl Database {
             check_statement(
                 statement.statement.as_deref(),
                 &format!("{member}.statement"),
-                &mut problems,
+                &mut violations,
             );
             check_parameters(
                 statement.parameters.as_deref(),
                 &format!("{member}.parameters"),
-                &mut problems,
+                &mut violations,
             );
             check_return_on_failure(
                 statement
                     .return_values_on_condition_check_failure
                     .as_deref(),
-                &mut problems,
+                &format!("{member}.returnValuesOnConditionCheckFailure"),
+                &mut violations,
             );
         }
-        problems_to_error(&problems)?;
+        violations.finish()?;
         let in_statement = |i: usize, error: ApiError| {
             if error.code == ErrorCode::ValidationException {
                 ApiError::validation(format!(
