@@ -423,6 +423,7 @@ fn bench_model(
     let options = model_bench::BenchOptions {
         endpoint,
         progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        database: None,
     };
     let report = model_bench::run_model(&model, &options)?;
     if let Some(html) = html {
@@ -451,6 +452,7 @@ fn bench_compare(
     let options = model_bench::BenchOptions {
         endpoint,
         progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        database: None,
     };
     let mut reports = Vec::with_capacity(2);
     for model in &models {

@@ -24,17 +24,23 @@ use run::Progress;
 use target::Target;
 
 /// How to run a model.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct BenchOptions {
     /// None: Shoal in this process, in memory.
     pub endpoint: Option<String>,
     /// Draw a progress bar on the terminal.
     pub progress: bool,
+    /// The embedded database to run in (default: a new in-memory one); ignored with an
+    /// endpoint.
+    pub database: Option<Arc<shoal_tables::Database>>,
 }
 
 /// Runs `model` and builds its report.
 pub fn run_model(model: &Model, options: &BenchOptions) -> Result<Report, String> {
-    let target = Target::new(options.endpoint.as_deref())?;
+    let target = match (&options.endpoint, &options.database) {
+        (None, Some(database)) => Target::Embedded(Arc::clone(database)),
+        (endpoint, _) => Target::new(endpoint.as_deref())?,
+    };
     let generators = Arc::new(Generators::new(&model.generators));
     let patterns = Arc::new(run::compile(model, &generators)?);
     let loaded = run::prepare(model, &target, &generators)?;

@@ -186,7 +186,10 @@ pub fn build(
         .sum();
     let mut reports = Vec::with_capacity(patterns.len());
     let (mut total_read_rate, mut total_write_rate) = (0.0, 0.0);
+    // Table units only (an index's units land on the index's partitions): the run's, and
+    // per second at the modelled rate.
     let (mut run_read_units, mut run_write_units) = (0.0, 0.0);
+    let (mut table_read_rate, mut table_write_rate) = (0.0, 0.0);
     for ((pattern, spec), stat) in patterns
         .iter()
         .zip(&model.patterns)
@@ -210,6 +213,8 @@ pub fn build(
         run_write_units += stat.table_write_units;
         total_read_rate += read_per_call * modelled;
         total_write_rate += write_per_call * modelled;
+        table_read_rate += stat.table_read_units / calls * modelled;
+        table_write_rate += stat.table_write_units / calls * modelled;
         let (on_demand, provisioned) = monthly_cost(
             &model.prices,
             read_per_call * modelled,
@@ -264,12 +269,12 @@ pub fn build(
     // Partitions at the modelled rate: each partition's share of the run's table units,
     // times the modelled units per second.
     let read_scale = if run_read_units > 0.0 {
-        total_read_rate / run_read_units
+        table_read_rate / run_read_units
     } else {
         0.0
     };
     let write_scale = if run_write_units > 0.0 {
-        total_write_rate / run_write_units
+        table_write_rate / run_write_units
     } else {
         0.0
     };

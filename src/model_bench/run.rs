@@ -484,14 +484,6 @@ impl Worker {
             {
                 break;
             }
-            if let Some(budget) = &budget {
-                if budget
-                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
-                    .is_err()
-                {
-                    break;
-                }
-            }
             // The pattern to run: a rate pattern that is due, else a weighted one.
             let now = Instant::now();
             let scheduled = due
@@ -533,6 +525,14 @@ impl Worker {
                     chosen
                 }
             };
+            if let Some(budget) = &budget {
+                if budget
+                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+                    .is_err()
+                {
+                    break;
+                }
+            }
             self.one(pattern, &mut draws, &mut stats, progress);
         }
         stats
@@ -612,7 +612,7 @@ impl Worker {
             let table = entry
                 .table
                 .map_or(entry.capacity_units - indexes, |t| t.capacity_units);
-            table_units += entry.capacity_units;
+            table_units += table;
             if pattern.reads {
                 slot.table_read_units += table;
             } else {
