@@ -22,8 +22,17 @@ use std::time::Duration;
 /// DynamoDB's request body cap: 16 MiB.
 pub const BODY_BYTES_MAX_DEFAULT: usize = 16 * 1024 * 1024;
 
-/// Request line plus headers: AWS allows 16 KiB; we allow more room for proxies' additions.
-pub const HEADER_BYTES_MAX_DEFAULT: usize = 64 * 1024;
+/// DynamoDB's cap on the request line, and on the request headers: 16 KiB each.
+pub const HEADER_BYTES_MAX_DEFAULT: usize = 16 * 1024;
+
+/// Connections one client address may hold by default: half the default total, so one
+/// client cannot take every slot, yet far above the AWS SDKs' pools (50 in Java's, 10 in
+/// botocore's) and `shoal bench`'s connections, which on loopback all share one address.
+pub const CONNECTIONS_PER_CLIENT_MAX_DEFAULT: usize = 512;
+
+/// Operations on the blocking pool at once by default: enough for group commit to gather
+/// many writers into each fsync, few enough that the threads' stacks stay small.
+pub const HANDLER_THREADS_DEFAULT: usize = 64;
 
 /// Largest key file accepted.
 pub const KEY_FILE_BYTES_MAX: u64 = 1024 * 1024;
@@ -110,12 +119,23 @@ pub struct ServerConfig {
     /// When set, signed requests must be scoped to this region (verify mode), and the health
     /// answer names it.
     pub region: Option<String>,
-    /// Cap on a request's line plus headers (and on chunked trailers); larger ones get `431`.
+    /// Cap on the request line, and on the request headers; a larger one gets `400` with a
+    /// DynamoDB error body. hyper refuses a head over four times this itself (`431`, no body).
     pub header_bytes_max: usize,
-    /// Connections beyond this are closed on accept.
+    /// Connections beyond this are answered `ThrottlingException` and closed.
     pub connections_max: usize,
-    /// A client that has not sent its request headers within this time is disconnected.
+    /// Connections from one client address beyond this are answered `ThrottlingException`
+    /// and closed.
+    pub connections_per_client_max: usize,
+    /// A client that has not sent its request headers within this time is disconnected; an
+    /// idle keep-alive connection waiting for its next request is closed after it too.
     pub header_read_timeout: Duration,
+    /// A client that has not sent its whole request body within this time (counted from the
+    /// end of its headers) is answered with an error and disconnected.
+    pub body_read_timeout: Duration,
+    /// Operations that may block (writes waiting on the WAL's fsync) running at once; the
+    /// others wait for a turn without holding a thread.
+    pub handler_threads: usize,
     /// How far `X-Amz-Date` may be from the server's clock (AWS: 15 minutes).
     pub signature_clock_skew_max: Duration,
     /// After shutdown is signalled, how long in-flight requests get to finish.
@@ -134,7 +154,10 @@ impl Default for ServerConfig {
             region: None,
             header_bytes_max: HEADER_BYTES_MAX_DEFAULT,
             connections_max: 1024,
+            connections_per_client_max: CONNECTIONS_PER_CLIENT_MAX_DEFAULT,
             header_read_timeout: Duration::from_secs(30),
+            body_read_timeout: Duration::from_secs(30),
+            handler_threads: HANDLER_THREADS_DEFAULT,
             signature_clock_skew_max: Duration::from_secs(15 * 60),
             shutdown_grace: Duration::from_secs(10),
             cors: None,

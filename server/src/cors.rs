@@ -42,9 +42,12 @@ pub fn allowed_origin<'a>(
     allowed.then_some(origin)
 }
 
-/// Whether the request is a CORS preflight: `OPTIONS` naming the method it will use.
+/// Whether the request is answered as a CORS preflight: `OPTIONS` naming the method it will
+/// use, or naming its origin (a browser's preflight always does; a script probing the server
+/// with `OPTIONS` and an `Origin` gets the same answer).
 pub fn is_preflight(method: &Method, headers: &HeaderMap) -> bool {
-    method == Method::OPTIONS && headers.contains_key(ACCESS_CONTROL_REQUEST_METHOD)
+    method == Method::OPTIONS
+        && (headers.contains_key(ACCESS_CONTROL_REQUEST_METHOD) || headers.contains_key(ORIGIN))
 }
 
 /// Adds the preflight's answer to `response`: the methods, and the headers the page asked
@@ -110,6 +113,8 @@ mod tests {
         let preflight = headers(&[("access-control-request-method", "POST")]);
         assert!(is_preflight(&Method::OPTIONS, &preflight));
         assert!(!is_preflight(&Method::OPTIONS, &headers(&[])));
+        let with_origin = headers(&[("origin", "https://a.example")]);
+        assert!(is_preflight(&Method::OPTIONS, &with_origin));
         assert!(!is_preflight(&Method::POST, &preflight));
     }
 }

@@ -6,39 +6,60 @@
 //!
 //! # Pipeline (SPEC §7 order)
 //!
+//! 0. A request line or headers over `header_bytes_max` (16 KiB each, DynamoDB's caps) → `400`
+//!    ValidationException `Request line exceeds <n> bytes` / `Request headers exceed <n> bytes`.
+//!    `OPTIONS` with `Origin` or `Access-Control-Request-Method` → the CORS preflight answer.
 //! 1. `GET /` → `200 healthy: dynamodb.<region>.amazonaws.com ` (dynalite's health answer);
-//!    `GET /metrics` → Prometheus text; any other non-`POST`, or a `POST` whose content type is
-//!    not `application/x-amz-json-1.0` / `application/json` → `404` with body
-//!    `<UnknownOperationException/>` (what DynamoDB and dynalite send).
+//!    `GET /metrics` → Prometheus text; anything else that is not a `POST /` whose content
+//!    type is `application/x-amz-json-1.0` / `application/json` (or that has neither a content
+//!    type nor a body, read as JSON 1.0) → `404` with body `<UnknownOperationException/>`
+//!    (what DynamoDB and dynalite send).
 //! 2. Body over `body_bytes_max` (16 MiB by default, DynamoDB's cap) → `413` with
 //!    `{"__type":"com.amazon.coral.validate#ValidationException","message":"Request size exceeds
 //!    <n> bytes"}` and `Connection: close` (Alternator also answers 413; the exact AWS body is
-//!    unverified). A too-large `Content-Length` is refused before any body byte is read.
-//! 3. Unparsable JSON, a non-object body, or nesting deeper than 128 → `SerializationException`.
+//!    unverified). A too-large `Content-Length` is answered before any body byte is read; the
+//!    rest of the body is then read and dropped, so the client sees the answer, not a reset.
+//!    A body not received within `body_read_timeout` → SerializationException, and the
+//!    connection is closed.
+//! 3. `Content-Encoding` `gzip` or `deflate` is undone (the result held to the same cap);
+//!    another coding, or broken data → `SerializationException`. Unparsable JSON, a non-object
+//!    body, or nesting deeper than 128 → `SerializationException`.
 //! 4. Missing or unknown `X-Amz-Target` → `UnknownOperationException` (no message, as AWS).
-//! 5. Authentication ([`AuthMode`]; see the `auth` module docs for the checks and messages).
+//! 5. Authentication ([`AuthMode`]; see the `auth` module docs for the checks and messages),
+//!    over the body as sent.
 //! 6. The handler: shape → `SerializationException`, constraints → `ValidationException`,
-//!    semantics, execution. A handler panic → `500 InternalServerError`.
+//!    semantics, execution. A handler panic → `500 InternalServerError`. At most
+//!    `handler_threads` calls run on the blocking pool at once; the others wait for a turn
+//!    without a thread.
 //!
 //! # Responses
 //!
-//! Every response carries `x-amzn-RequestId` (a random UUID), `x-amz-crc32` (CRC32 of the exact
-//! body bytes, unsigned decimal) and a content type (`application/x-amz-json-1.0` for the API).
-//! Success bodies are the handler's JSON (`{}` at least, never empty). Errors are
-//! `{"__type":"<namespace>#<Code>","message":"<text>"}` with AWS's namespace per code
-//! ([`error_namespace`]), status 400, or 500 for `InternalServerError`; an error's `extra`
-//! members add fields such as `CancellationReasons`.
+//! Every response carries `x-amzn-RequestId` (52 random characters of `[0-9A-Z]`, DynamoDB's
+//! form), `x-amz-crc32` (CRC32 of the exact body bytes sent, unsigned decimal) and a content
+//! type (`application/x-amz-json-1.0` for the API). A body of 1 KiB or more is gzip-compressed
+//! for a client that sends `Accept-Encoding: gzip`, and its CRC32 is then that of the
+//! compressed bytes. Success bodies are the handler's JSON (`{}` at least, never empty).
+//! Errors are `{"__type":"<namespace>#<Code>","message":"<text>"}` with AWS's namespace per
+//! code ([`error_namespace`]), status 400, or 500 for `InternalServerError`; an error's
+//! `extra` members add fields such as `CancellationReasons`.
 //!
 //! # Limits
 //!
-//! Request body: `body_bytes_max`. Request line and headers: `header_bytes_max` (64 KiB by
-//! default; AWS's is 16 KiB), larger ones get hyper's `431`. Connections: `connections_max`, further ones are closed on accept. Slow clients:
-//! `header_read_timeout`. Shutdown: `shutdown_grace`. Only HTTP/1.1 is served, which is what
-//! the AWS SDKs use for DynamoDB.
+//! Request body: `body_bytes_max`. Request line and headers: `header_bytes_max` each; hyper
+//! itself refuses a head over four times that with a bare `431`, and malformed framing (a
+//! `Content-Length` that is not a number) with a bare `400`, before the service sees the
+//! request. Connections: `connections_max` in all and `connections_per_client_max` per client
+//! address; one over either is answered `ThrottlingException` and closed. Slow clients:
+//! `header_read_timeout` (which also closes idle keep-alive connections) and
+//! `body_read_timeout`. Shutdown: `shutdown_grace`. Only HTTP/1.1 is served, which is what the
+//! AWS SDKs use for DynamoDB.
 
+mod admission;
 mod amz_date;
 pub mod auth;
+mod body;
 pub mod config;
+mod content_encoding;
 mod cors;
 mod engine_handler;
 pub mod error_body;

@@ -1,9 +1,9 @@
 //! Turning an HTTP request into an operation call, in SPEC §7's order.
 //!
 //! 1. [`route`]: `GET /` is the health check and `GET /metrics` the metrics page; anything
-//!    else that is not a `POST` with content type `application/x-amz-json-1.0` or
-//!    `application/json` is answered 404 with `<UnknownOperationException/>` (as DynamoDB and
-//!    dynalite do).
+//!    else that is not a `POST /` with content type `application/x-amz-json-1.0` or
+//!    `application/json` (or with neither a content type nor a body) is answered 404 with
+//!    `<UnknownOperationException/>` (as DynamoDB and dynalite do).
 //! 2. The body size cap (in `serve`, before the body is read).
 //! 3. [`decode_api_request`]: the body must be JSON (`SerializationException`; an empty body
 //!    counts as `{}`), and a JSON object. The transport checks only the JSON grammar (without
@@ -21,6 +21,7 @@
 
 use crate::auth::{authenticate, AuthPolicy};
 use crate::sigv4::RequestToSign;
+use http::request::Parts;
 use http::{HeaderValue, Method};
 use serde::de::IgnoredAny;
 use shoal_model::{ApiError, ErrorCode};
@@ -43,8 +44,16 @@ pub enum Route {
     NotFound,
 }
 
-/// Picks the route (step 1 of the pipeline).
-pub fn route(method: &Method, path: &str, content_type: Option<&HeaderValue>) -> Route {
+/// Picks the route (step 1 of the pipeline). `has_body` is false when the request
+/// declares an empty body (no `Content-Length` or `Content-Length: 0`, and no chunked body):
+/// such a `POST` without a content type is read as JSON 1.0, as DynamoDB does, so it gets
+/// the pipeline's JSON error rather than a 404.
+pub fn route(
+    method: &Method,
+    path: &str,
+    content_type: Option<&HeaderValue>,
+    has_body: bool,
+) -> Route {
     if method == Method::GET {
         return match path {
             "/" => Route::Health,
@@ -52,17 +61,51 @@ pub fn route(method: &Method, path: &str, content_type: Option<&HeaderValue>) ->
             _ => Route::NotFound,
         };
     }
-    if method != Method::POST {
+    if method != Method::POST || path != "/" {
         return Route::NotFound;
     }
+    let Some(content_type) = content_type else {
+        return if has_body {
+            Route::NotFound
+        } else {
+            Route::Api
+        };
+    };
     let media_type = content_type
-        .and_then(|value| value.to_str().ok())
+        .to_str()
+        .ok()
         .and_then(|value| value.split(';').next())
         .map(|media_type| media_type.trim().to_ascii_lowercase());
     match media_type.as_deref() {
         Some("application/x-amz-json-1.0") | Some("application/json") => Route::Api,
         _ => Route::NotFound,
     }
+}
+
+/// Checks the request line and the headers against `bytes_max` each (DynamoDB's 16 KiB), as
+/// they were sent: `METHOD SP target SP HTTP/1.1`, and `name: value` plus CRLF per header.
+pub fn check_head_size(parts: &Parts, bytes_max: usize) -> Result<(), ApiError> {
+    const SPACES_AND_VERSION: usize = " HTTP/1.1".len() + 1;
+    let target_length = parts
+        .uri
+        .path_and_query()
+        .map_or(1, |target| target.as_str().len());
+    if parts.method.as_str().len() + target_length + SPACES_AND_VERSION > bytes_max {
+        return Err(ApiError::validation(format!(
+            "Request line exceeds {bytes_max} bytes"
+        )));
+    }
+    let header_bytes: usize = parts
+        .headers
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len() + ": \r\n".len())
+        .sum();
+    if header_bytes > bytes_max {
+        return Err(ApiError::validation(format!(
+            "Request headers exceed {bytes_max} bytes"
+        )));
+    }
+    Ok(())
 }
 
 /// An API request that passed the transport's checks.
@@ -74,14 +117,16 @@ pub struct ApiRequest<'a> {
     pub body: &'a [u8],
 }
 
-/// Steps 3 and later of the pipeline for a request routed to [`Route::Api`]; `operations` are
-/// the names the handler knows.
+/// Steps 3 and later of the pipeline for a request routed to [`Route::Api`]: `content` is
+/// the body with its `Content-Encoding` undone (the signature covers `request.body`, the
+/// bytes as sent); `operations` are the names the handler knows.
 pub fn decode_api_request<'a>(
-    request: &RequestToSign<'a>,
+    request: &RequestToSign<'_>,
+    content: &'a [u8],
     operations: &[&'static str],
     auth_policy: &AuthPolicy<'_>,
 ) -> Result<ApiRequest<'a>, ApiError> {
-    let body = check_body(request.body)?;
+    let body = check_body(content)?;
     let target = request
         .headers
         .get("x-amz-target")
@@ -142,7 +187,7 @@ mod tests {
             clock_skew_max_seconds: 900,
             now_unix_seconds: 0,
         };
-        decode_api_request(&request, OPERATIONS, &policy)
+        decode_api_request(&request, body, OPERATIONS, &policy)
     }
 
     fn headers(target: &str) -> HeaderMap {
@@ -163,14 +208,37 @@ mod tests {
         let json = HeaderValue::from_static("application/x-amz-json-1.0");
         let plain_json = HeaderValue::from_static("Application/JSON; charset=utf-8");
         let text = HeaderValue::from_static("text/plain");
-        assert_eq!(route(&Method::GET, "/", None), Route::Health);
-        assert_eq!(route(&Method::GET, "/metrics", None), Route::Metrics);
-        assert_eq!(route(&Method::GET, "/other", Some(&json)), Route::NotFound);
-        assert_eq!(route(&Method::PUT, "/", Some(&json)), Route::NotFound);
-        assert_eq!(route(&Method::POST, "/", Some(&json)), Route::Api);
-        assert_eq!(route(&Method::POST, "/", Some(&plain_json)), Route::Api);
-        assert_eq!(route(&Method::POST, "/", Some(&text)), Route::NotFound);
-        assert_eq!(route(&Method::POST, "/", None), Route::NotFound);
+        assert_eq!(route(&Method::GET, "/", None, false), Route::Health);
+        assert_eq!(route(&Method::GET, "/metrics", None, false), Route::Metrics);
+        assert_eq!(
+            route(&Method::GET, "/other", Some(&json), false),
+            Route::NotFound
+        );
+        assert_eq!(route(&Method::PUT, "/", Some(&json), true), Route::NotFound);
+        assert_eq!(route(&Method::POST, "/", Some(&json), true), Route::Api);
+        assert_eq!(
+            route(&Method::POST, "/", Some(&plain_json), true),
+            Route::Api
+        );
+        assert_eq!(
+            route(&Method::POST, "/", Some(&text), true),
+            Route::NotFound
+        );
+        assert_eq!(route(&Method::POST, "/", None, true), Route::NotFound);
+        // No content type and no body: read as JSON 1.0.
+        assert_eq!(route(&Method::POST, "/", None, false), Route::Api);
+        assert_eq!(
+            route(&Method::POST, "/", Some(&text), false),
+            Route::NotFound
+        );
+        // The API lives at `/` only.
+        for path in ["/tables", "/metrics", "//"] {
+            assert_eq!(
+                route(&Method::POST, path, Some(&json), true),
+                Route::NotFound
+            );
+            assert_eq!(route(&Method::POST, path, None, false), Route::NotFound);
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use crate::error_body::{error_status, render_error_body};
 use bytes::Bytes;
 use http::header::{CONNECTION, CONTENT_TYPE};
-use http::{HeaderName, HeaderValue, Response, StatusCode};
+use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
 use http_body_util::Full;
 use shoal_model::ApiError;
 
@@ -17,20 +17,22 @@ pub const REQUEST_ID_HEADER: &str = "x-amzn-requestid";
 /// The header carrying the body's CRC32.
 pub const CRC32_HEADER: &str = "x-amz-crc32";
 
-/// A fresh request id, formatted like a random (version 4) UUID.
+/// How long DynamoDB's request ids are: 52 characters of `[0-9A-Z]`.
+pub const REQUEST_ID_LENGTH: usize = 52;
+
+/// A fresh request id in DynamoDB's form: 52 random characters of `[0-9A-Z]` (about 269 bits).
 pub fn new_request_id() -> String {
-    const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let bits: u128 = rand::random();
-    // Set the version (4) and variant (10xx) bits so the id is a well-formed UUID.
-    let bits = (bits & !(0xf << 76) & !(0x3 << 62)) | (0x4 << 76) | (0x2 << 62);
-    // Every request gets one, so it is written digit by digit rather than through format!.
-    let mut id = String::with_capacity(36);
-    for nibble_index in 0..32 {
-        if matches!(nibble_index, 8 | 12 | 16 | 20) {
-            id.push('-');
+    const ALPHABET: &[u8; 36] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    // Bytes below the largest multiple of 36 keep every character equally likely.
+    const UNBIASED_BELOW: u8 = 252;
+    let mut id = String::with_capacity(REQUEST_ID_LENGTH);
+    while id.len() < REQUEST_ID_LENGTH {
+        let random: [u8; 64] = rand::random();
+        for byte in random {
+            if byte < UNBIASED_BELOW && id.len() < REQUEST_ID_LENGTH {
+                id.push(char::from(ALPHABET[usize::from(byte % 36)]));
+            }
         }
-        let nibble = (bits >> (124 - 4 * nibble_index)) & 0xf;
-        id.push(char::from(HEX_DIGITS[nibble as usize]));
     }
     id
 }
@@ -43,21 +45,26 @@ pub fn response(
     request_id: &str,
 ) -> Response<Full<Bytes>> {
     let body: Bytes = body.into();
-    let crc32 = crc32fast::hash(&body);
-    let mut response = Response::new(Full::new(body));
-    *response.status_mut() = status;
-    let headers = response.headers_mut();
+    let mut headers = HeaderMap::new();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
-    headers.insert(
-        HeaderName::from_static(CRC32_HEADER),
-        HeaderValue::from(crc32),
-    );
-    // Request ids are ASCII hex and dashes, so this conversion only fails on a bug; a response
-    // without the id is still a valid response.
+    set_crc32(&mut headers, &body);
+    // Request ids are ASCII letters and digits, so this conversion only fails on a bug; a
+    // response without the id is still a valid response.
     if let Ok(value) = HeaderValue::from_str(request_id) {
         headers.insert(HeaderName::from_static(REQUEST_ID_HEADER), value);
     }
+    let mut response = Response::new(Full::new(body));
+    *response.status_mut() = status;
+    *response.headers_mut() = headers;
     response
+}
+
+/// Sets `x-amz-crc32` to the CRC32 of `body`, the bytes as sent.
+pub fn set_crc32(headers: &mut HeaderMap, body: &[u8]) {
+    headers.insert(
+        HeaderName::from_static(CRC32_HEADER),
+        HeaderValue::from(crc32fast::hash(body)),
+    );
 }
 
 /// A DynamoDB error response, with the status AWS uses for the error's code.
@@ -87,20 +94,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn request_ids_are_uuid_v4_shaped_and_distinct() {
+    fn request_ids_have_dynamodbs_form_and_are_distinct() {
         let first = new_request_id();
         let second = new_request_id();
         assert_ne!(first, second);
-        let groups: Vec<&str> = first.split('-').collect();
-        assert_eq!(
-            groups.iter().map(|group| group.len()).collect::<Vec<_>>(),
-            [8, 4, 4, 4, 12]
-        );
-        assert!(groups[2].starts_with('4'));
-        assert!(matches!(
-            groups[3].chars().next(),
-            Some('8' | '9' | 'a' | 'b')
-        ));
+        for id in [&first, &second] {
+            assert_eq!(id.len(), 52, "{id}");
+            assert!(
+                id.bytes()
+                    .all(|byte| byte.is_ascii_digit() || byte.is_ascii_uppercase()),
+                "{id}"
+            );
+        }
     }
 
     #[test]

@@ -1,22 +1,25 @@
 //! The HTTP/1.1 server: accepting connections, reading bodies under the size cap, running the
 //! pipeline and the handler, and shutting down gracefully.
 
+use crate::admission::{Admission, Admissions, ConnectionSlot};
 use crate::auth::AuthPolicy;
+use crate::body::{discard_rest, read_body, BodyError};
 use crate::config::ServerConfig;
+use crate::content_encoding::{self, decode_request_body, DecodeError};
 use crate::cors;
 use crate::handler::DynamoHandler;
 use crate::metrics::{Metrics, Outcome};
-use crate::request::{decode_api_request, route, Route, NOT_FOUND_BODY};
+use crate::request::{check_head_size, decode_api_request, route, Route, NOT_FOUND_BODY};
 use crate::response::{
     close_connection, error_response, new_request_id, response, AMZ_JSON_CONTENT_TYPE,
 };
 use crate::sigv4::RequestToSign;
 use bytes::Bytes;
-use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE, EXPECT};
 use http::request::Parts;
-use http::{Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
-use hyper::body::Incoming;
+use http::{HeaderValue, Request, Response, StatusCode};
+use http_body_util::Full;
+use hyper::body::{Body as _, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -24,14 +27,25 @@ use hyper_util::server::graceful::GracefulShutdown;
 use shoal_model::{ApiError, ErrorCode};
 use std::convert::Infallible;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// How long to pause after a failed accept (typically out of file descriptors) before retrying.
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(50);
+
+/// hyper refuses a request head over this many times `header_bytes_max` on its own (`431`,
+/// without a body); between the two the service answers `400` with DynamoDB's error body.
+const HYPER_HEAD_SIZE_FACTOR: usize = 4;
+
+/// How long a connection over a limit has to send the request its throttling answer is for.
+const THROTTLED_READ_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// DynamoDB's text for `ThrottlingException`.
+const THROTTLED_MESSAGE: &str = "Rate of requests exceeds the allowed throughput.";
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -60,7 +74,7 @@ pub async fn serve(
     config: ServerConfig,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServerError> {
-    let connection_slots = Arc::new(Semaphore::new(config.connections_max));
+    let admissions = Admissions::new(config.connections_max, config.connections_per_client_max);
     let state = Arc::new(ServerState::new(handler, config));
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
@@ -76,33 +90,20 @@ pub async fn serve(
                 }
             },
         };
-        let Ok(slot) = Arc::clone(&connection_slots).try_acquire_owned() else {
-            state.metrics.connection_rejected();
-            // debug, not warn: a flood of connections must not become a flood of log lines;
-            // shoal_rejected_connections_total shows it.
-            tracing::debug!(%peer, "connection limit reached; closing new connection");
-            continue;
-        };
-        let connection_state = Arc::clone(&state);
-        let service = service_fn(move |request| {
-            let request_state = Arc::clone(&connection_state);
-            async move { Ok::<_, Infallible>(handle_http(&request_state, request).await) }
-        });
-        let connection = http1::Builder::new()
-            .timer(TokioTimer::new())
-            .header_read_timeout(state.config.header_read_timeout)
-            .max_header_size(state.config.header_bytes_max)
-            .serve_connection(TokioIo::new(stream), service);
-        let connection = graceful.watch(connection);
-        let metrics_state = Arc::clone(&state);
-        metrics_state.metrics.connection_opened();
-        tokio::spawn(async move {
-            if let Err(error) = connection.await {
-                tracing::debug!(%peer, %error, "connection ended with an error");
+        match admissions.admit(peer.ip()) {
+            Admission::Serve(slot) => serve_connection(&state, &graceful, stream, peer, slot),
+            Admission::Throttle(permit) => {
+                state.metrics.connection_rejected();
+                // debug, not warn: a flood of connections must not become a flood of log
+                // lines; shoal_rejected_connections_total shows it.
+                tracing::debug!(%peer, "connection limit reached; throttling");
+                throttle_connection(&state, stream, permit);
             }
-            metrics_state.metrics.connection_closed();
-            drop(slot);
-        });
+            Admission::Close => {
+                state.metrics.connection_rejected();
+                tracing::debug!(%peer, "connection limit reached; closing new connection");
+            }
+        }
     }
     drop(listener);
     tokio::select! {
@@ -114,12 +115,74 @@ pub async fn serve(
     Ok(())
 }
 
+/// The HTTP/1.1 settings every connection gets: the head's size cap (the service checks
+/// DynamoDB's smaller one itself, so that it can answer with an error body) and the header
+/// read timeout, which also closes idle keep-alive connections.
+fn http1_builder(config: &ServerConfig, header_read_timeout: Duration) -> http1::Builder {
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_read_timeout)
+        .max_header_size(
+            config
+                .header_bytes_max
+                .saturating_mul(HYPER_HEAD_SIZE_FACTOR),
+        );
+    builder
+}
+
+fn serve_connection(
+    state: &Arc<ServerState>,
+    graceful: &GracefulShutdown,
+    stream: TcpStream,
+    peer: SocketAddr,
+    slot: ConnectionSlot,
+) {
+    let connection_state = Arc::clone(state);
+    let service = service_fn(move |request| {
+        let request_state = Arc::clone(&connection_state);
+        async move { Ok::<_, Infallible>(handle_http(&request_state, request).await) }
+    });
+    let connection = http1_builder(&state.config, state.config.header_read_timeout)
+        .serve_connection(TokioIo::new(stream), service);
+    let connection = graceful.watch(connection);
+    let metrics_state = Arc::clone(state);
+    metrics_state.metrics.connection_opened();
+    tokio::spawn(async move {
+        if let Err(error) = connection.await {
+            tracing::debug!(%peer, %error, "connection ended with an error");
+        }
+        metrics_state.metrics.connection_closed();
+        drop(slot);
+    });
+}
+
+/// Answers the connection's first request with `ThrottlingException` and closes it; a client
+/// that sends nothing is dropped after [`THROTTLED_READ_TIMEOUT`].
+fn throttle_connection(state: &Arc<ServerState>, stream: TcpStream, permit: OwnedSemaphorePermit) {
+    let service = service_fn(|_request| async {
+        let error = ApiError::new(ErrorCode::ThrottlingException, THROTTLED_MESSAGE);
+        let answer = close_connection(error_response(&error, &new_request_id()));
+        Ok::<_, Infallible>(answer)
+    });
+    let read_timeout = state.config.header_read_timeout.min(THROTTLED_READ_TIMEOUT);
+    let connection = http1_builder(&state.config, read_timeout)
+        .keep_alive(false)
+        .serve_connection(TokioIo::new(stream), service);
+    tokio::spawn(async move {
+        let _ = tokio::time::timeout(THROTTLED_READ_TIMEOUT, connection).await;
+        drop(permit);
+    });
+}
+
 struct ServerState {
     handler: Arc<dyn DynamoHandler>,
     operations: Vec<&'static str>,
     config: ServerConfig,
     metrics: Metrics,
     health_body: String,
+    /// Turns on the blocking pool: without them every waiting write would hold a thread.
+    handler_turns: Arc<Semaphore>,
 }
 
 impl ServerState {
@@ -129,6 +192,7 @@ impl ServerState {
         ServerState {
             metrics: Metrics::new(&operations),
             health_body: format!("healthy: dynamodb.{region}.amazonaws.com "),
+            handler_turns: Arc::new(Semaphore::new(config.handler_threads.max(1))),
             handler,
             operations,
             config,
@@ -142,57 +206,7 @@ async fn handle_http(state: &ServerState, request: Request<Incoming>) -> Respons
     state.metrics.record_http_request();
     let (parts, body) = request.into_parts();
     let origin = cors::allowed_origin(state.config.cors.as_ref(), &parts.headers);
-    if cors::is_preflight(&parts.method, &parts.headers) {
-        let mut answer = response(StatusCode::OK, "text/plain", String::new(), &request_id);
-        if let Some(origin) = origin {
-            cors::add_origin_headers(&mut answer, origin);
-            cors::add_preflight_headers(&mut answer, &parts.headers);
-        }
-        return answer;
-    }
-    let route = route(
-        &parts.method,
-        parts.uri.path(),
-        parts.headers.get(CONTENT_TYPE),
-    );
-    let (mut response, operation) = match route {
-        Route::Health => (
-            response(
-                StatusCode::OK,
-                "text/plain",
-                state.health_body.clone(),
-                &request_id,
-            ),
-            None,
-        ),
-        Route::Metrics => {
-            let mut page = String::new();
-            state.metrics.render(&mut page);
-            state.handler.render_metrics(&mut page);
-            (
-                response(
-                    StatusCode::OK,
-                    "text/plain; version=0.0.4",
-                    page,
-                    &request_id,
-                ),
-                None,
-            )
-        }
-        Route::NotFound => {
-            state.metrics.record_rejection("NotFound");
-            (
-                response(
-                    StatusCode::NOT_FOUND,
-                    AMZ_JSON_CONTENT_TYPE,
-                    NOT_FOUND_BODY,
-                    &request_id,
-                ),
-                None,
-            )
-        }
-        Route::Api => handle_api(state, &parts, body, &request_id).await,
-    };
+    let (mut response, operation) = answer(state, &parts, body, origin, &request_id).await;
     tracing::debug!(
         request_id,
         method = %parts.method,
@@ -205,34 +219,128 @@ async fn handle_http(state: &ServerState, request: Request<Incoming>) -> Respons
     if let Some(origin) = origin {
         cors::add_origin_headers(&mut response, origin);
     }
+    if content_encoding::accepts_gzip(&parts.headers) {
+        response = content_encoding::compress(response).await;
+    }
     response
+}
+
+/// Answers a request (the pipeline's steps in order); also returns the operation, once known,
+/// for the log.
+async fn answer(
+    state: &ServerState,
+    parts: &Parts,
+    body: Incoming,
+    origin: Option<&HeaderValue>,
+    request_id: &str,
+) -> (Response<Full<Bytes>>, Option<&'static str>) {
+    if let Err(error) = check_head_size(parts, state.config.header_bytes_max) {
+        return (reject(state, error, request_id), None);
+    }
+    if cors::is_preflight(&parts.method, &parts.headers) {
+        let mut answer = response(StatusCode::OK, "text/plain", String::new(), request_id);
+        if origin.is_some() {
+            cors::add_preflight_headers(&mut answer, &parts.headers);
+        }
+        return (answer, None);
+    }
+    let route = route(
+        &parts.method,
+        parts.uri.path(),
+        parts.headers.get(CONTENT_TYPE),
+        !body.is_end_stream(),
+    );
+    match route {
+        Route::Health => (
+            response(
+                StatusCode::OK,
+                "text/plain",
+                state.health_body.clone(),
+                request_id,
+            ),
+            None,
+        ),
+        Route::Metrics => {
+            let mut page = String::new();
+            state.metrics.render(&mut page);
+            state.handler.render_metrics(&mut page);
+            (
+                response(
+                    StatusCode::OK,
+                    "text/plain; version=0.0.4",
+                    page,
+                    request_id,
+                ),
+                None,
+            )
+        }
+        Route::NotFound => {
+            state.metrics.record_rejection("NotFound");
+            (
+                response(
+                    StatusCode::NOT_FOUND,
+                    AMZ_JSON_CONTENT_TYPE,
+                    NOT_FOUND_BODY,
+                    request_id,
+                ),
+                None,
+            )
+        }
+        Route::Api => handle_api(state, parts, body, request_id).await,
+    }
 }
 
 /// Answers a request routed to the API; also returns the operation, once known, for the log.
 async fn handle_api(
     state: &ServerState,
     parts: &Parts,
-    body: Incoming,
+    mut body: Incoming,
     request_id: &str,
 ) -> (Response<Full<Bytes>>, Option<&'static str>) {
     let body_bytes_max = state.config.body_bytes_max;
+    let deadline = tokio::time::Instant::now() + state.config.body_read_timeout;
     let declared_length = parts
         .headers
         .get(CONTENT_LENGTH)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.parse::<u64>().ok());
     if declared_length.is_some_and(|length| length > body_bytes_max as u64) {
-        return (too_large(state, request_id), None);
+        let answer = refuse_body(state, parts, body, declared_length, deadline, request_id);
+        return (answer, None);
     }
-    let body = match Limited::new(body, body_bytes_max).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => {
-            return (too_large(state, request_id), None);
+    let sent = match read_body(&mut body, body_bytes_max, deadline).await {
+        Ok(sent) => sent,
+        Err(BodyError::TooLarge) => {
+            let answer = refuse_body(state, parts, body, None, deadline, request_id);
+            return (answer, None);
         }
-        Err(error) => {
+        Err(BodyError::TimedOut) => {
+            state.metrics.record_rejection("BodyReadTimeout");
+            let error = ApiError::serialization(format!(
+                "The request body was not received within {} seconds",
+                state.config.body_read_timeout.as_secs_f64()
+            ));
+            return (close_connection(error_response(&error, request_id)), None);
+        }
+        Err(BodyError::Broken(error)) => {
             // The client went away or sent broken framing; hyper closes the connection.
             tracing::debug!(%error, "failed to read request body");
             let error = ApiError::serialization("Failed to read the request body");
+            return (close_connection(reject(state, error, request_id)), None);
+        }
+    };
+    let content = match decode_request_body(&parts.headers, sent.clone(), body_bytes_max) {
+        Ok(content) => content,
+        Err(DecodeError::TooLarge) => return (too_large(state, request_id), None),
+        Err(DecodeError::Unsupported(coding)) => {
+            let error = ApiError::serialization(format!(
+                "Content-Encoding {coding} is not supported; send gzip, deflate or identity"
+            ));
+            return (reject(state, error, request_id), None);
+        }
+        Err(DecodeError::Corrupt(coding)) => {
+            let error =
+                ApiError::serialization(format!("The request body is not valid {coding} data"));
             return (reject(state, error, request_id), None);
         }
     };
@@ -242,7 +350,7 @@ async fn handle_api(
         path: parts.uri.path(),
         query: parts.uri.query().unwrap_or(""),
         headers: &parts.headers,
-        body: &body,
+        body: &sent,
     };
     let auth_policy = AuthPolicy {
         mode: &state.config.auth,
@@ -251,7 +359,7 @@ async fn handle_api(
             .unwrap_or(i64::MAX / 2),
         now_unix_seconds: unix_now_seconds(),
     };
-    let decoded = match decode_api_request(&request, &state.operations, &auth_policy) {
+    let decoded = match decode_api_request(&request, &content, &state.operations, &auth_policy) {
         Ok(decoded) => decoded,
         Err(error) => return (reject(state, error, request_id), None),
     };
@@ -268,14 +376,22 @@ async fn handle_api(
         // The blocking pool needs an owned body: the request's own bytes, or the `{}` a blank
         // body stands for. Told apart by identity (address and length), not by length: a
         // two-byte blank body is as long as `{}`.
-        let body = if std::ptr::eq(decoded.body, &body[..]) {
-            body.clone()
+        let body = if std::ptr::eq(decoded.body, &content[..]) {
+            content.clone()
         } else {
             Bytes::copy_from_slice(decoded.body)
         };
-        tokio::task::spawn_blocking(move || handler.handle(operation, &body))
+        match Arc::clone(&state.handler_turns).acquire_owned().await {
+            // The turn moves into the call, so it ends when the call does, even if the
+            // client has gone and this future was dropped.
+            Ok(turn) => tokio::task::spawn_blocking(move || {
+                let _turn = turn;
+                handler.handle(operation, &body)
+            })
             .await
-            .map_err(|join_error| join_error.to_string())
+            .map_err(|join_error| join_error.to_string()),
+            Err(closed) => Err(closed.to_string()),
+        }
     };
     let (response, outcome) = match result {
         Ok(Ok(body)) => {
@@ -307,8 +423,32 @@ fn reject(state: &ServerState, error: ApiError, request_id: &str) -> Response<Fu
     error_response(&error, request_id)
 }
 
-/// 413 with a DynamoDB-style body. The rest of the body is left unread, so the connection is
-/// closed after this response.
+/// 413 for a body over the cap, whether declared (`declared_length`) or found while reading,
+/// answered at once. The connection closes after it, but what is left of the body is first
+/// read and dropped in the background, up to the cap once more and until the body deadline:
+/// closing with the client's bytes unread would make the kernel reset the connection, and a
+/// client still sending would lose the answer. A client that sent `Expect: 100-continue` has
+/// sent nothing yet and is not asked to.
+fn refuse_body(
+    state: &ServerState,
+    parts: &Parts,
+    mut body: Incoming,
+    declared_length: Option<u64>,
+    deadline: tokio::time::Instant,
+    request_id: &str,
+) -> Response<Full<Bytes>> {
+    let discard_max = (state.config.body_bytes_max as u64).saturating_mul(2);
+    let waits_for_continue = parts
+        .headers
+        .get(EXPECT)
+        .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    if !waits_for_continue && declared_length.is_none_or(|length| length <= discard_max) {
+        tokio::spawn(async move { discard_rest(&mut body, discard_max, deadline).await });
+    }
+    close_connection(too_large(state, request_id))
+}
+
+/// 413 with a DynamoDB-style body.
 fn too_large(state: &ServerState, request_id: &str) -> Response<Full<Bytes>> {
     state.metrics.record_rejection("RequestTooLarge");
     let error = ApiError::validation(format!(
@@ -317,7 +457,7 @@ fn too_large(state: &ServerState, request_id: &str) -> Response<Full<Bytes>> {
     ));
     let mut too_large = error_response(&error, request_id);
     *too_large.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
-    close_connection(too_large)
+    too_large
 }
 
 fn unix_now_seconds() -> i64 {

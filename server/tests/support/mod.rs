@@ -27,6 +27,7 @@ impl DynamoHandler for FakeHandler {
             "GetItem",
             "DeleteItem",
             "TransactWriteItems",
+            "BatchWriteItem",
             "Scan",
             "Query",
             "UpdateItem",
@@ -46,6 +47,11 @@ impl DynamoHandler for FakeHandler {
                 .to_string()
                 .into_bytes()),
             "GetItem" => Ok(b"{}".to_vec()),
+            // Stands for a write waiting on the WAL's fsync.
+            "BatchWriteItem" => {
+                std::thread::sleep(Duration::from_millis(100));
+                Ok(b"{}".to_vec())
+            }
             "DeleteItem" => Err(ApiError::validation("canned validation")),
             "TransactWriteItems" => Err(ApiError::new(
                 ErrorCode::TransactionCanceledException,
@@ -147,7 +153,13 @@ impl RawResponse {
     /// The checks every response must pass: a request id, and a CRC32 header matching the body.
     pub fn assert_standard_headers(&self) {
         let request_id = self.header("x-amzn-RequestId").expect("no request id");
-        assert_eq!(request_id.len(), 36, "{request_id}");
+        assert_eq!(request_id.len(), 52, "{request_id}");
+        assert!(
+            request_id
+                .bytes()
+                .all(|byte| byte.is_ascii_digit() || byte.is_ascii_uppercase()),
+            "{request_id}"
+        );
         let crc32: u32 = self
             .header("x-amz-crc32")
             .expect("no crc32")
@@ -173,6 +185,38 @@ pub async fn send_raw(address: SocketAddr, request: &[u8]) -> RawResponse {
     })
     .await
     .expect("exchange timed out")
+}
+
+/// Reads one response from `stream`, which stays open: up to the end of its body, as its
+/// `Content-Length` gives it.
+pub async fn read_response(stream: &mut TcpStream) -> RawResponse {
+    let mut received = Vec::new();
+    tokio::time::timeout(EXCHANGE_TIMEOUT, async {
+        loop {
+            let mut buffer = [0u8; 4096];
+            let read = stream.read(&mut buffer).await.unwrap();
+            assert_ne!(read, 0, "connection closed before a whole response");
+            received.extend_from_slice(&buffer[..read]);
+            let Some(head_end) = received.windows(4).position(|w| w == b"\r\n\r\n") else {
+                continue;
+            };
+            let response = parse_response(&received);
+            let length: usize = response.header("content-length").unwrap().parse().unwrap();
+            if received.len() >= head_end + 4 + length {
+                break response;
+            }
+        }
+    })
+    .await
+    .expect("no whole response in time")
+}
+
+/// Connects to `server` from `source`, another loopback address (127.0.0.0/8), so that tests
+/// can stand for several clients.
+pub async fn connect_from(source: &str, server: SocketAddr) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{source}:0").parse().unwrap()).unwrap();
+    socket.connect(server).await.unwrap()
 }
 
 pub fn parse_response(received: &[u8]) -> RawResponse {
