@@ -14,6 +14,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 use indicatif::{BinaryBytes, HumanCount, HumanDuration, ProgressBar, ProgressStyle};
 use shoal::model_bench;
 use shoal_engine::DbOptions;
+use shoal_server::config::{CONNECTIONS_PER_CLIENT_MAX_DEFAULT, HANDLER_THREADS_DEFAULT};
 use shoal_server::{AuthMode, CorsOrigins, EngineHandler, ServerConfig};
 use shoal_tables::table::check::CheckProgress;
 use shoal_tables::{Database, Durability, Options};
@@ -212,6 +213,18 @@ struct ServeArgs {
     /// (AWS: about an hour; 0 lets tests turn Time to Live on and off freely).
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
     ttl_cooldown_seconds: u64,
+    /// A client that has not sent its whole request body this many seconds after its
+    /// headers is answered with an error and disconnected.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30, value_parser = parse_seconds)]
+    body_read_timeout_seconds: u64,
+    /// Connections one client address may hold at once; more are answered
+    /// ThrottlingException. Loopback clients all share one address.
+    #[arg(long, value_name = "N", default_value_t = CONNECTIONS_PER_CLIENT_MAX_DEFAULT as u64, value_parser = parse_count)]
+    connections_per_client: u64,
+    /// Operations that may block (writes waiting on the log's fsync) running at once; the
+    /// rest wait their turn without a thread each.
+    #[arg(long, value_name = "N", default_value_t = HANDLER_THREADS_DEFAULT as u64, value_parser = parse_count)]
+    handler_threads: u64,
     /// Accepted for DynamoDB Local compatibility (-sharedDb): Shoal always serves one
     /// database to every access key and region.
     #[arg(long, hide = true)]
@@ -248,6 +261,9 @@ fn parse_durability(text: &str) -> Result<Durability, String> {
         },
     }
 }
+
+/// Blocking threads the runtime may start beyond `--handler-threads`.
+const BLOCKING_THREADS_SPARE: usize = 8;
 
 /// The longest period a `--stream-*-seconds` flag takes: ten years, so that every time
 /// computed from it stays far inside the millisecond clock's range.
@@ -326,15 +342,23 @@ fn serve(args: ServeArgs) -> Result<(), String> {
     }
     .map_err(|e| format!("cannot open {}: {e}", args.data_dir.display()))?;
     let database = Arc::new(database);
+    let handler_threads = usize::try_from(args.handler_threads).unwrap_or(usize::MAX);
     let config = ServerConfig {
         host: args.host,
         port: args.port,
         auth,
         cors: args.cors,
+        body_read_timeout: Duration::from_secs(args.body_read_timeout_seconds),
+        connections_per_client_max: usize::try_from(args.connections_per_client)
+            .unwrap_or(usize::MAX),
+        handler_threads,
         ..ServerConfig::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        // The server gives operations at most `handler_threads` turns at once; the spare
+        // threads are for the runtime's own blocking work.
+        .max_blocking_threads(handler_threads.saturating_add(BLOCKING_THREADS_SPARE))
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     runtime.block_on(async {
