@@ -122,6 +122,21 @@ pub fn authenticate(request: &RequestToSign<'_>, policy: &AuthPolicy<'_>) -> Res
     Ok(())
 }
 
+/// The region a request was sent to, as its SigV4 credential scope names it (what DynamoDB
+/// puts in the ARNs it answers with), when that is a plausible region name: letters, digits,
+/// `-` and `_`, at most 64 of them. An ARN holds it between colons, so nothing else may pass.
+pub fn request_region(headers: &http::HeaderMap) -> Option<String> {
+    const REGION_CHARS_MAX: usize = 64;
+    let header = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
+    let authorization = sigv4::parse_authorization(header).ok()?;
+    let region = CredentialScope::parse(&authorization.credential)?.region;
+    let plausible = (1..=REGION_CHARS_MAX).contains(&region.len())
+        && region
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_');
+    plausible.then_some(region)
+}
+
 /// The request's signing date: `X-Amz-Date` as sent, or `Date` reformatted, with its Unix time.
 fn request_date(request: &RequestToSign<'_>) -> Result<(String, i64), ApiError> {
     if let Some(value) = request.headers.get("x-amz-date") {
@@ -281,6 +296,28 @@ mod tests {
         assert!(error
             .message
             .starts_with("The request signature we calculated does not match"));
+    }
+
+    #[test]
+    fn the_request_region_is_the_credential_scopes() {
+        let with = |authorization: &'static str| {
+            let mut headers = HeaderMap::new();
+            headers.insert("authorization", HeaderValue::from_static(authorization));
+            request_region(&headers)
+        };
+        assert_eq!(
+            with("AWS4-HMAC-SHA256 Credential=AKID/20261124/eu-west-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0"),
+            Some("eu-west-1".to_owned())
+        );
+        assert_eq!(
+            with("AWS4-HMAC-SHA256 Credential=AKID/20261124/a:b/dynamodb/aws4_request, SignedHeaders=host, Signature=0"),
+            None
+        );
+        assert_eq!(
+            with("AWS4-HMAC-SHA256 Credential=AKID, SignedHeaders=host, Signature=0"),
+            None
+        );
+        assert_eq!(request_region(&HeaderMap::new()), None);
     }
 
     #[test]

@@ -20,8 +20,14 @@ impl EngineHandler {
 }
 
 impl DynamoHandler for EngineHandler {
-    fn handle(&self, operation: &str, body: &[u8]) -> Result<Vec<u8>, ApiError> {
-        self.database.execute_json_text(operation, body)
+    fn handle(
+        &self,
+        operation: &str,
+        body: &[u8],
+        region: Option<&str>,
+    ) -> Result<Vec<u8>, ApiError> {
+        self.database
+            .execute_json_text_in_region(region, operation, body)
     }
 
     fn operations(&self) -> &[&'static str] {

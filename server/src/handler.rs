@@ -16,11 +16,17 @@ use shoal_model::ApiError;
 pub trait DynamoHandler: Send + Sync + 'static {
     /// Runs `operation` (the `X-Amz-Target` suffix, e.g. `"PutItem"`, always one of
     /// [`DynamoHandler::operations`]) on `body`, the text of the request's JSON object (its
-    /// grammar checked, nothing more).
+    /// grammar checked, nothing more). `region` is the region the request was sent to (its
+    /// SigV4 credential scope's), which the ARNs in the answer name.
     ///
     /// Returns the response body: the JSON text of an object. An error's `extra` members
     /// (`CancellationReasons`, `Item`, …) become further top-level members of the error body.
-    fn handle(&self, operation: &str, body: &[u8]) -> Result<Vec<u8>, ApiError>;
+    fn handle(
+        &self,
+        operation: &str,
+        body: &[u8],
+        region: Option<&str>,
+    ) -> Result<Vec<u8>, ApiError>;
 
     /// The operation names this handler knows; any other target is answered with
     /// `UnknownOperationException` without calling the handler.

@@ -19,7 +19,7 @@
 //! JSON nesting is capped by serde_json's recursion limit (128 levels): deeper input is a
 //! `SerializationException`, never a stack overflow.
 
-use crate::auth::{authenticate, AuthPolicy};
+use crate::auth::{authenticate, request_region, AuthPolicy};
 use crate::sigv4::RequestToSign;
 use http::request::Parts;
 use http::{HeaderValue, Method};
@@ -115,6 +115,8 @@ pub struct ApiRequest<'a> {
     pub operation: &'static str,
     /// The body: the text of a JSON object (the request's own, or `{}` for a blank one).
     pub body: &'a [u8],
+    /// The region the request was sent to (its credential scope's), when it names one.
+    pub region: Option<String>,
 }
 
 /// Steps 3 and later of the pipeline for a request routed to [`Route::Api`]: `content` is
@@ -144,7 +146,12 @@ pub fn decode_api_request<'a>(
         .copied()
         .ok_or_else(|| ApiError::new(ErrorCode::UnknownOperationException, ""))?;
     authenticate(request, auth_policy)?;
-    Ok(ApiRequest { operation, body })
+    let region = request_region(request.headers);
+    Ok(ApiRequest {
+        operation,
+        body,
+        region,
+    })
 }
 
 /// The body if it is the text of a JSON object (a blank body stands for `{}`).

@@ -365,13 +365,17 @@ async fn handle_api(
     };
 
     let operation = decoded.operation;
+    // The server's own region names the ARNs of a request whose credential scope names none.
+    let region = decoded.region.or_else(|| state.config.region.clone());
     let handler = Arc::clone(&state.handler);
     let started = Instant::now();
     let result = if handler.runs_inline(operation) {
         // A panic must still become a 500 rather than a dropped connection, as it does on the
         // blocking pool.
-        std::panic::catch_unwind(AssertUnwindSafe(|| handler.handle(operation, decoded.body)))
-            .map_err(|_| "handler panicked".to_string())
+        std::panic::catch_unwind(AssertUnwindSafe(|| {
+            handler.handle(operation, decoded.body, region.as_deref())
+        }))
+        .map_err(|_| "handler panicked".to_string())
     } else {
         // The blocking pool needs an owned body: the request's own bytes, or the `{}` a blank
         // body stands for. Told apart by identity (address and length), not by length: a
@@ -386,7 +390,7 @@ async fn handle_api(
             // client has gone and this future was dropped.
             Ok(turn) => tokio::task::spawn_blocking(move || {
                 let _turn = turn;
-                handler.handle(operation, &body)
+                handler.handle(operation, &body, region.as_deref())
             })
             .await
             .map_err(|join_error| join_error.to_string()),

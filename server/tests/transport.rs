@@ -148,6 +148,27 @@ async fn a_post_with_neither_body_nor_content_type_is_read_as_json() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_handler_is_told_the_region_of_the_credential_scope() {
+    let server = TestServer::start(ServerConfig::default()).await;
+    let in_region = "AWS4-HMAC-SHA256 Credential=AKID/20261124/eu-west-1/dynamodb/aws4_request, \
+                     SignedHeaders=host;x-amz-date, Signature=0123456789abcdef";
+    let describe = ("X-Amz-Target", "DynamoDB_20120810.DescribeTable");
+    let request = post(&[JSON, describe, DATE, ("Authorization", in_region)], b"{}");
+    let response = send_raw(server.address, &request).await;
+    assert_eq!(response.status, 200);
+    assert_eq!(response.json(), json!({"Region": "eu-west-1"}));
+    // A scope whose region could not stand in an ARN names none.
+    let odd_region = in_region.replace("eu-west-1", "eu:west");
+    let request = post(
+        &[JSON, describe, DATE, ("Authorization", &odd_region)],
+        b"{}",
+    );
+    let response = send_raw(server.address, &request).await;
+    assert_eq!(response.json(), json!({"Region": null}));
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handler_errors_keep_their_namespace_status_and_extra_fields() {
     let server = TestServer::start(ServerConfig::default()).await;
     let response = send_raw(server.address, &api_call("DeleteItem", "{}")).await;

@@ -45,6 +45,18 @@ impl Database {
         self.dispatch(operation, JsonText(body), ToJsonText)
     }
 
+    /// [`Database::execute_json_text`] for a request sent to `region` (a server passes the
+    /// region of the request's credential scope): the ARNs the answer holds name it, as
+    /// DynamoDB's do. `None` is `execute_json_text`'s `ddblocal`.
+    pub fn execute_json_text_in_region(
+        &self,
+        region: Option<&str>,
+        operation: &str,
+        body: &[u8],
+    ) -> Result<Vec<u8>, ApiError> {
+        crate::table::region::with_region(region, || self.execute_json_text(operation, body))
+    }
+
     /// Capacity units consumed per table through [`Database::execute`] and
     /// [`Database::execute_json_text`] since open.
     pub fn consumed_capacity(&self) -> Vec<(String, CapacityTotals)> {

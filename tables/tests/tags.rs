@@ -199,12 +199,20 @@ fn arns_are_checked_with_dynamodbs_texts() {
             ))
         );
     }
-    // Shoal is region ddblocal, account 000000000000 (docs/COMPATIBILITY.md).
+    // Shoal serves every region from one database, in account 000000000000
+    // (docs/COMPATIBILITY.md): an ARN of any region names the table; another partition does
+    // not.
     let other_region = "arn:aws:dynamodb:us-east-1:000000000000:table/Tagged";
+    call(
+        &db,
+        "ListTagsOfResource",
+        json!({"ResourceArn": other_region}),
+    );
+    let other_partition = "arn:aws-cn:dynamodb:cn-north-1:000000000000:table/Tagged";
     assert_eq!(
-        list(other_region),
+        list(other_partition),
         validation(&format!(
-            "Invalid TableArn: Invalid ResourceArn provided as input {other_region}"
+            "Invalid TableArn: Invalid ResourceArn provided as input {other_partition}"
         ))
     );
     let other_account = "arn:aws:dynamodb:ddblocal:123456789012:table/Tagged";

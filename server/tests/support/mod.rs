@@ -28,6 +28,7 @@ impl DynamoHandler for FakeHandler {
             "DeleteItem",
             "TransactWriteItems",
             "BatchWriteItem",
+            "DescribeTable",
             "Scan",
             "Query",
             "UpdateItem",
@@ -40,8 +41,14 @@ impl DynamoHandler for FakeHandler {
         matches!(operation, "Query" | "GetItem")
     }
 
-    fn handle(&self, operation: &str, body: &[u8]) -> Result<Vec<u8>, ApiError> {
+    fn handle(
+        &self,
+        operation: &str,
+        body: &[u8],
+        region: Option<&str>,
+    ) -> Result<Vec<u8>, ApiError> {
         match operation {
+            "DescribeTable" => Ok(json!({ "Region": region }).to_string().into_bytes()),
             "PutItem" => Ok(serde_json::from_slice::<Value>(body)
                 .map_err(|e| ApiError::serialization(e.to_string()))?
                 .to_string()

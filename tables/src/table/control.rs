@@ -35,6 +35,7 @@ use crate::table::catalog::{
     metadata_key, BillingMode, CapacitySettings, GlobalIndexDef, IndexStatus, KeySchema,
     OnDemandLimits, Projection, TableDef, Throughput, CATALOG_FORMAT,
 };
+use crate::table::region;
 use crate::table::schema::{self, TableSchema};
 use crate::table::stats::{self, TableStats};
 use crate::table::stream_control;
@@ -42,7 +43,8 @@ use crate::table::transient::TransientStatus;
 use shoal_engine::version::VersionEdit;
 use shoal_engine::{TreeId, WriteBatch};
 
-/// Region and account in every ARN Shoal reports (DynamoDB Local's convention).
+/// The region of the ARNs Shoal reports outside a request that names one (DynamoDB Local's
+/// convention; see `region`), and the account of all of them.
 pub const ARN_REGION: &str = "ddblocal";
 pub const ARN_ACCOUNT: &str = "000000000000";
 /// ListTables' largest (and default) page.
@@ -297,9 +299,11 @@ impl Database {
     }
 }
 
-/// `arn:aws:dynamodb:ddblocal:000000000000:table/<name>`.
+/// `arn:aws:dynamodb:<region>:000000000000:table/<name>`, in the region of the request
+/// being served (`ddblocal` outside one).
 pub fn table_arn(table_name: &str) -> String {
-    format!("arn:aws:dynamodb:{ARN_REGION}:{ARN_ACCOUNT}:table/{table_name}")
+    let region = region::current();
+    format!("arn:aws:dynamodb:{region}:{ARN_ACCOUNT}:table/{table_name}")
 }
 
 fn table_def(

@@ -19,6 +19,7 @@ pub mod paging;
 pub mod partiql;
 pub mod partiql_compile;
 pub mod query;
+pub mod region;
 pub mod scan;
 pub mod schema;
 pub mod settings;

@@ -23,7 +23,8 @@ use crate::api::streams::{
 };
 use crate::database::Database;
 use crate::table::catalog::{ShardDef, StreamDef, TableDef};
-use crate::table::control::{key_schema_elements, now_millis, ARN_REGION};
+use crate::table::control::{key_schema_elements, now_millis};
+use crate::table::region;
 use crate::table::stream::{self, StreamRecord};
 use crate::table::stream_control::{find_stream, is_shard_id, parse_stream_arn, stream_arn};
 
@@ -644,7 +645,7 @@ pub fn api_record(stream_arn: &str, stream: &StreamDef, record: &StreamRecord) -
         event_name: record.event_name.as_str().to_string(),
         event_version: "1.1".to_string(),
         event_source: "aws:dynamodb".to_string(),
-        aws_region: ARN_REGION.to_string(),
+        aws_region: region::current(),
         dynamodb: StreamRecordBody {
             approximate_creation_date_time: record.created_at_millis / 1000,
             keys: record.keys.clone(),

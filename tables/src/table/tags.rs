@@ -7,13 +7,13 @@
 //! (AWS applies them a moment later).
 //!
 //! Resources are named by ARN: a table's (`arn:aws:dynamodb:ddblocal:000000000000:table/T`)
-//! or one of its streams' (`…:table/T/stream/<label>`, which tags the table). Shoal is one
-//! region and one account, those of the ARNs it reports: an ARN naming another region is
-//! refused as an invalid ARN, another account with AccessDeniedException
-//! (docs/COMPATIBILITY.md).
+//! or one of its streams' (`…:table/T/stream/<label>`, which tags the table). Shoal serves
+//! one database to every region, so an ARN of any region names the same table (the ARNs it
+//! reports name the request's region); it is one account, that of the ARNs it reports:
+//! another account is refused with AccessDeniedException (docs/COMPATIBILITY.md).
 //!
 //! Checks, in order: member constraints (`N validation errors detected`), the ARN (prefix,
-//! service, resource type, region, account), the tags or keys of the request, the table's
+//! service, resource type, partition, account), the tags or keys of the request, the table's
 //! existence, then (TagResource) the 50-tag limit on the result.
 
 use std::collections::BTreeMap;
@@ -29,7 +29,7 @@ use crate::api::tags::{
 };
 use crate::database::Database;
 use crate::table::catalog::TableDef;
-use crate::table::control::{ARN_ACCOUNT, ARN_REGION};
+use crate::table::control::ARN_ACCOUNT;
 
 /// User tags per table.
 pub const TAGS_MAX: usize = 50;
@@ -239,7 +239,7 @@ fn resource_of<'a>(arn: &'a str, operation: &str) -> Result<Resource<'a>, ApiErr
     if named.table_name().is_empty() {
         return Err(only_table_or_stream());
     }
-    if partition != "aws" || region != ARN_REGION {
+    if partition != "aws" || region.is_empty() {
         return Err(ApiError::validation(format!(
             "Invalid TableArn: Invalid ResourceArn provided as input {arn}"
         )));
@@ -337,7 +337,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn arns_name_tables_and_streams_of_shoal_only() {
+    fn arns_name_tables_and_streams_of_any_region_in_shoals_account() {
         let table = "arn:aws:dynamodb:ddblocal:000000000000:table/T";
         assert_eq!(resource_of(table, "TagResource"), Ok(Resource::Table("T")));
         let stream = format!("{table}/stream/2024-01-02T03:04:05.678");
@@ -355,8 +355,19 @@ mod tests {
         assert!(message(&format!("{table}/index/I")).contains("only table or stream"));
         assert!(message("arn:aws:dynamodb:ddblocal:000000000000:backup/B")
             .contains("only table or stream"));
-        assert!(message("arn:aws:dynamodb:us-east-1:000000000000:table/T")
-            .starts_with("Invalid TableArn"));
+        assert_eq!(
+            resource_of(
+                "arn:aws:dynamodb:eu-west-1:000000000000:table/T",
+                "TagResource"
+            ),
+            Ok(Resource::Table("T")),
+            "an ARN of any region names the table"
+        );
+        assert!(
+            message("arn:aws-cn:dynamodb:cn-north-1:000000000000:table/T")
+                .starts_with("Invalid TableArn")
+        );
+        assert!(message("arn:aws:dynamodb::000000000000:table/T").starts_with("Invalid TableArn"));
         let other_account = resource_of(
             "arn:aws:dynamodb:ddblocal:123456789012:table/T",
             "TagResource",
