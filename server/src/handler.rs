@@ -9,8 +9,9 @@ use shoal_model::ApiError;
 /// DynamoDB's order: shape and type errors (`SerializationException`), member constraints
 /// (`ValidationException`), semantic checks, then execution.
 ///
-/// Calls run on tokio's blocking pool (`spawn_blocking`), so a handler may block on fsync or
-/// locks, except the operations [`DynamoHandler::runs_inline`] names, which run on the
+/// Calls run on tokio's blocking pool (`spawn_blocking`), at most `handler_threads` at once
+/// (the others wait for a turn without a thread), so a handler may block on fsync or locks,
+/// except the operations [`DynamoHandler::runs_inline`] names, which run on the
 /// connection's own task because handing them to another thread would cost more than they do.
 /// A panic in a handler is caught and answered as `InternalServerError`.
 pub trait DynamoHandler: Send + Sync + 'static {
