@@ -260,7 +260,7 @@ pub fn build(
         });
     }
 
-    let tables = table_reports(model, patterns, &stats, descriptions);
+    let tables = table_reports(patterns, &stats, descriptions);
     let storage_bytes: u64 = tables
         .iter()
         .map(|t| t.size_bytes + t.indexes.iter().map(|i| i.size_bytes).sum::<u64>())
@@ -366,7 +366,6 @@ pub fn build(
 }
 
 fn table_reports(
-    model: &Model,
     patterns: &[CompiledPattern],
     stats: &RunStats,
     descriptions: &Descriptions,
@@ -378,12 +377,15 @@ fn table_reports(
         // Writes to this table, and what each index took from them.
         let (mut base_writes, mut base_units) = (0u64, 0.0);
         let mut index_writes: BTreeMap<String, (u64, f64)> = BTreeMap::new();
-        for ((pattern, spec), stat) in patterns.iter().zip(&model.patterns).zip(&stats.patterns) {
-            if pattern.reads || spec.request["TableName"] != name.as_str() {
+        for (pattern, stat) in patterns.iter().zip(&stats.patterns) {
+            if pattern.reads {
                 continue;
             }
-            base_writes += stat.operations;
-            base_units += stat.table_write_units;
+            let Some((_, units, operations)) = stat.per_table.get(&name) else {
+                continue;
+            };
+            base_writes += operations;
+            base_units += units;
             for (index, (_, units, count)) in &stat.index_units {
                 if let Some(index) = index.strip_prefix(&format!("{name}/")) {
                     let slot = index_writes.entry(index.to_string()).or_default();

@@ -51,6 +51,8 @@ pub struct PatternStats {
     pub latencies_us: Vec<u32>,
     pub table_read_units: f64,
     pub table_write_units: f64,
+    /// Per table: (read units, write units, operations that charged it).
+    pub per_table: BTreeMap<String, (f64, f64, u64)>,
     /// Capacity per `table/index`: (read units, write units, operations that wrote it).
     pub index_units: BTreeMap<String, (f64, f64, u64)>,
     pub items_returned: u64,
@@ -399,6 +401,12 @@ fn merge(into: &mut RunStats, part: RunStats) {
         mine.latencies_us.extend(theirs.latencies_us);
         mine.table_read_units += theirs.table_read_units;
         mine.table_write_units += theirs.table_write_units;
+        for (table, (r, w, n)) in theirs.per_table {
+            let slot = mine.per_table.entry(table).or_default();
+            slot.0 += r;
+            slot.1 += w;
+            slot.2 += n;
+        }
         for (index, (r, w, n)) in theirs.index_units {
             let slot = mine.index_units.entry(index).or_default();
             slot.0 += r;
@@ -613,10 +621,14 @@ impl Worker {
                 .table
                 .map_or(entry.capacity_units - indexes, |t| t.capacity_units);
             table_units += table;
+            let per_table = slot.per_table.entry(entry.table_name).or_default();
+            per_table.2 += 1;
             if pattern.reads {
                 slot.table_read_units += table;
+                per_table.0 += table;
             } else {
                 slot.table_write_units += table;
+                per_table.1 += table;
             }
         }
         let items: Vec<&serde_json::value::RawValue> = answer
