@@ -797,6 +797,12 @@ fn update_operand(raw: RawOperand<'_>) -> Parsed<UpdateOperand> {
                 let RawOperand::Path(path) = first else {
                     return Err(path_required(function));
                 };
+                // A function may not hold itself: DynamoDB refuses
+                // `if_not_exists(a, if_not_exists(…))` and `list_append(list_append(…), …)`,
+                // while `list_append(if_not_exists(a, :empty), :v)` is the usual idiom.
+                if matches!(second, RawOperand::Call { function: inner, .. } if inner == function) {
+                    return Err(misused_function(function));
+                }
                 Ok(UpdateOperand::IfNotExists(
                     path,
                     Box::new(update_operand(second)?),
@@ -804,6 +810,10 @@ fn update_operand(raw: RawOperand<'_>) -> Parsed<UpdateOperand> {
             }
             "list_append" => {
                 let (first, second) = two_arguments(function, arguments)?;
+                let nested = |raw: &RawOperand<'_>| matches!(raw, RawOperand::Call { function: inner, .. } if *inner == "list_append");
+                if nested(&first) || nested(&second) {
+                    return Err(misused_function(function));
+                }
                 Ok(UpdateOperand::ListAppend(
                     Box::new(update_operand(first)?),
                     Box::new(update_operand(second)?),

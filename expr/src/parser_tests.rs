@@ -1,5 +1,9 @@
 //! Parser and validation tests: grammar, precedence, and DynamoDB's error texts.
 
+use std::collections::BTreeMap;
+
+use shoal_model::AttributeValue;
+
 use crate::ast::{Comparator, Condition, Operand, PathElement};
 use crate::context::{ConditionKind, Context};
 use crate::test_support::{message, Maps};
@@ -328,10 +332,11 @@ fn nesting_is_limited_by_operators_not_by_depth() {
             message(maps.condition(&text)),
             "Invalid ConditionExpression: The expression contains too many operators; operator count: 321"
         );
+        // 200 nested functions (a function may not hold itself, so two alternate).
         let text = format!(
             "SET a = {}:l{}",
-            "list_append(:l, ".repeat(200),
-            ")".repeat(200)
+            "list_append(:l, if_not_exists(a, ".repeat(100),
+            "))".repeat(100)
         );
         assert!(maps.update(&text).is_ok());
         let text = format!("{}a = :v{}", "(".repeat(100_000), ")".repeat(100_000));
@@ -568,4 +573,55 @@ fn printing_gives_text_that_parses_to_the_same_tree() {
         maps.projection("#n,a[0].b").unwrap().to_string(),
         "#n, a[0].b"
     );
+}
+
+#[test]
+fn in_lists_must_be_of_one_type() {
+    let values = BTreeMap::from([
+        (
+            ":n".to_string(),
+            AttributeValue::N(shoal_model::Number::from_i64(1)),
+        ),
+        (
+            ":m".to_string(),
+            AttributeValue::N(shoal_model::Number::from_i64(2)),
+        ),
+        (":s".to_string(), AttributeValue::S("x".to_string())),
+    ]);
+    let mut context = Context::new(None, Some(&values)).unwrap();
+    assert!(context
+        .parse_condition("a IN (:n, :m)", ConditionKind::Condition)
+        .is_ok());
+    let mut context = Context::new(None, Some(&values)).unwrap();
+    assert_eq!(
+        context
+            .parse_condition("a IN (:n, :m, :s)", ConditionKind::Condition)
+            .unwrap_err()
+            .message,
+        "Invalid ConditionExpression: The IN operator requires same data type for all operands; first operand: AttributeValue: {N:1}, mismatched operand: AttributeValue: {S:x}"
+    );
+}
+
+#[test]
+fn a_function_may_not_hold_itself() {
+    let values = BTreeMap::from([(":l".to_string(), AttributeValue::L(vec![]))]);
+    for (expression, function) in [
+        ("SET a = list_append(list_append(a, :l), :l)", "list_append"),
+        ("SET a = list_append(:l, list_append(a, :l))", "list_append"),
+        (
+            "SET a = if_not_exists(a, if_not_exists(b, :l))",
+            "if_not_exists",
+        ),
+    ] {
+        let mut context = Context::new(None, Some(&values)).unwrap();
+        assert_eq!(
+            context.parse_update(expression).unwrap_err().message,
+            format!("Invalid UpdateExpression: The function is not allowed to be used this way in an expression; function: {function}"),
+            "{expression}"
+        );
+    }
+    let mut context = Context::new(None, Some(&values)).unwrap();
+    context
+        .parse_update("SET a = list_append(if_not_exists(a, :l), :l)")
+        .unwrap();
 }

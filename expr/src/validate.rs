@@ -108,7 +108,23 @@ pub(crate) fn check_condition(condition: &Condition) -> Result<(), String> {
         }
         Condition::In { value, candidates } => {
             let others: Vec<&Operand> = candidates.iter().collect();
-            check_distinct("IN", value, &others)
+            check_distinct("IN", value, &others)?;
+            // The listed values must be of one type (the legacy IN says the same of its
+            // AttributeValueList).
+            let mut listed = candidates.iter().filter_map(|candidate| match candidate {
+                Operand::Value(value) => Some(&value.value),
+                _ => None,
+            });
+            if let Some(first) = listed.next() {
+                if let Some(other) = listed.find(|v| v.type_name() != first.type_name()) {
+                    return Err(format!(
+                        "The IN operator requires same data type for all operands; first operand: AttributeValue: {}, mismatched operand: AttributeValue: {}",
+                        message_form(first),
+                        message_form(other)
+                    ));
+                }
+            }
+            Ok(())
         }
         Condition::AttributeExists(_) | Condition::AttributeNotExists(_) => Ok(()),
         Condition::AttributeType { type_name, .. } => match &type_name.value {
