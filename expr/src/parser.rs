@@ -565,10 +565,15 @@ impl<'t, 'c, 'a> Parser<'t, 'c, 'a> {
                     if index_token.kind != TokenKind::Integer {
                         return Err(self.syntax_error());
                     }
+                    // DynamoDB reads an index as a Java int: past 2^31 - 1 it is out of range.
                     let index: u32 = self
                         .text(index_token)
-                        .parse()
-                        .map_err(|_| self.syntax_error())?;
+                        .parse::<i32>()
+                        .ok()
+                        .and_then(|index| u32::try_from(index).ok())
+                        .ok_or_else(|| {
+                            "List index is not within the allowable range".to_string()
+                        })?;
                     self.advance();
                     self.expect(TokenKind::CloseBracket)?;
                     path.push(PathElement::Index(index));

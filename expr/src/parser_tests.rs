@@ -625,3 +625,17 @@ fn a_function_may_not_hold_itself() {
         .parse_update("SET a = list_append(if_not_exists(a, :l), :l)")
         .unwrap();
 }
+
+#[test]
+fn list_indexes_past_a_java_int_are_out_of_range() {
+    let mut context = Context::new(None, None).unwrap();
+    context.parse_projection("a[2147483647]").unwrap();
+    for expression in ["a[2147483648]", "a.b[99999999999999999999]"] {
+        let mut context = Context::new(None, None).unwrap();
+        assert_eq!(
+            context.parse_projection(expression).unwrap_err().message,
+            "Invalid ProjectionExpression: List index is not within the allowable range",
+            "{expression}"
+        );
+    }
+}
