@@ -6,6 +6,7 @@
 
 pub mod client;
 pub mod crash;
+pub mod crash_test;
 pub mod loadgen;
 pub mod model_bench;
 

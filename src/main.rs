@@ -69,6 +69,46 @@ enum Command {
         #[arg(long, default_value = "./shoal-data")]
         data_dir: PathBuf,
     },
+    /// Crashes a database under a mixed workload (puts, updates, deletes, transactions on a
+    /// table with an LSI, a GSI, a stream and Time to Live) again and again, and checks after
+    /// each recovery every acknowledged write, every index, collection and statistics record,
+    /// and the stream. Exits 1 on any violation.
+    CrashTest {
+        /// kill: SIGKILL a child process writing to real files; power-loss: cut the power of
+        /// the simulated disk in this process (unsynced data lost, the last write torn).
+        #[arg(long, default_value = "kill", value_parser = ["kill", "power-loss"])]
+        mode: String,
+        /// sync, none, or interval:MS.
+        #[arg(long, default_value = "sync")]
+        durability: String,
+        /// Crash and recover this many times.
+        #[arg(long, default_value_t = 20)]
+        cycles: u64,
+        /// Stop after this many seconds even if cycles remain.
+        #[arg(long)]
+        seconds: Option<f64>,
+        /// The workload's seed (the same seed makes the same writes).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Kill mode: the data directory (default: a temporary one, removed afterwards).
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The child `crash-test --mode kill` runs and kills.
+    #[command(hide = true)]
+    CrashTestChild {
+        #[arg(long)]
+        data_dir: PathBuf,
+        #[arg(long)]
+        durability: String,
+        #[arg(long)]
+        seed: u64,
+        #[arg(long)]
+        from: u64,
+    },
     /// Crash-test child: writes the crash workload into DIR forever, printing `ack N` after
     /// each committed batch. Run it, kill -9 it, and verify with the crash tests.
     CrashWriter {
@@ -430,6 +470,61 @@ fn bench(args: BenchArgs) -> Result<(), String> {
     Ok(())
 }
 
+fn crash_test(
+    mode: &str,
+    durability: &str,
+    cycles: u64,
+    seconds: Option<f64>,
+    seed: u64,
+    data_dir: Option<PathBuf>,
+    json: bool,
+) -> Result<(), String> {
+    use shoal::crash_test::{CrashMode, CrashTestConfig};
+    let config = CrashTestConfig {
+        mode: if mode == "kill" {
+            CrashMode::Kill
+        } else {
+            CrashMode::PowerLoss
+        },
+        durability: parse_durability(durability)?,
+        cycles,
+        seconds,
+        seed,
+        data_dir,
+        program: std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?,
+    };
+    let bar = if std::io::stderr().is_terminal() {
+        ProgressBar::new(cycles)
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} cycles {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let report = shoal::crash_test::run(&config, |cycle, report| {
+        bar.set_position(cycle);
+        bar.set_message(format!(
+            "{} acknowledged writes checked, {} violations",
+            report.acknowledged_checked,
+            report.violation_count()
+        ));
+    })?;
+    bar.finish_and_clear();
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
+        );
+    } else {
+        print!("{}", report.render());
+    }
+    if report.violation_count() > 0 {
+        return Err(format!("{} violation(s)", report.violation_count()));
+    }
+    Ok(())
+}
+
 fn read_model(path: &Path) -> Result<model_bench::model::Model, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -704,10 +799,13 @@ async fn shutdown_signal() {
 }
 
 fn main() -> ExitCode {
+    // A crash test makes the engine log the failures it injects on purpose: quiet by default.
+    let crash_testing = std::env::args().nth(1).as_deref() == Some("crash-test");
+    let default_filter = if crash_testing { "off" } else { "info" };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
         )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
@@ -737,6 +835,22 @@ fn main() -> ExitCode {
         } => streams_tail(args),
         Command::Check { data_dir } => check(&data_dir),
         Command::Bench(args) => bench(args),
+        Command::CrashTest {
+            mode,
+            durability,
+            cycles,
+            seconds,
+            seed,
+            data_dir,
+            json,
+        } => crash_test(&mode, &durability, cycles, seconds, seed, data_dir, json),
+        Command::CrashTestChild {
+            data_dir,
+            durability,
+            seed,
+            from,
+        } => parse_durability(&durability)
+            .and_then(|durability| shoal::crash_test::run_child(&data_dir, durability, seed, from)),
         Command::CrashWriter {
             dir,
             durability,
