@@ -466,38 +466,18 @@ impl Database {
         &self,
         input: BatchExecuteStatementInput,
     ) -> Result<BatchExecuteStatementOutput, ApiError> {
-        let mut violations = Violations::default();
         let statements = input.statements.unwrap_or_default();
-        if statements.is_empty() {
-            violations.push(violation(Some("[]"), "statements", &length_at_least(1)));
-        }
-        if statements.len() > BATCH_STATEMENTS_MAX {
-            violations.push(crate::api::constraint::violation_without_value(
-                "statements",
-                &crate::api::constraint::length_at_most(BATCH_STATEMENTS_MAX),
-            ));
-        }
-        for (i, statement) in statements.iter().enumerate() {
-            let member = format!("statements.{}.member", i + 1);
-            check_statement(
-                statement.statement.as_deref(),
-                &format!("{member}.statement"),
-                &mut violations,
-            );
-            check_parameters(
-                statement.parameters.as_deref(),
-                &format!("{member}.parameters"),
-                &mut violations,
-            );
-            check_return_on_failure(
-                statement
-                    .return_values_on_condition_check_failure
-                    .as_deref(),
-                &format!("{member}.returnValuesOnConditionCheckFailure"),
-                &mut violations,
-            );
-        }
-        violations.finish()?;
+        check_statement_list(
+            "statements",
+            BATCH_STATEMENTS_MAX,
+            statements.iter().map(|s| {
+                (
+                    s.statement.as_deref(),
+                    s.parameters.as_deref(),
+                    s.return_values_on_condition_check_failure.as_deref(),
+                )
+            }),
+        )?;
         let capacity = ReturnConsumedCapacity::parse(input.return_consumed_capacity.as_deref())?;
         let parsed: Vec<Result<Parsed, ApiError>> = statements
             .iter()
@@ -624,42 +604,18 @@ impl Database {
         &self,
         input: ExecuteTransactionInput,
     ) -> Result<ExecuteTransactionOutput, ApiError> {
-        let mut violations = Violations::default();
         let statements = input.transact_statements.unwrap_or_default();
-        if statements.is_empty() {
-            violations.push(violation(
-                Some("[]"),
-                "transactStatements",
-                &length_at_least(1),
-            ));
-        }
-        if statements.len() > TRANSACT_STATEMENTS_MAX {
-            violations.push(crate::api::constraint::violation_without_value(
-                "transactStatements",
-                &crate::api::constraint::length_at_most(TRANSACT_STATEMENTS_MAX),
-            ));
-        }
-        for (i, statement) in statements.iter().enumerate() {
-            let member = format!("transactStatements.{}.member", i + 1);
-            check_statement(
-                statement.statement.as_deref(),
-                &format!("{member}.statement"),
-                &mut violations,
-            );
-            check_parameters(
-                statement.parameters.as_deref(),
-                &format!("{member}.parameters"),
-                &mut violations,
-            );
-            check_return_on_failure(
-                statement
-                    .return_values_on_condition_check_failure
-                    .as_deref(),
-                &format!("{member}.returnValuesOnConditionCheckFailure"),
-                &mut violations,
-            );
-        }
-        violations.finish()?;
+        check_statement_list(
+            "transactStatements",
+            TRANSACT_STATEMENTS_MAX,
+            statements.iter().map(|s| {
+                (
+                    s.statement.as_deref(),
+                    s.parameters.as_deref(),
+                    s.return_values_on_condition_check_failure.as_deref(),
+                )
+            }),
+        )?;
         let in_statement = |i: usize, error: ApiError| {
             if error.code == ErrorCode::ValidationException {
                 ApiError::validation(format!(
@@ -752,6 +708,43 @@ impl Database {
             metered: Some(Metered::Write),
         })
     }
+}
+
+/// The member constraints of a statement list (`statements` of a batch, `transactStatements`
+/// of a transaction): 1..=`max` entries, each with a valid statement, parameters and
+/// ReturnValuesOnConditionCheckFailure.
+fn check_statement_list<'a>(
+    list: &str,
+    max: usize,
+    statements: impl ExactSizeIterator<
+        Item = (
+            Option<&'a str>,
+            Option<&'a [AttributeValue]>,
+            Option<&'a str>,
+        ),
+    >,
+) -> Result<(), ApiError> {
+    let mut violations = Violations::default();
+    if statements.len() == 0 {
+        violations.push(violation(Some("[]"), list, &length_at_least(1)));
+    }
+    if statements.len() > max {
+        violations.push(crate::api::constraint::violation_without_value(
+            list,
+            &crate::api::constraint::length_at_most(max),
+        ));
+    }
+    for (i, (statement, parameters, on_failure)) in statements.enumerate() {
+        let member = format!("{list}.{}.member", i + 1);
+        check_statement(statement, &format!("{member}.statement"), &mut violations);
+        check_parameters(parameters, &format!("{member}.parameters"), &mut violations);
+        check_return_on_failure(
+            on_failure,
+            &format!("{member}.returnValuesOnConditionCheckFailure"),
+            &mut violations,
+        );
+    }
+    violations.finish()
 }
 
 /// A SELECT that must read one whole key of the table (batches and transactions): its

@@ -910,13 +910,7 @@ impl Writer<'_> {
                 left,
                 right,
             } if is_attribute(right, name) && !is_attribute(left, name) => {
-                let flipped = match *operator {
-                    "<" => ">",
-                    "<=" => ">=",
-                    ">" => "<",
-                    ">=" => "<=",
-                    other => other,
-                };
+                let flipped = mirrored(operator);
                 Ok(format!(
                     "{} {flipped} {}",
                     self.operand(right)?,
@@ -925,6 +919,17 @@ impl Writer<'_> {
             }
             _ => self.condition(node),
         }
+    }
+}
+
+/// A comparison with its operands swapped: `5 < sk` is `sk > 5`.
+fn mirrored(operator: &'static str) -> &'static str {
+    match operator {
+        "<" => ">",
+        "<=" => ">=",
+        ">" => "<",
+        ">=" => "<=",
+        other => other,
     }
 }
 
@@ -1014,13 +1019,7 @@ fn sort_range(
             let (operator, value) = if is_attribute(left, name) {
                 (*operator, right)
             } else {
-                let flipped = match *operator {
-                    "<" => ">",
-                    "<=" => ">=",
-                    ">" => "<",
-                    ">=" => "<=",
-                    other => other,
-                };
+                let flipped = mirrored(operator);
                 (flipped, left)
             };
             let bytes = key_bytes(value, parameters)?;
