@@ -63,6 +63,9 @@ pub struct Options {
     /// How long tables stay CREATING, UPDATING and DELETING (`table::transient`); zero (the
     /// default) makes every change ACTIVE at once.
     pub transient_status_delay: Duration,
+    /// Whether requests through [`Database::execute`] are throttled as DynamoDB throttles
+    /// them (`table::throttle`); off by default, as in DynamoDB Local. Time is `clock`'s.
+    pub capacity: crate::table::throttle::CapacityMode,
 }
 
 /// The time Time to Live decisions are made at: the system clock, or one a test controls.
@@ -113,6 +116,7 @@ impl Default for Options {
             clock: Clock::system(),
             upkeep: true,
             transient_status_delay: Duration::ZERO,
+            capacity: crate::table::throttle::CapacityMode::Off,
         }
     }
 }
@@ -155,6 +159,9 @@ pub struct Database {
     pub(crate) transaction_tokens: crate::table::transact::TokenTable,
     /// Consumed capacity per table, for monitoring (see `metering`).
     pub(crate) capacity_meter: crate::metering::CapacityMeter,
+    /// Capacity emulation (`table::throttle`): the buckets, enforced only when
+    /// `Options::capacity` says so.
+    pub(crate) throttle: crate::table::throttle::Throttle,
     /// PartiQL statements parsed lately, by text (`table::partiql`).
     pub(crate) statements: crate::table::partiql::StatementCache,
     /// Stream state shared by writers, readers and the upkeep (`table::stream_control`).
@@ -235,8 +242,11 @@ impl Database {
         let transitions = Arc::new(crate::table::transient::Transitions::new(
             options.transient_status_delay,
         ));
+        let throttle =
+            crate::table::throttle::Throttle::new(options.capacity, options.clock.clone());
         let database = Database {
             db: Arc::new(db),
+            throttle,
             stats: Arc::new(stats::TableStatistics::new(stats_tree)),
             options,
             catalog: Arc::new(RwLock::new(BTreeMap::new())),
@@ -272,7 +282,7 @@ impl Database {
 
     /// A `Database` sharing this one's storage, catalog, locks and statistics, for the
     /// upkeep thread. It runs no backfills of its own, keeps its own transaction tokens and
-    /// capacity meter (nothing it does uses them), and starts no upkeep.
+    /// capacity meter and an idle throttle (nothing it does uses them), and starts no upkeep.
     pub(crate) fn share(&self) -> Database {
         Database {
             db: Arc::clone(&self.db),
@@ -284,6 +294,10 @@ impl Database {
             stats: Arc::clone(&self.stats),
             transaction_tokens: Default::default(),
             capacity_meter: Default::default(),
+            throttle: crate::table::throttle::Throttle::new(
+                crate::table::throttle::CapacityMode::Off,
+                self.options.clock.clone(),
+            ),
             statements: Default::default(),
             streams: Arc::clone(&self.streams),
             upkeep: Mutex::new(None),

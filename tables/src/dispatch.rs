@@ -94,25 +94,37 @@ impl Database {
                 Ok(encoding.encode(&self.update_continuous_backups(body.decode()?)?))
             }
             // control: add arms above this line
-            "PutItem" => self.metered(body, metered, &encoding, |input| self.put_item(input)),
-            "GetItem" => self.metered(body, metered, &encoding, |input| self.get_item(input)),
-            "UpdateItem" => self.metered(body, metered, &encoding, |input| self.update_item(input)),
-            "DeleteItem" => self.metered(body, metered, &encoding, |input| self.delete_item(input)),
-            "BatchWriteItem" => self.metered(body, metered, &encoding, |input| {
-                self.batch_write_item(input)
+            "PutItem" => self.metered(body, metered, &encoding, |input| {
+                self.throttled(input, |input| self.put_item(input))
             }),
-            "BatchGetItem" => {
-                self.metered(body, metered, &encoding, |input| self.batch_get_item(input))
-            }
+            "GetItem" => self.metered(body, metered, &encoding, |input| {
+                self.throttled(input, |input| self.get_item(input))
+            }),
+            "UpdateItem" => self.metered(body, metered, &encoding, |input| {
+                self.throttled(input, |input| self.update_item(input))
+            }),
+            "DeleteItem" => self.metered(body, metered, &encoding, |input| {
+                self.throttled(input, |input| self.delete_item(input))
+            }),
+            "BatchWriteItem" => self.metered(body, metered, &encoding, |input| {
+                self.throttled_batch_write_item(input)
+            }),
+            "BatchGetItem" => self.metered(body, metered, &encoding, |input| {
+                self.throttled_batch_get_item(input)
+            }),
             "TransactWriteItems" => self.metered(body, metered, &encoding, |input| {
-                self.transact_write_items(input)
+                self.throttled_transact_write_items(input)
             }),
             "TransactGetItems" => self.metered(body, metered, &encoding, |input| {
-                self.transact_get_items(input)
+                self.throttled_transact_get_items(input)
             }),
             // items: add arms above this line
-            "Query" => self.metered(body, metered, &encoding, |input| self.query(input)),
-            "Scan" => self.metered(body, metered, &encoding, |input| self.scan(input)),
+            "Query" => self.metered(body, metered, &encoding, |input| {
+                self.throttled(input, |input| self.query(input))
+            }),
+            "Scan" => self.metered(body, metered, &encoding, |input| {
+                self.throttled(input, |input| self.scan(input))
+            }),
             "ExecuteStatement" => {
                 self.metered_statements(body, &encoding, |input| self.execute_statement(input))
             }
@@ -196,6 +208,18 @@ impl Database {
             response.clear_consumed_capacity();
         }
         Ok(encoding.encode(&response))
+    }
+
+    /// Requests (and batch items) refused by capacity emulation per table and index
+    /// (index None: the table), in name order; empty unless `Options::capacity` enforces.
+    pub fn throttled_requests(
+        &self,
+    ) -> Vec<(
+        String,
+        Option<String>,
+        crate::table::throttle::ThrottleCounts,
+    )> {
+        self.throttle.throttled()
     }
 
     /// Whether [`Database::execute`] knows `operation`.

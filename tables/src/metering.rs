@@ -21,7 +21,7 @@ pub struct CapacityTotals {
 }
 
 /// Whether an operation reads or writes, for metering.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Metered {
     Read,
     Write,

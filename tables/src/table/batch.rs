@@ -5,7 +5,8 @@
 //! the stored items, plans each put or delete with the shared pipeline of `table/write.rs`
 //! and commits ALL of them in one write batch: every put and delete is atomic with its index
 //! entries and collection record, and here the batch as a whole is too (DynamoDB promises
-//! less). Nothing is ever throttled, so `UnprocessedItems` is always `{}`.
+//! less). The batch itself never throttles: with capacity emulation on, the items it
+//! refuses come back as `UnprocessedItems` (`table::throttled`), otherwise it is `{}`.
 //!
 //! BatchGetItem reads every key at one snapshot. When the items read reach 16 MB the rest
 //! of the keys are returned as `UnprocessedKeys`, with their table's read parameters.

@@ -16,8 +16,8 @@
 //!   records neither. Decreases are not limited (SPEC-2: "Shoal: do not limit by default"),
 //!   nor are mode switches, nor units above DescribeLimits' quotas.
 //!
-//! Nothing here is enforced on reads and writes: Shoal reports throughput and caps, it does
-//! not throttle.
+//! Nothing here is enforced on reads and writes: that is capacity emulation's business
+//! (`table::throttle`, off by default), which reads the units and caps stored here.
 
 use shoal_model::{ApiError, ErrorCode};
 

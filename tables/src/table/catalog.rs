@@ -127,7 +127,8 @@ pub enum IndexStatus {
     Deleting,
 }
 
-/// Provisioned throughput as declared (Shoal does not throttle; it reports).
+/// Provisioned throughput as declared (enforced only by capacity emulation,
+/// `table::throttle`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Throughput {
     pub read_capacity_units: u64,
@@ -215,7 +216,7 @@ impl CapacitySettings {
 }
 
 /// OnDemandThroughput: the most request units per second an on-demand table or GSI may use
-/// (None: no cap). Reported, not enforced.
+/// (None: no cap). Enforced only by capacity emulation (`table::throttle`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OnDemandLimits {
     #[serde(default)]

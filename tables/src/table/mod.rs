@@ -28,6 +28,8 @@ pub mod stream;
 pub mod stream_control;
 pub mod streams_api;
 pub mod tags;
+pub mod throttle;
+pub mod throttled;
 pub mod transact;
 pub mod transient;
 pub mod ttl;

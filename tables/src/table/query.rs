@@ -10,7 +10,7 @@
 use std::ops::Bound;
 
 use shoal_expr::{legacy, Condition, ConditionKind, Context, KeyCondition, KeySchemaView};
-use shoal_model::ApiError;
+use shoal_model::{ApiError, AttributeValue};
 
 use crate::api::common::ReturnConsumedCapacity;
 use crate::api::query::{
@@ -181,6 +181,26 @@ impl Database {
                 .consumed(&table, target, consistency, return_capacity),
         })
     }
+}
+
+/// The partition key value a Query reads, for capacity emulation: None when its key
+/// condition does not parse (the Query itself then answers why).
+pub(crate) fn query_partition(table: &TableDef, request: &QueryRequest) -> Option<AttributeValue> {
+    let target = ReadTarget::resolve(table, request.index_name.as_deref()).ok()?;
+    let view = schema_view(target.key_schema(table));
+    let mut context = Context::new(
+        request.expression_attribute_names.as_ref(),
+        request.expression_attribute_values.as_ref(),
+    )
+    .ok()?;
+    let key_conditions =
+        legacy_conditions(request.key_conditions.as_ref(), "keyConditions").ok()?;
+    let key_condition = match (&request.key_condition_expression, &key_conditions) {
+        (Some(text), _) => context.parse_key_condition(text, &view).ok()?,
+        (None, Some(conditions)) => legacy::key_conditions(conditions, &view).ok()?,
+        (None, None) => return None,
+    };
+    Some(key_condition.hash_value)
 }
 
 /// The expression crate's view of a key schema.

@@ -39,6 +39,7 @@ use crate::table::catalog::TableDef;
 use crate::table::collection::{self, CollectionDelta, COLLECTION_SIZE_EXCEEDED_MESSAGE};
 use crate::table::keys;
 use crate::table::locks::CollectionLocks;
+use crate::table::throttle::Refusal;
 use crate::table::write::{
     check_new_item, check_update_key_paths, key_from_request, key_of_item, plan_write, replanning,
     ItemKey, WriteCapacity, WritePlan,
@@ -72,9 +73,14 @@ struct Action<'a> {
 #[derive(Debug, Clone, PartialEq)]
 enum Reason {
     None,
-    ConditionalCheckFailed { item: Option<Item> },
+    ConditionalCheckFailed {
+        item: Option<Item>,
+    },
     ItemCollectionSizeLimitExceeded,
     ValidationError(String),
+    /// Capacity emulation refused the action's table or index (`table::throttle`): its
+    /// code and message.
+    Throttled(&'static str, &'static str),
 }
 
 impl Reason {
@@ -84,6 +90,7 @@ impl Reason {
             Reason::ConditionalCheckFailed { .. } => "ConditionalCheckFailed",
             Reason::ItemCollectionSizeLimitExceeded => "ItemCollectionSizeLimitExceeded",
             Reason::ValidationError(_) => "ValidationError",
+            Reason::Throttled(code, _) => code,
         }
     }
 
@@ -101,6 +108,7 @@ impl Reason {
                 json!({"Code": self.code(), "Message": COLLECTION_SIZE_EXCEEDED_MESSAGE})
             }
             Reason::ValidationError(message) => json!({"Code": self.code(), "Message": message}),
+            Reason::Throttled(code, message) => json!({"Code": code, "Message": message}),
         }
     }
 }
@@ -119,6 +127,22 @@ fn cancelled(reasons: &[Reason]) -> ApiError {
         "CancellationReasons",
         Value::Array(reasons.iter().map(Reason::to_json).collect()),
     )
+}
+
+/// The TransactionCanceledException of a transaction whose actions capacity emulation
+/// refused (`None`: that action was not refused), in request order.
+pub(crate) fn throttled_cancellation(refusals: &[Option<Refusal>]) -> ApiError {
+    let reasons: Vec<Reason> = refusals
+        .iter()
+        .map(|refusal| match refusal {
+            Some(refusal) => {
+                let (code, message) = refusal.cancellation();
+                Reason::Throttled(code, message)
+            }
+            None => Reason::None,
+        })
+        .collect();
+    cancelled(&reasons)
 }
 
 /// What one action decided under the locks.
