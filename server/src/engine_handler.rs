@@ -73,6 +73,7 @@ impl DynamoHandler for EngineHandler {
                 totals.write_units
             );
         }
+        render_throttled(&self.database.throttled_requests(), out);
         let stats = self.database.lsm().stats();
         out.push_str("# TYPE shoal_sstable_files gauge\n");
         for (level, files) in stats.level_files.iter().enumerate() {
@@ -106,4 +107,72 @@ fn escape_label(value: &str) -> String {
         .replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
+}
+
+/// Requests refused by capacity emulation, per table and index (`index=""`: the table).
+fn render_throttled(
+    throttled: &[(
+        String,
+        Option<String>,
+        shoal_tables::table::throttle::ThrottleCounts,
+    )],
+    out: &mut String,
+) {
+    let series = [
+        ("shoal_throttled_read_requests_total", false),
+        ("shoal_throttled_write_requests_total", true),
+    ];
+    for (name, writes) in series {
+        let _ = writeln!(out, "# TYPE {name} counter");
+        for (table, index, counts) in throttled {
+            let count = if writes { counts.writes } else { counts.reads };
+            let _ = writeln!(
+                out,
+                "{name}{{table=\"{}\",index=\"{}\"}} {count}",
+                escape_label(table),
+                escape_label(index.as_deref().unwrap_or("")),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shoal_tables::table::throttle::ThrottleCounts;
+
+    #[test]
+    fn throttled_requests_are_counted_per_table_and_index() {
+        let mut out = String::new();
+        render_throttled(
+            &[
+                (
+                    "T".into(),
+                    None,
+                    ThrottleCounts {
+                        reads: 2,
+                        writes: 0,
+                    },
+                ),
+                (
+                    "T".into(),
+                    Some("G".into()),
+                    ThrottleCounts {
+                        reads: 0,
+                        writes: 3,
+                    },
+                ),
+            ],
+            &mut out,
+        );
+        assert_eq!(
+            out,
+            "# TYPE shoal_throttled_read_requests_total counter\n\
+             shoal_throttled_read_requests_total{table=\"T\",index=\"\"} 2\n\
+             shoal_throttled_read_requests_total{table=\"T\",index=\"G\"} 0\n\
+             # TYPE shoal_throttled_write_requests_total counter\n\
+             shoal_throttled_write_requests_total{table=\"T\",index=\"\"} 0\n\
+             shoal_throttled_write_requests_total{table=\"T\",index=\"G\"} 3\n"
+        );
+    }
 }
