@@ -17,6 +17,7 @@ use shoal_engine::DbOptions;
 use shoal_server::config::{CONNECTIONS_PER_CLIENT_MAX_DEFAULT, HANDLER_THREADS_DEFAULT};
 use shoal_server::{AuthMode, CorsOrigins, EngineHandler, ServerConfig};
 use shoal_tables::table::check::CheckProgress;
+use shoal_tables::table::throttle::CapacityMode;
 use shoal_tables::{Database, Durability, Options};
 
 /// mimalloc instead of the C library's allocator: a request allocates and frees many small
@@ -278,6 +279,11 @@ struct ServeArgs {
     /// at once; 5 with --delay-transient-statuses).
     #[arg(long, value_name = "SECONDS")]
     transient_status_seconds: Option<u64>,
+    /// Capacity emulation: `enforce` throttles reads and writes as DynamoDB does
+    /// (provisioned and on-demand limits, hot partitions, GSI write shortfalls); `off` (the
+    /// default, as in DynamoDB Local) never throttles.
+    #[arg(long, value_name = "MODE", default_value = "off", value_parser = parse_capacity)]
+    capacity: CapacityMode,
     /// Accepted for DynamoDB Local compatibility (-optimizeDbBeforeStartup), no effect:
     /// there is nothing to optimise before startup.
     #[arg(long, hide = true)]
@@ -316,6 +322,15 @@ fn parse_seconds(text: &str) -> Result<u64, String> {
         _ => Err(format!(
             "must be a whole number of seconds from 1 to {STREAM_SECONDS_MAX} (ten years)"
         )),
+    }
+}
+
+/// Parses `--capacity`: `enforce` or `off`.
+fn parse_capacity(text: &str) -> Result<CapacityMode, String> {
+    match text {
+        "enforce" => Ok(CapacityMode::Enforce),
+        "off" => Ok(CapacityMode::Off),
+        other => Err(format!("capacity must be enforce or off, not {other:?}")),
     }
 }
 
@@ -364,6 +379,7 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         time_to_live_sweep_interval: Duration::from_secs(args.ttl_sweep_seconds),
         time_to_live_change_cooldown: Duration::from_secs(args.ttl_cooldown_seconds),
         transient_status_delay: transient_status_delay(&args),
+        capacity: args.capacity,
         ..Options::default()
     };
     if let Some(limit) = args.item_collection_limit {
@@ -955,6 +971,21 @@ mod tests {
             Some(CorsOrigins::Any)
         );
         assert_eq!(parse("shoal -help").err().as_deref(), Some("help"));
+    }
+
+    #[test]
+    fn capacity_is_enforced_only_when_asked() {
+        assert_eq!(serve_args("shoal serve").capacity, CapacityMode::Off);
+        assert_eq!(
+            serve_args("shoal serve --capacity enforce").capacity,
+            CapacityMode::Enforce
+        );
+        assert_eq!(
+            serve_args("shoal serve --capacity off").capacity,
+            CapacityMode::Off
+        );
+        let error = parse("shoal serve --capacity on").err().unwrap();
+        assert!(error.contains("enforce or off"), "{error}");
     }
 
     #[test]
