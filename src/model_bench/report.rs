@@ -13,10 +13,9 @@ use serde_json::Value;
 use super::model::{Model, Prices};
 use super::run::{CompiledPattern, RunStats};
 
-/// Read units one partition serves per second (SPEC-2 §7.1).
-pub const PARTITION_READ_UNITS_MAX: f64 = 3000.0;
-/// Write units one partition serves per second.
-pub const PARTITION_WRITE_UNITS_MAX: f64 = 1000.0;
+/// The per-partition limits are the ones capacity emulation enforces, so the report and the
+/// server agree on what a hot partition is.
+use shoal_tables::table::throttle::{PARTITION_READ_UNITS_MAX, PARTITION_WRITE_UNITS_MAX};
 /// The item collection cap of a table with an LSI, in GB.
 pub const COLLECTION_GB_MAX: f64 = 10.0;
 /// Hours in a billing month (AWS's convention).
