@@ -11,7 +11,7 @@ use aws_sdk_dynamodb::types::{
 use aws_sdk_dynamodb::Client;
 
 mod sdk_server;
-use sdk_server::{definition, key_element, Server};
+use sdk_server::{definition, http_get, key_element, Server};
 
 fn s(v: &str) -> AttributeValue {
     AttributeValue::S(v.to_string())
@@ -650,22 +650,4 @@ async fn table_settings_and_tags_through_the_sdk() {
         .await
         .expect("delete the unprotected table");
     server.stop();
-}
-
-/// A plain GET over a fresh connection; returns the body.
-fn http_get(endpoint: &str, path: &str) -> String {
-    use std::io::{Read, Write};
-    let address = endpoint.trim_start_matches("http://");
-    let mut stream = std::net::TcpStream::connect(address).unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
-        .split_once("\r\n\r\n")
-        .map(|(_, body)| body.to_string())
-        .unwrap_or_default()
 }
