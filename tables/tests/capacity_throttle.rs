@@ -360,3 +360,71 @@ fn an_on_demand_cap_throttles_with_the_on_demand_exception() {
         json!("TableWriteMaxOnDemandThroughputExceeded")
     );
 }
+
+#[test]
+fn queries_draw_on_the_index_and_the_partition_they_read() {
+    let (db, _now) = open(CapacityMode::Enforce);
+    db.execute(
+        "CreateTable",
+        json!({
+            "TableName": "Read",
+            "AttributeDefinitions": [
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "N"},
+                {"AttributeName": "g", "AttributeType": "S"}
+            ],
+            "KeySchema": [
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"}
+            ],
+            "GlobalSecondaryIndexes": [{
+                "IndexName": "Slow",
+                "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+                "ProvisionedThroughput": {"ReadCapacityUnits": 1, "WriteCapacityUnits": 100}
+            }],
+            "ProvisionedThroughput": {"ReadCapacityUnits": 40000, "WriteCapacityUnits": 100}
+        }),
+    )
+    .unwrap();
+    let query = |pk: &str| {
+        db.execute(
+            "Query",
+            json!({"TableName": "Read", "KeyConditionExpression": "pk = :pk",
+                   "ExpressionAttributeValues": {":pk": {"S": pk}}, "ConsistentRead": true}),
+        )
+    };
+    // A partition serves 3,000 strongly consistent one-unit reads a second.
+    for _ in 0..3000 {
+        db.execute(
+            "GetItem",
+            json!({"TableName": "Read", "Key": item("hot", 0), "ConsistentRead": true}),
+        )
+        .unwrap();
+    }
+    let error = query("hot").unwrap_err();
+    assert_eq!(
+        throttling_reasons(&error, "ThrottlingReasons")[0]["reason"],
+        json!("TableReadKeyRangeThroughputExceeded")
+    );
+    query("cold").unwrap();
+
+    // 300 s of 1 RCU on the index, half a unit per eventually consistent page.
+    let query_index = |g: &str| {
+        db.execute(
+            "Query",
+            json!({"TableName": "Read", "IndexName": "Slow", "KeyConditionExpression": "g = :g",
+                   "ExpressionAttributeValues": {":g": {"S": g}}}),
+        )
+    };
+    for n in 0..600 {
+        query_index(&format!("g{n}")).unwrap();
+    }
+    let error = query_index("g").unwrap_err();
+    assert_eq!(
+        throttling_reasons(&error, "ThrottlingReasons")[0]["reason"],
+        json!("IndexReadProvisionedThroughputExceeded")
+    );
+    // The table's own reads are not the index's.
+    query("cold").unwrap();
+}
