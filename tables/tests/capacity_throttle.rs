@@ -428,3 +428,35 @@ fn queries_draw_on_the_index_and_the_partition_they_read() {
     // The table's own reads are not the index's.
     query("cold").unwrap();
 }
+
+#[test]
+fn partiql_statements_draw_on_the_same_buckets() {
+    let (db, _now) = open(CapacityMode::Enforce);
+    provisioned_table(&db, "Statements", 1, 1);
+    // Burst credit: 300 s of 1 WCU. Each INSERT of a small item is 1 WCU.
+    let mut refused = None;
+    for n in 0..400u64 {
+        let statement = format!("INSERT INTO Statements VALUE {{'pk': 'p', 'sk': {n}}}");
+        if let Err(error) = db.execute("ExecuteStatement", json!({"Statement": statement})) {
+            refused = Some((n, error));
+            break;
+        }
+    }
+    let (n, error) = refused.expect("the burst runs out");
+    assert!((290..=310).contains(&n), "refused at {n}");
+    assert_eq!(
+        error.code,
+        ErrorCode::ProvisionedThroughputExceededException
+    );
+    // A batch slot reports it with its own code.
+    let batch = db
+        .execute(
+            "BatchExecuteStatement",
+            json!({"Statements": [{"Statement": "INSERT INTO Statements VALUE {'pk': 'q', 'sk': 1}"}]}),
+        )
+        .unwrap();
+    assert_eq!(
+        batch["Responses"][0]["Error"]["Code"],
+        "ProvisionedThroughputExceeded"
+    );
+}

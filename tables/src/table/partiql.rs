@@ -1,7 +1,8 @@
 //! ExecuteStatement, BatchExecuteStatement and ExecuteTransaction (SPEC-2 §3): each statement
 //! is parsed (`shoal_expr::partiql`), compiled onto an item operation
-//! (`table/partiql_compile.rs`) and run by that operation, so every rule, index, capacity
-//! figure and stream record is the operation's own.
+//! (`table/partiql_compile.rs`) and run by that operation, under the same capacity emulation
+//! (`table/throttled.rs`), so every rule, index, capacity figure, throttle and stream record
+//! is the operation's own.
 
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -315,7 +316,7 @@ impl Database {
                 let mut request = compile_update(update, &table, parameters)?;
                 request.return_consumed_capacity = capacity_name;
                 request.return_values_on_condition_check_failure = on_failure;
-                let result = self.update_item(request)?;
+                let result = self.throttled(request, |input| self.update_item(input))?;
                 output.items.extend(result.attributes);
                 output.consumed_capacity = result.consumed_capacity;
             }
@@ -324,7 +325,7 @@ impl Database {
                 let mut request = compile_delete(delete, &table, parameters)?;
                 request.return_consumed_capacity = capacity_name;
                 request.return_values_on_condition_check_failure = on_failure;
-                let result = self.delete_item(request)?;
+                let result = self.throttled(request, |input| self.delete_item(input))?;
                 output.items.extend(result.attributes);
                 output.consumed_capacity = result.consumed_capacity;
             }
@@ -342,7 +343,7 @@ impl Database {
 
     /// An INSERT's PutItem; its failed condition is a duplicate key.
     fn insert_item(&self, put: PutItemInput) -> Result<Option<ConsumedCapacity>, ApiError> {
-        match self.put_item(put) {
+        match self.throttled(put, |input| self.put_item(input)) {
             Ok(result) => Ok(result.consumed_capacity),
             Err(error) if error.code == ErrorCode::ConditionalCheckFailedException => {
                 Err(duplicate_item())
@@ -366,7 +367,7 @@ impl Database {
         match compiled.plan {
             SelectPlan::Get(mut get) => {
                 get.return_consumed_capacity = capacity;
-                let result = self.get_item(get)?;
+                let result = self.throttled(get, |input| self.get_item(input))?;
                 output
                     .items
                     .extend(result.item.map(|item| project(item, projection)));
@@ -376,7 +377,7 @@ impl Database {
                 scan.return_consumed_capacity = capacity;
                 scan.limit = limit.map(|l| l as i64);
                 scan.exclusive_start_key = resume.and_then(|r| r.start_key);
-                let page = self.scan(*scan)?;
+                let page = self.throttled(*scan, |input| self.scan(input))?;
                 output.items.extend(
                     page.items
                         .into_iter()
@@ -417,7 +418,7 @@ impl Database {
                     query.return_consumed_capacity = capacity.clone();
                     query.limit = remaining.map(|l| l as i64);
                     query.exclusive_start_key = start_key.take();
-                    let page = self.query(query)?;
+                    let page = self.throttled(query, |input| self.query(input))?;
                     if let Some(remaining) = remaining.as_mut() {
                         *remaining = remaining.saturating_sub(page.scanned_count as usize);
                     }
@@ -564,7 +565,7 @@ impl Database {
                 get.consistent_read = consistent_read;
                 get.return_consumed_capacity = capacity;
                 let projection = select.projection.as_deref();
-                let result = self.get_item(get)?;
+                let result = self.throttled(get, |input| self.get_item(input))?;
                 response.item = result.item.map(|item| project(item, projection));
                 consumed.extend(result.consumed_capacity);
             }
@@ -577,7 +578,7 @@ impl Database {
                 let mut request = compile_update(update, &table, parameters)?;
                 request.return_consumed_capacity = capacity;
                 request.return_values_on_condition_check_failure = on_failure;
-                let result = self.update_item(request)?;
+                let result = self.throttled(request, |input| self.update_item(input))?;
                 response.item = result.attributes;
                 consumed.extend(result.consumed_capacity);
             }
@@ -585,7 +586,7 @@ impl Database {
                 let mut request = compile_delete(delete, &table, parameters)?;
                 request.return_consumed_capacity = capacity;
                 request.return_values_on_condition_check_failure = on_failure;
-                let result = self.delete_item(request)?;
+                let result = self.throttled(request, |input| self.delete_item(input))?;
                 response.item = result.attributes;
                 consumed.extend(result.consumed_capacity);
             }
@@ -660,7 +661,7 @@ impl Database {
                     }),
                 });
             }
-            let result = self.transact_get_items(TransactGetItemsInput {
+            let result = self.throttled_transact_get_items(TransactGetItemsInput {
                 transact_items: Some(gets),
                 return_consumed_capacity: input.return_consumed_capacity,
             })?;
@@ -695,7 +696,7 @@ impl Database {
             .map(|p| matches!(p.statement(), Statement::Insert(_)))
             .collect();
         let result = self
-            .transact_write_items(TransactWriteItemsInput {
+            .throttled_transact_write_items(TransactWriteItemsInput {
                 transact_items: Some(actions),
                 return_consumed_capacity: input.return_consumed_capacity,
                 return_item_collection_metrics: None,
