@@ -251,6 +251,32 @@ impl Database {
     }
 
     /// ExecuteStatement: one PartiQL statement (SPEC-2 §3).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use shoal_tables::api::partiql::ExecuteStatementInput;
+    /// use shoal_tables::{Database, Options};
+    /// use shoal_model::AttributeValue;
+    ///
+    /// let db = Database::open_in_memory(Options::default())?;
+    /// db.execute("CreateTable", json!({
+    ///     "TableName": "Music",
+    ///     "AttributeDefinitions": [{"AttributeName": "Artist", "AttributeType": "S"}],
+    ///     "KeySchema": [{"AttributeName": "Artist", "KeyType": "HASH"}],
+    ///     "BillingMode": "PAY_PER_REQUEST"
+    /// }))?;
+    /// let run = |statement: &str, parameters: Option<Vec<AttributeValue>>| {
+    ///     db.execute_statement(ExecuteStatementInput {
+    ///         statement: Some(statement.to_string()),
+    ///         parameters,
+    ///         ..ExecuteStatementInput::default()
+    ///     })
+    /// };
+    /// run("INSERT INTO Music VALUE {'Artist': 'Ada', 'Plays': 1}", None)?;
+    /// let found = run("SELECT Plays FROM Music WHERE Artist = ?", Some(vec![AttributeValue::S("Ada".into())]))?;
+    /// assert_eq!(found.items.len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn execute_statement(
         &self,
         input: ExecuteStatementInput,
