@@ -17,7 +17,9 @@ use shoal_vfs::Fs;
 
 use crate::api::common::{data_table_not_found, table_not_found};
 use crate::table::catalog::{TableDef, METADATA_PREFIX};
+use crate::table::conflicts::InFlight;
 use crate::table::keys;
+use crate::table::lag::{self, Lag, LagTicker, LaggedSnapshots};
 use crate::table::locks::CollectionLocks;
 use crate::table::stats;
 use crate::table::stream::StreamRetention;
@@ -66,6 +68,20 @@ pub struct Options {
     /// Whether requests through [`Database::execute`] are throttled as DynamoDB throttles
     /// them (`table::throttle`); off by default, as in DynamoDB Local. Time is `clock`'s.
     pub capacity: crate::table::throttle::CapacityMode,
+    /// How long a global secondary index takes to show a write (`table::lag`); None (the
+    /// default) shows it at once.
+    pub gsi_lag: Option<Lag>,
+    /// How stale an eventually consistent read (ConsistentRead false) may be
+    /// (`table::lag`); None (the default) reads the latest state.
+    pub eventual_read_lag: Option<Lag>,
+    /// Seed of the lags drawn from a range: the same seed draws the same lags.
+    pub lag_seed: u64,
+    /// Whether writes meeting an in-flight transaction fail as DynamoDB's do
+    /// (`table::conflicts`) instead of waiting for it; off by default.
+    pub transaction_conflicts: bool,
+    /// A testing knob: every write stays in flight this long after taking its locks, so
+    /// that a conflict (or a wait) can be met on purpose. Zero by default.
+    pub write_hold: Duration,
 }
 
 /// The time Time to Live decisions are made at: the system clock, or one a test controls.
@@ -117,6 +133,11 @@ impl Default for Options {
             upkeep: true,
             transient_status_delay: Duration::ZERO,
             capacity: crate::table::throttle::CapacityMode::Off,
+            gsi_lag: None,
+            eventual_read_lag: None,
+            lag_seed: 0,
+            transaction_conflicts: false,
+            write_hold: Duration::ZERO,
         }
     }
 }
@@ -173,6 +194,13 @@ pub struct Database {
     pub(crate) endpoint_address: RwLock<String>,
     /// Tables CREATING, UPDATING or DELETING for `Options::transient_status_delay`.
     pub(crate) transitions: Arc<crate::table::transient::Transitions>,
+    /// Recent snapshots for lagged reads (`table::lag`), with `Options::gsi_lag` or
+    /// `Options::eventual_read_lag`.
+    pub(crate) lagged: Option<Arc<LaggedSnapshots>>,
+    /// Keeps `lagged` current; stopped on drop.
+    _lag_ticker: Option<LagTicker>,
+    /// Items of writes in flight, with `Options::transaction_conflicts`.
+    pub(crate) in_flight: Option<Arc<InFlight>>,
 }
 
 /// The catalog as stored in the current durable version of `db`.
@@ -242,10 +270,27 @@ impl Database {
         let transitions = Arc::new(crate::table::transient::Transitions::new(
             options.transient_status_delay,
         ));
+        let db = Arc::new(db);
+        let horizon = [options.gsi_lag, options.eventual_read_lag]
+            .into_iter()
+            .flatten()
+            .map(|lag| lag.max)
+            .max()
+            .filter(|horizon| !horizon.is_zero());
+        let (lagged, lag_ticker) = match horizon {
+            Some(horizon) => {
+                let (lagged, ticker) = lag::start(&db, horizon, options.lag_seed)?;
+                (Some(lagged), Some(ticker))
+            }
+            None => (None, None),
+        };
+        let in_flight = options
+            .transaction_conflicts
+            .then(|| Arc::new(InFlight::default()));
         let throttle =
             crate::table::throttle::Throttle::new(options.capacity, options.clock.clone());
         let database = Database {
-            db: Arc::new(db),
+            db,
             throttle,
             stats: Arc::new(stats::TableStatistics::new(stats_tree)),
             options,
@@ -262,6 +307,9 @@ impl Database {
                 crate::table::settings::ENDPOINT_ADDRESS_DEFAULT.to_string(),
             ),
             transitions,
+            lagged,
+            _lag_ticker: lag_ticker,
+            in_flight,
         };
         database.reload_catalog()?;
         database
@@ -303,6 +351,9 @@ impl Database {
             upkeep: Mutex::new(None),
             endpoint_address: RwLock::new(self.endpoint_address.read().clone()),
             transitions: Arc::clone(&self.transitions),
+            lagged: self.lagged.clone(),
+            _lag_ticker: None,
+            in_flight: self.in_flight.clone(),
         }
     }
 
@@ -366,6 +417,14 @@ impl Database {
     /// The underlying LSM database (statistics, snapshots, checks).
     pub fn lsm(&self) -> &Db {
         &self.db
+    }
+
+    /// Items that writes hold in flight now (`Options::transaction_conflicts`; always 0
+    /// without it): lets a test wait until a held write is in flight.
+    pub fn items_in_flight(&self) -> usize {
+        self.in_flight
+            .as_ref()
+            .map_or(0, |in_flight| in_flight.len())
     }
 
     /// The options the database was opened with.

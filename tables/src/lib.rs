@@ -18,5 +18,6 @@ pub mod table;
 pub use database::{Clock, Database, Options};
 pub use dispatch::{never_waits, STREAMS_OPERATIONS, SUPPORTED_OPERATIONS};
 pub use shoal_wal::Durability;
+pub use table::lag::Lag;
 pub use table::stream::{EventName, StreamRecord};
 pub use table::streams_api::{StreamReader, StreamStart};

@@ -8,7 +8,8 @@
 //! less). The batch itself never throttles: with capacity emulation on, the items it
 //! refuses come back as `UnprocessedItems` (`table::throttled`), otherwise it is `{}`.
 //!
-//! BatchGetItem reads every key at one snapshot. When the items read reach 16 MB the rest
+//! BatchGetItem reads every key at one snapshot (the keys of tables read without
+//! ConsistentRead at one lagged snapshot, with `Options::eventual_read_lag`). When the items read reach 16 MB the rest
 //! of the keys are returned as `UnprocessedKeys`, with their table's read parameters.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -118,8 +119,18 @@ impl Database {
                 ));
             }
         }
+        let mut items = Vec::new();
+        if self.in_flight.is_some() {
+            for group in groups.values() {
+                for write in &group.writes {
+                    items.push((group.table.tree, write.key.base_key()?));
+                }
+            }
+        }
         let (plans, records) = {
+            let _in_flight = self.in_flight.as_ref().map(|f| f.claim_batch(items));
             let _collections = self.locks.lock_many(stripes);
+            self.hold_in_flight();
             let mut plans: Vec<(&TableDef, Vec<WritePlan>)> = Vec::with_capacity(groups.len());
             for group in groups.values() {
                 let mut table_plans = Vec::with_capacity(group.writes.len());
@@ -189,16 +200,22 @@ impl Database {
         }
 
         let snapshot = self.db.snapshot();
+        // Tables read without ConsistentRead share one lagged snapshot, if reads lag.
+        let lagged = self.lagged_snapshot(false, None);
         let mut output = BatchGetItemOutput::default();
         let mut units: BTreeMap<String, f64> = BTreeMap::new();
         let mut response_bytes: u64 = 0;
         for ((table, request, keys), projection) in reads.iter().zip(&projections) {
             let consistency = ReadConsistency::from_consistent_read(request.consistent_read);
+            let read_at = match &lagged {
+                Some(lagged) if request.consistent_read != Some(true) => lagged.as_ref(),
+                _ => &snapshot,
+            };
             let found = output.responses.entry(table.name.clone()).or_default();
             for (key, key_item) in keys.iter().zip(&request.keys) {
                 let full = response_bytes >= BATCH_BYTES_MAX;
                 if !full {
-                    let item = self.read_item(table, key, Some(&snapshot))?;
+                    let item = self.read_item(table, key, Some(read_at))?;
                     let size_bytes = item
                         .as_ref()
                         .map_or(0, |item| shoal_model::item_size_bytes(item) as u64);

@@ -62,7 +62,9 @@ impl Database {
         check_new_item(&table, item, false)?;
 
         let (old, plan, record) = {
+            let _in_flight = self.claim_write(&table, &key)?;
             let _collection = self.locks.lock(table.tree, &key.partition_prefix()?);
+            self.hold_in_flight();
             let old = self.read_item(&table, &key, None)?;
             check_condition(
                 condition.as_ref(),
@@ -104,7 +106,9 @@ impl Database {
         let key = key_from_request(&table, input.key.as_ref().unwrap_or(&Item::new()))?;
 
         let (old, plan, record) = {
+            let _in_flight = self.claim_write(&table, &key)?;
             let _collection = self.locks.lock(table.tree, &key.partition_prefix()?);
+            self.hold_in_flight();
             let old = self.read_item(&table, &key, None)?;
             check_condition(
                 condition.as_ref(),
@@ -154,7 +158,9 @@ impl Database {
         }
 
         let (old, new, touched, plan, record) = {
+            let _in_flight = self.claim_write(&table, &key)?;
             let _collection = self.locks.lock(table.tree, &key.partition_prefix()?);
+            self.hold_in_flight();
             let old = self.read_item(&table, &key, None)?;
             check_condition(
                 condition.as_ref(),
@@ -207,8 +213,8 @@ impl Database {
         Ok(write_output(&table, &options, &plan, record, attributes))
     }
 
-    /// GetItem: reads one item (always strongly consistent here; `ConsistentRead` only
-    /// decides the charge).
+    /// GetItem: reads one item: the latest version, unless `Options::eventual_read_lag`
+    /// lags a read without `ConsistentRead` (`table::lag`).
     pub fn get_item(&self, input: GetItemInput) -> Result<GetItemOutput, ApiError> {
         let return_consumed_capacity = input.check_constraints()?;
         let mut legacy = Vec::new();
@@ -235,7 +241,8 @@ impl Database {
         let table = self.data_table(input.table_name.as_deref().unwrap_or_default())?;
         let key = key_from_request(&table, input.key.as_ref().unwrap_or(&Item::new()))?;
 
-        let item = self.read_item(&table, &key, None)?;
+        let lagged = self.lagged_snapshot(false, input.consistent_read);
+        let item = self.read_item(&table, &key, lagged.as_deref())?;
         let size_bytes = item
             .as_ref()
             .map_or(0, |item| shoal_model::item_size_bytes(item) as u64);

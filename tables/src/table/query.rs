@@ -142,7 +142,10 @@ impl Database {
 
         // Read one page at one snapshot.
         let consistency = ReadConsistency::from_consistent_read(request.consistent_read);
-        let snapshot = self.db.snapshot();
+        let snapshot = self.read_snapshot(
+            matches!(target, ReadTarget::Global(_)),
+            request.consistent_read,
+        );
         let direction = if forward {
             Direction::Forward
         } else {
@@ -155,7 +158,7 @@ impl Database {
                 range.lower_ref(),
                 range.upper_ref(),
                 direction,
-                Some(&snapshot),
+                Some(&*snapshot),
             )
             .map_err(internal)?;
         let plan = PagePlan {

@@ -117,7 +117,10 @@ impl Database {
 
         // Read one page at one snapshot.
         let consistency = ReadConsistency::from_consistent_read(request.consistent_read);
-        let snapshot = self.db.snapshot();
+        let snapshot = self.read_snapshot(
+            matches!(target, ReadTarget::Global(_)),
+            request.consistent_read,
+        );
         let tree = target.tree(&table);
         let iter = self
             .db
@@ -126,7 +129,7 @@ impl Database {
                 range.lower_ref(),
                 range.upper_ref(),
                 Direction::Forward,
-                Some(&snapshot),
+                Some(&*snapshot),
             )
             .map_err(internal)?;
         let plan = PagePlan {

@@ -14,6 +14,11 @@
 //! A read transaction reads all its items at one snapshot. Writes commit atomically, so the
 //! snapshot never shows part of a write transaction.
 //!
+//! With `Options::transaction_conflicts`, a write transaction marks its items in flight
+//! before it waits for its locks, and meets other requests as DynamoDB's do
+//! (`table::conflicts`): a transaction on an item another holds is cancelled with
+//! `TransactionConflict` reasons, and so is a read transaction of an item being written.
+//!
 //! `ClientRequestToken`s are remembered in memory ([`TokenTable`]) for 10 minutes after the
 //! transaction completed; they do not survive a restart.
 
@@ -37,6 +42,7 @@ use crate::table::batch::{collection_metrics, read_capacity};
 use crate::table::capacity::{read_units, write_units, ReadConsistency};
 use crate::table::catalog::TableDef;
 use crate::table::collection::{self, CollectionDelta, COLLECTION_SIZE_EXCEEDED_MESSAGE};
+use crate::table::conflicts::TRANSACTION_CONFLICT_MESSAGE;
 use crate::table::keys;
 use crate::table::locks::CollectionLocks;
 use crate::table::throttle::Refusal;
@@ -77,10 +83,27 @@ enum Reason {
         item: Option<Item>,
     },
     ItemCollectionSizeLimitExceeded,
+    /// Another write holds the item in flight (`table::conflicts`).
+    TransactionConflict,
     ValidationError(String),
     /// Capacity emulation refused the action's table or index (`table::throttle`): its
     /// code and message.
     Throttled(&'static str, &'static str),
+}
+
+/// The reasons of a transaction cancelled by conflicts: `TransactionConflict` where
+/// `conflicts` says so, `None` elsewhere.
+fn conflict_reasons(conflicts: &[bool]) -> Vec<Reason> {
+    conflicts
+        .iter()
+        .map(|&conflict| {
+            if conflict {
+                Reason::TransactionConflict
+            } else {
+                Reason::None
+            }
+        })
+        .collect()
 }
 
 impl Reason {
@@ -89,6 +112,7 @@ impl Reason {
             Reason::None => "None",
             Reason::ConditionalCheckFailed { .. } => "ConditionalCheckFailed",
             Reason::ItemCollectionSizeLimitExceeded => "ItemCollectionSizeLimitExceeded",
+            Reason::TransactionConflict => "TransactionConflict",
             Reason::ValidationError(_) => "ValidationError",
             Reason::Throttled(code, _) => code,
         }
@@ -106,6 +130,9 @@ impl Reason {
             }
             Reason::ItemCollectionSizeLimitExceeded => {
                 json!({"Code": self.code(), "Message": COLLECTION_SIZE_EXCEEDED_MESSAGE})
+            }
+            Reason::TransactionConflict => {
+                json!({"Code": self.code(), "Message": TRANSACTION_CONFLICT_MESSAGE})
             }
             Reason::ValidationError(message) => json!({"Code": self.code(), "Message": message}),
             Reason::Throttled(code, message) => json!({"Code": code, "Message": message}),
@@ -260,7 +287,21 @@ impl Database {
                 &action.key.partition_prefix()?,
             ));
         }
+        let _in_flight = match &self.in_flight {
+            Some(in_flight) => {
+                let mut items = Vec::with_capacity(actions.len());
+                for action in actions {
+                    items.push((action.table.tree, action.key.base_key()?));
+                }
+                let claim = in_flight
+                    .claim_transaction(items)
+                    .map_err(|conflicts| cancelled(&conflict_reasons(&conflicts)))?;
+                Some(claim)
+            }
+            None => None,
+        };
         let _collections = self.locks.lock_many(stripes);
+        self.hold_in_flight();
 
         let mut reasons = Vec::with_capacity(actions.len());
         let mut decided = Vec::with_capacity(actions.len());
@@ -418,6 +459,19 @@ impl Database {
         }
         if reasons.iter().any(|reason| *reason != Reason::None) {
             return Err(cancelled(&reasons));
+        }
+
+        if let Some(in_flight) = &self.in_flight {
+            let mut items = Vec::with_capacity(gets.len());
+            for (table, key) in tables.iter().zip(&keys) {
+                if let Some(key) = key {
+                    items.push((table.tree, key.base_key()?));
+                }
+            }
+            let busy = in_flight.busy(&items);
+            if busy.contains(&true) {
+                return Err(cancelled(&conflict_reasons(&busy)));
+            }
         }
 
         let snapshot = self.db.snapshot();
