@@ -18,7 +18,7 @@ use shoal_server::config::{CONNECTIONS_PER_CLIENT_MAX_DEFAULT, HANDLER_THREADS_D
 use shoal_server::{AuthMode, CorsOrigins, EngineHandler, ServerConfig};
 use shoal_tables::table::check::CheckProgress;
 use shoal_tables::table::throttle::CapacityMode;
-use shoal_tables::{Database, Durability, Options};
+use shoal_tables::{Database, Durability, Lag, Options};
 
 /// mimalloc instead of the C library's allocator: a request allocates and frees many small
 /// strings and maps (items decoded for a Query, JSON text), where glibc's malloc spent a
@@ -284,6 +284,28 @@ struct ServeArgs {
     /// default, as in DynamoDB Local) never throttles.
     #[arg(long, value_name = "MODE", default_value = "off", value_parser = parse_capacity)]
     capacity: CapacityMode,
+    /// Global secondary indexes show a write only this long after it, in milliseconds: `MS`
+    /// (fixed) or `MIN-MAX` (drawn per read), as DynamoDB's asynchronous index updates do.
+    /// Off by default: indexes are current at once.
+    #[arg(long, value_name = "MS|MIN-MAX", value_parser = Lag::parse)]
+    gsi_lag: Option<Lag>,
+    /// Reads without ConsistentRead (GetItem, Query, Scan, BatchGetItem) see the table as
+    /// it was this long ago, in milliseconds: `MS` or `MIN-MAX`. Strongly consistent reads
+    /// always see the latest. Off by default.
+    #[arg(long, value_name = "MS|MIN-MAX", value_parser = Lag::parse)]
+    eventual_reads: Option<Lag>,
+    /// Seed of the lags drawn from a `MIN-MAX` range: the same seed draws the same lags.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    lag_seed: u64,
+    /// Writes on an item of an in-flight transaction fail as DynamoDB's do
+    /// (TransactionConflictException, or a TransactionConflict cancellation reason) instead
+    /// of waiting for it.
+    #[arg(long)]
+    transaction_conflicts: bool,
+    /// Testing knob: every write stays in flight this many milliseconds after taking its
+    /// locks, so that a test can meet a transaction conflict on purpose.
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    write_hold_ms: u64,
     /// Accepted for DynamoDB Local compatibility (-optimizeDbBeforeStartup), no effect:
     /// there is nothing to optimise before startup.
     #[arg(long, hide = true)]
@@ -380,6 +402,11 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         time_to_live_change_cooldown: Duration::from_secs(args.ttl_cooldown_seconds),
         transient_status_delay: transient_status_delay(&args),
         capacity: args.capacity,
+        gsi_lag: args.gsi_lag,
+        eventual_read_lag: args.eventual_reads,
+        lag_seed: args.lag_seed,
+        transaction_conflicts: args.transaction_conflicts,
+        write_hold: Duration::from_millis(args.write_hold_ms),
         ..Options::default()
     };
     if let Some(limit) = args.item_collection_limit {
@@ -939,6 +966,29 @@ mod tests {
             assert!(flags.iter().any(|f| f == flag), "{flag} in {flags:?}");
         }
         assert!(!flags.iter().any(|f| f == "--in-memory"), "{flags:?}");
+    }
+
+    #[test]
+    fn consistency_flags_reach_the_options() {
+        let serve = serve_args(
+            "shoal serve --gsi-lag 250 --eventual-reads 10-900 --lag-seed 7 \
+             --transaction-conflicts --write-hold-ms 40",
+        );
+        assert_eq!(serve.gsi_lag, Some(Lag::fixed(Duration::from_millis(250))));
+        assert_eq!(
+            serve.eventual_reads,
+            Some(Lag {
+                min: Duration::from_millis(10),
+                max: Duration::from_millis(900)
+            })
+        );
+        assert_eq!(serve.lag_seed, 7);
+        assert!(serve.transaction_conflicts);
+        assert_eq!(serve.write_hold_ms, 40);
+        let defaults = serve_args("shoal serve");
+        assert_eq!((defaults.gsi_lag, defaults.eventual_reads), (None, None));
+        assert!(!defaults.transaction_conflicts);
+        assert!(parse("shoal serve --gsi-lag 900-10").is_err());
     }
 
     #[test]

@@ -92,6 +92,18 @@ impl Server {
         Client::from_conf(config)
     }
 
+    /// A client that never retries, for tests that expect the first answer to be an error
+    /// the SDK would otherwise retry.
+    pub fn client_without_retries(&self) -> Client {
+        let config = self
+            .client()
+            .config()
+            .to_builder()
+            .retry_config(aws_sdk_dynamodb::config::retry::RetryConfig::disabled())
+            .build();
+        Client::from_conf(config)
+    }
+
     /// A DynamoDB Streams client for the same endpoint (Shoal serves both APIs on one).
     pub fn streams_client(&self) -> aws_sdk_dynamodbstreams::Client {
         let config = aws_sdk_dynamodbstreams::Config::builder()
