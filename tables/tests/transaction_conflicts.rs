@@ -119,6 +119,18 @@ fn writes_meeting_a_transaction_in_flight_fail_and_plain_reads_do_not() {
         let error = err(&db, "TransactGetItems", gets);
         assert_eq!(reason_codes(&error), ["None", "TransactionConflict"]);
 
+        // PartiQL meets the same conflicts.
+        let statement = json!({"Statement": "UPDATE \"Plain\" SET n = 9 WHERE id = 1"});
+        assert_eq!(
+            err(&db, "ExecuteStatement", statement).code,
+            ErrorCode::TransactionConflictException
+        );
+        let statements = json!({"TransactStatements": [
+            {"Statement": "UPDATE \"Plain\" SET n = 9 WHERE id = 2"}
+        ]});
+        let error = err(&db, "ExecuteTransaction", statements);
+        assert_eq!(reason_codes(&error), ["TransactionConflict"]);
+
         // GetItem never conflicts: it reads what was committed.
         assert_eq!(stored_n(&db, "1"), Some("0".into()));
 

@@ -138,10 +138,12 @@ impl LaggedSnapshots {
     fn tick(&self, db: &Db) {
         let now = Instant::now();
         let mut ring = self.ring.lock();
-        let moved = ring
-            .back()
-            .is_none_or(|(_, newest)| newest.seq() != db.visible_seq());
-        if moved {
+        // Spaced at least a tick apart whatever wakes the thread, so the ring's length stays
+        // within the horizon over the tick, plus two.
+        let due = ring.back().is_none_or(|(taken, newest)| {
+            newest.seq() != db.visible_seq() && now.saturating_duration_since(*taken) >= self.tick
+        });
+        if due {
             ring.push_back((now, Arc::new(db.snapshot())));
         }
         // Keep the newest snapshot at least `horizon` old (what the longest lag reads) and
@@ -335,6 +337,7 @@ mod tests {
             let mut batch = shoal_engine::WriteBatch::default();
             batch.put(tree, b"k", value).unwrap();
             db.write(batch).unwrap();
+            std::thread::sleep(ring.tick);
             ring.tick(&db);
         };
         write(b"old");
