@@ -630,6 +630,15 @@ impl Db {
         Ok(self.wal.sync()?)
     }
 
+    /// Loses what a power cut would, for a process about to end itself on purpose: the WAL's
+    /// bytes not yet fdatasynced are zeroed, and no write, flush or WAL sync can start after
+    /// (they wait for the WAL forever). Nothing else needs dropping: SSTables and manifests
+    /// are synced before a version names them, and files no version names are removed at
+    /// the next open. Returns the WAL bytes lost.
+    pub fn lose_unsynced_writes(&self) -> Result<u64, DbError> {
+        Ok(self.wal.lose_unsynced()?)
+    }
+
     /// WAL statistics (commits, groups, syncs, bytes).
     pub fn wal_stats(&self) -> shoal_wal::WalStats {
         self.wal.stats()

@@ -184,6 +184,13 @@ impl WritableFile for MappedWritable {
         self.position.load(Ordering::Relaxed)
     }
 
+    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        // Through pwrite, not the window: the page cache is the same, and this is rare (a
+        // simulated power loss zeroing the unsynced tail), so no mapping is worth making.
+        self.unmap_window_within(offset, offset.saturating_add(data.len() as u64));
+        self.file.write_all_at(data, offset)
+    }
+
     fn start_writeback(&self, offset: u64, len: u64) -> io::Result<()> {
         self.unmap_window_within(offset, offset.saturating_add(len));
         crate::file_calls::sync_file_range_write(&self.file, offset, len)

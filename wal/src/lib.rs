@@ -390,6 +390,13 @@ impl<B: WalBatch, A: Applier<B>> Wal<B, A> {
         self.log.sync()
     }
 
+    /// Zeroes every byte not yet fdatasynced, as a power cut would lose it, and blocks all
+    /// further writing and syncing for good: for a process about to end itself. Returns the
+    /// bytes lost.
+    pub fn lose_unsynced(&self) -> Result<u64, WalError> {
+        self.log.lose_unsynced()
+    }
+
     /// Why the WAL stopped accepting writes, if it did.
     pub fn poisoned(&self) -> Option<String> {
         self.log.poisoned()

@@ -299,6 +299,32 @@ impl Log {
         Ok(())
     }
 
+    /// Loses what a power cut would: zeroes the current segment past its synced offset
+    /// (earlier segments were synced whole when rotated out) and fdatasyncs the zeros. The
+    /// writer lock is then kept for good, so nothing is written after: this is for a process
+    /// about to end itself (`shoal`'s crash call), which reopens to the synced log. Returns the
+    /// bytes lost.
+    pub fn lose_unsynced(&self) -> Result<u64, WalError> {
+        let writer = self.writer.lock();
+        let lost = writer.position - writer.synced_offset;
+        let path = segment_path(&self.dir, writer.number);
+        let zeros = vec![0u8; usize::try_from(lost.min(WRITEBACK_STEP_BYTES)).unwrap_or(0)];
+        let mut offset = writer.synced_offset;
+        while offset < writer.position {
+            let len = (writer.position - offset).min(zeros.len() as u64);
+            writer
+                .file
+                .write_at(offset, &zeros[..len as usize])
+                .map_err(|source| WalError::io("zero the unsynced tail", &path, source))?;
+            offset += len;
+        }
+        if lost > 0 {
+            self.fdatasync(writer.file.as_ref(), writer.number)?;
+        }
+        std::mem::forget(writer);
+        Ok(lost)
+    }
+
     /// Makes the current segment durable and starts the next one (see the format docs for
     /// why the order matters).
     fn rotate(&self, writer: &mut SegmentWriter) -> Result<(), WalError> {
