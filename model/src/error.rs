@@ -34,6 +34,8 @@ pub enum ErrorCode {
     /// Streams: a position before the oldest record still retained.
     TrimmedDataAccessException,
     InternalServerError,
+    /// HTTP 503: the service cannot take the request now (only injected faults send it).
+    ServiceUnavailable,
 }
 
 impl ErrorCode {
@@ -71,9 +73,17 @@ impl ErrorCode {
             ErrorCode::ExpiredIteratorException => "ExpiredIteratorException",
             ErrorCode::TrimmedDataAccessException => "TrimmedDataAccessException",
             ErrorCode::InternalServerError => "InternalServerError",
+            ErrorCode::ServiceUnavailable => "ServiceUnavailable",
         }
     }
 }
+
+/// DynamoDB's `ThrottlingException` text (SPEC-2 §7.2).
+pub const THROTTLING_MESSAGE: &str = "Rate of requests exceeds the allowed throughput.";
+
+/// DynamoDB's text for a `TransactionConflict` cancellation reason, and Shoal's for
+/// `TransactionConflictException` (SPEC-2 §7.3 suggests the same words).
+pub const TRANSACTION_CONFLICT_MESSAGE: &str = "Transaction is ongoing for the item";
 
 /// An error answered to a DynamoDB client.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,6 +116,31 @@ impl ApiError {
     /// A `ValidationException` with `message`.
     pub fn validation(message: impl Into<String>) -> ApiError {
         ApiError::new(ErrorCode::ValidationException, message)
+    }
+
+    /// `ThrottlingException` with DynamoDB's text (SPEC-2 §7.2).
+    pub fn throttling() -> ApiError {
+        ApiError::new(ErrorCode::ThrottlingException, THROTTLING_MESSAGE)
+    }
+
+    /// `InternalServerError` with the text Shoal answers a failure of its own with.
+    pub fn internal_server_error() -> ApiError {
+        ApiError::new(ErrorCode::InternalServerError, "Internal server error")
+    }
+
+    /// `TransactionCanceledException` with its `CancellationReasons` (each an object with a
+    /// `Code`), in request order; the message lists their codes as DynamoDB's does.
+    pub fn transaction_canceled(reasons: Vec<serde_json::Value>) -> ApiError {
+        let codes: Vec<&str> = reasons
+            .iter()
+            .map(|reason| reason["Code"].as_str().unwrap_or("None"))
+            .collect();
+        let message = format!(
+            "Transaction cancelled, please refer cancellation reasons for specific reasons [{}]",
+            codes.join(", ")
+        );
+        ApiError::new(ErrorCode::TransactionCanceledException, message)
+            .with_extra("CancellationReasons", serde_json::Value::Array(reasons))
     }
 
     /// A `SerializationException` with `message`.
@@ -154,6 +189,7 @@ impl ErrorCode {
             ExpiredIteratorException,
             TrimmedDataAccessException,
             InternalServerError,
+            ServiceUnavailable,
         ]
         .into_iter()
         .find(|code| code.name() == name)

@@ -35,7 +35,8 @@ pub fn error_namespace(code: ErrorCode) -> &'static str {
         // SPEC-2 §1.2: the streams errors share DynamoDB's namespace.
         | ErrorCode::ExpiredIteratorException
         | ErrorCode::TrimmedDataAccessException
-        | ErrorCode::InternalServerError => "com.amazonaws.dynamodb.v20120810",
+        | ErrorCode::InternalServerError
+        | ErrorCode::ServiceUnavailable => "com.amazonaws.dynamodb.v20120810",
     }
 }
 
@@ -44,11 +45,12 @@ pub fn error_type(code: ErrorCode) -> String {
     format!("{}#{}", error_namespace(code), code.name())
 }
 
-/// The HTTP status AWS answers `code` with: 500 for `InternalServerError`, 400 for every
-/// client error (throttling included).
+/// The HTTP status AWS answers `code` with: 500 for `InternalServerError`, 503 for
+/// `ServiceUnavailable`, 400 for every client error (throttling included).
 pub fn error_status(code: ErrorCode) -> StatusCode {
     match code {
         ErrorCode::InternalServerError => StatusCode::INTERNAL_SERVER_ERROR,
+        ErrorCode::ServiceUnavailable => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::BAD_REQUEST,
     }
 }
@@ -106,6 +108,10 @@ mod tests {
         assert_eq!(
             error_status(ErrorCode::InternalServerError),
             StatusCode::INTERNAL_SERVER_ERROR
+        );
+        assert_eq!(
+            error_status(ErrorCode::ServiceUnavailable),
+            StatusCode::SERVICE_UNAVAILABLE
         );
         assert_eq!(
             error_status(ErrorCode::ThrottlingException),

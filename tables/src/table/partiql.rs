@@ -891,18 +891,7 @@ fn duplicates_in_reasons(error: ApiError, inserts: &[bool]) -> ApiError {
             }
         })
         .collect();
-    let codes: Vec<&str> = reasons
-        .iter()
-        .map(|r| r["Code"].as_str().unwrap_or("None"))
-        .collect();
-    ApiError::new(
-        ErrorCode::TransactionCanceledException,
-        format!(
-            "Transaction cancelled, please refer cancellation reasons for specific reasons [{}]",
-            codes.join(", ")
-        ),
-    )
-    .with_extra("CancellationReasons", Value::Array(reasons))
+    ApiError::transaction_canceled(reasons)
 }
 
 #[cfg(test)]

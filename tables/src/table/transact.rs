@@ -142,18 +142,7 @@ impl Reason {
 
 /// `TransactionCanceledException` with its reasons, in request order.
 fn cancelled(reasons: &[Reason]) -> ApiError {
-    let codes: Vec<&str> = reasons.iter().map(Reason::code).collect();
-    ApiError::new(
-        ErrorCode::TransactionCanceledException,
-        format!(
-            "Transaction cancelled, please refer cancellation reasons for specific reasons [{}]",
-            codes.join(", ")
-        ),
-    )
-    .with_extra(
-        "CancellationReasons",
-        Value::Array(reasons.iter().map(Reason::to_json).collect()),
-    )
+    ApiError::transaction_canceled(reasons.iter().map(Reason::to_json).collect())
 }
 
 /// The TransactionCanceledException of a transaction whose actions capacity emulation
