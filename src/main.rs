@@ -15,6 +15,7 @@ use indicatif::{BinaryBytes, HumanCount, HumanDuration, ProgressBar, ProgressSty
 use shoal::model_bench;
 use shoal_engine::DbOptions;
 use shoal_server::config::{CONNECTIONS_PER_CLIENT_MAX_DEFAULT, HANDLER_THREADS_DEFAULT};
+use shoal_server::faults::{parse_rule_set, RuleSet};
 use shoal_server::{AuthMode, CorsOrigins, EngineHandler, ServerConfig};
 use shoal_tables::table::check::CheckProgress;
 use shoal_tables::table::throttle::CapacityMode;
@@ -266,6 +267,18 @@ struct ServeArgs {
     /// rest wait their turn without a thread each.
     #[arg(long, value_name = "N", default_value_t = HANDLER_THREADS_DEFAULT as u64, value_parser = parse_count)]
     handler_threads: u64,
+    /// Serve the admin API under /shoal/ on the same port: fault rules (/shoal/faults) and
+    /// a deliberate crash (/shoal/crash). Loopback clients only, unless
+    /// --admin-allow-remote.
+    #[arg(long)]
+    admin: bool,
+    /// Let clients whose address is not loopback use the admin API.
+    #[arg(long, requires = "admin")]
+    admin_allow_remote: bool,
+    /// Fault rules in force from the start (JSON, docs/TESTING-TOOLS.md); no need for
+    /// --admin.
+    #[arg(long, value_name = "FILE")]
+    faults: Option<PathBuf>,
     /// Accepted for DynamoDB Local compatibility (-sharedDb): Shoal always serves one
     /// database to every access key and region.
     #[arg(long, hide = true)]
@@ -418,6 +431,10 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         },
         None => AuthMode::AcceptAnyWellFormed,
     };
+    let faults = match &args.faults {
+        Some(path) => load_fault_rules(path)?,
+        None => RuleSet::default(),
+    };
     let database = if args.in_memory {
         Database::open_in_memory(options)
     } else {
@@ -435,6 +452,9 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         connections_per_client_max: usize::try_from(args.connections_per_client)
             .unwrap_or(usize::MAX),
         handler_threads,
+        admin: args.admin,
+        admin_allow_remote: args.admin_allow_remote,
+        faults,
         ..ServerConfig::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -462,6 +482,14 @@ fn serve(args: ServeArgs) -> Result<(), String> {
     drop(database);
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Reads and checks a `--faults` file.
+fn load_fault_rules(path: &Path) -> Result<RuleSet, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+    parse_rule_set(&text, shoal_tables::SUPPORTED_OPERATIONS)
+        .map_err(|error| format!("{}: {error}", path.display()))
 }
 
 /// The `host:port` DescribeEndpoints answers for a server listening on `address`: the

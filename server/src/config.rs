@@ -14,6 +14,7 @@
 //! [`KEY_FILE_KEYS_MAX`] keys; an access key id appearing twice is an error (which secret is
 //! meant would be a guess).
 
+use crate::faults::RuleSet;
 use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
@@ -142,6 +143,12 @@ pub struct ServerConfig {
     pub shutdown_grace: Duration,
     /// The CORS allow-list given with `-cors`; `None` allows any origin (see [`CorsOrigins`]).
     pub cors: Option<CorsOrigins>,
+    /// Serve the admin API under `/shoal/` (fault rules, crash; see the `admin` module).
+    pub admin: bool,
+    /// Let clients whose address is not loopback use the admin API.
+    pub admin_allow_remote: bool,
+    /// Fault rules in force from the start (`--faults FILE`), admin API or not.
+    pub faults: RuleSet,
 }
 
 impl Default for ServerConfig {
@@ -161,6 +168,9 @@ impl Default for ServerConfig {
             signature_clock_skew_max: Duration::from_secs(15 * 60),
             shutdown_grace: Duration::from_secs(10),
             cors: None,
+            admin: false,
+            admin_allow_remote: false,
+            faults: RuleSet::default(),
         }
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use shoal_model::ApiError;
 use shoal_tables::Database;
 
-use crate::handler::DynamoHandler;
+use crate::handler::{kill_this_process, CrashMode, DynamoHandler};
 
 /// Serves a [`Database`] over DynamoDB's protocol.
 pub struct EngineHandler {
@@ -36,6 +36,17 @@ impl DynamoHandler for EngineHandler {
 
     fn runs_inline(&self, operation: &str) -> bool {
         shoal_tables::never_waits(operation)
+    }
+
+    fn crash(&self, mode: CrashMode) -> ! {
+        if mode == CrashMode::PowerLoss {
+            match self.database.lsm().lose_unsynced_writes() {
+                Ok(bytes) => tracing::warn!(bytes, "crash: unsynced WAL bytes dropped"),
+                // Dying anyway: the unsynced bytes are then kept, as after a plain kill.
+                Err(error) => tracing::error!(%error, "crash: could not drop unsynced writes"),
+            }
+        }
+        kill_this_process()
     }
 
     fn render_metrics(&self, out: &mut String) {

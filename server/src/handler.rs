@@ -1,6 +1,28 @@
 //! The seam between the transport and whatever executes operations (the engine adapter).
 
+use serde::Deserialize;
 use shoal_model::ApiError;
+
+/// How `/shoal/crash` ends the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CrashMode {
+    /// The process dies as by SIGKILL: what reached the OS survives.
+    Kill,
+    /// What was not yet fsynced is lost too, then the process dies as by SIGKILL.
+    PowerLoss,
+}
+
+/// Sends this process SIGKILL: nothing is flushed, no destructor or exit handler runs, and
+/// a supervisor sees the same death as from `kill -9`.
+pub fn kill_this_process() -> ! {
+    // SAFETY: kill(2) and getpid(2) on our own process; no memory is involved.
+    unsafe {
+        libc::kill(libc::getpid(), libc::SIGKILL);
+    }
+    // SIGKILL cannot be caught, so this is not reached; abort is the nearest thing if it were.
+    std::process::abort()
+}
 
 /// What the transport calls for each operation; the engine adapter implements it.
 ///
@@ -38,6 +60,14 @@ pub trait DynamoHandler: Send + Sync + 'static {
     /// microseconds. The default runs everything on the blocking pool.
     fn runs_inline(&self, _operation: &str) -> bool {
         false
+    }
+
+    /// Ends the process at once, as the admin API's `/shoal/crash` asks: like SIGKILL, after
+    /// first losing what a power cut would for [`CrashMode::PowerLoss`] (the handler knows
+    /// its storage). The default knows no storage and only kills.
+    fn crash(&self, mode: CrashMode) -> ! {
+        let _ = mode;
+        kill_this_process()
     }
 
     /// Appends engine statistics to the `/metrics` page, in Prometheus text format (one

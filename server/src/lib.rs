@@ -9,6 +9,8 @@
 //! 0. A request line or headers over `header_bytes_max` (16 KiB each, DynamoDB's caps) → `400`
 //!    ValidationException `Request line exceeds <n> bytes` / `Request headers exceed <n> bytes`.
 //!    `OPTIONS` with `Origin` or `Access-Control-Request-Method` → the CORS preflight answer.
+//!    With `admin` set, paths under `/shoal/` are the admin API (fault rules, crash); see the
+//!    `admin` module.
 //! 1. `GET /` → `200 healthy: dynamodb.<region>.amazonaws.com ` (dynalite's health answer);
 //!    `GET /metrics` → Prometheus text; anything else that is not a `POST /` whose content
 //!    type is `application/x-amz-json-1.0` / `application/json` (or that has neither a content
@@ -27,7 +29,9 @@
 //! 4. Missing or unknown `X-Amz-Target` → `UnknownOperationException` (no message, as AWS).
 //! 5. Authentication ([`AuthMode`]; see the `auth` module docs for the checks and messages),
 //!    over the body as sent.
-//! 6. The handler: shape → `SerializationException`, constraints → `ValidationException`,
+//! 6. Fault rules (`faults`): a matching rule may delay the request, drop its connection or
+//!    answer an error instead of (or, `after_apply`, after) the handler.
+//! 7. The handler: shape → `SerializationException`, constraints → `ValidationException`,
 //!    semantics, execution. A handler panic → `500 InternalServerError`. At most
 //!    `handler_threads` calls run on the blocking pool at once; the others wait for a turn
 //!    without a thread.
@@ -54,6 +58,7 @@
 //! `body_read_timeout`. Shutdown: `shutdown_grace`. Only HTTP/1.1 is served, which is what the
 //! AWS SDKs use for DynamoDB.
 
+mod admin;
 mod admission;
 mod amz_date;
 pub mod auth;
@@ -63,6 +68,7 @@ mod content_encoding;
 mod cors;
 mod engine_handler;
 pub mod error_body;
+pub mod faults;
 pub mod handler;
 pub mod metrics;
 pub mod request;

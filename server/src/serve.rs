@@ -1,12 +1,14 @@
 //! The HTTP/1.1 server: accepting connections, reading bodies under the size cap, running the
 //! pipeline and the handler, and shutting down gracefully.
 
+use crate::admin::{self, AdminContext, ADMIN_PATH_PREFIX};
 use crate::admission::{Admission, Admissions, ConnectionSlot};
 use crate::auth::AuthPolicy;
 use crate::body::{discard_rest, read_body, BodyError};
 use crate::config::ServerConfig;
 use crate::content_encoding::{self, decode_request_body, DecodeError};
 use crate::cors;
+use crate::faults::{Decision, FaultInjector};
 use crate::handler::DynamoHandler;
 use crate::metrics::{Metrics, Outcome};
 use crate::request::{check_head_size, decode_api_request, route, Route, NOT_FOUND_BODY};
@@ -24,7 +26,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
-use shoal_model::{ApiError, ErrorCode};
+use shoal_model::ApiError;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -44,9 +46,6 @@ const HYPER_HEAD_SIZE_FACTOR: usize = 4;
 /// How long a connection over a limit has to send the request its throttling answer is for.
 const THROTTLED_READ_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// DynamoDB's text for `ThrottlingException`.
-const THROTTLED_MESSAGE: &str = "Rate of requests exceeds the allowed throughput.";
-
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
@@ -55,7 +54,18 @@ pub enum ServerError {
         address: String,
         source: std::io::Error,
     },
+    #[error("fault rules: {0}")]
+    Faults(String),
 }
+
+/// Marks a response that a fault rule turned into a dropped connection: the service
+/// answers hyper with an error instead, and hyper closes the connection without a word.
+#[derive(Debug, Clone, Copy)]
+struct DropConnection;
+
+#[derive(Debug, thiserror::Error)]
+#[error("connection dropped by a fault rule")]
+struct DroppedByFault;
 
 /// Binds the listener `config` names (`host:port`; port 0 picks a free one).
 pub async fn bind(config: &ServerConfig) -> Result<TcpListener, ServerError> {
@@ -76,6 +86,10 @@ pub async fn serve(
 ) -> Result<(), ServerError> {
     let admissions = Admissions::new(config.connections_max, config.connections_per_client_max);
     let state = Arc::new(ServerState::new(handler, config));
+    state
+        .faults
+        .add(state.config.faults.clone())
+        .map_err(ServerError::Faults)?;
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {
@@ -141,7 +155,13 @@ fn serve_connection(
     let connection_state = Arc::clone(state);
     let service = service_fn(move |request| {
         let request_state = Arc::clone(&connection_state);
-        async move { Ok::<_, Infallible>(handle_http(&request_state, request).await) }
+        async move {
+            let response = handle_http(&request_state, request, peer).await;
+            if response.extensions().get::<DropConnection>().is_some() {
+                return Err(DroppedByFault);
+            }
+            Ok(response)
+        }
     });
     let connection = http1_builder(&state.config, state.config.header_read_timeout)
         .serve_connection(TokioIo::new(stream), service);
@@ -161,7 +181,7 @@ fn serve_connection(
 /// that sends nothing is dropped after [`THROTTLED_READ_TIMEOUT`].
 fn throttle_connection(state: &Arc<ServerState>, stream: TcpStream, permit: OwnedSemaphorePermit) {
     let service = service_fn(|_request| async {
-        let error = ApiError::new(ErrorCode::ThrottlingException, THROTTLED_MESSAGE);
+        let error = ApiError::throttling();
         let answer = close_connection(error_response(&error, &new_request_id()));
         Ok::<_, Infallible>(answer)
     });
@@ -180,6 +200,7 @@ struct ServerState {
     operations: Vec<&'static str>,
     config: ServerConfig,
     metrics: Metrics,
+    faults: FaultInjector,
     health_body: String,
     /// Turns on the blocking pool: without them every waiting write would hold a thread.
     handler_turns: Arc<Semaphore>,
@@ -191,6 +212,7 @@ impl ServerState {
         let region = config.region.as_deref().unwrap_or("us-east-1");
         ServerState {
             metrics: Metrics::new(&operations),
+            faults: FaultInjector::new(&operations),
             health_body: format!("healthy: dynamodb.{region}.amazonaws.com "),
             handler_turns: Arc::new(Semaphore::new(config.handler_threads.max(1))),
             handler,
@@ -200,13 +222,17 @@ impl ServerState {
     }
 }
 
-async fn handle_http(state: &ServerState, request: Request<Incoming>) -> Response<Full<Bytes>> {
+async fn handle_http(
+    state: &ServerState,
+    request: Request<Incoming>,
+    peer: SocketAddr,
+) -> Response<Full<Bytes>> {
     let started = Instant::now();
     let request_id = new_request_id();
     state.metrics.record_http_request();
     let (parts, body) = request.into_parts();
     let origin = cors::allowed_origin(state.config.cors.as_ref(), &parts.headers);
-    let (mut response, operation) = answer(state, &parts, body, origin, &request_id).await;
+    let (mut response, operation) = answer(state, &parts, body, origin, peer, &request_id).await;
     tracing::debug!(
         request_id,
         method = %parts.method,
@@ -232,10 +258,24 @@ async fn answer(
     parts: &Parts,
     body: Incoming,
     origin: Option<&HeaderValue>,
+    peer: SocketAddr,
     request_id: &str,
 ) -> (Response<Full<Bytes>>, Option<&'static str>) {
     if let Err(error) = check_head_size(parts, state.config.header_bytes_max) {
         return (reject(state, error, request_id), None);
+    }
+    if state.config.admin && parts.uri.path().starts_with(ADMIN_PATH_PREFIX) {
+        let context = AdminContext {
+            faults: &state.faults,
+            handler: state.handler.as_ref(),
+            allow_remote: state.config.admin_allow_remote,
+            body_bytes_max: state.config.body_bytes_max,
+            body_read_timeout: state.config.body_read_timeout,
+        };
+        return (
+            admin::answer(&context, parts, body, peer.ip(), request_id).await,
+            None,
+        );
     }
     if cors::is_preflight(&parts.method, &parts.headers) {
         let mut answer = response(StatusCode::OK, "text/plain", String::new(), request_id);
@@ -263,6 +303,7 @@ async fn answer(
         Route::Metrics => {
             let mut page = String::new();
             state.metrics.render(&mut page);
+            state.faults.render_metrics(&mut page);
             state.handler.render_metrics(&mut page);
             (
                 response(
@@ -369,6 +410,37 @@ async fn handle_api(
     let region = decoded.region.or_else(|| state.config.region.clone());
     let handler = Arc::clone(&state.handler);
     let started = Instant::now();
+    // A faulted request waits its latency first; a dropped connection or an error (but one
+    // after_apply) then stands in for the operation, which never runs.
+    let mut error_after_apply = None;
+    if let Some(Decision {
+        latency,
+        drop_connection,
+        error,
+    }) = state.faults.decide(operation, decoded.body)
+    {
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
+        }
+        if drop_connection {
+            let mut dropped = response(StatusCode::OK, "text/plain", "", request_id);
+            dropped.extensions_mut().insert(DropConnection);
+            return (dropped, Some(operation));
+        }
+        match error {
+            Some(injected) if injected.after_apply => error_after_apply = Some(injected.error),
+            Some(injected) => {
+                let answer = error_response(&injected.error, request_id);
+                state.metrics.record_operation(
+                    operation,
+                    outcome_of(&injected.error),
+                    started.elapsed(),
+                );
+                return (answer, Some(operation));
+            }
+            None => {}
+        }
+    }
     let result = if handler.runs_inline(operation) {
         // A panic must still become a 500 rather than a dropped connection, as it does on the
         // blocking pool.
@@ -397,22 +469,20 @@ async fn handle_api(
             Err(closed) => Err(closed.to_string()),
         }
     };
+    let result = match error_after_apply {
+        // The operation ran; its answer is replaced, whatever it was.
+        Some(error) => result.map(|_| Err(error)),
+        None => result,
+    };
     let (response, outcome) = match result {
         Ok(Ok(body)) => {
             let ok = response(StatusCode::OK, AMZ_JSON_CONTENT_TYPE, body, request_id);
             (ok, Outcome::Success)
         }
-        Ok(Err(error)) => {
-            let outcome = if error.code == ErrorCode::InternalServerError {
-                Outcome::ServerError
-            } else {
-                Outcome::ClientError
-            };
-            (error_response(&error, request_id), outcome)
-        }
+        Ok(Err(error)) => (error_response(&error, request_id), outcome_of(&error)),
         Err(panic) => {
             tracing::error!(operation, request_id, error = %panic, "handler panicked");
-            let error = ApiError::new(ErrorCode::InternalServerError, "Internal server error");
+            let error = ApiError::internal_server_error();
             (error_response(&error, request_id), Outcome::ServerError)
         }
     };
@@ -420,6 +490,15 @@ async fn handle_api(
         .metrics
         .record_operation(operation, outcome, started.elapsed());
     (response, Some(operation))
+}
+
+/// The metrics outcome of an error answer: its HTTP status class.
+fn outcome_of(error: &ApiError) -> Outcome {
+    if crate::error_body::error_status(error.code).is_server_error() {
+        Outcome::ServerError
+    } else {
+        Outcome::ClientError
+    }
 }
 
 fn reject(state: &ServerState, error: ApiError, request_id: &str) -> Response<Full<Bytes>> {

@@ -104,6 +104,17 @@ impl Server {
         Client::from_conf(config)
     }
 
+    /// One HTTP/1.1 request on a fresh connection: the status (0 when the connection closed
+    /// without an answer, as after a crash) and the body.
+    pub fn http(&self, method: &str, path: &str, body: &str) -> (u16, String) {
+        http_request(&self.endpoint, method, path, body)
+    }
+
+    /// Waits for the server to end by itself and returns how it ended.
+    pub fn wait_for_exit(&mut self) -> std::process::ExitStatus {
+        self.child.wait().expect("wait for shoal")
+    }
+
     /// A DynamoDB Streams client for the same endpoint (Shoal serves both APIs on one).
     pub fn streams_client(&self) -> aws_sdk_dynamodbstreams::Client {
         let config = aws_sdk_dynamodbstreams::Config::builder()
@@ -134,7 +145,39 @@ impl Server {
     }
 }
 
+/// One HTTP/1.1 request to `endpoint` (`http://HOST:PORT`) on a fresh connection: the
+/// status (0 when the connection closed without an answer) and the body.
+pub fn http_request(endpoint: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let address = endpoint.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(address).expect("connect");
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send");
+    let mut response = String::new();
+    // A connection the server dropped may end in a reset: what was read is the answer.
+    let _ = stream.read_to_string(&mut response);
+    let status = response
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or(0);
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
 fn terminate(child: &mut Child) {
+    if let Ok(Some(_)) = child.try_wait() {
+        // Already ended (and reaped): its pid may belong to another process by now.
+        return;
+    }
     // SAFETY: kill(2) on our own child's pid; no memory is involved.
     unsafe {
         libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
