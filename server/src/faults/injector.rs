@@ -8,7 +8,7 @@
 //! faults.
 
 use super::errors::injected_error;
-use super::rules::{FaultRule, Latency, RuleSet, CONFLICT_OPERATIONS};
+use super::rules::{FaultCode, FaultRule, Latency, RuleSet, CONFLICT_OPERATIONS};
 use super::target::RequestTarget;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
@@ -63,7 +63,9 @@ struct ActiveRule {
 impl FaultInjector {
     /// No rules; `operations` are the names rules may name.
     pub fn new(operations: &[&'static str]) -> FaultInjector {
-        let seed = rand::random();
+        // 53 bits, so that the seed `GET /shoal/faults` shows survives any JSON parser
+        // (JavaScript's numbers are doubles) and can be posted back to replay a run.
+        let seed = rand::random::<u64>() >> 11;
         FaultInjector {
             operations: operations.to_vec(),
             active: AtomicBool::new(false),
@@ -153,11 +155,16 @@ impl FaultInjector {
             return None;
         }
         let mut state = self.state.lock();
+        // A conflict's cancellation reasons name each action, so they need the tables too.
         let needs_target = state.rules.iter().any(|active| {
-            operation_matches(&active.rule, operation)
-                && (active.rule.table != "*"
-                    || active.rule.index.is_some()
-                    || active.rule.error.is_some())
+            let rule = &active.rule;
+            operation_matches(rule, operation)
+                && (rule.table != "*"
+                    || rule.index.is_some()
+                    || rule
+                        .error
+                        .as_ref()
+                        .is_some_and(|error| error.code == FaultCode::TransactionConflict))
         });
         let target = if needs_target {
             RequestTarget::of(operation, body)
@@ -275,7 +282,7 @@ fn operation_matches(rule: &FaultRule, operation: &str) -> bool {
     let conflict_only = rule
         .error
         .as_ref()
-        .is_some_and(|error| error.code == super::rules::FaultCode::TransactionConflict)
+        .is_some_and(|error| error.code == FaultCode::TransactionConflict)
         && rule.latency.is_none()
         && rule.drop_connection.is_none();
     named && (!conflict_only || CONFLICT_OPERATIONS.contains(&operation))
