@@ -115,7 +115,7 @@ async fn an_enforcing_server_throttles_a_provisioned_table_past_its_burst() {
     );
     assert_eq!(
         reasons[0].resource(),
-        Some("arn:aws:dynamodb:ddblocal:000000000000:table/Slow")
+        Some("arn:aws:dynamodb:us-east-1:000000000000:table/Slow")
     );
 
     let metrics = http_get(&server.endpoint, "/metrics");
