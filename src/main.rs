@@ -169,7 +169,8 @@ struct BenchArgs {
     #[arg(long, value_name = "FILE", requires = "model")]
     html: Option<PathBuf>,
     /// Endpoint to load, e.g. http://127.0.0.1:8000 (default for the fixed workloads; a
-    /// model runs in-process unless given one).
+    /// model runs in-process unless given one). A model also runs against https://
+    /// endpoints, signed with AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY when they are set.
     #[arg(long)]
     endpoint: Option<String>,
     /// Concurrent keep-alive connections (fixed workloads).

@@ -1,12 +1,12 @@
 //! Where a model runs: Shoal's tables in this process, or any DynamoDB-compatible endpoint
-//! over HTTP. Both take the same request text and give the same answer text, so the run
+//! over HTTP or HTTPS (signed with the user's credentials when the environment has them). Both take the same request text and give the same answer text, so the run
 //! and the report do not know which they measured.
 
 use std::sync::Arc;
 
 use shoal_tables::Database;
 
-use crate::client::{Connection, DYNAMODB_TARGET_PREFIX};
+use crate::client::{ConnectOptions, Connection, Connector, DYNAMODB_TARGET_PREFIX};
 
 /// A refused request: its exception name (`ValidationException`, …) and message.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,12 +18,14 @@ pub struct CallError {
 /// Where requests go; each worker opens its own [`Client`].
 pub enum Target {
     Embedded(Arc<Database>),
-    /// `host:port` of a plain-HTTP endpoint.
-    Endpoint(String),
+    /// An `http://` or `https://` endpoint.
+    Endpoint(Connector),
 }
 
 impl Target {
-    /// The target `endpoint` names (`http://host:port`), or an in-memory database for None.
+    /// The target `endpoint` names (`http://host:port`, `https://host`), or an in-memory
+    /// database for None. Requests to an endpoint are signed when the environment holds
+    /// AWS credentials ([`ConnectOptions::from_env`]).
     pub fn new(endpoint: Option<&str>) -> Result<Target, String> {
         match endpoint {
             None => {
@@ -31,39 +33,32 @@ impl Target {
                     .map_err(|e| format!("cannot open an in-memory database: {e}"))?;
                 Ok(Target::Embedded(Arc::new(database)))
             }
-            Some(url) => {
-                if url.starts_with("https://") {
-                    return Err(format!(
-                        "{url}: https endpoints are not supported yet; use an http:// endpoint (Shoal, DynamoDB Local, …)"
-                    ));
-                }
-                let address = url
-                    .strip_prefix("http://")
-                    .unwrap_or(url)
-                    .trim_end_matches('/')
-                    .to_string();
-                Ok(Target::Endpoint(address))
-            }
+            Some(url) => Target::endpoint(url, &ConnectOptions::from_env()?),
         }
+    }
+
+    /// The endpoint at `url`, reached as `options` say.
+    pub fn endpoint(url: &str, options: &ConnectOptions) -> Result<Target, String> {
+        Ok(Target::Endpoint(Connector::new(url, options)?))
     }
 
     /// What the report calls it.
     pub fn describe(&self) -> String {
         match self {
             Target::Embedded(_) => "embedded (in-process, in memory)".to_string(),
-            Target::Endpoint(address) => format!("http://{address}"),
+            Target::Endpoint(connector) => connector.url(),
         }
     }
 
     pub fn client(&self) -> Result<Client, String> {
         match self {
             Target::Embedded(database) => Ok(Client::Embedded(Arc::clone(database))),
-            Target::Endpoint(address) => {
+            Target::Endpoint(connector) => {
                 let runtime = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
                     .map_err(|e| format!("cannot start a runtime: {e}"))?;
-                let connection = runtime.block_on(Connection::open(address))?;
+                let connection = runtime.block_on(connector.connect())?;
                 Ok(Client::Endpoint {
                     runtime,
                     connection: Box::new(connection),
