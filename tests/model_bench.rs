@@ -276,3 +276,50 @@ fn the_command_line_prints_text_json_html_and_comparisons() {
     );
     assert!(compared.contains("$/month on-demand"));
 }
+
+#[test]
+fn against_an_enforcing_server_the_report_counts_the_throttled_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--capacity", "enforce"]);
+    let mut model = small_model(700);
+    // 1 WCU provisioned: 300 s of burst credit, then ProvisionedThroughputExceededException.
+    model["tables"][0]["BillingMode"] = json!("PROVISIONED");
+    model["tables"][0]["ProvisionedThroughput"] =
+        json!({"ReadCapacityUnits": 1000, "WriteCapacityUnits": 1});
+    model["tables"][0]["GlobalSecondaryIndexes"][0]["ProvisionedThroughput"] =
+        json!({"ReadCapacityUnits": 1000, "WriteCapacityUnits": 1000});
+    model["load"] = json!([]);
+    model["patterns"] = json!([model["patterns"][0].clone()]);
+    model["run"] = json!({"operations": 700, "concurrency": 1});
+    let options = BenchOptions {
+        endpoint: Some(server.endpoint.clone()),
+        ..BenchOptions::default()
+    };
+    let report = run_model(&parse(&model), &options).unwrap();
+    let place = &report.patterns[0];
+    let throttled = place.errors["ProvisionedThroughputExceededException"];
+    assert!((350..=420).contains(&throttled), "{:?}", place.errors);
+    assert_eq!(place.operations, 700);
+    server.stop();
+}
+
+#[test]
+fn tables_that_take_time_to_create_and_delete_are_waited_for() {
+    // As on DynamoDB, tables stay CREATING and DELETING for a while: a second run must wait
+    // for the first run's table to go, and for its own to become ACTIVE.
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--transient-status-seconds", "1"]);
+    let options = BenchOptions {
+        endpoint: Some(server.endpoint.clone()),
+        ..BenchOptions::default()
+    };
+    for _ in 0..2 {
+        let report = run_model(&parse(&small_model(50)), &options).unwrap();
+        assert!(
+            report.patterns.iter().all(|p| p.errors.is_empty()),
+            "{:?}",
+            report.patterns
+        );
+    }
+    server.stop();
+}

@@ -267,11 +267,25 @@ pub fn prepare(model: &Model, target: &Target, generators: &Generators) -> Resul
     let mut client = target.client()?;
     for create in &model.tables {
         let name = create["TableName"].as_str().unwrap_or_default();
-        let delete = serde_json::json!({"TableName": name}).to_string();
-        let _ = client.call("DeleteTable", delete.as_bytes());
+        let describe = serde_json::json!({"TableName": name}).to_string();
+        if client.call("DeleteTable", describe.as_bytes()).is_ok() {
+            // DynamoDB keeps a table DELETING for a while: wait until it is gone.
+            wait_for(&mut client, name, |answer| answer.is_none())?;
+        }
         client
             .call("CreateTable", create.to_string().as_bytes())
             .map_err(|e| format!("CreateTable {name}: {}: {}", e.code, e.message))?;
+        // ... and CREATING: writes wait until the table and its GSIs are ACTIVE.
+        wait_for(&mut client, name, |answer| {
+            answer.is_some_and(|table| {
+                table["TableStatus"] == "ACTIVE"
+                    && table["GlobalSecondaryIndexes"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .all(|index| index["IndexStatus"] == "ACTIVE")
+            })
+        })?;
     }
     let seed = model.run.seed.unwrap_or(1);
     let mut rng = StdRng::seed_from_u64(seed ^ 0x10ad);
@@ -332,6 +346,44 @@ pub fn prepare(model: &Model, target: &Target, generators: &Generators) -> Resul
         }
     }
     Ok(loaded)
+}
+
+/// Longest wait for a table to be created or deleted (DynamoDB takes seconds to minutes).
+const TABLE_STATUS_WAIT: Duration = Duration::from_secs(600);
+
+/// Polls DescribeTable until `done` holds of the table's description (None once the table
+/// no longer exists); at once when it already holds, as on Shoal.
+fn wait_for(
+    client: &mut Client,
+    name: &str,
+    done: impl Fn(Option<&Value>) -> bool,
+) -> Result<(), String> {
+    let body = serde_json::json!({"TableName": name}).to_string();
+    let started = Instant::now();
+    loop {
+        let table = match client.call("DescribeTable", body.as_bytes()) {
+            Ok(answer) => {
+                Some(serde_json::from_slice::<Value>(&answer).unwrap_or_default()["Table"].clone())
+            }
+            Err(error) if error.code == "ResourceNotFoundException" => None,
+            Err(error) => {
+                return Err(format!(
+                    "DescribeTable {name}: {}: {}",
+                    error.code, error.message
+                ))
+            }
+        };
+        if done(table.as_ref()) {
+            return Ok(());
+        }
+        if started.elapsed() > TABLE_STATUS_WAIT {
+            return Err(format!(
+                "table {name} did not settle within {} s",
+                TABLE_STATUS_WAIT.as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
 }
 
 /// Live counters the progress display reads.
