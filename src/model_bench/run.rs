@@ -15,6 +15,7 @@ use serde_json::Value;
 use super::generate::{Draws, Generators, Template};
 use super::model::{Model, Pattern};
 use super::target::{Client, Target};
+use shoal_tables::api::common::ConsumedCapacity;
 
 /// Items per BatchWriteItem of the load phase: DynamoDB's maximum.
 const LOAD_BATCH_ITEMS: u64 = 25;
@@ -113,27 +114,13 @@ struct Answer<'a> {
     collections: Option<Value>,
 }
 
+/// `ConsumedCapacity`: one entry (single-item operations, Query, Scan) or one per table
+/// (batches and transactions), in the tables layer's own type.
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum Capacities {
-    One(CapacityEntry),
-    Many(Vec<CapacityEntry>),
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "PascalCase")]
-struct CapacityEntry {
-    table_name: String,
-    capacity_units: f64,
-    table: Option<Units>,
-    global_secondary_indexes: Option<BTreeMap<String, Units>>,
-    local_secondary_indexes: Option<BTreeMap<String, Units>>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "PascalCase")]
-struct Units {
-    capacity_units: f64,
+    One(ConsumedCapacity),
+    Many(Vec<ConsumedCapacity>),
 }
 
 fn is_read(operation: &str) -> bool {
@@ -648,11 +635,10 @@ impl Worker {
             Capacities::Many(entries) => entries,
         }) {
             let mut indexes = 0.0;
-            for (kind, map) in [
-                ("gsi", entry.global_secondary_indexes),
-                ("lsi", entry.local_secondary_indexes),
+            for map in [
+                entry.global_secondary_indexes,
+                entry.local_secondary_indexes,
             ] {
-                let _ = kind;
                 for (name, units) in map.into_iter().flatten() {
                     indexes += units.capacity_units;
                     let slot = slot
