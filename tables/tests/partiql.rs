@@ -610,6 +610,21 @@ fn execute_transaction_reads_and_writes_atomically() {
         refused.message,
         "Validation failed in TransactStatements[0]: Statement wasn't well formed, can't be processed: Unexpected term"
     );
+    for statement in [
+        "UPDATE Flat SET n = 3 WHERE pk = 'a' RETURNING ALL NEW *",
+        "DELETE FROM Flat WHERE pk = 'a' RETURNING ALL OLD *",
+    ] {
+        let refused = db
+            .execute(
+                "ExecuteTransaction",
+                json!({"TransactStatements": [{"Statement": statement}]}),
+            )
+            .unwrap_err();
+        assert_eq!(
+            refused.message,
+            "Validation failed in TransactStatements[0]: Unsupported operation: RETURNING is not supported in a transaction"
+        );
+    }
     // Idempotency as TransactWriteItems.
     let body = json!({"TransactStatements": [{"Statement": "INSERT INTO Flat VALUE {'pk': 't'}"}], "ClientRequestToken": "tok"});
     db.execute("ExecuteTransaction", body.clone()).unwrap();

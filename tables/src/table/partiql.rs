@@ -804,6 +804,16 @@ fn transact_action(
     on_failure: Option<String>,
 ) -> Result<TransactWriteItem, ApiError> {
     let parameters = &parsed.parameters;
+    let returning = match parsed.statement() {
+        Statement::Update(update) => update.returning.is_some(),
+        Statement::Delete(delete) => delete.returning.is_some(),
+        _ => false,
+    };
+    if returning {
+        return Err(ApiError::validation(
+            "Unsupported operation: RETURNING is not supported in a transaction",
+        ));
+    }
     let mut action = TransactWriteItem::default();
     match parsed.statement() {
         Statement::Insert(insert) => {
@@ -818,11 +828,6 @@ fn transact_action(
             });
         }
         Statement::Update(update) => {
-            if update.returning.is_some() {
-                return Err(ApiError::validation(
-                    "Unsupported operation: RETURNING is not supported in a transaction",
-                ));
-            }
             let request = compile_update(update, table, parameters)?;
             action.update = Some(TransactUpdate {
                 table_name: request.table_name,
@@ -835,11 +840,6 @@ fn transact_action(
             });
         }
         Statement::Delete(delete) => {
-            if delete.returning.is_some() {
-                return Err(ApiError::validation(
-                    "Unsupported operation: RETURNING is not supported in a transaction",
-                ));
-            }
             let request = compile_delete(delete, table, parameters)?;
             action.delete = Some(TransactDelete {
                 table_name: request.table_name,
