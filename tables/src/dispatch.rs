@@ -162,21 +162,7 @@ impl Database {
         B: RequestBody,
         E: Encoding,
     {
-        let mut input: I = body.decode()?;
-        let requested = input.return_consumed_capacity();
-        let client_asked = requested.as_deref().is_some_and(|r| r != "NONE");
-        if kind.is_some() && !client_asked {
-            *requested = Some("TOTAL".to_string());
-        }
-        let mut response = operation(input)?;
-        if let Some(kind) = kind {
-            self.capacity_meter
-                .record(kind, response.consumed_capacity());
-            if !client_asked {
-                response.clear_consumed_capacity();
-            }
-        }
-        Ok(encoding.encode(&response))
+        self.metered_as(body, kind.is_some(), encoding, operation, |_| kind)
     }
 
     /// Runs a PartiQL operation, metered as what its statements turned out to be (reads or
@@ -193,19 +179,41 @@ impl Database {
         B: RequestBody,
         E: Encoding,
     {
+        self.metered_as(body, true, encoding, operation, StatementKind::metered)
+    }
+
+    /// The metering both share: when `metered`, the operation is asked for its TOTAL
+    /// capacity, which `kind_of` the response says to record as reads or writes, and which
+    /// stays in the response only if the client asked for it.
+    fn metered_as<I, R, B, E>(
+        &self,
+        body: B,
+        metered: bool,
+        encoding: &E,
+        operation: impl FnOnce(I) -> Result<R, ApiError>,
+        kind_of: impl FnOnce(&R) -> Option<Metered>,
+    ) -> Result<E::Output, ApiError>
+    where
+        I: MeteredInput + DeserializeOwned,
+        R: CarriesCapacity + Serialize,
+        B: RequestBody,
+        E: Encoding,
+    {
         let mut input: I = body.decode()?;
         let requested = input.return_consumed_capacity();
         let client_asked = requested.as_deref().is_some_and(|r| r != "NONE");
-        if !client_asked {
+        if metered && !client_asked {
             *requested = Some("TOTAL".to_string());
         }
         let mut response = operation(input)?;
-        if let Some(kind) = response.metered() {
-            self.capacity_meter
-                .record(kind, response.consumed_capacity());
-        }
-        if !client_asked {
-            response.clear_consumed_capacity();
+        if metered {
+            if let Some(kind) = kind_of(&response) {
+                self.capacity_meter
+                    .record(kind, response.consumed_capacity());
+            }
+            if !client_asked {
+                response.clear_consumed_capacity();
+            }
         }
         Ok(encoding.encode(&response))
     }
