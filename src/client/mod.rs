@@ -9,6 +9,7 @@
 
 pub mod endpoint;
 pub mod signing;
+pub mod target;
 pub mod tls;
 
 use std::path::PathBuf;

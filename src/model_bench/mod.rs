@@ -11,17 +11,16 @@ pub mod html;
 pub mod model;
 pub mod report;
 pub mod run;
-pub mod target;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::client::target::Target;
 use generate::Generators;
 use model::Model;
 use report::Report;
 use run::Progress;
-use target::Target;
 
 /// How to run a model.
 #[derive(Clone, Default)]

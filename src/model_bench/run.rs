@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::generate::{Draws, Generators, Template};
 use super::model::{Model, Pattern};
-use super::target::{Client, Target};
+use crate::client::target::{Client, Target};
 use shoal_tables::api::common::ConsumedCapacity;
 
 /// Items per BatchWriteItem of the load phase: DynamoDB's maximum.
@@ -257,13 +257,13 @@ pub fn prepare(model: &Model, target: &Target, generators: &Generators) -> Resul
         let describe = serde_json::json!({"TableName": name}).to_string();
         if client.call("DeleteTable", describe.as_bytes()).is_ok() {
             // DynamoDB keeps a table DELETING for a while: wait until it is gone.
-            wait_for(&mut client, name, |answer| answer.is_none())?;
+            client.wait_for_table(name, |answer| answer.is_none())?;
         }
         client
             .call("CreateTable", create.to_string().as_bytes())
             .map_err(|e| format!("CreateTable {name}: {}: {}", e.code, e.message))?;
         // ... and CREATING: writes wait until the table and its GSIs are ACTIVE.
-        wait_for(&mut client, name, |answer| {
+        client.wait_for_table(name, |answer| {
             answer.is_some_and(|table| {
                 table["TableStatus"] == "ACTIVE"
                     && table["GlobalSecondaryIndexes"]
@@ -333,44 +333,6 @@ pub fn prepare(model: &Model, target: &Target, generators: &Generators) -> Resul
         }
     }
     Ok(loaded)
-}
-
-/// Longest wait for a table to be created or deleted (DynamoDB takes seconds to minutes).
-const TABLE_STATUS_WAIT: Duration = Duration::from_secs(600);
-
-/// Polls DescribeTable until `done` holds of the table's description (None once the table
-/// no longer exists); at once when it already holds, as on Shoal.
-fn wait_for(
-    client: &mut Client,
-    name: &str,
-    done: impl Fn(Option<&Value>) -> bool,
-) -> Result<(), String> {
-    let body = serde_json::json!({"TableName": name}).to_string();
-    let started = Instant::now();
-    loop {
-        let table = match client.call("DescribeTable", body.as_bytes()) {
-            Ok(answer) => {
-                Some(serde_json::from_slice::<Value>(&answer).unwrap_or_default()["Table"].clone())
-            }
-            Err(error) if error.code == "ResourceNotFoundException" => None,
-            Err(error) => {
-                return Err(format!(
-                    "DescribeTable {name}: {}: {}",
-                    error.code, error.message
-                ))
-            }
-        };
-        if done(table.as_ref()) {
-            return Ok(());
-        }
-        if started.elapsed() > TABLE_STATUS_WAIT {
-            return Err(format!(
-                "table {name} did not settle within {} s",
-                TABLE_STATUS_WAIT.as_secs()
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
 }
 
 /// Live counters the progress display reads.

@@ -1,12 +1,16 @@
-//! Where a model runs: Shoal's tables in this process, or any DynamoDB-compatible endpoint
-//! over HTTP or HTTPS (signed with the user's credentials when the environment has them). Both take the same request text and give the same answer text, so the run
-//! and the report do not know which they measured.
+//! Where requests go: Shoal's tables in this process, or any DynamoDB-compatible endpoint
+//! over HTTP or HTTPS (signed with the user's credentials when the environment has them).
+//! Both take the same request text and give the same answer text, so `shoal bench --model`
+//! and `shoal copy` do not know which one they talk to.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
 
 use shoal_tables::Database;
 
-use crate::client::{ConnectOptions, Connection, Connector, DYNAMODB_TARGET_PREFIX};
+use super::{ConnectOptions, Connection, Connector, DYNAMODB_TARGET_PREFIX};
 
 /// A refused request: its exception name (`ValidationException`, …) and message.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,6 +82,41 @@ pub enum Client {
 }
 
 impl Client {
+    /// Polls DescribeTable until `done` holds of the table's description (None once the table
+    /// no longer exists); at once when it already holds, as on Shoal.
+    pub fn wait_for_table(
+        &mut self,
+        name: &str,
+        done: impl Fn(Option<&Value>) -> bool,
+    ) -> Result<(), String> {
+        let body = serde_json::json!({"TableName": name}).to_string();
+        let started = Instant::now();
+        loop {
+            let table = match self.call("DescribeTable", body.as_bytes()) {
+                Ok(answer) => Some(
+                    serde_json::from_slice::<Value>(&answer).unwrap_or_default()["Table"].clone(),
+                ),
+                Err(error) if error.code == "ResourceNotFoundException" => None,
+                Err(error) => {
+                    return Err(format!(
+                        "DescribeTable {name}: {}: {}",
+                        error.code, error.message
+                    ))
+                }
+            };
+            if done(table.as_ref()) {
+                return Ok(());
+            }
+            if started.elapsed() > TABLE_STATUS_WAIT {
+                return Err(format!(
+                    "table {name} did not settle within {} s",
+                    TABLE_STATUS_WAIT.as_secs()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+
     /// Runs `operation` with the JSON request `body`; the JSON answer, or the error.
     pub fn call(&mut self, operation: &str, body: &[u8]) -> Result<Vec<u8>, CallError> {
         match self {
@@ -108,9 +147,12 @@ impl Client {
     }
 }
 
+/// Longest wait for a table to be created or deleted (DynamoDB takes seconds to minutes).
+const TABLE_STATUS_WAIT: Duration = Duration::from_secs(600);
+
 /// The exception of an error answer: the part of `__type` after `#`.
 fn error_of(status: u16, body: &[u8]) -> CallError {
-    let parsed: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+    let parsed: Value = serde_json::from_slice(body).unwrap_or_default();
     let code = parsed["__type"]
         .as_str()
         .map(|t| t.rsplit('#').next().unwrap_or(t).to_string())
