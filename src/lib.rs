@@ -9,6 +9,7 @@ pub mod crash;
 pub mod crash_test;
 pub mod loadgen;
 pub mod model_bench;
+pub mod transfer;
 
 pub use shoal_engine as engine;
 pub use shoal_tables as tables;

@@ -3,6 +3,7 @@
 mod dynamodb_local;
 mod health;
 mod streams_tail;
+mod transfer_cli;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -99,6 +100,10 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Copies a table between any two DynamoDB-compatible endpoints (Shoal, DynamoDB,
+    /// Alternator, DynamoDB Local) or export directories: parallel scan, batch writes with
+    /// back-off, a progress bar; an interrupted copy run again goes on where it stopped.
+    Copy(transfer_cli::CopyArgs),
     /// The child `crash-test --mode kill` runs and kills.
     #[command(hide = true)]
     CrashTestChild {
@@ -907,6 +912,7 @@ fn main() -> ExitCode {
         } => streams_tail(args),
         Command::Check { data_dir } => check(&data_dir),
         Command::Bench(args) => bench(args),
+        Command::Copy(args) => transfer_cli::copy(args),
         Command::CrashTest {
             mode,
             durability,

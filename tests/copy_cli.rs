@@ -1,0 +1,357 @@
+//! `shoal copy` between two running servers: the destination table made from the source's
+//! schema, every item moved, throttling and dropped connections waited out, and an
+//! interrupted copy (SIGKILL) resumed from its state file.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use shoal::client::target::{Client, Target};
+use shoal::client::ConnectOptions;
+
+mod sdk_server;
+use sdk_server::Server;
+
+fn client(server: &Server) -> Client {
+    Target::endpoint(&server.endpoint, &ConnectOptions::default())
+        .unwrap()
+        .client()
+        .unwrap()
+}
+
+fn call(client: &mut Client, operation: &str, body: Value) -> Value {
+    let answer = client
+        .call(operation, body.to_string().as_bytes())
+        .unwrap_or_else(|e| panic!("{operation}: {}: {}", e.code, e.message));
+    serde_json::from_slice(&answer).unwrap()
+}
+
+/// A table with an LSI and a GSI, holding `count` items of every attribute type.
+fn fill_source(server: &Server, count: usize) {
+    let mut client = client(server);
+    call(
+        &mut client,
+        "CreateTable",
+        json!({
+            "TableName": "Orders",
+            "AttributeDefinitions": [
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "N"},
+                {"AttributeName": "when", "AttributeType": "S"},
+                {"AttributeName": "customer", "AttributeType": "B"}],
+            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"},
+                          {"AttributeName": "sk", "KeyType": "RANGE"}],
+            "LocalSecondaryIndexes": [{"IndexName": "ByWhen",
+                "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"},
+                              {"AttributeName": "when", "KeyType": "RANGE"}],
+                "Projection": {"ProjectionType": "KEYS_ONLY"}}],
+            "GlobalSecondaryIndexes": [{"IndexName": "ByCustomer",
+                "KeySchema": [{"AttributeName": "customer", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "ALL"}}],
+            "BillingMode": "PAY_PER_REQUEST"
+        }),
+    );
+    for chunk in (0..count).collect::<Vec<_>>().chunks(25) {
+        let puts: Vec<Value> = chunk
+            .iter()
+            .map(|n| json!({"PutRequest": {"Item": item(*n)}}))
+            .collect();
+        call(
+            &mut client,
+            "BatchWriteItem",
+            json!({"RequestItems": {"Orders": puts}}),
+        );
+    }
+}
+
+fn item(n: usize) -> Value {
+    json!({
+        "pk": {"S": format!("customer-{}", n % 97)},
+        "sk": {"N": format!("{}.5", n)},
+        "when": {"S": format!("2026-11-{:02}", n % 28 + 1)},
+        "customer": {"B": "AAEC"},
+        "ok": {"BOOL": n.is_multiple_of(2)},
+        "none": {"NULL": true},
+        "tags": {"SS": ["a", format!("t{n}")]},
+        "sizes": {"NS": ["1", format!("{}", n + 2)]},
+        "blobs": {"BS": ["AA==", "AQ=="]},
+        "lines": {"L": [{"S": "x"}, {"N": "-1e-3"}, {"M": {"deep": {"S": "y"}}}]},
+        "address": {"M": {"city": {"S": "Lyon"}, "zip": {"N": "69000"}}},
+        "note": {"S": "n".repeat(n % 700)},
+    })
+}
+
+/// Every item of `table`, sets sorted, items sorted: two tables with the same items give
+/// the same list whatever order they store sets and items in.
+fn all_items(server: &Server, table: &str) -> Vec<Value> {
+    let mut client = client(server);
+    let mut items = Vec::new();
+    let mut start: Option<Value> = None;
+    loop {
+        let mut request = json!({"TableName": table});
+        if let Some(key) = start.take() {
+            request["ExclusiveStartKey"] = key;
+        }
+        let mut page = call(&mut client, "Scan", request);
+        if let Value::Array(found) = page["Items"].take() {
+            items.extend(found.into_iter().map(normalized));
+        }
+        match page["LastEvaluatedKey"].take() {
+            Value::Null => break,
+            key => start = Some(key),
+        }
+    }
+    items.sort_by_key(|item| item.to_string());
+    items
+}
+
+fn normalized(value: Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(name, value)| {
+                    let value = match (name.as_str(), value) {
+                        ("SS" | "NS" | "BS", Value::Array(mut members)) => {
+                            members.sort_by_key(|member| member.to_string());
+                            Value::Array(members)
+                        }
+                        (_, value) => normalized(value),
+                    };
+                    (name, value)
+                })
+                .collect(),
+        ),
+        Value::Array(values) => Value::Array(values.into_iter().map(normalized).collect()),
+        other => other,
+    }
+}
+
+fn shoal(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_shoal"))
+        .args(args)
+        .current_dir(dir)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run shoal")
+}
+
+#[test]
+fn a_copy_creates_the_table_and_moves_every_item() {
+    let (a_dir, b_dir, work) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let a = Server::start(a_dir.path(), &[]);
+    let b = Server::start(b_dir.path(), &[]);
+    fill_source(&a, 1500);
+    let output = shoal(
+        &[
+            "copy",
+            "--from",
+            &a.endpoint,
+            "--to",
+            &b.endpoint,
+            "--table",
+            "Orders",
+            "--to-table",
+            "Copied",
+            "--create",
+            "--segments",
+            "3",
+        ],
+        work.path(),
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("copied 1500 items"), "{stdout}");
+    assert_eq!(all_items(&a, "Orders"), all_items(&b, "Copied"));
+    assert_eq!(all_items(&b, "Copied").len(), 1500);
+    // The indexes came along and hold the items.
+    let mut client = client(&b);
+    let table = call(&mut client, "DescribeTable", json!({"TableName": "Copied"}));
+    assert_eq!(
+        table["Table"]["LocalSecondaryIndexes"][0]["IndexName"],
+        "ByWhen"
+    );
+    assert_eq!(table["Table"]["ItemCount"], 1500);
+    let by_customer = call(
+        &mut client,
+        "Query",
+        json!({"TableName": "Copied", "IndexName": "ByCustomer", "Select": "COUNT",
+               "KeyConditionExpression": "customer = :c",
+               "ExpressionAttributeValues": {":c": {"B": "AAEC"}}}),
+    );
+    assert_eq!(by_customer["Count"], 1500);
+    // A finished copy leaves no resume file behind.
+    assert!(!work.path().join(".shoal-copy-Orders.json").exists());
+
+    // A second copy with --create refuses the table that is there now.
+    let again = shoal(
+        &[
+            "copy",
+            "--from",
+            &a.endpoint,
+            "--to",
+            &b.endpoint,
+            "--table",
+            "Orders",
+            "--to-table",
+            "Copied",
+            "--create",
+        ],
+        work.path(),
+    );
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already has a table Copied"));
+}
+
+#[test]
+fn throttling_and_dropped_connections_are_waited_out() {
+    let (a_dir, b_dir, work) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let faults = work.path().join("faults.json");
+    std::fs::write(
+        &faults,
+        json!({"seed": 7, "rules": [
+            {"operation": "BatchWriteItem", "table": "*",
+             "error": {"code": "ProvisionedThroughputExceededException", "probability": 0.3}},
+            {"operation": "BatchWriteItem", "table": "*", "drop_connection": {"probability": 0.05}}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let a = Server::start(a_dir.path(), &[]);
+    let b = Server::start(b_dir.path(), &["--faults", faults.to_str().unwrap()]);
+    fill_source(&a, 400);
+    let output = shoal(
+        &[
+            "copy",
+            "--from",
+            &a.endpoint,
+            "--to",
+            &b.endpoint,
+            "--table",
+            "Orders",
+            "--create",
+        ],
+        work.path(),
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let retries: u64 = stdout
+        .trim()
+        .split(", ")
+        .find_map(|part| part.strip_suffix(" requests sent again)"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no retry count in {stdout}"));
+    assert!(retries > 0, "{stdout}");
+    assert_eq!(all_items(&a, "Orders"), all_items(&b, "Orders"));
+}
+
+#[test]
+fn an_interrupted_copy_goes_on_where_it_stopped() {
+    let (a_dir, b_dir, work) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let a = Server::start(a_dir.path(), &[]);
+    let b = Server::start(b_dir.path(), &[]);
+    fill_source(&a, 3000);
+    let state = work.path().join("copy-state.json");
+    let args = [
+        "copy",
+        "--from",
+        &a.endpoint,
+        "--to",
+        &b.endpoint,
+        "--table",
+        "Orders",
+        "--create",
+        "--segments",
+        "4",
+        "--state",
+        state.to_str().unwrap(),
+    ];
+    // A slow first run (Scan pages of this table are about 250 items), killed once some
+    // pages are recorded.
+    let mut slow: Vec<&str> = args.to_vec();
+    slow.extend(["--rate", "600"]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_shoal"))
+        .args(&slow)
+        .current_dir(work.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let recorded = loop {
+        let items = std::fs::read(&state)
+            .ok()
+            .and_then(|text| serde_json::from_slice::<Value>(&text).ok())
+            .map(|state| {
+                state["units"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|unit| unit["items"].as_u64().unwrap())
+                    .sum::<u64>()
+            })
+            .unwrap_or(0);
+        if items > 0 {
+            break items;
+        }
+        assert!(Instant::now() < deadline, "the copy recorded nothing");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(recorded < 3000, "the copy finished before it was killed");
+    assert!(state.exists());
+
+    // The same command again: it goes on (without --create's refusal of the table it made).
+    let output = shoal(&args, work.path());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("by the interrupted run it resumed"),
+        "{stdout}"
+    );
+    let copied_now: u64 = stdout
+        .strip_prefix("copied ")
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert!(copied_now < 3000, "the second run started over: {stdout}");
+    assert_eq!(all_items(&a, "Orders"), all_items(&b, "Orders"));
+    assert!(!state.exists());
+
+    // A resume file of another copy is refused rather than misapplied.
+    std::fs::write(
+        &state,
+        json!({"format": 1, "from": "http://elsewhere", "to": "x", "table": "Orders",
+               "to_table": "Orders", "export_id": null, "units": []})
+        .to_string(),
+    )
+    .unwrap();
+    let refused = shoal(&args, work.path());
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("records another copy"));
+}
