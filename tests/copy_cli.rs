@@ -355,3 +355,73 @@ fn an_interrupted_copy_goes_on_where_it_stopped() {
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("records another copy"));
 }
+
+#[test]
+fn a_copy_signs_its_requests_for_an_endpoint_that_verifies_them() {
+    let (a_dir, b_dir, work) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let keys = work.path().join("keys");
+    std::fs::write(&keys, "AKIDCOPYTEST copy/secret\n").unwrap();
+    let a = Server::start(a_dir.path(), &[]);
+    let b = Server::start(b_dir.path(), &["--auth", keys.to_str().unwrap()]);
+    fill_source(&a, 60);
+    let run = |secret: &str| {
+        Command::new(env!("CARGO_BIN_EXE_shoal"))
+            .args([
+                "copy",
+                "--from",
+                &a.endpoint,
+                "--to",
+                &b.endpoint,
+                "--table",
+                "Orders",
+                "--create",
+                "--restart",
+            ])
+            .current_dir(work.path())
+            .env("AWS_ACCESS_KEY_ID", "AKIDCOPYTEST")
+            .env("AWS_SECRET_ACCESS_KEY", secret)
+            .env_remove("AWS_SESSION_TOKEN")
+            .output()
+            .unwrap()
+    };
+    let refused = run("not-the-secret");
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("InvalidSignatureException"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    let output = run("copy/secret");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(all_items(&a, "Orders").len(), 60);
+    let b_items = {
+        // Reading B back needs the same signature.
+        let connect = ConnectOptions {
+            credentials: Some(shoal::client::Credentials {
+                access_key: "AKIDCOPYTEST".into(),
+                secret_key: "copy/secret".into(),
+                session_token: None,
+            }),
+            ..ConnectOptions::default()
+        };
+        let mut client = Target::endpoint(&b.endpoint, &connect)
+            .unwrap()
+            .client()
+            .unwrap();
+        let answer = call(
+            &mut client,
+            "Scan",
+            json!({"TableName": "Orders", "Select": "COUNT"}),
+        );
+        answer["Count"].as_u64().unwrap()
+    };
+    assert_eq!(b_items, 60);
+}
