@@ -325,6 +325,10 @@ struct ServeArgs {
     /// locks, so that a test can meet a transaction conflict on purpose.
     #[arg(long, value_name = "MS", default_value_t = 0)]
     write_hold_ms: u64,
+    /// The local directory standing for S3 in exports: bucket B, key K is the file
+    /// DIR/B/K (docs/EXPORT.md). Without it ExportTableToPointInTime is refused.
+    #[arg(long, value_name = "DIR")]
+    export_dir: Option<PathBuf>,
     /// Accepted for DynamoDB Local compatibility (-optimizeDbBeforeStartup), no effect:
     /// there is nothing to optimise before startup.
     #[arg(long, hide = true)]
@@ -426,6 +430,7 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         lag_seed: args.lag_seed,
         transaction_conflicts: args.transaction_conflicts,
         write_hold: Duration::from_millis(args.write_hold_ms),
+        export_dir: args.export_dir.clone(),
         ..Options::default()
     };
     if let Some(limit) = args.item_collection_limit {

@@ -33,6 +33,12 @@ pub enum ErrorCode {
     ExpiredIteratorException,
     /// Streams: a position before the oldest record still retained.
     TrimmedDataAccessException,
+    /// Exports: no export has the ARN given.
+    ExportNotFoundException,
+    /// Exports: a ClientToken reused with other parameters.
+    ExportConflictException,
+    /// Exports: an ExportTime the table cannot be exported at.
+    InvalidExportTimeException,
     InternalServerError,
     /// HTTP 503: the service cannot take the request now (only injected faults send it).
     ServiceUnavailable,
@@ -72,6 +78,9 @@ impl ErrorCode {
             ErrorCode::DuplicateItemException => "DuplicateItemException",
             ErrorCode::ExpiredIteratorException => "ExpiredIteratorException",
             ErrorCode::TrimmedDataAccessException => "TrimmedDataAccessException",
+            ErrorCode::ExportNotFoundException => "ExportNotFoundException",
+            ErrorCode::ExportConflictException => "ExportConflictException",
+            ErrorCode::InvalidExportTimeException => "InvalidExportTimeException",
             ErrorCode::InternalServerError => "InternalServerError",
             ErrorCode::ServiceUnavailable => "ServiceUnavailable",
         }
@@ -188,6 +197,9 @@ impl ErrorCode {
             DuplicateItemException,
             ExpiredIteratorException,
             TrimmedDataAccessException,
+            ExportNotFoundException,
+            ExportConflictException,
+            InvalidExportTimeException,
             InternalServerError,
             ServiceUnavailable,
         ]

@@ -35,6 +35,9 @@ pub fn error_namespace(code: ErrorCode) -> &'static str {
         // SPEC-2 §1.2: the streams errors share DynamoDB's namespace.
         | ErrorCode::ExpiredIteratorException
         | ErrorCode::TrimmedDataAccessException
+        | ErrorCode::ExportNotFoundException
+        | ErrorCode::ExportConflictException
+        | ErrorCode::InvalidExportTimeException
         | ErrorCode::InternalServerError
         | ErrorCode::ServiceUnavailable => "com.amazonaws.dynamodb.v20120810",
     }

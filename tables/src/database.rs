@@ -7,7 +7,7 @@
 //! `table/items.rs`, Query and Scan in `table/query.rs`.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -82,6 +82,8 @@ pub struct Options {
     /// A testing knob: every write stays in flight this long after taking its locks, so
     /// that a conflict (or a wait) can be met on purpose. Zero by default.
     pub write_hold: Duration,
+    /// The local directory standing for S3: bucket B, key K is the file <export_dir>/B/K.
+    pub export_dir: Option<PathBuf>,
 }
 
 /// The time Time to Live decisions are made at: the system clock, or one a test controls.
@@ -138,6 +140,7 @@ impl Default for Options {
             lag_seed: 0,
             transaction_conflicts: false,
             write_hold: Duration::ZERO,
+            export_dir: None,
         }
     }
 }
@@ -201,6 +204,9 @@ pub struct Database {
     _lag_ticker: Option<LagTicker>,
     /// Items of writes in flight, with `Options::transaction_conflicts`.
     pub(crate) in_flight: Option<Arc<InFlight>>,
+    /// Exports' records and running exports (`table::export_records`); running exports
+    /// stop when the database is dropped.
+    pub(crate) exports: crate::table::export_records::Exports,
 }
 
 /// The catalog as stored in the current durable version of `db`.
@@ -289,6 +295,8 @@ impl Database {
             .then(|| Arc::new(InFlight::default()));
         let throttle =
             crate::table::throttle::Throttle::new(options.capacity, options.clock.clone());
+        let exports =
+            crate::table::export_records::Exports::open(&db, crate::table::control::now_millis())?;
         let database = Database {
             db,
             throttle,
@@ -310,6 +318,7 @@ impl Database {
             lagged,
             _lag_ticker: lag_ticker,
             in_flight,
+            exports,
         };
         database.reload_catalog()?;
         database
@@ -354,6 +363,7 @@ impl Database {
             lagged: self.lagged.clone(),
             _lag_ticker: None,
             in_flight: self.in_flight.clone(),
+            exports: crate::table::export_records::Exports::none(),
         }
     }
 

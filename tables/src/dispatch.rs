@@ -93,6 +93,11 @@ impl Database {
             "UpdateContinuousBackups" => {
                 Ok(encoding.encode(&self.update_continuous_backups(body.decode()?)?))
             }
+            "ExportTableToPointInTime" => {
+                Ok(encoding.encode(&self.export_table_to_point_in_time(body.decode()?)?))
+            }
+            "DescribeExport" => Ok(encoding.encode(&self.describe_export(body.decode()?)?)),
+            "ListExports" => Ok(encoding.encode(&self.list_exports(body.decode()?)?)),
             // control: add arms above this line
             "PutItem" => self.metered(body, metered, &encoding, |input| {
                 self.throttled(input, |input| self.put_item(input))

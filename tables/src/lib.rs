@@ -14,10 +14,12 @@ pub mod database;
 mod dispatch;
 pub mod metering;
 pub mod table;
+pub mod transfer;
 
 pub use database::{Clock, Database, Options};
 pub use dispatch::{never_waits, STREAMS_OPERATIONS, SUPPORTED_OPERATIONS};
 pub use shoal_wal::Durability;
+pub use table::export_items::ExportProgress;
 pub use table::lag::Lag;
 pub use table::stream::{EventName, StreamRecord};
 pub use table::streams_api::{StreamReader, StreamStart};

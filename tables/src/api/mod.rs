@@ -16,6 +16,7 @@ pub mod batch;
 pub mod common;
 pub mod constraint;
 pub mod control;
+pub mod export;
 pub mod items;
 pub mod partiql;
 pub mod query;

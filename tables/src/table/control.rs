@@ -521,16 +521,9 @@ fn describe(table: &TableDef, stats: &TableStats, table_status: &str) -> TableDe
     }
 }
 
-pub(crate) fn now_millis() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or_default()
-}
-
-/// A random (version 4 shaped) UUID for a new table. `RandomState` carries per-process
-/// random keys; the clock and a counter make successive ids differ.
-fn new_table_id() -> String {
+/// 128 random bits. `RandomState` carries per-process random keys; the clock and a counter
+/// make successive draws differ.
+pub(crate) fn random_bits() -> u128 {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let count = COUNTER.fetch_add(1, Ordering::Relaxed);
     let nanos = SystemTime::now()
@@ -538,14 +531,27 @@ fn new_table_id() -> String {
         .map(|d| d.as_nanos())
         .unwrap_or_default();
     let state = RandomState::new();
-    let mut bytes = [0u8; 16];
-    for (half, chunk) in bytes.chunks_mut(8).enumerate() {
+    let mut bits = 0u128;
+    for half in 0..2usize {
         let mut hasher = state.build_hasher();
         hasher.write_u128(nanos);
         hasher.write_u64(count);
         hasher.write_usize(half);
-        chunk.copy_from_slice(&hasher.finish().to_be_bytes());
+        bits = (bits << 64) | u128::from(hasher.finish());
     }
+    bits
+}
+
+pub(crate) fn now_millis() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or_default()
+}
+
+/// A random (version 4 shaped) UUID for a new table.
+fn new_table_id() -> String {
+    let mut bytes = random_bits().to_be_bytes();
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();

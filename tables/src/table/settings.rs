@@ -136,7 +136,7 @@ impl Database {
 
     /// Checks that table `name` exists: the backup operations answer TableNotFoundException
     /// (not ResourceNotFoundException) for one that does not.
-    fn backed_up_table(&self, name: &str) -> Result<(), ApiError> {
+    pub(crate) fn backed_up_table(&self, name: &str) -> Result<(), ApiError> {
         if self.catalog.read().contains_key(name) {
             Ok(())
         } else {

@@ -56,13 +56,13 @@ const RESERVED_PREFIX: &str = "aws:";
 
 /// What a well-formed ARN names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Resource<'a> {
+pub(crate) enum Resource<'a> {
     Table(&'a str),
     Stream { table: &'a str, label: &'a str },
 }
 
 impl Resource<'_> {
-    fn table_name(&self) -> &str {
+    pub(crate) fn table_name(&self) -> &str {
         match self {
             Resource::Table(table) | Resource::Stream { table, .. } => table,
         }
@@ -207,7 +207,7 @@ fn arn_problems(arn: Option<&str>, problems: &mut Vec<String>) {
 
 /// What `arn` names, or why it names nothing Shoal can tag. `operation` is quoted by the
 /// AccessDeniedException of another account's ARN.
-fn resource_of<'a>(arn: &'a str, operation: &str) -> Result<Resource<'a>, ApiError> {
+pub(crate) fn resource_of<'a>(arn: &'a str, operation: &str) -> Result<Resource<'a>, ApiError> {
     let Some(rest) = arn.strip_prefix("arn:") else {
         return Err(ApiError::validation(format!(
             "{INVALID} ARNs must start with 'arn:': {arn}"
