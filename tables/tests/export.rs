@@ -654,3 +654,120 @@ fn an_export_a_close_interrupted_is_failed_after_the_reopen() {
         described
     );
 }
+
+/// Keys each writer of the point-in-time test overwrites in turn.
+const KEYS_PER_WRITER: u64 = 300;
+
+/// What writer `w` has stored after its first `k` writes: write `j` puts `w{w}-{j % 300}`
+/// with `n = j`, and moves the item `w{w}-d…` from `d{j-1}` to `d{j}` (delete and put, in one
+/// transaction).
+fn writer_state(w: u64, k: u64) -> BTreeMap<String, u64> {
+    let mut state = BTreeMap::new();
+    for j in k.saturating_sub(KEYS_PER_WRITER)..k {
+        state.insert(format!("w{w}-{}", j % KEYS_PER_WRITER), j);
+    }
+    if k > 0 {
+        state.insert(format!("w{w}-d{}", k - 1), k - 1);
+    }
+    state
+}
+
+#[test]
+fn an_export_while_writes_go_on_is_the_table_at_one_instant() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("bucket")).unwrap();
+    let db = Arc::new(Database::open_in_memory(options(Some(root.path()))).unwrap());
+    create_plain(&db, "Tbl");
+    // Items no writer touches, so that the export takes a while.
+    let still = put_all(
+        &db,
+        "Tbl",
+        (0..40_000)
+            .map(|i| json!({"pk": {"S": format!("still{i}")}, "v": {"S": "x".repeat(100)}}))
+            .collect(),
+    );
+    const WRITERS: u64 = 2;
+    let acked: Arc<Vec<AtomicU64>> = Arc::new((0..WRITERS).map(|_| AtomicU64::new(0)).collect());
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let (db, acked, stop) = (Arc::clone(&db), Arc::clone(&acked), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let mut j = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let mut items = vec![json!({"Put": {"TableName": "Tbl", "Item": {
+                        "pk": {"S": format!("w{w}-{}", j % KEYS_PER_WRITER)}, "n": {"N": j.to_string()}
+                    }}}), json!({"Put": {"TableName": "Tbl", "Item": {
+                        "pk": {"S": format!("w{w}-d{j}")}, "n": {"N": j.to_string()}
+                    }}})];
+                    if j > 0 {
+                        items.push(json!({"Delete": {"TableName": "Tbl", "Key": {
+                            "pk": {"S": format!("w{w}-d{}", j - 1)}
+                        }}}));
+                    }
+                    call(&db, "TransactWriteItems", json!({"TransactItems": items}));
+                    j += 1;
+                    acked[w as usize].store(j, Ordering::Release);
+                }
+            })
+        })
+        .collect();
+    while acked.iter().any(|a| a.load(Ordering::Acquire) < 100) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let before: Vec<u64> = acked.iter().map(|a| a.load(Ordering::Acquire)).collect();
+    let started = export(&db, json!({"TableArn": TABLE_ARN, "S3Bucket": "bucket"}));
+    let ended = wait_for_end(&db, started["ExportArn"].as_str().unwrap());
+    let after: Vec<u64> = acked.iter().map(|a| a.load(Ordering::Acquire)).collect();
+    stop.store(true, Ordering::Relaxed);
+    for writer in writers {
+        writer.join().unwrap();
+    }
+    assert_eq!(ended["ExportStatus"], "COMPLETED", "{ended}");
+    let (_, exported) = read_export(
+        &root.path().join("bucket"),
+        ended["ExportManifest"].as_str().unwrap(),
+    );
+
+    // Each writer's items are its state after some k of its writes, k at least what was
+    // acknowledged before the export began; the untouched items are all there.
+    let mut by_writer: BTreeMap<u64, BTreeMap<String, u64>> = BTreeMap::new();
+    let mut untouched = 0;
+    for item in exported.values() {
+        let Some(shoal_model::AttributeValue::S(pk)) = item.get("pk") else {
+            panic!("pk is a string");
+        };
+        if pk.starts_with("still") {
+            untouched += 1;
+            continue;
+        }
+        let w: u64 = pk[1..pk.find('-').unwrap()].parse().unwrap();
+        let Some(shoal_model::AttributeValue::N(n)) = item.get("n") else {
+            panic!("n is a number");
+        };
+        by_writer
+            .entry(w)
+            .or_default()
+            .insert(pk.clone(), n.to_string().parse().unwrap());
+    }
+    assert_eq!(untouched, still.len());
+    let mut behind = false;
+    for w in 0..WRITERS {
+        let state = by_writer.remove(&w).unwrap_or_default();
+        let k = state.values().max().map_or(0, |newest| newest + 1);
+        assert!(
+            k >= before[w as usize],
+            "writer {w}: {k} < {}",
+            before[w as usize]
+        );
+        assert_eq!(state, writer_state(w, k), "writer {w} is not a prefix");
+        behind |= k < after[w as usize];
+    }
+    assert!(
+        behind,
+        "writes went on while the export ran, and it has none of the later ones"
+    );
+}
