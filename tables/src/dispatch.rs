@@ -275,6 +275,9 @@ pub const SUPPORTED_OPERATIONS: &[&str] = &[
     "DescribeEndpoints",
     "DescribeContinuousBackups",
     "UpdateContinuousBackups",
+    "ExportTableToPointInTime",
+    "DescribeExport",
+    "ListExports",
     // control: add names above this line
     "PutItem",
     "GetItem",

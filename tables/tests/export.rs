@@ -771,3 +771,13 @@ fn an_export_while_writes_go_on_is_the_table_at_one_instant() {
         "writes went on while the export ran, and it has none of the later ones"
     );
 }
+
+#[test]
+fn the_export_operations_are_served() {
+    for operation in ["ExportTableToPointInTime", "DescribeExport", "ListExports"] {
+        assert!(
+            shoal_tables::SUPPORTED_OPERATIONS.contains(&operation),
+            "{operation}"
+        );
+    }
+}
