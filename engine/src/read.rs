@@ -151,6 +151,18 @@ impl Db {
         )
     }
 
+    /// [`Db::iter_tree`] within (`lower`, `upper`): one part of a whole-tree pass split
+    /// over threads (an export's workers), releasing the pages it has passed likewise.
+    pub fn iter_tree_range(
+        &self,
+        tree: TreeId,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        snapshot: &Snapshot,
+    ) -> Result<DbIterator, DbError> {
+        self.iter_with(tree, lower, upper, Direction::Forward, Some(snapshot), true)
+    }
+
     /// A cursor over the live keys of `tree` within (`lower`, `upper`), walked in
     /// `direction`, as of `snapshot` (or now).
     pub fn iter(

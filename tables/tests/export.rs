@@ -781,3 +781,33 @@ fn the_export_operations_are_served() {
         );
     }
 }
+
+#[test]
+fn a_fifth_export_while_four_run_is_refused() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("bucket")).unwrap();
+    let db = Database::open_in_memory(options(Some(root.path()))).unwrap();
+    create_plain(&db, "Tbl");
+    let payload = "v".repeat(200);
+    put_all(
+        &db,
+        "Tbl",
+        (0..40_000)
+            .map(|i| json!({"pk": {"S": format!("k{i}")}, "v": {"S": payload}}))
+            .collect(),
+    );
+    let request = json!({"TableArn": TABLE_ARN, "S3Bucket": "bucket"});
+    let running: Vec<Value> = (0..4).map(|_| export(&db, request.clone())).collect();
+    let (code, message) = error(&db, "ExportTableToPointInTime", request.clone());
+    assert_eq!(code, ErrorCode::LimitExceededException, "{message}");
+    for started in &running {
+        let ended = wait_for_end(&db, started["ExportArn"].as_str().unwrap());
+        assert_eq!(ended["ExportStatus"], "COMPLETED");
+    }
+    // Once they have ended, exports are accepted again.
+    let again = export(&db, request);
+    assert_eq!(
+        wait_for_end(&db, again["ExportArn"].as_str().unwrap())["ExportStatus"],
+        "COMPLETED"
+    );
+}

@@ -11,7 +11,7 @@
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use shoal_engine::{Db, Direction, Snapshot};
+use shoal_engine::{Db, Snapshot};
 use shoal_model::ApiError;
 
 use crate::database::internal;
@@ -154,12 +154,11 @@ impl Walk<'_> {
         };
         let mut cursor = self
             .db
-            .iter(
+            .iter_tree_range(
                 self.table.tree,
                 Bound::Included(start.as_slice()),
                 upper,
-                Direction::Forward,
-                Some(self.snapshot),
+                self.snapshot,
             )
             .map_err(read_error)?;
         let pk_type = self.table.key.hash.scalar_type();

@@ -230,19 +230,20 @@ impl Exports {
         let thread = std::thread::Builder::new()
             .name("shoal-export".to_string())
             .spawn(move || {
-                if let Some(description) = job(&shared) {
-                    let mut records = shared.records.lock();
-                    if let Some(record) = records.get_mut(&id) {
-                        record.description = description;
-                        let stored = edit(record).and_then(|edit| db.apply_edits(vec![edit]));
-                        if let Err(error) = stored {
-                            // The next open reports the export FAILED: its record is still
-                            // IN_PROGRESS on disk.
-                            tracing::error!(export = %id, %error, "cannot record the end of an export");
-                        }
-                    }
-                }
+                let ended = job(&shared);
+                let mut records = shared.records.lock();
+                // Under the records' lock: whoever sees the export ended may start another.
                 shared.running.fetch_sub(1, Ordering::AcqRel);
+                let (Some(description), Some(record)) = (ended, records.get_mut(&id)) else {
+                    return;
+                };
+                record.description = description;
+                let stored = edit(record).and_then(|edit| db.apply_edits(vec![edit]));
+                if let Err(error) = stored {
+                    // The next open reports the export FAILED: its record is still
+                    // IN_PROGRESS on disk.
+                    tracing::error!(export = %id, %error, "cannot record the end of an export");
+                }
             });
         let thread = match thread {
             Ok(thread) => thread,
