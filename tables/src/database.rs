@@ -295,8 +295,11 @@ impl Database {
             .then(|| Arc::new(InFlight::default()));
         let throttle =
             crate::table::throttle::Throttle::new(options.capacity, options.clock.clone());
-        let exports =
-            crate::table::export_records::Exports::open(&db, crate::table::control::now_millis())?;
+        let exports = crate::table::export_records::Exports::open(
+            &db,
+            crate::table::control::now_millis(),
+            options.upkeep,
+        )?;
         let database = Database {
             db,
             throttle,

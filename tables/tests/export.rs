@@ -634,7 +634,29 @@ fn an_export_a_close_interrupted_is_failed_after_the_reopen() {
         started["ExportArn"].as_str().unwrap().to_string()
         // Dropped here, while the export runs: the drop stops it.
     };
+    let id = arn.rsplit_once("/export/").unwrap().1.to_string();
+    let stored_status = |db: &Database| {
+        let record: Value =
+            serde_json::from_slice(&db.lsm().version().metadata[&format!("export/{id}")]).unwrap();
+        record["description"]["ExportStatus"].clone()
+    };
+    {
+        // Opened to be checked (no upkeep), the database reports the export FAILED but
+        // changes nothing on disk.
+        let checked = Database::open(
+            &data,
+            Options {
+                upkeep: false,
+                ..options(Some(&exports))
+            },
+        )
+        .unwrap();
+        let described = call(&checked, "DescribeExport", json!({"ExportArn": arn}));
+        assert_eq!(described["ExportDescription"]["ExportStatus"], "FAILED");
+        assert_eq!(stored_status(&checked), "IN_PROGRESS");
+    }
     let db = Database::open(&data, options(Some(&exports))).unwrap();
+    assert_eq!(stored_status(&db), "FAILED");
     let described =
         call(&db, "DescribeExport", json!({"ExportArn": arn}))["ExportDescription"].clone();
     assert_eq!(described["ExportStatus"], "FAILED", "{described}");
@@ -643,8 +665,7 @@ fn an_export_a_close_interrupted_is_failed_after_the_reopen() {
         .as_str()
         .unwrap()
         .contains("interrupted"));
-    let id = arn.rsplit_once("/export/").unwrap().1;
-    let dir = exports.join("bucket/AWSDynamoDB").join(id);
+    let dir = exports.join("bucket/AWSDynamoDB").join(&id);
     assert!(!dir.join("manifest-summary.json").exists());
     // The failure is recorded: a second reopen says the same.
     drop(db);

@@ -107,9 +107,10 @@ impl Exports {
         }
     }
 
-    /// The records of `db`, with the exports a close or crash interrupted marked FAILED
-    /// (durably) at `now_millis`.
-    pub fn open(db: &Db, now_millis: u64) -> Result<Exports, DbError> {
+    /// The records of `db`, with the exports a close or crash interrupted marked FAILED at
+    /// `now_millis`: durably if `persist`, else only in memory (a database opened to be
+    /// checked changes nothing).
+    pub fn open(db: &Db, now_millis: u64, persist: bool) -> Result<Exports, DbError> {
         let exports = Exports::none();
         let mut interrupted = Vec::new();
         {
@@ -141,7 +142,7 @@ impl Exports {
                 records.insert(id.to_string(), record);
             }
         }
-        if !interrupted.is_empty() {
+        if persist && !interrupted.is_empty() {
             db.apply_edits(interrupted)?;
         }
         let newest = exports.shared.records.lock().keys().next_back().cloned();
@@ -306,4 +307,47 @@ fn forget_oldest(records: &mut BTreeMap<String, ExportRecord>) -> Vec<VersionEdi
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(id: &str, status: &str) -> ExportRecord {
+        ExportRecord {
+            description: ExportDescription {
+                export_arn: format!("arn:aws:dynamodb:ddblocal:000000000000:table/T/export/{id}"),
+                export_status: status.to_string(),
+                ..ExportDescription::default()
+            },
+            table_name: "T".to_string(),
+            parameters: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn past_the_limit_the_oldest_finished_records_go() {
+        let mut records = BTreeMap::new();
+        // The oldest is still running: it stays.
+        records.insert(
+            "00000000000000-0".to_string(),
+            record("00000000000000-0", STATUS_IN_PROGRESS),
+        );
+        for n in 1..=EXPORT_RECORDS_MAX + 1 {
+            let id = format!("{n:014}-0");
+            records.insert(id.clone(), record(&id, STATUS_COMPLETED));
+        }
+        let removed = forget_oldest(&mut records);
+        assert_eq!(records.len(), EXPORT_RECORDS_MAX);
+        let keys: Vec<String> = removed
+            .iter()
+            .map(|edit| match edit {
+                VersionEdit::SetMetadata { key, value: None } => key.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(keys, ["export/00000000000001-0", "export/00000000000002-0"]);
+        assert!(records.contains_key("00000000000000-0"));
+        assert!(forget_oldest(&mut records).is_empty());
+    }
 }
