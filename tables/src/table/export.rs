@@ -10,7 +10,8 @@
 //!
 //! Checks, in order: member constraints (`N validation errors detected`), the export
 //! directory, what Shoal does not implement (ION, incremental exports, KMS), the prefix as a
-//! local path, the ARN, the table, the ClientToken, the ExportTime.
+//! local path, the ARN, the table, the ExportTime, then (with the export's start) the
+//! ClientToken and the number of exports running.
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -31,8 +32,7 @@ use crate::table::catalog::TableDef;
 use crate::table::control::{now_millis, random_bits, table_arn};
 use crate::table::export_items::{write_items, ExportItemsError, ExportProgress};
 use crate::table::export_records::{
-    export_id_of, fail, ExportRecord, Started, FAILURE_INTERNAL, STATUS_COMPLETED,
-    STATUS_IN_PROGRESS,
+    export_id_of, fail, ExportRecord, FAILURE_INTERNAL, STATUS_COMPLETED, STATUS_IN_PROGRESS,
 };
 use crate::table::tags::{resource_of, Resource};
 use crate::transfer::write::{ExportIdentity, ExportWriteError, ExportWriter, FinishedExport};
@@ -161,11 +161,8 @@ impl Database {
                 .and_then(|writer| export.run(writer, &|_| {}));
             ended(description, outcome, now_millis())
         };
-        let description = match self.exports.start(&self.db, record, job)? {
-            Started::New(description) | Started::Repeated(description) => description,
-        };
         Ok(ExportTableToPointInTimeResponse {
-            export_description: description,
+            export_description: self.exports.start(&self.db, record, job)?,
         })
     }
 

@@ -67,14 +67,6 @@ pub fn export_id_of(arn: &str) -> &str {
     arn.rsplit_once("/export/").map_or(arn, |(_, id)| id)
 }
 
-/// What ExportTableToPointInTime's start found.
-pub enum Started {
-    /// A new export, now running.
-    New(ExportDescription),
-    /// The export an earlier request with the same ClientToken and parameters started.
-    Repeated(ExportDescription),
-}
-
 /// The records and threads of one database's exports.
 pub struct Exports {
     shared: Arc<ExportsShared>,
@@ -179,8 +171,9 @@ impl Exports {
         self.shared.records.lock().values().cloned().collect()
     }
 
-    /// Starts `record`'s export, unless an export with the same ClientToken exists: then
-    /// that one's description if the parameters are the same, else ExportConflictException.
+    /// Starts `record`'s export and returns its description, unless an export with the same
+    /// ClientToken exists: then that one's description if the parameters are the same, else
+    /// ExportConflictException.
     /// Refused with LimitExceededException when [`EXPORTS_RUNNING_MAX`] exports run. The
     /// record is durable before `job` runs on its thread; `job` returns the export's final
     /// description, recorded durably in turn (None: the export was stopped, its record stays
@@ -190,7 +183,7 @@ impl Exports {
         db: &Arc<Db>,
         record: ExportRecord,
         job: impl FnOnce(&ExportsShared) -> Option<ExportDescription> + Send + 'static,
-    ) -> Result<Started, ApiError> {
+    ) -> Result<ExportDescription, ApiError> {
         let mut records = self.shared.records.lock();
         let token = &record.description.client_token;
         if let Some(existing) = records
@@ -199,7 +192,7 @@ impl Exports {
         {
             if existing.parameters == record.parameters && existing.table_name == record.table_name
             {
-                return Ok(Started::Repeated(existing.description.clone()));
+                return Ok(existing.description.clone());
             }
             return Err(ApiError::new(
                 ErrorCode::ExportConflictException,
@@ -256,7 +249,7 @@ impl Exports {
         let mut threads = self.threads.lock();
         threads.retain(|t| !t.is_finished());
         threads.push(thread);
-        Ok(Started::New(record.description))
+        Ok(record.description)
     }
 }
 
