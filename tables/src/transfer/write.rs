@@ -7,10 +7,14 @@
 //! key prefix `[P/]AWSDynamoDB/I/`, and holds, written in this order:
 //!
 //! 1. `_started`: an empty marker, written (and synced) before anything else.
-//! 2. `data/<26 random base-32 characters>.json.gz`: the items. Each is one gzip stream of
-//!    lines, one item per line as `{"Item":{...}}` in DynamoDB JSON (the model's serializer),
-//!    each line ending in `\n`. One file per writer of items (one per worker of a parallel
-//!    export); a file may hold no line at all (it is then a gzip stream of nothing).
+//! 2. `data/<26 random base-32 characters>.json.gz`: the items. Each is gzip of lines, one
+//!    item per line as `{"Item":{...}}` in DynamoDB JSON (the model's serializer), each line
+//!    ending in `\n`. One file per writer of items (one per worker of a parallel export); a
+//!    file may hold no line at all (it is then a gzip stream of nothing). A file written in
+//!    pages that must each survive on their own (`shoal copy`, which resumes after the last
+//!    recorded page) is several gzip members one after another, one per page
+//!    ([`DataFileWriter::end_member`]): what every gzip reader, and DynamoDB's import, reads
+//!    as one stream.
 //! 3. `shoal-table.json`, when the caller gives a table description: the table's DescribeTable
 //!    output (`{"Table": {...}}`, key schema, attribute definitions, indexes, billing), so an
 //!    export carries the schema a new table needs. AWS's exports have no such file; readers of
@@ -35,7 +39,7 @@
 //! written with the standard library's files, not through the storage engine's file system.
 
 use std::fs::{self, File};
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use base64::Engine;
@@ -221,19 +225,72 @@ impl ExportWriter {
         let name = format!("{}{DATA_FILE_SUFFIX}", random_name());
         let path = self.dir.join(DATA_DIR).join(&name);
         let file = File::create_new(&path).map_err(io_error(&path))?;
+        Ok(self.data_file_writer(name, file, Md5::new(), 0, 0, 0))
+    }
+
+    /// Data file `name` again, to append to after its first `bytes` bytes, which hold
+    /// `item_count` items of `billed_size_bytes` (a resumed copy: what lies past them was
+    /// written after the last page it recorded, and is cut off). The file ends each page with
+    /// [`DataFileWriter::end_member`], so `bytes` is always the end of a gzip member.
+    pub fn resume_data_file(
+        &self,
+        name: &str,
+        bytes: u64,
+        item_count: u64,
+        billed_size_bytes: u64,
+    ) -> Result<DataFileWriter<'_>, ExportWriteError> {
+        let path = self.dir.join(DATA_DIR).join(name);
+        let mut file = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(io_error(&path))?;
+        let length = file.metadata().map_err(io_error(&path))?.len();
+        if length < bytes {
+            return Err(io_error(&path)(io::Error::other(format!(
+                "the file holds {length} bytes, fewer than the {bytes} recorded"
+            ))));
+        }
+        // The checksum covers the whole file: hash the part kept.
+        let mut md5 = Md5::new();
+        io::copy(&mut (&mut file).take(bytes), &mut Md5Sink(&mut md5)).map_err(io_error(&path))?;
+        file.set_len(bytes).map_err(io_error(&path))?;
+        file.sync_all().map_err(io_error(&path))?;
+        io::Seek::seek(&mut file, io::SeekFrom::Start(bytes)).map_err(io_error(&path))?;
+        Ok(self.data_file_writer(
+            name.to_string(),
+            file,
+            md5,
+            bytes,
+            item_count,
+            billed_size_bytes,
+        ))
+    }
+
+    fn data_file_writer(
+        &self,
+        name: String,
+        file: File,
+        md5: Md5,
+        bytes: u64,
+        item_count: u64,
+        billed_size_bytes: u64,
+    ) -> DataFileWriter<'_> {
         let hashed = Md5Writer {
             inner: BufWriter::with_capacity(LINES_BUFFER_BYTES, file),
-            md5: Md5::new(),
+            md5,
+            bytes,
         };
-        Ok(DataFileWriter {
+        DataFileWriter {
             export: self,
             key: format!("{}{DATA_DIR}/{name}", self.key_prefix),
-            path,
-            gzip: GzEncoder::new(hashed, Compression::new(GZIP_LEVEL)),
+            path: self.dir.join(DATA_DIR).join(&name),
+            name,
+            gzip: Some(GzEncoder::new(hashed, Compression::new(GZIP_LEVEL))),
             lines: Vec::with_capacity(LINES_BUFFER_BYTES + (LINES_BUFFER_BYTES >> 2)),
-            item_count: 0,
-            billed_size_bytes: 0,
-        })
+            item_count,
+            billed_size_bytes,
+        }
     }
 
     /// Writes the manifests (and `shoal-table.json` if `table` is given), in the order of
@@ -303,7 +360,10 @@ pub struct DataFileWriter<'a> {
     export: &'a ExportWriter,
     key: String,
     path: PathBuf,
-    gzip: GzEncoder<Md5Writer<BufWriter<File>>>,
+    /// The file's name in the export's `data` directory.
+    name: String,
+    /// None only while a member is being ended.
+    gzip: Option<GzEncoder<Md5Writer<BufWriter<File>>>>,
     /// Lines not yet compressed (at most about [`LINES_BUFFER_BYTES`]).
     lines: Vec<u8>,
     item_count: u64,
@@ -336,19 +396,53 @@ impl DataFileWriter<'_> {
         self.billed_size_bytes
     }
 
+    /// The file's name in the export's `data` directory.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     fn compress_lines(&mut self) -> Result<(), ExportWriteError> {
-        self.gzip
-            .write_all(&self.lines)
-            .map_err(io_error(&self.path))?;
+        let Some(gzip) = self.gzip.as_mut() else {
+            return Err(io_error(&self.path)(io::Error::other(
+                "a gzip member failed to end",
+            )));
+        };
+        gzip.write_all(&self.lines).map_err(io_error(&self.path))?;
         self.lines.clear();
         Ok(())
+    }
+
+    /// Ends the gzip member holding the items written since the last one, syncs the file
+    /// and returns its length: the items so far survive a crash, and a writer resumed at
+    /// that length ([`ExportWriter::resume_data_file`]) goes on with a new member.
+    pub fn end_member(&mut self) -> Result<u64, ExportWriteError> {
+        self.compress_lines()?;
+        let path = self.path.clone();
+        let gzip = self
+            .gzip
+            .take()
+            .ok_or_else(|| io_error(&path)(io::Error::other("a gzip member failed to end")))?;
+        let mut hashed = gzip.finish().map_err(io_error(&path))?;
+        hashed.inner.flush().map_err(io_error(&path))?;
+        hashed
+            .inner
+            .get_ref()
+            .sync_data()
+            .map_err(io_error(&path))?;
+        let bytes = hashed.bytes;
+        self.gzip = Some(GzEncoder::new(hashed, Compression::new(GZIP_LEVEL)));
+        Ok(bytes)
     }
 
     /// Ends the file (synced) and enters it in the export's manifest.
     pub fn finish(mut self) -> Result<(), ExportWriteError> {
         self.compress_lines()?;
         let path = self.path.clone();
-        let hashed = self.gzip.finish().map_err(io_error(&path))?;
+        let gzip = self
+            .gzip
+            .take()
+            .ok_or_else(|| io_error(&path)(io::Error::other("a gzip member failed to end")))?;
+        let hashed = gzip.finish().map_err(io_error(&path))?;
         let md5 = hashed.md5.finalize();
         let file = hashed
             .inner
@@ -366,21 +460,38 @@ impl DataFileWriter<'_> {
     }
 }
 
-/// A writer that hashes what passes through it.
+/// A writer that hashes and counts what passes through it.
 struct Md5Writer<W> {
     inner: W,
     md5: Md5,
+    /// Bytes of the file so far.
+    bytes: u64,
 }
 
 impl<W: Write> Write for Md5Writer<W> {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
         let written = self.inner.write(bytes)?;
         self.md5.update(&bytes[..written]);
+        self.bytes += written as u64;
         Ok(written)
     }
 
     fn flush(&mut self) -> io::Result<()> {
         self.inner.flush()
+    }
+}
+
+/// Hashes what is copied into it.
+struct Md5Sink<'a>(&'a mut Md5);
+
+impl Write for Md5Sink<'_> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.0.update(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
@@ -435,5 +546,59 @@ mod tests {
     #[test]
     fn times_are_iso_with_milliseconds_and_zone() {
         assert_eq!(iso_time(1_604_474_914_028), "2020-11-04T07:28:34.028Z");
+    }
+
+    fn item(n: u64) -> Item {
+        let mut item = Item::new();
+        item.insert("pk".into(), shoal_model::AttributeValue::S(format!("k{n}")));
+        item
+    }
+
+    fn lines_of(path: &Path) -> Vec<String> {
+        let mut text = String::new();
+        flate2::read::MultiGzDecoder::new(File::open(path).unwrap())
+            .read_to_string(&mut text)
+            .unwrap();
+        text.lines().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn a_file_written_in_members_resumes_after_its_last_member() {
+        let bucket = tempfile::tempdir().unwrap();
+        let export = ExportWriter::create(bucket.path(), None, "01234567890123-abcdef01").unwrap();
+        let mut file = export.data_file().unwrap();
+        let name = file.name().to_string();
+        file.write_item(&item(1)).unwrap();
+        file.write_item(&item(2)).unwrap();
+        let first = file.end_member().unwrap();
+        let path = export.dir().join(DATA_DIR).join(&name);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), first);
+        // A page written after the last recorded member, then a crash.
+        file.write_item(&item(3)).unwrap();
+        file.end_member().unwrap();
+        drop(file);
+        assert_eq!(lines_of(&path).len(), 3);
+
+        let mut resumed = export.resume_data_file(&name, first, 2, 0).unwrap();
+        resumed.write_item(&item(4)).unwrap();
+        resumed.finish().unwrap();
+        let lines = lines_of(&path);
+        assert_eq!(
+            lines,
+            vec![
+                r#"{"Item":{"pk":{"S":"k1"}}}"#,
+                r#"{"Item":{"pk":{"S":"k2"}}}"#,
+                r#"{"Item":{"pk":{"S":"k4"}}}"#
+            ]
+        );
+        let entries = export.files.lock().clone();
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].item_count, 3);
+        assert_eq!(
+            entries[0].md5_checksum,
+            md5_base64(&std::fs::read(&path).unwrap())
+        );
+        // A length past the file's end is refused, not padded with zeros.
+        assert!(export.resume_data_file(&name, 1 << 30, 0, 0).is_err());
     }
 }
