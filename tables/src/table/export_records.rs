@@ -26,7 +26,6 @@ use shoal_model::{ApiError, ErrorCode};
 
 use crate::api::export::ExportDescription;
 use crate::database::internal;
-use crate::table::control::random_bits;
 
 /// The metadata key prefix of export records.
 pub const EXPORT_METADATA_PREFIX: &str = "export/";
@@ -158,7 +157,7 @@ impl Exports {
             })
             .unwrap_or(now_millis);
         let millis = now_millis.max(previous + 1);
-        format!("{millis:014}-{:08x}", random_bits() as u32)
+        crate::transfer::write::export_id(millis)
     }
 
     /// The record of export `id`.

@@ -516,6 +516,15 @@ fn sync_dir(dir: &Path) -> Result<(), ExportWriteError> {
 }
 
 /// 26 random lowercase base-32 characters, as DynamoDB names its data files.
+/// A new export id: DynamoDB's `<14 digits>-<8 hex>`, the digits the export's start in
+/// milliseconds since the Unix epoch.
+pub fn export_id(start_millis: u64) -> String {
+    format!(
+        "{start_millis:014}-{:08x}",
+        crate::table::control::random_bits() as u32
+    )
+}
+
 fn random_name() -> String {
     const ALPHABET: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
     let mut bits = crate::table::control::random_bits();
