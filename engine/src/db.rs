@@ -143,10 +143,10 @@ fn apply_payload<'a>(
 /// Which memtables [`Db::freeze_full_memtables`] freezes, if not empty, besides the full
 /// ones.
 #[derive(Debug, Clone, Copy)]
-enum AlsoFreeze {
+pub(crate) enum AlsoFreeze<'a> {
     None,
     Every,
-    Tree(TreeId),
+    Trees(&'a [TreeId]),
 }
 
 /// A registered snapshot: reads through it see the database as of `seq`.
@@ -176,7 +176,7 @@ impl Drop for Snapshot {
 /// An open LSM database.
 pub struct Db {
     pub(crate) shared: Arc<Shared>,
-    wal: Arc<Wal<WriteBatch, MemtableApplier>>,
+    pub(crate) wal: Arc<Wal<WriteBatch, MemtableApplier>>,
     flusher: Option<JoinHandle<()>>,
     compactors: Vec<JoinHandle<()>>,
     // Held for the database's lifetime; released (file unlocked) on drop.
@@ -421,7 +421,7 @@ impl Db {
     /// Freezes every active memtable that is over its limit, plus the non-empty ones `also`
     /// names, plus — when the WAL is over its cap — the trees pinning the oldest WAL data.
     /// Runs under `Wal::exclusive` so no batch is half-applied when frozen.
-    fn freeze_full_memtables(&self, also: AlsoFreeze) {
+    pub(crate) fn freeze_full_memtables(&self, also: AlsoFreeze<'_>) {
         let shared = &self.shared;
         let wal_over_cap = self.wal.live_bytes() > shared.options.wal_live_bytes_max;
         let frozen_any = self.wal.exclusive(|| {
@@ -441,7 +441,7 @@ impl Db {
                 let named = match also {
                     AlsoFreeze::None => false,
                     AlsoFreeze::Every => true,
-                    AlsoFreeze::Tree(named) => *id == named,
+                    AlsoFreeze::Trees(named) => named.contains(id),
                 };
                 let wanted = full || pins_oldest || named;
                 if wanted && !tree.active.is_empty() {
@@ -583,6 +583,16 @@ impl Db {
         &self,
         make_edits: impl FnOnce(&Version) -> Result<(Vec<VersionEdit>, R), DbError>,
     ) -> Result<R, DbError> {
+        self.change_version_adding(Vec::new(), make_edits)
+    }
+
+    /// [`Db::change_version`] that also publishes `tables`, opened tables of files the edits
+    /// add, in the same superversion.
+    pub(crate) fn change_version_adding<R>(
+        &self,
+        tables: Vec<(u64, Arc<Table>)>,
+        make_edits: impl FnOnce(&Version) -> Result<(Vec<VersionEdit>, R), DbError>,
+    ) -> Result<R, DbError> {
         // Tree creation and removal must not race a batch being applied (a batch for a tree
         // must land in the memtables of the superversion that knows the tree).
         self.wal.exclusive(|| {
@@ -619,6 +629,7 @@ impl Db {
             // The new version is durable: nothing will need these files after their readers.
             self.shared.files.mark_obsolete(obsolete);
             sv.tables.retain(|number, _| live.contains(number));
+            sv.tables.extend(tables);
             sv.set_version(Arc::new(next), &self.shared.policy);
             *guard = Arc::new(sv);
             Ok(result)
@@ -858,7 +869,7 @@ fn flusher_loop(shared: &Arc<Shared>, wal: &Wal<WriteBatch, MemtableApplier>) {
 
 /// Flushes the oldest frozen memtable of some tree to an L0 SSTable. Returns whether there
 /// was one.
-fn flush_one(
+pub(crate) fn flush_one(
     shared: &Arc<Shared>,
     wal: &Wal<WriteBatch, MemtableApplier>,
 ) -> Result<bool, DbError> {
@@ -1155,7 +1166,7 @@ impl Db {
         if !self.current().version.trees.contains_key(&tree) {
             return Err(DbError::UnknownTree(tree));
         }
-        self.freeze_full_memtables(AlsoFreeze::Tree(tree));
+        self.freeze_full_memtables(AlsoFreeze::Trees(&[tree]));
         while flush_one(&self.shared, &self.wal)? {}
         compact::compact_tree(&self.shared, tree)
     }

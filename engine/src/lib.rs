@@ -63,6 +63,7 @@
 mod arena;
 pub mod batch;
 mod buffer_pool;
+pub mod checkpoint;
 mod compact;
 mod compact_job;
 mod compact_schedule;
@@ -82,6 +83,7 @@ mod table_files;
 pub mod version;
 
 pub use batch::WriteBatch;
+pub use checkpoint::{LinkedFile, SourceFile};
 // DbOptions::compaction is a PolicyOptions: embedders need not depend on the compaction crate.
 pub use db::{CompactionFilter, Db, DbOptions, Snapshot};
 pub use error::DbError;

@@ -31,7 +31,8 @@
 //! costs about three times a cached one (`dd` into a new file 1.1 GB/s, over the same
 //! file's cached pages 3.3 GB/s). A reused file is cut to the new table's length before the
 //! table's sync ([`RecycledTableFile`]), so no byte of its old life stays past the footer.
-//! Crash safety is unchanged: a recycled or half-rewritten file is named by no version, so
+//! A file with more than one name (a hard link made by `checkpoint`) is removed, never
+//! recycled. Crash safety is unchanged: a recycled or half-rewritten file is named by no version, so
 //! the open after a crash removes it like any other unreferenced file.
 
 use std::collections::{HashMap, VecDeque};
@@ -242,9 +243,16 @@ impl Drop for TrackedFile {
         // The pool's lock is held across the rename only, so it never passes its bound.
         // No directory sync: after a crash either name is an unreferenced file that the next
         // open removes.
+        // A file with another name (a backup's link, or the table of a restore made from
+        // it) is shared: writing a new table over it would change the other name's bytes.
+        // An unknown count is taken as shared.
+        let shared = self
+            .fs
+            .link_count(&self.path)
+            .map_or(true, |links| links > 1);
         let kept = {
             let mut recycled = self.recycled.lock();
-            (recycled.len() < RECYCLED_TABLE_FILES_MAX).then(|| {
+            (!shared && recycled.len() < RECYCLED_TABLE_FILES_MAX).then(|| {
                 let target = self
                     .path
                     .with_file_name(manifest::recycled_sst_file_name(self.number));

@@ -131,6 +131,18 @@ impl FileSystem for CrashingHandle {
         self.0.alive()?;
         self.0.sim.lock(path)
     }
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.0.tick()?;
+        self.0.sim.hard_link(from, to)
+    }
+    fn link_count(&self, path: &Path) -> io::Result<u64> {
+        self.0.alive()?;
+        self.0.sim.link_count(path)
+    }
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        self.0.tick()?;
+        self.0.sim.remove_dir(dir)
+    }
 }
 
 fn crashing(sim: &SimFs, crash_before_call: u64, seed: u64) -> (Fs, Arc<CrashingFs>) {

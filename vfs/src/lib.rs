@@ -18,6 +18,7 @@
 //!   directory holding it returns Ok.
 //! - `rename` replaces the target atomically: after a crash either the old or the new
 //!   target is visible, never a mix.
+//! - `list` names files and subdirectories alike.
 
 use std::fmt;
 use std::io;
@@ -156,6 +157,16 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     fn file_size(&self, path: &Path) -> io::Result<u64>;
     /// Takes an exclusive lock on `path` (creating it); fails if another process holds it.
     fn lock(&self, path: &Path) -> io::Result<Box<dyn DirLock>>;
+    /// Makes `to` a second name of the file `from` (a hard link): both names share the same
+    /// bytes, and the bytes live until the last name is removed and the last reader lets go.
+    /// Like a create or a rename, the new name is durable only after [`FileSystem::sync_dir`]
+    /// on the directory holding `to`. Fails if `to` exists.
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// How many names the file at `path` has. A file with more than one must never be written
+    /// in place: its other names (a backup's links) would see the new bytes.
+    fn link_count(&self, path: &Path) -> io::Result<u64>;
+    /// Removes the empty directory `dir`, durably.
+    fn remove_dir(&self, dir: &Path) -> io::Result<()>;
 }
 
 /// Shared handle to a file system.

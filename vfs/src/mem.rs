@@ -258,6 +258,7 @@ impl FileSystem for MemFs {
         Ok(state
             .files
             .keys()
+            .chain(state.dirs.iter())
             .filter(|path| path.parent() == Some(dir))
             .filter_map(|path| path.file_name()?.to_str().map(str::to_string))
             .collect())
@@ -303,6 +304,50 @@ impl FileSystem for MemFs {
             path: path.to_path_buf(),
         }))
     }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut state = self.state.lock();
+        Self::check_dir(&state, to)?;
+        if state.files.contains_key(to) {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{}: file exists", to.display()),
+            ));
+        }
+        let file = state
+            .files
+            .get(from)
+            .cloned()
+            .ok_or_else(|| not_found(from))?;
+        state.files.insert(to.to_path_buf(), file);
+        Ok(())
+    }
+
+    fn link_count(&self, path: &Path) -> io::Result<u64> {
+        let state = self.state.lock();
+        let file = state.files.get(path).ok_or_else(|| not_found(path))?;
+        Ok(state
+            .files
+            .values()
+            .filter(|f| Arc::ptr_eq(f, file))
+            .count() as u64)
+    }
+
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        let mut state = self.state.lock();
+        if !state.dirs.contains(dir) {
+            return Err(not_found(dir));
+        }
+        let inside = |path: &PathBuf| path.parent() == Some(dir);
+        if state.files.keys().any(inside) || state.dirs.iter().any(inside) {
+            return Err(io::Error::other(format!(
+                "{}: directory not empty",
+                dir.display()
+            )));
+        }
+        state.dirs.remove(dir);
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -338,6 +383,30 @@ mod tests {
         assert!(fs.lock(&dir.join("LOCK")).is_err());
         drop(lock);
         assert!(fs.lock(&dir.join("LOCK")).is_ok());
+    }
+
+    #[test]
+    fn hard_links_share_a_file_and_directories_are_listed_and_removed() {
+        let fs = MemFs::new();
+        let dir = Path::new("/db");
+        let sub = dir.join("backups");
+        fs.create_dir_all(&sub).unwrap();
+        fs.create(&dir.join("a"))
+            .unwrap()
+            .write_all(b"bytes")
+            .unwrap();
+        fs.hard_link(&dir.join("a"), &sub.join("a")).unwrap();
+        assert_eq!(fs.link_count(&dir.join("a")).unwrap(), 2);
+        let mut names = fs.list(dir).unwrap();
+        names.sort();
+        assert_eq!(names, vec!["a".to_string(), "backups".to_string()]);
+        fs.remove(&dir.join("a")).unwrap();
+        assert_eq!(fs.open_read(&sub.join("a")).unwrap().bytes(), b"bytes");
+        assert_eq!(fs.link_count(&sub.join("a")).unwrap(), 1);
+        assert!(fs.remove_dir(&sub).is_err(), "not empty");
+        fs.remove(&sub.join("a")).unwrap();
+        fs.remove_dir(&sub).unwrap();
+        assert!(!fs.exists(&sub));
     }
 
     #[test]

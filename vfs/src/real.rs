@@ -221,11 +221,46 @@ impl FileSystem for RealFs {
         }
         Ok(Box::new(RealLock { _file: file }))
     }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::hard_link(from, to)
+    }
+
+    fn link_count(&self, path: &Path) -> io::Result<u64> {
+        use std::os::unix::fs::MetadataExt;
+        Ok(fs::metadata(path)?.nlink())
+    }
+
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        fs::remove_dir(dir)?;
+        if let Some(parent) = dir.parent() {
+            if !parent.as_os_str().is_empty() {
+                self.sync_dir(parent)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hard_link_counts_as_a_second_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = RealFs;
+        let path = dir.path().join("file");
+        fs.create(&path).unwrap().write_all(b"x").unwrap();
+        assert_eq!(fs.link_count(&path).unwrap(), 1);
+        let sub = dir.path().join("sub");
+        fs.create_dir_all(&sub).unwrap();
+        fs.hard_link(&path, &sub.join("file")).unwrap();
+        assert_eq!(fs.link_count(&path).unwrap(), 2);
+        fs.remove(&sub.join("file")).unwrap();
+        fs.remove_dir(&sub).unwrap();
+        assert!(!fs.exists(&sub));
+    }
 
     #[test]
     fn writes_survive_write_back_hints_and_syncs() {

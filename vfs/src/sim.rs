@@ -523,6 +523,15 @@ impl FileSystem for EpochFs {
     fn lock(&self, path: &Path) -> io::Result<Box<dyn DirLock>> {
         self.alive()?.lock(path)
     }
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.alive()?.hard_link(from, to)
+    }
+    fn link_count(&self, path: &Path) -> io::Result<u64> {
+        self.alive()?.link_count(path)
+    }
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        self.alive()?.remove_dir(dir)
+    }
 }
 
 impl FileSystem for SimFs {
@@ -667,6 +676,53 @@ impl FileSystem for SimFs {
             id,
         }))
     }
+    /// A link changes only the live map of `to`'s directory, like a create: it survives a
+    /// power loss only once that directory is synced.
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let (to_dir, to_name) = split(to)?;
+        let mut state = self.state.lock();
+        state.spend_mutation()?;
+        let id = state.lookup(from)?;
+        let directory = state.directory_mut(&to_dir)?;
+        if directory.live.contains_key(&to_name) {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{}: file exists", to.display()),
+            ));
+        }
+        directory.live.insert(to_name, id);
+        Ok(())
+    }
+
+    fn link_count(&self, path: &Path) -> io::Result<u64> {
+        let state = self.state.lock();
+        let id = state.lookup(path)?;
+        Ok(state
+            .directories
+            .values()
+            .flat_map(|directory| directory.live.values())
+            .filter(|&&other| other == id)
+            .count() as u64)
+    }
+
+    /// Directories are created durably, and so are they removed.
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        let mut state = self.state.lock();
+        state.spend_mutation()?;
+        let directory = state.directories.get(dir).ok_or_else(|| not_found(dir))?;
+        let has_subdirectory = state
+            .directories
+            .keys()
+            .any(|path| path.parent() == Some(dir));
+        if !directory.live.is_empty() || has_subdirectory {
+            return Err(io::Error::other(format!(
+                "{}: directory not empty",
+                dir.display()
+            )));
+        }
+        state.directories.remove(dir);
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -717,6 +773,36 @@ mod tests {
         overwrite.sync_data().unwrap();
         sim.power_loss(7);
         assert_eq!(read(&sim, &file()), b"new");
+    }
+
+    #[test]
+    fn a_hard_link_shares_the_bytes_and_is_durable_only_after_its_dir_sync() {
+        let sim = SimFs::new();
+        durable_file(&sim, b"shared");
+        let backups = PathBuf::from("/db/backups");
+        sim.create_dir_all(&backups).unwrap();
+        let link = backups.join("1.sst");
+        sim.hard_link(&file(), &link).unwrap();
+        assert!(sim.hard_link(&file(), &link).is_err(), "the name exists");
+        assert_eq!(read(&sim, &link), b"shared");
+        assert_eq!(sim.link_count(&file()).unwrap(), 2);
+        sim.power_loss(1);
+        assert!(!sim.exists(&link), "a link not synced is lost");
+        sim.hard_link(&file(), &link).unwrap();
+        sim.sync_dir(&backups).unwrap();
+        sim.remove(&file()).unwrap();
+        sim.sync_dir(&dir()).unwrap();
+        assert_eq!(sim.link_count(&link).unwrap(), 1);
+        sim.power_loss(2);
+        assert_eq!(
+            read(&sim, &link),
+            b"shared",
+            "the other name keeps the bytes"
+        );
+        assert!(sim.remove_dir(&backups).is_err(), "not empty");
+        sim.remove(&link).unwrap();
+        sim.remove_dir(&backups).unwrap();
+        assert!(!sim.exists(&backups));
     }
 
     #[test]
