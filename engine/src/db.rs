@@ -572,6 +572,16 @@ impl Db {
             .map(|(id, _)| *id)
     }
 
+    /// The data directory.
+    pub fn dir(&self) -> &Path {
+        &self.shared.dir
+    }
+
+    /// The file system the database lives on.
+    pub fn fs(&self) -> &Fs {
+        &self.shared.fs
+    }
+
     /// The current durable version (trees, files, metadata).
     pub fn version(&self) -> Arc<Version> {
         Arc::clone(&self.current().version)

@@ -17,6 +17,12 @@ pub enum ErrorCode {
     ResourceInUseException,
     /// The backup operations' "no such table" (DescribeContinuousBackups, …).
     TableNotFoundException,
+    /// A restore onto the name of a table that exists.
+    TableAlreadyExistsException,
+    /// No backup has the ARN given.
+    BackupNotFoundException,
+    /// The backup is being created, or restored from, by another request.
+    BackupInUseException,
     ConditionalCheckFailedException,
     LimitExceededException,
     ItemCollectionSizeLimitExceededException,
@@ -59,6 +65,9 @@ impl ErrorCode {
             ErrorCode::ResourceNotFoundException => "ResourceNotFoundException",
             ErrorCode::ResourceInUseException => "ResourceInUseException",
             ErrorCode::TableNotFoundException => "TableNotFoundException",
+            ErrorCode::TableAlreadyExistsException => "TableAlreadyExistsException",
+            ErrorCode::BackupNotFoundException => "BackupNotFoundException",
+            ErrorCode::BackupInUseException => "BackupInUseException",
             ErrorCode::ConditionalCheckFailedException => "ConditionalCheckFailedException",
             ErrorCode::LimitExceededException => "LimitExceededException",
             ErrorCode::ItemCollectionSizeLimitExceededException => {
@@ -184,6 +193,9 @@ impl ErrorCode {
             ResourceNotFoundException,
             ResourceInUseException,
             TableNotFoundException,
+            TableAlreadyExistsException,
+            BackupNotFoundException,
+            BackupInUseException,
             ConditionalCheckFailedException,
             LimitExceededException,
             ItemCollectionSizeLimitExceededException,

@@ -21,6 +21,9 @@ pub fn error_namespace(code: ErrorCode) -> &'static str {
         ErrorCode::ResourceNotFoundException
         | ErrorCode::ResourceInUseException
         | ErrorCode::TableNotFoundException
+        | ErrorCode::TableAlreadyExistsException
+        | ErrorCode::BackupNotFoundException
+        | ErrorCode::BackupInUseException
         | ErrorCode::ConditionalCheckFailedException
         | ErrorCode::LimitExceededException
         | ErrorCode::ItemCollectionSizeLimitExceededException

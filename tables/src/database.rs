@@ -207,6 +207,8 @@ pub struct Database {
     /// Exports' records and running exports (`table::export_records`); running exports
     /// stop when the database is dropped.
     pub(crate) exports: crate::table::export_records::Exports,
+    /// Backups a restore is reading (`table::backups`).
+    pub(crate) backups_in_use: Arc<crate::table::backups::BackupsInUse>,
 }
 
 /// The catalog as stored in the current durable version of `db`.
@@ -322,6 +324,7 @@ impl Database {
             _lag_ticker: lag_ticker,
             in_flight,
             exports,
+            backups_in_use: Default::default(),
         };
         database.reload_catalog()?;
         database
@@ -336,6 +339,8 @@ impl Database {
         // An index left CREATING by a crash or a close is rebuilt (never marked ACTIVE
         // before a complete pass).
         database.resume_backfills()?;
+        crate::table::backup_store::remove_partial(database.db.fs(), database.db.dir())
+            .map_err(|e| DbError::Poisoned(e.message))?;
         database.start_upkeep()?;
         Ok(database)
     }
@@ -367,6 +372,7 @@ impl Database {
             _lag_ticker: None,
             in_flight: self.in_flight.clone(),
             exports: crate::table::export_records::Exports::none(),
+            backups_in_use: Arc::clone(&self.backups_in_use),
         }
     }
 

@@ -98,6 +98,13 @@ impl Database {
             }
             "DescribeExport" => Ok(encoding.encode(&self.describe_export(body.decode()?)?)),
             "ListExports" => Ok(encoding.encode(&self.list_exports(body.decode()?)?)),
+            "CreateBackup" => Ok(encoding.encode(&self.create_backup(body.decode()?)?)),
+            "DescribeBackup" => Ok(encoding.encode(&self.describe_backup(body.decode()?)?)),
+            "ListBackups" => Ok(encoding.encode(&self.list_backups(body.decode()?)?)),
+            "DeleteBackup" => Ok(encoding.encode(&self.delete_backup(body.decode()?)?)),
+            "RestoreTableFromBackup" => {
+                Ok(encoding.encode(&self.restore_table_from_backup(body.decode()?)?))
+            }
             // control: add arms above this line
             "PutItem" => self.metered(body, metered, &encoding, |input| {
                 self.throttled(input, |input| self.put_item(input))
@@ -278,6 +285,11 @@ pub const SUPPORTED_OPERATIONS: &[&str] = &[
     "ExportTableToPointInTime",
     "DescribeExport",
     "ListExports",
+    "CreateBackup",
+    "DescribeBackup",
+    "ListBackups",
+    "DeleteBackup",
+    "RestoreTableFromBackup",
     // control: add names above this line
     "PutItem",
     "GetItem",

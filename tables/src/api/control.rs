@@ -211,6 +211,9 @@ pub struct TableDescription {
     /// Present once CreateTable or UpdateTable named a class (docs/COMPATIBILITY.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub table_class_summary: Option<TableClassSummary>,
+    /// In the answer of a restore (`table::backups`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restore_summary: Option<crate::api::backups::RestoreSummary>,
 }
 
 /// `TableClassSummary`.

@@ -358,7 +358,7 @@ pub(crate) fn key_schema_elements(key: &KeySchema) -> Vec<KeySchemaElement> {
     elements
 }
 
-fn projection_description(projection: &Projection) -> ProjectionDescription {
+pub(crate) fn projection_description(projection: &Projection) -> ProjectionDescription {
     ProjectionDescription {
         projection_type: Some(projection.type_name().to_string()),
         non_key_attributes: match projection {
@@ -406,7 +406,11 @@ fn index_status(status: IndexStatus) -> (&'static str, Option<bool>) {
 }
 
 /// The full TableDescription of `table` with status `table_status`.
-fn describe(table: &TableDef, stats: &TableStats, table_status: &str) -> TableDescription {
+pub(crate) fn describe(
+    table: &TableDef,
+    stats: &TableStats,
+    table_status: &str,
+) -> TableDescription {
     let arn = table_arn(&table.name);
     let created_at_seconds = table.created_at_millis as f64 / 1000.0;
     let now = now_millis();
@@ -518,6 +522,7 @@ fn describe(table: &TableDef, stats: &TableStats, table_status: &str) -> TableDe
                 .table_class_updated_at_millis
                 .map(|millis| millis as f64 / 1000.0),
         }),
+        restore_summary: None,
     }
 }
 
@@ -550,7 +555,7 @@ pub(crate) fn now_millis() -> u64 {
 }
 
 /// A random (version 4 shaped) UUID for a new table.
-fn new_table_id() -> String {
+pub(crate) fn new_table_id() -> String {
     let mut bytes = random_bits().to_be_bytes();
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;

@@ -2,6 +2,8 @@
 //! format and index entries.
 
 pub mod backfill;
+pub mod backup_store;
+pub mod backups;
 pub mod batch;
 pub mod billing;
 pub mod capacity;

@@ -424,6 +424,20 @@ fn put_record(
     .map_err(internal)
 }
 
+/// `table`'s figures from its records as of `snapshot`: what a backup taken at that
+/// snapshot records.
+pub fn figures_at(
+    db: &Db,
+    stats_tree: TreeId,
+    table: &TableDef,
+    snapshot: &Snapshot,
+) -> Result<TableStats, ApiError> {
+    Ok(figures(
+        table,
+        &sum_records(db, stats_tree, table, Some(snapshot))?,
+    ))
+}
+
 /// The sum of `table`'s records, as of `snapshot` (or now).
 fn sum_records(
     db: &Db,
