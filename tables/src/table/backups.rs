@@ -492,6 +492,8 @@ impl Database {
         }
         self.transitions.refuse_change(target)?;
         let _in_use = self.backups_in_use.take(&backup.backup_id, &arn)?;
+        // A DeleteBackup may have finished between the lookup and the mark.
+        let (arn, backup) = self.backup_named(Some(&arn))?;
         let definition = overrides.apply(&backup.table, target)?;
         let table = self.install_restored(&backup, definition)?;
         self.transitions
