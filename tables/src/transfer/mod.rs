@@ -1,5 +1,15 @@
 //! Tables moving in and out of Shoal in DynamoDB's own file formats (SPEC-2 §6.3, §6.4).
 //!
 //! - [`write`]: an export in DynamoDB's S3 export layout, written to a local directory.
+//! - [`source`]: the local directory standing for S3 (`Options::export_dir`): bucket `B`,
+//!   key `K` is the file `<export_dir>/B/K`; the objects under a key prefix.
+//! - [`read`]: one object streamed through its decompression (GZIP, ZSTD, NONE), cut into
+//!   lines of bounded length, with the raw bytes read counted as they go.
+//! - [`parse`]: a line or CSV record turned into an item (DYNAMODB_JSON, CSV).
+//!
+//! Nothing here knows about tables' storage: `table::export` and `table::import` drive these.
 
+pub mod parse;
+pub mod read;
+pub mod source;
 pub mod write;
