@@ -45,6 +45,10 @@ pub enum ErrorCode {
     ExportConflictException,
     /// Exports: an ExportTime the table cannot be exported at.
     InvalidExportTimeException,
+    /// ImportTable: the same ClientToken with a different request.
+    ImportConflictException,
+    /// DescribeImport: no import has that ARN.
+    ImportNotFoundException,
     InternalServerError,
     /// HTTP 503: the service cannot take the request now (only injected faults send it).
     ServiceUnavailable,
@@ -90,6 +94,8 @@ impl ErrorCode {
             ErrorCode::ExportNotFoundException => "ExportNotFoundException",
             ErrorCode::ExportConflictException => "ExportConflictException",
             ErrorCode::InvalidExportTimeException => "InvalidExportTimeException",
+            ErrorCode::ImportConflictException => "ImportConflictException",
+            ErrorCode::ImportNotFoundException => "ImportNotFoundException",
             ErrorCode::InternalServerError => "InternalServerError",
             ErrorCode::ServiceUnavailable => "ServiceUnavailable",
         }
@@ -212,6 +218,8 @@ impl ErrorCode {
             ExportNotFoundException,
             ExportConflictException,
             InvalidExportTimeException,
+            ImportConflictException,
+            ImportNotFoundException,
             InternalServerError,
             ServiceUnavailable,
         ]

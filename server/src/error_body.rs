@@ -41,6 +41,8 @@ pub fn error_namespace(code: ErrorCode) -> &'static str {
         | ErrorCode::ExportNotFoundException
         | ErrorCode::ExportConflictException
         | ErrorCode::InvalidExportTimeException
+        | ErrorCode::ImportConflictException
+        | ErrorCode::ImportNotFoundException
         | ErrorCode::InternalServerError
         | ErrorCode::ServiceUnavailable => "com.amazonaws.dynamodb.v20120810",
     }

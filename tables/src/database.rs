@@ -209,6 +209,10 @@ pub struct Database {
     pub(crate) exports: crate::table::export_records::Exports,
     /// Backups a restore is reading (`table::backups`).
     pub(crate) backups_in_use: Arc<crate::table::backups::BackupsInUse>,
+    /// Running imports and their error logs (`table::import`).
+    pub(crate) imports: Arc<crate::table::import::Imports>,
+    /// Stops the running imports when this database is dropped.
+    _imports_owner: crate::table::import::ImportsOwner,
 }
 
 /// The catalog as stored in the current durable version of `db`.
@@ -250,7 +254,11 @@ pub(crate) fn internal(error: impl std::fmt::Display) -> ApiError {
 impl Database {
     /// Opens (creating if needed) the datastore in `path`.
     pub fn open(path: &Path, options: Options) -> Result<Database, DbError> {
-        Database::open_with_fs(shoal_vfs::RealFs::shared(), path, options)
+        let database = Database::open_with_fs(shoal_vfs::RealFs::shared(), path, options)?;
+        database
+            .imports
+            .set_error_dir(path.join(crate::table::import::IMPORT_ERRORS_DIR_NAME));
+        Ok(database)
     }
 
     /// Opens a datastore that lives only in memory (nothing survives the process), with
@@ -302,6 +310,7 @@ impl Database {
             crate::table::control::now_millis(),
             options.upkeep,
         )?;
+        let imports = Arc::new(crate::table::import::Imports::default());
         let database = Database {
             db,
             throttle,
@@ -325,8 +334,14 @@ impl Database {
             in_flight,
             exports,
             backups_in_use: Default::default(),
+            imports: Arc::clone(&imports),
+            _imports_owner: crate::table::import::ImportsOwner(Some(imports)),
         };
         database.reload_catalog()?;
+        // Before statistics are loaded (their records of dropped trees then go too): the
+        // trees of tables an import staged and a crash left unpublished.
+        database.drop_orphan_trees()?;
+        database.recover_imports()?;
         database
             .load_iterator_key(false)
             .map_err(|e| DbError::Poisoned(e.message))?;
@@ -373,6 +388,8 @@ impl Database {
             in_flight: self.in_flight.clone(),
             exports: crate::table::export_records::Exports::none(),
             backups_in_use: Arc::clone(&self.backups_in_use),
+            imports: Arc::clone(&self.imports),
+            _imports_owner: Default::default(),
         }
     }
 

@@ -80,6 +80,9 @@ impl Database {
             "DescribeTimeToLive" => {
                 Ok(encoding.encode(&self.describe_time_to_live(body.decode()?)?))
             }
+            "ImportTable" => Ok(encoding.encode(&self.import_table(body.decode()?)?)),
+            "DescribeImport" => Ok(encoding.encode(&self.describe_import(body.decode()?)?)),
+            "ListImports" => Ok(encoding.encode(&self.list_imports(body.decode()?)?)),
             "TagResource" => Ok(encoding.encode(&self.tag_resource(body.decode()?)?)),
             "UntagResource" => Ok(encoding.encode(&self.untag_resource(body.decode()?)?)),
             "ListTagsOfResource" => {
@@ -290,6 +293,9 @@ pub const SUPPORTED_OPERATIONS: &[&str] = &[
     "ListBackups",
     "DeleteBackup",
     "RestoreTableFromBackup",
+    "ImportTable",
+    "DescribeImport",
+    "ListImports",
     // control: add names above this line
     "PutItem",
     "GetItem",

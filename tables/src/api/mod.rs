@@ -18,6 +18,7 @@ pub mod common;
 pub mod constraint;
 pub mod control;
 pub mod export;
+pub mod import;
 pub mod items;
 pub mod partiql;
 pub mod query;

@@ -306,7 +306,7 @@ pub fn table_arn(table_name: &str) -> String {
     format!("arn:aws:dynamodb:{region}:{ARN_ACCOUNT}:table/{table_name}")
 }
 
-fn table_def(
+pub(crate) fn table_def(
     schema: &TableSchema,
     table_id: &str,
     created_at_millis: u64,

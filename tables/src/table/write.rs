@@ -632,6 +632,17 @@ impl Database {
         for (table, _) in groups {
             self.check_definition_current(table)?;
         }
+        self.write_plans(groups, collection_sizes_wanted)
+    }
+
+    /// Commits plans as [`Database::commit_plans_across`] does, without checking the
+    /// definitions against the catalog: for a staged table (`table::staging`), which has no
+    /// catalog entry and whose definition nothing else can change.
+    pub(crate) fn write_plans(
+        &self,
+        groups: &[(&TableDef, Vec<&WritePlan>)],
+        collection_sizes_wanted: bool,
+    ) -> Result<Vec<Vec<Option<CollectionRecord>>>, ApiError> {
         // Sized once: the mutations, plus a collection record per plan at most.
         let payload_bytes: usize = groups
             .iter()
