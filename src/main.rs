@@ -325,8 +325,9 @@ struct ServeArgs {
     /// locks, so that a test can meet a transaction conflict on purpose.
     #[arg(long, value_name = "MS", default_value_t = 0)]
     write_hold_ms: u64,
-    /// The local directory standing for S3 in exports: bucket B, key K is the file
-    /// DIR/B/K (docs/EXPORT.md). Without it ExportTableToPointInTime is refused.
+    /// The local directory standing for S3: bucket B, key K is the file DIR/B/K
+    /// (docs/EXPORT.md, docs/IMPORT.md). ExportTableToPointInTime writes there and
+    /// ImportTable reads there; without it, both are refused.
     #[arg(long, value_name = "DIR")]
     export_dir: Option<PathBuf>,
     /// Accepted for DynamoDB Local compatibility (-optimizeDbBeforeStartup), no effect:
@@ -1029,6 +1030,16 @@ mod tests {
         assert_eq!((defaults.gsi_lag, defaults.eventual_reads), (None, None));
         assert!(!defaults.transaction_conflicts);
         assert!(parse("shoal serve --gsi-lag 900-10").is_err());
+    }
+
+    #[test]
+    fn the_export_directory_reaches_the_options() {
+        let serve = serve_args("shoal serve --export-dir /data/s3");
+        assert_eq!(
+            serve.export_dir.as_deref(),
+            Some(std::path::Path::new("/data/s3"))
+        );
+        assert_eq!(serve_args("shoal serve").export_dir, None);
     }
 
     #[test]
