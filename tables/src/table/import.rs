@@ -314,16 +314,29 @@ impl Database {
             });
         };
         let description = job.record.description();
+        let mut failed = job.record.clone();
         let shared = self.share();
         let region = crate::table::region::current();
-        let thread = std::thread::Builder::new()
+        let spawned = std::thread::Builder::new()
             .name(format!("import-{}", job.record.id))
             .spawn(move || {
                 crate::table::region::with_region(Some(&region), || {
                     shared.run_import(job, &mut |_| {});
                 })
-            })
-            .map_err(internal)?;
+            });
+        let thread = match spawned {
+            Ok(thread) => thread,
+            Err(error) => {
+                // Nothing ran: the import ends here rather than staying IN_PROGRESS.
+                failed.status = "FAILED".to_string();
+                failed.end_millis = Some(now_millis());
+                failed.failure_code = Some("InternalError".to_string());
+                failed.failure_message = Some(format!("The import could not start: {error}"));
+                self.store_import_record(&failed, Vec::new())?;
+                self.imports.finished(&failed.id);
+                return Err(internal(error));
+            }
+        };
         let mut threads = self.imports.threads.lock();
         threads.retain(|thread| !thread.is_finished());
         threads.push(thread);
