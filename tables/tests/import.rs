@@ -510,3 +510,52 @@ fn list_imports_pages() {
         })
         .is_err());
 }
+
+#[test]
+fn a_database_closed_during_an_import_ends_it_failed_with_no_table() {
+    let exports = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let items: Vec<Value> = (0..200_000)
+        .map(|n| json!({"pk": {"S": format!("p{n}")}, "sk": {"N": "1"}}))
+        .collect();
+    put_object(
+        exports.path(),
+        "bkt",
+        "data.gz",
+        &gzip(&export_lines(&items)),
+    );
+    let options = shoal_tables::Options {
+        export_dir: Some(exports.path().to_path_buf()),
+        ..shoal_tables::Options::default()
+    };
+    let arn = {
+        let db = Database::open(data.path(), options.clone()).unwrap();
+        let started = db
+            .import_table(json_import("Closed", "bkt", "", "GZIP"))
+            .unwrap();
+        started.import_table_description.import_arn
+        // Dropped while the import runs: it stops.
+    };
+    let db = Database::open(data.path(), options).unwrap();
+    let description = db
+        .describe_import(DescribeImportInput {
+            import_arn: Some(arn),
+        })
+        .unwrap()
+        .import_table_description;
+    if description.import_status == "COMPLETED" {
+        // The machine was fast enough to finish first: then the table is whole.
+        assert_eq!(scan_all(&db, "Closed").len(), items.len());
+    } else {
+        assert_eq!(description.import_status, "FAILED");
+        let message = description.failure_message.unwrap();
+        assert!(message.contains("interrupted"), "{message}");
+        assert!(db.table("Closed").is_err());
+    }
+    assert_sound(&db);
+    assert_eq!(
+        db.lsm().version().trees.len(),
+        1,
+        "only the statistics tree is left"
+    );
+}

@@ -512,7 +512,26 @@ impl Database {
         let _change = self.imports.change.lock();
         let mut edits = self.import_record_edits(record)?;
         edits.extend(extra);
-        self.db.apply_edits(edits).map_err(internal)
+        self.db.apply_edits(edits.clone()).map_err(internal)?;
+        self.remove_trimmed_logs(&edits);
+        Ok(())
+    }
+
+    /// Removes the error logs of the records `edits` dropped: the logs are kept as long as
+    /// the records. A log left by a crash between is removed with no record to name it
+    /// only by hand; it is never read again.
+    pub(crate) fn remove_trimmed_logs(&self, edits: &[VersionEdit]) {
+        for edit in edits {
+            if let VersionEdit::SetMetadata { key, value: None } = edit {
+                let log = key
+                    .strip_prefix(RECORD_PREFIX)
+                    .and_then(|id| self.import_error_log_path(id));
+                if let Some(log) = log {
+                    // Most imports have no bad line, hence no log.
+                    let _ = std::fs::remove_file(log);
+                }
+            }
+        }
     }
 
     /// The edits that store `record` and trim the oldest records.
@@ -638,9 +657,9 @@ impl Database {
             failure_code: None,
             failure_message: None,
         };
-        self.db
-            .apply_edits(self.import_record_edits(&record)?)
-            .map_err(internal)?;
+        let edits = self.import_record_edits(&record)?;
+        self.db.apply_edits(edits.clone()).map_err(internal)?;
+        self.remove_trimmed_logs(&edits);
         let progress = Arc::new(ImportCounters::default());
         self.imports
             .running

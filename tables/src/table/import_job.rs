@@ -169,7 +169,9 @@ impl Database {
         }
         let _records = self.imports.lock_records();
         let edits = self.import_record_edits(record)?;
-        self.publish(staged, edits)
+        self.publish(staged, edits.clone())?;
+        self.remove_trimmed_logs(&edits);
+        Ok(())
     }
 
     /// Lists the objects, stages the table and fills it. On failure, the staged table (if
