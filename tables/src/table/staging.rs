@@ -88,7 +88,12 @@ impl Database {
             .db
             .create_trees_with(&tree_names, |_| Vec::new())
             .map_err(internal)?;
-        let table = table_def(schema, &table_id, now_millis(), &ids[..own_trees]);
+        let table = table_def(
+            schema,
+            &table_id,
+            now_millis(),
+            ids.get(..own_trees).unwrap_or(&ids),
+        );
         if creates_stats_tree {
             if let Some(&tree) = ids.last() {
                 self.stats.set_tree(tree);
