@@ -559,3 +559,32 @@ fn a_database_closed_during_an_import_ends_it_failed_with_no_table() {
         "only the statistics tree is left"
     );
 }
+
+#[test]
+fn a_fifth_running_import_and_a_second_import_of_a_table_are_refused() {
+    let exports = tempfile::tempdir().unwrap();
+    let items: Vec<Value> = (0..100_000)
+        .map(|n| json!({"pk": {"S": format!("p{n}")}, "sk": {"N": "1"}}))
+        .collect();
+    put_object(
+        exports.path(),
+        "bkt",
+        "data.gz",
+        &gzip(&export_lines(&items)),
+    );
+    let db = database(exports.path());
+    for n in 0..4 {
+        db.import_table(json_import(&format!("Running{n}"), "bkt", "", "GZIP"))
+            .unwrap();
+    }
+    // Each of the four reads 100,000 items: none has ended yet.
+    let same_table = db
+        .import_table(json_import("Running0", "bkt", "", "GZIP"))
+        .unwrap_err();
+    assert_eq!(same_table.code, ErrorCode::ResourceInUseException);
+    let fifth = db
+        .import_table(json_import("Fifth", "bkt", "", "GZIP"))
+        .unwrap_err();
+    assert_eq!(fifth.code, ErrorCode::LimitExceededException);
+    assert!(fifth.message.contains("4"), "{}", fifth.message);
+}
