@@ -425,3 +425,188 @@ fn a_copy_signs_its_requests_for_an_endpoint_that_verifies_them() {
     };
     assert_eq!(b_items, 60);
 }
+
+/// The one export under `dir`'s `AWSDynamoDB/`.
+fn export_dir_in(dir: &Path) -> std::path::PathBuf {
+    let mut exports: Vec<_> = std::fs::read_dir(dir.join("AWSDynamoDB"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    assert_eq!(exports.len(), 1, "{exports:?}");
+    exports.remove(0)
+}
+
+#[test]
+fn a_table_goes_to_a_directory_in_dynamodbs_export_layout_and_back() {
+    let (a_dir, b_dir, work) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let a = Server::start(a_dir.path(), &[]);
+    // B also imports from the bucket directory the copy writes to.
+    let s3 = work.path().join("s3");
+    let bucket = s3.join("bucket");
+    let b = Server::start(b_dir.path(), &["--export-dir", s3.to_str().unwrap()]);
+    fill_source(&a, 1200);
+    let to_dir = shoal(
+        &[
+            "copy",
+            "--from",
+            &a.endpoint,
+            "--to",
+            bucket.to_str().unwrap(),
+            "--table",
+            "Orders",
+            "--segments",
+            "3",
+        ],
+        work.path(),
+    );
+    assert!(
+        to_dir.status.success(),
+        "{}",
+        String::from_utf8_lossy(&to_dir.stderr)
+    );
+    let export = export_dir_in(&bucket);
+    let summary: Value =
+        serde_json::from_slice(&std::fs::read(export.join("manifest-summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary["itemCount"], 1200);
+    assert_eq!(summary["outputFormat"], "DYNAMODB_JSON");
+    let manifest = std::fs::read_to_string(export.join("manifest-files.json")).unwrap();
+    assert_eq!(manifest.lines().count(), 3, "one data file per segment");
+
+    // Back from the directory into a new table made from the export's schema.
+    let from_dir = shoal(
+        &[
+            "copy",
+            "--from",
+            bucket.to_str().unwrap(),
+            "--to",
+            &b.endpoint,
+            "--table",
+            "Orders",
+            "--create",
+        ],
+        work.path(),
+    );
+    assert!(
+        from_dir.status.success(),
+        "{}",
+        String::from_utf8_lossy(&from_dir.stderr)
+    );
+    assert_eq!(all_items(&a, "Orders"), all_items(&b, "Orders"));
+
+    // DynamoDB's own ImportTable reads what the copy wrote.
+    let mut client = client(&b);
+    let export_id = export.file_name().unwrap().to_str().unwrap();
+    let started = call(
+        &mut client,
+        "ImportTable",
+        json!({
+            "S3BucketSource": {"S3Bucket": "bucket",
+                               "S3KeyPrefix": format!("AWSDynamoDB/{export_id}/data/")},
+            "InputFormat": "DYNAMODB_JSON",
+            "InputCompressionType": "GZIP",
+            "TableCreationParameters": {
+                "TableName": "Imported",
+                "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"},
+                                         {"AttributeName": "sk", "AttributeType": "N"}],
+                "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"},
+                              {"AttributeName": "sk", "KeyType": "RANGE"}],
+                "BillingMode": "PAY_PER_REQUEST"}
+        }),
+    );
+    let arn = started["ImportTableDescription"]["ImportArn"].clone();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let described = call(&mut client, "DescribeImport", json!({"ImportArn": arn}));
+        let status = described["ImportTableDescription"]["ImportStatus"].clone();
+        if status == "COMPLETED" {
+            assert_eq!(
+                described["ImportTableDescription"]["ImportedItemCount"],
+                1200
+            );
+            break;
+        }
+        assert_eq!(status, "IN_PROGRESS", "{described}");
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(all_items(&b, "Imported"), all_items(&a, "Orders"));
+}
+
+#[test]
+fn an_interrupted_copy_into_a_directory_goes_on_in_the_same_export() {
+    let (a_dir, work) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = Server::start(a_dir.path(), &[]);
+    fill_source(&a, 3000);
+    let bucket = work.path().join("out");
+    let args = [
+        "copy",
+        "--from",
+        &a.endpoint,
+        "--to",
+        bucket.to_str().unwrap(),
+        "--table",
+        "Orders",
+        "--segments",
+        "2",
+    ];
+    let mut slow: Vec<&str> = args.to_vec();
+    slow.extend(["--rate", "600"]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_shoal"))
+        .args(&slow)
+        .current_dir(work.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let state = work.path().join(".shoal-copy-Orders.json");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&state).is_ok_and(|text| text.contains("\"bytes\"")) {
+        assert!(Instant::now() < deadline, "the copy recorded no page");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let export = export_dir_in(&bucket);
+    assert!(!export.join("manifest-summary.json").exists());
+
+    let output = shoal(&args, work.path());
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // The same export, now complete: every item once, checksums over the whole files.
+    assert_eq!(export_dir_in(&bucket), export);
+    let mut lines = 0;
+    for entry in std::fs::read_to_string(export.join("manifest-files.json"))
+        .unwrap()
+        .lines()
+    {
+        let entry: Value = serde_json::from_str(entry).unwrap();
+        let name = entry["dataFileS3Key"]
+            .as_str()
+            .unwrap()
+            .rsplit('/')
+            .next()
+            .unwrap();
+        let bytes = std::fs::read(export.join("data").join(name)).unwrap();
+        use std::io::Read;
+        let mut text = String::new();
+        flate2::read::MultiGzDecoder::new(&bytes[..])
+            .read_to_string(&mut text)
+            .unwrap();
+        assert_eq!(
+            text.lines().count() as u64,
+            entry["itemCount"].as_u64().unwrap()
+        );
+        lines += text.lines().count();
+        let md5 = shoal::tables::transfer::write::md5_base64(&bytes);
+        assert_eq!(entry["md5Checksum"], md5);
+    }
+    assert_eq!(lines, 3000);
+}

@@ -10,6 +10,8 @@
 //! goes on from there.
 
 pub mod batch_write;
+pub mod dir;
+pub mod file_read;
 pub mod scan;
 pub mod schema;
 pub mod state;
@@ -24,8 +26,10 @@ use serde_json::Value;
 use crate::client::target::{Client, Target};
 use crate::client::ConnectOptions;
 use batch_write::{BatchWriter, RateLimiter};
-use scan::{SegmentReader, SEGMENTS_MAX};
-use state::{CopyState, UnitState};
+use dir::{DirDestination, DirSource};
+use file_read::FileReader;
+use scan::{ScanPage, SegmentReader, SEGMENTS_MAX};
+use state::{CopyState, UnitOutput, UnitState};
 
 /// Threads moving units at once, however many units there are.
 const WORKERS_MAX: usize = 64;
@@ -85,22 +89,130 @@ pub struct CopyReport {
     pub retries: u64,
 }
 
+/// Where the items come from.
+enum Source {
+    Endpoint {
+        target: Arc<Target>,
+        /// The table's DescribeTable `Table`.
+        description: Value,
+    },
+    Dir(DirSource),
+}
+
+impl Source {
+    fn open(location: &Location, table: &str, connect: &ConnectOptions) -> Result<Source, String> {
+        match location {
+            Location::Endpoint(url) => {
+                let target = Arc::new(Target::endpoint(url, connect)?);
+                let description = describe(&mut target.client()?, table)?
+                    .ok_or_else(|| format!("the source has no table {table}"))?;
+                Ok(Source::Endpoint {
+                    target,
+                    description,
+                })
+            }
+            Location::Dir(path) => Ok(Source::Dir(DirSource::open(path)?)),
+        }
+    }
+
+    /// The source table's description, if the source has one.
+    fn description(&self) -> Option<&Value> {
+        match self {
+            Source::Endpoint { description, .. } => Some(description),
+            Source::Dir(dir) => dir.description.as_ref(),
+        }
+    }
+
+    /// Items in the source (an estimate for an endpoint).
+    fn item_count(&self) -> Option<u64> {
+        match self {
+            Source::Endpoint { description, .. } => description["ItemCount"].as_u64(),
+            Source::Dir(dir) => Some(dir.item_count),
+        }
+    }
+
+    /// The names of the units of a copy that starts.
+    fn unit_names(&self, segments: u32) -> Vec<String> {
+        match self {
+            Source::Endpoint { .. } => {
+                let segments = segments.clamp(1, SEGMENTS_MAX);
+                (0..segments)
+                    .map(|segment| format!("segment {segment} of {segments}"))
+                    .collect()
+            }
+            Source::Dir(dir) => dir
+                .files
+                .iter()
+                .map(|(path, _)| path.display().to_string())
+                .collect(),
+        }
+    }
+
+    /// Unit `unit` of `units`, from `cursor` on.
+    fn reader(
+        &self,
+        table: &str,
+        unit: usize,
+        units: usize,
+        cursor: Option<Value>,
+    ) -> Result<UnitReader, String> {
+        match self {
+            Source::Endpoint { target, .. } => Ok(UnitReader::Scan(SegmentReader::new(
+                Arc::clone(target),
+                table,
+                unit as u32,
+                units as u32,
+                cursor,
+            )?)),
+            Source::Dir(dir) => Ok(UnitReader::File(FileReader::open(
+                &dir.files[unit].0,
+                cursor,
+            )?)),
+        }
+    }
+}
+
+/// One unit being read.
+enum UnitReader {
+    Scan(SegmentReader),
+    File(FileReader),
+}
+
+impl UnitReader {
+    fn next_page(&mut self) -> Result<Option<ScanPage>, String> {
+        match self {
+            UnitReader::Scan(reader) => reader.next_page(),
+            UnitReader::File(reader) => reader.next_page(),
+        }
+    }
+}
+
+/// Where the items go.
+enum Destination {
+    Endpoint {
+        target: Arc<Target>,
+        table: String,
+        key_names: Vec<String>,
+    },
+    Dir(DirDestination),
+}
+
 /// Runs a copy to its end (or to its first error, leaving the resume file).
 pub fn copy(options: &CopyOptions) -> Result<CopyReport, String> {
     let from = Location::parse(&options.from);
     let to = Location::parse(&options.to);
+    if matches!(to, Location::Dir(_)) && (options.create || options.to_table.is_some()) {
+        return Err(
+            "--create and --to-table name a destination table: a directory destination has none"
+                .into(),
+        );
+    }
     let to_table = options
         .to_table
         .clone()
         .unwrap_or_else(|| options.table.clone());
     let connect = ConnectOptions::from_env()?;
-    let (Location::Endpoint(from_url), Location::Endpoint(to_url)) = (&from, &to) else {
-        return Err("copies to or from a directory are not built yet".into());
-    };
-    let source = Arc::new(Target::endpoint(from_url, &connect)?);
-    let destination = Arc::new(Target::endpoint(to_url, &connect)?);
-    let description = describe(&mut source.client()?, &options.table)?
-        .ok_or_else(|| format!("the source has no table {}", options.table))?;
+    let source = Source::open(&from, &options.table, &connect)?;
 
     let state_path = options
         .state_file
@@ -119,50 +231,51 @@ pub fn copy(options: &CopyOptions) -> Result<CopyReport, String> {
         None => None,
     };
 
-    let mut destination_client = destination.client()?;
-    let existing = describe(&mut destination_client, &to_table)?;
-    let target_description = match existing {
-        Some(table) => {
-            if options.create && resumed.is_none() {
-                return Err(format!(
-                    "the destination already has a table {to_table}: leave out --create to copy into it"
-                ));
+    let destination = match &to {
+        Location::Endpoint(url) => {
+            let target = Arc::new(Target::endpoint(url, &connect)?);
+            let description = endpoint_table(
+                &mut target.client()?,
+                &to_table,
+                options.create,
+                resumed.is_some(),
+                source.description(),
+            )?;
+            Destination::Endpoint {
+                target,
+                table: to_table.clone(),
+                key_names: schema::key_names(&description),
             }
-            table
         }
-        None if options.create => {
-            let request = schema::create_table_request(&description, &to_table)?;
-            destination_client
-                .call("CreateTable", request.to_string().as_bytes())
-                .map_err(|e| format!("CreateTable {to_table}: {}: {}", e.code, e.message))?;
-            wait_until_active(&mut destination_client, &to_table)?;
-            description.clone()
-        }
-        None => {
-            return Err(format!(
-                "the destination has no table {to_table}: create it, or pass --create to make it from the source's schema"
-            ))
+        Location::Dir(dir) => {
+            let export_id = resumed
+                .as_ref()
+                .and_then(|state| state.export_id.clone())
+                .unwrap_or_else(DirDestination::new_export_id);
+            Destination::Dir(DirDestination::open(dir, &export_id)?)
         }
     };
-    let key_names = schema::key_names(&target_description);
 
     let state = match resumed {
         Some(state) => state,
         None => {
             let mut state = fresh;
-            let segments = options.segments.clamp(1, SEGMENTS_MAX);
-            state.units = (0..segments)
-                .map(|segment| UnitState::new(format!("segment {segment} of {segments}")))
+            state.units = source
+                .unit_names(options.segments)
+                .into_iter()
+                .map(UnitState::new)
                 .collect();
+            if let Destination::Dir(dir) = &destination {
+                state.export_id = Some(dir.export_id().to_string());
+            }
             state.save(&state_path)?;
             state
         }
     };
     let items_resumed = state.items();
-    let total = description["ItemCount"].as_u64();
-    let bar = progress_bar(options.progress, total, items_resumed);
+    let bar = progress_bar(options.progress, source.item_count(), items_resumed);
 
-    let segments = state.units.len() as u32;
+    let units = state.units.len();
     let shared = Shared {
         state: Mutex::new(state),
         state_path: state_path.clone(),
@@ -176,53 +289,29 @@ pub fn copy(options: &CopyOptions) -> Result<CopyReport, String> {
     let limiter = Arc::new(RateLimiter::new(options.items_per_second));
     let started = Instant::now();
     std::thread::scope(|scope| {
-        for _ in 0..(segments as usize).min(WORKERS_MAX) {
+        for _ in 0..units.clamp(1, WORKERS_MAX) {
             scope.spawn(|| {
-                let work = || -> Result<(), String> {
-                    let mut writer = BatchWriter::new(
-                        Arc::clone(&destination),
-                        &to_table,
-                        key_names.clone(),
-                        Arc::clone(&limiter),
-                    )?;
-                    let result = (|| {
-                        while let Some(unit) = shared.take_unit(segments as usize) {
-                            let (cursor, done) = shared.unit_start(unit);
-                            if done {
-                                continue;
-                            }
-                            let mut reader = SegmentReader::new(
-                                Arc::clone(&source),
-                                &options.table,
-                                unit as u32,
-                                segments,
-                                cursor,
-                            )?;
-                            while let Some(page) = reader.next_page()? {
-                                if shared.stop.load(Ordering::Relaxed) {
-                                    return Ok(());
-                                }
-                                writer.write(&page.items)?;
-                                shared.page_written(unit, page.items.len() as u64, page.next)?;
-                            }
-                        }
-                        Ok(())
-                    })();
-                    shared.retries.fetch_add(writer.retries, Ordering::Relaxed);
-                    result
-                };
-                if let Err(error) = work() {
+                if let Err(error) = work(&shared, &source, &destination, &limiter, options, units) {
                     shared.fail(error);
                 }
             });
         }
     });
     shared.bar.finish_and_clear();
-    if let Some(error) = shared.error.lock().map_err(|e| e.to_string())?.take() {
+    let failed = shared
+        .error
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take();
+    if let Some(error) = failed {
         return Err(format!(
             "{error}\nthe copy stopped; {} records how far it got: run the same command again to go on",
             state_path.display()
         ));
+    }
+    if let Destination::Dir(dir) = destination {
+        let description = source.description().cloned().unwrap_or(Value::Null);
+        dir.finish(&description)?;
     }
     CopyState::remove(&state_path)?;
     Ok(CopyReport {
@@ -231,6 +320,102 @@ pub fn copy(options: &CopyOptions) -> Result<CopyReport, String> {
         seconds: started.elapsed().as_secs_f64(),
         retries: shared.retries.load(Ordering::Relaxed),
     })
+}
+
+/// One worker: takes units until none is left, reads each page by page and writes each
+/// page before recording it.
+fn work(
+    shared: &Shared,
+    source: &Source,
+    destination: &Destination,
+    limiter: &Arc<RateLimiter>,
+    options: &CopyOptions,
+    units: usize,
+) -> Result<(), String> {
+    let mut batch_writer = match destination {
+        Destination::Endpoint {
+            target,
+            table,
+            key_names,
+        } => Some(BatchWriter::new(
+            Arc::clone(target),
+            table,
+            key_names.clone(),
+            Arc::clone(limiter),
+        )?),
+        Destination::Dir(_) => None,
+    };
+    let result = (|| {
+        while let Some(unit) = shared.take_unit(units) {
+            let recorded = shared.unit(unit);
+            let mut file = match destination {
+                Destination::Dir(dir) => {
+                    Some(dir.unit_file(recorded.output.as_ref(), recorded.items)?)
+                }
+                Destination::Endpoint { .. } => None,
+            };
+            if !recorded.done {
+                let mut reader = source.reader(&options.table, unit, units, recorded.cursor)?;
+                while let Some(page) = reader.next_page()? {
+                    if shared.stop.load(Ordering::Relaxed) {
+                        return Ok(());
+                    }
+                    let output = match (&mut batch_writer, &mut file) {
+                        (Some(writer), _) => {
+                            writer.write(&page.items)?;
+                            None
+                        }
+                        (None, Some(file)) => {
+                            limiter.take(page.items.len());
+                            Some(file.write_page(&page.items)?)
+                        }
+                        (None, None) => unreachable!("every destination has a writer"),
+                    };
+                    shared.page_written(unit, page.items.len() as u64, page.next, output)?;
+                }
+            }
+            // A unit done in an earlier run is entered in this run's manifest too.
+            if let Some(file) = file {
+                file.finish()?;
+            }
+        }
+        Ok(())
+    })();
+    if let Some(writer) = batch_writer {
+        shared.retries.fetch_add(writer.retries, Ordering::Relaxed);
+    }
+    result
+}
+
+/// The description of the destination's table `table`, created from `source` first with
+/// `create` (a resumed copy finds the table its first run created).
+fn endpoint_table(
+    client: &mut Client,
+    table: &str,
+    create: bool,
+    resuming: bool,
+    source: Option<&Value>,
+) -> Result<Value, String> {
+    match describe(client, table)? {
+        Some(_) if create && !resuming => Err(format!(
+            "the destination already has a table {table}: leave out --create to copy into it"
+        )),
+        Some(description) => Ok(description),
+        None if create => {
+            let source = source.ok_or(
+                "the source has no table description (shoal-table.json) to create the table from: create it first",
+            )?;
+            let request = schema::create_table_request(source, table)?;
+            client
+                .call("CreateTable", request.to_string().as_bytes())
+                .map_err(|e| format!("CreateTable {table}: {}: {}", e.code, e.message))?;
+            wait_until_active(client, table)?;
+            Ok(source.clone())
+        }
+        None => Err(format!(
+            "the destination has no table {table}: create it, or pass --create to make it from the source's schema"
+        )),
+    }
 }
 
 /// What the workers of one copy share.
@@ -255,15 +440,21 @@ impl Shared {
         (unit < units).then_some(unit)
     }
 
-    /// Where unit `unit` starts, and whether an earlier run finished it.
-    fn unit_start(&self, unit: usize) -> (Option<Value>, bool) {
+    /// What the resume file says of unit `unit`.
+    fn unit(&self, unit: usize) -> UnitState {
         let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let recorded = &state.units[unit];
-        (recorded.cursor.clone(), recorded.done)
+        state.units[unit].clone()
     }
 
-    /// Records that unit `unit` wrote `items` more and goes on at `next` (None: it is done).
-    fn page_written(&self, unit: usize, items: u64, next: Option<Value>) -> Result<(), String> {
+    /// Records that unit `unit` wrote `items` more (into `output`, for a directory) and
+    /// goes on at `next` (None: it is done).
+    fn page_written(
+        &self,
+        unit: usize,
+        items: u64,
+        next: Option<Value>,
+        output: Option<UnitOutput>,
+    ) -> Result<(), String> {
         self.written.fetch_add(items, Ordering::Relaxed);
         self.bar.inc(items);
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -271,6 +462,9 @@ impl Shared {
         recorded.items += items;
         recorded.done = next.is_none();
         recorded.cursor = next;
+        if output.is_some() {
+            recorded.output = output;
+        }
         state.save(&self.state_path)
     }
 

@@ -16,7 +16,8 @@
 //!                "cursor": <where the next page starts> | null,
 //!                "items": <items written so far>,
 //!                "done": true | false,
-//!                "output": { "file": "<data file>", "bytes": <length written> } | null } ] }
+//!                "output": { "file": "<data file>", "bytes": <length written>,
+//!                            "billed_bytes": <the items' DynamoDB sizes> } | null } ] }
 //! ```
 //!
 //! `cursor` is the unit's own: a scan segment's `ExclusiveStartKey` (DynamoDB JSON), a data
@@ -45,6 +46,8 @@ pub struct UnitOutput {
     pub file: String,
     /// Its length after the last recorded page.
     pub bytes: u64,
+    /// The sum of the DynamoDB sizes of its items (the export summary's billedSizeBytes).
+    pub billed_bytes: u64,
 }
 
 /// One unit of work: a scan segment or a source file.
