@@ -4,8 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::api::control::{
-    AttributeDefinition, GlobalSecondaryIndex, KeySchemaElement, OnDemandThroughput,
-    ProvisionedThroughput,
+    AttributeDefinition, GlobalSecondaryIndex, KeySchemaElement, LocalSecondaryIndex,
+    OnDemandThroughput, ProvisionedThroughput,
 };
 
 /// `S3BucketSource`: the bucket (a directory below `Options::export_dir`) and key prefix.
@@ -59,6 +59,11 @@ pub struct TableCreationParameters {
     pub sse_specification: Option<serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub global_secondary_indexes: Option<Vec<GlobalSecondaryIndex>>,
+    /// Shoal's extension (DynamoDB's ImportTable creates no LSIs): the new table's local
+    /// secondary indexes, checked as CreateTable checks them, so that `shoal import` remakes
+    /// an exported table with every index it had.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local_secondary_indexes: Option<Vec<LocalSecondaryIndex>>,
 }
 
 /// ImportTable request.

@@ -790,6 +790,7 @@ fn check_request(request: &ImportTableInput) -> Result<CheckedRequest, ApiError>
         attribute_definitions: parameters.attribute_definitions,
         key_schema: parameters.key_schema,
         global_secondary_indexes: parameters.global_secondary_indexes,
+        local_secondary_indexes: parameters.local_secondary_indexes,
         billing_mode: parameters.billing_mode,
         provisioned_throughput: parameters.provisioned_throughput,
         on_demand_throughput: parameters.on_demand_throughput,

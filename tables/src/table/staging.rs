@@ -67,8 +67,8 @@ pub(crate) fn owned_trees(catalog: &Catalog, stats_tree: Option<TreeId>) -> BTre
 }
 
 impl Database {
-    /// Creates the trees of a table with `schema` (no LSIs, no stream: what an import
-    /// builds) without a catalog entry.
+    /// Creates the trees of a table with `schema` (its LSIs live in the table's tree; no
+    /// stream: what an import builds) without a catalog entry.
     pub fn stage_table(&self, schema: &TableSchema) -> Result<StagedTable, ApiError> {
         let _change = self.catalog_change.lock();
         let table_id = new_table_id();
