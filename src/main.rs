@@ -104,6 +104,12 @@ enum Command {
     /// Alternator, DynamoDB Local) or export directories: parallel scan, batch writes with
     /// back-off, a progress bar; an interrupted copy run again goes on where it stopped.
     Copy(transfer_cli::CopyArgs),
+    /// Writes a table in DynamoDB's S3 export layout (what DynamoDB's ImportTable and
+    /// `shoal import` read): from a data directory at one snapshot, or from any endpoint.
+    Export(transfer_cli::ExportArgs),
+    /// Reads an export (DynamoDB's or Shoal's) into a table: a new table of a data
+    /// directory, or a table of any endpoint.
+    Import(transfer_cli::ImportArgs),
     /// The child `crash-test --mode kill` runs and kills.
     #[command(hide = true)]
     CrashTestChild {
@@ -919,6 +925,8 @@ fn main() -> ExitCode {
         Command::Check { data_dir } => check(&data_dir),
         Command::Bench(args) => bench(args),
         Command::Copy(args) => transfer_cli::copy(args),
+        Command::Export(args) => transfer_cli::export(args),
+        Command::Import(args) => transfer_cli::import(args),
         Command::CrashTest {
             mode,
             durability,

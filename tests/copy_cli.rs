@@ -610,3 +610,130 @@ fn an_interrupted_copy_into_a_directory_goes_on_in_the_same_export() {
     }
     assert_eq!(lines, 3000);
 }
+
+#[test]
+fn export_and_import_straight_on_data_directories() {
+    let (a_dir, b_dir, work) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let a = Server::start(a_dir.path(), &[]);
+    fill_source(&a, 900);
+    let source_items = all_items(&a, "Orders");
+    a.stop();
+
+    let out = work.path().join("out");
+    let export = shoal(
+        &[
+            "export",
+            "--data-dir",
+            a_dir.path().to_str().unwrap(),
+            "--table",
+            "Orders",
+            "--to",
+            out.to_str().unwrap(),
+        ],
+        work.path(),
+    );
+    let stdout = String::from_utf8_lossy(&export.stdout);
+    assert!(
+        export.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&export.stderr)
+    );
+    assert!(
+        stdout.starts_with("exported 900 items of Orders"),
+        "{stdout}"
+    );
+
+    let import = shoal(
+        &[
+            "import",
+            "--data-dir",
+            b_dir.path().to_str().unwrap(),
+            "--from",
+            out.to_str().unwrap(),
+            "--table",
+            "Copy",
+        ],
+        work.path(),
+    );
+    let stdout = String::from_utf8_lossy(&import.stdout);
+    assert!(
+        import.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&import.stderr)
+    );
+    assert!(
+        stdout.starts_with("imported 900 items into Copy"),
+        "{stdout}"
+    );
+    let check = shoal(
+        &["check", "--data-dir", b_dir.path().to_str().unwrap()],
+        work.path(),
+    );
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+    let b = Server::start(b_dir.path(), &[]);
+    assert_eq!(all_items(&b, "Copy"), source_items);
+    let mut client = client(&b);
+    let table = call(&mut client, "DescribeTable", json!({"TableName": "Copy"}));
+    assert_eq!(
+        table["Table"]["LocalSecondaryIndexes"][0]["IndexName"],
+        "ByWhen"
+    );
+    assert_eq!(
+        table["Table"]["GlobalSecondaryIndexes"][0]["IndexName"],
+        "ByCustomer"
+    );
+
+    // A bad line is reported with its place, and the import says it failed.
+    let broken = work.path().join("broken");
+    let copied = std::process::Command::new("cp")
+        .args(["-r", out.to_str().unwrap(), broken.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let data = export_dir_in(&broken).join("data");
+    let first = std::fs::read_dir(&data)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut gzip = flate2::write::GzEncoder::new(
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&first)
+            .unwrap(),
+        flate2::Compression::fast(),
+    );
+    use std::io::Write;
+    gzip.write_all(b"{\"Item\": {\"pk\": {\"S\": \"no sort key\"}}}\n")
+        .unwrap();
+    gzip.finish().unwrap();
+    let c_dir = tempfile::tempdir().unwrap();
+    let bad = shoal(
+        &[
+            "import",
+            "--data-dir",
+            c_dir.path().to_str().unwrap(),
+            "--from",
+            broken.to_str().unwrap(),
+            "--table",
+            "Copy",
+        ],
+        work.path(),
+    );
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(!bad.status.success());
+    assert!(stderr.contains("bad line: "), "{stderr}");
+    assert!(
+        stderr.contains("Some of the items failed validation checks and were not imported."),
+        "{stderr}"
+    );
+}

@@ -11,6 +11,7 @@
 
 pub mod batch_write;
 pub mod dir;
+pub mod embedded;
 pub mod file_read;
 pub mod scan;
 pub mod schema;
