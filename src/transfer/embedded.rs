@@ -71,6 +71,11 @@ pub fn import(
         data_dir,
         Options {
             export_dir: Some(source.dir.clone()),
+            // The new table is invisible until the import publishes it, after one sync of
+            // everything it wrote (`Database::publish`): a sync per batch would buy nothing,
+            // since a crash before the publish drops the staged table whatever was synced.
+            // This process writes nothing else.
+            durability: shoal_tables::Durability::None,
             ..Options::default()
         },
     )
