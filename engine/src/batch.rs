@@ -69,6 +69,8 @@ pub struct WriteBatch {
     count: u64,
     /// The distinct trees touched, in first-touch order (a handful: a table and its GSIs).
     trees: Vec<TreeId>,
+    /// Set by [`WriteBatch::defer_sync`].
+    sync_deferred: bool,
 }
 
 /// One decoded entry, borrowing the payload.
@@ -120,6 +122,15 @@ pub enum BatchError {
 impl WriteBatch {
     pub fn new() -> WriteBatch {
         WriteBatch::default()
+    }
+
+    /// Lets [`crate::Db::write`] return before this batch is synced, even in `Sync` mode:
+    /// for writes nothing can read or depend on until the caller has called
+    /// [`crate::Db::sync_wal`] (an import's staged table, published after one sync). The
+    /// batch still goes through the WAL in order; only its own fdatasync is skipped (a
+    /// later synced group covers its bytes).
+    pub fn defer_sync(&mut self) {
+        self.sync_deferred = true;
     }
 
     /// An empty batch with room for `payload_bytes` of entries (see [`entry_bytes`]).
@@ -234,6 +245,10 @@ impl shoal_wal::WalBatch for WriteBatch {
 
     fn payload(&self) -> &[u8] {
         &self.payload
+    }
+
+    fn needs_sync(&self) -> bool {
+        !self.sync_deferred
     }
 }
 

@@ -50,6 +50,13 @@ use writer::{GroupEntry, Log};
 pub trait WalBatch: Send {
     fn seq_count(&self) -> u64;
     fn payload(&self) -> &[u8];
+    /// Whether the commit must be synced before it returns in [`Durability::Sync`] mode.
+    /// A batch whose caller syncs later ([`Wal::sync`]) before anything depends on it —
+    /// the writes of a table nothing can see yet — answers false; a group is synced when any
+    /// of its batches needs it.
+    fn needs_sync(&self) -> bool {
+        true
+    }
 }
 
 /// Called by the group leader after the group's bytes are written (and synced in Sync mode):
@@ -305,6 +312,7 @@ impl<B: WalBatch, A: Applier<B>> Wal<B, A> {
                 seq_count: member.batch.seq_count(),
                 payload: member.batch.payload(),
                 payload_crc: &member.payload_crc,
+                needs_sync: member.batch.needs_sync(),
             })
             .collect();
         let written = self.log.write_group(&mut writer, &entries);

@@ -52,6 +52,8 @@ pub struct GroupEntry<'a> {
     pub payload: &'a [u8],
     /// A hasher that has consumed `payload`, computed by the committing thread.
     pub payload_crc: &'a crc32fast::Hasher,
+    /// `WalBatch::needs_sync` of the batch.
+    pub needs_sync: bool,
 }
 
 #[derive(Debug, Default)]
@@ -189,7 +191,7 @@ impl Log {
         self.counters
             .commits
             .fetch_add(entries.len() as u64, Ordering::Relaxed);
-        if self.options.durability == Durability::Sync {
+        if self.options.durability == Durability::Sync && entries.iter().any(|e| e.needs_sync) {
             let synced = self.sync_writer(writer);
             self.poison_on_error(synced)?;
         } else {

@@ -136,7 +136,7 @@ impl Database {
             }
         }
         let plans: Vec<&WritePlan> = plans.iter().collect();
-        self.write_plans(&[(table, plans)], false)?;
+        self.write_plans(&[(table, plans)], false, true)?;
         Ok(refused)
     }
 

@@ -632,16 +632,19 @@ impl Database {
         for (table, _) in groups {
             self.check_definition_current(table)?;
         }
-        self.write_plans(groups, collection_sizes_wanted)
+        self.write_plans(groups, collection_sizes_wanted, false)
     }
 
     /// Commits plans as [`Database::commit_plans_across`] does, without checking the
     /// definitions against the catalog: for a staged table (`table::staging`), which has no
-    /// catalog entry and whose definition nothing else can change.
+    /// catalog entry and whose definition nothing else can change. With `sync_deferred` the
+    /// write returns before its own sync (`WriteBatch::defer_sync`): for a staged table,
+    /// which nothing sees until one sync before its publish.
     pub(crate) fn write_plans(
         &self,
         groups: &[(&TableDef, Vec<&WritePlan>)],
         collection_sizes_wanted: bool,
+        sync_deferred: bool,
     ) -> Result<Vec<Vec<Option<CollectionRecord>>>, ApiError> {
         // Sized once: the mutations, plus a collection record per plan at most.
         let payload_bytes: usize = groups
@@ -684,6 +687,9 @@ impl Database {
                 collection_sizes_wanted,
             )?);
             stats_deltas.push(self.stage_stats(table, plans, &mut batch)?);
+        }
+        if sync_deferred {
+            batch.defer_sync();
         }
         if !batch.is_empty() {
             self.db.write(batch).map_err(internal)?;
