@@ -121,27 +121,15 @@ impl Db {
         let linked = self.link_in(files, &mut opened);
         let result = linked.and_then(|placed| {
             self.change_version_adding(opened.clone(), |version| {
-                let mut edits = Vec::new();
-                let mut ids = Vec::new();
-                for (offset, name) in names.iter().enumerate() {
-                    let duplicate = version.trees.values().any(|t| &t.name == name)
-                        || names[..offset].contains(name);
-                    if duplicate {
-                        return Err(DbError::TreeExists(name.clone()));
-                    }
-                    let id = version.next_tree_id + offset as TreeId;
-                    edits.push(VersionEdit::CreateTree {
-                        id,
-                        name: name.clone(),
-                    });
-                    for (level, meta) in &placed[offset] {
+                let (mut edits, ids) = crate::db::create_tree_edits(version, names)?;
+                for (id, files) in ids.iter().zip(&placed) {
+                    for (level, meta) in files {
                         edits.push(VersionEdit::AddFile {
-                            tree: id,
+                            tree: *id,
                             level: *level,
                             file: meta.clone(),
                         });
                     }
-                    ids.push(id);
                 }
                 edits.extend(extra(&ids));
                 Ok((edits, ids))

@@ -140,6 +140,30 @@ fn apply_payload<'a>(
     inserter.next_batch();
 }
 
+/// The edits creating trees `names` in `version` (ids from its next tree id, in order), and
+/// their ids; refused if a name is taken or repeated.
+pub(crate) fn create_tree_edits(
+    version: &Version,
+    names: &[String],
+) -> Result<(Vec<VersionEdit>, Vec<TreeId>), DbError> {
+    let mut edits = Vec::new();
+    let mut ids = Vec::new();
+    for (offset, name) in names.iter().enumerate() {
+        let duplicate =
+            version.trees.values().any(|t| &t.name == name) || names[..offset].contains(name);
+        if duplicate {
+            return Err(DbError::TreeExists(name.clone()));
+        }
+        let id = version.next_tree_id + offset as TreeId;
+        edits.push(VersionEdit::CreateTree {
+            id,
+            name: name.clone(),
+        });
+        ids.push(id);
+    }
+    Ok((edits, ids))
+}
+
 /// Which memtables [`Db::freeze_full_memtables`] freezes, if not empty, besides the full
 /// ones.
 #[derive(Debug, Clone, Copy)]
@@ -511,21 +535,7 @@ impl Db {
         extra: impl FnOnce(&[TreeId]) -> Vec<VersionEdit>,
     ) -> Result<Vec<TreeId>, DbError> {
         self.change_version(|version| {
-            let mut edits = Vec::new();
-            let mut ids = Vec::new();
-            for (offset, name) in names.iter().enumerate() {
-                let duplicate = version.trees.values().any(|t| &t.name == name)
-                    || names[..offset].contains(name);
-                if duplicate {
-                    return Err(DbError::TreeExists(name.clone()));
-                }
-                let id = version.next_tree_id + offset as TreeId;
-                edits.push(VersionEdit::CreateTree {
-                    id,
-                    name: name.clone(),
-                });
-                ids.push(id);
-            }
+            let (mut edits, ids) = create_tree_edits(version, names)?;
             edits.extend(extra(&ids));
             Ok((edits, ids))
         })

@@ -27,7 +27,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use shoal_engine::version::VersionEdit;
+
 use shoal_engine::SourceFile;
 use shoal_model::{ApiError, ErrorCode};
 
@@ -49,11 +49,12 @@ use crate::api::control::{
 use crate::database::{internal, Database};
 use crate::table::backup_store::{self, BackupFile, BackupSsTable, BackupStats};
 use crate::table::catalog::{
-    metadata_key, BillingMode, IndexStatus, OnDemandLimits, TableDef, TableSettings, Throughput,
+    BillingMode, IndexStatus, OnDemandLimits, TableDef, TableSettings, Throughput,
 };
 use crate::table::control::{
     describe, key_schema_elements, new_table_id, now_millis, projection_description, table_arn,
 };
+use crate::table::definition::new_definition_edits;
 use crate::table::locks::STRIPES;
 use crate::table::stats::{self, STATS_TREE_NAME};
 use crate::table::transient::TransientStatus;
@@ -548,31 +549,10 @@ impl Database {
                 for (gsi, tree) in definition.global_indexes.iter_mut().zip(&ids[1..]) {
                     gsi.tree = *tree;
                 }
-                match definition.to_metadata() {
-                    Ok(bytes) => {
-                        stored = Some(definition.clone());
-                        vec![VersionEdit::SetMetadata {
-                            key: metadata_key(&definition.name),
-                            value: Some(bytes),
-                        }]
-                    }
-                    Err(_) => Vec::new(),
-                }
+                new_definition_edits(definition.clone(), &mut stored)
             })
             .map_err(internal)?;
-        let Some(table) = stored else {
-            // Serialisation of a definition read from JSON cannot fail; if it does, take
-            // the orphaned trees away again.
-            self.db
-                .drop_trees_with(&ids, Vec::new())
-                .map_err(internal)?;
-            return Err(internal("the table definition could not be stored"));
-        };
-        if creates_stats_tree {
-            if let Some(&tree) = ids.last() {
-                self.stats.set_tree(tree);
-            }
-        }
+        let table = self.table_created(stored, &ids, creates_stats_tree)?;
         // Nobody writes the table yet: the catalog cache does not hold it until the reload
         // below, and `catalog_change` keeps any other reload away.
         stats::rebuild(&self.db, self.stats.tree()?, &table)?;

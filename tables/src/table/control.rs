@@ -35,6 +35,7 @@ use crate::table::catalog::{
     metadata_key, BillingMode, CapacitySettings, GlobalIndexDef, IndexStatus, KeySchema,
     OnDemandLimits, Projection, TableDef, Throughput, CATALOG_FORMAT,
 };
+use crate::table::definition::new_definition_edits;
 use crate::table::region;
 use crate::table::schema::{self, TableSchema};
 use crate::table::stats::{self, TableStats};
@@ -113,31 +114,10 @@ impl Database {
                         Database::stream_tree_created(&mut table, tree);
                     }
                 }
-                match table.to_metadata() {
-                    Ok(bytes) => {
-                        stored = Some(table);
-                        vec![VersionEdit::SetMetadata {
-                            key: metadata_key(&schema.name),
-                            value: Some(bytes),
-                        }]
-                    }
-                    Err(_) => Vec::new(),
-                }
+                new_definition_edits(table, &mut stored)
             })
             .map_err(internal)?;
-        let Some(table) = stored else {
-            // Serialisation succeeded a moment ago with the same types, so this cannot
-            // happen; if it does, take the orphaned trees away again.
-            self.db
-                .drop_trees_with(&tree_ids, Vec::new())
-                .map_err(internal)?;
-            return Err(internal("the table definition could not be stored"));
-        };
-        if creates_stats_tree {
-            if let Some(&tree) = tree_ids.last() {
-                self.stats.set_tree(tree);
-            }
-        }
+        let table = self.table_created(stored, &tree_ids, creates_stats_tree)?;
         // Its statistics are complete (empty) from the start: marked before any writer can
         // see the table. A crash before this leaves a table the next open rebuilds.
         let mut batch = WriteBatch::new();

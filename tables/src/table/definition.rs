@@ -12,7 +12,49 @@ use shoal_model::ApiError;
 use crate::database::{internal, Database};
 use crate::table::catalog::{metadata_key, TableDef};
 
+/// The edit storing `table` as a new table's definition, for the version change that
+/// creates its trees; `stored` keeps what was stored. No edit if the definition cannot be
+/// serialised (callers serialised it once before the change, so this does not happen):
+/// [`Database::table_created`] then takes the trees away again.
+pub(crate) fn new_definition_edits(
+    table: TableDef,
+    stored: &mut Option<TableDef>,
+) -> Vec<VersionEdit> {
+    match table.to_metadata() {
+        Ok(bytes) => {
+            let edit = VersionEdit::SetMetadata {
+                key: metadata_key(&table.name),
+                value: Some(bytes),
+            };
+            *stored = Some(table);
+            vec![edit]
+        }
+        Err(_) => Vec::new(),
+    }
+}
+
 impl Database {
+    /// After the version change that created a table's trees `ids` with
+    /// [`new_definition_edits`]: the definition it stored, the statistics tree noted when the
+    /// change created it (the last of `ids`), or, with none stored, the trees dropped again.
+    pub(crate) fn table_created(
+        &self,
+        stored: Option<TableDef>,
+        ids: &[TreeId],
+        creates_stats_tree: bool,
+    ) -> Result<TableDef, ApiError> {
+        let Some(table) = stored else {
+            self.db.drop_trees_with(ids, Vec::new()).map_err(internal)?;
+            return Err(internal("the table definition could not be stored"));
+        };
+        if creates_stats_tree {
+            if let Some(&tree) = ids.last() {
+                self.stats.set_tree(tree);
+            }
+        }
+        Ok(table)
+    }
+
     /// Stores `changed` as its table's definition. The caller holds `catalog_change`.
     pub(crate) fn store_definition(&self, changed: &TableDef) -> Result<(), ApiError> {
         self.store_definition_dropping(changed, &[])
