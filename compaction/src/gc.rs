@@ -12,6 +12,13 @@
 //! snapshot older than it exists that could see an older version this compaction keeps). This
 //! is LevelDB's rule; a tombstone in a later stripe is kept even at the bottom, which costs a
 //! few bytes until the snapshots below it are released.
+//!
+//! **A retention floor** ([`CompactionIterator::with_retention_floor`]) keeps a tree's history
+//! for point-in-time recovery: every version newer than the floor is kept, as if a snapshot
+//! existed at every sequence number above it, and the floor itself counts as a snapshot, so
+//! the newest version at or below it stays too. A reader at any sequence number from the
+//! floor up then sees exactly what it saw when that number was the latest. Tombstones above
+//! the floor stay even at the bottom: a reader just below one still sees the older version.
 
 use crate::iter::{InternalIterator, IterError};
 use crate::key::{EntryKind, InternalKey};
@@ -48,6 +55,8 @@ pub struct CompactionIterator<I: InternalIterator> {
     /// Stripe of the last version of `last_user_key` that was examined (kept or dropped as a
     /// tombstone); a later version of the same key in the same stripe is obsolete.
     last_stripe: Option<usize>,
+    /// Versions newer than this are all kept (module docs); `None`: no floor.
+    retention_floor: Option<u64>,
     stats: GcStats,
 }
 
@@ -67,8 +76,21 @@ impl<I: InternalIterator> CompactionIterator<I> {
             last_user_key: Vec::new(),
             last_seq_kind: None,
             last_stripe: None,
+            retention_floor: None,
             stats: GcStats::default(),
         }
+    }
+
+    /// Keeps every version newer than `floor`, and the newest at or below it, of each key
+    /// (module docs). `None` leaves the snapshots alone in charge.
+    pub fn with_retention_floor(mut self, floor: Option<u64>) -> CompactionIterator<I> {
+        if let Some(floor) = floor {
+            if let Err(at) = self.snapshots.binary_search(&floor) {
+                self.snapshots.insert(at, floor);
+            }
+        }
+        self.retention_floor = floor;
+        self
     }
 
     /// Whether the iterator is on an entry to write.
@@ -180,6 +202,14 @@ impl<I: InternalIterator> CompactionIterator<I> {
             }
             self.last_seq_kind = Some((entry.seq, entry.kind));
 
+            if self.retention_floor.is_some_and(|floor| entry.seq > floor) {
+                // Each version above the floor is its own stripe: kept, tombstone or not,
+                // and the next older version is judged afresh.
+                self.last_stripe = None;
+                self.stats.entries_out += 1;
+                self.valid = true;
+                return Ok(());
+            }
             let stripe = self.stripe_of(entry.seq);
             if self.last_stripe == Some(stripe) {
                 self.stats.obsolete_versions_dropped += 1;
@@ -268,6 +298,53 @@ mod tests {
                 encode(b"b", 7, EntryKind::Delete),
                 encode(b"b", 3, EntryKind::Put)
             ]
+        );
+    }
+
+    fn run_with_floor(
+        entries: Vec<(Vec<u8>, Vec<u8>)>,
+        floor: u64,
+        bottommost: bool,
+    ) -> Vec<Vec<u8>> {
+        let mut gc = CompactionIterator::new(VecIterator::new(entries), &[], bottommost)
+            .with_retention_floor(Some(floor));
+        gc.seek_to_first().unwrap();
+        let mut out = Vec::new();
+        while gc.valid() {
+            out.push(gc.key().to_vec());
+            gc.next().unwrap();
+        }
+        out
+    }
+
+    #[test]
+    fn a_retention_floor_keeps_every_version_above_it_and_the_newest_below() {
+        let entries = vec![
+            entry(b"k", 1, EntryKind::Put),
+            entry(b"k", 2, EntryKind::Put),
+            entry(b"k", 4, EntryKind::Put),
+            entry(b"k", 5, EntryKind::Delete),
+            entry(b"k", 6, EntryKind::Put),
+            entry(b"z", 1, EntryKind::Put),
+            entry(b"z", 2, EntryKind::Delete),
+        ];
+        // Floor 3: k@6, k@5 (a tombstone, kept even at the bottom), k@4 above it; k@2 is the
+        // newest at or below it; k@1 is hidden from every reader. z's tombstone is at or
+        // below the floor and at the bottom: nothing is left for it to hide.
+        let out = run_with_floor(entries.clone(), 3, true);
+        assert_eq!(
+            out,
+            vec![
+                encode(b"k", 6, EntryKind::Put),
+                encode(b"k", 5, EntryKind::Delete),
+                encode(b"k", 4, EntryKind::Put),
+                encode(b"k", 2, EntryKind::Put),
+            ]
+        );
+        // Without the floor, only the newest version of k survives.
+        assert_eq!(
+            run(entries, &[], true),
+            vec![encode(b"k", 6, EntryKind::Put)]
         );
     }
 

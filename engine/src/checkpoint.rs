@@ -16,6 +16,11 @@
 //!   catalog entry), in one version change. A crash before that change leaves only files no
 //!   version names, which the next open removes; after it, the trees are whole.
 //!
+//! - [`Db::create_trees_at_snapshot`] writes what some trees held at a snapshot (an older
+//!   one kept by a retention floor, for a point-in-time restore) into new SSTables and
+//!   installs new trees holding them, with the caller's extra edits, in one version change,
+//!   with the same crash behaviour.
+//!
 //! A file with a second name is never recycled (`table_files`): writing a new table over it
 //! in place would change what the other name holds.
 
@@ -23,7 +28,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::db::{flush_one, AlsoFreeze, Db};
+use shoal_compaction::key::encode;
+use shoal_compaction::{EntryKind, OutputSplitter};
+
+use crate::compact_job::OutputFiles;
+use crate::db::{flush_one, AlsoFreeze, Db, Snapshot};
 use crate::error::DbError;
 use crate::manifest;
 use crate::sstable::Table;
@@ -143,6 +152,85 @@ impl Db {
                 .mark_obsolete(opened.iter().map(|(number, _)| *number));
         }
         result
+    }
+
+    /// Creates a tree per name holding what `sources[i]` held at `snapshot` (its live keys
+    /// and values, each written once at the snapshot's sequence number, in the last level),
+    /// plus the edits `extra(ids)` returns, in one durable version change. Returns the new
+    /// ids in the order of `names`.
+    pub fn create_trees_at_snapshot(
+        &self,
+        names: &[String],
+        sources: &[TreeId],
+        snapshot: &Snapshot,
+        extra: impl FnOnce(&[TreeId]) -> Vec<VersionEdit>,
+    ) -> Result<Vec<TreeId>, DbError> {
+        if sources.len() != names.len() {
+            return Err(DbError::io(
+                "creating trees at a snapshot",
+                std::io::Error::other("one source tree per new tree is needed"),
+            ));
+        }
+        let shared = &self.shared;
+        // Dropped without `keep` on any error: the files written so far are removed.
+        let mut outputs = Vec::with_capacity(sources.len());
+        for &source in sources {
+            let mut files = OutputFiles::new(shared);
+            let mut splitter =
+                OutputSplitter::new(shared.policy.target_file_bytes, shared.options.bloom_prefix);
+            let mut current = None;
+            let mut cursor = self.iter_tree(source, snapshot)?;
+            while cursor.advance()? {
+                let key = encode(cursor.key(), snapshot.seq(), EntryKind::Put);
+                let value = cursor.value();
+                if splitter.starts_new_file(&key, (key.len() + value.len()) as u64) {
+                    if let Some(builder) = current.take() {
+                        files.finish(builder)?;
+                    }
+                }
+                let builder = match &mut current {
+                    Some(builder) => builder,
+                    None => current.insert(files.start()?),
+                };
+                builder.add(&key, value)?;
+            }
+            if let Some(builder) = current.take() {
+                files.finish(builder)?;
+            }
+            outputs.push(files);
+        }
+        let dir = &shared.dir;
+        shared
+            .fs
+            .sync_dir(dir)
+            .map_err(|e| DbError::io(format!("syncing {}", dir.display()), e))?;
+        let mut opened = Vec::with_capacity(outputs.len());
+        for files in &outputs {
+            opened.push(files.open_all()?);
+        }
+        let tables = opened
+            .iter()
+            .flatten()
+            .map(|(meta, table)| (meta.number, Arc::clone(table)))
+            .collect();
+        let ids = self.change_version_adding(tables, |version| {
+            let (mut edits, ids) = crate::db::create_tree_edits(version, names)?;
+            for (id, files) in ids.iter().zip(&opened) {
+                for (meta, _) in files {
+                    edits.push(VersionEdit::AddFile {
+                        tree: *id,
+                        level: LEVELS - 1,
+                        file: meta.clone(),
+                    });
+                }
+            }
+            edits.extend(extra(&ids));
+            Ok((edits, ids))
+        })?;
+        for files in &mut outputs {
+            files.keep();
+        }
+        Ok(ids)
     }
 
     /// Links each source file into the data directory under a new number, syncs the

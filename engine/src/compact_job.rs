@@ -94,14 +94,22 @@ fn write_outputs(
         .iter()
         .map(|table| Box::new(table.iter().releasing_behind()) as Source)
         .collect();
+    // The retention floor is read before the snapshots (`VersionRetention` says why).
+    let retention_floor = shared
+        .options
+        .version_retention
+        .as_ref()
+        .and_then(|retention| retention.floor(claimed.tree));
     // Snapshots taken after this point see only data newer than every input (the inputs were
-    // flushed, so visible, before), so this list is all the merge must respect.
+    // flushed, so visible, before), so this list is all the merge must respect; except a
+    // snapshot at an older sequence number (`Db::snapshot_at`), which the floor protects.
     let snapshots: Vec<u64> = shared.snapshots.lock().keys().copied().collect();
     let mut merged = CompactionIterator::new(
         MergingIterator::new(sources),
         &snapshots,
         claimed.job.bottommost,
-    );
+    )
+    .with_retention_floor(retention_floor);
     // Only where no older version of a key can lie below the output (`CompactionFilter`).
     let mut key_filter = shared
         .options
@@ -297,7 +305,7 @@ fn install(
 
 /// The files a job writes. Unless [`OutputFiles::keep`] was called, dropping this removes
 /// them: they were never named by a version.
-struct OutputFiles<'a> {
+pub(crate) struct OutputFiles<'a> {
     shared: &'a Shared,
     /// Numbers of every file created, finished or not.
     created: Vec<u64>,
@@ -309,7 +317,7 @@ struct OutputFiles<'a> {
 }
 
 impl<'a> OutputFiles<'a> {
-    fn new(shared: &'a Shared) -> OutputFiles<'a> {
+    pub(crate) fn new(shared: &'a Shared) -> OutputFiles<'a> {
         OutputFiles {
             shared,
             created: Vec::new(),
@@ -324,7 +332,7 @@ impl<'a> OutputFiles<'a> {
     }
 
     /// Creates the next output file.
-    fn start(&mut self) -> Result<TableBuilder, DbError> {
+    pub(crate) fn start(&mut self) -> Result<TableBuilder, DbError> {
         let shared = self.shared;
         let number = shared.next_file_number.fetch_add(1, Ordering::AcqRel);
         self.created.push(number);
@@ -345,7 +353,7 @@ impl<'a> OutputFiles<'a> {
     }
 
     /// Finishes (and syncs) the file being written.
-    fn finish(&mut self, builder: TableBuilder) -> Result<(), DbError> {
+    pub(crate) fn finish(&mut self, builder: TableBuilder) -> Result<(), DbError> {
         let Some(number) = self.writing.take() else {
             debug_assert!(false, "finish without start");
             return Ok(());
@@ -363,7 +371,7 @@ impl<'a> OutputFiles<'a> {
     }
 
     /// Opens every finished file for reading.
-    fn open_all(&self) -> Result<Vec<(FileMeta, Arc<Table>)>, DbError> {
+    pub(crate) fn open_all(&self) -> Result<Vec<(FileMeta, Arc<Table>)>, DbError> {
         let shared = self.shared;
         self.finished
             .iter()
@@ -380,7 +388,7 @@ impl<'a> OutputFiles<'a> {
             .collect()
     }
 
-    fn keep(&mut self) {
+    pub(crate) fn keep(&mut self) {
         self.kept = true;
     }
 }

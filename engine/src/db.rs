@@ -38,7 +38,7 @@ use crate::compact_schedule::Scheduler;
 use crate::error::DbError;
 use crate::manifest::{self, Manifest};
 use crate::memtable::{Memtable, MemtableEntry, MemtableInserter};
-pub use crate::options::{CompactionFilter, DbOptions};
+pub use crate::options::{CompactionFilter, DbOptions, VersionRetention};
 use crate::pacer::WritePacer;
 use crate::shared::{FlushState, Shared};
 use crate::sstable::{PointLookup, Table, TableBuilder, TableOptions};
@@ -508,6 +508,28 @@ impl Db {
             seq,
             shared: Arc::clone(&self.shared),
         }
+    }
+
+    /// Registers a snapshot at an older sequence number `seq`, for point-in-time reads.
+    ///
+    /// It reads what `seq` saw only if compaction kept that history: the caller must hold
+    /// `seq` at or above the tree's retention floor ([`crate::VersionRetention`]) from before
+    /// this call until after it, or have had a live snapshot at `seq` all along. Refused for
+    /// a number not yet visible.
+    pub fn snapshot_at(&self, seq: u64) -> Result<Snapshot, DbError> {
+        let mut snapshots = self.shared.snapshots.lock();
+        let visible = self.shared.visible_seq.load(Ordering::Acquire);
+        if seq > visible {
+            return Err(DbError::SnapshotInFuture {
+                requested: seq,
+                visible,
+            });
+        }
+        *snapshots.entry(seq).or_insert(0) += 1;
+        Ok(Snapshot {
+            seq,
+            shared: Arc::clone(&self.shared),
+        })
     }
 
     /// Sequence numbers of live snapshots, ascending (compaction keeps what they can see).

@@ -38,6 +38,8 @@ pub enum DbError {
     TreeExists(String),
     #[error("the database is closed")]
     Closed,
+    #[error("snapshot at sequence number {requested} asked for, but only {visible} is visible")]
+    SnapshotInFuture { requested: u64, visible: u64 },
 }
 
 impl DbError {

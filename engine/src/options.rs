@@ -44,6 +44,22 @@ pub trait CompactionFilter: Send + Sync + std::fmt::Debug {
     fn drop_entry(&self, tree: TreeId, user_key: &[u8], value: &[u8]) -> bool;
 }
 
+/// Keeps a tree's history for point-in-time reads ([`DbOptions::version_retention`]).
+///
+/// For a tree with a floor, compaction keeps every version newer than the floor and the
+/// newest at or below it (`shoal_compaction::gc`), so a snapshot at any sequence number from
+/// the floor up ([`Db::snapshot_at`](crate::Db::snapshot_at)) reads what that number saw.
+///
+/// A compaction asks once, before it reads the live snapshots: a caller that registers
+/// `snapshot_at(s)` and then checks that `s` is still at or above the floor is protected
+/// either way (a compaction that asked earlier got a floor at most as high; one that asks
+/// later sees the snapshot). Floors should only rise. Called on compaction threads: quick,
+/// no writes, no waiting on the database.
+pub trait VersionRetention: Send + Sync + std::fmt::Debug {
+    /// The floor of `tree`, or `None` to keep only what live snapshots need.
+    fn floor(&self, tree: TreeId) -> Option<u64>;
+}
+
 /// How a database is opened.
 #[derive(Clone)]
 pub struct DbOptions {
@@ -85,6 +101,9 @@ pub struct DbOptions {
     /// Drops entries during compaction ([`CompactionFilter`], whose docs say when it is
     /// asked and why only for write-once trees). `None` (the default) keeps everything.
     pub compaction_filter: Option<Arc<dyn CompactionFilter>>,
+    /// Per-tree history kept for point-in-time reads ([`VersionRetention`]). `None` (the
+    /// default) keeps only what live snapshots need.
+    pub version_retention: Option<Arc<dyn VersionRetention>>,
 }
 
 impl std::fmt::Debug for DbOptions {
@@ -97,6 +116,7 @@ impl std::fmt::Debug for DbOptions {
             .field("compaction_threads", &self.compaction_threads)
             .field("direct_table_writes", &self.direct_table_writes)
             .field("compaction_filter", &self.compaction_filter)
+            .field("version_retention", &self.version_retention)
             .finish_non_exhaustive()
     }
 }
@@ -125,6 +145,7 @@ impl Default for DbOptions {
             compaction_threads: 1,
             direct_table_writes: false,
             compaction_filter: None,
+            version_retention: None,
         }
     }
 }
