@@ -155,13 +155,13 @@ impl Db {
     }
 
     /// Creates a tree per name holding what `sources[i]` held at `snapshot` (its live keys
-    /// and values, each written once at the snapshot's sequence number, in the last level),
-    /// plus the edits `extra(ids)` returns, in one durable version change. Returns the new
-    /// ids in the order of `names`.
+    /// and values, each written once at the snapshot's sequence number, in the last level;
+    /// `None`: an empty tree), plus the edits `extra(ids)` returns, in one durable version
+    /// change. Returns the new ids in the order of `names`.
     pub fn create_trees_at_snapshot(
         &self,
         names: &[String],
-        sources: &[TreeId],
+        sources: &[Option<TreeId>],
         snapshot: &Snapshot,
         extra: impl FnOnce(&[TreeId]) -> Vec<VersionEdit>,
     ) -> Result<Vec<TreeId>, DbError> {
@@ -176,6 +176,10 @@ impl Db {
         let mut outputs = Vec::with_capacity(sources.len());
         for &source in sources {
             let mut files = OutputFiles::new(shared);
+            let Some(source) = source else {
+                outputs.push(files);
+                continue;
+            };
             let mut splitter =
                 OutputSplitter::new(shared.policy.target_file_bytes, shared.options.bloom_prefix);
             let mut current = None;

@@ -114,7 +114,9 @@ fn a_floor_keeps_every_version_above_it_through_compaction() {
     let (seq, expected) = &kept_rounds[2];
     let snapshot = db.snapshot_at(*seq).unwrap();
     let ids = db
-        .create_trees_at_snapshot(&["copy".to_string()], &[kept], &snapshot, |_| Vec::new())
+        .create_trees_at_snapshot(&["copy".to_string()], &[Some(kept)], &snapshot, |_| {
+            Vec::new()
+        })
         .unwrap();
     drop(snapshot);
     let now = db.snapshot();

@@ -23,6 +23,10 @@ pub enum ErrorCode {
     BackupNotFoundException,
     /// The backup is being created, or restored from, by another request.
     BackupInUseException,
+    /// A point-in-time restore or export of a table without point-in-time recovery.
+    PointInTimeRecoveryUnavailableException,
+    /// A point-in-time restore to a time outside the restorable window.
+    InvalidRestoreTimeException,
     ConditionalCheckFailedException,
     LimitExceededException,
     ItemCollectionSizeLimitExceededException,
@@ -72,6 +76,10 @@ impl ErrorCode {
             ErrorCode::TableAlreadyExistsException => "TableAlreadyExistsException",
             ErrorCode::BackupNotFoundException => "BackupNotFoundException",
             ErrorCode::BackupInUseException => "BackupInUseException",
+            ErrorCode::PointInTimeRecoveryUnavailableException => {
+                "PointInTimeRecoveryUnavailableException"
+            }
+            ErrorCode::InvalidRestoreTimeException => "InvalidRestoreTimeException",
             ErrorCode::ConditionalCheckFailedException => "ConditionalCheckFailedException",
             ErrorCode::LimitExceededException => "LimitExceededException",
             ErrorCode::ItemCollectionSizeLimitExceededException => {
@@ -202,6 +210,8 @@ impl ErrorCode {
             TableAlreadyExistsException,
             BackupNotFoundException,
             BackupInUseException,
+            PointInTimeRecoveryUnavailableException,
+            InvalidRestoreTimeException,
             ConditionalCheckFailedException,
             LimitExceededException,
             ItemCollectionSizeLimitExceededException,

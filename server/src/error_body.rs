@@ -24,6 +24,8 @@ pub fn error_namespace(code: ErrorCode) -> &'static str {
         | ErrorCode::TableAlreadyExistsException
         | ErrorCode::BackupNotFoundException
         | ErrorCode::BackupInUseException
+        | ErrorCode::PointInTimeRecoveryUnavailableException
+        | ErrorCode::InvalidRestoreTimeException
         | ErrorCode::ConditionalCheckFailedException
         | ErrorCode::LimitExceededException
         | ErrorCode::ItemCollectionSizeLimitExceededException

@@ -21,11 +21,12 @@ use crate::table::conflicts::InFlight;
 use crate::table::keys;
 use crate::table::lag::{self, Lag, LagTicker, LaggedSnapshots};
 use crate::table::locks::CollectionLocks;
+use crate::table::pitr_clock::PitrRetention;
 use crate::table::stats;
 use crate::table::stream::StreamRetention;
 use crate::table::stream_control;
 use crate::Durability;
-use shoal_engine::{CompactionFilter, Db, DbError, DbOptions, TreeId};
+use shoal_engine::{CompactionFilter, Db, DbError, DbOptions, TreeId, VersionRetention};
 
 /// DynamoDB's item-collection cap: 10 GiB.
 pub const ITEM_COLLECTION_SIZE_LIMIT_BYTES_DEFAULT: u64 = 10 << 30;
@@ -84,6 +85,12 @@ pub struct Options {
     pub write_hold: Duration,
     /// The local directory standing for S3: bucket B, key K is the file <export_dir>/B/K.
     pub export_dir: Option<PathBuf>,
+    /// How far back point-in-time recovery keeps history; None: each table's
+    /// RecoveryPeriodInDays (tests and `shoal serve --pitr-window-seconds` shorten it).
+    pub pitr_window: Option<Duration>,
+    /// How often the point-in-time clock is written (`table::pitr_clock`): a restore's
+    /// granularity.
+    pub pitr_clock_interval: Duration,
 }
 
 /// The time Time to Live decisions are made at: the system clock, or one a test controls.
@@ -141,14 +148,17 @@ impl Default for Options {
             transaction_conflicts: false,
             write_hold: Duration::ZERO,
             export_dir: None,
+            pitr_window: None,
+            pitr_clock_interval: crate::table::pitr_clock::PITR_CLOCK_INTERVAL_DEFAULT,
         }
     }
 }
 
 impl Options {
-    fn db_options(&self, retention: &Arc<StreamRetention>) -> DbOptions {
+    fn db_options(&self, retention: &Arc<StreamRetention>, pitr: &Arc<PitrRetention>) -> DbOptions {
         DbOptions {
             compaction_filter: Some(Arc::clone(retention) as Arc<dyn CompactionFilter>),
+            version_retention: Some(Arc::clone(pitr) as Arc<dyn VersionRetention>),
             durability: self.durability,
             memtable_size_bytes: self.memtable_size_bytes,
             wal_segment_size_bytes: self.wal_segment_size_bytes,
@@ -211,6 +221,8 @@ pub struct Database {
     pub(crate) backups_in_use: Arc<crate::table::backups::BackupsInUse>,
     /// Running imports and their error logs (`table::import`).
     pub(crate) imports: Arc<crate::table::import::Imports>,
+    /// The history compaction keeps for point-in-time recovery (`table::pitr_clock`).
+    pub(crate) pitr: Arc<PitrRetention>,
     /// Stops the running imports when this database is dropped.
     _imports_owner: crate::table::import::ImportsOwner,
 }
@@ -231,14 +243,17 @@ pub(crate) fn read_catalog(db: &Db) -> Result<Catalog, DbError> {
 }
 
 /// Replaces the catalog cache with the durable version's catalog, and tells the stream
-/// retention filter which trees hold streams.
+/// retention filter which trees hold streams and point-in-time recovery which trees keep
+/// their history.
 pub(crate) fn reload(
     db: &Db,
     catalog: &RwLock<Catalog>,
     retention: &crate::table::stream::StreamRetention,
+    pitr: &PitrRetention,
 ) -> Result<(), DbError> {
     let current = read_catalog(db)?;
     crate::table::stream_control::note_stream_trees(retention, &current);
+    crate::table::pitr_clock::note_pitr_trees(pitr, &current);
     *catalog.write() = current;
     Ok(())
 }
@@ -281,7 +296,8 @@ impl Database {
         let retention = Arc::new(StreamRetention::new(stream_control::millis(
             options.stream_retention,
         )));
-        let db = Db::open_with_fs(fs, path, options.db_options(&retention))?;
+        let pitr = Arc::new(PitrRetention::default());
+        let db = Db::open_with_fs(fs, path, options.db_options(&retention, &pitr))?;
         let stats_tree = db.tree_id(stats::STATS_TREE_NAME);
         let transitions = Arc::new(crate::table::transient::Transitions::new(
             options.transient_status_delay,
@@ -336,6 +352,7 @@ impl Database {
             backups_in_use: Default::default(),
             imports: Arc::clone(&imports),
             _imports_owner: crate::table::import::ImportsOwner(Some(imports)),
+            pitr,
         };
         database.reload_catalog()?;
         // Before statistics are loaded (their records of dropped trees then go too): the
@@ -390,6 +407,7 @@ impl Database {
             backups_in_use: Arc::clone(&self.backups_in_use),
             imports: Arc::clone(&self.imports),
             _imports_owner: Default::default(),
+            pitr: Arc::clone(&self.pitr),
         }
     }
 
@@ -423,7 +441,7 @@ impl Database {
 
     /// Rebuilds the catalog cache from the durable version.
     pub(crate) fn reload_catalog(&self) -> Result<(), DbError> {
-        reload(&self.db, &self.catalog, &self.streams.retention)
+        reload(&self.db, &self.catalog, &self.streams.retention, &self.pitr)
     }
 
     /// The definition of table `name`, or ResourceNotFoundException.

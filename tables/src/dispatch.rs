@@ -108,6 +108,9 @@ impl Database {
             "RestoreTableFromBackup" => {
                 Ok(encoding.encode(&self.restore_table_from_backup(body.decode()?)?))
             }
+            "RestoreTableToPointInTime" => {
+                Ok(encoding.encode(&self.restore_table_to_point_in_time(body.decode()?)?))
+            }
             // control: add arms above this line
             "PutItem" => self.metered(body, metered, &encoding, |input| {
                 self.throttled(input, |input| self.put_item(input))
@@ -293,6 +296,7 @@ pub const SUPPORTED_OPERATIONS: &[&str] = &[
     "ListBackups",
     "DeleteBackup",
     "RestoreTableFromBackup",
+    "RestoreTableToPointInTime",
     "ImportTable",
     "DescribeImport",
     "ListImports",

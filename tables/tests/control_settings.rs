@@ -351,11 +351,12 @@ fn describe_limits_and_endpoints() {
 }
 
 #[test]
-fn continuous_backups_are_disabled_for_every_table() {
+fn continuous_backups_report_and_switch_point_in_time_recovery() {
     let db = open();
     call(&db, "CreateTable", create_request("Tbl"));
+    // On-demand backups work for every table; point-in-time recovery is off until enabled.
     let disabled = json!({"ContinuousBackupsDescription": {
-        "ContinuousBackupsStatus": "DISABLED",
+        "ContinuousBackupsStatus": "ENABLED",
         "PointInTimeRecoveryDescription": {"PointInTimeRecoveryStatus": "DISABLED"}
     }});
     assert_eq!(
@@ -396,14 +397,51 @@ fn continuous_backups_are_disabled_for_every_table() {
     let off = json!({"TableName": "Tbl",
                      "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": false}});
     assert_eq!(call(&db, "UpdateContinuousBackups", off), disabled);
-    let (code, message) = error(
+    let before = now_seconds();
+    let on = call(
         &db,
         "UpdateContinuousBackups",
         json!({"TableName": "Tbl",
                "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": true}}),
     );
-    assert_eq!(code, ErrorCode::ValidationException);
-    assert!(message.contains("point-in-time recovery"), "{message}");
+    let pitr = &on["ContinuousBackupsDescription"]["PointInTimeRecoveryDescription"];
+    assert_eq!(pitr["PointInTimeRecoveryStatus"], "ENABLED", "{on}");
+    assert_eq!(pitr["RecoveryPeriodInDays"], 35, "{on}");
+    let earliest = pitr["EarliestRestorableDateTime"].as_f64().unwrap();
+    let latest = pitr["LatestRestorableDateTime"].as_f64().unwrap();
+    assert!(earliest >= before - 1.0 && earliest <= latest, "{on}");
+    let described = call(
+        &db,
+        "DescribeContinuousBackups",
+        json!({"TableName": "Tbl"}),
+    );
+    assert_eq!(
+        described["ContinuousBackupsDescription"]["PointInTimeRecoveryDescription"]
+            ["PointInTimeRecoveryStatus"],
+        "ENABLED"
+    );
+    // The period changes; the restorable start does not move back.
+    let shorter = call(
+        &db,
+        "UpdateContinuousBackups",
+        json!({"TableName": "Tbl", "PointInTimeRecoverySpecification":
+               {"PointInTimeRecoveryEnabled": true, "RecoveryPeriodInDays": 7}}),
+    );
+    let pitr = &shorter["ContinuousBackupsDescription"]["PointInTimeRecoveryDescription"];
+    assert_eq!(pitr["RecoveryPeriodInDays"], 7, "{shorter}");
+    assert!(pitr["EarliestRestorableDateTime"].as_f64().unwrap() >= earliest);
+    // And off again, for good: the description is the fresh table's.
+    let off_again = json!({"TableName": "Tbl",
+                     "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": false}});
+    assert_eq!(call(&db, "UpdateContinuousBackups", off_again), disabled);
+    assert_eq!(
+        call(
+            &db,
+            "DescribeContinuousBackups",
+            json!({"TableName": "Tbl"})
+        ),
+        disabled
+    );
     assert_eq!(
         error(
             &db,
@@ -446,7 +484,15 @@ fn the_new_operations_are_dispatched() {
         "DescribeEndpoints",
         "DescribeContinuousBackups",
         "UpdateContinuousBackups",
+        "RestoreTableToPointInTime",
     ] {
         assert!(SUPPORTED_OPERATIONS.contains(&operation), "{operation}");
     }
+}
+
+fn now_seconds() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
 }

@@ -19,6 +19,8 @@ fn options(export_dir: Option<&Path>) -> Options {
         durability: Durability::None,
         wal_segment_size_bytes: 1 << 20,
         export_dir: export_dir.map(Path::to_path_buf),
+        // Exports at a past ExportTime resolve to within 10 ms.
+        pitr_clock_interval: Duration::from_millis(10),
         ..Options::default()
     }
 }
@@ -37,7 +39,17 @@ fn error(db: &Database, operation: &str, request: Value) -> (ErrorCode, String) 
 
 const TABLE_ARN: &str = "arn:aws:dynamodb:ddblocal:000000000000:table/Tbl";
 
-/// T: pk S, sk N, an LSI on `l` and a GSI on `g`.
+/// Turns point-in-time recovery on: AWS exports only tables that have it.
+fn enable_pitr(db: &Database, name: &str) {
+    call(
+        db,
+        "UpdateContinuousBackups",
+        json!({"TableName": name,
+               "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": true}}),
+    );
+}
+
+/// T: pk S, sk N, an LSI on `l` and a GSI on `g`; point-in-time recovery on.
 fn create_indexed(db: &Database, name: &str) {
     call(
         db,
@@ -70,8 +82,10 @@ fn create_indexed(db: &Database, name: &str) {
             "BillingMode": "PAY_PER_REQUEST"
         }),
     );
+    enable_pitr(db, name);
 }
 
+/// pk S only; point-in-time recovery on.
 fn create_plain(db: &Database, name: &str) {
     call(
         db,
@@ -83,6 +97,7 @@ fn create_plain(db: &Database, name: &str) {
             "BillingMode": "PAY_PER_REQUEST"
         }),
     );
+    enable_pitr(db, name);
 }
 
 /// An item of every attribute type.
@@ -469,15 +484,35 @@ fn refusals_and_member_constraints() {
 
     let (code, _) = refused(json!({"ExportTime": -1}));
     assert_eq!(code, ErrorCode::InvalidExportTimeException);
-    // A time inside the table's life needs point-in-time recovery.
-    std::thread::sleep(Duration::from_millis(20));
+    // Before point-in-time recovery was enabled, or in the future: nothing to read.
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs_f64();
-    let (code, message) = refused(json!({"ExportTime": now - 0.01}));
-    assert_eq!(code, ErrorCode::ValidationException);
-    assert!(message.contains("point-in-time recovery"), "{message}");
+    for time in [now - 60.0, now + 60.0] {
+        let (code, message) = refused(json!({"ExportTime": time}));
+        assert_eq!(code, ErrorCode::InvalidExportTimeException, "{message}");
+    }
+    // A table without point-in-time recovery is not exported, as on AWS.
+    call(
+        &db,
+        "CreateTable",
+        json!({"TableName": "NoPitr",
+               "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+               "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+               "BillingMode": "PAY_PER_REQUEST"}),
+    );
+    assert_eq!(
+        error(
+            &db,
+            "ExportTableToPointInTime",
+            json!({"TableArn": "arn:aws:dynamodb:ddblocal:000000000000:table/NoPitr", "S3Bucket": "bucket"})
+        ),
+        (
+            ErrorCode::PointInTimeRecoveryUnavailableException,
+            "Point in time recovery is not enabled for table 'NoPitr'".to_string()
+        )
+    );
 
     // Without a directory standing for S3 nothing is exported.
     let without = Database::open_in_memory(options(None)).unwrap();
@@ -791,6 +826,67 @@ fn an_export_while_writes_go_on_is_the_table_at_one_instant() {
         behind,
         "writes went on while the export ran, and it has none of the later ones"
     );
+}
+
+/// An ExportTime in the past exports the table as it was then, from the history
+/// point-in-time recovery keeps, though the items have been overwritten and deleted since
+/// and the tree flushed and compacted.
+#[test]
+fn an_export_at_a_past_time_is_the_table_then() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("bucket")).unwrap();
+    let db = Database::open_in_memory(options(Some(root.path()))).unwrap();
+    create_indexed(&db, "Tbl");
+    let then = put_all(&db, "Tbl", (0..300).map(rich_item).collect());
+    // Past a clock entry taken after the writes, before the next ones.
+    std::thread::sleep(Duration::from_millis(60));
+    let export_time = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    std::thread::sleep(Duration::from_millis(60));
+    let mut overwritten: Vec<Value> = (0..300).map(rich_item).collect();
+    for item in &mut overwritten {
+        item["n"] = json!({"N": "1"});
+    }
+    put_all(&db, "Tbl", overwritten);
+    for i in 0..100 {
+        call(
+            &db,
+            "DeleteItem",
+            json!({"TableName": "Tbl", "Key": {"pk": {"S": format!("p{}", i % 97)}, "sk": {"N": i.to_string()}}}),
+        );
+    }
+    // The table tree rewritten whole: only the history point-in-time recovery keeps is left.
+    db.lsm().flush_all().unwrap();
+    db.lsm()
+        .compact_tree(db.table("Tbl").unwrap().tree)
+        .unwrap();
+
+    let started = export(
+        &db,
+        json!({"TableArn": TABLE_ARN, "S3Bucket": "bucket", "ExportTime": export_time}),
+    );
+    assert_eq!(
+        started["ExportTime"].as_f64().unwrap(),
+        (export_time * 1000.0).floor() / 1000.0
+    );
+    let ended = wait_for_end(&db, started["ExportArn"].as_str().unwrap());
+    assert_eq!(ended["ExportStatus"], "COMPLETED", "{ended}");
+    let (_, exported) = read_export(
+        &root.path().join("bucket"),
+        ended["ExportManifest"].as_str().unwrap(),
+    );
+    assert_eq!(exported, then);
+    // The current state is different: an export without ExportTime reads it.
+    let now = export(&db, json!({"TableArn": TABLE_ARN, "S3Bucket": "bucket"}));
+    let ended = wait_for_end(&db, now["ExportArn"].as_str().unwrap());
+    let (_, current) = read_export(
+        &root.path().join("bucket"),
+        ended["ExportManifest"].as_str().unwrap(),
+    );
+    assert_eq!(current.len(), 200);
+    assert_ne!(current, then);
 }
 
 #[test]

@@ -60,14 +60,22 @@ pub struct UpdateContinuousBackupsRequest {
 }
 
 /// `PointInTimeRecoveryDescription`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "PascalCase")]
 pub struct PointInTimeRecoveryDescription {
     pub point_in_time_recovery_status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovery_period_in_days: Option<u32>,
+    /// Epoch seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub earliest_restorable_date_time: Option<f64>,
+    /// Epoch seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latest_restorable_date_time: Option<f64>,
 }
 
 /// `ContinuousBackupsDescription`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "PascalCase")]
 pub struct ContinuousBackupsDescription {
     pub continuous_backups_status: String,
@@ -75,7 +83,7 @@ pub struct ContinuousBackupsDescription {
 }
 
 /// The answer of DescribeContinuousBackups and UpdateContinuousBackups.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "PascalCase")]
 pub struct ContinuousBackupsResponse {
     pub continuous_backups_description: ContinuousBackupsDescription,

@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use shoal_engine::SourceFile;
+use shoal_engine::{SourceFile, TreeId};
 use shoal_model::{ApiError, ErrorCode};
 
 use crate::api::backups::{
@@ -45,6 +45,7 @@ use crate::api::constraint::{
 };
 use crate::api::control::{
     GlobalSecondaryIndex, LocalSecondaryIndex, OnDemandThroughput, ProvisionedThroughput,
+    TableDescription,
 };
 use crate::database::{internal, Database};
 use crate::table::backup_store::{self, BackupFile, BackupSsTable, BackupStats};
@@ -497,6 +498,24 @@ impl Database {
         let (arn, backup) = self.backup_named(Some(&arn))?;
         let definition = overrides.apply(&backup.table, target)?;
         let table = self.install_restored(&backup, definition)?;
+        let table_description = self.restored_description(
+            &table,
+            RestoreSummary {
+                source_backup_arn: Some(arn),
+                source_table_arn: Some(table_arn(&backup.table.name)),
+                restore_date_time: seconds(now_millis()),
+                restore_in_progress: false,
+            },
+        );
+        Ok(RestoreTableFromBackupOutput { table_description })
+    }
+
+    /// A restored table's description, CREATING for `Options::transient_status_delay`.
+    pub(super) fn restored_description(
+        &self,
+        table: &TableDef,
+        summary: RestoreSummary,
+    ) -> TableDescription {
         self.transitions
             .begin(&table.name, TransientStatus::Creating, None, None);
         let status = if self.transitions.enabled() {
@@ -504,14 +523,9 @@ impl Database {
         } else {
             "ACTIVE"
         };
-        let mut table_description = describe(&table, &self.stats.of(&table), status);
-        table_description.restore_summary = Some(RestoreSummary {
-            source_backup_arn: Some(arn),
-            source_table_arn: Some(table_arn(&backup.table.name)),
-            restore_date_time: seconds(now_millis()),
-            restore_in_progress: false,
-        });
-        Ok(RestoreTableFromBackupOutput { table_description })
+        let mut table_description = describe(table, &self.stats.of(table), status);
+        table_description.restore_summary = Some(summary);
+        table_description
     }
 
     /// Creates the restored table `definition` from the backup's files with its catalog
@@ -552,7 +566,18 @@ impl Database {
                 new_definition_edits(definition.clone(), &mut stored)
             })
             .map_err(internal)?;
-        let table = self.table_created(stored, &ids, creates_stats_tree)?;
+        self.publish_restored(stored, &ids, creates_stats_tree)
+    }
+
+    /// After the version change that created a restored table's trees `ids` and stored its
+    /// definition: its statistics rebuilt from its trees, then the table made visible.
+    pub(super) fn publish_restored(
+        &self,
+        stored: Option<TableDef>,
+        ids: &[TreeId],
+        creates_stats_tree: bool,
+    ) -> Result<Arc<TableDef>, ApiError> {
+        let table = self.table_created(stored, ids, creates_stats_tree)?;
         // Nobody writes the table yet: the catalog cache does not hold it until the reload
         // below, and `catalog_change` keeps any other reload away.
         stats::rebuild(&self.db, self.stats.tree()?, &table)?;
@@ -562,8 +587,8 @@ impl Database {
     }
 }
 
-/// What a restore changes of the source's definition.
-struct Overrides<'a> {
+/// What a restore changes of the source's definition (from a backup or to a point in time).
+pub(super) struct Overrides<'a> {
     billing: Option<&'a str>,
     throughput: Option<Throughput>,
     on_demand: Option<OnDemandLimits>,
@@ -611,7 +636,7 @@ fn unknown_index(name: &str) -> ApiError {
 
 impl<'a> Overrides<'a> {
     /// Checks the override members of a restore request.
-    fn of(request: &'a RestoreTableFromBackupInput) -> Result<Overrides<'a>, ApiError> {
+    pub(super) fn of(request: &'a RestoreTableFromBackupInput) -> Result<Overrides<'a>, ApiError> {
         let billing = parse_enum(
             request.billing_mode_override.as_deref(),
             "billingModeOverride",
@@ -677,7 +702,7 @@ impl<'a> Overrides<'a> {
 
     /// The restored table's definition: the source's, renamed, with the overrides, and
     /// without what a restore does not carry.
-    fn apply(&self, source: &TableDef, target: &str) -> Result<TableDef, ApiError> {
+    pub(super) fn apply(&self, source: &TableDef, target: &str) -> Result<TableDef, ApiError> {
         self.check_local_indexes(source)?;
         let mut table = source.clone();
         table.name = target.to_string();

@@ -301,6 +301,23 @@ pub struct TableSettings {
     /// The table's own throughput history and on-demand caps.
     #[serde(default)]
     pub capacity: CapacitySettings,
+    /// Point-in-time recovery, while enabled (`table::pitr`).
+    #[serde(default)]
+    pub point_in_time_recovery: Option<PointInTimeRecoveryDef>,
+}
+
+/// Point-in-time recovery of a table (SPEC-2 §6.2): how far back a restore may go, and
+/// from when. Compaction keeps the table tree's versions of that period (`table::pitr`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PointInTimeRecoveryDef {
+    /// RecoveryPeriodInDays (1..=35).
+    pub recovery_period_days: u32,
+    /// No restore goes earlier (milliseconds since the Unix epoch): when it was enabled, or
+    /// the earliest restorable time when the period last changed (`table::pitr`).
+    pub restorable_from_millis: u64,
+    /// The sequence number visible then: the state a restore to that time reads, and the
+    /// lowest retention floor the table's tree gets.
+    pub restorable_from_seq: u64,
 }
 
 /// DynamoDB's `TableClass`: a storage price class, with no effect on behaviour.
@@ -534,6 +551,11 @@ mod tests {
         table.settings.capacity.last_decrease_millis = Some(7);
         table.settings.capacity.decreases_that_day = 1;
         table.settings.capacity.on_demand.max_read_request_units = Some(8);
+        table.settings.point_in_time_recovery = Some(PointInTimeRecoveryDef {
+            recovery_period_days: 35,
+            restorable_from_millis: 9,
+            restorable_from_seq: 10,
+        });
         let bytes = table.to_metadata().unwrap();
         assert_eq!(TableDef::from_metadata(&bytes).unwrap(), table);
     }

@@ -90,6 +90,11 @@ impl Database {
         };
         self.backed_up_table(table_name)?;
         let table = self.table(table_name)?;
+        // AWS exports only tables with point-in-time recovery (the embedded
+        // `Database::export_table` exports any table as it is now).
+        if table.settings.point_in_time_recovery.is_none() {
+            return Err(crate::table::pitr::pitr_unavailable(&table.name));
+        }
         let started = now_millis();
         let client_token = request
             .client_token
@@ -297,7 +302,8 @@ impl Database {
     }
 
     /// The snapshot an export of `table` at `export_time` (seconds since the Unix epoch;
-    /// None: now) reads, and the export time in milliseconds.
+    /// None: now) reads, and the export time in milliseconds. A time in the past reads the
+    /// history point-in-time recovery keeps (`table::pitr`).
     fn export_snapshot(
         &self,
         table: &TableDef,
@@ -307,21 +313,22 @@ impl Database {
         let Some(export_time) = export_time else {
             return Ok((self.db.snapshot(), now_millis));
         };
-        let millis = export_time * 1000.0;
-        if !millis.is_finite()
-            || millis < table.created_at_millis as f64
-            || millis > now_millis as f64
-        {
-            return Err(ApiError::new(
+        let invalid = || {
+            ApiError::new(
                 ErrorCode::InvalidExportTimeException,
                 format!(
-                    "Invalid ExportTime {export_time}: an export time must be between the table's creation and now"
+                    "Invalid ExportTime {export_time}: an export time must be within the table's point-in-time recovery window, and not in the future"
                 ),
-            ));
-        }
-        Err(ApiError::validation(
-            "An ExportTime in the past needs point-in-time recovery, which Shoal does not implement: leave ExportTime out to export the table as it is now",
-        ))
+            )
+        };
+        let Some(pitr) = &table.settings.point_in_time_recovery else {
+            return Err(crate::table::pitr::pitr_unavailable(&table.name));
+        };
+        let millis = self
+            .restorable_millis(pitr, export_time)
+            .map_err(|_| invalid())?;
+        let snapshot = self.pitr_snapshot(pitr, table.tree, millis)?;
+        Ok((snapshot, millis))
     }
 }
 

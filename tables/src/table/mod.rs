@@ -27,6 +27,8 @@ pub mod locks;
 pub mod paging;
 pub mod partiql;
 pub mod partiql_compile;
+pub mod pitr;
+pub mod pitr_clock;
 pub mod query;
 pub mod region;
 pub mod scan;

@@ -205,6 +205,7 @@ pub fn validate_create_table(request: &CreateTableRequest) -> Result<TableSchema
                 on_demand,
                 ..CapacitySettings::default()
             },
+            point_in_time_recovery: None,
         },
     })
 }

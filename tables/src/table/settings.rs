@@ -1,21 +1,12 @@
-//! Account-level answers and table settings without storage of their own (SPEC-2 §5.6,
-//! §6.2): DescribeLimits, DescribeEndpoints, DescribeContinuousBackups and
-//! UpdateContinuousBackups.
-//!
-//! Shoal has no backups yet, so continuous backups and point-in-time recovery are reported
-//! DISABLED for every table (SPEC-2 §6.2: ENABLED only where restore really works);
-//! UpdateContinuousBackups accepts turning point-in-time recovery off, which changes
-//! nothing, and refuses turning it on.
+//! Account-level answers without storage of their own (SPEC-2 §5.6): DescribeLimits and
+//! DescribeEndpoints; and the check the backup operations share that a table exists.
+//! (Continuous backups are `table::pitr`.)
 
 use shoal_model::{ApiError, ErrorCode};
 
-use crate::api::common::{table_name_of, validation_errors};
-use crate::api::constraint::{value_at_least, value_at_most, violation, NOT_NULL};
 use crate::api::settings::{
-    ContinuousBackupsDescription, ContinuousBackupsResponse, DescribeContinuousBackupsRequest,
     DescribeEndpointsRequest, DescribeEndpointsResponse, DescribeLimitsRequest,
-    DescribeLimitsResponse, Endpoint, PointInTimeRecoveryDescription,
-    UpdateContinuousBackupsRequest,
+    DescribeLimitsResponse, Endpoint,
 };
 use crate::database::Database;
 
@@ -27,10 +18,6 @@ pub const ENDPOINT_CACHE_PERIOD_MINUTES: u64 = 1440;
 /// The address DescribeEndpoints gives until a server sets its own
 /// ([`Database::set_endpoint_address`]): DynamoDB Local's default.
 pub const ENDPOINT_ADDRESS_DEFAULT: &str = "localhost:8000";
-/// The status of continuous backups and of point-in-time recovery for every table.
-pub const CONTINUOUS_BACKUPS_STATUS: &str = "DISABLED";
-/// Longest point-in-time recovery period (API model).
-pub const RECOVERY_PERIOD_DAYS_MAX: i64 = 35;
 
 impl Database {
     /// DescribeLimits.
@@ -70,70 +57,6 @@ impl Database {
         *self.endpoint_address.write() = address.into();
     }
 
-    /// DescribeContinuousBackups: DISABLED for every table.
-    pub fn describe_continuous_backups(
-        &self,
-        request: DescribeContinuousBackupsRequest,
-    ) -> Result<ContinuousBackupsResponse, ApiError> {
-        let name = table_name_of(request.table_name.as_deref())?;
-        self.backed_up_table(name)?;
-        Ok(continuous_backups())
-    }
-
-    /// UpdateContinuousBackups: turning point-in-time recovery off is accepted (it is off);
-    /// turning it on is refused until Shoal has backups.
-    pub fn update_continuous_backups(
-        &self,
-        request: UpdateContinuousBackupsRequest,
-    ) -> Result<ContinuousBackupsResponse, ApiError> {
-        let name = table_name_of(request.table_name.as_deref())?;
-        let member = "pointInTimeRecoverySpecification";
-        let mut problems = Vec::new();
-        match &request.point_in_time_recovery_specification {
-            None => problems.push(violation(None, member, NOT_NULL)),
-            Some(spec) => {
-                if spec.point_in_time_recovery_enabled.is_none() {
-                    problems.push(violation(
-                        None,
-                        &format!("{member}.pointInTimeRecoveryEnabled"),
-                        NOT_NULL,
-                    ));
-                }
-                match spec.recovery_period_in_days {
-                    Some(days) if days < 1 => problems.push(violation(
-                        Some(&days.to_string()),
-                        &format!("{member}.recoveryPeriodInDays"),
-                        &value_at_least(1),
-                    )),
-                    Some(days) if days > RECOVERY_PERIOD_DAYS_MAX => problems.push(violation(
-                        Some(&days.to_string()),
-                        &format!("{member}.recoveryPeriodInDays"),
-                        &value_at_most(RECOVERY_PERIOD_DAYS_MAX),
-                    )),
-                    _ => {}
-                }
-            }
-        }
-        if !problems.is_empty() {
-            return Err(validation_errors(&problems));
-        }
-        self.backed_up_table(name)?;
-        let spec = request
-            .point_in_time_recovery_specification
-            .unwrap_or_default();
-        if spec.point_in_time_recovery_enabled == Some(true) {
-            return Err(ApiError::validation(
-                "Shoal does not implement point-in-time recovery yet (no backups): PointInTimeRecoveryEnabled must be false",
-            ));
-        }
-        if spec.recovery_period_in_days.is_some() {
-            return Err(ApiError::validation(
-                "Invalid Request: Cannot specify RecoveryPeriodInDays when disabling point-in-time recovery.",
-            ));
-        }
-        Ok(continuous_backups())
-    }
-
     /// Checks that table `name` exists: the backup operations answer TableNotFoundException
     /// (not ResourceNotFoundException) for one that does not.
     pub(crate) fn backed_up_table(&self, name: &str) -> Result<(), ApiError> {
@@ -145,16 +68,5 @@ impl Database {
                 format!("Table not found: {name}"),
             ))
         }
-    }
-}
-
-fn continuous_backups() -> ContinuousBackupsResponse {
-    ContinuousBackupsResponse {
-        continuous_backups_description: ContinuousBackupsDescription {
-            continuous_backups_status: CONTINUOUS_BACKUPS_STATUS.to_string(),
-            point_in_time_recovery_description: PointInTimeRecoveryDescription {
-                point_in_time_recovery_status: CONTINUOUS_BACKUPS_STATUS.to_string(),
-            },
-        },
     }
 }

@@ -53,10 +53,14 @@ impl StagedTable {
 /// Every tree some live structure owns: each catalog table's own tree, its GSIs' (whatever
 /// their status: a CREATING index's tree is being backfilled), its streams' (enabled or
 /// disabled: a disabled stream stays readable until retention drops it) and its expiry
-/// index's, plus the statistics tree. Anything else in the version was created by an
-/// operation that never stored the definition naming it.
-pub(crate) fn owned_trees(catalog: &Catalog, stats_tree: Option<TreeId>) -> BTreeSet<TreeId> {
-    let mut owned: BTreeSet<TreeId> = stats_tree.into_iter().collect();
+/// index's, plus the trees of the database as a whole (`database_trees`: statistics and
+/// the point-in-time clock). Anything else in the version was created by an operation that
+/// never stored the definition naming it.
+pub(crate) fn owned_trees(
+    catalog: &Catalog,
+    database_trees: impl IntoIterator<Item = TreeId>,
+) -> BTreeSet<TreeId> {
+    let mut owned: BTreeSet<TreeId> = database_trees.into_iter().collect();
     for table in catalog.values() {
         owned.insert(table.tree);
         owned.extend(table.global_indexes.iter().map(|gsi| gsi.tree));
@@ -192,8 +196,13 @@ impl Database {
     /// tree exists without its owner, even after a crash. A new kind of tree must be added
     /// to [`owned_trees`] before it is created anywhere.
     pub(crate) fn drop_orphan_trees(&self) -> Result<(), DbError> {
-        let stats_tree = self.db.tree_id(stats::STATS_TREE_NAME);
-        let owned = owned_trees(&self.catalog.read(), stats_tree);
+        // The trees of the database as a whole: statistics and the point-in-time clock.
+        let database_trees = [
+            self.db.tree_id(stats::STATS_TREE_NAME),
+            self.db
+                .tree_id(crate::table::pitr_clock::PITR_CLOCK_TREE_NAME),
+        ];
+        let owned = owned_trees(&self.catalog.read(), database_trees.into_iter().flatten());
         let orphans: Vec<TreeId> = self
             .db
             .version()

@@ -1,9 +1,10 @@
 //! The upkeep thread: the work a database does on its own, on a timer — rolling stream
-//! shards over and forgetting what is past retention (`table::stream_control`), and
-//! deleting expired items (`table::ttl`).
+//! shards over and forgetting what is past retention (`table::stream_control`), deleting
+//! expired items (`table::ttl`), and the point-in-time clock and retention floors
+//! (`table::pitr_clock`).
 //!
-//! It starts with the first table that needs it (a stream or Time to Live), so a database
-//! without either never runs it (an in-memory database per test stays cheap). It works on a
+//! It starts with the first table that needs it (a stream, Time to Live or point-in-time
+//! recovery), so a database without any never runs it (an in-memory database per test stays cheap). It works on a
 //! [`Database`] that shares the storage, catalog and locks of the one that started it
 //! ([`Database::share`]), and stops (joined) when that one is dropped.
 
@@ -39,14 +40,14 @@ impl Drop for Upkeep {
 }
 
 impl Database {
-    /// Starts the upkeep thread if a table has a stream or Time to Live and it is not
-    /// running yet; cheap when it runs already.
+    /// Starts the upkeep thread if a table has a stream, Time to Live or point-in-time
+    /// recovery and it is not running yet; cheap when it runs already.
     pub(crate) fn start_upkeep(&self) -> Result<(), DbError> {
-        let needed = self
-            .catalog
-            .read()
-            .values()
-            .any(|table| !table.streams.is_empty() || table.time_to_live.is_some());
+        let needed = self.catalog.read().values().any(|table| {
+            !table.streams.is_empty()
+                || table.time_to_live.is_some()
+                || table.settings.point_in_time_recovery.is_some()
+        });
         let mut upkeep = self.upkeep.lock();
         if !needed || !self.options.upkeep || upkeep.is_some() {
             return Ok(());
@@ -73,8 +74,13 @@ fn run(database: &Database, stop: &AtomicBool) {
         .min(options.stream_retention / 4)
         .clamp(TICK_MIN, TICK_MAX);
     let sweep_every = options.time_to_live_sweep_interval.max(TICK_MIN);
-    let tick = streams_every.min(sweep_every).clamp(TICK_MIN, TICK_MAX);
+    let clock_every = options.pitr_clock_interval.max(TICK_MIN);
+    let tick = streams_every
+        .min(sweep_every)
+        .min(clock_every)
+        .clamp(TICK_MIN, TICK_MAX);
     let (mut streams_due, mut sweep_due) = (Instant::now(), Instant::now() + sweep_every);
+    let mut clock_due = Instant::now();
     while !stop.load(Ordering::Acquire) {
         std::thread::park_timeout(tick);
         if stop.load(Ordering::Acquire) {
@@ -85,6 +91,12 @@ fn run(database: &Database, stop: &AtomicBool) {
             streams_due = now + streams_every;
             if let Err(error) = database.stream_upkeep() {
                 tracing::warn!(%error.message, "stream upkeep failed; retrying");
+            }
+        }
+        if now >= clock_due {
+            clock_due = now + clock_every;
+            if let Err(error) = database.pitr_upkeep() {
+                tracing::warn!(%error.message, "point-in-time recovery upkeep failed; retrying");
             }
         }
         if now >= sweep_due {
