@@ -336,6 +336,14 @@ struct ServeArgs {
     /// ImportTable reads there; without it, both are refused.
     #[arg(long, value_name = "DIR")]
     export_dir: Option<PathBuf>,
+    /// Point-in-time recovery keeps this many seconds of history instead of each table's
+    /// RecoveryPeriodInDays (docs/BACKUPS.md): for tests of the window's edge.
+    #[arg(long, value_name = "N")]
+    pitr_window_seconds: Option<u64>,
+    /// How often the point-in-time clock is written, in milliseconds: a restore's
+    /// granularity (docs/BACKUPS.md).
+    #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..))]
+    pitr_clock_ms: u64,
     /// Accepted for DynamoDB Local compatibility (-optimizeDbBeforeStartup), no effect:
     /// there is nothing to optimise before startup.
     #[arg(long, hide = true)]
@@ -438,6 +446,8 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         transaction_conflicts: args.transaction_conflicts,
         write_hold: Duration::from_millis(args.write_hold_ms),
         export_dir: args.export_dir.clone(),
+        pitr_window: args.pitr_window_seconds.map(Duration::from_secs),
+        pitr_clock_interval: Duration::from_millis(args.pitr_clock_ms),
         ..Options::default()
     };
     if let Some(limit) = args.item_collection_limit {
@@ -1048,6 +1058,21 @@ mod tests {
             Some(std::path::Path::new("/data/s3"))
         );
         assert_eq!(serve_args("shoal serve").export_dir, None);
+    }
+
+    #[test]
+    fn point_in_time_recovery_flags_are_read() {
+        let serve = serve_args("shoal serve --pitr-window-seconds 30 --pitr-clock-ms 50");
+        assert_eq!(
+            (serve.pitr_window_seconds, serve.pitr_clock_ms),
+            (Some(30), 50)
+        );
+        let defaults = serve_args("shoal serve");
+        assert_eq!(
+            (defaults.pitr_window_seconds, defaults.pitr_clock_ms),
+            (None, 1000)
+        );
+        assert!(parse("shoal serve --pitr-clock-ms 5").is_err());
     }
 
     #[test]

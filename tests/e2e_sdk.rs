@@ -604,6 +604,11 @@ async fn table_settings_and_tags_through_the_sdk() {
             .and_then(|p| p.point_in_time_recovery_status()),
         Some(&PointInTimeRecoveryStatus::Disabled)
     );
+    // On-demand backups work for every table.
+    assert_eq!(
+        description.continuous_backups_status(),
+        &aws_sdk_dynamodb::types::ContinuousBackupsStatus::Enabled
+    );
     let error = client
         .describe_continuous_backups()
         .table_name("Missing")
