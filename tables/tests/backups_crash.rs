@@ -1,5 +1,6 @@
-//! A power cut at any point inside CreateBackup or RestoreTableFromBackup leaves the backup
-//! (or the restored table) whole or absent, never partial; the database checks sound after
+//! A power cut at any point inside CreateBackup, RestoreTableFromBackup or
+//! RestoreTableToPointInTime leaves the backup (or the restored table) whole or absent, never
+//! partial; the database checks sound after
 //! every reopen. A cut after the restored table became durable but before its statistics
 //! were written is among the points: the open rebuilds them.
 
@@ -228,5 +229,90 @@ fn a_crash_during_a_restore_leaves_the_table_whole_or_absent() {
     assert!(
         outcomes.iter().all(|&n| n > 0),
         "absent, acknowledged and cut-short restores were all exercised: {outcomes:?}"
+    );
+}
+
+/// Waits until the GSIs of `table` are ACTIVE: a point-in-time restore's are rebuilt by the
+/// backfill, which an open resumes.
+fn wait_for_indexes(db: &Database, table: &str, context: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let description = db
+            .execute("DescribeTable", json!({"TableName": table}))
+            .unwrap();
+        let active = description["Table"]["GlobalSecondaryIndexes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .all(|gsi| gsi["IndexStatus"] == "ACTIVE");
+        if active {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{context}: {description}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_crash_during_a_point_in_time_restore_leaves_the_table_whole_or_absent() {
+    // [absent, present and acknowledged, present but not acknowledged]
+    let mut outcomes = [0usize; 3];
+    for mutations in 0..60u64 {
+        let context = format!("freeze after {mutations}");
+        let sim = SimFs::new();
+        let (expected, acknowledged) = {
+            let db = open(&sim);
+            populate(&db);
+            db.execute(
+                "UpdateContinuousBackups",
+                json!({"TableName": "Source",
+                       "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": true}}),
+            )
+            .unwrap();
+            let expected = scan(&db, "Source");
+            sim.freeze_after(Some(mutations));
+            let acknowledged = db
+                .execute(
+                    "RestoreTableToPointInTime",
+                    json!({"SourceTableName": "Source", "TargetTableName": "Copy",
+                           "UseLatestRestorableTime": true}),
+                )
+                .is_ok();
+            sim.power_loss(mutations * 13 + 5);
+            sim.freeze_after(None);
+            drop(db);
+            (expected, acknowledged)
+        };
+        let db = open(&sim);
+        let present = db.table("Copy").is_ok();
+        assert!(
+            present || !acknowledged,
+            "{context}: an acknowledged restore was lost"
+        );
+        if present {
+            wait_for_indexes(&db, "Copy", &context);
+            assert_eq!(scan(&db, "Copy"), expected, "{context}");
+            let description = db
+                .execute("DescribeTable", json!({"TableName": "Copy"}))
+                .unwrap();
+            assert_eq!(
+                description["Table"]["ItemCount"],
+                json!(expected.len()),
+                "{context}"
+            );
+        }
+        assert_sound(&db, &context);
+        outcomes[match (present, acknowledged) {
+            (false, _) => 0,
+            (true, true) => 1,
+            (true, false) => 2,
+        }] += 1;
+    }
+    assert!(
+        outcomes[0] > 0 && outcomes[1] > 0,
+        "absent and acknowledged restores were both exercised: {outcomes:?}"
     );
 }
