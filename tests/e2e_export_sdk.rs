@@ -2,7 +2,8 @@
 //! --export-dir DIR`: ExportTableToPointInTime answers IN_PROGRESS, DescribeExport is polled
 //! until COMPLETED, ListExports lists it, and the files under DIR are DynamoDB's export
 //! layout holding the table's items. The SDK also parses Shoal's export errors as its own
-//! typed exceptions.
+//! typed exceptions, PointInTimeRecoveryUnavailableException for a table without it among
+//! them.
 
 use std::io::{BufRead, BufReader};
 use std::time::{Duration, Instant};
@@ -49,6 +50,32 @@ async fn export_poll_list_and_read_the_files() {
             .await
             .unwrap();
     }
+
+    // As on AWS, only a table with point-in-time recovery is exported.
+    let refused = client
+        .export_table_to_point_in_time()
+        .table_arn(&table_arn)
+        .s3_bucket("my-bucket")
+        .send()
+        .await
+        .unwrap_err()
+        .into_service_error();
+    assert!(
+        refused.is_point_in_time_recovery_unavailable_exception(),
+        "{refused:?}"
+    );
+    client
+        .update_continuous_backups()
+        .table_name("Music")
+        .point_in_time_recovery_specification(
+            aws_sdk_dynamodb::types::PointInTimeRecoverySpecification::builder()
+                .point_in_time_recovery_enabled(true)
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
 
     let started = client
         .export_table_to_point_in_time()
