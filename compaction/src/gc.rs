@@ -242,7 +242,14 @@ mod tests {
     }
 
     fn run(entries: Vec<(Vec<u8>, Vec<u8>)>, snapshots: &[u64], bottommost: bool) -> Vec<Vec<u8>> {
-        let mut gc = CompactionIterator::new(VecIterator::new(entries), snapshots, bottommost);
+        drain(CompactionIterator::new(
+            VecIterator::new(entries),
+            snapshots,
+            bottommost,
+        ))
+    }
+
+    fn drain<I: InternalIterator>(mut gc: CompactionIterator<I>) -> Vec<Vec<u8>> {
         gc.seek_to_first().unwrap();
         let mut out = Vec::new();
         while gc.valid() {
@@ -306,15 +313,10 @@ mod tests {
         floor: u64,
         bottommost: bool,
     ) -> Vec<Vec<u8>> {
-        let mut gc = CompactionIterator::new(VecIterator::new(entries), &[], bottommost)
-            .with_retention_floor(Some(floor));
-        gc.seek_to_first().unwrap();
-        let mut out = Vec::new();
-        while gc.valid() {
-            out.push(gc.key().to_vec());
-            gc.next().unwrap();
-        }
-        out
+        drain(
+            CompactionIterator::new(VecIterator::new(entries), &[], bottommost)
+                .with_retention_floor(Some(floor)),
+        )
     }
 
     #[test]
