@@ -381,30 +381,37 @@ async fn power_loss_drops_the_writes_not_yet_synced() {
     server.stop();
     let server = Server::start(&data, &["--admin"]);
     let client = server.client();
-    // Background work (a flush after the open) may sync the WAL at any moment, taking an
-    // unsynced write with it. A write is known to be unsynced when the WAL's sync count did
-    // not move across it: write until one is, then cut the power.
-    let syncs = |server: &Server| {
+    // Background work (a flush after the open) may make a write durable at any moment: a
+    // WAL sync, or a memtable flush writing it into an SSTable. A write is known to be
+    // unsynced when neither counter moved from before it to after it was read back: write
+    // until one is, then cut the power at once, leaving the background no time.
+    let durable = |server: &Server| {
         let (_, metrics) = server.http("GET", "/metrics", "");
-        metrics
-            .lines()
-            .find_map(|line| line.strip_prefix("shoal_wal_syncs_total "))
-            .and_then(|n| n.trim().parse::<u64>().ok())
-            .expect("shoal_wal_syncs_total")
+        let counter = |name: &str| {
+            metrics
+                .lines()
+                .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+                .and_then(|n| n.trim().parse::<u64>().ok())
+                .unwrap_or_else(|| panic!("{name} in /metrics"))
+        };
+        (
+            counter("shoal_wal_syncs_total"),
+            counter("shoal_flush_bytes_written_total"),
+        )
     };
     let mut unsynced = None;
     for attempt in 0..20 {
         let key = format!("unsynced-{attempt}");
-        let before = syncs(&server);
+        let before = durable(&server);
         put(&client, &key).await;
-        if syncs(&server) == before {
+        assert!(item_exists(&client, "Orders", &key).await);
+        if durable(&server) == before {
             unsynced = Some(key);
             break;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let unsynced = unsynced.expect("a write the WAL did not sync at once");
-    assert!(item_exists(&client, "Orders", &unsynced).await);
+    let unsynced = unsynced.expect("a write nothing made durable at once");
     crash(server, "power-loss");
 
     let server = Server::start(&data, &[]);
