@@ -1,12 +1,13 @@
 //! End-to-end: point-in-time recovery through the official AWS SDK for Rust against `shoal
 //! serve`: UpdateContinuousBackups → writes → RestoreTableToPointInTime → Scan, across a
-//! restart of the server, and the exceptions the SDK maps (SPEC-2 §6.2).
+//! restart of the server, the exceptions the SDK maps (SPEC-2 §6.2), and the SYSTEM backup
+//! DeleteTable leaves.
 
 use std::time::{Duration, SystemTime};
 
 use aws_sdk_dynamodb::primitives::DateTime;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, BillingMode, ContinuousBackupsStatus, KeyType,
+    AttributeValue, BackupType, BackupTypeFilter, BillingMode, ContinuousBackupsStatus, KeyType,
     PointInTimeRecoverySpecification, PointInTimeRecoveryStatus,
 };
 
@@ -161,4 +162,34 @@ async fn enable_write_restore_to_a_past_second_and_scan() {
         .unwrap_err()
         .into_service_error();
     assert_eq!(taken.meta().code(), Some("TableAlreadyExistsException"));
+
+    // Deleting it leaves a SYSTEM backup of its last state, kept 35 days.
+    client
+        .delete_table()
+        .table_name("Orders")
+        .send()
+        .await
+        .unwrap();
+    let system = client
+        .list_backups()
+        .backup_type(BackupTypeFilter::System)
+        .send()
+        .await
+        .unwrap();
+    let [backup] = system.backup_summaries() else {
+        panic!("one system backup: {system:?}");
+    };
+    assert_eq!(backup.backup_type(), Some(&BackupType::System));
+    assert_eq!(backup.backup_name(), Some("Orders$DeletedTableBackup"));
+    let kept = backup.backup_expiry_date_time().unwrap().secs()
+        - backup.backup_creation_date_time().unwrap().secs();
+    assert_eq!(kept, 35 * 24 * 3600);
+    client
+        .restore_table_from_backup()
+        .backup_arn(backup.backup_arn().unwrap())
+        .target_table_name("OrdersAgain")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(keys(&client, "OrdersAgain").await, ["b", "c", "d"]);
 }

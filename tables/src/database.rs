@@ -371,8 +371,12 @@ impl Database {
         // An index left CREATING by a crash or a close is rebuilt (never marked ACTIVE
         // before a complete pass).
         database.resume_backfills()?;
-        crate::table::backup_store::remove_partial(database.db.fs(), database.db.dir())
-            .map_err(|e| DbError::Poisoned(e.message))?;
+        crate::table::backup_store::remove_partial_and_expired(
+            database.db.fs(),
+            database.db.dir(),
+            database.options.clock.now_millis(),
+        )
+        .map_err(|e| DbError::Poisoned(e.message))?;
         database.start_upkeep()?;
         Ok(database)
     }

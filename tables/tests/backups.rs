@@ -1,10 +1,11 @@
 //! On-demand backups: a restore equals the source at the backup's point item for item,
 //! including while other threads write; backups survive restarts and the source's
-//! deletion; DeleteBackup, ListBackups and the error texts of SPEC-2 §6.1.
+//! deletion; DeleteTable of a table with point-in-time recovery keeps a SYSTEM backup for
+//! 35 days; DeleteBackup, ListBackups and the error texts of SPEC-2 §6.1.
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
@@ -13,7 +14,7 @@ use shoal_tables::api::backups::{
     CreateBackupInput, DeleteBackupInput, DescribeBackupInput, ListBackupsInput,
     RestoreTableFromBackupInput,
 };
-use shoal_tables::{Database, Durability, Options};
+use shoal_tables::{Clock, Database, Durability, Options};
 
 fn options() -> Options {
     Options {
@@ -423,6 +424,112 @@ fn backups_survive_restarts_and_the_source_s_deletion() {
     let db = reopen();
     assert_eq!(scan(&db, "FromFirst", None), expected_first);
     assert_eq!(scan(&db, "FromSecond", None).len(), 150);
+    assert_sound(&db);
+}
+
+#[test]
+fn deleting_a_table_with_point_in_time_recovery_keeps_a_system_backup_for_35_days() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("data");
+    let start_millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let now = Arc::new(AtomicU64::new(start_millis));
+    let reopen = || {
+        let now = Arc::clone(&now);
+        let clock = Clock::from_fn(move || now.load(Ordering::SeqCst));
+        Database::open(&path, Options { clock, ..options() }).unwrap()
+    };
+    let db = reopen();
+    let system_backups = |db: &Database, backup_type: &str| {
+        db.list_backups(ListBackupsInput {
+            backup_type: Some(backup_type.into()),
+            ..Default::default()
+        })
+        .unwrap()
+        .backup_summaries
+    };
+    // Without point-in-time recovery DeleteTable keeps nothing.
+    create_table(&db, "Plain");
+    put(&db, "Plain", item("p", 1, 1, false));
+    db.execute("DeleteTable", json!({"TableName": "Plain"}))
+        .unwrap();
+    assert!(system_backups(&db, "ALL").is_empty());
+
+    create_table(&db, "Source");
+    for i in 0..80u64 {
+        put(&db, "Source", item(&format!("p{}", i % 5), i, i, i == 7));
+    }
+    db.execute(
+        "UpdateContinuousBackups",
+        json!({"TableName": "Source",
+               "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": true}}),
+    )
+    .unwrap();
+    let expected = scan(&db, "Source", None);
+    let expected_by_g = scan(&db, "Source", Some("byG"));
+    db.execute("DeleteTable", json!({"TableName": "Source"}))
+        .unwrap();
+
+    assert!(
+        system_backups(&db, "USER").is_empty(),
+        "USER is the default"
+    );
+    assert!(system_backups(&db, "AWS_BACKUP").is_empty());
+    let listed = system_backups(&db, "SYSTEM");
+    assert_eq!(listed.len(), 1);
+    assert_eq!(system_backups(&db, "ALL"), listed);
+    let summary = &listed[0];
+    assert_eq!(summary.backup_type, "SYSTEM");
+    assert_eq!(summary.backup_name, "Source$DeletedTableBackup");
+    assert_eq!(summary.table_name, "Source");
+    let expiry = summary.backup_expiry_date_time.expect("an expiry");
+    let thirty_five_days = 35.0 * 24.0 * 3600.0;
+    assert!((expiry - summary.backup_creation_date_time - thirty_five_days).abs() < 1e-3);
+    let arn = summary.backup_arn.clone();
+    let described = db
+        .describe_backup(DescribeBackupInput {
+            backup_arn: Some(arn.clone()),
+        })
+        .unwrap()
+        .backup_description;
+    assert_eq!(described.backup_details.backup_type, "SYSTEM");
+    assert_eq!(
+        described.backup_details.backup_expiry_date_time,
+        Some(expiry)
+    );
+    assert_eq!(described.source_table_details.item_count, 80);
+
+    // It restores the table as it was when deleted, and survives a reopen.
+    restore(&db, &arn, "Back").unwrap();
+    assert_eq!(scan(&db, "Back", None), expected);
+    assert_eq!(scan(&db, "Back", Some("byG")), expected_by_g);
+    drop(db);
+    let db = reopen();
+    assert_eq!(system_backups(&db, "SYSTEM").len(), 1);
+
+    // 35 days on it is gone: unlisted and not found at once, its files at the next open.
+    now.fetch_add(35 * 24 * 3600 * 1000, Ordering::SeqCst);
+    assert!(system_backups(&db, "ALL").is_empty());
+    let gone = db.describe_backup(DescribeBackupInput {
+        backup_arn: Some(arn.clone()),
+    });
+    assert_eq!(gone.unwrap_err().code, ErrorCode::BackupNotFoundException);
+    assert_eq!(
+        restore(&db, &arn, "Again").unwrap_err().code,
+        ErrorCode::BackupNotFoundException
+    );
+    let backups_root = path.join("backups");
+    assert_eq!(std::fs::read_dir(&backups_root).unwrap().count(), 1);
+    drop(db);
+    let db = reopen();
+    assert_eq!(std::fs::read_dir(&backups_root).unwrap().count(), 0);
+    assert_eq!(
+        scan(&db, "Back", None),
+        expected,
+        "the restored table stays"
+    );
     assert_sound(&db);
 }
 

@@ -1,6 +1,7 @@
 //! A power cut at any point inside CreateBackup, RestoreTableFromBackup or
 //! RestoreTableToPointInTime leaves the backup (or the restored table) whole or absent, never
-//! partial; the database checks sound after
+//! partial; one inside DeleteTable of a table with point-in-time recovery leaves its SYSTEM
+//! backup whenever the table is gone, and never two; the database checks sound after
 //! every reopen. A cut after the restored table became durable but before its statistics
 //! were written is among the points: the open rebuilds them.
 
@@ -314,5 +315,77 @@ fn a_crash_during_a_point_in_time_restore_leaves_the_table_whole_or_absent() {
     assert!(
         outcomes[0] > 0 && outcomes[1] > 0,
         "absent and acknowledged restores were both exercised: {outcomes:?}"
+    );
+}
+
+fn system_backups(db: &Database) -> Vec<String> {
+    db.list_backups(ListBackupsInput {
+        backup_type: Some("SYSTEM".into()),
+        ..ListBackupsInput::default()
+    })
+    .unwrap()
+    .backup_summaries
+    .into_iter()
+    .map(|summary| summary.backup_arn)
+    .collect()
+}
+
+#[test]
+fn a_crash_during_delete_table_leaves_one_system_backup_whenever_the_table_is_gone() {
+    // [table gone, table left without its backup, table left with its backup]
+    let mut outcomes = [0usize; 3];
+    for mutations in 0..90u64 {
+        let context = format!("freeze after {mutations}");
+        let sim = SimFs::new();
+        let (expected, acknowledged) = {
+            let db = open(&sim);
+            populate(&db);
+            db.execute(
+                "UpdateContinuousBackups",
+                json!({"TableName": "Source",
+                       "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": true}}),
+            )
+            .unwrap();
+            let expected = scan(&db, "Source");
+            sim.freeze_after(Some(mutations));
+            let acknowledged = db
+                .execute("DeleteTable", json!({"TableName": "Source"}))
+                .is_ok();
+            sim.power_loss(mutations * 17 + 3);
+            sim.freeze_after(None);
+            drop(db);
+            (expected, acknowledged)
+        };
+        let db = open(&sim);
+        assert_no_partial_backup(&sim, &context);
+        let present = db.table("Source").is_ok();
+        assert!(
+            !present || !acknowledged,
+            "{context}: an acknowledged DeleteTable was undone"
+        );
+        let before_retry = system_backups(&db).len();
+        outcomes[match (present, before_retry) {
+            (false, _) => 0,
+            (true, 0) => 1,
+            (true, _) => 2,
+        }] += 1;
+        if present {
+            db.execute("DeleteTable", json!({"TableName": "Source"}))
+                .unwrap_or_else(|e| panic!("{context}: {e:?}"));
+        }
+        let arns = system_backups(&db);
+        assert_eq!(arns.len(), 1, "{context}: exactly one system backup");
+        db.execute(
+            "RestoreTableFromBackup",
+            json!({"TargetTableName": "Copy", "BackupArn": arns[0]}),
+        )
+        .unwrap_or_else(|e| panic!("{context}: {e:?}"));
+        assert_eq!(scan(&db, "Copy"), expected, "{context}");
+        assert_sound(&db, &context);
+    }
+    assert!(
+        outcomes.iter().all(|&n| n > 0),
+        "a deleted table, a table cut before its backup and one cut after it were all \
+         exercised: {outcomes:?}"
     );
 }

@@ -17,6 +17,10 @@
 //!
 //! `backup.json` is one JSON object ([`BackupFile`]):
 //! - `format` (1), `backup_id`, `backup_name`, `created_at_millis` (epoch ms);
+//! - `backup_type`: `"USER"` (CreateBackup) or `"SYSTEM"` (taken by DeleteTable of a table
+//!   with point-in-time recovery); `expires_at_millis`: when a SYSTEM backup goes (epoch
+//!   ms), null for USER. Both may be absent (files written before they existed): USER,
+//!   never expiring;
 //! - `table`: the source table's definition exactly as the catalog stores it
 //!   (`catalog::TableDef`), with only the indexes the backup holds;
 //! - `stats`: the table's statistics at the backup's point: `items` and `bytes` of the
@@ -67,10 +71,43 @@ pub struct BackupFile {
     pub backup_id: String,
     pub backup_name: String,
     pub created_at_millis: u64,
+    #[serde(default)]
+    pub backup_type: BackupKind,
+    #[serde(default)]
+    pub expires_at_millis: Option<u64>,
     pub table: TableDef,
     pub stats: BackupStats,
     pub size_bytes: u64,
     pub files: Vec<BackupSsTable>,
+}
+
+/// Who made a backup: the user (CreateBackup) or DeleteTable (a SYSTEM backup).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BackupKind {
+    #[default]
+    #[serde(rename = "USER")]
+    User,
+    #[serde(rename = "SYSTEM")]
+    System,
+}
+
+impl BackupKind {
+    /// The name the API gives it (BackupType).
+    pub fn name(self) -> &'static str {
+        match self {
+            BackupKind::User => "USER",
+            BackupKind::System => "SYSTEM",
+        }
+    }
+}
+
+impl BackupFile {
+    /// Whether the backup has passed its expiry at `now_millis` (from then on it does not
+    /// exist; the next open removes its files).
+    pub fn expired(&self, now_millis: u64) -> bool {
+        self.expires_at_millis
+            .is_some_and(|expires| expires <= now_millis)
+    }
 }
 
 /// Item count and size of the table and of each index, at the backup's point.
@@ -270,20 +307,33 @@ fn remove_directory(fs: &Fs, dir: &Path) -> Result<(), ApiError> {
     fs.remove_dir(dir).map_err(|e| io("removing", dir, e))
 }
 
-/// Removes every backup directory without a description. Called at open, before any
-/// backup starts: such a directory is what a crash during CreateBackup (links made, no
-/// description yet) or DeleteBackup (description gone, links not yet) leaves. Nothing can
-/// refer to it, and its links would keep the table's old SSTables on disk for ever.
-pub fn remove_partial(fs: &Fs, data_dir: &Path) -> Result<(), ApiError> {
+/// Removes every backup directory without a description, and every backup past its
+/// expiry. Called at open, before any backup starts or is read. A directory without a
+/// description is what a crash during CreateBackup (links made, no description yet) or
+/// DeleteBackup (description gone, links not yet) leaves: nothing can refer to it, and its
+/// links would keep the table's old SSTables on disk for ever. An expired SYSTEM backup is
+/// already invisible to every request; this frees its files.
+pub fn remove_partial_and_expired(
+    fs: &Fs,
+    data_dir: &Path,
+    now_millis: u64,
+) -> Result<(), ApiError> {
     let root = backups_dir(data_dir);
     if !fs.exists(&root) {
         return Ok(());
     }
     for id in fs.list(&root).map_err(|e| io("listing", &root, e))? {
         let dir = root.join(&id);
-        if !fs.exists(&dir.join(DESCRIPTION_FILE_NAME)) {
-            tracing::info!(backup = %id, "removing a backup a crash left incomplete");
-            remove_directory(fs, &dir)?;
+        match read_description(fs, &dir)? {
+            None => {
+                tracing::info!(backup = %id, "removing a backup a crash left incomplete");
+                remove_directory(fs, &dir)?;
+            }
+            Some(backup) if backup.expired(now_millis) => {
+                tracing::info!(backup = %id, "removing an expired system backup");
+                remove(fs, &dir)?;
+            }
+            Some(_) => {}
         }
     }
     Ok(())

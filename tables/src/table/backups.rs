@@ -1,5 +1,6 @@
 //! On-demand backups (SPEC-2 §6.1): CreateBackup, DescribeBackup, ListBackups,
-//! DeleteBackup and RestoreTableFromBackup, as LSM checkpoints.
+//! DeleteBackup and RestoreTableFromBackup, as LSM checkpoints; and the SYSTEM backup
+//! DeleteTable takes of a table with point-in-time recovery, kept 35 days.
 //!
 //! A backup is hard links to the table's SSTables (`shoal_engine::checkpoint`) plus a
 //! description (`backup_store`, which also gives the layout on disk). No item is copied,
@@ -48,7 +49,7 @@ use crate::api::control::{
     TableDescription,
 };
 use crate::database::{internal, Database};
-use crate::table::backup_store::{self, BackupFile, BackupSsTable, BackupStats};
+use crate::table::backup_store::{self, BackupFile, BackupKind, BackupSsTable, BackupStats};
 use crate::table::catalog::{
     BillingMode, IndexStatus, OnDemandLimits, TableDef, TableSettings, Throughput,
 };
@@ -65,10 +66,13 @@ const BACKUP_ARN_LENGTH_MIN: usize = 37;
 const BACKUP_ARN_LENGTH_MAX: usize = 1024;
 /// ListBackups' largest (and default) page.
 pub const LIST_BACKUPS_LIMIT_MAX: i64 = 100;
-/// The only kind of backup Shoal makes.
-const BACKUP_TYPE_USER: &str = "USER";
 const BACKUP_TYPES: [&str; 4] = ["USER", "SYSTEM", "AWS_BACKUP", "ALL"];
 const BILLING_MODES: [&str; 2] = ["PROVISIONED", "PAY_PER_REQUEST"];
+/// How long the SYSTEM backup of a deleted table with point-in-time recovery is kept: 35
+/// days, as on AWS.
+pub const SYSTEM_BACKUP_RETENTION_MILLIS: u64 = 35 * 24 * 60 * 60 * 1000;
+/// A SYSTEM backup's name: the table's name and this (AWS's name for it).
+pub const DELETED_TABLE_BACKUP_SUFFIX: &str = "$DeletedTableBackup";
 /// SPEC-2 §6.1.
 pub const INVALID_BACKUP_ARN_MESSAGE: &str = "Invalid Backup ARN";
 /// SPEC-2 §6.1.
@@ -202,9 +206,9 @@ fn details(backup: &BackupFile, status: &str) -> BackupDetails {
         backup_name: backup.backup_name.clone(),
         backup_size_bytes: Some(backup.size_bytes),
         backup_status: status.to_string(),
-        backup_type: BACKUP_TYPE_USER.to_string(),
+        backup_type: backup.backup_type.name().to_string(),
         backup_creation_date_time: seconds(backup.created_at_millis),
-        backup_expiry_date_time: None,
+        backup_expiry_date_time: backup.expires_at_millis.map(seconds),
     }
 }
 
@@ -267,8 +271,11 @@ impl Database {
         let (table_name, id) = parse_backup_arn(arn, "backupArn")?;
         let arn = arn.unwrap_or_default();
         let dir = backup_store::backup_dir(self.db.dir(), id);
+        let now = self.options.clock.now_millis();
         match backup_store::read_description(self.db.fs(), &dir)? {
-            Some(backup) if backup.table.name == table_name => Ok((arn.to_string(), backup)),
+            Some(backup) if backup.table.name == table_name && !backup.expired(now) => {
+                Ok((arn.to_string(), backup))
+            }
             _ => Err(backup_not_found(arn)),
         }
     }
@@ -297,13 +304,54 @@ impl Database {
         let _change = self.catalog_change.lock();
         let source = self.catalog.read().get(table_name).cloned();
         let source = source.ok_or_else(|| table_not_found(table_name))?;
-        let mut table = TableDef::clone(&source);
+        let backup = self.write_backup(&source, backup_name, BackupKind::User, None)?;
+        Ok(CreateBackupOutput {
+            backup_details: details(&backup, "AVAILABLE"),
+        })
+    }
+
+    /// The SYSTEM backup DeleteTable takes of a table with point-in-time recovery, before
+    /// dropping it (AWS keeps one for 35 days). At most one per table incarnation: a
+    /// DeleteTable retried after a crash between the backup and the drop finds the first
+    /// (same table id) and takes no second. The caller holds `catalog_change`.
+    pub(super) fn take_deleted_table_backup(&self, table: &TableDef) -> Result<(), ApiError> {
+        let now = self.options.clock.now_millis();
+        let taken = backup_store::list(self.db.fs(), self.db.dir())?
+            .iter()
+            .any(|backup| {
+                backup.backup_type == BackupKind::System
+                    && backup.table.id == table.id
+                    && !backup.expired(now)
+            });
+        if taken {
+            return Ok(());
+        }
+        let expires_at_millis = now.saturating_add(SYSTEM_BACKUP_RETENTION_MILLIS);
+        self.write_backup(
+            table,
+            format!("{}{DELETED_TABLE_BACKUP_SUFFIX}", table.name),
+            BackupKind::System,
+            Some(expires_at_millis),
+        )?;
+        Ok(())
+    }
+
+    /// Links `source`'s files at one point (module docs) and writes the description that
+    /// makes the backup exist. The caller holds `catalog_change`.
+    fn write_backup(
+        &self,
+        source: &TableDef,
+        backup_name: String,
+        backup_type: BackupKind,
+        expires_at_millis: Option<u64>,
+    ) -> Result<BackupFile, ApiError> {
+        let mut table = TableDef::clone(source);
         // An index still being built (or dropped) holds only part of its entries: the
         // backup leaves it out (docs/COMPATIBILITY.md).
         table
             .global_indexes
             .retain(|gsi| gsi.status == IndexStatus::Active);
-        let created_at_millis = now_millis();
+        let created_at_millis = self.options.clock.now_millis();
         let fs = self.db.fs();
         let (backup_id, dir) = loop {
             let id = new_backup_id(created_at_millis);
@@ -320,6 +368,8 @@ impl Database {
                 backup_id: backup_id.clone(),
                 backup_name,
                 created_at_millis,
+                backup_type,
+                expires_at_millis,
                 size_bytes: linked.iter().map(|file| file.size_bytes).sum(),
                 stats,
                 table,
@@ -328,16 +378,11 @@ impl Database {
             backup_store::write_description(fs, &dir, &backup)?;
             Ok(backup)
         });
-        match made {
-            Ok(backup) => Ok(CreateBackupOutput {
-                backup_details: details(&backup, "AVAILABLE"),
-            }),
-            Err(error) => {
-                // Best effort: what is left without a description goes at the next open.
-                let _ = backup_store::remove(fs, &dir);
-                Err(error)
-            }
+        if made.is_err() {
+            // Best effort: what is left without a description goes at the next open.
+            let _ = backup_store::remove(fs, &dir);
         }
+        made
     }
 
     /// Flushes and links `table`'s trees into `dir` and reads its statistics, all at one
@@ -416,7 +461,7 @@ impl Database {
         }
         crate::api::constraint::check(&problems)?;
         let backup_type = parse_enum(request.backup_type.as_deref(), "backupType", &BACKUP_TYPES)?
-            .unwrap_or(BACKUP_TYPE_USER);
+            .unwrap_or("USER");
         let table_name = match request.table_name.as_deref() {
             Some(_) => Some(table_name_of(request.table_name.as_deref())?),
             None => None,
@@ -429,14 +474,14 @@ impl Database {
         let limit = request.limit.unwrap_or(LIST_BACKUPS_LIMIT_MAX) as usize;
         let lower = request.time_range_lower_bound;
         let upper = request.time_range_upper_bound;
-        let all = if matches!(backup_type, "USER" | "ALL") {
-            backup_store::list(self.db.fs(), self.db.dir())?
-        } else {
-            Vec::new()
-        };
+        let all = backup_store::list(self.db.fs(), self.db.dir())?;
+        let now = self.options.clock.now_millis();
         let mut matching = all.iter().filter(|backup| {
             let created = seconds(backup.created_at_millis);
-            table_name.is_none_or(|name| backup.table.name == name)
+            // AWS_BACKUP (AWS Backup's own) matches none.
+            (backup_type == "ALL" || backup_type == backup.backup_type.name())
+                && !backup.expired(now)
+                && table_name.is_none_or(|name| backup.table.name == name)
                 && lower.is_none_or(|lower| created >= lower)
                 && upper.is_none_or(|upper| created < upper)
                 && start_after.is_none_or(|start| backup.backup_id.as_str() > start)
@@ -451,9 +496,9 @@ impl Database {
                 backup_arn: backup_arn(&backup.table.name, &backup.backup_id),
                 backup_name: backup.backup_name.clone(),
                 backup_creation_date_time: seconds(backup.created_at_millis),
-                backup_expiry_date_time: None,
+                backup_expiry_date_time: backup.expires_at_millis.map(seconds),
                 backup_status: "AVAILABLE".to_string(),
-                backup_type: BACKUP_TYPE_USER.to_string(),
+                backup_type: backup.backup_type.name().to_string(),
                 backup_size_bytes: backup.size_bytes,
             })
             .collect();

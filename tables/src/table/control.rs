@@ -222,7 +222,8 @@ impl Database {
         })
     }
 
-    /// DeleteTable: drops the table's trees and its catalog entry in one durable change.
+    /// DeleteTable: drops the table's trees and its catalog entry in one durable change,
+    /// after a SYSTEM backup of it if it has point-in-time recovery (`table::backups`).
     /// The response describes the table as DELETING, without its schema (SPEC §2.4).
     pub fn delete_table(
         &self,
@@ -235,6 +236,11 @@ impl Database {
             return Err(ApiError::validation(DELETION_PROTECTED_MESSAGE));
         }
         self.transitions.refuse_change(name)?;
+        if table.settings.point_in_time_recovery.is_some() {
+            // Before the drop: a crash between the two leaves the table and its backup,
+            // and the retried DeleteTable takes no second one.
+            self.take_deleted_table_backup(&table)?;
+        }
         let stats = self.table_stats(&table);
         let mut trees = vec![table.tree];
         trees.extend(table.global_indexes.iter().map(|gsi| gsi.tree));
