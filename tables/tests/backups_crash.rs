@@ -79,6 +79,33 @@ fn populate(db: &Database) {
     }
 }
 
+/// Populates a table with point-in-time recovery, then cuts the power `mutations` disk
+/// changes into `operation` (`seed` picks what unsynced data survives). Returns the disk,
+/// the table's items before the operation, and whether the operation was acknowledged.
+fn populate_with_pitr_then_cut_power_during(
+    operation: &str,
+    request: Value,
+    mutations: u64,
+    seed: u64,
+) -> (SimFs, BTreeMap<String, Value>, bool) {
+    let sim = SimFs::new();
+    let db = open(&sim);
+    populate(&db);
+    db.execute(
+        "UpdateContinuousBackups",
+        json!({"TableName": "Source",
+               "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": true}}),
+    )
+    .unwrap();
+    let expected = scan(&db, "Source");
+    sim.freeze_after(Some(mutations));
+    let acknowledged = db.execute(operation, request).is_ok();
+    sim.power_loss(seed);
+    sim.freeze_after(None);
+    drop(db);
+    (sim, expected, acknowledged)
+}
+
 fn scan(db: &Database, table: &str) -> BTreeMap<String, Value> {
     let page = db.execute("Scan", json!({"TableName": table})).unwrap();
     assert!(page.get("LastEvaluatedKey").is_none());
@@ -263,30 +290,13 @@ fn a_crash_during_a_point_in_time_restore_leaves_the_table_whole_or_absent() {
     let mut outcomes = [0usize; 3];
     for mutations in 0..60u64 {
         let context = format!("freeze after {mutations}");
-        let sim = SimFs::new();
-        let (expected, acknowledged) = {
-            let db = open(&sim);
-            populate(&db);
-            db.execute(
-                "UpdateContinuousBackups",
-                json!({"TableName": "Source",
-                       "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": true}}),
-            )
-            .unwrap();
-            let expected = scan(&db, "Source");
-            sim.freeze_after(Some(mutations));
-            let acknowledged = db
-                .execute(
-                    "RestoreTableToPointInTime",
-                    json!({"SourceTableName": "Source", "TargetTableName": "Copy",
-                           "UseLatestRestorableTime": true}),
-                )
-                .is_ok();
-            sim.power_loss(mutations * 13 + 5);
-            sim.freeze_after(None);
-            drop(db);
-            (expected, acknowledged)
-        };
+        let (sim, expected, acknowledged) = populate_with_pitr_then_cut_power_during(
+            "RestoreTableToPointInTime",
+            json!({"SourceTableName": "Source", "TargetTableName": "Copy",
+                   "UseLatestRestorableTime": true}),
+            mutations,
+            mutations * 13 + 5,
+        );
         let db = open(&sim);
         let present = db.table("Copy").is_ok();
         assert!(
@@ -336,26 +346,12 @@ fn a_crash_during_delete_table_leaves_one_system_backup_whenever_the_table_is_go
     let mut outcomes = [0usize; 3];
     for mutations in 0..90u64 {
         let context = format!("freeze after {mutations}");
-        let sim = SimFs::new();
-        let (expected, acknowledged) = {
-            let db = open(&sim);
-            populate(&db);
-            db.execute(
-                "UpdateContinuousBackups",
-                json!({"TableName": "Source",
-                       "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": true}}),
-            )
-            .unwrap();
-            let expected = scan(&db, "Source");
-            sim.freeze_after(Some(mutations));
-            let acknowledged = db
-                .execute("DeleteTable", json!({"TableName": "Source"}))
-                .is_ok();
-            sim.power_loss(mutations * 17 + 3);
-            sim.freeze_after(None);
-            drop(db);
-            (expected, acknowledged)
-        };
+        let (sim, expected, acknowledged) = populate_with_pitr_then_cut_power_during(
+            "DeleteTable",
+            json!({"TableName": "Source"}),
+            mutations,
+            mutations * 17 + 3,
+        );
         let db = open(&sim);
         assert_no_partial_backup(&sim, &context);
         let present = db.table("Source").is_ok();
