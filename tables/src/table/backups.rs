@@ -518,26 +518,12 @@ impl Database {
         &self,
         request: RestoreTableFromBackupInput,
     ) -> Result<RestoreTableFromBackupOutput, ApiError> {
-        let mut problems = Vec::new();
-        name_violations(
-            request.target_table_name.as_deref(),
-            "targetTableName",
-            3,
-            &mut problems,
-        );
-        crate::api::constraint::check(&problems)?;
-        let target = request.target_table_name.as_deref().unwrap_or_default();
+        let target = restore_target(request.target_table_name.as_deref())?;
         let (arn, backup) = self.backup_named(request.backup_arn.as_deref())?;
         let overrides = Overrides::of(&request)?;
 
         let _change = self.catalog_change.lock();
-        if self.catalog.read().contains_key(target) {
-            return Err(ApiError::new(
-                ErrorCode::TableAlreadyExistsException,
-                format!("Table already exists: {target}"),
-            ));
-        }
-        self.transitions.refuse_change(target)?;
+        self.refuse_taken_target(target)?;
         let _in_use = self.backups_in_use.take(&backup.backup_id, &arn)?;
         // A DeleteBackup may have finished between the lookup and the mark.
         let (arn, backup) = self.backup_named(Some(&arn))?;
@@ -553,6 +539,18 @@ impl Database {
             },
         );
         Ok(RestoreTableFromBackupOutput { table_description })
+    }
+
+    /// Refuses a restore onto a table that exists (TableAlreadyExistsException) or is being
+    /// created or deleted. The caller holds `catalog_change`.
+    pub(super) fn refuse_taken_target(&self, target: &str) -> Result<(), ApiError> {
+        if self.catalog.read().contains_key(target) {
+            return Err(ApiError::new(
+                ErrorCode::TableAlreadyExistsException,
+                format!("Table already exists: {target}"),
+            ));
+        }
+        self.transitions.refuse_change(target)
     }
 
     /// A restored table's description, CREATING for `Options::transient_status_delay`.
@@ -639,6 +637,14 @@ pub(super) struct Overrides<'a> {
     on_demand: Option<OnDemandLimits>,
     global_indexes: Option<&'a [GlobalSecondaryIndex]>,
     local_indexes: Option<&'a [LocalSecondaryIndex]>,
+}
+
+/// A restore's TargetTableName, checked as a new table's name is.
+pub(super) fn restore_target(target: Option<&str>) -> Result<&str, ApiError> {
+    let mut problems = Vec::new();
+    name_violations(target, "targetTableName", 3, &mut problems);
+    crate::api::constraint::check(&problems)?;
+    Ok(target.unwrap_or_default())
 }
 
 fn throughput_of(

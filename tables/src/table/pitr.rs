@@ -28,13 +28,13 @@ use crate::api::backups::{
     RestoreSummary, RestoreTableToPointInTimeInput, RestoreTableToPointInTimeOutput,
 };
 use crate::api::common::{table_name_of, validation_errors};
-use crate::api::constraint::{name_violations, value_at_least, value_at_most, violation, NOT_NULL};
+use crate::api::constraint::{value_at_least, value_at_most, violation, NOT_NULL};
 use crate::api::settings::{
     ContinuousBackupsDescription, ContinuousBackupsResponse, DescribeContinuousBackupsRequest,
     PointInTimeRecoveryDescription, UpdateContinuousBackupsRequest,
 };
 use crate::database::{internal, Database};
-use crate::table::backups::Overrides;
+use crate::table::backups::{restore_target, Overrides};
 use crate::table::catalog::{IndexStatus, PointInTimeRecoveryDef, TableDef};
 use crate::table::control::table_arn;
 use crate::table::definition::new_definition_edits;
@@ -233,15 +233,7 @@ impl Database {
         &self,
         request: RestoreTableToPointInTimeInput,
     ) -> Result<RestoreTableToPointInTimeOutput, ApiError> {
-        let mut problems = Vec::new();
-        name_violations(
-            request.target_table_name.as_deref(),
-            "targetTableName",
-            3,
-            &mut problems,
-        );
-        crate::api::constraint::check(&problems)?;
-        let target = request.target_table_name.as_deref().unwrap_or_default();
+        let target = restore_target(request.target_table_name.as_deref())?;
         let source_name = match (&request.source_table_name, &request.source_table_arn) {
             (Some(name), None) | (None, Some(name)) => table_name_of(Some(name))?,
             _ => {
@@ -271,13 +263,7 @@ impl Database {
             Some(time) => Some(self.restorable_millis(&pitr, time)?),
             None => None,
         };
-        if self.catalog.read().contains_key(target) {
-            return Err(ApiError::new(
-                ErrorCode::TableAlreadyExistsException,
-                format!("Table already exists: {target}"),
-            ));
-        }
-        self.transitions.refuse_change(target)?;
+        self.refuse_taken_target(target)?;
         let mut definition = overrides.apply(&source, target)?;
         for gsi in &mut definition.global_indexes {
             gsi.status = IndexStatus::Creating { backfilling: false };
