@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Part of a table's description (`api::control`), named here too beside the restores.
+pub use crate::api::control::RestoreSummary;
 use crate::api::control::{
     GlobalSecondaryIndex, KeySchemaElement, LocalSecondaryIndex, OnDemandThroughput, Projection,
     ProvisionedThroughput, TableDescription,
@@ -237,19 +239,6 @@ impl RestoreTableToPointInTimeInput {
 #[serde(rename_all = "PascalCase")]
 pub struct RestoreTableToPointInTimeOutput {
     pub table_description: TableDescription,
-}
-
-/// `RestoreSummary` of a restored table's description.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "PascalCase")]
-pub struct RestoreSummary {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub source_backup_arn: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub source_table_arn: Option<String>,
-    /// Epoch seconds.
-    pub restore_date_time: f64,
-    pub restore_in_progress: bool,
 }
 
 /// RestoreTableFromBackup response.

@@ -213,7 +213,20 @@ pub struct TableDescription {
     pub table_class_summary: Option<TableClassSummary>,
     /// In the answer of a restore (`table::backups`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub restore_summary: Option<crate::api::backups::RestoreSummary>,
+    pub restore_summary: Option<RestoreSummary>,
+}
+
+/// `RestoreSummary` of a restored table's description.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct RestoreSummary {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_backup_arn: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_table_arn: Option<String>,
+    /// Epoch seconds.
+    pub restore_date_time: f64,
+    pub restore_in_progress: bool,
 }
 
 /// `TableClassSummary`.
