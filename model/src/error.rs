@@ -252,7 +252,7 @@ impl ApiError {
     /// Recovers an error raised inside a `Deserialize` impl (see
     /// [`ApiError::to_serde_message`]); any other serde message is a
     /// `SerializationException`, which is what a malformed request shape is, in DynamoDB's
-    /// words where serde's names a JSON type (see [`crate::json::type_error_wording`]).
+    /// words where serde's names a JSON type (see [`type_error_wording`]).
     pub fn from_serde_message(text: &str) -> ApiError {
         if let Some(start) = text.find(SERDE_MARKER) {
             let rest = &text[start + SERDE_MARKER.len_utf8()..];
@@ -262,7 +262,7 @@ impl ApiError {
                 }
             }
         }
-        match crate::json::type_error_wording(text) {
+        match type_error_wording(text) {
             Some(wording) => ApiError::serialization(wording),
             None => ApiError::serialization(text),
         }
@@ -276,6 +276,66 @@ impl fmt::Display for ApiError {
 }
 
 impl std::error::Error for ApiError {}
+
+/// What a request member's JSON must be, for the SerializationException texts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Expected<'a> {
+    /// A scalar, by its Java type name (`String`, `Boolean`, `Long`, …).
+    Scalar(&'a str),
+    Map,
+    List,
+}
+
+/// DynamoDB's SerializationException text for a JSON token of kind `found` (the name
+/// Jackson gives a JSON token: `NUMBER_VALUE`, `START_ARRAY`, …) where `expected`, of
+/// another kind, was.
+pub(crate) fn wrong_type_wording(found: &str, expected: Expected<'_>) -> String {
+    match (found, expected) {
+        ("START_ARRAY", _) => "Start of list found where not expected".to_string(),
+        ("START_OBJECT", _) => "Start of structure or map found where not expected.".to_string(),
+        (_, Expected::Scalar(java_type)) => format!("{found} cannot be converted to {java_type}"),
+        (_, Expected::Map) => format!("Unexpected {found} where a structure or map was expected"),
+        (_, Expected::List) => format!("Unexpected {found} where a list was expected"),
+    }
+}
+
+/// DynamoDB's words for serde's account of a request member of the wrong JSON type
+/// (`invalid type: integer `7`, expected a string` → `NUMBER_VALUE cannot be converted to
+/// String`), or None for any other serde message.
+pub fn type_error_wording(serde_text: &str) -> Option<String> {
+    let rest = &serde_text[serde_text.find("invalid type: ")? + "invalid type: ".len()..];
+    let (found, expected) = rest.rsplit_once(", expected ")?;
+    let found = if found.starts_with("integer") || found.starts_with("floating point") {
+        "NUMBER_VALUE"
+    } else if found.starts_with("string") {
+        "STRING_VALUE"
+    } else if found == "boolean `true`" {
+        "VALUE_TRUE"
+    } else if found == "boolean `false`" {
+        "VALUE_FALSE"
+    } else if found == "sequence" {
+        "START_ARRAY"
+    } else if found == "map" {
+        "START_OBJECT"
+    } else if found == "null" || found == "unit value" {
+        "VALUE_NULL"
+    } else {
+        return None;
+    };
+    // serde's expectation ends the message, possibly followed by a position.
+    let expected = expected.split(" at line ").next().unwrap_or(expected);
+    let expected = match expected {
+        "a string" | "a borrowed string" => Expected::Scalar("String"),
+        "a boolean" => Expected::Scalar("Boolean"),
+        "i64" | "u64" => Expected::Scalar("Long"),
+        "i32" | "u32" | "i16" | "u16" | "i8" | "u8" | "usize" => Expected::Scalar("Integer"),
+        "f64" | "f32" => Expected::Scalar("Double"),
+        "a sequence" => Expected::List,
+        _ if expected == "a map" || expected.starts_with("struct ") => Expected::Map,
+        _ => return None,
+    };
+    Some(wrong_type_wording(found, expected))
+}
 
 #[cfg(test)]
 mod tests {

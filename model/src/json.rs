@@ -20,7 +20,7 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::error::ApiError;
+use crate::error::{wrong_type_wording, ApiError, Expected};
 use crate::number::Number;
 use crate::size::{NESTING_LEVELS_MAX, NESTING_MESSAGE};
 use crate::value::{AttributeValue, Item};
@@ -305,27 +305,6 @@ fn json_kind(json: &Value) -> &'static str {
     }
 }
 
-/// What a request member's JSON must be, for the SerializationException texts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Expected<'a> {
-    /// A scalar, by its Java type name (`String`, `Boolean`, `Long`, …).
-    Scalar(&'a str),
-    Map,
-    List,
-}
-
-/// DynamoDB's SerializationException text for a JSON token of kind `found` (a [`json_kind`]
-/// name) where `expected`, of another kind, was.
-fn wrong_type_wording(found: &str, expected: Expected<'_>) -> String {
-    match (found, expected) {
-        ("START_ARRAY", _) => "Start of list found where not expected".to_string(),
-        ("START_OBJECT", _) => "Start of structure or map found where not expected.".to_string(),
-        (_, Expected::Scalar(java_type)) => format!("{found} cannot be converted to {java_type}"),
-        (_, Expected::Map) => format!("Unexpected {found} where a structure or map was expected"),
-        (_, Expected::List) => format!("Unexpected {found} where a list was expected"),
-    }
-}
-
 fn wrong_json_type(json: &Value, expected: &str) -> ApiError {
     ApiError::serialization(wrong_type_wording(
         json_kind(json),
@@ -351,44 +330,6 @@ fn expect_array(json: &Value) -> Result<&Vec<Value>, ApiError> {
             Expected::List,
         ))),
     }
-}
-
-/// DynamoDB's words for serde's account of a request member of the wrong JSON type
-/// (`invalid type: integer `7`, expected a string` → `NUMBER_VALUE cannot be converted to
-/// String`), or None for any other serde message.
-pub fn type_error_wording(serde_text: &str) -> Option<String> {
-    let rest = &serde_text[serde_text.find("invalid type: ")? + "invalid type: ".len()..];
-    let (found, expected) = rest.rsplit_once(", expected ")?;
-    let found = if found.starts_with("integer") || found.starts_with("floating point") {
-        "NUMBER_VALUE"
-    } else if found.starts_with("string") {
-        "STRING_VALUE"
-    } else if found == "boolean `true`" {
-        "VALUE_TRUE"
-    } else if found == "boolean `false`" {
-        "VALUE_FALSE"
-    } else if found == "sequence" {
-        "START_ARRAY"
-    } else if found == "map" {
-        "START_OBJECT"
-    } else if found == "null" || found == "unit value" {
-        "VALUE_NULL"
-    } else {
-        return None;
-    };
-    // serde's expectation ends the message, possibly followed by a position.
-    let expected = expected.split(" at line ").next().unwrap_or(expected);
-    let expected = match expected {
-        "a string" | "a borrowed string" => Expected::Scalar("String"),
-        "a boolean" => Expected::Scalar("Boolean"),
-        "i64" | "u64" => Expected::Scalar("Long"),
-        "i32" | "u32" | "i16" | "u16" | "i8" | "u8" | "usize" => Expected::Scalar("Integer"),
-        "f64" | "f32" => Expected::Scalar("Double"),
-        "a sequence" => Expected::List,
-        _ if expected == "a map" || expected.starts_with("struct ") => Expected::Map,
-        _ => return None,
-    };
-    Some(wrong_type_wording(found, expected))
 }
 
 fn expect_string<'a>(json: &'a Value, expected: &str) -> Result<&'a str, ApiError> {
