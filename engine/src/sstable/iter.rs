@@ -28,6 +28,14 @@ pub struct TableIterator {
     released_to: Option<usize>,
 }
 
+impl Table {
+    /// A cursor over the whole table, forward and reverse. (Here rather than in `table.rs`:
+    /// the cursor is built on the table, not the table on the cursor.)
+    pub fn iter(self: &Arc<Self>) -> TableIterator {
+        TableIterator::new(Arc::clone(self))
+    }
+}
+
 impl TableIterator {
     pub(crate) fn new(table: Arc<Table>) -> TableIterator {
         TableIterator {

@@ -16,7 +16,6 @@ use super::format::{
     get_varint, verified_block, BlockHandle, BlockKind, DecodeError, Footer, FOOTER_LEN,
     FORMAT_VERSION_WHOLE_KEY_FILTER,
 };
-use super::iter::TableIterator;
 use super::properties::TableProperties;
 use super::{PrefixFn, SstError};
 
@@ -258,11 +257,6 @@ impl Table {
         let (start, end) = cursor.value_range();
         // In place: the value is read where the table's file is mapped, not copied.
         Ok(Some((found.kind, &block.contents[start..end])))
-    }
-
-    /// A cursor over the whole table, forward and reverse.
-    pub fn iter(self: &Arc<Self>) -> TableIterator {
-        TableIterator::new(Arc::clone(self))
     }
 
     pub(crate) fn block_count(&self) -> usize {
