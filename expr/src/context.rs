@@ -2,17 +2,14 @@
 //! maps every expression of one request shares, and which of their entries were used.
 //!
 //! DynamoDB rejects a request whose maps hold an entry that none of its expressions uses, so
-//! one `Context` parses all of a request's expressions and `finish` checks what was left over.
+//! one `Context` parses all of a request's expressions (`parse.rs`) and `finish` checks what
+//! was left over.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use shoal_model::{ApiError, AttributeValue};
 
-use crate::ast::{attribute_name_problem, Condition};
-use crate::key_condition::{KeyCondition, KeySchemaView};
-use crate::parser::Parser;
-use crate::projection::Projection;
-use crate::update::Update;
+use crate::ast::attribute_name_problem;
 
 /// Which parameter a condition came from (only the error prefix differs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,47 +97,6 @@ impl<'a> Context<'a> {
             used_names: BTreeSet::new(),
             used_values: BTreeSet::new(),
         })
-    }
-
-    /// Parses and validates a ConditionExpression or FilterExpression.
-    pub fn parse_condition(
-        &mut self,
-        text: &str,
-        kind: ConditionKind,
-    ) -> Result<Condition, ApiError> {
-        let kind = ExpressionKind::from(kind);
-        Parser::new(text, kind, self)?
-            .parse_condition_expression()
-            .map_err(|message| kind.error(&message))
-    }
-
-    /// Parses and validates an UpdateExpression.
-    pub fn parse_update(&mut self, text: &str) -> Result<Update, ApiError> {
-        let kind = ExpressionKind::Update;
-        Parser::new(text, kind, self)?
-            .parse_update_expression()
-            .map_err(|message| kind.error(&message))
-    }
-
-    /// Parses and validates a ProjectionExpression.
-    pub fn parse_projection(&mut self, text: &str) -> Result<Projection, ApiError> {
-        let kind = ExpressionKind::Projection;
-        Parser::new(text, kind, self)?
-            .parse_projection_expression()
-            .map_err(|message| kind.error(&message))
-    }
-
-    /// Parses a KeyConditionExpression and checks it against the key schema being queried.
-    pub fn parse_key_condition(
-        &mut self,
-        text: &str,
-        schema: &KeySchemaView,
-    ) -> Result<KeyCondition, ApiError> {
-        let kind = ExpressionKind::KeyCondition;
-        let condition = Parser::new(text, kind, self)?
-            .parse_condition_expression()
-            .map_err(|message| kind.error(&message))?;
-        KeyCondition::from_condition(&condition, schema)
     }
 
     /// Call after parsing every expression of the request: rejects map entries no expression

@@ -53,6 +53,7 @@ mod document;
 mod key_condition;
 pub mod legacy;
 mod lexer;
+mod parse;
 mod parser;
 pub mod partiql;
 mod projection;
