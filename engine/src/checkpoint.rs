@@ -29,7 +29,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use shoal_compaction::key::encode;
-use shoal_compaction::{EntryKind, OutputSplitter};
+use shoal_compaction::EntryKind;
 
 use crate::compact_job::OutputFiles;
 use crate::db::{flush_one, AlsoFreeze, Db, Snapshot};
@@ -176,30 +176,13 @@ impl Db {
         let mut outputs = Vec::with_capacity(sources.len());
         for &source in sources {
             let mut files = OutputFiles::new(shared);
-            let Some(source) = source else {
-                outputs.push(files);
-                continue;
-            };
-            let mut splitter =
-                OutputSplitter::new(shared.policy.target_file_bytes, shared.options.bloom_prefix);
-            let mut current = None;
-            let mut cursor = self.iter_tree(source, snapshot)?;
-            while cursor.advance()? {
-                let key = encode(cursor.key(), snapshot.seq(), EntryKind::Put);
-                let value = cursor.value();
-                if splitter.starts_new_file(&key, (key.len() + value.len()) as u64) {
-                    if let Some(builder) = current.take() {
-                        files.finish(builder)?;
-                    }
+            if let Some(source) = source {
+                let mut cursor = self.iter_tree(source, snapshot)?;
+                while cursor.advance()? {
+                    let key = encode(cursor.key(), snapshot.seq(), EntryKind::Put);
+                    files.add(&key, cursor.value())?;
                 }
-                let builder = match &mut current {
-                    Some(builder) => builder,
-                    None => current.insert(files.start()?),
-                };
-                builder.add(&key, value)?;
-            }
-            if let Some(builder) = current.take() {
-                files.finish(builder)?;
+                files.finish_current()?;
             }
             outputs.push(files);
         }

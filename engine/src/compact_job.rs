@@ -117,10 +117,6 @@ fn write_outputs(
         .as_deref()
         .filter(|_| claimed.job.bottommost)
         .map(|filter| KeyFilter::new(filter, claimed.tree));
-    let mut splitter =
-        OutputSplitter::new(shared.policy.target_file_bytes, shared.options.bloom_prefix);
-
-    let mut current: Option<TableBuilder> = None;
     let mut merged_entries = 0u64;
     merged.seek_to_first()?;
     while merged.valid() {
@@ -137,22 +133,10 @@ fn write_outputs(
                 continue;
             }
         }
-        let entry_bytes = (key.len() + value.len()) as u64;
-        if splitter.starts_new_file(key, entry_bytes) {
-            if let Some(builder) = current.take() {
-                outputs.finish(builder)?;
-            }
-        }
-        let builder = match &mut current {
-            Some(builder) => builder,
-            None => current.insert(outputs.start()?),
-        };
-        builder.add(key, value)?;
+        outputs.add(key, value)?;
         merged.next()?;
     }
-    if let Some(builder) = current.take() {
-        outputs.finish(builder)?;
-    }
+    outputs.finish_current()?;
     if !outputs.is_empty() {
         shared
             .fs
@@ -303,16 +287,18 @@ fn install(
     Ok(JobOutcome::Installed)
 }
 
-/// The files a job writes. Unless [`OutputFiles::keep`] was called, dropping this removes
-/// them: they were never named by a version.
+/// The files a job writes, entries added in key order and split into files of the policy's
+/// target size (`OutputSplitter`). Unless [`OutputFiles::keep`] was called, dropping this
+/// removes them: they were never named by a version.
 pub(crate) struct OutputFiles<'a> {
     shared: &'a Shared,
+    splitter: OutputSplitter,
     /// Numbers of every file created, finished or not.
     created: Vec<u64>,
     /// The finished files, in key order.
     finished: Vec<FileMeta>,
-    /// Number of the file being written, if any.
-    writing: Option<u64>,
+    /// The file being written, if any, and its number.
+    writing: Option<(u64, TableBuilder)>,
     kept: bool,
 }
 
@@ -320,6 +306,10 @@ impl<'a> OutputFiles<'a> {
     pub(crate) fn new(shared: &'a Shared) -> OutputFiles<'a> {
         OutputFiles {
             shared,
+            splitter: OutputSplitter::new(
+                shared.policy.target_file_bytes,
+                shared.options.bloom_prefix,
+            ),
             created: Vec::new(),
             finished: Vec::new(),
             writing: None,
@@ -327,35 +317,51 @@ impl<'a> OutputFiles<'a> {
         }
     }
 
+    /// Adds the next entry (internal key order), in a new file where the splitter says.
+    pub(crate) fn add(&mut self, key: &[u8], value: &[u8]) -> Result<(), DbError> {
+        let entry_bytes = (key.len() + value.len()) as u64;
+        if self.splitter.starts_new_file(key, entry_bytes) {
+            self.finish_current()?;
+        }
+        let builder = match &mut self.writing {
+            Some((_, builder)) => builder,
+            None => {
+                let started = self.start()?;
+                &mut self.writing.insert(started).1
+            }
+        };
+        builder.add(key, value)?;
+        Ok(())
+    }
+
     fn is_empty(&self) -> bool {
         self.finished.is_empty()
     }
 
-    /// Creates the next output file.
-    pub(crate) fn start(&mut self) -> Result<TableBuilder, DbError> {
+    /// Creates the next output file: its number and builder.
+    fn start(&mut self) -> Result<(u64, TableBuilder), DbError> {
         let shared = self.shared;
         let number = shared.next_file_number.fetch_add(1, Ordering::AcqRel);
         self.created.push(number);
-        self.writing = Some(number);
         let path = shared.dir.join(manifest::sst_file_name(number));
         let file = shared
             .files
             .create_table(&shared.fs, &path)
             .map_err(|e| DbError::io(format!("creating {}", path.display()), e))?;
-        Ok(TableBuilder::new(
+        let builder = TableBuilder::new(
             file,
             TableOptions {
                 block_size_bytes: shared.options.block_size_bytes,
                 prefix: shared.options.bloom_prefix,
                 ..TableOptions::default()
             },
-        ))
+        );
+        Ok((number, builder))
     }
 
-    /// Finishes (and syncs) the file being written.
-    pub(crate) fn finish(&mut self, builder: TableBuilder) -> Result<(), DbError> {
-        let Some(number) = self.writing.take() else {
-            debug_assert!(false, "finish without start");
+    /// Finishes (and syncs) the file being written, if any.
+    pub(crate) fn finish_current(&mut self) -> Result<(), DbError> {
+        let Some((number, builder)) = self.writing.take() else {
             return Ok(());
         };
         let properties = builder.finish()?;
@@ -398,6 +404,8 @@ impl Drop for OutputFiles<'_> {
         if self.kept {
             return;
         }
+        // The unfinished file's handle goes first, then its name.
+        self.writing = None;
         self.shared.files.forget(self.created.iter().copied());
         for number in &self.created {
             let path = self.shared.dir.join(manifest::sst_file_name(*number));
