@@ -54,7 +54,8 @@ use crate::table::catalog::{
     BillingMode, IndexStatus, OnDemandLimits, TableDef, TableSettings, Throughput,
 };
 use crate::table::control::{
-    describe, key_schema_elements, new_table_id, now_millis, projection_description, table_arn,
+    describe, gsi_tree_name, key_schema_elements, new_table_id, now_millis, projection_description,
+    table_arn,
 };
 use crate::table::definition::new_definition_edits;
 use crate::table::locks::STRIPES;
@@ -587,29 +588,37 @@ impl Database {
                 .map(|file| file.source(&dir))
                 .collect()
         };
-        let mut names = vec![definition.id.clone()];
+        let (names, creates_stats_tree) = self.restored_tree_names(&definition);
         let mut files = vec![files_of(None)?];
         for gsi in &definition.global_indexes {
-            names.push(format!("{}/gsi/{}", definition.id, gsi.name));
             files.push(files_of(Some(&gsi.name))?);
         }
-        let creates_stats_tree = !self.stats.has_tree();
-        if creates_stats_tree {
-            names.push(STATS_TREE_NAME.to_string());
-            files.push(Vec::new());
-        }
+        files.resize_with(names.len(), Vec::new);
         let mut stored = None;
         let ids = self
             .db
             .create_trees_with_files(&names, &files, |ids| {
-                definition.tree = ids[0];
-                for (gsi, tree) in definition.global_indexes.iter_mut().zip(&ids[1..]) {
-                    gsi.tree = *tree;
-                }
-                new_definition_edits(definition.clone(), &mut stored)
+                restored_definition_edits(&mut definition, ids, &mut stored)
             })
             .map_err(internal)?;
         self.publish_restored(stored, &ids, creates_stats_tree)
+    }
+
+    /// The trees a restored table is made of, in order: its own, one per GSI of
+    /// `definition`, then the statistics tree if the database has none yet (the flag).
+    pub(super) fn restored_tree_names(&self, definition: &TableDef) -> (Vec<String>, bool) {
+        let mut names = vec![definition.id.clone()];
+        names.extend(
+            definition
+                .global_indexes
+                .iter()
+                .map(|gsi| gsi_tree_name(&definition.id, &gsi.name)),
+        );
+        let creates_stats_tree = !self.stats.has_tree();
+        if creates_stats_tree {
+            names.push(STATS_TREE_NAME.to_string());
+        }
+        (names, creates_stats_tree)
     }
 
     /// After the version change that created a restored table's trees `ids` and stored its
@@ -637,6 +646,20 @@ pub(super) struct Overrides<'a> {
     on_demand: Option<OnDemandLimits>,
     global_indexes: Option<&'a [GlobalSecondaryIndex]>,
     local_indexes: Option<&'a [LocalSecondaryIndex]>,
+}
+
+/// Gives `definition` the trees `ids` (in [`Database::restored_tree_names`]' order) and
+/// returns the edits storing it, which `stored` then holds.
+pub(super) fn restored_definition_edits(
+    definition: &mut TableDef,
+    ids: &[TreeId],
+    stored: &mut Option<TableDef>,
+) -> Vec<shoal_engine::version::VersionEdit> {
+    definition.tree = ids[0];
+    for (gsi, tree) in definition.global_indexes.iter_mut().zip(&ids[1..]) {
+        gsi.tree = *tree;
+    }
+    new_definition_edits(definition.clone(), stored)
 }
 
 /// A restore's TargetTableName, checked as a new table's name is.

@@ -77,7 +77,7 @@ impl Database {
             schema
                 .global_indexes
                 .iter()
-                .map(|gsi| format!("{table_id}/gsi/{}", gsi.name)),
+                .map(|gsi| gsi_tree_name(&table_id, &gsi.name)),
         );
         let mut definition = table_def(
             &schema,
@@ -283,6 +283,11 @@ impl Database {
             table_description: description,
         })
     }
+}
+
+/// The name of the tree of GSI `index_name` of the table `table_id` (module docs).
+pub(crate) fn gsi_tree_name(table_id: &str, index_name: &str) -> String {
+    format!("{table_id}/gsi/{index_name}")
 }
 
 /// `arn:aws:dynamodb:<region>:000000000000:table/<name>`, in the region of the request

@@ -34,11 +34,9 @@ use crate::api::settings::{
     PointInTimeRecoveryDescription, UpdateContinuousBackupsRequest,
 };
 use crate::database::{internal, Database};
-use crate::table::backups::{restore_target, Overrides};
+use crate::table::backups::{restore_target, restored_definition_edits, Overrides};
 use crate::table::catalog::{IndexStatus, PointInTimeRecoveryDef, TableDef};
 use crate::table::control::table_arn;
-use crate::table::definition::new_definition_edits;
-use crate::table::stats::STATS_TREE_NAME;
 use shoal_engine::Snapshot;
 
 /// Longest point-in-time recovery period (API model), and the default.
@@ -299,26 +297,15 @@ impl Database {
         snapshot: &Snapshot,
         mut definition: TableDef,
     ) -> Result<std::sync::Arc<TableDef>, ApiError> {
-        let mut names = vec![definition.id.clone()];
-        let mut sources = vec![Some(source.tree)];
-        for gsi in &definition.global_indexes {
-            names.push(format!("{}/gsi/{}", definition.id, gsi.name));
-            sources.push(None);
-        }
-        let creates_stats_tree = !self.stats.has_tree();
-        if creates_stats_tree {
-            names.push(STATS_TREE_NAME.to_string());
-            sources.push(None);
-        }
+        // Only the table tree is copied: the GSIs are rebuilt by the backfill.
+        let (names, creates_stats_tree) = self.restored_tree_names(&definition);
+        let mut sources = vec![None; names.len()];
+        sources[0] = Some(source.tree);
         let mut stored = None;
         let ids = self
             .db
             .create_trees_at_snapshot(&names, &sources, snapshot, |ids| {
-                definition.tree = ids[0];
-                for (gsi, tree) in definition.global_indexes.iter_mut().zip(&ids[1..]) {
-                    gsi.tree = *tree;
-                }
-                new_definition_edits(definition.clone(), &mut stored)
+                restored_definition_edits(&mut definition, ids, &mut stored)
             })
             .map_err(internal)?;
         self.publish_restored(stored, &ids, creates_stats_tree)

@@ -25,7 +25,7 @@ use shoal_model::{ApiError, ErrorCode, Item};
 
 use crate::database::{internal, Catalog, Database};
 use crate::table::catalog::{metadata_key, TableDef};
-use crate::table::control::{new_table_id, now_millis, table_def};
+use crate::table::control::{gsi_tree_name, new_table_id, now_millis, table_def};
 use crate::table::schema::TableSchema;
 use crate::table::stats;
 use crate::table::write::{plan_write, ItemKey, WritePlan};
@@ -81,7 +81,7 @@ impl Database {
             schema
                 .global_indexes
                 .iter()
-                .map(|gsi| format!("{table_id}/gsi/{}", gsi.name)),
+                .map(|gsi| gsi_tree_name(&table_id, &gsi.name)),
         );
         let own_trees = tree_names.len();
         let creates_stats_tree = !self.stats.has_tree();

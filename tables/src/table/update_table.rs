@@ -57,7 +57,7 @@ use crate::table::billing;
 use crate::table::catalog::{
     BillingMode, CapacitySettings, GlobalIndexDef, IndexStatus, KeyAttribute, TableClass, TableDef,
 };
-use crate::table::control::now_millis;
+use crate::table::control::{gsi_tree_name, now_millis};
 use crate::table::schema::{self, GlobalIndexSchema, BILLING_MODES, GLOBAL_INDEXES_MAX};
 use crate::table::stream_control::{self, StreamChange};
 use crate::table::transient::TransientStatus;
@@ -260,7 +260,7 @@ impl Database {
                 ..CapacitySettings::default()
             },
         });
-        let tree_name = format!("{}/gsi/{}", table.id, index.name);
+        let tree_name = gsi_tree_name(&table.id, &index.name);
         let tree = self.store_definition_with_tree(&mut changed, tree_name, |changed, tree| {
             if let Some(gsi) = changed.global_indexes.last_mut() {
                 gsi.tree = tree;
