@@ -54,8 +54,8 @@ use crate::table::catalog::{
     BillingMode, IndexStatus, OnDemandLimits, TableDef, TableSettings, Throughput,
 };
 use crate::table::control::{
-    describe, gsi_tree_name, key_schema_elements, new_table_id, now_millis, projection_description,
-    table_arn,
+    describe, epoch_seconds, gsi_tree_name, key_schema_elements, new_table_id, now_millis,
+    projection_description, table_arn,
 };
 use crate::table::definition::new_definition_edits;
 use crate::table::locks::STRIPES;
@@ -186,10 +186,6 @@ fn new_backup_id(created_at_millis: u64) -> String {
     format!("{created_at_millis:014}-{random}")
 }
 
-fn seconds(millis: u64) -> f64 {
-    millis as f64 / 1000.0
-}
-
 fn backup_throughput(throughput: Option<Throughput>) -> BackupProvisionedThroughput {
     let throughput = throughput.unwrap_or(Throughput {
         read_capacity_units: 0,
@@ -208,8 +204,8 @@ fn details(backup: &BackupFile, status: &str) -> BackupDetails {
         backup_size_bytes: Some(backup.size_bytes),
         backup_status: status.to_string(),
         backup_type: backup.backup_type.name().to_string(),
-        backup_creation_date_time: seconds(backup.created_at_millis),
-        backup_expiry_date_time: backup.expires_at_millis.map(seconds),
+        backup_creation_date_time: epoch_seconds(backup.created_at_millis),
+        backup_expiry_date_time: backup.expires_at_millis.map(epoch_seconds),
     }
 }
 
@@ -229,7 +225,7 @@ fn description(backup: &BackupFile, status: &str) -> BackupDescription {
             table_arn: table_arn(&table.name),
             table_size_bytes: backup.stats.bytes,
             key_schema: key_schema_elements(&table.key),
-            table_creation_date_time: seconds(table.created_at_millis),
+            table_creation_date_time: epoch_seconds(table.created_at_millis),
             provisioned_throughput: backup_throughput(throughput),
             on_demand_throughput: on_demand.is_set().then(|| OnDemandThroughput {
                 max_read_request_units: units(on_demand.max_read_request_units),
@@ -478,7 +474,7 @@ impl Database {
         let all = backup_store::list(self.db.fs(), self.db.dir())?;
         let now = self.options.clock.now_millis();
         let mut matching = all.iter().filter(|backup| {
-            let created = seconds(backup.created_at_millis);
+            let created = epoch_seconds(backup.created_at_millis);
             // AWS_BACKUP (AWS Backup's own) matches none.
             (backup_type == "ALL" || backup_type == backup.backup_type.name())
                 && !backup.expired(now)
@@ -496,8 +492,8 @@ impl Database {
                 table_arn: table_arn(&backup.table.name),
                 backup_arn: backup_arn(&backup.table.name, &backup.backup_id),
                 backup_name: backup.backup_name.clone(),
-                backup_creation_date_time: seconds(backup.created_at_millis),
-                backup_expiry_date_time: backup.expires_at_millis.map(seconds),
+                backup_creation_date_time: epoch_seconds(backup.created_at_millis),
+                backup_expiry_date_time: backup.expires_at_millis.map(epoch_seconds),
                 backup_status: "AVAILABLE".to_string(),
                 backup_type: backup.backup_type.name().to_string(),
                 backup_size_bytes: backup.size_bytes,
@@ -535,7 +531,7 @@ impl Database {
             RestoreSummary {
                 source_backup_arn: Some(arn),
                 source_table_arn: Some(table_arn(&backup.table.name)),
-                restore_date_time: seconds(now_millis()),
+                restore_date_time: epoch_seconds(now_millis()),
                 restore_in_progress: false,
             },
         );

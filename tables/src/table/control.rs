@@ -369,7 +369,7 @@ fn throughput_description(
         read_capacity_units: 0,
         write_capacity_units: 0,
     });
-    let seconds = |millis: Option<u64>| millis.map(|millis| millis as f64 / 1000.0);
+    let seconds = |millis: Option<u64>| millis.map(epoch_seconds);
     ProvisionedThroughputDescription {
         last_increase_date_time: seconds(capacity.last_increase_millis),
         last_decrease_date_time: seconds(capacity.last_decrease_millis),
@@ -403,7 +403,7 @@ pub(crate) fn describe(
     table_status: &str,
 ) -> TableDescription {
     let arn = table_arn(&table.name);
-    let created_at_seconds = table.created_at_millis as f64 / 1000.0;
+    let created_at_seconds = epoch_seconds(table.created_at_millis);
     let now = now_millis();
     let (provisioned, billing_mode_summary) = match table.billing {
         BillingMode::PayPerRequest => (
@@ -414,7 +414,7 @@ pub(crate) fn describe(
                     table
                         .settings
                         .pay_per_request_since_millis
-                        .map_or(created_at_seconds, |millis| millis as f64 / 1000.0),
+                        .map_or(created_at_seconds, epoch_seconds),
                 ),
             },
         ),
@@ -511,7 +511,7 @@ pub(crate) fn describe(
             last_update_date_time: table
                 .settings
                 .table_class_updated_at_millis
-                .map(|millis| millis as f64 / 1000.0),
+                .map(epoch_seconds),
         }),
         restore_summary: None,
     }
@@ -536,6 +536,11 @@ pub(crate) fn random_bits() -> u128 {
         bits = (bits << 64) | u128::from(hasher.finish());
     }
     bits
+}
+
+/// Epoch milliseconds as the API's epoch seconds (a number with a fraction).
+pub(crate) fn epoch_seconds(millis: u64) -> f64 {
+    millis as f64 / 1000.0
 }
 
 pub(crate) fn now_millis() -> u64 {

@@ -29,7 +29,7 @@ use crate::api::export::{
 };
 use crate::database::{internal, Database};
 use crate::table::catalog::TableDef;
-use crate::table::control::{now_millis, random_bits, table_arn};
+use crate::table::control::{epoch_seconds, now_millis, random_bits, table_arn};
 use crate::table::export_items::{write_items, ExportItemsError, ExportProgress};
 use crate::table::export_records::{
     export_id_of, fail, ExportRecord, FAILURE_INTERNAL, STATUS_COMPLETED, STATUS_IN_PROGRESS,
@@ -113,10 +113,10 @@ impl Database {
         let description = ExportDescription {
             export_arn: format!("{table_arn}/export/{export_id}"),
             export_status: STATUS_IN_PROGRESS.to_string(),
-            start_time: started as f64 / 1000.0,
+            start_time: epoch_seconds(started),
             table_arn: table_arn.clone(),
             table_id: table.id.clone(),
-            export_time: export_time_millis as f64 / 1000.0,
+            export_time: epoch_seconds(export_time_millis),
             client_token,
             s3_bucket: request.s3_bucket.clone().unwrap_or_default(),
             s3_bucket_owner: request.s3_bucket_owner.clone(),
@@ -372,7 +372,7 @@ fn ended(
     match outcome {
         Ok(finished) => {
             description.export_status = STATUS_COMPLETED.to_string();
-            description.end_time = Some(finished.end_time_millis as f64 / 1000.0);
+            description.end_time = Some(epoch_seconds(finished.end_time_millis));
             description.export_manifest = Some(finished.manifest_summary_key);
             description.item_count = Some(finished.summary.item_count);
             description.billed_size_bytes = Some(finished.summary.billed_size_bytes);

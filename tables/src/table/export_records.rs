@@ -26,6 +26,7 @@ use shoal_model::{ApiError, ErrorCode};
 
 use crate::api::export::ExportDescription;
 use crate::database::internal;
+use crate::table::control::epoch_seconds;
 
 /// The metadata key prefix of export records.
 pub const EXPORT_METADATA_PREFIX: &str = "export/";
@@ -267,7 +268,7 @@ pub fn fail(description: &mut ExportDescription, code: &str, message: &str, now_
     description.export_status = STATUS_FAILED.to_string();
     description.failure_code = Some(code.to_string());
     description.failure_message = Some(message.to_string());
-    description.end_time = Some(now_millis as f64 / 1000.0);
+    description.end_time = Some(epoch_seconds(now_millis));
 }
 
 /// The metadata edit storing `record`.

@@ -34,7 +34,7 @@ use crate::api::import::{
     ImportTableInput, ImportTableOutput, ListImportsInput, ListImportsOutput,
 };
 use crate::database::{internal, Database};
-use crate::table::control::{new_table_id, now_millis, table_arn};
+use crate::table::control::{epoch_seconds, new_table_id, now_millis, table_arn};
 use crate::table::schema::{self, TableSchema};
 use crate::transfer::read::Compression;
 
@@ -130,8 +130,8 @@ impl ImportRecord {
                 .table_creation_parameters
                 .clone()
                 .unwrap_or_default(),
-            start_time: self.start_millis as f64 / 1000.0,
-            end_time: self.end_millis.map(|millis| millis as f64 / 1000.0),
+            start_time: epoch_seconds(self.start_millis),
+            end_time: self.end_millis.map(epoch_seconds),
             processed_size_bytes: self.processed_size_bytes,
             processed_item_count: self.processed_item_count,
             imported_item_count: self.imported_item_count,

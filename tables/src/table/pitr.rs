@@ -36,7 +36,7 @@ use crate::api::settings::{
 use crate::database::{internal, Database};
 use crate::table::backups::{restore_target, restored_definition_edits, Overrides};
 use crate::table::catalog::{IndexStatus, PointInTimeRecoveryDef, TableDef};
-use crate::table::control::table_arn;
+use crate::table::control::{epoch_seconds, table_arn};
 use shoal_engine::Snapshot;
 
 /// Longest point-in-time recovery period (API model), and the default.
@@ -56,10 +56,6 @@ pub(crate) fn pitr_unavailable(name: &str) -> ApiError {
         ErrorCode::PointInTimeRecoveryUnavailableException,
         format!("Point in time recovery is not enabled for table '{name}'"),
     )
-}
-
-fn seconds(millis: u64) -> f64 {
-    millis as f64 / 1000.0
 }
 
 impl Database {
@@ -167,8 +163,10 @@ impl Database {
             Some(pitr) => PointInTimeRecoveryDescription {
                 point_in_time_recovery_status: "ENABLED".to_string(),
                 recovery_period_in_days: Some(pitr.recovery_period_days),
-                earliest_restorable_date_time: Some(seconds(self.earliest_restorable_millis(pitr))),
-                latest_restorable_date_time: Some(seconds(self.options.clock.now_millis())),
+                earliest_restorable_date_time: Some(epoch_seconds(
+                    self.earliest_restorable_millis(pitr),
+                )),
+                latest_restorable_date_time: Some(epoch_seconds(self.options.clock.now_millis())),
             },
         };
         ContinuousBackupsResponse {
@@ -217,8 +215,8 @@ impl Database {
                 ErrorCode::InvalidRestoreTimeException,
                 format!(
                     "Invalid restore time {restore_date_time}: it must be between the earliest restorable time {} and the latest {}",
-                    seconds(earliest),
-                    seconds(latest)
+                    epoch_seconds(earliest),
+                    epoch_seconds(latest)
                 ),
             ));
         }
@@ -281,7 +279,7 @@ impl Database {
             RestoreSummary {
                 source_backup_arn: None,
                 source_table_arn: Some(table_arn(&source.name)),
-                restore_date_time: seconds(restored_at_millis),
+                restore_date_time: epoch_seconds(restored_at_millis),
                 restore_in_progress: false,
             },
         );

@@ -23,7 +23,7 @@ use crate::api::streams::{
 };
 use crate::database::Database;
 use crate::table::catalog::{ShardDef, StreamDef, TableDef};
-use crate::table::control::{key_schema_elements, now_millis};
+use crate::table::control::{epoch_seconds, key_schema_elements, now_millis};
 use crate::table::region;
 use crate::table::stream::{self, StreamRecord};
 use crate::table::stream_control::{find_stream, is_shard_id, parse_stream_arn, stream_arn};
@@ -282,7 +282,7 @@ impl Database {
                 }
                 .to_string(),
                 stream_view_type: stream.view_type.as_str().to_string(),
-                creation_request_date_time: stream.created_at_millis as f64 / 1000.0,
+                creation_request_date_time: epoch_seconds(stream.created_at_millis),
                 table_name: table.name.clone(),
                 key_schema: key_schema_elements(&table.key),
                 last_evaluated_shard_id: if more {
