@@ -4,9 +4,9 @@
 //! (`table::pitr_clock`).
 //!
 //! It starts with the first table that needs it (a stream, Time to Live or point-in-time
-//! recovery), so a database without any never runs it (an in-memory database per test stays cheap). It works on a
-//! [`Database`] that shares the storage, catalog and locks of the one that started it
-//! ([`Database::share`]), and stops (joined) when that one is dropped.
+//! recovery), so a database without any never runs it (an in-memory database per test stays
+//! cheap). It works on a [`Database`] that shares the storage, catalog and locks of the one
+//! that started it ([`Database::share`]), and stops (joined) when that one is dropped.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
