@@ -122,13 +122,6 @@ fn backup_not_found(arn: &str) -> ApiError {
     )
 }
 
-fn table_not_found(name: &str) -> ApiError {
-    ApiError::new(
-        ErrorCode::TableNotFoundException,
-        format!("Table not found: {name}"),
-    )
-}
-
 /// The ARN of backup `backup_id` of table `table_name`.
 pub fn backup_arn(table_name: &str, backup_id: &str) -> String {
     format!("{}/backup/{backup_id}", table_arn(table_name))
@@ -299,8 +292,7 @@ impl Database {
         let backup_name = request.backup_name.unwrap_or_default();
 
         let _change = self.catalog_change.lock();
-        let source = self.catalog.read().get(table_name).cloned();
-        let source = source.ok_or_else(|| table_not_found(table_name))?;
+        let source = self.backed_up_table(table_name)?;
         let backup = self.write_backup(&source, backup_name, BackupKind::User, None)?;
         Ok(CreateBackupOutput {
             backup_details: details(&backup, "AVAILABLE"),

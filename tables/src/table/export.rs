@@ -88,8 +88,7 @@ impl Database {
                 )))
             }
         };
-        self.backed_up_table(table_name)?;
-        let table = self.table(table_name)?;
+        let table = self.backed_up_table(table_name)?;
         // AWS exports only tables with point-in-time recovery (the embedded
         // `Database::export_table` exports any table as it is now).
         if table.settings.point_in_time_recovery.is_none() {

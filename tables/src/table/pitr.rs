@@ -65,8 +65,7 @@ impl Database {
         request: DescribeContinuousBackupsRequest,
     ) -> Result<ContinuousBackupsResponse, ApiError> {
         let name = table_name_of(request.table_name.as_deref())?;
-        self.backed_up_table(name)?;
-        let table = self.table(name)?;
+        let table = self.backed_up_table(name)?;
         Ok(self.continuous_backups(&table))
     }
 
@@ -121,7 +120,7 @@ impl Database {
             .unwrap_or(RECOVERY_PERIOD_DAYS_MAX as u32);
 
         let _change = self.catalog_change.lock();
-        let table = self.table(name)?;
+        let table = self.backed_up_table(name)?;
         let mut changed = TableDef::clone(&table);
         changed.settings.point_in_time_recovery = match &table.settings.point_in_time_recovery {
             _ if !enable => None,
@@ -250,8 +249,7 @@ impl Database {
         let overrides = Overrides::of(&overrides_request)?;
 
         let _change = self.catalog_change.lock();
-        self.backed_up_table(source_name)?;
-        let source = self.table(source_name)?;
+        let source = self.backed_up_table(source_name)?;
         let Some(pitr) = source.settings.point_in_time_recovery.clone() else {
             return Err(pitr_unavailable(source_name));
         };

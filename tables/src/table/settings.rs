@@ -2,6 +2,8 @@
 //! DescribeEndpoints; and the check the backup operations share that a table exists.
 //! (Continuous backups are `table::pitr`.)
 
+use std::sync::Arc;
+
 use shoal_model::{ApiError, ErrorCode};
 
 use crate::api::settings::{
@@ -9,6 +11,7 @@ use crate::api::settings::{
     DescribeLimitsResponse, Endpoint,
 };
 use crate::database::Database;
+use crate::table::catalog::TableDef;
 
 /// DescribeLimits' answer: AWS's default quotas (SPEC-2 §5.6). Shoal enforces none of them.
 pub const ACCOUNT_MAX_CAPACITY_UNITS: u64 = 80_000;
@@ -57,16 +60,15 @@ impl Database {
         *self.endpoint_address.write() = address.into();
     }
 
-    /// Checks that table `name` exists: the backup operations answer TableNotFoundException
-    /// (not ResourceNotFoundException) for one that does not.
-    pub(crate) fn backed_up_table(&self, name: &str) -> Result<(), ApiError> {
-        if self.catalog.read().contains_key(name) {
-            Ok(())
-        } else {
-            Err(ApiError::new(
+    /// The definition of table `name`, or TableNotFoundException: the backup, continuous
+    /// backup and export operations answer that (not ResourceNotFoundException) for a table
+    /// that does not exist.
+    pub(crate) fn backed_up_table(&self, name: &str) -> Result<Arc<TableDef>, ApiError> {
+        self.catalog.read().get(name).cloned().ok_or_else(|| {
+            ApiError::new(
                 ErrorCode::TableNotFoundException,
                 format!("Table not found: {name}"),
-            ))
-        }
+            )
+        })
     }
 }
