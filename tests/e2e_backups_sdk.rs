@@ -2,10 +2,10 @@
 //! serve`: CreateBackup → ListBackups → RestoreTableFromBackup → DescribeBackup →
 //! DeleteBackup, and the exceptions the SDK maps (SPEC-2 §6.1).
 
-use aws_sdk_dynamodb::types::{AttributeValue, BackupStatus, BillingMode, KeyType};
+use aws_sdk_dynamodb::types::{AttributeValue, BackupStatus};
 
 mod sdk_server;
-use sdk_server::{definition, key_element, Server};
+use sdk_server::{create_pk_table, Server};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn backup_list_restore_describe_delete() {
@@ -13,15 +13,7 @@ async fn backup_list_restore_describe_delete() {
     let server = Server::start(dir.path(), &[]);
     let client = server.client();
 
-    client
-        .create_table()
-        .table_name("Music")
-        .attribute_definitions(definition("pk"))
-        .key_schema(key_element("pk", KeyType::Hash))
-        .billing_mode(BillingMode::PayPerRequest)
-        .send()
-        .await
-        .unwrap();
+    create_pk_table(&client, "Music").await;
     for i in 0..20 {
         client
             .put_item()

@@ -8,11 +8,11 @@
 use std::io::{BufRead, BufReader};
 use std::time::{Duration, Instant};
 
-use aws_sdk_dynamodb::types::{AttributeValue, ExportStatus, KeyType};
+use aws_sdk_dynamodb::types::{AttributeValue, ExportStatus};
 use serde_json::Value;
 
 mod sdk_server;
-use sdk_server::{definition, key_element, Server};
+use sdk_server::{create_pk_table, Server};
 
 const ITEMS: usize = 120;
 
@@ -25,15 +25,7 @@ async fn export_poll_list_and_read_the_files() {
     let server = Server::start(&data, &["--export-dir", exports.to_str().unwrap()]);
     let client = server.client();
 
-    let created = client
-        .create_table()
-        .table_name("Music")
-        .attribute_definitions(definition("pk"))
-        .key_schema(key_element("pk", KeyType::Hash))
-        .billing_mode(aws_sdk_dynamodb::types::BillingMode::PayPerRequest)
-        .send()
-        .await
-        .unwrap();
+    let created = create_pk_table(&client, "Music").await;
     let table_arn = created
         .table_description()
         .unwrap()

@@ -7,12 +7,12 @@ use std::time::{Duration, SystemTime};
 
 use aws_sdk_dynamodb::primitives::DateTime;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, BackupType, BackupTypeFilter, BillingMode, ContinuousBackupsStatus, KeyType,
+    AttributeValue, BackupType, BackupTypeFilter, ContinuousBackupsStatus,
     PointInTimeRecoverySpecification, PointInTimeRecoveryStatus,
 };
 
 mod sdk_server;
-use sdk_server::{definition, key_element, Server};
+use sdk_server::{create_pk_table, Server};
 
 async fn keys(client: &aws_sdk_dynamodb::Client, table: &str) -> Vec<String> {
     let scanned = client.scan().table_name(table).send().await.unwrap();
@@ -41,15 +41,7 @@ async fn enable_write_restore_to_a_past_second_and_scan() {
     let flags = ["--pitr-clock-ms", "20"];
     let server = Server::start(dir.path(), &flags);
     let client = server.client();
-    client
-        .create_table()
-        .table_name("Orders")
-        .attribute_definitions(definition("pk"))
-        .key_schema(key_element("pk", KeyType::Hash))
-        .billing_mode(BillingMode::PayPerRequest)
-        .send()
-        .await
-        .unwrap();
+    create_pk_table(&client, "Orders").await;
 
     let unavailable = client
         .restore_table_to_point_in_time()

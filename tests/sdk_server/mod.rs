@@ -24,6 +24,22 @@ pub fn key_element(name: &str, key_type: KeyType) -> KeySchemaElement {
         .expect("a key schema element")
 }
 
+/// Creates table `name`, keyed by the string `pk`, on demand: the table most tests need.
+pub async fn create_pk_table(
+    client: &Client,
+    name: &str,
+) -> aws_sdk_dynamodb::operation::create_table::CreateTableOutput {
+    client
+        .create_table()
+        .table_name(name)
+        .attribute_definitions(definition("pk"))
+        .key_schema(key_element("pk", KeyType::Hash))
+        .billing_mode(aws_sdk_dynamodb::types::BillingMode::PayPerRequest)
+        .send()
+        .await
+        .expect("CreateTable")
+}
+
 /// A string attribute definition of the SDK's types.
 #[allow(dead_code)]
 pub fn definition(name: &str) -> AttributeDefinition {
