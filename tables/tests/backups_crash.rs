@@ -13,6 +13,9 @@ use shoal_tables::api::backups::{CreateBackupInput, ListBackupsInput};
 use shoal_tables::{Database, Durability, Options};
 use shoal_vfs::sim::SimFs;
 
+mod restore_support;
+use restore_support::{create_indexed_source, enable_pitr};
+
 const DIR: &str = "/crash";
 
 fn options() -> Options {
@@ -30,37 +33,7 @@ fn open(sim: &SimFs) -> Database {
 
 /// A table with an LSI and a GSI holding 60 items, some flushed, some only in the WAL.
 fn populate(db: &Database) {
-    db.execute(
-        "CreateTable",
-        json!({
-            "TableName": "Source",
-            "AttributeDefinitions": [
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "N"},
-                {"AttributeName": "l", "AttributeType": "S"},
-                {"AttributeName": "g", "AttributeType": "S"},
-            ],
-            "KeySchema": [
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            "LocalSecondaryIndexes": [{
-                "IndexName": "byL",
-                "KeySchema": [
-                    {"AttributeName": "pk", "KeyType": "HASH"},
-                    {"AttributeName": "l", "KeyType": "RANGE"},
-                ],
-                "Projection": {"ProjectionType": "ALL"},
-            }],
-            "GlobalSecondaryIndexes": [{
-                "IndexName": "byG",
-                "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
-                "Projection": {"ProjectionType": "ALL"},
-            }],
-            "BillingMode": "PAY_PER_REQUEST",
-        }),
-    )
-    .unwrap();
+    create_indexed_source(db, "Source");
     for i in 0..60u64 {
         db.execute(
             "PutItem",
@@ -91,12 +64,7 @@ fn populate_with_pitr_then_cut_power_during(
     let sim = SimFs::new();
     let db = open(&sim);
     populate(&db);
-    db.execute(
-        "UpdateContinuousBackups",
-        json!({"TableName": "Source",
-               "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": true}}),
-    )
-    .unwrap();
+    enable_pitr(&db, "Source");
     let expected = scan(&db, "Source");
     sim.freeze_after(Some(mutations));
     let acknowledged = db.execute(operation, request).is_ok();

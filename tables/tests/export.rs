@@ -14,6 +14,10 @@ use serde_json::{json, Value};
 use shoal_model::{item_from_json, ErrorCode, Item};
 use shoal_tables::{Database, Durability, ExportProgress, Options};
 
+mod restore_support;
+// AWS exports only tables with point-in-time recovery.
+use restore_support::enable_pitr;
+
 fn options(export_dir: Option<&Path>) -> Options {
     Options {
         durability: Durability::None,
@@ -38,16 +42,6 @@ fn error(db: &Database, operation: &str, request: Value) -> (ErrorCode, String) 
 }
 
 const TABLE_ARN: &str = "arn:aws:dynamodb:ddblocal:000000000000:table/Tbl";
-
-/// Turns point-in-time recovery on: AWS exports only tables that have it.
-fn enable_pitr(db: &Database, name: &str) {
-    call(
-        db,
-        "UpdateContinuousBackups",
-        json!({"TableName": name,
-               "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": true}}),
-    );
-}
 
 /// T: pk S, sk N, an LSI on `l` and a GSI on `g`; point-in-time recovery on.
 fn create_indexed(db: &Database, name: &str) {

@@ -10,6 +10,9 @@ use serde_json::{json, Value};
 use shoal_model::ErrorCode;
 use shoal_tables::{Database, Durability, Options};
 
+mod restore_support;
+use restore_support::{create_indexed_source, enable_pitr};
+
 fn options() -> Options {
     Options {
         durability: Durability::None,
@@ -37,50 +40,6 @@ fn now_seconds() -> f64 {
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_secs_f64()
-}
-
-/// pk S, sk N, an LSI on `l` and a GSI on `g` projecting everything.
-fn create_table(db: &Database, name: &str) {
-    call(
-        db,
-        "CreateTable",
-        json!({
-            "TableName": name,
-            "AttributeDefinitions": [
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "N"},
-                {"AttributeName": "l", "AttributeType": "S"},
-                {"AttributeName": "g", "AttributeType": "S"},
-            ],
-            "KeySchema": [
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            "LocalSecondaryIndexes": [{
-                "IndexName": "byL",
-                "KeySchema": [
-                    {"AttributeName": "pk", "KeyType": "HASH"},
-                    {"AttributeName": "l", "KeyType": "RANGE"},
-                ],
-                "Projection": {"ProjectionType": "ALL"},
-            }],
-            "GlobalSecondaryIndexes": [{
-                "IndexName": "byG",
-                "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
-                "Projection": {"ProjectionType": "ALL"},
-            }],
-            "BillingMode": "PAY_PER_REQUEST",
-        }),
-    );
-}
-
-fn enable_pitr(db: &Database, name: &str) -> Value {
-    call(
-        db,
-        "UpdateContinuousBackups",
-        json!({"TableName": name,
-               "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": true}}),
-    )
 }
 
 fn key_of(item: &Value) -> String {
@@ -226,7 +185,7 @@ fn restores_to_several_instants_equal_the_model_then() {
     let dir = tempfile::tempdir().unwrap();
     let open = |dir: &Path| Database::open(dir, options()).unwrap();
     let mut db = open(dir.path());
-    create_table(&db, "Src");
+    create_indexed_source(&db, "Src");
     enable_pitr(&db, "Src");
     let mut rng = Lcg(7);
     let mut model = BTreeMap::new();
@@ -327,8 +286,8 @@ fn history_is_kept_for_the_window_and_dropped_after_it() {
         ..options()
     })
     .unwrap();
-    create_table(&db, "Kept");
-    create_table(&db, "Plain");
+    create_indexed_source(&db, "Kept");
+    create_indexed_source(&db, "Plain");
     enable_pitr(&db, "Kept");
     overwrite(&db, "Kept", 10);
     overwrite(&db, "Plain", 10);
@@ -367,7 +326,7 @@ fn history_is_kept_for_the_window_and_dropped_after_it() {
 #[test]
 fn refusals_have_dynamodb_s_exceptions() {
     let db = Database::open_in_memory(options()).unwrap();
-    create_table(&db, "Src");
+    create_indexed_source(&db, "Src");
     call(
         &db,
         "PutItem",
@@ -421,7 +380,7 @@ fn refusals_have_dynamodb_s_exceptions() {
         assert_eq!(code, ErrorCode::InvalidRestoreTimeException, "{message}");
     }
     // An existing target; a missing source; neither source member.
-    create_table(&db, "Taken");
+    create_indexed_source(&db, "Taken");
     assert_eq!(
         error(
             &db,
