@@ -15,7 +15,9 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 use indicatif::{BinaryBytes, HumanCount, HumanDuration, ProgressBar, ProgressStyle};
 use shoal::model_bench;
 use shoal_engine::DbOptions;
-use shoal_server::config::{CONNECTIONS_PER_CLIENT_MAX_DEFAULT, HANDLER_THREADS_DEFAULT};
+use shoal_server::config::{
+    BUSY_CONNECTIONS_PER_CLIENT_MAX_DEFAULT, CONNECTIONS_MAX_DEFAULT, HANDLER_THREADS_DEFAULT,
+};
 use shoal_server::faults::{parse_rule_set, RuleSet};
 use shoal_server::{AuthMode, CorsOrigins, EngineHandler, ServerConfig};
 use shoal_tables::table::check::CheckProgress;
@@ -271,10 +273,15 @@ struct ServeArgs {
     /// headers is answered with an error and disconnected.
     #[arg(long, value_name = "SECONDS", default_value_t = 30, value_parser = parse_seconds)]
     body_read_timeout_seconds: u64,
-    /// Connections one client address may hold at once; more are answered
-    /// ThrottlingException. Loopback clients all share one address.
-    #[arg(long, value_name = "N", default_value_t = CONNECTIONS_PER_CLIENT_MAX_DEFAULT as u64, value_parser = parse_count)]
-    connections_per_client: u64,
+    /// Connections open at once, idle keep-alive ones included. At the limit a new
+    /// connection closes the one idle the longest; it is refused (503) only if every open
+    /// connection has a request in flight.
+    #[arg(long, value_name = "N", default_value_t = CONNECTIONS_MAX_DEFAULT as u64, value_parser = parse_count)]
+    connections_max: u64,
+    /// Requests one client address may have in flight at once (idle connections do not
+    /// count); one more is refused (503). Clients on this machine all share 127.0.0.1.
+    #[arg(long, alias = "connections-per-client", value_name = "N", default_value_t = BUSY_CONNECTIONS_PER_CLIENT_MAX_DEFAULT as u64, value_parser = parse_count)]
+    busy_connections_per_client: u64,
     /// Operations that may block (writes waiting on the log's fsync) running at once; the
     /// rest wait their turn without a thread each.
     #[arg(long, value_name = "N", default_value_t = HANDLER_THREADS_DEFAULT as u64, value_parser = parse_count)]
@@ -477,7 +484,8 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         auth,
         cors: args.cors,
         body_read_timeout: Duration::from_secs(args.body_read_timeout_seconds),
-        connections_per_client_max: usize::try_from(args.connections_per_client)
+        connections_max: usize::try_from(args.connections_max).unwrap_or(usize::MAX),
+        busy_connections_per_client_max: usize::try_from(args.busy_connections_per_client)
             .unwrap_or(usize::MAX),
         handler_threads,
         admin: args.admin,

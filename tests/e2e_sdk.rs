@@ -656,3 +656,73 @@ async fn table_settings_and_tags_through_the_sdk() {
         .expect("delete the unprotected table");
     server.stop();
 }
+
+/// The value of `line_prefix` (a metric's name with its labels, as rendered) on `/metrics`.
+fn metric(server: &Server, line_prefix: &str) -> f64 {
+    let page = http_get(&server.endpoint, "/metrics");
+    page.lines()
+        .find_map(|line| {
+            let (name, value) = line.rsplit_once(' ')?;
+            (name == line_prefix).then(|| value.parse().unwrap())
+        })
+        .unwrap_or_else(|| panic!("no {line_prefix} in\n{page}"))
+}
+
+/// A test suite as users write them: every test makes its own client (and connection pool),
+/// sends a few requests at once, and leaves its client behind with its idle keep-alive
+/// connections, all from 127.0.0.1. Run against the default limits (the idle connections
+/// pile up past the 512 connections per address that used to refuse them) and against a
+/// server allowed only 64 connections (idle ones are closed to make room, and the SDK
+/// reconnects): no test ever meets a refusal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_per_test_in_a_long_suite_is_never_refused() {
+    const TESTS: usize = 300;
+    for limits in [&[][..], &["--connections-max", "64"][..]] {
+        let dir = tempfile::tempdir().unwrap();
+        let server = Server::start(dir.path(), limits);
+        sdk_server::create_pk_table(&server.client(), "Suite").await;
+        let mut clients_left_behind = Vec::new();
+        for test in 0..TESTS {
+            let client = server.client();
+            let put = |index: usize| {
+                client
+                    .put_item()
+                    .table_name("Suite")
+                    .item("pk", s(&format!("{test}-{index}")))
+                    .item("n", n(&index.to_string()))
+                    .send()
+            };
+            let (first, second, third, fourth) = tokio::join!(put(0), put(1), put(2), put(3));
+            for put in [first, second, third, fourth] {
+                put.unwrap_or_else(|error| panic!("test {test} {limits:?}: {error:?}"));
+            }
+            let read = client
+                .get_item()
+                .table_name("Suite")
+                .key("pk", s(&format!("{test}-3")))
+                .send()
+                .await
+                .unwrap_or_else(|error| panic!("test {test} {limits:?}: {error:?}"));
+            assert_eq!(read.item().unwrap()["n"], n("3"));
+            clients_left_behind.push(client);
+        }
+        for reason in ["every_connection_busy", "client_busy", "refusals_pending"] {
+            let line = format!("shoal_rejected_connections_total{{reason=\"{reason}\"}}");
+            assert_eq!(metric(&server, &line), 0.0, "{line} {limits:?}");
+        }
+        let open = metric(&server, "shoal_open_connections");
+        let closed = metric(
+            &server,
+            "shoal_idle_connections_closed_total{reason=\"connection_limit\"}",
+        );
+        if limits.is_empty() {
+            assert!(open > 512.0, "only {open} connections stayed open");
+            assert_eq!(closed, 0.0);
+        } else {
+            assert!(open <= 64.0 + 1.0, "{open} connections open");
+            assert!(closed > 0.0);
+        }
+        drop(clients_left_behind);
+        server.stop();
+    }
+}

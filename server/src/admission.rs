@@ -1,93 +1,513 @@
-//! Which accepted connections are served: at most `connections_max` in all and at most
-//! `connections_per_client_max` from one client address, so that one client cannot hold every
-//! slot. A connection over either limit is not simply closed (its client would see a reset
-//! and could not tell it from a crash): it is answered `ThrottlingException`, which the AWS
-//! SDKs retry with backoff. Those answers have a small pool of their own; a connection that
-//! finds that full too is closed at once, so a flood costs the server nothing but accepts.
+//! Which connections are served, and which idle ones are closed to make room.
+//!
+//! Idle connections never cause a refusal. A connection is *busy* while a request is in
+//! flight on it (from the moment hyper hands the request to the service, with its body still
+//! to read, until the answer is handed back), and *idle* otherwise: waiting for its first
+//! request or, kept alive, for its next. The AWS SDKs keep idle connections in pools, and a
+//! test suite that makes a client per test leaves hundreds behind; all of them come from
+//! 127.0.0.1. Closing an idle keep-alive connection is ordinary HTTP, which every client
+//! handles by reconnecting; refusing a request is not.
+//!
+//! Two limits, each counting what it must:
+//! - `connections_max` open connections in all, which bounds file descriptors and memory. A
+//!   connection accepted at the limit first closes the connection idle the longest (oldest
+//!   idle first: the one its client is least likely to reuse, since the SDKs' pools hand out
+//!   their most recently used connection). It is refused only when every open connection is
+//!   busy.
+//! - `busy_per_client_max` busy connections from one client address, so that one client
+//!   sending its bodies slowly cannot hold every busy slot. Checked when a request starts;
+//!   over it, that request is refused.
+//!
+//! A refused client is answered `503 ServiceUnavailable` with a text naming the limit, and
+//! `Connection: close`; the AWS SDKs retry a 503 with backoff. Refusals being answered have a
+//! small pool of their own ([`REFUSALS_IN_FLIGHT_MAX`]); a connection refused at accept that
+//! finds that pool full is closed at once (and a refused request's unread body is not waited
+//! for), so a flood costs the server nothing but accepts. Refusals are
+//! counted by reason and logged at most once per [`REFUSAL_LOG_INTERVAL`] per reason.
+//!
+//! Each connection's activity is one atomic word, so starting and ending a request takes no
+//! lock; the registry's lock is taken when a connection opens or closes and to pick idle
+//! connections to close, which is done from a queue of the oldest idle ones refilled by one
+//! scan per [`EVICTION_BATCH`] closures.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::fmt::Write;
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex, PoisonError};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
-/// Connections being answered `ThrottlingException` at once, at most.
-const REJECTIONS_IN_FLIGHT_MAX: usize = 64;
+/// Connections being answered a refusal at once, at most.
+pub const REFUSALS_IN_FLIGHT_MAX: usize = 64;
+
+/// At most one log line per refusal reason in this long; the next line says how many
+/// refusals it did not log.
+pub const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(10);
+
+/// How many of the oldest idle connections one scan of the registry queues for closing.
+const EVICTION_BATCH: usize = 64;
+
+/// A connection's activity word: busy, being closed, or idle since the stamp it holds (any
+/// other value; stamps grow, so a smaller one has been idle longer).
+const BUSY: u64 = 0;
+const CLOSING: u64 = u64::MAX;
 
 /// What to do with an accepted connection.
 pub enum Admission {
-    /// Serve it; the slot is held until the value is dropped.
-    Serve(ConnectionSlot),
-    /// Answer its request with `ThrottlingException`, then close it.
-    Throttle(OwnedSemaphorePermit),
-    /// Close it at once.
+    /// Serve it; it leaves the registry when the slot is dropped.
+    Serve(Arc<ConnectionSlot>),
+    /// Every open connection is busy: answer its request with the refusal, then close it.
+    Refuse(OwnedSemaphorePermit),
+    /// Close it at once (the refusals' own pool is full too).
     Close,
 }
 
-/// A served connection's claim on the limits, released on drop.
-pub struct ConnectionSlot {
-    _slot: OwnedSemaphorePermit,
+/// Why a client was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The server holds `connections_max` connections and every one is busy.
+    EveryConnectionBusy,
+    /// The client's address has `busy_per_client_max` requests in flight.
+    ClientBusy,
+    /// As `EveryConnectionBusy`, but so many refusals are being answered that this
+    /// connection was closed without one.
+    RefusalsPending,
+}
+
+impl Refusal {
+    const ALL: [Refusal; 3] = [
+        Refusal::EveryConnectionBusy,
+        Refusal::ClientBusy,
+        Refusal::RefusalsPending,
+    ];
+
+    /// The `reason` label of `shoal_rejected_connections_total`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Refusal::EveryConnectionBusy => "every_connection_busy",
+            Refusal::ClientBusy => "client_busy",
+            Refusal::RefusalsPending => "refusals_pending",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Why an idle connection was closed to make room.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdleClosure {
+    /// A new connection came in at `connections_max`.
+    ConnectionLimit,
+    /// Accepting failed for want of file descriptors.
+    OpenFiles,
+}
+
+impl IdleClosure {
+    const ALL: [IdleClosure; 2] = [IdleClosure::ConnectionLimit, IdleClosure::OpenFiles];
+
+    /// The `reason` label of `shoal_idle_connections_closed_total`.
+    pub fn label(self) -> &'static str {
+        match self {
+            IdleClosure::ConnectionLimit => "connection_limit",
+            IdleClosure::OpenFiles => "open_files",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// The server's connections and their limits.
+pub struct Admissions {
+    connections_max: usize,
+    busy_per_client_max: usize,
+    registry: Mutex<Registry>,
+    /// The next idle stamp (starts at 1: 0 is [`BUSY`]).
+    idle_clock: AtomicU64,
+    refusals_in_flight: Arc<Semaphore>,
+    refusal_counts: [AtomicU64; Refusal::ALL.len()],
+    refusal_logs: [RateLimitedLog; Refusal::ALL.len()],
+    idle_closure_counts: [AtomicU64; IdleClosure::ALL.len()],
+    /// Woken when the last connection ends (for shutdown).
+    all_ended: Notify,
+}
+
+struct Registry {
+    next_id: u64,
+    /// Connections that count toward `connections_max`: served ones not yet chosen to close.
+    counted: HashMap<u64, Arc<ConnectionState>>,
+    /// Every live connection (closing ones included) by client address.
+    clients: HashMap<IpAddr, Client>,
+    /// The oldest idle connections at the last scan, oldest first, with their stamps then.
+    oldest_idle: VecDeque<(u64, Arc<ConnectionState>)>,
+    /// Live connections, closing ones included.
+    live: usize,
+    /// Set once shutdown begins: every connection is being closed, and no more are served.
+    shutting_down: bool,
+}
+
+struct Client {
+    connections: usize,
+    /// Requests in flight from this address; shared with its connections.
+    busy: Arc<AtomicUsize>,
+}
+
+struct ConnectionState {
+    id: u64,
     client: IpAddr,
-    per_client: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    /// [`BUSY`], [`CLOSING`] or an idle stamp.
+    activity: AtomicU64,
+    /// Asks the connection's task to close it gracefully (hyper closes an idle connection at
+    /// once and finishes a request in flight first).
+    close: Notify,
+    client_busy: Arc<AtomicUsize>,
+}
+
+/// A served connection's place in the registry; dropped when the connection ends.
+pub struct ConnectionSlot {
+    admissions: Arc<Admissions>,
+    state: Arc<ConnectionState>,
+}
+
+/// A request in flight on a connection; dropping it makes the connection idle again.
+pub struct BusyConnection<'a> {
+    slot: &'a ConnectionSlot,
+}
+
+impl Admissions {
+    pub fn new(connections_max: usize, busy_per_client_max: usize) -> Arc<Admissions> {
+        Arc::new(Admissions {
+            connections_max,
+            busy_per_client_max,
+            registry: Mutex::new(Registry {
+                next_id: 0,
+                counted: HashMap::new(),
+                clients: HashMap::new(),
+                oldest_idle: VecDeque::new(),
+                live: 0,
+                shutting_down: false,
+            }),
+            idle_clock: AtomicU64::new(1),
+            refusals_in_flight: Arc::new(Semaphore::new(REFUSALS_IN_FLIGHT_MAX)),
+            refusal_counts: Default::default(),
+            refusal_logs: Default::default(),
+            idle_closure_counts: Default::default(),
+            all_ended: Notify::new(),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Registry> {
+        self.registry.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn next_idle_stamp(&self) -> u64 {
+        let stamp = self.idle_clock.fetch_add(1, Ordering::Relaxed);
+        debug_assert!(stamp != BUSY && stamp != CLOSING);
+        stamp
+    }
+
+    /// Decides for a connection from `client`.
+    pub fn admit(self: &Arc<Self>, client: IpAddr) -> Admission {
+        let mut registry = self.lock();
+        if registry.shutting_down {
+            return Admission::Close;
+        }
+        let room = registry.counted.len() < self.connections_max
+            || self.close_oldest_idle(&mut registry, IdleClosure::ConnectionLimit);
+        if !room {
+            drop(registry);
+            return match self.refusal_permit() {
+                Some(permit) => {
+                    self.count_refusal(Refusal::EveryConnectionBusy, client);
+                    Admission::Refuse(permit)
+                }
+                None => {
+                    self.count_refusal(Refusal::RefusalsPending, client);
+                    Admission::Close
+                }
+            };
+        }
+        let id = registry.next_id;
+        registry.next_id += 1;
+        let client_entry = registry.clients.entry(client).or_insert_with(|| Client {
+            connections: 0,
+            busy: Arc::new(AtomicUsize::new(0)),
+        });
+        client_entry.connections += 1;
+        let state = Arc::new(ConnectionState {
+            id,
+            client,
+            activity: AtomicU64::new(self.next_idle_stamp()),
+            close: Notify::new(),
+            client_busy: Arc::clone(&client_entry.busy),
+        });
+        registry.counted.insert(id, Arc::clone(&state));
+        registry.live += 1;
+        Admission::Serve(Arc::new(ConnectionSlot {
+            admissions: Arc::clone(self),
+            state,
+        }))
+    }
+
+    /// A place in the refusals' pool, if it has one: held while a refused client is
+    /// answered, so that refusals cannot hold connections without bound.
+    pub fn refusal_permit(&self) -> Option<OwnedSemaphorePermit> {
+        Arc::clone(&self.refusals_in_flight)
+            .try_acquire_owned()
+            .ok()
+    }
+
+    /// Closes the connection idle the longest, if any is idle (for `reason`); it stops
+    /// counting toward `connections_max` at once.
+    pub fn close_an_idle_connection(&self, reason: IdleClosure) -> bool {
+        let mut registry = self.lock();
+        self.close_oldest_idle(&mut registry, reason)
+    }
+
+    fn close_oldest_idle(&self, registry: &mut Registry, reason: IdleClosure) -> bool {
+        // Two rounds: the queue, then a fresh scan. A queued connection that has been busy
+        // since its stamp was taken (or has closed) fails the exchange and is skipped: it is
+        // no longer among the oldest idle.
+        for _round in 0..2 {
+            while let Some((stamp, state)) = registry.oldest_idle.pop_front() {
+                let chosen = state
+                    .activity
+                    .compare_exchange(stamp, CLOSING, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok();
+                if chosen && registry.counted.remove(&state.id).is_some() {
+                    state.close.notify_one();
+                    self.idle_closure_counts[reason.index()].fetch_add(1, Ordering::Relaxed);
+                    tracing::debug!(client = %state.client, reason = reason.label(), "closing an idle connection");
+                    return true;
+                }
+            }
+            let mut idle: Vec<(u64, Arc<ConnectionState>)> = registry
+                .counted
+                .values()
+                .filter_map(|state| {
+                    let activity = state.activity.load(Ordering::Acquire);
+                    (activity != BUSY && activity != CLOSING).then(|| (activity, Arc::clone(state)))
+                })
+                .collect();
+            if idle.is_empty() {
+                return false;
+            }
+            if idle.len() > EVICTION_BATCH {
+                idle.select_nth_unstable_by_key(EVICTION_BATCH - 1, |(stamp, _)| *stamp);
+                idle.truncate(EVICTION_BATCH);
+            }
+            idle.sort_unstable_by_key(|(stamp, _)| *stamp);
+            registry.oldest_idle.extend(idle);
+        }
+        false
+    }
+
+    /// Starts shutdown: no connection is served any more, and every open one is asked to
+    /// close (idle ones at once, busy ones after their request).
+    pub fn close_all(&self) {
+        let mut registry = self.lock();
+        registry.shutting_down = true;
+        for state in registry.counted.values() {
+            state.close.notify_one();
+        }
+        registry.counted.clear();
+        registry.oldest_idle.clear();
+    }
+
+    /// Completes once no connection is left (after [`Admissions::close_all`]).
+    pub async fn all_ended(&self) {
+        loop {
+            let ended = self.all_ended.notified();
+            tokio::pin!(ended);
+            // Registered before the check, so a wake-up between the two is not lost.
+            ended.as_mut().enable();
+            if self.lock().live == 0 {
+                return;
+            }
+            ended.await;
+        }
+    }
+
+    /// Counts a refusal and logs it, at most once per [`REFUSAL_LOG_INTERVAL`] per reason.
+    fn count_refusal(&self, refusal: Refusal, client: IpAddr) {
+        self.refusal_counts[refusal.index()].fetch_add(1, Ordering::Relaxed);
+        if let Some(unlogged) = self.refusal_logs[refusal.index()].take_turn() {
+            tracing::warn!(
+                %client,
+                reason = refusal.label(),
+                connections_max = self.connections_max,
+                busy_per_client_max = self.busy_per_client_max,
+                unlogged_since_last_line = unlogged,
+                "refused a client: {}",
+                self.refusal_text(refusal, client)
+            );
+        }
+    }
+
+    /// What a refused client reads: the limit, and the flag that raises it.
+    pub fn refusal_text(&self, refusal: Refusal, client: IpAddr) -> String {
+        match refusal {
+            Refusal::EveryConnectionBusy | Refusal::RefusalsPending => format!(
+                "The server holds its limit of {} open connections, and every one is busy \
+                 with a request. Retry shortly (shoal serve --connections-max raises the \
+                 limit).",
+                self.connections_max
+            ),
+            Refusal::ClientBusy => format!(
+                "{client} has {} requests in flight, the most one client address may have. \
+                 Retry shortly (shoal serve --busy-connections-per-client raises the limit).",
+                self.busy_per_client_max
+            ),
+        }
+    }
+
+    /// Appends the connection families in Prometheus text format.
+    pub fn render_metrics(&self, out: &mut String) {
+        let (live, busy) = {
+            let registry = self.lock();
+            let busy: usize = registry
+                .clients
+                .values()
+                .map(|client| client.busy.load(Ordering::Relaxed))
+                .sum();
+            (registry.live, busy)
+        };
+        // Writing to a String cannot fail; the fmt::Results are ignored for that reason.
+        let _ = writeln!(
+            out,
+            "# HELP shoal_open_connections Client connections open now."
+        );
+        let _ = writeln!(out, "# TYPE shoal_open_connections gauge");
+        let _ = writeln!(out, "shoal_open_connections {live}");
+        let _ = writeln!(
+            out,
+            "# HELP shoal_busy_connections Client connections with a request in flight now."
+        );
+        let _ = writeln!(out, "# TYPE shoal_busy_connections gauge");
+        let _ = writeln!(out, "shoal_busy_connections {busy}");
+        let _ = writeln!(
+            out,
+            "# HELP shoal_idle_connections_closed_total Idle connections closed to make room."
+        );
+        let _ = writeln!(out, "# TYPE shoal_idle_connections_closed_total counter");
+        for reason in IdleClosure::ALL {
+            let _ = writeln!(
+                out,
+                "shoal_idle_connections_closed_total{{reason=\"{}\"}} {}",
+                reason.label(),
+                self.idle_closure_counts[reason.index()].load(Ordering::Relaxed)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP shoal_rejected_connections_total Clients refused at a connection limit."
+        );
+        let _ = writeln!(out, "# TYPE shoal_rejected_connections_total counter");
+        for reason in Refusal::ALL {
+            let _ = writeln!(
+                out,
+                "shoal_rejected_connections_total{{reason=\"{}\"}} {}",
+                reason.label(),
+                self.refusal_counts[reason.index()].load(Ordering::Relaxed)
+            );
+        }
+    }
+}
+
+impl ConnectionSlot {
+    /// Marks the connection busy for a request, unless its client address already has
+    /// `busy_per_client_max` requests in flight.
+    pub fn begin_request(&self) -> Result<BusyConnection<'_>, Refusal> {
+        let state = &self.state;
+        let busy_before = state.client_busy.fetch_add(1, Ordering::AcqRel);
+        if busy_before >= self.admissions.busy_per_client_max {
+            state.client_busy.fetch_sub(1, Ordering::AcqRel);
+            self.admissions
+                .count_refusal(Refusal::ClientBusy, state.client);
+            return Err(Refusal::ClientBusy);
+        }
+        // A connection chosen to close stays so: hyper finishes this request, then closes it.
+        let _ = state
+            .activity
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |activity| {
+                (activity != CLOSING).then_some(BUSY)
+            });
+        Ok(BusyConnection { slot: self })
+    }
+
+    /// Completes when the server asks this connection to close (to make room, or at
+    /// shutdown).
+    pub async fn close_requested(&self) {
+        self.state.close.notified().await;
+    }
+
+    /// The refusal text for this connection's client.
+    pub fn refusal_text(&self, refusal: Refusal) -> String {
+        self.admissions.refusal_text(refusal, self.state.client)
+    }
+}
+
+impl Drop for BusyConnection<'_> {
+    fn drop(&mut self) {
+        let state = &self.slot.state;
+        state.client_busy.fetch_sub(1, Ordering::AcqRel);
+        let stamp = self.slot.admissions.next_idle_stamp();
+        let _ = state
+            .activity
+            .compare_exchange(BUSY, stamp, Ordering::AcqRel, Ordering::Acquire);
+    }
 }
 
 impl Drop for ConnectionSlot {
     fn drop(&mut self) {
-        let mut counts = self
-            .per_client
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(count) = counts.get_mut(&self.client) {
-            *count -= 1;
-            if *count == 0 {
-                counts.remove(&self.client);
+        let state = &self.state;
+        // A queued stamp of this connection can no longer be chosen.
+        state.activity.store(CLOSING, Ordering::Release);
+        let mut registry = self.admissions.lock();
+        registry.counted.remove(&state.id);
+        if let Some(client) = registry.clients.get_mut(&state.client) {
+            client.connections -= 1;
+            if client.connections == 0 {
+                registry.clients.remove(&state.client);
             }
         }
-    }
-}
-
-/// The server's connection limits.
-pub struct Admissions {
-    slots: Arc<Semaphore>,
-    per_client: Arc<Mutex<HashMap<IpAddr, usize>>>,
-    per_client_max: usize,
-    rejections: Arc<Semaphore>,
-}
-
-impl Admissions {
-    pub fn new(connections_max: usize, per_client_max: usize) -> Admissions {
-        Admissions {
-            slots: Arc::new(Semaphore::new(connections_max)),
-            per_client: Arc::new(Mutex::new(HashMap::new())),
-            per_client_max,
-            rejections: Arc::new(Semaphore::new(REJECTIONS_IN_FLIGHT_MAX)),
+        assert!(registry.live > 0, "a connection ended twice");
+        registry.live -= 1;
+        if registry.live == 0 {
+            self.admissions.all_ended.notify_waiters();
         }
     }
+}
 
-    /// Decides for a connection from `client`.
-    pub fn admit(&self, client: IpAddr) -> Admission {
-        let mut counts = self
-            .per_client
+/// Lets one log line through per [`REFUSAL_LOG_INTERVAL`] and counts the ones held back.
+#[derive(Default)]
+struct RateLimitedLog {
+    last_line: Mutex<Option<Instant>>,
+    held_back: AtomicU64,
+}
+
+impl RateLimitedLog {
+    /// `Some(lines held back since the last one)` if a line may be written now.
+    fn take_turn(&self) -> Option<u64> {
+        let now = Instant::now();
+        let mut last_line = self
+            .last_line
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let count = counts.get(&client).copied().unwrap_or(0);
-        let slot = if count < self.per_client_max {
-            Arc::clone(&self.slots).try_acquire_owned().ok()
-        } else {
-            None
-        };
-        let Some(slot) = slot else {
-            drop(counts);
-            return match Arc::clone(&self.rejections).try_acquire_owned() {
-                Ok(permit) => Admission::Throttle(permit),
-                Err(_) => Admission::Close,
-            };
-        };
-        counts.insert(client, count + 1);
-        Admission::Serve(ConnectionSlot {
-            _slot: slot,
-            client,
-            per_client: Arc::clone(&self.per_client),
-        })
+        match *last_line {
+            Some(last) if now.duration_since(last) < REFUSAL_LOG_INTERVAL => {
+                self.held_back.fetch_add(1, Ordering::Relaxed);
+                None
+            }
+            _ => {
+                *last_line = Some(now);
+                Some(self.held_back.swap(0, Ordering::Relaxed))
+            }
+        }
     }
 }
 
@@ -95,36 +515,184 @@ impl Admissions {
 mod tests {
     use super::*;
 
-    #[test]
-    fn limits_each_client_and_the_total_and_frees_slots_on_drop() {
-        let admissions = Admissions::new(3, 2);
-        let first: IpAddr = "127.0.0.2".parse().unwrap();
-        let second: IpAddr = "127.0.0.3".parse().unwrap();
-        let a = admissions.admit(first);
-        let b = admissions.admit(first);
-        assert!(matches!(a, Admission::Serve(_)));
-        assert!(matches!(b, Admission::Serve(_)));
-        assert!(matches!(admissions.admit(first), Admission::Throttle(_)));
-        let c = admissions.admit(second);
-        assert!(matches!(c, Admission::Serve(_)));
-        // The total is reached: even a new client is throttled.
-        let third: IpAddr = "127.0.0.4".parse().unwrap();
-        assert!(matches!(admissions.admit(third), Admission::Throttle(_)));
-        drop(a);
-        assert!(matches!(admissions.admit(first), Admission::Serve(_)));
-        drop((b, c));
+    fn address(text: &str) -> IpAddr {
+        text.parse().unwrap()
+    }
+
+    fn served(admission: Admission) -> Arc<ConnectionSlot> {
+        match admission {
+            Admission::Serve(slot) => slot,
+            Admission::Refuse(_) => panic!("refused"),
+            Admission::Close => panic!("closed"),
+        }
+    }
+
+    /// Whether the slot's connection was asked to close.
+    fn close_was_requested(slot: &ConnectionSlot) -> bool {
+        slot.state.activity.load(Ordering::Acquire) == CLOSING
     }
 
     #[test]
-    fn closes_once_the_rejection_pool_is_full() {
+    fn idle_connections_at_the_limit_make_room_oldest_first() {
+        let admissions = Admissions::new(3, 100);
+        let client = address("127.0.0.1");
+        let oldest = served(admissions.admit(client));
+        let middle = served(admissions.admit(client));
+        let newest = served(admissions.admit(client));
+        // `oldest` serves a request and goes idle again: it is now the newest idle one.
+        drop(oldest.begin_request().unwrap());
+        let fourth = served(admissions.admit(client));
+        assert!(close_was_requested(&middle));
+        assert!(!close_was_requested(&oldest) && !close_was_requested(&newest));
+        let fifth = served(admissions.admit(client));
+        assert!(close_was_requested(&newest));
+        assert!(!close_was_requested(&oldest) && !close_was_requested(&fourth));
+        assert_eq!(
+            admissions.idle_closure_counts[IdleClosure::ConnectionLimit.index()]
+                .load(Ordering::Relaxed),
+            2
+        );
+        drop(fifth);
+    }
+
+    #[test]
+    fn only_busy_connections_refuse_a_new_one() {
+        let admissions = Admissions::new(2, 100);
+        let client = address("127.0.0.1");
+        let first = served(admissions.admit(client));
+        let second = served(admissions.admit(client));
+        let first_busy = first.begin_request().unwrap();
+        let second_busy = second.begin_request().unwrap();
+        assert!(matches!(admissions.admit(client), Admission::Refuse(_)));
+        assert!(!close_was_requested(&first) && !close_was_requested(&second));
+        // One request ends: its connection is idle, and it makes room.
+        drop(second_busy);
+        let third = served(admissions.admit(client));
+        assert!(close_was_requested(&second));
+        assert!(!close_was_requested(&first));
+        drop((first_busy, third));
+    }
+
+    #[test]
+    fn a_connection_that_went_busy_after_it_was_queued_is_not_closed() {
+        let admissions = Admissions::new(2, 100);
+        let client = address("127.0.0.1");
+        let first = served(admissions.admit(client));
+        let second = served(admissions.admit(client));
+        // Fills the queue with both, then takes `first`.
+        let third = served(admissions.admit(client));
+        assert!(close_was_requested(&first));
+        // `second` is queued with its old stamp, but is busy now: the next pick skips it
+        // and, finding nobody idle, refuses.
+        let second_busy = second.begin_request().unwrap();
+        let third_busy = third.begin_request().unwrap();
+        assert!(matches!(admissions.admit(client), Admission::Refuse(_)));
+        assert!(!close_was_requested(&second));
+        drop((second_busy, third_busy));
+    }
+
+    #[test]
+    fn each_client_address_has_its_own_busy_limit() {
+        let admissions = Admissions::new(100, 2);
+        let first = address("127.0.0.2");
+        let second = address("127.0.0.3");
+        let connections: Vec<_> = (0..3).map(|_| served(admissions.admit(first))).collect();
+        let one = connections[0].begin_request().unwrap();
+        let two = connections[1].begin_request().unwrap();
+        assert_eq!(
+            connections[2].begin_request().err(),
+            Some(Refusal::ClientBusy)
+        );
+        // Another address is not held to the first one's count.
+        let other = served(admissions.admit(second));
+        let other_busy = other.begin_request().unwrap();
+        // A request that ends frees its place.
+        drop(one);
+        let three = connections[2].begin_request().unwrap();
+        assert_eq!(
+            admissions.refusal_counts[Refusal::ClientBusy.index()].load(Ordering::Relaxed),
+            1
+        );
+        drop((two, three, other_busy));
+    }
+
+    #[test]
+    fn closes_once_the_refusals_pool_is_full() {
         let admissions = Admissions::new(0, 1);
-        let client: IpAddr = "127.0.0.2".parse().unwrap();
-        let held: Vec<Admission> = (0..REJECTIONS_IN_FLIGHT_MAX)
+        let client = address("127.0.0.2");
+        let held: Vec<Admission> = (0..REFUSALS_IN_FLIGHT_MAX)
             .map(|_| admissions.admit(client))
             .collect();
         assert!(held
             .iter()
-            .all(|admission| matches!(admission, Admission::Throttle(_))));
+            .all(|admission| matches!(admission, Admission::Refuse(_))));
         assert!(matches!(admissions.admit(client), Admission::Close));
+    }
+
+    #[test]
+    fn metrics_count_open_busy_closed_and_refused() {
+        let admissions = Admissions::new(1, 1);
+        let client = address("127.0.0.1");
+        let first = served(admissions.admit(client));
+        let second = served(admissions.admit(client));
+        let busy = second.begin_request().unwrap();
+        assert!(matches!(admissions.admit(client), Admission::Refuse(_)));
+        let mut page = String::new();
+        admissions.render_metrics(&mut page);
+        for line in [
+            // `first` was closed to make room, but its connection has not ended yet.
+            "shoal_open_connections 2",
+            "shoal_busy_connections 1",
+            "shoal_idle_connections_closed_total{reason=\"connection_limit\"} 1",
+            "shoal_idle_connections_closed_total{reason=\"open_files\"} 0",
+            "shoal_rejected_connections_total{reason=\"every_connection_busy\"} 1",
+            "shoal_rejected_connections_total{reason=\"client_busy\"} 0",
+        ] {
+            assert!(page.lines().any(|l| l == line), "missing {line}\n{page}");
+        }
+        drop(busy);
+        drop((first, second));
+        let mut page = String::new();
+        admissions.render_metrics(&mut page);
+        assert!(
+            page.lines().any(|l| l == "shoal_open_connections 0"),
+            "{page}"
+        );
+    }
+
+    #[test]
+    fn refusals_are_logged_once_per_interval() {
+        let log = RateLimitedLog::default();
+        assert_eq!(log.take_turn(), Some(0));
+        assert_eq!(log.take_turn(), None);
+        assert_eq!(log.take_turn(), None);
+        *log.last_line.lock().unwrap() = Some(Instant::now() - REFUSAL_LOG_INTERVAL);
+        assert_eq!(log.take_turn(), Some(2));
+    }
+
+    #[tokio::test]
+    async fn shutdown_waits_for_every_connection() {
+        let admissions = Admissions::new(10, 10);
+        let slot = served(admissions.admit(address("127.0.0.1")));
+        admissions.close_all();
+        // The connection was asked to close: its request-to-close completes at once.
+        tokio::time::timeout(Duration::from_secs(1), slot.close_requested())
+            .await
+            .unwrap();
+        assert!(matches!(
+            admissions.admit(address("127.0.0.1")),
+            Admission::Close
+        ));
+        let waiter = {
+            let admissions = Arc::clone(&admissions);
+            tokio::spawn(async move { admissions.all_ended().await })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiter.is_finished());
+        drop(slot);
+        tokio::time::timeout(Duration::from_secs(1), waiter)
+            .await
+            .unwrap()
+            .unwrap();
     }
 }

@@ -26,10 +26,16 @@ pub const BODY_BYTES_MAX_DEFAULT: usize = 16 * 1024 * 1024;
 /// DynamoDB's cap on the request line, and on the request headers: 16 KiB each.
 pub const HEADER_BYTES_MAX_DEFAULT: usize = 16 * 1024;
 
-/// Connections one client address may hold by default: half the default total, so one
-/// client cannot take every slot, yet far above the AWS SDKs' pools (50 in Java's, 10 in
-/// botocore's) and `shoal bench`'s connections, which on loopback all share one address.
-pub const CONNECTIONS_PER_CLIENT_MAX_DEFAULT: usize = 512;
+/// Connections open at once by default, idle ones included: far more than a test suite's
+/// clients leave in their pools (a client per test, each keeping its connections alive),
+/// which all come from 127.0.0.1. At the limit, idle connections are closed to make room;
+/// only busy ones can make the server refuse a client.
+pub const CONNECTIONS_MAX_DEFAULT: usize = 8192;
+
+/// Requests one client address may have in flight at once by default: half the default
+/// total, so that one client sending bodies slowly cannot hold every connection, and still
+/// thousands for the clients of one machine, which all share 127.0.0.1.
+pub const BUSY_CONNECTIONS_PER_CLIENT_MAX_DEFAULT: usize = CONNECTIONS_MAX_DEFAULT / 2;
 
 /// Operations on the blocking pool at once by default: enough for group commit to gather
 /// many writers into each fsync, few enough that the threads' stacks stay small.
@@ -123,11 +129,13 @@ pub struct ServerConfig {
     /// Cap on the request line, and on the request headers; a larger one gets `400` with a
     /// DynamoDB error body. hyper refuses a head over four times this itself (`431`, no body).
     pub header_bytes_max: usize,
-    /// Connections beyond this are answered `ThrottlingException` and closed.
+    /// Connections open at once, idle ones included. A new connection at the limit closes
+    /// the connection idle the longest; it is refused (`503`) only if every one is busy.
+    /// Lowered at start if the open-files limit cannot hold it.
     pub connections_max: usize,
-    /// Connections from one client address beyond this are answered `ThrottlingException`
-    /// and closed.
-    pub connections_per_client_max: usize,
+    /// Requests one client address may have in flight (busy connections); one more is
+    /// refused (`503`) and its connection closed. Idle connections do not count.
+    pub busy_connections_per_client_max: usize,
     /// A client that has not sent its request headers within this time is disconnected; an
     /// idle keep-alive connection waiting for its next request is closed after it too.
     pub header_read_timeout: Duration,
@@ -160,8 +168,8 @@ impl Default for ServerConfig {
             body_bytes_max: BODY_BYTES_MAX_DEFAULT,
             region: None,
             header_bytes_max: HEADER_BYTES_MAX_DEFAULT,
-            connections_max: 1024,
-            connections_per_client_max: CONNECTIONS_PER_CLIENT_MAX_DEFAULT,
+            connections_max: CONNECTIONS_MAX_DEFAULT,
+            busy_connections_per_client_max: BUSY_CONNECTIONS_PER_CLIENT_MAX_DEFAULT,
             header_read_timeout: Duration::from_secs(30),
             body_read_timeout: Duration::from_secs(30),
             handler_threads: HANDLER_THREADS_DEFAULT,

@@ -52,10 +52,12 @@
 //! Request body: `body_bytes_max`. Request line and headers: `header_bytes_max` each; hyper
 //! itself refuses a head over four times that with a bare `431`, and malformed framing (a
 //! `Content-Length` that is not a number) with a bare `400`, before the service sees the
-//! request. Connections: `connections_max` in all and `connections_per_client_max` per client
-//! address; one over either is answered `ThrottlingException` and closed. Slow clients:
-//! `header_read_timeout` (which also closes idle keep-alive connections) and
-//! `body_read_timeout`. Shutdown: `shutdown_grace`. Only HTTP/1.1 is served, which is what the
+//! request. Connections: `connections_max` open in all (idle ones are closed, oldest first,
+//! to make room for new ones; a new one is refused only when every open one is busy) and
+//! `busy_connections_per_client_max` requests in flight per client address (one more is
+//! refused); a refusal is `503 ServiceUnavailable` with a text naming the limit, and the
+//! connection is closed (the `admission` module). Slow clients: `header_read_timeout` (which
+//! also closes idle keep-alive connections) and `body_read_timeout`. Shutdown: `shutdown_grace`. Only HTTP/1.1 is served, which is what the
 //! AWS SDKs use for DynamoDB.
 
 mod admin;
@@ -71,6 +73,7 @@ pub mod error_body;
 pub mod faults;
 pub mod handler;
 pub mod metrics;
+mod open_files;
 pub mod request;
 pub mod response;
 mod serve;

@@ -8,7 +8,10 @@
 //!   the blocking pool included).
 //! - `shoal_rejected_requests_total{reason}`: requests refused before the handler, by error
 //!   code (or `NotFound`, `RequestTooLarge`).
-//! - `shoal_open_connections`, `shoal_rejected_connections_total`.
+//!
+//! The connection families (`shoal_open_connections`, `shoal_busy_connections`,
+//! `shoal_idle_connections_closed_total{reason}`, `shoal_rejected_connections_total{reason}`)
+//! are the `admission` module's.
 //!
 //! Label sets are bounded: operations are fixed when the server starts and reasons are error
 //! code names.
@@ -47,8 +50,6 @@ pub struct Metrics {
     operations: HashMap<&'static str, OperationStats>,
     http_requests: AtomicU64,
     rejections: Mutex<BTreeMap<&'static str, u64>>,
-    open_connections: AtomicU64,
-    rejected_connections: AtomicU64,
 }
 
 impl Metrics {
@@ -61,8 +62,6 @@ impl Metrics {
                 .collect(),
             http_requests: AtomicU64::new(0),
             rejections: Mutex::new(BTreeMap::new()),
-            open_connections: AtomicU64::new(0),
-            rejected_connections: AtomicU64::new(0),
         }
     }
 
@@ -99,18 +98,6 @@ impl Metrics {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         *rejections.entry(reason).or_insert(0) += 1;
-    }
-
-    pub fn connection_opened(&self) {
-        self.open_connections.fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub fn connection_closed(&self) {
-        self.open_connections.fetch_sub(1, Ordering::Relaxed);
-    }
-
-    pub fn connection_rejected(&self) {
-        self.rejected_connections.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Appends every family in Prometheus text format.
@@ -194,24 +181,6 @@ impl Metrics {
                 "shoal_rejected_requests_total{{reason=\"{reason}\"}} {count}"
             );
         }
-
-        let _ = writeln!(
-            out,
-            "# HELP shoal_open_connections Client connections open now."
-        );
-        let _ = writeln!(out, "# TYPE shoal_open_connections gauge");
-        let _ = writeln!(
-            out,
-            "shoal_open_connections {}",
-            self.open_connections.load(Ordering::Relaxed)
-        );
-        let _ = writeln!(out, "# HELP shoal_rejected_connections_total Connections closed at accept because the server was full.");
-        let _ = writeln!(out, "# TYPE shoal_rejected_connections_total counter");
-        let _ = writeln!(
-            out,
-            "shoal_rejected_connections_total {}",
-            self.rejected_connections.load(Ordering::Relaxed)
-        );
     }
 }
 

@@ -2,7 +2,7 @@
 //! pipeline and the handler, and shutting down gracefully.
 
 use crate::admin::{self, AdminContext, ADMIN_PATH_PREFIX};
-use crate::admission::{Admission, Admissions, ConnectionSlot};
+use crate::admission::{Admission, Admissions, ConnectionSlot, IdleClosure, Refusal};
 use crate::auth::AuthPolicy;
 use crate::body::{discard_rest, read_body, BodyError};
 use crate::config::ServerConfig;
@@ -11,6 +11,7 @@ use crate::cors;
 use crate::faults::{Decision, FaultInjector};
 use crate::handler::DynamoHandler;
 use crate::metrics::{Metrics, Outcome};
+use crate::open_files;
 use crate::request::{check_head_size, decode_api_request, route, Route, NOT_FOUND_BODY};
 use crate::response::{
     close_connection, error_response, new_request_id, response, AMZ_JSON_CONTENT_TYPE,
@@ -25,8 +26,7 @@ use hyper::body::{Body as _, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
-use shoal_model::ApiError;
+use shoal_model::{ApiError, ErrorCode};
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -36,15 +36,20 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-/// How long to pause after a failed accept (typically out of file descriptors) before retrying.
+/// How long to pause after a failed accept before retrying, when no idle connection could
+/// be closed to free a descriptor.
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(50);
+
+/// How long to pause after closing an idle connection to free a descriptor: long enough for
+/// its task to run and close it.
+const ACCEPT_DESCRIPTOR_PAUSE: Duration = Duration::from_millis(1);
 
 /// hyper refuses a request head over this many times `header_bytes_max` on its own (`431`,
 /// without a body); between the two the service answers `400` with DynamoDB's error body.
 const HYPER_HEAD_SIZE_FACTOR: usize = 4;
 
-/// How long a connection over a limit has to send the request its throttling answer is for.
-const THROTTLED_READ_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a connection refused at accept has to send the request its refusal answers.
+const REFUSED_READ_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -84,13 +89,11 @@ pub async fn serve(
     config: ServerConfig,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServerError> {
-    let admissions = Admissions::new(config.connections_max, config.connections_per_client_max);
     let state = Arc::new(ServerState::new(handler, config));
     state
         .faults
         .add(state.config.faults.clone())
         .map_err(ServerError::Faults)?;
-    let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
@@ -98,30 +101,33 @@ pub async fn serve(
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(error) => {
-                    tracing::warn!(%error, "accept failed");
-                    tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
+                    // Out of descriptors: an idle connection gives its own up, so that idle
+                    // connections never keep a client waiting in the backlog.
+                    let out_of_descriptors =
+                        matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE));
+                    if out_of_descriptors
+                        && state.admissions.close_an_idle_connection(IdleClosure::OpenFiles)
+                    {
+                        tokio::time::sleep(ACCEPT_DESCRIPTOR_PAUSE).await;
+                    } else {
+                        tracing::warn!(%error, "accept failed");
+                        tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
+                    }
                     continue;
                 }
             },
         };
-        match admissions.admit(peer.ip()) {
-            Admission::Serve(slot) => serve_connection(&state, &graceful, stream, peer, slot),
-            Admission::Throttle(permit) => {
-                state.metrics.connection_rejected();
-                // debug, not warn: a flood of connections must not become a flood of log
-                // lines; shoal_rejected_connections_total shows it.
-                tracing::debug!(%peer, "connection limit reached; throttling");
-                throttle_connection(&state, stream, permit);
-            }
-            Admission::Close => {
-                state.metrics.connection_rejected();
-                tracing::debug!(%peer, "connection limit reached; closing new connection");
-            }
+        match state.admissions.admit(peer.ip()) {
+            Admission::Serve(slot) => serve_connection(&state, stream, peer, slot),
+            Admission::Refuse(permit) => refuse_connection(&state, stream, peer, permit),
+            // Dropping the stream closes it.
+            Admission::Close => {}
         }
     }
     drop(listener);
+    state.admissions.close_all();
     tokio::select! {
-        () = graceful.shutdown() => {}
+        () = state.admissions.all_ended() => {}
         () = tokio::time::sleep(state.config.shutdown_grace) => {
             tracing::warn!("shutdown grace period over; abandoning open connections");
         }
@@ -145,18 +151,25 @@ fn http1_builder(config: &ServerConfig, header_read_timeout: Duration) -> http1:
     builder
 }
 
+/// Serves a connection until it ends, or until the server asks it to close (to make room
+/// for another, or at shutdown): hyper then closes it at once if it is idle, or after the
+/// request in flight.
 fn serve_connection(
     state: &Arc<ServerState>,
-    graceful: &GracefulShutdown,
     stream: TcpStream,
     peer: SocketAddr,
-    slot: ConnectionSlot,
+    slot: Arc<ConnectionSlot>,
 ) {
     let connection_state = Arc::clone(state);
-    let service = service_fn(move |request| {
+    let service_slot = Arc::clone(&slot);
+    let service = service_fn(move |request: Request<Incoming>| {
         let request_state = Arc::clone(&connection_state);
+        let slot = Arc::clone(&service_slot);
         async move {
-            let response = handle_http(&request_state, request, peer).await;
+            let response = match slot.begin_request() {
+                Ok(_busy) => handle_http(&request_state, request, peer).await,
+                Err(refusal) => refuse_request(&request_state, request, slot.refusal_text(refusal)),
+            };
             if response.extensions().get::<DropConnection>().is_some() {
                 return Err(DroppedByFault);
             }
@@ -165,38 +178,72 @@ fn serve_connection(
     });
     let connection = http1_builder(&state.config, state.config.header_read_timeout)
         .serve_connection(TokioIo::new(stream), service);
-    let connection = graceful.watch(connection);
-    let metrics_state = Arc::clone(state);
-    metrics_state.metrics.connection_opened();
     tokio::spawn(async move {
-        if let Err(error) = connection.await {
+        tokio::pin!(connection);
+        let ended = tokio::select! {
+            ended = connection.as_mut() => ended,
+            () = slot.close_requested() => {
+                connection.as_mut().graceful_shutdown();
+                connection.await
+            }
+        };
+        if let Err(error) = ended {
             tracing::debug!(%peer, %error, "connection ended with an error");
         }
-        metrics_state.metrics.connection_closed();
-        drop(slot);
+        // The connection leaves the registry when the slot's last holder goes: this task
+        // and the connection's service both end here.
     });
 }
 
-/// Answers the connection's first request with `ThrottlingException` and closes it; a client
-/// that sends nothing is dropped after [`THROTTLED_READ_TIMEOUT`].
-fn throttle_connection(state: &Arc<ServerState>, stream: TcpStream, permit: OwnedSemaphorePermit) {
-    let service = service_fn(|_request| async {
-        let error = ApiError::throttling();
+/// Answers the connection's first request with the refusal and closes it; a client that
+/// sends nothing is dropped after [`REFUSED_READ_TIMEOUT`].
+fn refuse_connection(
+    state: &Arc<ServerState>,
+    stream: TcpStream,
+    peer: SocketAddr,
+    permit: OwnedSemaphorePermit,
+) {
+    let text = state
+        .admissions
+        .refusal_text(Refusal::EveryConnectionBusy, peer.ip());
+    let service = service_fn(move |_request| {
+        let error = ApiError::new(ErrorCode::ServiceUnavailable, text.clone());
         let answer = close_connection(error_response(&error, &new_request_id()));
-        Ok::<_, Infallible>(answer)
+        async { Ok::<_, Infallible>(answer) }
     });
-    let read_timeout = state.config.header_read_timeout.min(THROTTLED_READ_TIMEOUT);
+    let read_timeout = state.config.header_read_timeout.min(REFUSED_READ_TIMEOUT);
     let connection = http1_builder(&state.config, read_timeout)
         .keep_alive(false)
         .serve_connection(TokioIo::new(stream), service);
     tokio::spawn(async move {
-        let _ = tokio::time::timeout(THROTTLED_READ_TIMEOUT, connection).await;
+        let _ = tokio::time::timeout(REFUSED_READ_TIMEOUT, connection).await;
         drop(permit);
     });
 }
 
+/// Refuses a request its client may not have in flight now (`503 ServiceUnavailable`, which
+/// the SDKs retry) and closes the connection after the answer. The body is read and dropped
+/// in the background, so the client reads the answer rather than a reset, but only for
+/// [`REFUSED_READ_TIMEOUT`] and only while the refusals' pool has room: a client refused for
+/// sending its bodies slowly must not hold a connection for each refusal.
+fn refuse_request(
+    state: &ServerState,
+    request: Request<Incoming>,
+    text: String,
+) -> Response<Full<Bytes>> {
+    let (parts, body) = request.into_parts();
+    if let Some(permit) = state.admissions.refusal_permit() {
+        let deadline = tokio::time::Instant::now() + REFUSED_READ_TIMEOUT;
+        let declared = declared_length(&parts);
+        discard_unread_body(state, &parts, body, declared, deadline, Some(permit));
+    }
+    let error = ApiError::new(ErrorCode::ServiceUnavailable, text);
+    close_connection(error_response(&error, &new_request_id()))
+}
+
 struct ServerState {
     handler: Arc<dyn DynamoHandler>,
+    admissions: Arc<Admissions>,
     operations: Vec<&'static str>,
     config: ServerConfig,
     metrics: Metrics,
@@ -210,7 +257,9 @@ impl ServerState {
     fn new(handler: Arc<dyn DynamoHandler>, config: ServerConfig) -> ServerState {
         let operations = handler.operations().to_vec();
         let region = config.region.as_deref().unwrap_or("us-east-1");
+        let connections_max = open_files::fit_connections(config.connections_max);
         ServerState {
+            admissions: Admissions::new(connections_max, config.busy_connections_per_client_max),
             metrics: Metrics::new(&operations),
             faults: FaultInjector::new(&operations),
             health_body: format!("healthy: dynamodb.{region}.amazonaws.com "),
@@ -303,6 +352,7 @@ async fn answer(
         Route::Metrics => {
             let mut page = String::new();
             state.metrics.render(&mut page);
+            state.admissions.render_metrics(&mut page);
             state.faults.render_metrics(&mut page);
             state.handler.render_metrics(&mut page);
             (
@@ -340,11 +390,7 @@ async fn handle_api(
 ) -> (Response<Full<Bytes>>, Option<&'static str>) {
     let body_bytes_max = state.config.body_bytes_max;
     let deadline = tokio::time::Instant::now() + state.config.body_read_timeout;
-    let declared_length = parts
-        .headers
-        .get(CONTENT_LENGTH)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.parse::<u64>().ok());
+    let declared_length = declared_length(parts);
     if declared_length.is_some_and(|length| length > body_bytes_max as u64) {
         let answer = refuse_body(state, parts, body, declared_length, deadline, request_id);
         return (answer, None);
@@ -506,29 +552,57 @@ fn reject(state: &ServerState, error: ApiError, request_id: &str) -> Response<Fu
     error_response(&error, request_id)
 }
 
+/// The request's `Content-Length`, if it gives a number.
+fn declared_length(parts: &Parts) -> Option<u64> {
+    parts
+        .headers
+        .get(CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok())
+}
+
 /// 413 for a body over the cap, whether declared (`declared_length`) or found while reading,
-/// answered at once. The connection closes after it, but what is left of the body is first
-/// read and dropped in the background, up to the cap once more and until the body deadline:
-/// closing with the client's bytes unread would make the kernel reset the connection, and a
-/// client still sending would lose the answer. A client that sent `Expect: 100-continue` has
-/// sent nothing yet and is not asked to.
+/// answered at once; the connection closes after it (see [`discard_unread_body`]).
 fn refuse_body(
+    state: &ServerState,
+    parts: &Parts,
+    body: Incoming,
+    declared_length: Option<u64>,
+    deadline: tokio::time::Instant,
+    request_id: &str,
+) -> Response<Full<Bytes>> {
+    discard_unread_body(state, parts, body, declared_length, deadline, None);
+    close_connection(too_large(state, request_id))
+}
+
+/// For a request answered without reading its body: what is left of the body is read and
+/// dropped in the background, up to twice the cap and until the body deadline, before the
+/// connection closes. Closing with the client's bytes unread would make the kernel reset the
+/// connection, and a client still sending would lose the answer. A client that sent `Expect:
+/// 100-continue` has sent nothing yet and is not asked to. `permit`, if any, is held until
+/// the body is read.
+fn discard_unread_body(
     state: &ServerState,
     parts: &Parts,
     mut body: Incoming,
     declared_length: Option<u64>,
     deadline: tokio::time::Instant,
-    request_id: &str,
-) -> Response<Full<Bytes>> {
+    permit: Option<OwnedSemaphorePermit>,
+) {
     let discard_max = (state.config.body_bytes_max as u64).saturating_mul(2);
     let waits_for_continue = parts
         .headers
         .get(EXPECT)
         .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"100-continue"));
-    if !waits_for_continue && declared_length.is_none_or(|length| length <= discard_max) {
-        tokio::spawn(async move { discard_rest(&mut body, discard_max, deadline).await });
+    if !waits_for_continue
+        && !body.is_end_stream()
+        && declared_length.is_none_or(|length| length <= discard_max)
+    {
+        tokio::spawn(async move {
+            discard_rest(&mut body, discard_max, deadline).await;
+            drop(permit);
+        });
     }
-    close_connection(too_large(state, request_id))
 }
 
 /// 413 with a DynamoDB-style body.

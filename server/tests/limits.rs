@@ -6,8 +6,8 @@ mod support;
 use shoal_server::ServerConfig;
 use std::time::Duration;
 use support::{
-    api_call, connect_from, post, read_response, send_raw, TestServer, DUMMY_AUTHORIZATION,
-    EXCHANGE_TIMEOUT,
+    api_call, api_call_keep_alive, connect_from, post, read_response, send_raw, TestServer,
+    DUMMY_AUTHORIZATION, EXCHANGE_TIMEOUT,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -216,8 +216,13 @@ async fn idle_keep_alive_connections_are_closed() {
     server.stop().await;
 }
 
-/// Sends a request over a connection that is over a limit and checks it is throttled.
-async fn assert_throttled(mut stream: TcpStream) {
+/// How soon a well-behaved client must be served while others flood the server (README,
+/// "Connection limits").
+const SERVED_WITHIN: Duration = Duration::from_secs(2);
+
+/// Sends a request over a connection that is over a limit and checks it is refused as the
+/// README says: `503 ServiceUnavailable` with a text naming the limit, then closed.
+async fn assert_refused(mut stream: TcpStream, text: &str) {
     // The server may already have answered and closed: the answer is what matters.
     let _ = stream.write_all(&api_call("GetItem", "{}")).await;
     let mut received = Vec::new();
@@ -225,52 +230,203 @@ async fn assert_throttled(mut stream: TcpStream) {
         .await
         .expect("no answer in time");
     let response = support::parse_response(&received);
-    assert_eq!(response.status, 400);
+    assert_eq!(response.status, 503);
     response.assert_standard_headers();
     assert_eq!(
         response.json()["__type"],
-        "com.amazonaws.dynamodb.v20120810#ThrottlingException"
+        "com.amazonaws.dynamodb.v20120810#ServiceUnavailable"
     );
+    assert_eq!(response.json()["message"], text);
     assert_eq!(response.header("connection"), Some("close"));
+}
+
+/// Sends `request` on `stream` and reads its answer's status.
+async fn exchange(stream: &mut TcpStream, request: &[u8]) -> u16 {
+    stream.write_all(request).await.unwrap();
+    read_response(stream).await.status
+}
+
+/// A new connection's GetItem, answered within [`SERVED_WITHIN`]: its status.
+async fn served_within_bound(source: &str, server: std::net::SocketAddr) -> u16 {
+    tokio::time::timeout(SERVED_WITHIN, async {
+        let mut stream = connect_from(source, server).await;
+        stream.write_all(&api_call("GetItem", "{}")).await.unwrap();
+        let mut received = Vec::new();
+        stream.read_to_end(&mut received).await.unwrap();
+        support::parse_response(&received).status
+    })
+    .await
+    .expect("a well-behaved client was not served in time")
+}
+
+/// Starts PutItems whose bodies are 1000 bytes, of which only a few are sent: each leaves
+/// its connection busy until the body deadline.
+async fn half_sent_bodies(
+    source: &str,
+    server: std::net::SocketAddr,
+    count: usize,
+) -> Vec<TcpStream> {
+    let mut streams = Vec::new();
+    for _ in 0..count {
+        let mut stream = connect_from(source, server).await;
+        stream
+            .write_all(head_of_put(1000).as_bytes())
+            .await
+            .unwrap();
+        stream.write_all(b"{\"T").await.unwrap();
+        streams.push(stream);
+    }
+    streams
+}
+
+/// Waits until `/metrics` shows `busy` requests in flight besides its own.
+async fn wait_for_busy(server: std::net::SocketAddr, busy: usize) {
+    for _ in 0..500 {
+        if support::metric(server, "shoal_busy_connections").await as usize == busy + 1 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the server never had {busy} requests in flight");
+}
+
+async fn rejected(server: std::net::SocketAddr, reason: &str) -> f64 {
+    support::metric(
+        server,
+        &format!("shoal_rejected_connections_total{{reason=\"{reason}\"}}"),
+    )
+    .await
+}
+
+async fn idle_closed(server: std::net::SocketAddr) -> f64 {
+    support::metric(
+        server,
+        "shoal_idle_connections_closed_total{reason=\"connection_limit\"}",
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_thousand_idle_keep_alive_connections_are_never_refused() {
+    let server = TestServer::start(ServerConfig::default()).await;
+    let request = api_call_keep_alive("GetItem", "{}");
+    // One after another, as a test suite's clients open them, each used once and kept.
+    let mut idle = Vec::new();
+    for _ in 0..2000 {
+        let mut stream = TcpStream::connect(server.address).await.unwrap();
+        assert_eq!(exchange(&mut stream, &request).await, 200);
+        idle.push(stream);
+    }
+    assert_eq!(
+        support::metric(server.address, "shoal_open_connections").await,
+        2001.0
+    );
+    // New connections are served...
+    for _ in 0..100 {
+        let mut stream = TcpStream::connect(server.address).await.unwrap();
+        assert_eq!(exchange(&mut stream, &request).await, 200);
+    }
+    // ... and so is every old one, still open.
+    for stream in &mut idle {
+        assert_eq!(exchange(stream, &request).await, 200);
+    }
+    for reason in ["every_connection_busy", "client_busy", "refusals_pending"] {
+        assert_eq!(rejected(server.address, reason).await, 0.0, "{reason}");
+    }
+    assert_eq!(idle_closed(server.address).await, 0.0);
+    drop(idle);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_connection_limit_idle_connections_make_room_oldest_first() {
+    const LIMIT: usize = 100;
+    let server = TestServer::start(ServerConfig {
+        connections_max: LIMIT,
+        ..ServerConfig::default()
+    })
+    .await;
+    let request = api_call_keep_alive("GetItem", "{}");
+    let mut idle = Vec::new();
+    for _ in 0..2000 {
+        let mut stream = TcpStream::connect(server.address).await.unwrap();
+        assert_eq!(exchange(&mut stream, &request).await, 200);
+        idle.push(stream);
+    }
+    // The server closed the oldest: those read the end of the stream; the newest are still
+    // open and served.
+    let mut closed_by_server = Vec::new();
+    for (index, stream) in idle.iter_mut().enumerate() {
+        let _ = stream.write_all(&request).await;
+        let mut buffer = [0u8; 1];
+        match stream.peek(&mut buffer).await {
+            Ok(read) if read > 0 => assert_eq!(read_response(stream).await.status, 200),
+            _ => closed_by_server.push(index),
+        }
+    }
+    assert_eq!(closed_by_server, (0..2000 - LIMIT).collect::<Vec<_>>());
+    // Their clients reconnect, as an SDK does, and are served.
+    for _ in &closed_by_server {
+        let mut fresh = TcpStream::connect(server.address).await.unwrap();
+        assert_eq!(exchange(&mut fresh, &request).await, 200);
+    }
+    // 1,900 to admit the first 2,000, and as many more as reconnections found no room.
+    assert!(idle_closed(server.address).await >= (2000 - LIMIT) as f64);
+    for reason in ["every_connection_busy", "client_busy", "refusals_pending"] {
+        assert_eq!(rejected(server.address, reason).await, 0.0, "{reason}");
+    }
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_concurrent_busy_clients_are_all_served() {
+    let server = TestServer::start(ServerConfig::default()).await;
+    // Every connection has its request in flight at once: its head sent, its body not yet.
+    let mut busy = half_sent_bodies("127.0.0.1", server.address, 1000).await;
+    wait_for_busy(server.address, 1000).await;
+    let mut answers = tokio::task::JoinSet::new();
+    for mut stream in busy.drain(..) {
+        answers.spawn(async move {
+            // The whole body is `{"T":"x…x"}`, 1000 bytes; `{"T` was sent.
+            let rest = format!("\":\"{}\"}}", "x".repeat(1000 - 8));
+            stream.write_all(rest.as_bytes()).await.unwrap();
+            read_response(&mut stream).await.status
+        });
+    }
+    let mut served = 0;
+    while let Some(status) = answers.join_next().await {
+        // The fake handler echoes the PutItem body back.
+        assert_eq!(status.unwrap(), 200);
+        served += 1;
+    }
+    assert_eq!(served, 1000);
+    assert_eq!(rejected(server.address, "client_busy").await, 0.0);
+    server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_slow_client_cannot_take_every_connection() {
     const PER_CLIENT: usize = 4;
     let server = TestServer::start(ServerConfig {
-        connections_per_client_max: PER_CLIENT,
+        busy_connections_per_client_max: PER_CLIENT,
         ..ServerConfig::default()
     })
     .await;
     // A slow client: each connection declares a body and sends a few bytes of it.
-    let mut slow = Vec::new();
-    for _ in 0..PER_CLIENT {
-        let mut stream = connect_from("127.0.0.2", server.address).await;
-        stream
-            .write_all(head_of_put(1000).as_bytes())
-            .await
-            .unwrap();
-        stream.write_all(b"{\"T").await.unwrap();
-        slow.push(stream);
-    }
-    // Its connections are being served (their bodies are awaited) before the next comes in.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    let slow = half_sent_bodies("127.0.0.2", server.address, PER_CLIENT).await;
+    wait_for_busy(server.address, PER_CLIENT).await;
+    let text = "127.0.0.2 has 4 requests in flight, the most one client address may have. \
+                Retry shortly (shoal serve --busy-connections-per-client raises the limit).";
     for _ in 0..3 {
-        assert_throttled(connect_from("127.0.0.2", server.address).await).await;
+        assert_refused(connect_from("127.0.0.2", server.address).await, text).await;
     }
-    // A well-behaved client from another address is served all along.
+    assert_eq!(rejected(server.address, "client_busy").await, 3.0);
+    // A well-behaved client from another address is served all along, promptly.
     for _ in 0..3 {
-        let mut stream = connect_from("127.0.0.3", server.address).await;
-        stream.write_all(&api_call("GetItem", "{}")).await.unwrap();
-        let mut received = Vec::new();
-        stream.read_to_end(&mut received).await.unwrap();
-        assert!(
-            received.starts_with(b"HTTP/1.1 200"),
-            "{}",
-            String::from_utf8_lossy(&received)
-        );
+        assert_eq!(served_within_bound("127.0.0.3", server.address).await, 200);
     }
-    // Once the slow client lets go, it may connect again.
+    // Idle connections of the slow client do not count: it may open more, and once its
+    // requests end, it is served again.
     drop(slow);
     let mut served = false;
     for _ in 0..50 {
@@ -289,18 +445,31 @@ async fn one_slow_client_cannot_take_every_connection() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn connections_over_the_total_are_throttled() {
+async fn only_busy_connections_fill_the_server() {
     let server = TestServer::start(ServerConfig {
         connections_max: 1,
         ..ServerConfig::default()
     })
     .await;
-    let idle = TcpStream::connect(server.address).await.unwrap();
-    // Give the server time to accept `idle` first.
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_throttled(TcpStream::connect(server.address).await.unwrap()).await;
-    drop(idle);
-    // Once the idle connection is gone its slot frees up.
+    // An idle connection holds the only place: a new one takes it, and the idle one is
+    // closed (its client reads the end of the stream).
+    let mut idle = TcpStream::connect(server.address).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(served_within_bound("127.0.0.1", server.address).await, 200);
+    let mut rest = Vec::new();
+    tokio::time::timeout(EXCHANGE_TIMEOUT, idle.read_to_end(&mut rest))
+        .await
+        .expect("the idle connection was not closed")
+        .unwrap();
+    assert!(rest.is_empty());
+    // A busy connection holds it: a new one is refused.
+    let busy = half_sent_bodies("127.0.0.1", server.address, 1).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let text = "The server holds its limit of 1 open connections, and every one is busy with \
+                a request. Retry shortly (shoal serve --connections-max raises the limit).";
+    assert_refused(TcpStream::connect(server.address).await.unwrap(), text).await;
+    drop(busy);
+    // Once the busy connection is gone its place frees up.
     let mut served = false;
     for _ in 0..50 {
         let mut stream = TcpStream::connect(server.address).await.unwrap();
@@ -315,6 +484,39 @@ async fn connections_over_the_total_are_throttled() {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(served, "the freed slot was never reused");
+    assert!(served, "the freed place was never reused");
+    // Counted (the page could not be read while the server was full of busy connections).
+    assert!(rejected(server.address, "every_connection_busy").await >= 1.0);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_idle_and_half_sent_heads_leaves_new_clients_served() {
+    const LIMIT: usize = 200;
+    let server = TestServer::start(ServerConfig {
+        connections_max: LIMIT,
+        ..ServerConfig::default()
+    })
+    .await;
+    // Five times the limit of connections that send nothing, or half a head, and wait.
+    let mut flood = Vec::new();
+    for index in 0..5 * LIMIT {
+        let mut stream = connect_from("127.0.0.2", server.address).await;
+        if index % 2 == 0 {
+            stream
+                .write_all(b"POST / HTTP/1.1\r\nHost: x\r\nX-Amz-Tar")
+                .await
+                .unwrap();
+        }
+        flood.push(stream);
+    }
+    for source in ["127.0.0.3", "127.0.0.2"] {
+        for _ in 0..5 {
+            assert_eq!(served_within_bound(source, server.address).await, 200);
+        }
+    }
+    assert_eq!(rejected(server.address, "every_connection_busy").await, 0.0);
+    assert!(idle_closed(server.address).await >= (4 * LIMIT) as f64);
+    drop(flood);
     server.stop().await;
 }

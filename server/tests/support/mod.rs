@@ -263,6 +263,31 @@ pub fn post(headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
     bytes
 }
 
+/// A POST of `body` to `operation` with every header a real client sends, on a connection
+/// the client keeps open (as the SDKs' pools do).
+pub fn api_call_keep_alive(operation: &str, body: &str) -> Vec<u8> {
+    let request = String::from_utf8(api_call(operation, body)).unwrap();
+    request
+        .replacen("Connection: close\r\n", "", 1)
+        .into_bytes()
+}
+
+/// The value of metric `line_prefix` (a name with its labels, as rendered) from `/metrics`.
+pub async fn metric(address: SocketAddr, line_prefix: &str) -> f64 {
+    let page = send_raw(
+        address,
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    let text = String::from_utf8(page.body).unwrap();
+    text.lines()
+        .find_map(|line| {
+            let (name, value) = line.rsplit_once(' ')?;
+            (name == line_prefix).then(|| value.parse().unwrap())
+        })
+        .unwrap_or_else(|| panic!("no {line_prefix} in\n{text}"))
+}
+
 /// A POST of `body` to `operation` with every header a real client sends.
 pub fn api_call(operation: &str, body: &str) -> Vec<u8> {
     let target = format!("DynamoDB_20120810.{operation}");
