@@ -290,6 +290,47 @@ async fn wait_for_busy(server: std::net::SocketAddr, busy: usize) {
     panic!("the server never had {busy} requests in flight");
 }
 
+/// Opens `count` connections one after another, as a test suite's clients open them: each
+/// sends `request`, is answered 200, and is kept open, idle.
+async fn idle_keep_alive(
+    server: std::net::SocketAddr,
+    count: usize,
+    request: &[u8],
+) -> Vec<TcpStream> {
+    let mut idle = Vec::new();
+    for _ in 0..count {
+        let mut stream = TcpStream::connect(server).await.unwrap();
+        assert_eq!(exchange(&mut stream, request).await, 200);
+        idle.push(stream);
+    }
+    idle
+}
+
+/// Checks `/metrics` counts no refusal of any kind.
+async fn assert_nobody_refused(server: std::net::SocketAddr) {
+    for reason in ["every_connection_busy", "client_busy", "refusals_pending"] {
+        assert_eq!(rejected(server, reason).await, 0.0, "{reason}");
+    }
+}
+
+/// Retries a GetItem on new connections from `source` until one is answered 200 (for a
+/// place that is being freed).
+async fn served_again(source: &str, server: std::net::SocketAddr) {
+    for _ in 0..50 {
+        let mut stream = connect_from(source, server).await;
+        let _ = stream.write_all(&api_call("GetItem", "{}")).await;
+        let mut received = Vec::new();
+        let _ = tokio::time::timeout(EXCHANGE_TIMEOUT, stream.read_to_end(&mut received))
+            .await
+            .expect("no answer in time");
+        if received.starts_with(b"HTTP/1.1 200") {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the freed place was never reused");
+}
+
 async fn rejected(server: std::net::SocketAddr, reason: &str) -> f64 {
     support::metric(
         server,
@@ -310,13 +351,7 @@ async fn idle_closed(server: std::net::SocketAddr) -> f64 {
 async fn two_thousand_idle_keep_alive_connections_are_never_refused() {
     let server = TestServer::start(ServerConfig::default()).await;
     let request = api_call_keep_alive("GetItem", "{}");
-    // One after another, as a test suite's clients open them, each used once and kept.
-    let mut idle = Vec::new();
-    for _ in 0..2000 {
-        let mut stream = TcpStream::connect(server.address).await.unwrap();
-        assert_eq!(exchange(&mut stream, &request).await, 200);
-        idle.push(stream);
-    }
+    let mut idle = idle_keep_alive(server.address, 2000, &request).await;
     assert_eq!(
         support::metric(server.address, "shoal_open_connections").await,
         2001.0
@@ -330,9 +365,7 @@ async fn two_thousand_idle_keep_alive_connections_are_never_refused() {
     for stream in &mut idle {
         assert_eq!(exchange(stream, &request).await, 200);
     }
-    for reason in ["every_connection_busy", "client_busy", "refusals_pending"] {
-        assert_eq!(rejected(server.address, reason).await, 0.0, "{reason}");
-    }
+    assert_nobody_refused(server.address).await;
     assert_eq!(idle_closed(server.address).await, 0.0);
     drop(idle);
     server.stop().await;
@@ -347,12 +380,7 @@ async fn at_the_connection_limit_idle_connections_make_room_oldest_first() {
     })
     .await;
     let request = api_call_keep_alive("GetItem", "{}");
-    let mut idle = Vec::new();
-    for _ in 0..2000 {
-        let mut stream = TcpStream::connect(server.address).await.unwrap();
-        assert_eq!(exchange(&mut stream, &request).await, 200);
-        idle.push(stream);
-    }
+    let mut idle = idle_keep_alive(server.address, 2000, &request).await;
     // The server closed the oldest: those read the end of the stream; the newest are still
     // open and served.
     let mut closed_by_server = Vec::new();
@@ -372,9 +400,7 @@ async fn at_the_connection_limit_idle_connections_make_room_oldest_first() {
     }
     // 1,900 to admit the first 2,000, and as many more as reconnections found no room.
     assert!(idle_closed(server.address).await >= (2000 - LIMIT) as f64);
-    for reason in ["every_connection_busy", "client_busy", "refusals_pending"] {
-        assert_eq!(rejected(server.address, reason).await, 0.0, "{reason}");
-    }
+    assert_nobody_refused(server.address).await;
     server.stop().await;
 }
 
@@ -428,19 +454,7 @@ async fn one_slow_client_cannot_take_every_connection() {
     // Idle connections of the slow client do not count: it may open more, and once its
     // requests end, it is served again.
     drop(slow);
-    let mut served = false;
-    for _ in 0..50 {
-        let mut stream = connect_from("127.0.0.2", server.address).await;
-        stream.write_all(&api_call("GetItem", "{}")).await.unwrap();
-        let mut received = Vec::new();
-        let _ = stream.read_to_end(&mut received).await;
-        if received.starts_with(b"HTTP/1.1 200") {
-            served = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(served, "the slow client's freed slots were never reused");
+    served_again("127.0.0.2", server.address).await;
     server.stop().await;
 }
 
@@ -470,21 +484,7 @@ async fn only_busy_connections_fill_the_server() {
     assert_refused(TcpStream::connect(server.address).await.unwrap(), text).await;
     drop(busy);
     // Once the busy connection is gone its place frees up.
-    let mut served = false;
-    for _ in 0..50 {
-        let mut stream = TcpStream::connect(server.address).await.unwrap();
-        let _ = stream.write_all(&api_call("GetItem", "{}")).await;
-        let mut received = Vec::new();
-        let _ = tokio::time::timeout(EXCHANGE_TIMEOUT, stream.read_to_end(&mut received))
-            .await
-            .unwrap();
-        if received.starts_with(b"HTTP/1.1 200") {
-            served = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(served, "the freed place was never reused");
+    served_again("127.0.0.1", server.address).await;
     // Counted (the page could not be read while the server was full of busy connections).
     assert!(rejected(server.address, "every_connection_busy").await >= 1.0);
     server.stop().await;
