@@ -2,6 +2,7 @@
 //! of threads, however many connections send them. Alone in its test binary, so the thread
 //! count it reads is the server's and this test's own.
 
+#[path = "it/support/mod.rs"]
 mod support;
 
 use shoal_server::ServerConfig;

@@ -1,0 +1,521 @@
+//! The transport's limits over real sockets: request head and body sizes, slow clients,
+//! idle connections, and connections per client and in all.
+
+use crate::support;
+use shoal_server::ServerConfig;
+use std::time::Duration;
+use support::{
+    api_call, api_call_keep_alive, connect_from, post, read_response, send_raw, TestServer,
+    DUMMY_AUTHORIZATION, EXCHANGE_TIMEOUT,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const JSON: (&str, &str) = ("Content-Type", "application/x-amz-json-1.0");
+const DATE: (&str, &str) = ("X-Amz-Date", "20240101T000000Z");
+const AUTH: (&str, &str) = ("Authorization", DUMMY_AUTHORIZATION);
+const PUT_ITEM: (&str, &str) = ("X-Amz-Target", "DynamoDB_20120810.PutItem");
+
+/// The head of a PutItem whose body is `length` bytes long, none of them sent yet.
+fn head_of_put(length: usize) -> String {
+    format!(
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-amz-json-1.0\r\n\
+         X-Amz-Target: DynamoDB_20120810.PutItem\r\nX-Amz-Date: 20240101T000000Z\r\n\
+         Authorization: {DUMMY_AUTHORIZATION}\r\nContent-Length: {length}\r\n\r\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_bodies_get_413() {
+    // Default cap: a declared Content-Length over 16 MiB is answered before the body is sent.
+    let server = TestServer::start(ServerConfig::default()).await;
+    let mut stream = TcpStream::connect(server.address).await.unwrap();
+    let head = head_of_put(16 * 1024 * 1024 + 1);
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let response = read_response(&mut stream).await;
+    assert_eq!(response.status, 413);
+    response.assert_standard_headers();
+    assert_eq!(response.error_code(), "ValidationException");
+    assert_eq!(
+        response.json()["message"],
+        "Request size exceeds 16777216 bytes"
+    );
+    server.stop().await;
+
+    // A small cap and a chunked body with no declared length: the limit is enforced while reading.
+    let server = TestServer::start(ServerConfig {
+        body_bytes_max: 1024,
+        ..ServerConfig::default()
+    })
+    .await;
+    let at_limit = format!("{{\"k\":\"{}\"}}", "x".repeat(1024 - 8));
+    assert_eq!(at_limit.len(), 1024);
+    let response = send_raw(server.address, &api_call("PutItem", &at_limit)).await;
+    assert_eq!(response.status, 200);
+
+    let over_limit = format!("{{\"k\":\"{}\"}}", "x".repeat(1024));
+    let chunked = format!(
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-amz-json-1.0\r\n\
+         X-Amz-Target: DynamoDB_20120810.PutItem\r\nTransfer-Encoding: chunked\r\n\r\n\
+         {:x}\r\n{over_limit}\r\n0\r\n\r\n",
+        over_limit.len()
+    );
+    let response = send_raw(server.address, chunked.as_bytes()).await;
+    assert_eq!(response.status, 413);
+    response.assert_standard_headers();
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_sending_a_body_over_the_cap_reads_413_not_a_reset() {
+    let server = TestServer::start(ServerConfig::default()).await;
+    let body = vec![b' '; 16 * 1024 * 1024 + 1024];
+    let request = post(&[JSON, PUT_ITEM, DATE, AUTH], &body);
+    let stream = TcpStream::connect(server.address).await.unwrap();
+    let (mut reader, mut writer) = stream.into_split();
+    // Sends the whole body, as an SDK does, while the answer comes back.
+    let sender = tokio::spawn(async move { writer.write_all(&request).await });
+    let mut received = Vec::new();
+    tokio::time::timeout(EXCHANGE_TIMEOUT, reader.read_to_end(&mut received))
+        .await
+        .expect("no answer in time")
+        .expect("the connection was reset instead of answered");
+    sender
+        .await
+        .unwrap()
+        .expect("the body could not be sent: the connection was reset");
+    let response = support::parse_response(&received);
+    assert_eq!(response.status, 413);
+    response.assert_standard_headers();
+    assert_eq!(response.error_code(), "ValidationException");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heads_over_16_kib_get_400_with_an_error_body() {
+    let server = TestServer::start(ServerConfig::default()).await;
+    let padding = "v".repeat(17 * 1024);
+    let request = post(
+        &[JSON, PUT_ITEM, DATE, AUTH, ("X-Padding", &padding)],
+        b"{}",
+    );
+    let response = send_raw(server.address, &request).await;
+    assert_eq!(response.status, 400);
+    response.assert_standard_headers();
+    assert_eq!(response.error_code(), "ValidationException");
+    assert_eq!(
+        response.json()["message"],
+        "Request headers exceed 16384 bytes"
+    );
+
+    let long_line = format!(
+        "POST /?{padding} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+    );
+    let response = send_raw(server.address, long_line.as_bytes()).await;
+    assert_eq!(response.status, 400);
+    response.assert_standard_headers();
+    assert_eq!(
+        response.json()["message"],
+        "Request line exceeds 16384 bytes"
+    );
+
+    // Just under the cap is served.
+    let padding = "v".repeat(15 * 1024);
+    let request = post(
+        &[JSON, PUT_ITEM, DATE, AUTH, ("X-Padding", &padding)],
+        b"{}",
+    );
+    assert_eq!(send_raw(server.address, &request).await.status, 200);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heads_too_large_for_hyper_get_its_431() {
+    let server = TestServer::start(ServerConfig::default()).await;
+    let huge = "v".repeat(100 * 1024);
+    let request = post(&[JSON, PUT_ITEM, DATE, AUTH, ("X-Padding", &huge)], b"{}");
+    let response = send_raw(server.address, &request).await;
+    assert_eq!(response.status, 431);
+    // The server is still there.
+    assert_eq!(
+        send_raw(server.address, &api_call("GetItem", "{}"))
+            .await
+            .status,
+        200
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broken_http_gets_what_hyper_allows() {
+    let server = TestServer::start(ServerConfig::default()).await;
+    // Broken chunked framing is found while the service reads the body: a DynamoDB error.
+    let broken_chunks =
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-amz-json-1.0\r\n\
+         X-Amz-Target: DynamoDB_20120810.PutItem\r\nTransfer-Encoding: chunked\r\n\r\n\
+         zz\r\n{}\r\n0\r\n\r\n";
+    let response = send_raw(server.address, broken_chunks.as_bytes()).await;
+    assert_eq!(response.status, 400);
+    response.assert_standard_headers();
+    assert_eq!(response.error_code(), "SerializationException");
+    // A Content-Length that is not a number never reaches the service: hyper answers 400
+    // without a body.
+    let bad_length = "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-amz-json-1.0\r\n\
+         Content-Length: twelve\r\n\r\n{}";
+    let response = send_raw(server.address, bad_length.as_bytes()).await;
+    assert_eq!(response.status, 400);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_sent_too_slowly_is_answered_and_the_connection_closed() {
+    let server = TestServer::start(ServerConfig {
+        body_read_timeout: Duration::from_millis(300),
+        ..ServerConfig::default()
+    })
+    .await;
+    let mut stream = TcpStream::connect(server.address).await.unwrap();
+    stream.write_all(head_of_put(100).as_bytes()).await.unwrap();
+    stream.write_all(b"{\"Tab").await.unwrap();
+    let mut received = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut received))
+        .await
+        .expect("a slow body held the connection")
+        .unwrap();
+    let response = support::parse_response(&received);
+    assert_eq!(response.status, 400);
+    response.assert_standard_headers();
+    assert_eq!(response.error_code(), "SerializationException");
+    assert_eq!(
+        response.json()["message"],
+        "The request body was not received within 0.3 seconds"
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_keep_alive_connections_are_closed() {
+    let server = TestServer::start(ServerConfig {
+        header_read_timeout: Duration::from_millis(300),
+        ..ServerConfig::default()
+    })
+    .await;
+    let mut stream = TcpStream::connect(server.address).await.unwrap();
+    let body = "{}";
+    stream
+        .write_all(format!("{}{body}", head_of_put(body.len())).as_bytes())
+        .await
+        .unwrap();
+    assert_eq!(read_response(&mut stream).await.status, 200);
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut rest))
+        .await
+        .expect("an idle keep-alive connection stayed open");
+    assert!(read.is_ok() && rest.is_empty(), "{read:?} {rest:?}");
+    server.stop().await;
+}
+
+/// How soon a well-behaved client must be served while others flood the server (README,
+/// "Connection limits").
+const SERVED_WITHIN: Duration = Duration::from_secs(2);
+
+/// Sends a request over a connection that is over a limit and checks it is refused as the
+/// README says: `503 ServiceUnavailable` with a text naming the limit, then closed.
+async fn assert_refused(mut stream: TcpStream, text: &str) {
+    // The server may already have answered and closed: the answer is what matters.
+    let _ = stream.write_all(&api_call("GetItem", "{}")).await;
+    let mut received = Vec::new();
+    let _ = tokio::time::timeout(EXCHANGE_TIMEOUT, stream.read_to_end(&mut received))
+        .await
+        .expect("no answer in time");
+    let response = support::parse_response(&received);
+    assert_eq!(response.status, 503);
+    response.assert_standard_headers();
+    assert_eq!(
+        response.json()["__type"],
+        "com.amazonaws.dynamodb.v20120810#ServiceUnavailable"
+    );
+    assert_eq!(response.json()["message"], text);
+    assert_eq!(response.header("connection"), Some("close"));
+}
+
+/// Sends `request` on `stream` and reads its answer's status.
+async fn exchange(stream: &mut TcpStream, request: &[u8]) -> u16 {
+    stream.write_all(request).await.unwrap();
+    read_response(stream).await.status
+}
+
+/// A new connection's GetItem, answered within [`SERVED_WITHIN`]: its status.
+async fn served_within_bound(source: &str, server: std::net::SocketAddr) -> u16 {
+    tokio::time::timeout(SERVED_WITHIN, async {
+        let mut stream = connect_from(source, server).await;
+        stream.write_all(&api_call("GetItem", "{}")).await.unwrap();
+        let mut received = Vec::new();
+        stream.read_to_end(&mut received).await.unwrap();
+        support::parse_response(&received).status
+    })
+    .await
+    .expect("a well-behaved client was not served in time")
+}
+
+/// Starts PutItems whose bodies are 1000 bytes, of which only a few are sent: each leaves
+/// its connection busy until the body deadline.
+async fn half_sent_bodies(
+    source: &str,
+    server: std::net::SocketAddr,
+    count: usize,
+) -> Vec<TcpStream> {
+    let mut streams = Vec::new();
+    for _ in 0..count {
+        let mut stream = connect_from(source, server).await;
+        stream
+            .write_all(head_of_put(1000).as_bytes())
+            .await
+            .unwrap();
+        stream.write_all(b"{\"T").await.unwrap();
+        streams.push(stream);
+    }
+    streams
+}
+
+/// Waits until `/metrics` shows `busy` requests in flight besides its own.
+async fn wait_for_busy(server: std::net::SocketAddr, busy: usize) {
+    for _ in 0..500 {
+        if support::metric(server, "shoal_busy_connections").await as usize == busy + 1 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the server never had {busy} requests in flight");
+}
+
+/// Opens `count` connections one after another, as a test suite's clients open them: each
+/// sends `request`, is answered 200, and is kept open, idle.
+async fn idle_keep_alive(
+    server: std::net::SocketAddr,
+    count: usize,
+    request: &[u8],
+) -> Vec<TcpStream> {
+    let mut idle = Vec::new();
+    for _ in 0..count {
+        let mut stream = TcpStream::connect(server).await.unwrap();
+        assert_eq!(exchange(&mut stream, request).await, 200);
+        idle.push(stream);
+    }
+    idle
+}
+
+/// Checks `/metrics` counts no refusal of any kind.
+async fn assert_nobody_refused(server: std::net::SocketAddr) {
+    for reason in ["every_connection_busy", "client_busy", "refusals_pending"] {
+        assert_eq!(rejected(server, reason).await, 0.0, "{reason}");
+    }
+}
+
+/// Retries a GetItem on new connections from `source` until one is answered 200 (for a
+/// place that is being freed).
+async fn served_again(source: &str, server: std::net::SocketAddr) {
+    for _ in 0..50 {
+        let mut stream = connect_from(source, server).await;
+        let _ = stream.write_all(&api_call("GetItem", "{}")).await;
+        let mut received = Vec::new();
+        let _ = tokio::time::timeout(EXCHANGE_TIMEOUT, stream.read_to_end(&mut received))
+            .await
+            .expect("no answer in time");
+        if received.starts_with(b"HTTP/1.1 200") {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the freed place was never reused");
+}
+
+async fn rejected(server: std::net::SocketAddr, reason: &str) -> f64 {
+    support::metric(
+        server,
+        &format!("shoal_rejected_connections_total{{reason=\"{reason}\"}}"),
+    )
+    .await
+}
+
+async fn idle_closed(server: std::net::SocketAddr) -> f64 {
+    support::metric(
+        server,
+        "shoal_idle_connections_closed_total{reason=\"connection_limit\"}",
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_thousand_idle_keep_alive_connections_are_never_refused() {
+    let server = TestServer::start(ServerConfig::default()).await;
+    let request = api_call_keep_alive("GetItem", "{}");
+    let mut idle = idle_keep_alive(server.address, 2000, &request).await;
+    assert_eq!(
+        support::metric(server.address, "shoal_open_connections").await,
+        2001.0
+    );
+    // New connections are served...
+    for _ in 0..100 {
+        let mut stream = TcpStream::connect(server.address).await.unwrap();
+        assert_eq!(exchange(&mut stream, &request).await, 200);
+    }
+    // ... and so is every old one, still open.
+    for stream in &mut idle {
+        assert_eq!(exchange(stream, &request).await, 200);
+    }
+    assert_nobody_refused(server.address).await;
+    assert_eq!(idle_closed(server.address).await, 0.0);
+    drop(idle);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_connection_limit_idle_connections_make_room_oldest_first() {
+    const LIMIT: usize = 100;
+    let server = TestServer::start(ServerConfig {
+        connections_max: LIMIT,
+        ..ServerConfig::default()
+    })
+    .await;
+    let request = api_call_keep_alive("GetItem", "{}");
+    let mut idle = idle_keep_alive(server.address, 2000, &request).await;
+    // The server closed the oldest: those read the end of the stream; the newest are still
+    // open and served.
+    let mut closed_by_server = Vec::new();
+    for (index, stream) in idle.iter_mut().enumerate() {
+        let _ = stream.write_all(&request).await;
+        let mut buffer = [0u8; 1];
+        match stream.peek(&mut buffer).await {
+            Ok(read) if read > 0 => assert_eq!(read_response(stream).await.status, 200),
+            _ => closed_by_server.push(index),
+        }
+    }
+    assert_eq!(closed_by_server, (0..2000 - LIMIT).collect::<Vec<_>>());
+    // Their clients reconnect, as an SDK does, and are served.
+    for _ in &closed_by_server {
+        let mut fresh = TcpStream::connect(server.address).await.unwrap();
+        assert_eq!(exchange(&mut fresh, &request).await, 200);
+    }
+    // 1,900 to admit the first 2,000, and as many more as reconnections found no room.
+    assert!(idle_closed(server.address).await >= (2000 - LIMIT) as f64);
+    assert_nobody_refused(server.address).await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_concurrent_busy_clients_are_all_served() {
+    let server = TestServer::start(ServerConfig::default()).await;
+    // Every connection has its request in flight at once: its head sent, its body not yet.
+    let mut busy = half_sent_bodies("127.0.0.1", server.address, 1000).await;
+    wait_for_busy(server.address, 1000).await;
+    let mut answers = tokio::task::JoinSet::new();
+    for mut stream in busy.drain(..) {
+        answers.spawn(async move {
+            // The whole body is `{"T":"x…x"}`, 1000 bytes; `{"T` was sent.
+            let rest = format!("\":\"{}\"}}", "x".repeat(1000 - 8));
+            stream.write_all(rest.as_bytes()).await.unwrap();
+            read_response(&mut stream).await.status
+        });
+    }
+    let mut served = 0;
+    while let Some(status) = answers.join_next().await {
+        // The fake handler echoes the PutItem body back.
+        assert_eq!(status.unwrap(), 200);
+        served += 1;
+    }
+    assert_eq!(served, 1000);
+    assert_eq!(rejected(server.address, "client_busy").await, 0.0);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_slow_client_cannot_take_every_connection() {
+    const PER_CLIENT: usize = 4;
+    let server = TestServer::start(ServerConfig {
+        busy_connections_per_client_max: PER_CLIENT,
+        ..ServerConfig::default()
+    })
+    .await;
+    // A slow client: each connection declares a body and sends a few bytes of it.
+    let slow = half_sent_bodies("127.0.0.2", server.address, PER_CLIENT).await;
+    wait_for_busy(server.address, PER_CLIENT).await;
+    let text = "127.0.0.2 has 4 requests in flight, the most one client address may have. \
+                Retry shortly (shoal serve --busy-connections-per-client raises the limit).";
+    for _ in 0..3 {
+        assert_refused(connect_from("127.0.0.2", server.address).await, text).await;
+    }
+    assert_eq!(rejected(server.address, "client_busy").await, 3.0);
+    // A well-behaved client from another address is served all along, promptly.
+    for _ in 0..3 {
+        assert_eq!(served_within_bound("127.0.0.3", server.address).await, 200);
+    }
+    // Idle connections of the slow client do not count: it may open more, and once its
+    // requests end, it is served again.
+    drop(slow);
+    served_again("127.0.0.2", server.address).await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_busy_connections_fill_the_server() {
+    let server = TestServer::start(ServerConfig {
+        connections_max: 1,
+        ..ServerConfig::default()
+    })
+    .await;
+    // An idle connection holds the only place: a new one takes it, and the idle one is
+    // closed (its client reads the end of the stream).
+    let mut idle = TcpStream::connect(server.address).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(served_within_bound("127.0.0.1", server.address).await, 200);
+    let mut rest = Vec::new();
+    tokio::time::timeout(EXCHANGE_TIMEOUT, idle.read_to_end(&mut rest))
+        .await
+        .expect("the idle connection was not closed")
+        .unwrap();
+    assert!(rest.is_empty());
+    // A busy connection holds it: a new one is refused.
+    let busy = half_sent_bodies("127.0.0.1", server.address, 1).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let text = "The server holds its limit of 1 open connections, and every one is busy with \
+                a request. Retry shortly (shoal serve --connections-max raises the limit).";
+    assert_refused(TcpStream::connect(server.address).await.unwrap(), text).await;
+    drop(busy);
+    // Once the busy connection is gone its place frees up.
+    served_again("127.0.0.1", server.address).await;
+    // Counted (the page could not be read while the server was full of busy connections).
+    assert!(rejected(server.address, "every_connection_busy").await >= 1.0);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_idle_and_half_sent_heads_leaves_new_clients_served() {
+    const LIMIT: usize = 200;
+    let server = TestServer::start(ServerConfig {
+        connections_max: LIMIT,
+        ..ServerConfig::default()
+    })
+    .await;
+    // Five times the limit of connections that send nothing, or half a head, and wait.
+    let mut flood = Vec::new();
+    for index in 0..5 * LIMIT {
+        let mut stream = connect_from("127.0.0.2", server.address).await;
+        if index % 2 == 0 {
+            stream
+                .write_all(b"POST / HTTP/1.1\r\nHost: x\r\nX-Amz-Tar")
+                .await
+                .unwrap();
+        }
+        flood.push(stream);
+    }
+    for source in ["127.0.0.3", "127.0.0.2"] {
+        for _ in 0..5 {
+            assert_eq!(served_within_bound(source, server.address).await, 200);
+        }
+    }
+    assert_eq!(rejected(server.address, "every_connection_busy").await, 0.0);
+    assert!(idle_closed(server.address).await >= (4 * LIMIT) as f64);
+    drop(flood);
+    server.stop().await;
+}

@@ -1,0 +1,141 @@
+//! Expression edges seen through whole requests: what an update writes and returns at the
+//! edges of documents, and the request-level checks of expression and legacy parameters.
+
+use crate::items_support;
+use items_support::*;
+use serde_json::json;
+use shoal_tables::Options;
+
+fn key(pk: &str) -> serde_json::Value {
+    json!({"pk": {"S": pk}, "sk": {"S": "1"}})
+}
+
+#[test]
+fn appends_past_the_end_are_stored_and_returned_where_they_landed() {
+    let db = open(Options::default());
+    create_indexed_table(&db);
+    ok(
+        &db,
+        "PutItem",
+        json!({"TableName": "Tbl", "Item": {"pk": {"S": "a"}, "sk": {"S": "1"},
+            "a": {"M": {"c": {"L": [{"N": "0"}]}}}, "lst": {"L": [{"N": "0"}, {"N": "1"}]}}}),
+    );
+    let update = |expression: &str, return_values: &str| {
+        let mut values = json!({":x": {"S": "x"}, ":y": {"S": "y"}});
+        for unused in [":x", ":y"] {
+            if !expression.contains(unused) {
+                values.as_object_mut().unwrap().remove(unused);
+            }
+        }
+        ok(
+            &db,
+            "UpdateItem",
+            json!({"TableName": "Tbl", "Key": key("a"), "UpdateExpression": expression,
+                "ExpressionAttributeValues": values, "ReturnValues": return_values}),
+        )
+    };
+    assert_eq!(
+        update("SET a.c[100] = :x", "UPDATED_NEW")["Attributes"],
+        json!({"a": {"M": {"c": {"L": [{"S": "x"}]}}}})
+    );
+    assert!(
+        update("SET a.c[100] = :y", "UPDATED_OLD")
+            .get("Attributes")
+            .is_none(),
+        "an appended element had no old value"
+    );
+    assert_eq!(
+        update("SET lst[9] = :x, lst[5] = :y", "UPDATED_NEW")["Attributes"],
+        json!({"lst": {"L": [{"S": "y"}, {"S": "x"}]}})
+    );
+    let stored = get(&db, "Tbl", key("a")).unwrap();
+    assert_eq!(
+        stored["lst"],
+        json!({"L": [{"N": "0"}, {"N": "1"}, {"S": "y"}, {"S": "x"}]}),
+        "appended in index order"
+    );
+    assert_eq!(
+        stored["a"],
+        json!({"M": {"c": {"L": [{"N": "0"}, {"S": "x"}, {"S": "y"}]}}})
+    );
+}
+
+#[test]
+fn remove_through_a_path_the_item_does_not_have_is_invalid() {
+    let db = open(Options::default());
+    create_indexed_table(&db);
+    let item = json!({"pk": {"S": "a"}, "sk": {"S": "1"}, "s": {"S": "x"},
+        "m": {"M": {"k": {"N": "1"}}}, "lst": {"L": [{"N": "1"}]}});
+    ok(&db, "PutItem", json!({"TableName": "Tbl", "Item": item}));
+    for expression in ["REMOVE s.c", "REMOVE m[0]", "REMOVE lst.c", "REMOVE gone.c"] {
+        assert_eq!(
+            invalid(
+                &db,
+                "UpdateItem",
+                json!({"TableName": "Tbl", "Key": key("a"), "UpdateExpression": expression})
+            ),
+            "The document path provided in the update expression is invalid for update",
+            "{expression}"
+        );
+    }
+    assert_eq!(get(&db, "Tbl", key("a")).unwrap(), item, "nothing written");
+    // On an item that does not exist, the same REMOVE does nothing (SPEC §3.5).
+    ok(
+        &db,
+        "UpdateItem",
+        json!({"TableName": "Tbl", "Key": key("none"), "UpdateExpression": "REMOVE gone.c"}),
+    );
+    assert!(get(&db, "Tbl", key("none")).is_none());
+}
+
+#[test]
+fn conditional_operator_needs_conditions_to_combine() {
+    let db = open(Options::default());
+    create_indexed_table(&db);
+    let item = json!({"pk": {"S": "a"}, "sk": {"S": "1"}});
+    let cases = [
+        (
+            "PutItem",
+            json!({"TableName": "Tbl", "Item": item, "ConditionalOperator": "OR"}),
+            "Expected",
+        ),
+        (
+            "DeleteItem",
+            json!({"TableName": "Tbl", "Key": item, "ConditionalOperator": "AND", "Expected": {}}),
+            "Expected",
+        ),
+        (
+            "UpdateItem",
+            json!({"TableName": "Tbl", "Key": item, "ConditionalOperator": "AND",
+                "AttributeUpdates": {"x": {"Action": "PUT", "Value": {"S": "y"}}}}),
+            "Expected",
+        ),
+        (
+            "Query",
+            json!({"TableName": "Tbl", "ConditionalOperator": "OR",
+                "KeyConditions": {"pk": {"ComparisonOperator": "EQ", "AttributeValueList": [{"S": "a"}]}}}),
+            "QueryFilter",
+        ),
+        (
+            "Scan",
+            json!({"TableName": "Tbl", "ConditionalOperator": "OR", "ScanFilter": {}}),
+            "ScanFilter",
+        ),
+    ];
+    for (op, request, parameter) in cases {
+        assert_eq!(
+            invalid(&db, op, request.clone()),
+            format!(
+                "ConditionalOperator can only be used when {parameter} is specified and not empty"
+            ),
+            "{op} {request}"
+        );
+    }
+    assert!(get(&db, "Tbl", key("a")).is_none(), "nothing written");
+    ok(
+        &db,
+        "PutItem",
+        json!({"TableName": "Tbl", "Item": item, "ConditionalOperator": "OR",
+            "Expected": {"pk": {"Exists": false}}}),
+    );
+}

@@ -1,0 +1,325 @@
+//! `shoal bench --model`: a small model run embedded and against `shoal serve`, checking the
+//! report's structure and that its capacity figures are the sums of what the requests were
+//! charged; a hot-key model gets the throttling verdict; the command line prints text, JSON,
+//! HTML and comparisons.
+
+use std::process::Command;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use shoal::model_bench::model::Model;
+use shoal::model_bench::{run_model, BenchOptions};
+use shoal_tables::{Database, Options};
+
+use crate::sdk_server;
+use sdk_server::Server;
+
+/// A table with a GSI; items of fixed size (1 WCU to write, 0.5 RCU to read eventually
+/// consistently, 1 WCU more for the GSI entry, whose key never changes), a fixed number of
+/// operations.
+fn small_model(operations: u64) -> Value {
+    json!({
+        "name": "small",
+        "tables": [{
+            "TableName": "Orders",
+            "AttributeDefinitions": [
+                {"AttributeName": "customer", "AttributeType": "S"},
+                {"AttributeName": "order", "AttributeType": "N"},
+                {"AttributeName": "status", "AttributeType": "S"}
+            ],
+            "KeySchema": [
+                {"AttributeName": "customer", "KeyType": "HASH"},
+                {"AttributeName": "order", "KeyType": "RANGE"}
+            ],
+            "GlobalSecondaryIndexes": [{
+                "IndexName": "ByStatus",
+                "KeySchema": [{"AttributeName": "status", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "KEYS_ONLY"}
+            }],
+            "BillingMode": "PAY_PER_REQUEST"
+        }],
+        "generators": {
+            "customer": {"type": "string", "prefix": "c#", "cardinality": 50},
+            "order": {"type": "number", "range": [1, 1000]},
+            "status": {"type": "string", "prefix": "s#", "cardinality": 1}
+        },
+        "load": [{"table": "Orders", "count": 100, "item": {
+            "customer": {"S": "${customer}"}, "order": {"N": "${order}"}, "status": {"S": "${status}"}
+        }}],
+        "patterns": [
+            {"name": "place", "operation": "PutItem", "weight": 1, "request": {
+                "TableName": "Orders",
+                "Item": {"customer": {"S": "${customer}"}, "order": {"N": "${order}"}, "status": {"S": "${status}"}}
+            }},
+            {"name": "look", "operation": "GetItem", "weight": 1, "request": {
+                "TableName": "Orders", "Key": {"customer": {"S": "${customer}"}, "order": {"N": "${order}"}}
+            }}
+        ],
+        "run": {"operations": operations, "concurrency": 2, "seed": 7, "rate": 1000}
+    })
+}
+
+fn parse(model: &Value) -> Model {
+    Model::parse(&model.to_string()).unwrap()
+}
+
+#[test]
+fn embedded_report_sums_what_the_requests_were_charged() {
+    let database = Arc::new(Database::open_in_memory(Options::default()).unwrap());
+    let options = BenchOptions {
+        database: Some(Arc::clone(&database)),
+        ..BenchOptions::default()
+    };
+    let report = run_model(&parse(&small_model(400)), &options).unwrap();
+    assert_eq!(report.loaded_items, 100);
+    assert_eq!(report.patterns.len(), 2);
+    let total: u64 = report.patterns.iter().map(|p| p.operations).sum();
+    assert_eq!(total, 400);
+    let place = &report.patterns[0];
+    let look = &report.patterns[1];
+    assert!(place.errors.is_empty() && look.errors.is_empty());
+    // Every item is under 1 KB: a put is 1 WCU on the table and 1 on the GSI, a get 0.5 RCU.
+    assert_eq!(place.write_units_per_call, 1.0);
+    assert_eq!(place.index_units_per_call["Orders/ByStatus"], [0.0, 1.0]);
+    assert_eq!(look.read_units_per_call, 0.5);
+    assert!(
+        look.latency.p50_ms <= look.latency.p99_ms && look.latency.p99_ms <= look.latency.max_ms
+    );
+    // The database's own meter saw the same units (load included: 100 puts of 2 WCU).
+    let meter = database.consumed_capacity();
+    let orders = &meter.iter().find(|(name, _)| name == "Orders").unwrap().1;
+    let reported_writes = place.operations as f64 * 2.0 + 100.0 * 2.0;
+    assert_eq!(orders.write_units, reported_writes);
+    assert_eq!(orders.read_units, look.operations as f64 * 0.5);
+    // Tables and indexes: the GSI took one write per base write.
+    let table = &report.tables[0];
+    assert_eq!(table.name, "Orders");
+    assert!(table.item_count >= 100 && table.size_bytes > 0);
+    assert_eq!(table.indexes[0].name, "ByStatus");
+    assert_eq!(table.indexes[0].writes_per_base_write, 1.0);
+    assert_eq!(table.indexes[0].write_units_per_base_write_unit, 1.0);
+    // Partitions: 50 customers at most, all far under the limits.
+    assert!(!report.hot_partitions.is_empty());
+    assert!(report
+        .hot_partitions
+        .iter()
+        .all(|p| p.target == "Orders" && p.key.starts_with("c#")));
+    assert_eq!(
+        report.verdicts,
+        ["no partition, table or index over DynamoDB's limits at the modelled rate"]
+    );
+    // Cost: the run's measured rate, at the default prices.
+    assert!(report.cost.on_demand_monthly > 0.0 && report.cost.provisioned_monthly > 0.0);
+    let json = serde_json::to_value(&report).unwrap();
+    for member in [
+        "patterns",
+        "tables",
+        "hot_partitions",
+        "item_collections",
+        "cost",
+        "verdicts",
+    ] {
+        assert!(json.get(member).is_some(), "{member}");
+    }
+}
+
+#[test]
+fn the_same_model_against_shoal_serve_reports_the_same_capacity() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let options = BenchOptions {
+        endpoint: Some(server.endpoint.clone()),
+        ..BenchOptions::default()
+    };
+    let report = run_model(&parse(&small_model(200)), &options).unwrap();
+    assert!(report.target.starts_with("http://127.0.0.1:"));
+    assert_eq!(report.loaded_items, 100);
+    assert_eq!(
+        report.patterns.iter().map(|p| p.operations).sum::<u64>(),
+        200
+    );
+    assert_eq!(report.patterns[0].write_units_per_call, 1.0);
+    assert_eq!(
+        report.patterns[0].index_units_per_call["Orders/ByStatus"],
+        [0.0, 1.0]
+    );
+    assert_eq!(report.patterns[1].read_units_per_call, 0.5);
+    assert!(report.patterns.iter().all(|p| p.errors.is_empty()));
+    server.stop();
+}
+
+#[test]
+fn a_hot_key_gets_the_throttling_verdict() {
+    let mut model = small_model(2000);
+    // Every write goes to one customer, modelled at 2,000 writes a second: 2,000 WCU/s on
+    // one partition, twice DynamoDB's per-partition limit.
+    model["generators"]["customer"] = json!({"type": "string", "prefix": "c#", "cardinality": 1000, "distribution": {"hot": {"share": 1.0, "keys": 1}}});
+    model["patterns"] = json!([model["patterns"][0].clone()]);
+    model["patterns"][0]["rate"] = json!(2000);
+    model["run"] = json!({"operations": 2000, "concurrency": 2});
+    let report = run_model(&parse(&model), &BenchOptions::default()).unwrap();
+    let hot = &report.hot_partitions[0];
+    assert_eq!(hot.key, "c#xxxxxxx0");
+    assert!((hot.write_units_per_second - 2000.0).abs() < 1.0, "{hot:?}");
+    assert!(
+        report.verdicts.iter().any(|v| v.starts_with(
+            "hot key `c#xxxxxxx0` (Orders): 2,000 WCU/s, 2.00x the per-partition limit: DynamoDB would throttle it"
+        )),
+        "{:?}",
+        report.verdicts
+    );
+}
+
+#[test]
+fn provisioned_gsis_short_of_write_capacity_are_named() {
+    let mut model = small_model(300);
+    model["tables"][0]["BillingMode"] = json!("PROVISIONED");
+    model["tables"][0]["ProvisionedThroughput"] =
+        json!({"ReadCapacityUnits": 1000, "WriteCapacityUnits": 1000});
+    model["tables"][0]["GlobalSecondaryIndexes"][0]["ProvisionedThroughput"] =
+        json!({"ReadCapacityUnits": 5, "WriteCapacityUnits": 5});
+    model["run"]["rate"] = json!(100);
+    model["run"]["operations"] = json!(300);
+    let report = run_model(&parse(&model), &BenchOptions::default()).unwrap();
+    // Half of 100 ops/s are puts: 50 WCU/s on the GSI against 5.
+    assert!(
+        report
+            .verdicts
+            .iter()
+            .any(|v| v == "Orders/ByStatus needs 50 WCU/s at the modelled rate and has 5: writes to the base table would throttle"),
+        "{:?}",
+        report.verdicts
+    );
+}
+
+#[test]
+fn bad_model_files_are_refused_with_what_is_wrong() {
+    let mut unknown = small_model(10);
+    unknown["run"]["speed"] = json!(1);
+    let error = Model::parse(&unknown.to_string()).unwrap_err();
+    assert!(error.contains("unknown field `speed`"), "{error}");
+    let mut operation = small_model(10);
+    operation["patterns"][0]["operation"] = json!("PutItems");
+    let error = Model::parse(&operation.to_string()).unwrap_err();
+    assert!(error.contains("unknown operation `PutItems`"), "{error}");
+    let mut placeholder = small_model(10);
+    placeholder["patterns"][1]["request"]["Key"]["customer"]["S"] = json!("${nobody}");
+    let error = run_model(&parse(&placeholder), &BenchOptions::default()).unwrap_err();
+    assert_eq!(error, "pattern `look`: `${nobody}` names no generator");
+}
+
+#[test]
+fn the_command_line_prints_text_json_html_and_comparisons() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("first.json");
+    let second = dir.path().join("second.json");
+    std::fs::write(&first, small_model(100).to_string()).unwrap();
+    let mut other = small_model(100);
+    other["name"] = json!("without the index");
+    other["tables"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("GlobalSecondaryIndexes");
+    other["tables"][0]["AttributeDefinitions"]
+        .as_array_mut()
+        .unwrap()
+        .truncate(2);
+    std::fs::write(&second, other.to_string()).unwrap();
+    let html = dir.path().join("report.html");
+    let shoal = env!("CARGO_BIN_EXE_shoal");
+    let text = Command::new(shoal)
+        .args(["bench", "--model"])
+        .arg(&first)
+        .arg("--html")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(
+        text.status.success(),
+        "{}",
+        String::from_utf8_lossy(&text.stderr)
+    );
+    let text = String::from_utf8(text.stdout).unwrap();
+    for section in [
+        "access patterns",
+        "tables and indexes",
+        "hottest partitions",
+        "cost per month",
+        "verdicts",
+    ] {
+        assert!(text.contains(section), "{section}: {text}");
+    }
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.starts_with("<!doctype html>") && page.contains("<svg") && page.contains("place"));
+    let json = Command::new(shoal)
+        .args(["bench", "--json", "--model"])
+        .arg(&first)
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(report["patterns"][0]["name"], "place");
+    let compared = Command::new(shoal)
+        .args(["bench", "compare"])
+        .arg(&first)
+        .arg(&second)
+        .output()
+        .unwrap();
+    assert!(
+        compared.status.success(),
+        "{}",
+        String::from_utf8_lossy(&compared.stderr)
+    );
+    let compared = String::from_utf8(compared.stdout).unwrap();
+    assert!(
+        compared.contains("small") && compared.contains("without the index"),
+        "{compared}"
+    );
+    assert!(compared.contains("$/month on-demand"));
+}
+
+#[test]
+fn against_an_enforcing_server_the_report_counts_the_throttled_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--capacity", "enforce"]);
+    let mut model = small_model(700);
+    // 1 WCU provisioned: 300 s of burst credit, then ProvisionedThroughputExceededException.
+    model["tables"][0]["BillingMode"] = json!("PROVISIONED");
+    model["tables"][0]["ProvisionedThroughput"] =
+        json!({"ReadCapacityUnits": 1000, "WriteCapacityUnits": 1});
+    model["tables"][0]["GlobalSecondaryIndexes"][0]["ProvisionedThroughput"] =
+        json!({"ReadCapacityUnits": 1000, "WriteCapacityUnits": 1000});
+    model["load"] = json!([]);
+    model["patterns"] = json!([model["patterns"][0].clone()]);
+    model["run"] = json!({"operations": 700, "concurrency": 1});
+    let options = BenchOptions {
+        endpoint: Some(server.endpoint.clone()),
+        ..BenchOptions::default()
+    };
+    let report = run_model(&parse(&model), &options).unwrap();
+    let place = &report.patterns[0];
+    let throttled = place.errors["ProvisionedThroughputExceededException"];
+    assert!((350..=420).contains(&throttled), "{:?}", place.errors);
+    assert_eq!(place.operations, 700);
+    server.stop();
+}
+
+#[test]
+fn tables_that_take_time_to_create_and_delete_are_waited_for() {
+    // As on DynamoDB, tables stay CREATING and DELETING for a while: a second run must wait
+    // for the first run's table to go, and for its own to become ACTIVE.
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--transient-status-seconds", "1"]);
+    let options = BenchOptions {
+        endpoint: Some(server.endpoint.clone()),
+        ..BenchOptions::default()
+    };
+    for _ in 0..2 {
+        let report = run_model(&parse(&small_model(50)), &options).unwrap();
+        assert!(
+            report.patterns.iter().all(|p| p.errors.is_empty()),
+            "{:?}",
+            report.patterns
+        );
+    }
+    server.stop();
+}
