@@ -125,7 +125,7 @@ fn render_throttled(
     throttled: &[(
         String,
         Option<String>,
-        shoal_tables::table::throttle::ThrottleCounts,
+        shoal_tables::capacity::throttle::ThrottleCounts,
     )],
     out: &mut String,
 ) {
@@ -150,7 +150,7 @@ fn render_throttled(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shoal_tables::table::throttle::ThrottleCounts;
+    use shoal_tables::capacity::throttle::ThrottleCounts;
 
     #[test]
     fn throttled_requests_are_counted_per_table_and_index() {

@@ -15,7 +15,7 @@ use super::run::{CompiledPattern, RunStats};
 
 /// The per-partition limits are the ones capacity emulation enforces, so the report and the
 /// server agree on what a hot partition is.
-use shoal_tables::table::throttle::{PARTITION_READ_UNITS_MAX, PARTITION_WRITE_UNITS_MAX};
+use shoal_tables::capacity::throttle::{PARTITION_READ_UNITS_MAX, PARTITION_WRITE_UNITS_MAX};
 /// The item collection cap of a table with an LSI, in GB.
 pub const COLLECTION_GB_MAX: f64 = 10.0;
 /// Hours in a billing month (AWS's convention).

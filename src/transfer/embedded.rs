@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use shoal_tables::api::import::{ImportTableInput, S3BucketSource, TableCreationParameters};
-use shoal_tables::table::import::{ImportLineError, ImportProgress};
+use shoal_tables::transfer::import::{ImportLineError, ImportProgress};
 use shoal_tables::{Database, ExportProgress, Options};
 
 use super::dir::DirSource;

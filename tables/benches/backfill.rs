@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use shoal_tables::table::catalog::IndexStatus;
+use shoal_tables::core::catalog::IndexStatus;
 use shoal_tables::{Database, Durability, Options};
 
 const ITEMS_DEFAULT: u64 = 100_000;

@@ -16,15 +16,15 @@ use shoal_model::{ApiError, ErrorCode};
 use shoal_vfs::Fs;
 
 use crate::api::common::{data_table_not_found, table_not_found};
-use crate::table::catalog::{TableDef, METADATA_PREFIX};
-use crate::table::conflicts::InFlight;
-use crate::table::keys;
-use crate::table::lag::{self, Lag, LagTicker, LaggedSnapshots};
-use crate::table::locks::CollectionLocks;
-use crate::table::pitr_clock::PitrRetention;
-use crate::table::stats;
-use crate::table::stream::StreamRetention;
-use crate::table::stream_control;
+use crate::backups::pitr_clock::PitrRetention;
+use crate::core::catalog::{TableDef, METADATA_PREFIX};
+use crate::core::keys;
+use crate::core::locks::CollectionLocks;
+use crate::core::stats;
+use crate::emulation::conflicts::InFlight;
+use crate::emulation::lag::{self, Lag, LagTicker, LaggedSnapshots};
+use crate::streams::lifecycle;
+use crate::streams::record::StreamRetention;
 use crate::Durability;
 use shoal_engine::{CompactionFilter, Db, DbError, DbOptions, TreeId, VersionRetention};
 
@@ -52,7 +52,7 @@ pub struct Options {
     /// Records after which a shard rolls over (checked by the upkeep, about once a second);
     /// None rolls over by time only.
     pub stream_shard_records_max: Option<u64>,
-    /// How often expired items are looked for and deleted (`table::ttl`).
+    /// How often expired items are looked for and deleted (`ttl`).
     pub time_to_live_sweep_interval: Duration,
     /// The time an UpdateTimeToLive must wait after the previous change of the same table
     /// (AWS: about an hour; 0 by default so tests can flip it).
@@ -63,22 +63,22 @@ pub struct Options {
     /// sweeps). `shoal check` turns it off so a check changes nothing;
     /// [`Database::stream_upkeep`] and [`Database::expire_now`] still work on demand.
     pub upkeep: bool,
-    /// How long tables stay CREATING, UPDATING and DELETING (`table::transient`); zero (the
+    /// How long tables stay CREATING, UPDATING and DELETING (`emulation::transient`); zero (the
     /// default) makes every change ACTIVE at once.
     pub transient_status_delay: Duration,
     /// Whether requests through [`Database::execute`] are throttled as DynamoDB throttles
-    /// them (`table::throttle`); off by default, as in DynamoDB Local. Time is `clock`'s.
-    pub capacity: crate::table::throttle::CapacityMode,
-    /// How long a global secondary index takes to show a write (`table::lag`); None (the
+    /// them (`capacity::throttle`); off by default, as in DynamoDB Local. Time is `clock`'s.
+    pub capacity: crate::capacity::throttle::CapacityMode,
+    /// How long a global secondary index takes to show a write (`emulation::lag`); None (the
     /// default) shows it at once.
     pub gsi_lag: Option<Lag>,
     /// How stale an eventually consistent read (ConsistentRead false) may be
-    /// (`table::lag`); None (the default) reads the latest state.
+    /// (`emulation::lag`); None (the default) reads the latest state.
     pub eventual_read_lag: Option<Lag>,
     /// Seed of the lags drawn from a range: the same seed draws the same lags.
     pub lag_seed: u64,
     /// Whether writes meeting an in-flight transaction fail as DynamoDB's do
-    /// (`table::conflicts`) instead of waiting for it; off by default.
+    /// (`emulation::conflicts`) instead of waiting for it; off by default.
     pub transaction_conflicts: bool,
     /// A testing knob: every write stays in flight this long after taking its locks, so
     /// that a conflict (or a wait) can be met on purpose. Zero by default.
@@ -88,7 +88,7 @@ pub struct Options {
     /// How far back point-in-time recovery keeps history; None: each table's
     /// RecoveryPeriodInDays (tests and `shoal serve --pitr-window-seconds` shorten it).
     pub pitr_window: Option<Duration>,
-    /// How often the point-in-time clock is written (`table::pitr_clock`): a restore's
+    /// How often the point-in-time clock is written (`backups::pitr_clock`): a restore's
     /// granularity.
     pub pitr_clock_interval: Duration,
 }
@@ -100,7 +100,7 @@ pub struct Clock(Arc<dyn Fn() -> u64 + Send + Sync>);
 impl Clock {
     /// The system clock.
     pub fn system() -> Clock {
-        Clock(Arc::new(crate::table::control::now_millis))
+        Clock(Arc::new(crate::control::tables::now_millis))
     }
 
     /// A clock that reads `millis` (milliseconds since the Unix epoch).
@@ -133,15 +133,15 @@ impl Default for Options {
             item_collection_size_limit_bytes: ITEM_COLLECTION_SIZE_LIMIT_BYTES_DEFAULT,
             memtable_size_bytes: 64 << 20,
             wal_segment_size_bytes: 64 << 20,
-            stream_retention: stream_control::STREAM_RETENTION_DEFAULT,
-            stream_shard_duration: stream_control::STREAM_SHARD_DURATION_DEFAULT,
+            stream_retention: lifecycle::STREAM_RETENTION_DEFAULT,
+            stream_shard_duration: lifecycle::STREAM_SHARD_DURATION_DEFAULT,
             stream_shard_records_max: None,
             time_to_live_sweep_interval: TIME_TO_LIVE_SWEEP_INTERVAL_DEFAULT,
             time_to_live_change_cooldown: Duration::ZERO,
             clock: Clock::system(),
             upkeep: true,
             transient_status_delay: Duration::ZERO,
-            capacity: crate::table::throttle::CapacityMode::Off,
+            capacity: crate::capacity::throttle::CapacityMode::Off,
             gsi_lag: None,
             eventual_read_lag: None,
             lag_seed: 0,
@@ -149,7 +149,7 @@ impl Default for Options {
             write_hold: Duration::ZERO,
             export_dir: None,
             pitr_window: None,
-            pitr_clock_interval: crate::table::pitr_clock::PITR_CLOCK_INTERVAL_DEFAULT,
+            pitr_clock_interval: crate::backups::pitr_clock::PITR_CLOCK_INTERVAL_DEFAULT,
         }
     }
 }
@@ -174,7 +174,7 @@ pub(crate) type Catalog = BTreeMap<String, Arc<TableDef>>;
 /// An open datastore of DynamoDB tables.
 ///
 /// The LSM database, the catalog cache, its change lock and the collection locks are shared
-/// (`Arc`) with the background index backfills (`table::backfill`), which outlive any one
+/// (`Arc`) with the background index backfills (`control::backfill`), which outlive any one
 /// request; `backfills` stops and joins those threads when the database is dropped.
 pub struct Database {
     pub(crate) db: Arc<Db>,
@@ -186,45 +186,45 @@ pub struct Database {
     pub(crate) catalog_change: Arc<Mutex<()>>,
     pub(crate) locks: Arc<CollectionLocks>,
     /// Running GSI backfills (UpdateTable); resumed at open.
-    pub(crate) backfills: crate::table::backfill::Backfills,
-    /// Every table's item counts and sizes (`table::stats`).
+    pub(crate) backfills: crate::control::backfill::Backfills,
+    /// Every table's item counts and sizes (`core::stats`).
     pub(crate) stats: Arc<stats::TableStatistics>,
-    /// Recent TransactWriteItems `ClientRequestToken`s (see `table::transact`).
-    pub(crate) transaction_tokens: crate::table::transact::TokenTable,
+    /// Recent TransactWriteItems `ClientRequestToken`s (see `items::transact`).
+    pub(crate) transaction_tokens: crate::items::transact::TokenTable,
     /// Consumed capacity per table, for monitoring (see `metering`).
-    pub(crate) capacity_meter: crate::metering::CapacityMeter,
-    /// Capacity emulation (`table::throttle`): the buckets, enforced only when
+    pub(crate) capacity_meter: crate::capacity::metering::CapacityMeter,
+    /// Capacity emulation (`capacity::throttle`): the buckets, enforced only when
     /// `Options::capacity` says so.
-    pub(crate) throttle: crate::table::throttle::Throttle,
-    /// PartiQL statements parsed lately, by text (`table::partiql`).
-    pub(crate) statements: crate::table::partiql::StatementCache,
-    /// Stream state shared by writers, readers and the upkeep (`table::stream_control`).
-    pub(crate) streams: Arc<stream_control::Streams>,
+    pub(crate) throttle: crate::capacity::throttle::Throttle,
+    /// PartiQL statements parsed lately, by text (`partiql::statements`).
+    pub(crate) statements: crate::partiql::statements::StatementCache,
+    /// Stream state shared by writers, readers and the upkeep (`streams::lifecycle`).
+    pub(crate) streams: Arc<lifecycle::Streams>,
     /// The upkeep thread (stream shards and retention, Time to Live sweeps), started with
     /// the first stream or Time to Live setting; stopped on drop.
-    pub(crate) upkeep: Mutex<Option<crate::table::upkeep::Upkeep>>,
-    /// What DescribeEndpoints answers (`table::settings`); a server sets its own address.
+    pub(crate) upkeep: Mutex<Option<crate::upkeep::Upkeep>>,
+    /// What DescribeEndpoints answers (`control::settings`); a server sets its own address.
     pub(crate) endpoint_address: RwLock<String>,
     /// Tables CREATING, UPDATING or DELETING for `Options::transient_status_delay`.
-    pub(crate) transitions: Arc<crate::table::transient::Transitions>,
-    /// Recent snapshots for lagged reads (`table::lag`), with `Options::gsi_lag` or
+    pub(crate) transitions: Arc<crate::emulation::transient::Transitions>,
+    /// Recent snapshots for lagged reads (`emulation::lag`), with `Options::gsi_lag` or
     /// `Options::eventual_read_lag`.
     pub(crate) lagged: Option<Arc<LaggedSnapshots>>,
     /// Keeps `lagged` current; stopped on drop.
     _lag_ticker: Option<LagTicker>,
     /// Items of writes in flight, with `Options::transaction_conflicts`.
     pub(crate) in_flight: Option<Arc<InFlight>>,
-    /// Exports' records and running exports (`table::export_records`); running exports
+    /// Exports' records and running exports (`transfer::export_records`); running exports
     /// stop when the database is dropped.
-    pub(crate) exports: crate::table::export_records::Exports,
-    /// Backups a restore is reading (`table::backups`).
-    pub(crate) backups_in_use: Arc<crate::table::backups::BackupsInUse>,
-    /// Running imports and their error logs (`table::import`).
-    pub(crate) imports: Arc<crate::table::import::Imports>,
-    /// The history compaction keeps for point-in-time recovery (`table::pitr_clock`).
+    pub(crate) exports: crate::transfer::export_records::Exports,
+    /// Backups a restore is reading (`backups::on_demand`).
+    pub(crate) backups_in_use: Arc<crate::backups::on_demand::BackupsInUse>,
+    /// Running imports and their error logs (`transfer::import`).
+    pub(crate) imports: Arc<crate::transfer::import::Imports>,
+    /// The history compaction keeps for point-in-time recovery (`backups::pitr_clock`).
     pub(crate) pitr: Arc<PitrRetention>,
     /// Stops the running imports when this database is dropped.
-    _imports_owner: crate::table::import::ImportsOwner,
+    _imports_owner: crate::transfer::import::ImportsOwner,
 }
 
 /// The catalog as stored in the current durable version of `db`.
@@ -248,12 +248,12 @@ pub(crate) fn read_catalog(db: &Db) -> Result<Catalog, DbError> {
 pub(crate) fn reload(
     db: &Db,
     catalog: &RwLock<Catalog>,
-    retention: &crate::table::stream::StreamRetention,
+    retention: &crate::streams::record::StreamRetention,
     pitr: &PitrRetention,
 ) -> Result<(), DbError> {
     let current = read_catalog(db)?;
-    crate::table::stream_control::note_stream_trees(retention, &current);
-    crate::table::pitr_clock::note_pitr_trees(pitr, &current);
+    crate::streams::lifecycle::note_stream_trees(retention, &current);
+    crate::backups::pitr_clock::note_pitr_trees(pitr, &current);
     *catalog.write() = current;
     Ok(())
 }
@@ -272,7 +272,7 @@ impl Database {
         let database = Database::open_with_fs(shoal_vfs::RealFs::shared(), path, options)?;
         database
             .imports
-            .set_error_dir(path.join(crate::table::import::IMPORT_ERRORS_DIR_NAME));
+            .set_error_dir(path.join(crate::transfer::import::IMPORT_ERRORS_DIR_NAME));
         Ok(database)
     }
 
@@ -293,13 +293,13 @@ impl Database {
 
     /// Opens the datastore in `path` through `fs` (fault-injection tests use `SimFs`).
     pub fn open_with_fs(fs: Fs, path: &Path, options: Options) -> Result<Database, DbError> {
-        let retention = Arc::new(StreamRetention::new(stream_control::millis(
+        let retention = Arc::new(StreamRetention::new(lifecycle::millis(
             options.stream_retention,
         )));
         let pitr = Arc::new(PitrRetention::default());
         let db = Db::open_with_fs(fs, path, options.db_options(&retention, &pitr))?;
         let stats_tree = db.tree_id(stats::STATS_TREE_NAME);
-        let transitions = Arc::new(crate::table::transient::Transitions::new(
+        let transitions = Arc::new(crate::emulation::transient::Transitions::new(
             options.transient_status_delay,
         ));
         let db = Arc::new(db);
@@ -320,13 +320,13 @@ impl Database {
             .transaction_conflicts
             .then(|| Arc::new(InFlight::default()));
         let throttle =
-            crate::table::throttle::Throttle::new(options.capacity, options.clock.clone());
-        let exports = crate::table::export_records::Exports::open(
+            crate::capacity::throttle::Throttle::new(options.capacity, options.clock.clone());
+        let exports = crate::transfer::export_records::Exports::open(
             &db,
-            crate::table::control::now_millis(),
+            crate::control::tables::now_millis(),
             options.upkeep,
         )?;
-        let imports = Arc::new(crate::table::import::Imports::default());
+        let imports = Arc::new(crate::transfer::import::Imports::default());
         let database = Database {
             db,
             throttle,
@@ -339,10 +339,10 @@ impl Database {
             transaction_tokens: Default::default(),
             capacity_meter: Default::default(),
             statements: Default::default(),
-            streams: Arc::new(stream_control::Streams::new(retention)),
+            streams: Arc::new(lifecycle::Streams::new(retention)),
             upkeep: Mutex::new(None),
             endpoint_address: RwLock::new(
-                crate::table::settings::ENDPOINT_ADDRESS_DEFAULT.to_string(),
+                crate::control::settings::ENDPOINT_ADDRESS_DEFAULT.to_string(),
             ),
             transitions,
             lagged,
@@ -351,7 +351,7 @@ impl Database {
             exports,
             backups_in_use: Default::default(),
             imports: Arc::clone(&imports),
-            _imports_owner: crate::table::import::ImportsOwner(Some(imports)),
+            _imports_owner: crate::transfer::import::ImportsOwner(Some(imports)),
             pitr,
         };
         database.reload_catalog()?;
@@ -371,7 +371,7 @@ impl Database {
         // An index left CREATING by a crash or a close is rebuilt (never marked ACTIVE
         // before a complete pass).
         database.resume_backfills()?;
-        crate::table::backup_store::remove_partial_and_expired(
+        crate::backups::store::remove_partial_and_expired(
             database.db.fs(),
             database.db.dir(),
             database.options.clock.now_millis(),
@@ -395,8 +395,8 @@ impl Database {
             stats: Arc::clone(&self.stats),
             transaction_tokens: Default::default(),
             capacity_meter: Default::default(),
-            throttle: crate::table::throttle::Throttle::new(
-                crate::table::throttle::CapacityMode::Off,
+            throttle: crate::capacity::throttle::Throttle::new(
+                crate::capacity::throttle::CapacityMode::Off,
                 self.options.clock.clone(),
             ),
             statements: Default::default(),
@@ -407,7 +407,7 @@ impl Database {
             lagged: self.lagged.clone(),
             _lag_ticker: None,
             in_flight: self.in_flight.clone(),
-            exports: crate::table::export_records::Exports::none(),
+            exports: crate::transfer::export_records::Exports::none(),
             backups_in_use: Arc::clone(&self.backups_in_use),
             imports: Arc::clone(&self.imports),
             _imports_owner: Default::default(),
@@ -415,7 +415,7 @@ impl Database {
         }
     }
 
-    /// Makes every table's statistics records complete (`table::stats`).
+    /// Makes every table's statistics records complete (`core::stats`).
     fn prepare_stats(&self) -> Result<(), ApiError> {
         let tables: Vec<Arc<TableDef>> = self.catalog.read().values().cloned().collect();
         let live: Vec<TreeId> = tables.iter().map(|table| table.tree).collect();

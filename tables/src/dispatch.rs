@@ -21,8 +21,8 @@ use crate::api::transact::{
     TransactWriteItemsOutput,
 };
 use crate::api::{decode, encode};
+use crate::capacity::metering::{CapacityTotals, Metered};
 use crate::database::Database;
-use crate::metering::{CapacityTotals, Metered};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -54,7 +54,7 @@ impl Database {
         operation: &str,
         body: &[u8],
     ) -> Result<Vec<u8>, ApiError> {
-        crate::table::region::with_region(region, || self.execute_json_text(operation, body))
+        crate::core::region::with_region(region, || self.execute_json_text(operation, body))
     }
 
     /// Capacity units consumed per table through [`Database::execute`] and
@@ -243,7 +243,7 @@ impl Database {
     ) -> Vec<(
         String,
         Option<String>,
-        crate::table::throttle::ThrottleCounts,
+        crate::capacity::throttle::ThrottleCounts,
     )> {
         self.throttle.throttled()
     }

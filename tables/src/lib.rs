@@ -5,21 +5,37 @@
 //! - [`database::Database`]: the public entry point, one method per DynamoDB operation, and
 //!   [`Database::execute`] for an operation by name with DynamoDB's JSON request.
 //! - [`api`]: the operations' request and response types (DynamoDB's JSON shapes).
-//! - [`table`]: the catalog, physical key layout, stored item format, index entries, item
-//!   collections, locks, and the operations' implementations.
-//! - [`metering`]: capacity units consumed, as DynamoDB reports them.
+//! - [`core`]: what every table has and every feature builds on: the catalog, the physical
+//!   key layout, the stored item format, index entries, item collections, locks, statistics,
+//!   the write pipeline and the consistency check.
+//! - The operations, a folder each: [`items`] (single items, batches, transactions),
+//!   [`query_scan`], [`control`] (tables, UpdateTable, index backfills, settings).
+//! - The features, a folder each: [`streams`], [`ttl`], [`backups`] (with point-in-time
+//!   recovery), [`transfer`] (import and export), [`partiql`], [`capacity`] (metering,
+//!   billing, throttling), [`emulation`] (GSI lag, stale reads, transaction conflicts,
+//!   transient statuses) and [`tags`]; [`upkeep`] runs their work on a timer.
 
 pub mod api;
+pub mod backups;
+pub mod capacity;
+pub mod control;
+pub mod core;
 pub mod database;
 mod dispatch;
-pub mod metering;
-pub mod table;
+pub mod emulation;
+pub mod items;
+pub mod partiql;
+pub mod query_scan;
+pub mod streams;
+pub mod tags;
 pub mod transfer;
+pub mod ttl;
+pub mod upkeep;
 
 pub use database::{Clock, Database, Options};
 pub use dispatch::{never_waits, STREAMS_OPERATIONS, SUPPORTED_OPERATIONS};
+pub use emulation::lag::Lag;
 pub use shoal_wal::Durability;
-pub use table::export_items::ExportProgress;
-pub use table::lag::Lag;
-pub use table::stream::{EventName, StreamRecord};
-pub use table::streams_api::{StreamReader, StreamStart};
+pub use streams::api::{StreamReader, StreamStart};
+pub use streams::record::{EventName, StreamRecord};
+pub use transfer::export_items::ExportProgress;

@@ -2,7 +2,7 @@
 //! DeleteTable (SPEC §2).
 //!
 //! Request members are all `Option`s so that a missing member is reported with DynamoDB's
-//! own text by the validation in `table::schema` rather than as a serde shape error.
+//! own text by the validation in `control::schema` rather than as a serde shape error.
 //! Members of CreateTable that Shoal does not implement yet (SSESpecification,
 //! WarmThroughput, …) are decoded so that a request using them is refused with a
 //! ValidationException naming the member (docs/COMPATIBILITY.md).
@@ -211,7 +211,7 @@ pub struct TableDescription {
     /// Present once CreateTable or UpdateTable named a class (docs/COMPATIBILITY.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub table_class_summary: Option<TableClassSummary>,
-    /// In the answer of a restore (`table::backups`).
+    /// In the answer of a restore (`backups::on_demand`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub restore_summary: Option<RestoreSummary>,
 }

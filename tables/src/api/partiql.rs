@@ -8,7 +8,7 @@ use shoal_model::{AttributeValue, Item};
 use crate::api::common::{ConsumedCapacity, RETURN_VALUES_ON_CONDITION_CHECK_FAILURE};
 use crate::api::constraint::{length_at_least, length_at_most, violation, Violations};
 pub use crate::api::transact::ItemResponse;
-use crate::metering::Metered;
+use crate::capacity::metering::Metered;
 
 /// Longest `Statement`, in characters.
 pub const STATEMENT_LENGTH_MAX: usize = 8192;

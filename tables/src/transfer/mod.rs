@@ -7,8 +7,17 @@
 //!   lines of bounded length, with the raw bytes read counted as they go.
 //! - [`parse`]: a line or CSV record turned into an item (DYNAMODB_JSON, CSV).
 //!
-//! Nothing here knows about tables' storage: `table::export` and `table::import` drive these.
+//! The operations that drive them: [`export`] (ExportTableToPointInTime, DescribeExport,
+//! ListExports) with [`export_items`] (the items of one snapshot, by parallel workers) and
+//! [`export_records`] (the records of exports, the threads that run them); [`import`]
+//! (ImportTable, DescribeImport, ListImports) with [`import_job`] (one import's run into a
+//! staged table).
 
+pub mod export;
+pub mod export_items;
+pub mod export_records;
+pub mod import;
+pub mod import_job;
 pub mod parse;
 pub mod read;
 pub mod source;

@@ -521,13 +521,13 @@ fn sync_dir(dir: &Path) -> Result<(), ExportWriteError> {
 pub fn export_id(start_millis: u64) -> String {
     format!(
         "{start_millis:014}-{:08x}",
-        crate::table::control::random_bits() as u32
+        crate::control::tables::random_bits() as u32
     )
 }
 
 fn random_name() -> String {
     const ALPHABET: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
-    let mut bits = crate::table::control::random_bits();
+    let mut bits = crate::control::tables::random_bits();
     (0..26)
         .map(|_| {
             let c = ALPHABET[(bits & 31) as usize] as char;

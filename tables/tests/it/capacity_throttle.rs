@@ -8,8 +8,10 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 use shoal_model::ErrorCode;
-use shoal_tables::table::throttle::{CapacityMode, ThrottleCounts, PROVISIONED_EXCEEDED_MESSAGE};
-use shoal_tables::table::throttle::{ON_DEMAND_EXCEEDED_MESSAGE, PARTITION_WRITE_UNITS_MAX};
+use shoal_tables::capacity::throttle::{
+    CapacityMode, ThrottleCounts, PROVISIONED_EXCEEDED_MESSAGE,
+};
+use shoal_tables::capacity::throttle::{ON_DEMAND_EXCEEDED_MESSAGE, PARTITION_WRITE_UNITS_MAX};
 use shoal_tables::{Clock, Database, Options};
 
 /// Any moment: the clock only has to stand still unless the test moves it.

@@ -8,10 +8,10 @@ use std::ops::Bound;
 use serde_json::{json, Value};
 use shoal_engine::{Direction, WriteBatch};
 use shoal_model::{AttributeValue, Item};
-use shoal_tables::table::catalog::TableDef;
-use shoal_tables::table::collection::CollectionRecord;
-use shoal_tables::table::item_codec::{decode_item, encode_item};
-use shoal_tables::table::keys::{self, SECTION_BASE, SECTION_COLLECTION};
+use shoal_tables::core::catalog::TableDef;
+use shoal_tables::core::collection::CollectionRecord;
+use shoal_tables::core::item_codec::{decode_item, encode_item};
+use shoal_tables::core::keys::{self, SECTION_BASE, SECTION_COLLECTION};
 use shoal_tables::{Database, Options};
 
 const TABLE: &str = "Checked";

@@ -364,7 +364,7 @@ fn the_update_action_needs_an_existing_index() {
     );
     assert_eq!(
         message,
-        shoal_tables::table::update_table::ONE_ACTION_MESSAGE
+        shoal_tables::control::update_table::ONE_ACTION_MESSAGE
     );
 }
 

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use serde_json::{json, Value};
-use shoal_tables::table::stats::STATS_TREE_NAME;
+use shoal_tables::core::stats::STATS_TREE_NAME;
 use shoal_tables::{Database, Durability, Options};
 use shoal_vfs::sim::SimFs;
 

@@ -6,7 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 use shoal_model::ErrorCode;
-use shoal_tables::table::stats::STATS_TREE_NAME;
+use shoal_tables::core::stats::STATS_TREE_NAME;
 use shoal_tables::{Database, Durability, Options};
 
 fn options() -> Options {

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 use shoal_model::ErrorCode;
-use shoal_tables::table::update_table::{
+use shoal_tables::control::update_table::{
     INDEX_EXISTS_MESSAGE, NOTHING_TO_UPDATE_MESSAGE, ONE_ACTION_MESSAGE, ONE_INDEX_CHANGE_MESSAGE,
 };
 use shoal_tables::{Database, Durability, Options};

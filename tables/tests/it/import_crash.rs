@@ -185,7 +185,7 @@ fn orphan_trees_are_dropped_at_open_and_live_tables_keep_every_tree() {
         // A table staged and never published nor discarded, as a crash leaves one.
         let request: shoal_tables::api::control::CreateTableRequest =
             serde_json::from_value(table_parameters("Staged")).unwrap();
-        let schema = shoal_tables::table::schema::validate_create_table(&request).unwrap();
+        let schema = shoal_tables::control::schema::validate_create_table(&request).unwrap();
         let staged = db.stage_table(&schema).unwrap();
         let staged_trees: BTreeSet<u32> = [staged.table().tree]
             .into_iter()

@@ -4,7 +4,7 @@ use crate::items_support;
 use items_support::*;
 use serde_json::{json, Value};
 use shoal_model::{AttributeValue, ErrorCode};
-use shoal_tables::table::collection::{read_record, CollectionRecord};
+use shoal_tables::core::collection::{read_record, CollectionRecord};
 use shoal_tables::Options;
 
 fn capacity_table(db: &shoal_tables::Database) {
@@ -357,7 +357,7 @@ fn collections_are_sized_exactly_and_capped() {
         .lsm()
         .get(
             table.tree,
-            &shoal_tables::table::keys::collection_key(&AttributeValue::S("A".into())).unwrap(),
+            &shoal_tables::core::keys::collection_key(&AttributeValue::S("A".into())).unwrap(),
             None,
         )
         .unwrap();

@@ -13,9 +13,9 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 use shoal_engine::Direction;
 use shoal_model::{decode_key_value, AttributeValue, ErrorCode, Item, Number, ScalarType};
-use shoal_tables::table::collection::CollectionRecord;
-use shoal_tables::table::item_codec::decode_item;
-use shoal_tables::table::keys;
+use shoal_tables::core::collection::CollectionRecord;
+use shoal_tables::core::item_codec::decode_item;
+use shoal_tables::core::keys;
 use shoal_tables::{Database, Options};
 
 const TABLE: &str = "Model";

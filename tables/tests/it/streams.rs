@@ -444,7 +444,7 @@ fn check_compares_each_items_last_record_with_the_item() {
     // A change behind the write path's back: the item changes, its stream does not.
     let table = db.table("Tab").unwrap();
     let key =
-        shoal_tables::table::keys::base_key(&shoal_model::AttributeValue::S("k5".into()), None)
+        shoal_tables::core::keys::base_key(&shoal_model::AttributeValue::S("k5".into()), None)
             .unwrap();
     let mut batch = shoal_engine::WriteBatch::new();
     batch.delete(table.tree, &key).unwrap();

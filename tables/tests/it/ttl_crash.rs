@@ -21,7 +21,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use shoal_engine::Direction;
-use shoal_tables::table::item_codec::decode_item;
+use shoal_tables::core::item_codec::decode_item;
 use shoal_tables::{Clock, Database};
 use shoal_vfs::sim::SimFs;
 

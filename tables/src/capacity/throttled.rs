@@ -1,0 +1,517 @@
+//! What each data-plane operation draws from the capacity buckets of `capacity::throttle`, and
+//! how a refusal reaches the client: the exception for a single request, UnprocessedItems
+//! and UnprocessedKeys for batch items (the exception only when no item can be processed,
+//! SPEC-2 §7.1), cancellation reasons for transactions.
+//!
+//! The units charged are those the operation reports in ConsumedCapacity: it is asked for
+//! them per index (INDEXES), and its answer is put back into the shape the client asked for.
+//! A batch or transaction reports units per table, so each item's partition is charged an
+//! equal share of its table's units.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use shoal_model::{ApiError, AttributeValue, Item};
+
+use crate::api::batch::{
+    BatchGetItemInput, BatchGetItemOutput, BatchWriteItemInput, BatchWriteItemOutput,
+    KeysAndAttributes, WriteRequest,
+};
+use crate::api::common::{table_name_of, ConsumedCapacity};
+use crate::api::items::{
+    DeleteItemInput, GetItemInput, GetItemOutput, PutItemInput, PutItemOutput, UpdateItemInput,
+};
+use crate::api::query::{QueryRequest, QueryResponse, ScanRequest};
+use crate::api::transact::{
+    TransactGetItemsInput, TransactGetItemsOutput, TransactWriteItemsInput,
+    TransactWriteItemsOutput,
+};
+use crate::capacity::metering::Metered;
+use crate::capacity::throttle::{Consumed, Demand, Refusal};
+use crate::core::catalog::TableDef;
+use crate::database::Database;
+use crate::items::transact::throttled_cancellation;
+use crate::query_scan::query::query_partition;
+
+const INDEXES: &str = "INDEXES";
+const TOTAL: &str = "TOTAL";
+
+/// A request on one table: where it reads or writes.
+pub(crate) trait OneTableRequest {
+    const KIND: Metered;
+    fn table_name(&self) -> Option<&str>;
+    /// The GSI or LSI named by the request.
+    fn index_name(&self) -> Option<&str> {
+        None
+    }
+    /// The partition key value it reads or writes (None: every partition, or unknown).
+    fn partition(&self, table: &TableDef) -> Option<AttributeValue>;
+    fn return_consumed_capacity(&mut self) -> &mut Option<String>;
+}
+
+/// A response with one ConsumedCapacity.
+pub(crate) trait OneCapacity {
+    fn consumed_capacity(&mut self) -> Option<&mut ConsumedCapacity>;
+}
+
+/// The partition key value of an item or key.
+fn partition_of(table: &TableDef, item: Option<&Item>) -> Option<AttributeValue> {
+    item?.get(&table.key.hash.name).cloned()
+}
+
+macro_rules! one_table_request {
+    ($input:ty, $kind:expr, |$request:ident, $table:ident| $partition:expr $(, index: $index:ident)?) => {
+        impl OneTableRequest for $input {
+            const KIND: Metered = $kind;
+            fn table_name(&self) -> Option<&str> {
+                self.table_name.as_deref()
+            }
+            $(fn index_name(&self) -> Option<&str> {
+                self.$index.as_deref()
+            })?
+            fn partition(&self, $table: &TableDef) -> Option<AttributeValue> {
+                let $request = self;
+                $partition
+            }
+            fn return_consumed_capacity(&mut self) -> &mut Option<String> {
+                &mut self.return_consumed_capacity
+            }
+        }
+    };
+}
+
+one_table_request!(PutItemInput, Metered::Write, |r, t| partition_of(
+    t,
+    r.item.as_ref()
+));
+one_table_request!(UpdateItemInput, Metered::Write, |r, t| partition_of(
+    t,
+    r.key.as_ref()
+));
+one_table_request!(DeleteItemInput, Metered::Write, |r, t| partition_of(
+    t,
+    r.key.as_ref()
+));
+one_table_request!(GetItemInput, Metered::Read, |r, t| partition_of(
+    t,
+    r.key.as_ref()
+));
+one_table_request!(QueryRequest, Metered::Read, |r, t| query_partition(t, r), index: index_name);
+one_table_request!(ScanRequest, Metered::Read, |_r, _t| None, index: index_name);
+
+impl OneCapacity for PutItemOutput {
+    fn consumed_capacity(&mut self) -> Option<&mut ConsumedCapacity> {
+        self.consumed_capacity.as_mut()
+    }
+}
+
+impl OneCapacity for GetItemOutput {
+    fn consumed_capacity(&mut self) -> Option<&mut ConsumedCapacity> {
+        self.consumed_capacity.as_mut()
+    }
+}
+
+impl OneCapacity for QueryResponse {
+    fn consumed_capacity(&mut self) -> Option<&mut ConsumedCapacity> {
+        self.consumed_capacity.as_mut()
+    }
+}
+
+/// Asks for capacity per index when the client asked for TOTAL (or nothing: metering asks
+/// for TOTAL then); returns whether the answer must be put back into TOTAL's shape. Any
+/// other value is left for the operation to accept or refuse.
+fn ask_per_index(requested: &mut Option<String>) -> bool {
+    if requested.as_deref() == Some(TOTAL) {
+        *requested = Some(INDEXES.to_string());
+        return true;
+    }
+    false
+}
+
+/// The units of one ConsumedCapacity: the table's (its LSIs' included) and each GSI's.
+fn units_of(consumed: &ConsumedCapacity) -> Consumed {
+    let arms = consumed.table.is_some()
+        || consumed.local_secondary_indexes.is_some()
+        || consumed.global_secondary_indexes.is_some();
+    if !arms {
+        return Consumed {
+            table_units: consumed.capacity_units,
+            index_units: BTreeMap::new(),
+        };
+    }
+    let table_units = consumed
+        .table
+        .as_ref()
+        .map_or(0.0, |arm| arm.capacity_units)
+        + consumed
+            .local_secondary_indexes
+            .iter()
+            .flatten()
+            .map(|(_, arm)| arm.capacity_units)
+            .sum::<f64>();
+    let index_units = consumed
+        .global_secondary_indexes
+        .iter()
+        .flatten()
+        .map(|(name, arm)| (name.clone(), arm.capacity_units))
+        .collect();
+    Consumed {
+        table_units,
+        index_units,
+    }
+}
+
+/// TOTAL's shape of an INDEXES answer: the same totals without the arms.
+fn as_total(consumed: &mut ConsumedCapacity) {
+    consumed.table = None;
+    consumed.local_secondary_indexes = None;
+    consumed.global_secondary_indexes = None;
+}
+
+/// The units a demand's partition was charged: the GSI's for a read through a GSI, the
+/// table's otherwise.
+fn partition_units(demand: &Demand<'_>, consumed: &Consumed) -> f64 {
+    match (demand.kind, demand.index) {
+        (Metered::Read, Some(index)) => consumed
+            .index_units
+            .get(index)
+            .copied()
+            .unwrap_or(consumed.table_units),
+        _ => consumed.table_units,
+    }
+}
+
+impl Database {
+    /// The table a request names, if it exists (a request naming none is left to the
+    /// operation, which refuses it).
+    fn throttled_table(&self, name: Option<&str>) -> Option<Arc<TableDef>> {
+        self.data_table(table_name_of(name).ok()?).ok()
+    }
+
+    /// Runs a request on one table under capacity emulation.
+    pub(crate) fn throttled<I, O>(
+        &self,
+        mut input: I,
+        operation: impl FnOnce(I) -> Result<O, ApiError>,
+    ) -> Result<O, ApiError>
+    where
+        I: OneTableRequest,
+        O: OneCapacity,
+    {
+        if !self.throttle.enforcing() {
+            return operation(input);
+        }
+        let Some(table) = self.throttled_table(input.table_name()) else {
+            return operation(input);
+        };
+        let partition = input.partition(&table);
+        let index = input.index_name().map(str::to_string);
+        let demand = Demand {
+            table: &table,
+            kind: I::KIND,
+            index: index.as_deref(),
+            partition: partition.as_ref(),
+        };
+        self.throttle
+            .check(&demand)
+            .map_err(|refusal| refusal.error())?;
+        let total = ask_per_index(input.return_consumed_capacity());
+        let mut output = operation(input)?;
+        if let Some(consumed) = output.consumed_capacity() {
+            let units = units_of(consumed);
+            self.throttle.charge(&demand, &units);
+            self.throttle
+                .charge_partition(&demand, partition_units(&demand, &units));
+            if total {
+                as_total(consumed);
+            }
+        }
+        Ok(output)
+    }
+
+    /// Charges a batch's or transaction's units: each table's to its buckets, and an equal
+    /// share to the partition of each item it processed there.
+    fn charge_per_table(
+        &self,
+        consumed: Option<&mut Vec<ConsumedCapacity>>,
+        total: bool,
+        kind: Metered,
+        processed: &[(Arc<TableDef>, Option<AttributeValue>)],
+    ) {
+        for entry in consumed.into_iter().flatten() {
+            let units = units_of(entry);
+            if total {
+                as_total(entry);
+            }
+            let items: Vec<&(Arc<TableDef>, Option<AttributeValue>)> = processed
+                .iter()
+                .filter(|(table, _)| table.name == entry.table_name)
+                .collect();
+            let Some((table, _)) = items.first() else {
+                continue;
+            };
+            let demand = Demand {
+                table,
+                kind,
+                index: None,
+                partition: None,
+            };
+            self.throttle.charge(&demand, &units);
+            let share = units.table_units / items.len() as f64;
+            for (table, partition) in items {
+                let demand = Demand {
+                    table,
+                    kind,
+                    index: None,
+                    partition: partition.as_ref(),
+                };
+                self.throttle.charge_partition(&demand, share);
+            }
+        }
+    }
+
+    /// Checks one batch item or transaction action.
+    fn check_item(
+        &self,
+        table: &Arc<TableDef>,
+        kind: Metered,
+        item: Option<&Item>,
+    ) -> (Option<AttributeValue>, Result<(), Refusal>) {
+        let partition = partition_of(table, item);
+        let demand = Demand {
+            table,
+            kind,
+            index: None,
+            partition: partition.as_ref(),
+        };
+        let checked = self.throttle.check(&demand);
+        (partition, checked)
+    }
+
+    /// BatchWriteItem under capacity emulation: refused items come back unprocessed.
+    pub(crate) fn throttled_batch_write_item(
+        &self,
+        mut input: BatchWriteItemInput,
+    ) -> Result<BatchWriteItemOutput, ApiError> {
+        if !self.throttle.enforcing() {
+            return self.batch_write_item(input);
+        }
+        let Some(request_items) = input.request_items.take() else {
+            return self.batch_write_item(input);
+        };
+        let mut admitted: BTreeMap<String, Vec<WriteRequest>> = BTreeMap::new();
+        let mut unprocessed: BTreeMap<String, Vec<WriteRequest>> = BTreeMap::new();
+        let mut processed = Vec::new();
+        let mut first_refusal = None;
+        for (name, requests) in request_items {
+            let Some(table) = self.throttled_table(Some(&name)) else {
+                admitted.insert(name, requests);
+                continue;
+            };
+            for request in requests {
+                let item = match (&request.put_request, &request.delete_request) {
+                    (Some(put), _) => put.item.as_ref(),
+                    (None, Some(delete)) => delete.key.as_ref(),
+                    (None, None) => None,
+                };
+                let (partition, checked) = self.check_item(&table, Metered::Write, item);
+                match checked {
+                    Ok(()) => {
+                        processed.push((Arc::clone(&table), partition));
+                        admitted.entry(name.clone()).or_default().push(request);
+                    }
+                    Err(refusal) => {
+                        first_refusal.get_or_insert(refusal);
+                        unprocessed.entry(name.clone()).or_default().push(request);
+                    }
+                }
+            }
+        }
+        if admitted.is_empty() {
+            if let Some(refusal) = first_refusal {
+                return Err(refusal.error());
+            }
+        }
+        input.request_items = Some(admitted);
+        let total = ask_per_index(&mut input.return_consumed_capacity);
+        let mut output = self.batch_write_item(input)?;
+        self.charge_per_table(
+            output.consumed_capacity.as_mut(),
+            total,
+            Metered::Write,
+            &processed,
+        );
+        for (name, requests) in unprocessed {
+            output
+                .unprocessed_items
+                .entry(name)
+                .or_default()
+                .extend(requests);
+        }
+        Ok(output)
+    }
+
+    /// BatchGetItem under capacity emulation: refused keys come back unprocessed.
+    pub(crate) fn throttled_batch_get_item(
+        &self,
+        mut input: BatchGetItemInput,
+    ) -> Result<BatchGetItemOutput, ApiError> {
+        if !self.throttle.enforcing() {
+            return self.batch_get_item(input);
+        }
+        let Some(request_items) = input.request_items.take() else {
+            return self.batch_get_item(input);
+        };
+        let mut admitted: BTreeMap<String, KeysAndAttributes> = BTreeMap::new();
+        let mut unprocessed: BTreeMap<String, KeysAndAttributes> = BTreeMap::new();
+        let mut processed = Vec::new();
+        let mut first_refusal = None;
+        for (name, mut request) in request_items {
+            let Some(table) = self.throttled_table(Some(&name)) else {
+                admitted.insert(name, request);
+                continue;
+            };
+            let keys = std::mem::take(&mut request.keys);
+            for key in keys {
+                let (partition, checked) = self.check_item(&table, Metered::Read, Some(&key));
+                let target = match checked {
+                    Ok(()) => {
+                        processed.push((Arc::clone(&table), partition));
+                        &mut admitted
+                    }
+                    Err(refusal) => {
+                        first_refusal.get_or_insert(refusal);
+                        &mut unprocessed
+                    }
+                };
+                target
+                    .entry(name.clone())
+                    .or_insert_with(|| request.clone())
+                    .keys
+                    .push(key);
+            }
+        }
+        if admitted.is_empty() {
+            if let Some(refusal) = first_refusal {
+                return Err(refusal.error());
+            }
+        }
+        input.request_items = Some(admitted);
+        let total = ask_per_index(&mut input.return_consumed_capacity);
+        let mut output = self.batch_get_item(input)?;
+        self.charge_per_table(
+            output.consumed_capacity.as_mut(),
+            total,
+            Metered::Read,
+            &processed,
+        );
+        for (name, request) in unprocessed {
+            match output.unprocessed_keys.get_mut(&name) {
+                Some(waiting) => waiting.keys.extend(request.keys),
+                None => {
+                    output.unprocessed_keys.insert(name, request);
+                }
+            }
+        }
+        Ok(output)
+    }
+
+    /// TransactWriteItems under capacity emulation: any refused action cancels it.
+    pub(crate) fn throttled_transact_write_items(
+        &self,
+        mut input: TransactWriteItemsInput,
+    ) -> Result<TransactWriteItemsOutput, ApiError> {
+        if !self.throttle.enforcing() {
+            return self.transact_write_items(input);
+        }
+        let actions: Vec<(Option<&str>, Option<&Item>)> = input
+            .transact_items
+            .iter()
+            .flatten()
+            .map(|action| {
+                match (
+                    &action.put,
+                    &action.update,
+                    &action.delete,
+                    &action.condition_check,
+                ) {
+                    (Some(put), ..) => (put.table_name.as_deref(), put.item.as_ref()),
+                    (_, Some(update), ..) => (update.table_name.as_deref(), update.key.as_ref()),
+                    (_, _, Some(delete), _) => (delete.table_name.as_deref(), delete.key.as_ref()),
+                    (_, _, _, Some(check)) => (check.table_name.as_deref(), check.key.as_ref()),
+                    _ => (None, None),
+                }
+            })
+            .collect();
+        let (processed, refusals) = self.check_actions(&actions, Metered::Write);
+        if refusals.iter().any(Option::is_some) {
+            return Err(throttled_cancellation(&refusals));
+        }
+        let total = ask_per_index(&mut input.return_consumed_capacity);
+        let mut output = self.transact_write_items(input)?;
+        self.charge_per_table(
+            output.consumed_capacity.as_mut(),
+            total,
+            Metered::Write,
+            &processed,
+        );
+        Ok(output)
+    }
+
+    /// TransactGetItems under capacity emulation: any refused read cancels it.
+    pub(crate) fn throttled_transact_get_items(
+        &self,
+        mut input: TransactGetItemsInput,
+    ) -> Result<TransactGetItemsOutput, ApiError> {
+        if !self.throttle.enforcing() {
+            return self.transact_get_items(input);
+        }
+        let actions: Vec<(Option<&str>, Option<&Item>)> = input
+            .transact_items
+            .iter()
+            .flatten()
+            .map(|action| match &action.get {
+                Some(get) => (get.table_name.as_deref(), get.key.as_ref()),
+                None => (None, None),
+            })
+            .collect();
+        let (processed, refusals) = self.check_actions(&actions, Metered::Read);
+        if refusals.iter().any(Option::is_some) {
+            return Err(throttled_cancellation(&refusals));
+        }
+        let total = ask_per_index(&mut input.return_consumed_capacity);
+        let mut output = self.transact_get_items(input)?;
+        self.charge_per_table(
+            output.consumed_capacity.as_mut(),
+            total,
+            Metered::Read,
+            &processed,
+        );
+        Ok(output)
+    }
+
+    /// Checks each action of a transaction (table name, key or item): the partitions of
+    /// the actions on existing tables, and each action's refusal if any.
+    #[allow(clippy::type_complexity)]
+    fn check_actions(
+        &self,
+        actions: &[(Option<&str>, Option<&Item>)],
+        kind: Metered,
+    ) -> (
+        Vec<(Arc<TableDef>, Option<AttributeValue>)>,
+        Vec<Option<Refusal>>,
+    ) {
+        let mut processed = Vec::new();
+        let mut refusals = Vec::with_capacity(actions.len());
+        for (name, item) in actions {
+            let Some(table) = self.throttled_table(*name) else {
+                refusals.push(None);
+                continue;
+            };
+            let (partition, checked) = self.check_item(&table, kind, *item);
+            refusals.push(checked.err());
+            processed.push((table, partition));
+        }
+        (processed, refusals)
+    }
+}

@@ -1,0 +1,57 @@
+//! The region named in the ARNs an operation answers with.
+//!
+//! DynamoDB names a table by the region a request was sent to, and so does Shoal, which
+//! serves one database to every region: a server passes each request's region (its SigV4
+//! credential scope) to `Database::execute_json_text_in_region`, which makes it the region of
+//! every ARN formatted while the operation runs on that thread. Outside such a call (the
+//! embedded API, background work) ARNs name [`ARN_REGION`], DynamoDB Local's `ddblocal`.
+//! ARNs a client sends are accepted whatever their region.
+
+use std::cell::RefCell;
+
+use crate::control::tables::ARN_REGION;
+
+thread_local! {
+    static REQUEST_REGION: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// The region of the operation running on this thread.
+pub fn current() -> String {
+    REQUEST_REGION
+        .with(|region| region.borrow().clone())
+        .unwrap_or_else(|| ARN_REGION.to_owned())
+}
+
+/// Runs `operation` with `region` (when given) as the region of its ARNs; the previous one
+/// is back afterwards, a panic included.
+pub fn with_region<T>(region: Option<&str>, operation: impl FnOnce() -> T) -> T {
+    struct Restore(Option<String>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let previous = self.0.take();
+            REQUEST_REGION.with(|region| *region.borrow_mut() = previous);
+        }
+    }
+    let previous = REQUEST_REGION.with(|slot| slot.replace(region.map(str::to_owned)));
+    let _restore = Restore(previous);
+    operation()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_region_holds_for_the_call_only() {
+        assert_eq!(current(), "ddblocal");
+        let inside = with_region(Some("eu-west-1"), current);
+        assert_eq!(inside, "eu-west-1");
+        assert_eq!(current(), "ddblocal");
+        assert_eq!(with_region(None, current), "ddblocal");
+        let panicked = std::panic::catch_unwind(|| {
+            with_region(Some("ap-south-1"), || panic!("operation failed"))
+        });
+        assert!(panicked.is_err());
+        assert_eq!(current(), "ddblocal");
+    }
+}

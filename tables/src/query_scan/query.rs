@@ -1,0 +1,307 @@
+//! Query: one partition of a table, an LSI or a GSI, as one key range of one tree.
+//!
+//! The key condition (an equality on the partition key, at most one condition on the sort
+//! key) becomes one key range with `keys::sort_range`: base items under
+//! `hash | pk | 0x00`, an LSI's entries under `hash | pk | section`, a GSI's under
+//! `hash | gsi pk`. ScanIndexForward=false walks that range backwards. An ExclusiveStartKey
+//! maps to the storage key of the entry it names (`paging`), and the walk resumes strictly
+//! after it. Reads run at one snapshot and never take collection locks.
+
+use std::ops::Bound;
+
+use shoal_expr::{legacy, Condition, ConditionKind, Context, KeyCondition, KeySchemaView};
+use shoal_model::{ApiError, AttributeValue};
+
+use crate::api::common::ReturnConsumedCapacity;
+use crate::api::query::{
+    attributes_to_get, check_expression_parameters, check_index_name, check_limit,
+    conditional_operator, legacy_conditions, table_name_of, QueryRequest, QueryResponse,
+};
+use crate::core::catalog::{KeySchema, TableDef};
+use crate::core::keys::{self, KeyRange};
+use crate::core::units::ReadConsistency;
+use crate::database::internal;
+use crate::query_scan::paging::{parse_select, plan_shape, Output, PagePlan, ReadTarget};
+use crate::Database;
+use shoal_engine::Direction;
+
+/// A Query without a key condition.
+const NO_KEY_CONDITION: &str =
+    "Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.";
+
+/// The ExclusiveStartKey error of a Query.
+const INVALID_START_KEY: &str = "The provided starting key is invalid";
+const CANNOT_BE_RESTARTED: &str = "The query can return at most one row and cannot be restarted";
+
+impl Database {
+    /// DynamoDB `Query`.
+    pub fn query(&self, request: QueryRequest) -> Result<QueryResponse, ApiError> {
+        // Member constraints.
+        let table_name = table_name_of(request.table_name.as_deref())?;
+        check_index_name(request.index_name.as_deref())?;
+        let limit = check_limit(request.limit)?;
+        let return_capacity =
+            ReturnConsumedCapacity::parse(request.return_consumed_capacity.as_deref())?;
+        let operator = conditional_operator(request.conditional_operator.as_deref())?;
+        let key_conditions = legacy_conditions(request.key_conditions.as_ref(), "keyConditions")?;
+        let query_filter = legacy_conditions(request.query_filter.as_ref(), "queryFilter")?;
+
+        // Checks that need only the request.
+        check_expression_parameters(
+            &[
+                (
+                    "ProjectionExpression",
+                    request.projection_expression.is_some(),
+                ),
+                ("FilterExpression", request.filter_expression.is_some()),
+                (
+                    "KeyConditionExpression",
+                    request.key_condition_expression.is_some(),
+                ),
+            ],
+            &[
+                ("AttributesToGet", request.attributes_to_get.is_some()),
+                ("QueryFilter", request.query_filter.is_some()),
+                (
+                    "ConditionalOperator",
+                    request.conditional_operator.is_some(),
+                ),
+                // KeyConditions may go with a FilterExpression; only KeyConditionExpression
+                // makes it a mix.
+                (
+                    "KeyConditions",
+                    request.key_conditions.is_some() && request.key_condition_expression.is_some(),
+                ),
+            ],
+            request.expression_attribute_names.is_some(),
+            request.expression_attribute_values.is_some(),
+        )?;
+        legacy::check_conditional_operator_use(
+            request.conditional_operator.is_some(),
+            "QueryFilter",
+            request.query_filter.as_ref().map(|filter| filter.len()),
+        )?;
+        if request.key_conditions.is_none() && request.key_condition_expression.is_none() {
+            return Err(ApiError::validation(NO_KEY_CONDITION));
+        }
+        let select = parse_select(
+            request.select.as_deref(),
+            request.projection_expression.is_some(),
+            request.attributes_to_get.is_some(),
+            request.index_name.is_some(),
+        )?;
+        let mut context = Context::new(
+            request.expression_attribute_names.as_ref(),
+            request.expression_attribute_values.as_ref(),
+        )?;
+        let (filter, filter_parameter) = match (&request.filter_expression, &query_filter) {
+            (Some(text), _) => (
+                Some(context.parse_condition(text, ConditionKind::Filter)?),
+                "Filter Expression",
+            ),
+            (None, Some(conditions)) => (
+                legacy::filter_condition(conditions, operator)?,
+                "QueryFilter",
+            ),
+            (None, None) => (None, "Filter Expression"),
+        };
+        let projection = match &request.projection_expression {
+            Some(text) => Some(context.parse_projection(text)?),
+            None => attributes_to_get(request.attributes_to_get.as_ref())?,
+        };
+
+        // Checks against the table.
+        let table = self.data_table(table_name)?;
+        let target = ReadTarget::resolve(&table, request.index_name.as_deref())?;
+        if matches!(target, ReadTarget::Global(_)) && request.consistent_read == Some(true) {
+            return Err(ApiError::validation(
+                "Consistent reads are not supported on global secondary indexes",
+            ));
+        }
+        let schema = target.key_schema(&table);
+        let view = schema_view(schema);
+        let key_condition = match (&request.key_condition_expression, &key_conditions) {
+            (Some(text), _) => context.parse_key_condition(text, &view)?,
+            (None, Some(conditions)) => legacy::key_conditions(conditions, &view)?,
+            (None, None) => return Err(ApiError::validation(NO_KEY_CONDITION)),
+        };
+        context.finish()?;
+        if let Some(filter) = &filter {
+            check_filter_avoids_keys(filter, schema, filter_parameter)?;
+        }
+        let shape = plan_shape(&table, target, select, projection, filter.as_ref())?;
+        let range = query_range(&table, target, &key_condition)?;
+        let forward = request.scan_index_forward != Some(false);
+        let range = match &request.exclusive_start_key {
+            Some(start_key) => {
+                check_query_start_key(&table, target, &key_condition, start_key)?;
+                resume_after(range, target.storage_key(&table, start_key)?, forward)
+            }
+            None => range,
+        };
+
+        // Read one page at one snapshot.
+        let consistency = ReadConsistency::from_consistent_read(request.consistent_read);
+        let snapshot = self.read_snapshot(
+            matches!(target, ReadTarget::Global(_)),
+            request.consistent_read,
+        );
+        let direction = if forward {
+            Direction::Forward
+        } else {
+            Direction::Reverse
+        };
+        let mut cursor = self
+            .db
+            .iter(
+                target.tree(&table),
+                range.lower_ref(),
+                range.upper_ref(),
+                direction,
+                Some(&*snapshot),
+            )
+            .map_err(internal)?;
+        let plan = PagePlan {
+            table: &table,
+            target,
+            shape: &shape,
+            filter: filter.as_ref(),
+            limit,
+            consistency,
+            snapshot: &snapshot,
+        };
+        let page = self.read_page(&plan, &mut cursor)?;
+        Ok(QueryResponse {
+            items: (!matches!(shape.output, Output::Count)).then_some(page.items),
+            count: page.count,
+            scanned_count: page.scanned_count,
+            // Nothing could follow; a key to resume from would only be refused.
+            last_evaluated_key: page
+                .last_evaluated_key
+                .filter(|_| !reads_one_item(&table, target)),
+            consumed_capacity: page
+                .charge
+                .consumed(&table, target, consistency, return_capacity),
+        })
+    }
+}
+
+/// The partition key value a Query reads, for capacity emulation: None when its key
+/// condition does not parse (the Query itself then answers why).
+pub(crate) fn query_partition(table: &TableDef, request: &QueryRequest) -> Option<AttributeValue> {
+    let target = ReadTarget::resolve(table, request.index_name.as_deref()).ok()?;
+    let view = schema_view(target.key_schema(table));
+    let mut context = Context::new(
+        request.expression_attribute_names.as_ref(),
+        request.expression_attribute_values.as_ref(),
+    )
+    .ok()?;
+    let key_conditions =
+        legacy_conditions(request.key_conditions.as_ref(), "keyConditions").ok()?;
+    let key_condition = match (&request.key_condition_expression, &key_conditions) {
+        (Some(text), _) => context.parse_key_condition(text, &view).ok()?,
+        (None, Some(conditions)) => legacy::key_conditions(conditions, &view).ok()?,
+        (None, None) => return None,
+    };
+    Some(key_condition.hash_value)
+}
+
+/// The expression crate's view of a key schema.
+fn schema_view(schema: &KeySchema) -> KeySchemaView {
+    let view = |attribute: &crate::core::catalog::KeyAttribute| shoal_expr::KeyAttribute {
+        name: attribute.name.clone(),
+        scalar_type: attribute.scalar_type(),
+    };
+    KeySchemaView {
+        hash_key: view(&schema.hash),
+        range_key: schema.range.as_ref().map(view),
+    }
+}
+
+/// A Query filter may not read the key attributes of the schema being queried.
+fn check_filter_avoids_keys(
+    filter: &Condition,
+    schema: &KeySchema,
+    parameter: &str,
+) -> Result<(), ApiError> {
+    let referenced = filter.referenced_top_level_attributes();
+    match schema.names().find(|name| referenced.contains(name)) {
+        Some(key) => Err(ApiError::validation(format!(
+            "{parameter} can only contain non-primary key attributes: Primary key attribute: {key}"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The key range holding exactly the entries the key condition selects.
+fn query_range(
+    table: &TableDef,
+    target: ReadTarget<'_>,
+    condition: &KeyCondition,
+) -> Result<KeyRange, ApiError> {
+    let mut prefix = keys::partition_prefix(&condition.hash_value).map_err(internal)?;
+    match target {
+        ReadTarget::Table => prefix.push(keys::SECTION_BASE),
+        ReadTarget::Local(lsi) => prefix.push(lsi.section),
+        ReadTarget::Global(_) => {}
+    }
+    debug_assert!(table.key.range.is_some() || !matches!(target, ReadTarget::Local(_)));
+    keys::sort_range(&prefix, condition.sort.as_ref()).map_err(internal)
+}
+
+/// Whether a query of `target` reads at most one item: a hash-only table holds one item per
+/// partition, so such a query has nothing to resume.
+fn reads_one_item(table: &TableDef, target: ReadTarget<'_>) -> bool {
+    matches!(target, ReadTarget::Table) && table.key.range.is_none()
+}
+
+/// Checks an ExclusiveStartKey against the query (SPEC §4.2): its shape, its partition and
+/// its sort key against the key condition.
+fn check_query_start_key(
+    table: &TableDef,
+    target: ReadTarget<'_>,
+    condition: &KeyCondition,
+    start_key: &shoal_model::Item,
+) -> Result<(), ApiError> {
+    target.check_start_key(table, start_key, INVALID_START_KEY)?;
+    let schema = target.key_schema(table);
+    if reads_one_item(table, target) {
+        return Err(ApiError::validation(CANNOT_BE_RESTARTED));
+    }
+    let sort_matches = match (&condition.sort, &schema.range) {
+        (Some(sort), Some(range)) => start_key.get(&range.name).is_some_and(|v| sort.matches(v)),
+        _ => true,
+    };
+    if start_key.get(&schema.hash.name) != Some(&condition.hash_value) {
+        // A GSI entry whose sort part still fits names no row of this query at all.
+        return Err(ApiError::validation(
+            if matches!(target, ReadTarget::Global(_)) && sort_matches {
+                CANNOT_BE_RESTARTED
+            } else {
+                "The provided starting key is outside query boundaries based on provided conditions"
+            },
+        ));
+    }
+    if !sort_matches {
+        return Err(ApiError::validation(
+            "The provided starting key does not match the range key predicate",
+        ));
+    }
+    Ok(())
+}
+
+/// Narrows `range` to the entries after `start` in the walk's direction. `start` lies in the
+/// range (its key was checked against the key condition), so it is the tighter bound.
+fn resume_after(range: KeyRange, start: Vec<u8>, forward: bool) -> KeyRange {
+    if forward {
+        KeyRange {
+            lower: Bound::Excluded(start),
+            upper: range.upper,
+        }
+    } else {
+        KeyRange {
+            lower: range.lower,
+            upper: Bound::Excluded(start),
+        }
+    }
+}
