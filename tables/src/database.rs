@@ -12,12 +12,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
-use shoal_model::{ApiError, ErrorCode};
+use shoal_model::ApiError;
 use shoal_vfs::Fs;
 
 use crate::api::common::{data_table_not_found, table_not_found};
 use crate::backups::pitr_clock::PitrRetention;
 use crate::core::catalog::{TableDef, METADATA_PREFIX};
+use crate::core::clock::Clock;
+use crate::core::error::internal;
 use crate::core::keys;
 use crate::core::locks::CollectionLocks;
 use crate::core::stats;
@@ -91,39 +93,6 @@ pub struct Options {
     /// How often the point-in-time clock is written (`backups::pitr_clock`): a restore's
     /// granularity.
     pub pitr_clock_interval: Duration,
-}
-
-/// The time Time to Live decisions are made at: the system clock, or one a test controls.
-#[derive(Clone)]
-pub struct Clock(Arc<dyn Fn() -> u64 + Send + Sync>);
-
-impl Clock {
-    /// The system clock.
-    pub fn system() -> Clock {
-        Clock(Arc::new(crate::control::tables::now_millis))
-    }
-
-    /// A clock that reads `millis` (milliseconds since the Unix epoch).
-    pub fn from_fn(millis: impl Fn() -> u64 + Send + Sync + 'static) -> Clock {
-        Clock(Arc::new(millis))
-    }
-
-    /// Milliseconds since the Unix epoch.
-    pub fn now_millis(&self) -> u64 {
-        (self.0)()
-    }
-}
-
-impl Default for Clock {
-    fn default() -> Self {
-        Clock::system()
-    }
-}
-
-impl std::fmt::Debug for Clock {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Clock({} ms)", self.now_millis())
-    }
 }
 
 impl Default for Options {
@@ -258,14 +227,6 @@ pub(crate) fn reload(
     Ok(())
 }
 
-/// Any storage failure reaches clients as DynamoDB's `InternalServerError`.
-pub(crate) fn internal(error: impl std::fmt::Display) -> ApiError {
-    ApiError::new(
-        ErrorCode::InternalServerError,
-        format!("Internal server error: {error}"),
-    )
-}
-
 impl Database {
     /// Opens (creating if needed) the datastore in `path`.
     pub fn open(path: &Path, options: Options) -> Result<Database, DbError> {
@@ -323,7 +284,7 @@ impl Database {
             crate::capacity::throttle::Throttle::new(options.capacity, options.clock.clone());
         let exports = crate::transfer::export_records::Exports::open(
             &db,
-            crate::control::tables::now_millis(),
+            crate::core::clock::now_millis(),
             options.upkeep,
         )?;
         let imports = Arc::new(crate::transfer::import::Imports::default());

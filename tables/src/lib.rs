@@ -32,7 +32,8 @@ pub mod transfer;
 pub mod ttl;
 pub mod upkeep;
 
-pub use database::{Clock, Database, Options};
+pub use core::clock::Clock;
+pub use database::{Database, Options};
 pub use dispatch::{never_waits, STREAMS_OPERATIONS, SUPPORTED_OPERATIONS};
 pub use emulation::lag::Lag;
 pub use shoal_wal::Durability;

@@ -50,16 +50,18 @@ use crate::api::control::{
 };
 use crate::backups::store::{self, BackupFile, BackupKind, BackupSsTable, BackupStats};
 use crate::control::tables::{
-    describe, epoch_seconds, gsi_tree_name, key_schema_elements, new_table_id, now_millis,
-    projection_description, table_arn,
+    describe, gsi_tree_name, key_schema_elements, new_table_id, projection_description,
 };
 use crate::core::catalog::{
     BillingMode, IndexStatus, OnDemandLimits, TableDef, TableSettings, Throughput,
 };
+use crate::core::clock::{epoch_seconds, now_millis};
 use crate::core::definition::new_definition_edits;
+use crate::core::error::internal;
 use crate::core::locks::STRIPES;
+use crate::core::region::table_arn;
 use crate::core::stats::{self, STATS_TREE_NAME};
-use crate::database::{internal, Database};
+use crate::database::Database;
 use crate::emulation::transient::TransientStatus;
 
 /// BackupArn's length bounds in the API model.

@@ -34,9 +34,11 @@ use crate::api::settings::{
     PointInTimeRecoveryDescription, UpdateContinuousBackupsRequest,
 };
 use crate::backups::on_demand::{restore_target, restored_definition_edits, Overrides};
-use crate::control::tables::{epoch_seconds, table_arn};
 use crate::core::catalog::{IndexStatus, PointInTimeRecoveryDef, TableDef};
-use crate::database::{internal, Database};
+use crate::core::clock::epoch_seconds;
+use crate::core::error::internal;
+use crate::core::region::table_arn;
+use crate::database::Database;
 use shoal_engine::Snapshot;
 
 /// Longest point-in-time recovery period (API model), and the default.

@@ -40,7 +40,8 @@ use shoal_engine::{Db, Direction, TreeId, VersionRetention, WriteBatch};
 use shoal_model::ApiError;
 
 use crate::core::catalog::{PointInTimeRecoveryDef, TableDef};
-use crate::database::{internal, Catalog, Database};
+use crate::core::error::internal;
+use crate::database::{Catalog, Database};
 
 /// The name of the clock tree.
 pub const PITR_CLOCK_TREE_NAME: &str = "pitr-clock";

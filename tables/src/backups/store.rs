@@ -50,8 +50,8 @@ use shoal_model::ApiError;
 use shoal_vfs::Fs;
 
 use crate::core::catalog::TableDef;
+use crate::core::error::internal;
 use crate::core::stats::{SizeStats, TableStats};
-use crate::database::internal;
 
 /// Version of the `backup.json` format.
 pub const BACKUP_FORMAT: u32 = 1;

@@ -22,10 +22,10 @@ use serde_json::json;
 use shoal_model::{ApiError, AttributeValue, ErrorCode};
 
 use crate::capacity::metering::Metered;
-use crate::control::tables::table_arn;
 use crate::core::catalog::{BillingMode, GlobalIndexDef, OnDemandLimits, TableDef, Throughput};
+use crate::core::clock::Clock;
 use crate::core::keys;
-use crate::database::Clock;
+use crate::core::region::table_arn;
 
 /// Read units one partition serves per second (SPEC-2 §7.1).
 pub const PARTITION_READ_UNITS_MAX: f64 = 3000.0;

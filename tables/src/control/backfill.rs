@@ -44,12 +44,13 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use shoal_model::{ApiError, Item};
 
 use crate::core::catalog::{metadata_key, GlobalIndexDef, IndexStatus, TableDef};
-use crate::core::index::{self, Projected, HASH_KEY_BYTES_MAX, RANGE_KEY_BYTES_MAX};
+use crate::core::error::internal;
+use crate::core::index::{self, backfill_indexes, Projected};
 use crate::core::item_codec::decode_item;
 use crate::core::keys::{self, SECTION_BASE};
 use crate::core::locks::{CollectionLocks, STRIPES};
 use crate::core::stats::{self, Counted, StatsDelta, TableStatistics};
-use crate::database::{internal, read_catalog, Catalog, Database};
+use crate::database::{read_catalog, Catalog, Database};
 use shoal_engine::version::VersionEdit;
 use shoal_engine::{Db, DbError, Direction, TreeId, WriteBatch};
 
@@ -247,27 +248,6 @@ impl Database {
         *self.backfills.control.paused.lock() = paused;
         self.backfills.control.resumed.notify_all();
     }
-}
-
-/// Whether `item` belongs in `gsi` as a backfill sees it: every key attribute present, of
-/// the declared type, not an empty S/B, within the key size limits. Items failing this are
-/// left out of the index (SPEC §2.3); writes never store such items once the index exists.
-pub fn backfill_indexes(gsi: &GlobalIndexDef, item: &Item) -> bool {
-    gsi.key
-        .attributes()
-        .enumerate()
-        .all(|(position, attribute)| {
-            let limit = if position == 0 {
-                HASH_KEY_BYTES_MAX
-            } else {
-                RANGE_KEY_BYTES_MAX
-            };
-            item.get(&attribute.name).is_some_and(|value| {
-                attribute.accepts(value)
-                    && !value.is_empty_scalar()
-                    && index::key_value_bytes(value) <= limit
-            })
-        })
 }
 
 fn run(context: &Context, target: &Target) {
@@ -528,58 +508,4 @@ fn set_status(context: &Context, target: &Target, status: IndexStatus) -> Result
         .map_err(internal)?;
     *context.catalog.write() = read_catalog(&context.db).map_err(internal)?;
     Ok(true)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::core::catalog::{KeyAttribute, KeySchema, Projection};
-    use shoal_model::{AttributeValue, Number, ScalarType};
-
-    fn gsi() -> GlobalIndexDef {
-        GlobalIndexDef {
-            name: "ByCity".into(),
-            key: KeySchema {
-                hash: KeyAttribute::new("city", ScalarType::S),
-                range: Some(KeyAttribute::new("age", ScalarType::N)),
-            },
-            projection: Projection::All,
-            tree: 2,
-            status: IndexStatus::Creating { backfilling: true },
-            throughput: None,
-            capacity: Default::default(),
-        }
-    }
-
-    fn item(city: AttributeValue, age: Option<AttributeValue>) -> Item {
-        let mut item = Item::new();
-        item.insert("id".into(), AttributeValue::S("u".into()));
-        item.insert("city".into(), city);
-        if let Some(age) = age {
-            item.insert("age".into(), age);
-        }
-        item
-    }
-
-    #[test]
-    fn backfill_skips_items_the_index_key_rules_reject() {
-        let age = || Some(AttributeValue::N(Number::from_i64(3)));
-        let s = |v: &str| AttributeValue::S(v.to_string());
-        assert!(backfill_indexes(&gsi(), &item(s("Paris"), age())));
-        assert!(!backfill_indexes(&gsi(), &item(s("Paris"), None)), "sparse");
-        assert!(!backfill_indexes(
-            &gsi(),
-            &item(AttributeValue::N(Number::from_i64(5)), age())
-        ));
-        assert!(!backfill_indexes(&gsi(), &item(s(""), age())), "empty S");
-        assert!(backfill_indexes(
-            &gsi(),
-            &item(s(&"c".repeat(HASH_KEY_BYTES_MAX)), age())
-        ));
-        assert!(!backfill_indexes(
-            &gsi(),
-            &item(s(&"c".repeat(HASH_KEY_BYTES_MAX + 1)), age())
-        ));
-        assert!(!backfill_indexes(&gsi(), &item(s("Paris"), Some(s("3")))));
-    }
 }

@@ -35,19 +35,18 @@ use crate::core::catalog::{
     metadata_key, BillingMode, CapacitySettings, GlobalIndexDef, IndexStatus, KeySchema,
     OnDemandLimits, Projection, TableDef, Throughput, CATALOG_FORMAT,
 };
+use crate::core::clock::epoch_seconds;
+use crate::core::clock::now_millis;
 use crate::core::definition::new_definition_edits;
-use crate::core::region;
+use crate::core::error::internal;
+use crate::core::region::table_arn;
 use crate::core::stats::{self, TableStats};
-use crate::database::{internal, Database};
+use crate::database::Database;
 use crate::emulation::transient::TransientStatus;
 use crate::streams::lifecycle;
 use shoal_engine::version::VersionEdit;
 use shoal_engine::{TreeId, WriteBatch};
 
-/// The region of the ARNs Shoal reports outside a request that names one (DynamoDB Local's
-/// convention; see `region`), and the account of all of them.
-pub const ARN_REGION: &str = "ddblocal";
-pub const ARN_ACCOUNT: &str = "000000000000";
 /// ListTables' largest (and default) page.
 pub const LIST_TABLES_LIMIT_MAX: i64 = 100;
 /// The text of a DeleteTable of a table protected against deletion.
@@ -290,13 +289,6 @@ pub(crate) fn gsi_tree_name(table_id: &str, index_name: &str) -> String {
     format!("{table_id}/gsi/{index_name}")
 }
 
-/// `arn:aws:dynamodb:<region>:000000000000:table/<name>`, in the region of the request
-/// being served (`ddblocal` outside one).
-pub fn table_arn(table_name: &str) -> String {
-    let region = region::current();
-    format!("arn:aws:dynamodb:{region}:{ARN_ACCOUNT}:table/{table_name}")
-}
-
 pub(crate) fn table_def(
     schema: &TableSchema,
     table_id: &str,
@@ -536,18 +528,6 @@ pub(crate) fn random_bits() -> u128 {
         bits = (bits << 64) | u128::from(hasher.finish());
     }
     bits
-}
-
-/// Epoch milliseconds as the API's epoch seconds (a number with a fraction).
-pub(crate) fn epoch_seconds(millis: u64) -> f64 {
-    millis as f64 / 1000.0
-}
-
-pub(crate) fn now_millis() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or_default()
 }
 
 /// A random (version 4 shaped) UUID for a new table.

@@ -54,11 +54,13 @@ use crate::api::update_table::{
 };
 use crate::capacity::billing;
 use crate::control::schema::{self, GlobalIndexSchema, BILLING_MODES, GLOBAL_INDEXES_MAX};
-use crate::control::tables::{gsi_tree_name, now_millis};
+use crate::control::tables::gsi_tree_name;
 use crate::core::catalog::{
     BillingMode, CapacitySettings, GlobalIndexDef, IndexStatus, KeyAttribute, TableClass, TableDef,
 };
-use crate::database::{internal, Database};
+use crate::core::clock::now_millis;
+use crate::core::error::internal;
+use crate::database::Database;
 use crate::emulation::transient::TransientStatus;
 use crate::streams::lifecycle::{self, StreamChange};
 use shoal_engine::TreeId;

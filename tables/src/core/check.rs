@@ -44,15 +44,16 @@ use std::hash::{BuildHasher, Hash, Hasher, RandomState};
 use shoal_engine::{Db, Direction, Snapshot, TreeId};
 use shoal_model::{ApiError, AttributeValue, Item};
 
-use crate::control::backfill::backfill_indexes;
 use crate::core::catalog::{IndexStatus, TableDef};
 use crate::core::collection::CollectionRecord;
+use crate::core::error::internal;
+use crate::core::index::backfill_indexes;
 use crate::core::index::{entries_for, IndexEntry, IndexRef, STORAGE_OVERHEAD_BYTES};
 use crate::core::item_codec::decode_item;
 use crate::core::keys::{self, KeyRange, HASH_BYTES, SECTION_BASE, SECTION_COLLECTION};
 use crate::core::stats::{self, Recount};
 use crate::core::write::key_of_item;
-use crate::database::{internal, Database};
+use crate::database::Database;
 use crate::streams::record::{decode_record, EventName};
 use crate::ttl::expiry_entry;
 

@@ -26,8 +26,8 @@ use shoal_model::{ApiError, AttributeValue, ErrorCode, Item};
 
 use crate::api::common::ItemCollectionMetrics;
 use crate::core::catalog::TableDef;
+use crate::core::error::internal;
 use crate::core::keys;
-use crate::database::internal;
 use shoal_engine::{Db, Snapshot};
 
 /// Length of a stored record.

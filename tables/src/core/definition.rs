@@ -10,7 +10,8 @@ use shoal_engine::TreeId;
 use shoal_model::ApiError;
 
 use crate::core::catalog::{metadata_key, TableDef};
-use crate::database::{internal, Database};
+use crate::core::error::internal;
+use crate::database::Database;
 
 /// The edit storing `table` as a new table's definition, for the version change that
 /// creates its trees; `stored` keeps what was stored. No edit if the definition cannot be

@@ -8,7 +8,7 @@
 
 use shoal_model::{ApiError, AttributeValue, Item};
 
-use crate::core::catalog::{KeySchema, Projection, TableDef};
+use crate::core::catalog::{GlobalIndexDef, KeySchema, Projection, TableDef};
 use crate::core::item_codec::encode_attributes;
 use crate::core::keys;
 
@@ -299,6 +299,27 @@ fn internal(error: shoal_model::keycodec::KeyCodecError) -> ApiError {
     )
 }
 
+/// Whether `item` belongs in `gsi` as a backfill sees it: every key attribute present, of
+/// the declared type, not an empty S/B, within the key size limits. Items failing this are
+/// left out of the index (SPEC §2.3); writes never store such items once the index exists.
+pub fn backfill_indexes(gsi: &GlobalIndexDef, item: &Item) -> bool {
+    gsi.key
+        .attributes()
+        .enumerate()
+        .all(|(position, attribute)| {
+            let limit = if position == 0 {
+                HASH_KEY_BYTES_MAX
+            } else {
+                RANGE_KEY_BYTES_MAX
+            };
+            item.get(&attribute.name).is_some_and(|value| {
+                attribute.accepts(value)
+                    && !value.is_empty_scalar()
+                    && key_value_bytes(value) <= limit
+            })
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -462,5 +483,66 @@ mod tests {
             .contains("1024 bytes"));
         let fine = item(&[("pk", "p"), ("sk", "s"), ("l", &"x".repeat(1024))]);
         assert!(check_index_keys(&t, &fine, false).is_ok());
+    }
+
+    use shoal_model::{AttributeValue, Number};
+
+    fn city_age_gsi() -> GlobalIndexDef {
+        GlobalIndexDef {
+            name: "ByCity".into(),
+            key: KeySchema {
+                hash: KeyAttribute::new("city", ScalarType::S),
+                range: Some(KeyAttribute::new("age", ScalarType::N)),
+            },
+            projection: Projection::All,
+            tree: 2,
+            status: IndexStatus::Creating { backfilling: true },
+            throughput: None,
+            capacity: Default::default(),
+        }
+    }
+
+    fn city_age_item(city: AttributeValue, age: Option<AttributeValue>) -> Item {
+        let mut item = Item::new();
+        item.insert("id".into(), AttributeValue::S("u".into()));
+        item.insert("city".into(), city);
+        if let Some(age) = age {
+            item.insert("age".into(), age);
+        }
+        item
+    }
+
+    #[test]
+    fn backfill_skips_items_the_index_key_rules_reject() {
+        let age = || Some(AttributeValue::N(Number::from_i64(3)));
+        let s = |v: &str| AttributeValue::S(v.to_string());
+        assert!(backfill_indexes(
+            &city_age_gsi(),
+            &city_age_item(s("Paris"), age())
+        ));
+        assert!(
+            !backfill_indexes(&city_age_gsi(), &city_age_item(s("Paris"), None)),
+            "sparse"
+        );
+        assert!(!backfill_indexes(
+            &city_age_gsi(),
+            &city_age_item(AttributeValue::N(Number::from_i64(5)), age())
+        ));
+        assert!(
+            !backfill_indexes(&city_age_gsi(), &city_age_item(s(""), age())),
+            "empty S"
+        );
+        assert!(backfill_indexes(
+            &city_age_gsi(),
+            &city_age_item(s(&"c".repeat(HASH_KEY_BYTES_MAX)), age())
+        ));
+        assert!(!backfill_indexes(
+            &city_age_gsi(),
+            &city_age_item(s(&"c".repeat(HASH_KEY_BYTES_MAX + 1)), age())
+        ));
+        assert!(!backfill_indexes(
+            &city_age_gsi(),
+            &city_age_item(s("Paris"), Some(s("3")))
+        ));
     }
 }

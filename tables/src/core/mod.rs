@@ -7,19 +7,19 @@
 //! - [`write`]: the write pipeline every item mutation shares (check, plan, commit);
 //!   [`locks`]: per-collection write locks; [`collection`]: item-collection sizes and cap;
 //!   [`stats`]: item counts and sizes kept with the writes; [`units`]: capacity units.
-//! - [`staging`]: tables written before any request can see them (restores, imports).
 //! - [`check`]: the whole-database consistency check; [`region`]: the region in ARNs.
 
 pub mod catalog;
 pub mod check;
+pub mod clock;
 pub mod collection;
 pub mod definition;
+pub mod error;
 pub mod index;
 pub mod item_codec;
 pub mod keys;
 pub mod locks;
 pub mod region;
-pub mod staging;
 pub mod stats;
 pub mod units;
 pub mod write;

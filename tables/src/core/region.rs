@@ -9,7 +9,17 @@
 
 use std::cell::RefCell;
 
-use crate::control::tables::ARN_REGION;
+/// The region of the ARNs Shoal reports outside a request that names one (DynamoDB Local's
+/// convention; see `region`), and the account of all of them.
+pub const ARN_REGION: &str = "ddblocal";
+pub const ARN_ACCOUNT: &str = "000000000000";
+
+/// `arn:aws:dynamodb:<region>:000000000000:table/<name>`, in the region of the request
+/// being served (`ddblocal` outside one).
+pub fn table_arn(table_name: &str) -> String {
+    let region = current();
+    format!("arn:aws:dynamodb:{region}:{ARN_ACCOUNT}:table/{table_name}")
+}
 
 thread_local! {
     static REQUEST_REGION: RefCell<Option<String>> = const { RefCell::new(None) };

@@ -59,10 +59,10 @@ use shoal_engine::{Db, Direction, Snapshot, TreeId, WriteBatch};
 use shoal_model::{ApiError, Item};
 
 use crate::core::catalog::{GlobalIndexDef, IndexStatus, TableDef};
+use crate::core::error::internal;
 use crate::core::item_codec::decode_item;
 use crate::core::keys;
 use crate::core::locks::{CollectionLocks, STRIPES};
-use crate::database::internal;
 
 /// Name of the tree holding every table's statistics records.
 pub const STATS_TREE_NAME: &str = "table-stats";

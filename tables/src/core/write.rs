@@ -17,6 +17,7 @@ use shoal_model::{ApiError, AttributeValue, ErrorCode, Item};
 use crate::api::common::{Capacity, ConsumedCapacity, ReturnConsumedCapacity};
 use crate::core::catalog::{IndexStatus, KeyAttribute, TableDef};
 use crate::core::collection::{self, CollectionDelta, CollectionRecord};
+use crate::core::error::internal;
 use crate::core::index::{
     self, IndexEntry, IndexRef, HASH_KEY_BYTES_MAX, RANGE_KEY_BYTES_MAX, STORAGE_OVERHEAD_BYTES,
 };
@@ -24,7 +25,7 @@ use crate::core::item_codec::{decode_item, encode_item_sized};
 use crate::core::keys;
 use crate::core::stats::{self, Counted, StatsDelta};
 use crate::core::units::write_units;
-use crate::database::{internal, Database};
+use crate::database::Database;
 use crate::streams::record;
 use shoal_engine::batch::entry_bytes;
 use shoal_engine::{DbError, Snapshot, TreeId, WriteBatch};
@@ -465,7 +466,7 @@ pub fn plan_write(
     });
 
     let stream_record = table.enabled_stream().and_then(|stream| {
-        let now = crate::control::tables::now_millis();
+        let now = crate::core::clock::now_millis();
         // The base item's value is the new image, already encoded.
         let new_encoded = match mutations.first() {
             Some(Mutation::Put { value, .. }) if new.is_some() => Some(value.as_slice()),
@@ -636,7 +637,7 @@ impl Database {
     }
 
     /// Commits plans as [`Database::commit_plans_across`] does, without checking the
-    /// definitions against the catalog: for a staged table (`core::staging`), which has no
+    /// definitions against the catalog: for a staged table (`control::staging`), which has no
     /// catalog entry and whose definition nothing else can change. With `sync_deferred` the
     /// write returns before its own sync (`WriteBatch::defer_sync`): for a staged table,
     /// which nothing sees until one sync before its publish.

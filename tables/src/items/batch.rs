@@ -27,13 +27,14 @@ use crate::api::common::{
 };
 use crate::core::catalog::TableDef;
 use crate::core::collection::{self, CollectionRecord};
+use crate::core::error::internal;
 use crate::core::locks::CollectionLocks;
 use crate::core::units::{read_units, ReadConsistency};
 use crate::core::write::{
     key_from_request, key_of_item, plan_write, replanning, ItemKey, WriteCapacity, WritePlan,
     KEY_SCHEMA_MISMATCH_MESSAGE,
 };
-use crate::database::{internal, Database};
+use crate::database::Database;
 use shoal_engine::TreeId;
 
 /// One checked put (`new` is the item) or delete (`new` is None) of a batch.

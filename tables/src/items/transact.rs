@@ -40,6 +40,7 @@ use crate::api::transact::{
 use crate::capacity::throttle::Refusal;
 use crate::core::catalog::TableDef;
 use crate::core::collection::{self, CollectionDelta, COLLECTION_SIZE_EXCEEDED_MESSAGE};
+use crate::core::error::internal;
 use crate::core::keys;
 use crate::core::locks::CollectionLocks;
 use crate::core::units::{read_units, write_units, ReadConsistency};
@@ -47,7 +48,7 @@ use crate::core::write::{
     check_new_item, check_update_key_paths, key_from_request, key_of_item, plan_write, replanning,
     ItemKey, WriteCapacity, WritePlan,
 };
-use crate::database::{internal, Database};
+use crate::database::Database;
 use crate::emulation::conflicts::TRANSACTION_CONFLICT_MESSAGE;
 use crate::items::batch::{collection_metrics, read_capacity};
 use shoal_engine::TreeId;

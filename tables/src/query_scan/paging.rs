@@ -32,11 +32,11 @@ use crate::api::common::{parse_enum, Capacity, ConsumedCapacity, ReturnConsumedC
 use crate::core::catalog::{
     GlobalIndexDef, IndexStatus, KeyAttribute, KeySchema, LocalIndexDef, Projection, TableDef,
 };
+use crate::core::error::internal;
 use crate::core::index::projects;
 use crate::core::item_codec::decode_item;
 use crate::core::keys;
 use crate::core::units::{read_blocks, read_units, ReadConsistency, READ_UNIT_BYTES};
-use crate::database::internal;
 use crate::Database;
 use shoal_engine::{DbIterator, Snapshot, TreeId};
 

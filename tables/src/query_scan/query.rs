@@ -18,9 +18,9 @@ use crate::api::query::{
     conditional_operator, legacy_conditions, table_name_of, QueryRequest, QueryResponse,
 };
 use crate::core::catalog::{KeySchema, TableDef};
+use crate::core::error::internal;
 use crate::core::keys::{self, KeyRange};
 use crate::core::units::ReadConsistency;
-use crate::database::internal;
 use crate::query_scan::paging::{parse_select, plan_shape, Output, PagePlan, ReadTarget};
 use crate::Database;
 use shoal_engine::Direction;

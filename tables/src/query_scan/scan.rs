@@ -24,9 +24,9 @@ use crate::api::query::{
     conditional_operator, legacy_conditions, table_name_of, ScanRequest, ScanResponse,
     TOTAL_SEGMENTS_MAX,
 };
+use crate::core::error::internal;
 use crate::core::keys::{self, KeyRange};
 use crate::core::units::ReadConsistency;
-use crate::database::internal;
 use crate::query_scan::paging::{
     parse_select, plan_shape, EntryCursor, Output, PagePlan, ReadTarget,
 };

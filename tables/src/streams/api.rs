@@ -21,8 +21,9 @@ use crate::api::streams::{
     GetShardIteratorInput, GetShardIteratorOutput, Identity, ListStreamsInput, ListStreamsOutput,
     Record, SequenceNumberRange, Shard, StreamDescription, StreamRecordBody, StreamSummary,
 };
-use crate::control::tables::{epoch_seconds, key_schema_elements, now_millis};
+use crate::control::tables::key_schema_elements;
 use crate::core::catalog::{ShardDef, StreamDef, TableDef};
+use crate::core::clock::{epoch_seconds, now_millis};
 use crate::core::region;
 use crate::database::Database;
 use crate::streams::lifecycle::{find_stream, is_shard_id, parse_stream_arn, stream_arn};

@@ -25,9 +25,11 @@ use shoal_model::{ApiError, ErrorCode};
 
 use crate::api::constraint::{enum_value_set, validation_errors, violation, NOT_NULL};
 use crate::api::streams::StreamSpecification;
-use crate::control::tables::{now_millis, table_arn};
 use crate::core::catalog::{ShardDef, StreamDef, StreamViewType, TableDef};
-use crate::database::{internal, Catalog, Database};
+use crate::core::clock::now_millis;
+use crate::core::error::internal;
+use crate::core::region::table_arn;
+use crate::database::{Catalog, Database};
 use crate::streams::record::StreamRetention;
 
 const INVALID: &str = "One or more parameter values were invalid:";

@@ -34,8 +34,8 @@ use shoal_engine::{Db, DbError, Direction, Snapshot, TreeId};
 use shoal_model::{ApiError, AttributeValue, Item};
 
 use crate::core::catalog::{ShardDef, StreamDef, StreamViewType, TableDef};
+use crate::core::error::internal;
 use crate::core::item_codec::{decode_item, encode_attributes, encode_item, encode_item_sized};
-use crate::database::internal;
 
 /// Version byte leading every stored record.
 pub const RECORD_FORMAT: u8 = 1;
@@ -426,7 +426,7 @@ impl StreamRetention {
 
     /// The creation time before which records are past retention, now.
     pub fn retained_from_millis(&self) -> u64 {
-        crate::control::tables::now_millis().saturating_sub(self.retention_millis)
+        crate::core::clock::now_millis().saturating_sub(self.retention_millis)
     }
 
     /// Whether a stored entry of `tree` is a record past retention.

@@ -27,8 +27,8 @@ use crate::api::tags::{
     ListTagsOfResourceRequest, ListTagsOfResourceResponse, Tag, TagResourceRequest, TagsChanged,
     UntagResourceRequest,
 };
-use crate::control::tables::ARN_ACCOUNT;
 use crate::core::catalog::TableDef;
+use crate::core::region::ARN_ACCOUNT;
 use crate::database::Database;
 
 /// User tags per table.

@@ -27,9 +27,12 @@ use crate::api::export::{
     ExportTableToPointInTimeRequest, ExportTableToPointInTimeResponse, ListExportsRequest,
     ListExportsResponse,
 };
-use crate::control::tables::{epoch_seconds, now_millis, random_bits, table_arn};
+use crate::control::tables::random_bits;
 use crate::core::catalog::TableDef;
-use crate::database::{internal, Database};
+use crate::core::clock::{epoch_seconds, now_millis};
+use crate::core::error::internal;
+use crate::core::region::table_arn;
+use crate::database::Database;
 use crate::tags::{resource_of, Resource};
 use crate::transfer::export_items::{write_items, ExportItemsError, ExportProgress};
 use crate::transfer::export_records::{

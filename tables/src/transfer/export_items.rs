@@ -15,9 +15,9 @@ use shoal_engine::{Db, Snapshot};
 use shoal_model::ApiError;
 
 use crate::core::catalog::TableDef;
+use crate::core::error::internal;
 use crate::core::item_codec::decode_item;
 use crate::core::keys;
-use crate::database::internal;
 use crate::transfer::write::{ExportWriteError, ExportWriter};
 
 /// The most workers (and data files) of one export.

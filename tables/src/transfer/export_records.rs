@@ -25,8 +25,8 @@ use shoal_engine::{Db, DbError};
 use shoal_model::{ApiError, ErrorCode};
 
 use crate::api::export::ExportDescription;
-use crate::control::tables::epoch_seconds;
-use crate::database::internal;
+use crate::core::clock::epoch_seconds;
+use crate::core::error::internal;
 
 /// The metadata key prefix of export records.
 pub const EXPORT_METADATA_PREFIX: &str = "export/";

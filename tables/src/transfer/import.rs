@@ -34,8 +34,11 @@ use crate::api::import::{
     ImportTableInput, ImportTableOutput, ListImportsInput, ListImportsOutput,
 };
 use crate::control::schema::{self, TableSchema};
-use crate::control::tables::{epoch_seconds, new_table_id, now_millis, table_arn};
-use crate::database::{internal, Database};
+use crate::control::tables::new_table_id;
+use crate::core::clock::{epoch_seconds, now_millis};
+use crate::core::error::internal;
+use crate::core::region::table_arn;
+use crate::database::Database;
 use crate::transfer::read::Compression;
 
 /// Imports running at once; one more is refused with LimitExceededException.

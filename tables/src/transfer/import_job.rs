@@ -1,5 +1,5 @@
 //! One import's run: the objects listed, read, parsed, checked and written into a staged
-//! table (`core::staging`), which is then published — or discarded when the run fails.
+//! table (`control::staging`), which is then published — or discarded when the run fails.
 //!
 //! The work is a pipeline with bounded memory:
 //! - a reader thread streams each object in key order through its decompression
@@ -31,11 +31,12 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use shoal_model::{ApiError, Item};
 
-use crate::control::tables::now_millis;
+use crate::control::staging::StagedTable;
 use crate::core::catalog::TableDef;
-use crate::core::staging::StagedTable;
+use crate::core::clock::now_millis;
+use crate::core::error::internal;
 use crate::core::write::{check_new_item, key_of_item, ItemKey};
-use crate::database::{internal, Database};
+use crate::database::Database;
 use crate::transfer::import::{
     typed_columns, ImportCounters, ImportJob, ImportLineError, ImportProgress, ImportRecord,
     InputFormat, INTERRUPTED_MESSAGE, ITEM_VALIDATION_FAILURE_PREFIX, MEMORY_LOG_LINES_MAX,

@@ -37,11 +37,12 @@ use crate::api::ttl::{
 };
 use crate::control::schema;
 use crate::core::catalog::{TableDef, TimeToLiveDef};
+use crate::core::error::internal;
 use crate::core::item_codec::decode_item;
 use crate::core::keys;
 use crate::core::locks::CollectionLocks;
 use crate::core::write::{is_definition_changed, key_of_item, plan_write, WritePlan};
-use crate::database::{internal, Database};
+use crate::database::Database;
 use crate::streams::record;
 
 /// Expiry times further in the past than this are ignored (DynamoDB: five years).

@@ -24,11 +24,13 @@ use shoal_engine::{DbError, TreeId, WriteBatch};
 use shoal_model::{ApiError, ErrorCode, Item};
 
 use crate::control::schema::TableSchema;
-use crate::control::tables::{gsi_tree_name, new_table_id, now_millis, table_def};
+use crate::control::tables::{gsi_tree_name, new_table_id, table_def};
 use crate::core::catalog::{metadata_key, TableDef};
+use crate::core::clock::now_millis;
+use crate::core::error::internal;
 use crate::core::stats;
 use crate::core::write::{plan_write, ItemKey, WritePlan};
-use crate::database::{internal, Catalog, Database};
+use crate::database::{Catalog, Database};
 
 /// A table being built: its definition (with its trees' ids) and no catalog entry.
 #[derive(Debug)]
