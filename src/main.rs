@@ -21,7 +21,7 @@ use shoal_server::config::{
 use shoal_server::faults::{parse_rule_set, RuleSet};
 use shoal_server::{AuthMode, CorsOrigins, EngineHandler, ServerConfig};
 use shoal_tables::capacity::throttle::CapacityMode;
-use shoal_tables::core::check::CheckProgress;
+use shoal_tables::core::checker::CheckProgress;
 use shoal_tables::{Database, Durability, Lag, Options};
 
 /// mimalloc instead of the C library's allocator: a request allocates and frees many small

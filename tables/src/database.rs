@@ -6,29 +6,24 @@
 //! `impl Database` blocks: control plane in `table/control.rs`, item writes and reads in
 //! `table/items.rs`, Query and Scan in `table/query.rs`.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
-use shoal_model::ApiError;
 use shoal_vfs::Fs;
 
-use crate::api::common::{data_table_not_found, table_not_found};
 use crate::backups::pitr_clock::PitrRetention;
-use crate::core::catalog::{TableDef, METADATA_PREFIX};
 use crate::core::clock::Clock;
-use crate::core::error::internal;
+use crate::core::feature::{Feature, Features};
 use crate::core::keys;
-use crate::core::locks::CollectionLocks;
-use crate::core::stats;
+use crate::core::store::Core;
 use crate::emulation::conflicts::InFlight;
 use crate::emulation::lag::{self, Lag, LagTicker, LaggedSnapshots};
 use crate::streams::lifecycle;
 use crate::streams::record::StreamRetention;
 use crate::Durability;
-use shoal_engine::{CompactionFilter, Db, DbError, DbOptions, TreeId, VersionRetention};
+use shoal_engine::{CompactionFilter, Db, DbError, DbOptions, VersionRetention};
 
 /// DynamoDB's item-collection cap: 10 GiB.
 pub const ITEM_COLLECTION_SIZE_LIMIT_BYTES_DEFAULT: u64 = 10 << 30;
@@ -137,27 +132,17 @@ impl Options {
     }
 }
 
-/// Table definitions by name.
-pub(crate) type Catalog = BTreeMap<String, Arc<TableDef>>;
-
-/// An open datastore of DynamoDB tables.
+/// An open datastore of DynamoDB tables: the [`Core`] every operation works on (it derefs to
+/// it), and the state of each feature.
 ///
-/// The LSM database, the catalog cache, its change lock and the collection locks are shared
-/// (`Arc`) with the background index backfills (`control::backfill`), which outlive any one
-/// request; `backfills` stops and joins those threads when the database is dropped.
+/// The core is shared with the background index backfills (`control::backfill`), which
+/// outlive any one request; `backfills` stops and joins those threads when the database is
+/// dropped.
 pub struct Database {
-    pub(crate) db: Arc<Db>,
+    pub(crate) core: Core,
     pub(crate) options: Options,
-    /// Table definitions by name: a cache of the durable catalog in the manifest, replaced
-    /// whole under `catalog_change` after every durable change.
-    pub(crate) catalog: Arc<RwLock<Catalog>>,
-    /// Serialises control-plane changes (create, delete, update of tables).
-    pub(crate) catalog_change: Arc<Mutex<()>>,
-    pub(crate) locks: Arc<CollectionLocks>,
     /// Running GSI backfills (UpdateTable); resumed at open.
     pub(crate) backfills: crate::control::backfill::Backfills,
-    /// Every table's item counts and sizes (`core::stats`).
-    pub(crate) stats: Arc<stats::TableStatistics>,
     /// Recent TransactWriteItems `ClientRequestToken`s (see `items::transact`).
     pub(crate) transaction_tokens: crate::items::transact::TokenTable,
     /// Consumed capacity per table, for monitoring (see `metering`).
@@ -196,37 +181,6 @@ pub struct Database {
     _imports_owner: crate::transfer::import::ImportsOwner,
 }
 
-/// The catalog as stored in the current durable version of `db`.
-pub(crate) fn read_catalog(db: &Db) -> Result<Catalog, DbError> {
-    let version = db.version();
-    let mut catalog = BTreeMap::new();
-    for (key, bytes) in &version.metadata {
-        if key.starts_with(METADATA_PREFIX) {
-            let table = TableDef::from_metadata(bytes).map_err(|e| {
-                DbError::Poisoned(format!("catalog entry {key} cannot be read: {e}"))
-            })?;
-            catalog.insert(table.name.clone(), Arc::new(table));
-        }
-    }
-    Ok(catalog)
-}
-
-/// Replaces the catalog cache with the durable version's catalog, and tells the stream
-/// retention filter which trees hold streams and point-in-time recovery which trees keep
-/// their history.
-pub(crate) fn reload(
-    db: &Db,
-    catalog: &RwLock<Catalog>,
-    retention: &crate::streams::record::StreamRetention,
-    pitr: &PitrRetention,
-) -> Result<(), DbError> {
-    let current = read_catalog(db)?;
-    crate::streams::lifecycle::note_stream_trees(retention, &current);
-    crate::backups::pitr_clock::note_pitr_trees(pitr, &current);
-    *catalog.write() = current;
-    Ok(())
-}
-
 impl Database {
     /// Opens (creating if needed) the datastore in `path`.
     pub fn open(path: &Path, options: Options) -> Result<Database, DbError> {
@@ -259,7 +213,6 @@ impl Database {
         )));
         let pitr = Arc::new(PitrRetention::default());
         let db = Db::open_with_fs(fs, path, options.db_options(&retention, &pitr))?;
-        let stats_tree = db.tree_id(stats::STATS_TREE_NAME);
         let transitions = Arc::new(crate::emulation::transient::Transitions::new(
             options.transient_status_delay,
         ));
@@ -288,19 +241,24 @@ impl Database {
             options.upkeep,
         )?;
         let imports = Arc::new(crate::transfer::import::Imports::default());
+        let streams = Arc::new(lifecycle::Streams::new(retention));
+        // The features that ride on writes and on the catalog (`core::feature`), in the
+        // order their hooks run.
+        let features = Features::new(vec![
+            Arc::clone(&streams) as Arc<dyn Feature>,
+            Arc::new(crate::ttl::TimeToLive),
+            Arc::clone(&pitr) as Arc<dyn Feature>,
+        ]);
+        let core = Core::new(db, features, options.item_collection_size_limit_bytes);
         let database = Database {
-            db,
+            core,
             throttle,
-            stats: Arc::new(stats::TableStatistics::new(stats_tree)),
             options,
-            catalog: Arc::new(RwLock::new(BTreeMap::new())),
-            catalog_change: Arc::new(Mutex::new(())),
-            locks: Arc::new(CollectionLocks::default()),
             backfills: Default::default(),
             transaction_tokens: Default::default(),
             capacity_meter: Default::default(),
             statements: Default::default(),
-            streams: Arc::new(lifecycle::Streams::new(retention)),
+            streams,
             upkeep: Mutex::new(None),
             endpoint_address: RwLock::new(
                 crate::control::settings::ENDPOINT_ADDRESS_DEFAULT.to_string(),
@@ -347,13 +305,9 @@ impl Database {
     /// capacity meter and an idle throttle (nothing it does uses them), and starts no upkeep.
     pub(crate) fn share(&self) -> Database {
         Database {
-            db: Arc::clone(&self.db),
+            core: self.core.clone(),
             options: self.options.clone(),
-            catalog: Arc::clone(&self.catalog),
-            catalog_change: Arc::clone(&self.catalog_change),
-            locks: Arc::clone(&self.locks),
             backfills: Default::default(),
-            stats: Arc::clone(&self.stats),
             transaction_tokens: Default::default(),
             capacity_meter: Default::default(),
             throttle: crate::capacity::throttle::Throttle::new(
@@ -376,68 +330,6 @@ impl Database {
         }
     }
 
-    /// Makes every table's statistics records complete (`core::stats`).
-    fn prepare_stats(&self) -> Result<(), ApiError> {
-        let tables: Vec<Arc<TableDef>> = self.catalog.read().values().cloned().collect();
-        let live: Vec<TreeId> = tables.iter().map(|table| table.tree).collect();
-        if !self.stats.has_tree() {
-            if tables.is_empty() {
-                // Created with the first table.
-                return Ok(());
-            }
-            // Tables written before statistics were kept.
-            let tree = self
-                .db
-                .create_tree(stats::STATS_TREE_NAME)
-                .map_err(internal)?;
-            self.stats.set_tree(tree);
-        }
-        let stats_tree = self.stats.tree()?;
-        stats::remove_orphans(&self.db, stats_tree, &live)?;
-        for table in &tables {
-            if !stats::is_maintained(&self.db, stats_tree, table)? {
-                tracing::info!(table = %table.name, "rebuilding the table's statistics");
-                stats::rebuild(&self.db, stats_tree, table)?;
-            }
-            self.stats.load(&self.db, table)?;
-        }
-        Ok(())
-    }
-
-    /// Rebuilds the catalog cache from the durable version.
-    pub(crate) fn reload_catalog(&self) -> Result<(), DbError> {
-        reload(&self.db, &self.catalog, &self.streams.retention, &self.pitr)
-    }
-
-    /// The definition of table `name`, or ResourceNotFoundException.
-    pub fn table(&self, name: &str) -> Result<Arc<TableDef>, ApiError> {
-        self.catalog
-            .read()
-            .get(name)
-            .cloned()
-            .ok_or_else(|| table_not_found(name))
-    }
-
-    /// The definition of table `name` for a data-plane operation, whose missing table is
-    /// [`data_table_not_found`].
-    pub(crate) fn data_table(&self, name: &str) -> Result<Arc<TableDef>, ApiError> {
-        self.catalog
-            .read()
-            .get(name)
-            .cloned()
-            .ok_or_else(data_table_not_found)
-    }
-
-    /// Names of all tables, in byte order.
-    pub fn table_names(&self) -> Vec<String> {
-        self.catalog.read().keys().cloned().collect()
-    }
-
-    /// The underlying LSM database (statistics, snapshots, checks).
-    pub fn lsm(&self) -> &Db {
-        &self.db
-    }
-
     /// Items that writes hold in flight now (`Options::transaction_conflicts`; always 0
     /// without it): lets a test wait until a held write is in flight.
     pub fn items_in_flight(&self) -> usize {
@@ -449,5 +341,13 @@ impl Database {
     /// The options the database was opened with.
     pub fn options(&self) -> &Options {
         &self.options
+    }
+}
+
+impl std::ops::Deref for Database {
+    type Target = Core;
+
+    fn deref(&self) -> &Core {
+        &self.core
     }
 }

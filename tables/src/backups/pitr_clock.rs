@@ -39,9 +39,10 @@ use parking_lot::{Mutex, RwLock};
 use shoal_engine::{Db, Direction, TreeId, VersionRetention, WriteBatch};
 use shoal_model::ApiError;
 
-use crate::core::catalog::{PointInTimeRecoveryDef, TableDef};
+use crate::core::catalog::{Catalog, PointInTimeRecoveryDef, TableDef};
 use crate::core::error::internal;
-use crate::database::{Catalog, Database};
+use crate::core::feature::Feature;
+use crate::database::Database;
 
 /// The name of the clock tree.
 pub const PITR_CLOCK_TREE_NAME: &str = "pitr-clock";
@@ -92,6 +93,13 @@ impl PitrRetention {
 /// After every catalog reload: a table that gained point-in-time recovery gets its
 /// `restorable_from_seq` as floor (or keeps the lower one [`PitrRetention::hold_from`] gave it),
 /// one that lost it, or was deleted, loses its floor; the others keep theirs.
+/// Point-in-time recovery hears the catalog (`core::feature`): which trees keep history.
+impl Feature for PitrRetention {
+    fn catalog_changed(&self, catalog: &Catalog) {
+        note_pitr_trees(self, catalog);
+    }
+}
+
 pub(crate) fn note_pitr_trees(retention: &PitrRetention, catalog: &Catalog) {
     let mut floors = retention.floors.write();
     let old = std::mem::take(&mut *floors);

@@ -44,13 +44,14 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use shoal_model::{ApiError, Item};
 
 use crate::core::catalog::{metadata_key, GlobalIndexDef, IndexStatus, TableDef};
+use crate::core::catalog::{read_catalog, Catalog};
 use crate::core::error::internal;
 use crate::core::index::{self, backfill_indexes, Projected};
 use crate::core::item_codec::decode_item;
 use crate::core::keys::{self, SECTION_BASE};
 use crate::core::locks::{CollectionLocks, STRIPES};
 use crate::core::stats::{self, Counted, StatsDelta, TableStatistics};
-use crate::database::{read_catalog, Catalog, Database};
+use crate::database::Database;
 use shoal_engine::version::VersionEdit;
 use shoal_engine::{Db, DbError, Direction, TreeId, WriteBatch};
 

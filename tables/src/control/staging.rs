@@ -25,12 +25,14 @@ use shoal_model::{ApiError, ErrorCode, Item};
 
 use crate::control::schema::TableSchema;
 use crate::control::tables::{gsi_tree_name, new_table_id, table_def};
+use crate::core::catalog::Catalog;
 use crate::core::catalog::{metadata_key, TableDef};
 use crate::core::clock::now_millis;
 use crate::core::error::internal;
+use crate::core::plan::{ItemKey, WritePlan};
 use crate::core::stats;
-use crate::core::write::{plan_write, ItemKey, WritePlan};
-use crate::database::{Catalog, Database};
+use crate::core::write::plan_write;
+use crate::database::Database;
 
 /// A table being built: its definition (with its trees' ids) and no catalog entry.
 #[derive(Debug)]
@@ -136,7 +138,7 @@ impl Database {
                 continue;
             }
             let old = self.read_item(table, key, None)?;
-            match plan_write(table, key, old.as_ref(), Some(item), false) {
+            match plan_write(&self.features, table, key, old.as_ref(), Some(item), false) {
                 Ok(plan) => plans.push(plan),
                 Err(error) => refused.push((position, error)),
             }

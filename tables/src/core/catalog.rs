@@ -8,11 +8,12 @@
 //! directory.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use shoal_model::{AttributeValue, ScalarType};
 
-use shoal_engine::TreeId;
+use shoal_engine::{Db, DbError, TreeId};
 
 /// Version of the stored catalog format.
 pub const CATALOG_FORMAT: u32 = 1;
@@ -23,6 +24,24 @@ pub const METADATA_PREFIX: &str = "table/";
 /// The metadata key of a table's definition.
 pub fn metadata_key(table_name: &str) -> String {
     format!("{METADATA_PREFIX}{table_name}")
+}
+
+/// Table definitions by name.
+pub type Catalog = BTreeMap<String, Arc<TableDef>>;
+
+/// The catalog as stored in the current durable version of `db`.
+pub(crate) fn read_catalog(db: &Db) -> Result<Catalog, DbError> {
+    let version = db.version();
+    let mut catalog = BTreeMap::new();
+    for (key, bytes) in &version.metadata {
+        if key.starts_with(METADATA_PREFIX) {
+            let table = TableDef::from_metadata(bytes).map_err(|e| {
+                DbError::Poisoned(format!("catalog entry {key} cannot be read: {e}"))
+            })?;
+            catalog.insert(table.name.clone(), Arc::new(table));
+        }
+    }
+    Ok(catalog)
 }
 
 /// A key attribute: its name and scalar type.

@@ -27,98 +27,44 @@
 //!   traced (point read) to the base item its key names, which must derive exactly that
 //!   entry, and every entry the base items derive must exist (point reads). So a report
 //!   names each missing, extra or different entry, up to `PROBLEMS_MAX` problems.
-//! - A Time to Live expiry index is checked the same way, by digests of what the items
-//!   derive and what the index holds, in one more walk of the items.
-//! - A table's enabled stream is checked against the items where they can show it: the
-//!   last record of each item must describe the item as it is (`Checker::stream`).
+//! - What features derive from the items is checked by the features themselves
+//!   (`Feature::check`, with the tools of `core::checker`): a Time to Live expiry index the
+//!   same way, by digests of what the items derive and what the index holds; a table's
+//!   enabled stream where the items can show it, the last record of each item against the
+//!   item as it is.
 //! - The table statistics are recounted in the same walks (`stats::Recount`), one delta per
 //!   collection-lock stripe: at most 1024, whatever the table's size.
 //!
 //! What the check holds, then: the digests and record sums of the collection at hand, one
 //! digest per GSI, the stripes' recounts, one item and its derived entries at a time, and
 //! at most `PROBLEMS_MAX` problem texts. Progress is reported through
-//! [`Database::check_with_progress`].
+//! [`Core::check_with_progress`].
 
-use std::hash::{BuildHasher, Hash, Hasher, RandomState};
-
-use shoal_engine::{Db, Direction, Snapshot, TreeId};
+use shoal_engine::{Direction, TreeId};
 use shoal_model::{ApiError, AttributeValue, Item};
 
 use crate::core::catalog::{IndexStatus, TableDef};
+use crate::core::checker::{
+    describe_partition, CheckProgress, CheckReport, Checker, Digest, EntryHasher, Progress,
+};
 use crate::core::collection::CollectionRecord;
 use crate::core::error::internal;
-use crate::core::index::backfill_indexes;
-use crate::core::index::{entries_for, IndexEntry, IndexRef, STORAGE_OVERHEAD_BYTES};
+use crate::core::index::{
+    backfill_indexes, entries_for, IndexEntry, IndexRef, STORAGE_OVERHEAD_BYTES,
+};
 use crate::core::item_codec::decode_item;
-use crate::core::keys::{self, KeyRange, HASH_BYTES, SECTION_BASE, SECTION_COLLECTION};
+use crate::core::keys::{self, KeyRange, SECTION_BASE, SECTION_COLLECTION};
 use crate::core::stats::{self, Recount};
-use crate::core::write::key_of_item;
-use crate::database::Database;
-use crate::streams::record::{decode_record, EventName};
-use crate::ttl::expiry_entry;
+use crate::core::store::Core;
 
-/// Problems reported before the check stops listing them.
-const PROBLEMS_MAX: usize = 100;
-
-/// Items and entries read between two progress reports: often enough for a progress bar
-/// (a few milliseconds of work), rarely enough that reporting costs nothing.
-const PROGRESS_EVERY: u64 = 4096;
-
-/// What a check found.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CheckReport {
-    pub tables: usize,
-    pub items: u64,
-    pub index_entries: u64,
-    pub collections: u64,
-    /// Every disagreement found (at most `PROBLEMS_MAX`); empty when the database is sound.
-    pub problems: Vec<String>,
-}
-
-impl CheckReport {
-    pub fn is_sound(&self) -> bool {
-        self.problems.is_empty()
-    }
-
-    /// Whether no more problems will be listed.
-    fn is_full(&self) -> bool {
-        self.problems.len() >= PROBLEMS_MAX
-    }
-
-    fn problem(&mut self, text: String) {
-        if !self.is_full() {
-            self.problems.push(text);
-        }
-    }
-}
-
-/// How far a running check has got.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CheckProgress {
-    /// Base items read so far.
-    pub items: u64,
-    /// Index entries (LSI and GSI) read so far.
-    pub index_entries: u64,
-    /// DynamoDB sizes (`shoal_model::item_size_bytes`) of those items and entries.
-    pub bytes: u64,
-    /// Items, entries and bytes there are to read, from the table statistics as of the last
-    /// write: on a sound database the check is done when the counts reach them.
-    pub items_total: u64,
-    pub index_entries_total: u64,
-    pub bytes_total: u64,
-    /// While the check looks for the entries behind two differing digests (a second pass,
-    /// not counted above): where it looks.
-    pub locating: Option<String>,
-}
-
-impl Database {
+impl Core {
     /// Verifies every table's indexes, collection records and statistics against its base
     /// items.
     pub fn check(&self) -> Result<CheckReport, ApiError> {
         self.check_with_progress(|_| {})
     }
 
-    /// [`Database::check`], calling `progress` every few thousand items and entries read and
+    /// [`Core::check`], calling `progress` every few thousand items and entries read and
     /// whenever a second pass starts or ends.
     pub fn check_with_progress(
         &self,
@@ -153,19 +99,13 @@ impl Database {
         checker.progress.now();
         for table in &tables {
             checker.table(table, self.stats.tree()?)?;
+            for feature in self.features.iter() {
+                feature.check(&mut checker, table)?;
+            }
         }
         checker.progress.now();
         Ok(checker.report)
     }
-}
-
-/// One run of the check.
-struct Checker<'a> {
-    db: &'a Db,
-    snapshot: &'a Snapshot,
-    hasher: EntryHasher,
-    report: CheckReport,
-    progress: Progress<'a>,
 }
 
 /// What the walk of the table tree gathers about the collection at hand.
@@ -226,8 +166,6 @@ impl Checker<'_> {
         for problem in stats::verify(self.db, stats_tree, table, self.snapshot, &recount)? {
             self.report.problem(problem);
         }
-        self.expiry_index(table)?;
-        self.stream(table)?;
         Ok(())
     }
 
@@ -600,426 +538,5 @@ fn describe_index(table: &TableDef, index: Option<IndexRef>, key: &[u8]) -> Stri
                 .unwrap_or_default();
             format!("table-tree section {section}, which no local index has")
         }
-    }
-}
-
-/// The partition key of a collection, for a problem's text.
-fn describe_partition(table: &TableDef, prefix: &[u8]) -> String {
-    let encoded = prefix.get(HASH_BYTES..).unwrap_or_default();
-    match keys::decode_values(encoded, &[table.key.hash.scalar_type()]) {
-        Ok(values) => format!("{} = {}", table.key.hash.name, values[0].to_json()),
-        Err(_) => format!("with key prefix {prefix:02x?}"),
-    }
-}
-
-impl Checker<'_> {
-    /// The Time to Live expiry index (`ttl`) against the items, as a GSI is checked:
-    /// a digest of the entries the base items derive (one more walk of the items) against a
-    /// digest of the index; only when they differ, a second pass traces each entry to its
-    /// item and each item to its entry. An index still being backfilled is not checked.
-    fn expiry_index(&mut self, table: &TableDef) -> Result<(), ApiError> {
-        let Some(ttl) = table.time_to_live.as_ref().filter(|ttl| ttl.backfilled) else {
-            return Ok(());
-        };
-        let no_attributes = || std::iter::empty::<(&str, &AttributeValue)>();
-        let pk_type = table.key.hash.scalar_type();
-        let mut expected = Digest::default();
-        let mut cursor = self
-            .db
-            .iter_tree(table.tree, self.snapshot)
-            .map_err(internal)?;
-        while cursor.advance().map_err(internal)? {
-            let (_, section) = keys::split_table_key(cursor.key(), pk_type).map_err(internal)?;
-            if section != SECTION_BASE {
-                continue;
-            }
-            let item = decode_item(cursor.value()).map_err(internal)?;
-            if let Some((_, key)) = expiry_entry(table, &item, cursor.key()) {
-                expected.add(self.hasher.entry(&key, no_attributes()));
-            }
-        }
-        drop(cursor);
-        let mut stored = Digest::default();
-        let mut cursor = self
-            .db
-            .iter_tree(ttl.tree, self.snapshot)
-            .map_err(internal)?;
-        while cursor.advance().map_err(internal)? {
-            self.report.index_entries += 1;
-            stored.add(self.hasher.entry(cursor.key(), no_attributes()));
-        }
-        drop(cursor);
-        if stored == expected || self.report.is_full() {
-            return Ok(());
-        }
-        // Each stored entry must be the one its item derives.
-        let mut cursor = self
-            .db
-            .iter_tree(ttl.tree, self.snapshot)
-            .map_err(internal)?;
-        while !self.report.is_full() && cursor.advance().map_err(internal)? {
-            let key = cursor.key();
-            let base_key = key.get(8..).unwrap_or_default();
-            let item = self
-                .db
-                .get_with(table.tree, base_key, Some(self.snapshot), decode_item)
-                .map_err(internal)?
-                .transpose()
-                .map_err(internal)?;
-            let derived = item.and_then(|item| expiry_entry(table, &item, base_key));
-            if derived.as_ref().map(|(_, k)| k.as_slice()) != Some(key) {
-                self.report.problem(format!(
-                    "table {}, expiry index: entry {key:02x?} is not what its item derives",
-                    table.name
-                ));
-            }
-        }
-        drop(cursor);
-        // Each item with an expiry must have its entry.
-        let mut cursor = self
-            .db
-            .iter_tree(table.tree, self.snapshot)
-            .map_err(internal)?;
-        while !self.report.is_full() && cursor.advance().map_err(internal)? {
-            let (prefix_len, section) =
-                keys::split_table_key(cursor.key(), pk_type).map_err(internal)?;
-            if section != SECTION_BASE {
-                continue;
-            }
-            let item = decode_item(cursor.value()).map_err(internal)?;
-            let Some((_, key)) = expiry_entry(table, &item, cursor.key()) else {
-                continue;
-            };
-            let present = self
-                .db
-                .get_with(ttl.tree, &key, Some(self.snapshot), |_| ())
-                .map_err(internal)?
-                .is_some();
-            if !present {
-                self.report.problem(format!(
-                    "table {}, expiry index: an item of the partition {} has no entry",
-                    table.name,
-                    describe_partition(table, &cursor.key()[..prefix_len])
-                ));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Distinct items whose last stream record the check compares at most (16 bytes of memory
-/// each); past it the rest of the stream is not checked and the report says so.
-const STREAM_KEYS_CHECKED_MAX: usize = 8 << 20;
-
-impl Checker<'_> {
-    /// The table's enabled stream against its items (invariant 8, where the items can show
-    /// it): for each item that has a record, its LAST record must describe what the item is
-    /// now — REMOVE if it is gone, else INSERT or MODIFY, with a NewImage equal to the item
-    /// when the view type carries one. Every change after the first record of a key has a
-    /// record of its own, so a last record that disagrees means a change without a record,
-    /// or a record without its change. Items without records (unchanged since the stream
-    /// was enabled) have nothing to compare. The walk goes from the newest record back,
-    /// remembering a 128-bit hash of each key seen.
-    fn stream(&mut self, table: &TableDef) -> Result<(), ApiError> {
-        let Some(stream_def) = table.enabled_stream() else {
-            return Ok(());
-        };
-        let mut seen: std::collections::HashSet<u128> = std::collections::HashSet::new();
-        let mut cursor = self
-            .db
-            .iter(
-                stream_def.tree,
-                std::ops::Bound::Unbounded,
-                std::ops::Bound::Unbounded,
-                Direction::Reverse,
-                Some(self.snapshot),
-            )
-            .map_err(internal)?;
-        while !self.report.is_full() && cursor.advance().map_err(internal)? {
-            let Some(seq) = cursor.key().try_into().ok().map(u64::from_be_bytes) else {
-                self.report.problem(format!(
-                    "table {}, stream: a malformed record key",
-                    table.name
-                ));
-                continue;
-            };
-            let record = match decode_record(seq, stream_def.view_type, cursor.value()) {
-                Ok(record) => record,
-                Err(error) => {
-                    self.report.problem(format!(
-                        "table {}, stream: record {seq}: {error}",
-                        table.name
-                    ));
-                    continue;
-                }
-            };
-            let key = match key_of_item(table, &record.keys).and_then(|key| key.base_key()) {
-                Ok(key) => key,
-                Err(error) => {
-                    self.report.problem(format!(
-                        "table {}, stream: record {seq} has bad keys: {}",
-                        table.name, error.message
-                    ));
-                    continue;
-                }
-            };
-            if !seen.insert(self.hasher.entry(&key, std::iter::empty())) {
-                continue; // an older record of a key already compared
-            }
-            if seen.len() > STREAM_KEYS_CHECKED_MAX {
-                self.report.problem(format!(
-                    "table {}, stream: only the last records of {STREAM_KEYS_CHECKED_MAX} items were compared",
-                    table.name
-                ));
-                break;
-            }
-            let item = self
-                .db
-                .get_with(table.tree, &key, Some(self.snapshot), decode_item)
-                .map_err(internal)?
-                .transpose()
-                .map_err(internal)?;
-            let agrees = match (record.event_name, &item) {
-                (EventName::Remove, None) => true,
-                (EventName::Remove, Some(_)) | (_, None) => false,
-                (_, Some(item)) => record.new_image.as_ref().is_none_or(|image| image == item),
-            };
-            if !agrees {
-                self.report.problem(format!(
-                    "table {}, stream: the last record of {} ({} at sequence number {seq}) disagrees with the item ({})",
-                    table.name,
-                    record.keys.iter().map(|(n, v)| format!("{n} = {}", v.to_json())).collect::<Vec<_>>().join(", "),
-                    record.event_name.as_str(),
-                    if item.is_some() { "present" } else { "absent" }
-                ));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// An order-independent digest of a multiset of index entries.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Digest {
-    count: u64,
-    /// Wrapping sum of the entries' hashes.
-    sum: u128,
-}
-
-impl Digest {
-    fn add(&mut self, hash: u128) {
-        self.count += 1;
-        self.sum = self.sum.wrapping_add(hash);
-    }
-}
-
-/// The 128-bit hash of an index entry, from two SipHash-1-3 keyed at random.
-struct EntryHasher {
-    high: RandomState,
-    low: RandomState,
-}
-
-impl EntryHasher {
-    fn new() -> EntryHasher {
-        EntryHasher {
-            high: RandomState::new(),
-            low: RandomState::new(),
-        }
-    }
-
-    /// The hash of the entry stored under `key` with `attributes` (in name order). Equal
-    /// for two entries with equal keys whose attributes are equal as DynamoDB compares them.
-    fn entry<'v>(
-        &self,
-        key: &[u8],
-        attributes: impl Iterator<Item = (&'v str, &'v AttributeValue)>,
-    ) -> u128 {
-        let mut both = Both(self.high.build_hasher(), self.low.build_hasher());
-        write_bytes(&mut both, key);
-        for (name, value) in attributes {
-            write_bytes(&mut both, name.as_bytes());
-            hash_value(value, &mut both);
-        }
-        (u128::from(both.0.finish()) << 64) | u128::from(both.1.finish())
-    }
-}
-
-/// Feeds two hashers at once.
-struct Both<H>(H, H);
-
-impl<H: Hasher> Hasher for Both<H> {
-    fn write(&mut self, bytes: &[u8]) {
-        self.0.write(bytes);
-        self.1.write(bytes);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0.finish()
-    }
-}
-
-/// Length-prefixed, so that consecutive strings cannot run into each other.
-fn write_bytes(hasher: &mut impl Hasher, bytes: &[u8]) {
-    hasher.write_usize(bytes.len());
-    hasher.write(bytes);
-}
-
-/// Hashes a value so that values equal as DynamoDB compares them (`AttributeValue`'s
-/// `PartialEq`: numbers by value, sets in any order) hash alike: a tag per type, lengths
-/// before contents, and set members in sorted order.
-fn hash_value(value: &AttributeValue, hasher: &mut impl Hasher) {
-    use AttributeValue as V;
-    match value {
-        V::S(text) => {
-            hasher.write_u8(1);
-            write_bytes(hasher, text.as_bytes());
-        }
-        V::N(number) => {
-            hasher.write_u8(2);
-            // Numbers are normalised: the derived hash is numeric equality's.
-            number.hash(hasher);
-        }
-        V::B(bytes) => {
-            hasher.write_u8(3);
-            write_bytes(hasher, bytes);
-        }
-        V::Bool(flag) => {
-            hasher.write_u8(4);
-            hasher.write_u8(u8::from(*flag));
-        }
-        V::Null => hasher.write_u8(5),
-        V::M(map) => {
-            hasher.write_u8(6);
-            hasher.write_usize(map.len());
-            for (name, member) in map {
-                write_bytes(hasher, name.as_bytes());
-                hash_value(member, hasher);
-            }
-        }
-        V::L(list) => {
-            hasher.write_u8(7);
-            hasher.write_usize(list.len());
-            for member in list {
-                hash_value(member, hasher);
-            }
-        }
-        V::Ss(members) => {
-            hasher.write_u8(8);
-            for member in sorted(members) {
-                write_bytes(hasher, member.as_bytes());
-            }
-        }
-        V::Ns(members) => {
-            hasher.write_u8(9);
-            for member in sorted(members) {
-                member.hash(hasher);
-            }
-        }
-        V::Bs(members) => {
-            hasher.write_u8(10);
-            for member in sorted(members) {
-                write_bytes(hasher, member);
-            }
-        }
-    }
-    fn sorted<T: Ord>(members: &[T]) -> Vec<&T> {
-        let mut sorted: Vec<&T> = members.iter().collect();
-        sorted.sort_unstable();
-        sorted
-    }
-}
-
-/// Counts what the check has read and reports it every `PROGRESS_EVERY` items and entries.
-struct Progress<'a> {
-    state: CheckProgress,
-    unreported: u64,
-    report: &'a mut dyn FnMut(&CheckProgress),
-}
-
-impl Progress<'_> {
-    fn item(&mut self, size_bytes: u64) {
-        self.state.items += 1;
-        self.read(size_bytes);
-    }
-
-    fn index_entry(&mut self, size_bytes: u64) {
-        self.state.index_entries += 1;
-        self.read(size_bytes);
-    }
-
-    fn read(&mut self, size_bytes: u64) {
-        self.state.bytes += size_bytes;
-        self.unreported += 1;
-        if self.unreported >= PROGRESS_EVERY {
-            self.now();
-        }
-    }
-
-    fn locating(&mut self, scope: Option<String>) {
-        self.state.locating = scope;
-        self.now();
-    }
-
-    fn now(&mut self) {
-        self.unreported = 0;
-        (self.report)(&self.state);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use shoal_model::Number;
-
-    fn hash(hasher: &EntryHasher, attributes: &[(&str, AttributeValue)]) -> u128 {
-        hasher.entry(b"key", attributes.iter().map(|(n, v)| (*n, v)))
-    }
-
-    #[test]
-    fn entry_hashes_follow_dynamodb_equality() {
-        let hasher = EntryHasher::new();
-        let number = |text: &str| AttributeValue::N(Number::parse(text).unwrap());
-        let set =
-            |members: &[&str]| AttributeValue::Ss(members.iter().map(|m| m.to_string()).collect());
-        // Sets in another order, numbers written otherwise: equal, so hashed alike.
-        assert_eq!(
-            hash(&hasher, &[("a", set(&["x", "y"])), ("n", number("1000"))]),
-            hash(&hasher, &[("a", set(&["y", "x"])), ("n", number("1e3"))])
-        );
-        // Any change of key, name, type or value shows.
-        let base = hash(&hasher, &[("a", AttributeValue::S("ab".into()))]);
-        for other in [
-            hash(&hasher, &[("a", AttributeValue::S("ba".into()))]),
-            hash(&hasher, &[("b", AttributeValue::S("ab".into()))]),
-            hash(&hasher, &[("a", AttributeValue::B(b"ab".to_vec()))]),
-            hash(&hasher, &[("a", set(&["ab"]))]),
-            hash(
-                &hasher,
-                &[
-                    ("a", AttributeValue::S("a".into())),
-                    ("b", AttributeValue::Null),
-                ],
-            ),
-            hasher.entry(
-                b"other",
-                [("a", &AttributeValue::S("ab".into()))].into_iter(),
-            ),
-        ] {
-            assert_ne!(base, other);
-        }
-    }
-
-    #[test]
-    fn digests_ignore_order_and_count_entries() {
-        let (mut one, mut other) = (Digest::default(), Digest::default());
-        for hash in [u128::MAX, 7, 1 << 100] {
-            one.add(hash);
-        }
-        for hash in [1 << 100, u128::MAX, 7] {
-            other.add(hash);
-        }
-        assert_eq!(one, other);
-        other.add(0);
-        assert_ne!(one, other, "an entry hashing to zero still counts");
     }
 }

@@ -1,5 +1,5 @@
 //! Changing a table's stored definition (its catalog entry, `core::catalog`): one durable
-//! version change each, made under `Database::catalog_change`, then the catalog cache
+//! version change each, made under `Core::catalog_change`, then the catalog cache
 //! reloaded. Every change of a definition goes through here — alone (stream settings, tags,
 //! table settings), with the one new tree it needs (a GSI, a stream, an expiry index) or
 //! with the trees it no longer has, so
@@ -11,12 +11,12 @@ use shoal_model::ApiError;
 
 use crate::core::catalog::{metadata_key, TableDef};
 use crate::core::error::internal;
-use crate::database::Database;
+use crate::core::store::Core;
 
 /// The edit storing `table` as a new table's definition, for the version change that
 /// creates its trees; `stored` keeps what was stored. No edit if the definition cannot be
 /// serialised (callers serialised it once before the change, so this does not happen):
-/// [`Database::table_created`] then takes the trees away again.
+/// [`Core::table_created`] then takes the trees away again.
 pub(crate) fn new_definition_edits(
     table: TableDef,
     stored: &mut Option<TableDef>,
@@ -34,7 +34,7 @@ pub(crate) fn new_definition_edits(
     }
 }
 
-impl Database {
+impl Core {
     /// After the version change that created a table's trees `ids` with
     /// [`new_definition_edits`]: the definition it stored, the statistics tree noted when the
     /// change created it (the last of `ids`), or, with none stored, the trees dropped again.

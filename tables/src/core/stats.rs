@@ -21,7 +21,7 @@
 //! Who keeps them exact:
 //! - item writes, batches and transactions: `plan_write` gives each write's delta for the
 //!   table, its LSIs and its ACTIVE GSIs (the old item is read under the lock, so the old
-//!   entries are known); `Database::commit_plans_across` adds the deltas per stripe;
+//!   entries are known); `Core::commit_plans_across` adds the deltas per stripe;
 //! - a GSI still CREATING may lack the entries of items not yet backfilled, so for its tree
 //!   the commit reads whether each entry it deletes or overwrites exists, and counts what
 //!   it finds; the backfill counts an entry only when it adds it (a write may have added it

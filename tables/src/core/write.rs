@@ -5,62 +5,38 @@
 //!    [`key_of_item`], [`check_new_item`]), with DynamoDB's texts (SPEC §3.1).
 //! 2. Under the collection lock, the caller reads the old item and decides the new one.
 //! 3. [`plan_write`] turns (old, new) into every storage mutation (base item, each index
-//!    entry that changed), the capacity charged (SPEC §5) and the collection-size change.
-//! 4. [`Database::commit_plans`] adds the collection records (checking the cap), builds ONE
-//!    write batch and commits it: the base item, its index entries and its collection record
-//!    change together or not at all.
+//!    entry that changed), the capacity charged (SPEC §5) and the collection-size change;
+//!    each registered feature (`core::feature`) adds its own mutations.
+//! 4. [`Core::commit_plans`] adds the collection records (checking the cap), builds ONE
+//!    write batch and commits it: the base item, its index entries, its collection record
+//!    and what the features added change together or not at all; the features then hear of
+//!    the commit.
 
 use std::collections::BTreeMap;
 
 use shoal_model::{ApiError, AttributeValue, ErrorCode, Item};
 
-use crate::api::common::{Capacity, ConsumedCapacity, ReturnConsumedCapacity};
 use crate::core::catalog::{IndexStatus, KeyAttribute, TableDef};
+use crate::core::clock::now_millis;
 use crate::core::collection::{self, CollectionDelta, CollectionRecord};
 use crate::core::error::internal;
+use crate::core::feature::{Features, Initiator, ItemChange};
 use crate::core::index::{
     self, IndexEntry, IndexRef, HASH_KEY_BYTES_MAX, RANGE_KEY_BYTES_MAX, STORAGE_OVERHEAD_BYTES,
 };
 use crate::core::item_codec::{decode_item, encode_item_sized};
 use crate::core::keys;
+use crate::core::plan::ItemKey;
+use crate::core::plan::Mutation;
+use crate::core::plan::WriteCapacity;
+use crate::core::plan::WritePlan;
 use crate::core::stats::{self, Counted, StatsDelta};
+use crate::core::store::Core;
 use crate::core::units::write_units;
-use crate::database::Database;
-use crate::streams::record;
-use shoal_engine::batch::entry_bytes;
 use shoal_engine::{DbError, Snapshot, TreeId, WriteBatch};
 
 /// The text for a `Key` parameter that is not exactly the table's key.
 pub const KEY_SCHEMA_MISMATCH_MESSAGE: &str = "The provided key element does not match the schema";
-
-/// The primary key of one item, type-checked against its table.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ItemKey {
-    pub pk: AttributeValue,
-    pub sk: Option<AttributeValue>,
-}
-
-impl ItemKey {
-    /// The storage key of the base item.
-    pub fn base_key(&self) -> Result<Vec<u8>, ApiError> {
-        keys::base_key(&self.pk, self.sk.as_ref()).map_err(internal)
-    }
-
-    /// `hash64(pk) | pk`: what the collection lock is taken on.
-    pub fn partition_prefix(&self) -> Result<Vec<u8>, ApiError> {
-        keys::partition_prefix(&self.pk).map_err(internal)
-    }
-
-    /// The key as an item (`{pk: …, sk: …}`): what an upsert starts from.
-    pub fn to_item(&self, table: &TableDef) -> Item {
-        let mut item = Item::new();
-        item.insert(table.key.hash.name.clone(), self.pk.clone());
-        if let (Some(range), Some(sk)) = (&table.key.range, &self.sk) {
-            item.insert(range.name.clone(), sk.clone());
-        }
-        item
-    }
-}
 
 /// Checks a `Key` parameter (GetItem, UpdateItem, DeleteItem, batch deletes): exactly the
 /// table's key attributes with their types, non-empty, within the key size limits.
@@ -171,98 +147,6 @@ pub fn check_update_key_paths(
     Ok(())
 }
 
-/// One change to one LSM tree.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Mutation {
-    Put {
-        tree: TreeId,
-        key: Vec<u8>,
-        value: Vec<u8>,
-    },
-    Delete {
-        tree: TreeId,
-        key: Vec<u8>,
-    },
-}
-
-impl Mutation {
-    /// What the mutation adds to a write batch's payload.
-    fn batch_bytes(&self) -> usize {
-        match self {
-            Mutation::Put { key, value, .. } => entry_bytes(key.len(), Some(value.len())),
-            Mutation::Delete { key, .. } => entry_bytes(key.len(), None),
-        }
-    }
-}
-
-/// Write capacity of one or more item writes to one table, per arm (SPEC §5).
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct WriteCapacity {
-    pub table_units: f64,
-    /// Units per LSI name, only for indexes actually written.
-    pub local_units: BTreeMap<String, f64>,
-    /// Units per GSI name, only for indexes actually written.
-    pub global_units: BTreeMap<String, f64>,
-}
-
-impl WriteCapacity {
-    /// Table plus every index arm.
-    pub fn total(&self) -> f64 {
-        self.table_units
-            + self.local_units.values().sum::<f64>()
-            + self.global_units.values().sum::<f64>()
-    }
-
-    /// Adds another write's charges (batches and transactions sum per table).
-    pub fn add(&mut self, other: &WriteCapacity) {
-        self.table_units += other.table_units;
-        for (name, units) in &other.local_units {
-            *self.local_units.entry(name.clone()).or_default() += units;
-        }
-        for (name, units) in &other.global_units {
-            *self.global_units.entry(name.clone()).or_default() += units;
-        }
-    }
-
-    /// `ConsumedCapacity` as the request asked for it (None for NONE).
-    pub fn report(
-        &self,
-        table_name: &str,
-        mode: ReturnConsumedCapacity,
-    ) -> Option<ConsumedCapacity> {
-        let total = self.total();
-        let mut consumed = ConsumedCapacity {
-            table_name: table_name.to_string(),
-            capacity_units: total,
-            write_capacity_units: Some(total),
-            ..ConsumedCapacity::default()
-        };
-        match mode {
-            ReturnConsumedCapacity::None => return None,
-            ReturnConsumedCapacity::Total => {}
-            ReturnConsumedCapacity::Indexes => {
-                let arm = |units: f64| Capacity {
-                    capacity_units: units,
-                    read_capacity_units: None,
-                    write_capacity_units: Some(units),
-                };
-                let arms = |units: &BTreeMap<String, f64>| {
-                    (!units.is_empty()).then(|| {
-                        units
-                            .iter()
-                            .map(|(name, u)| (name.clone(), arm(*u)))
-                            .collect()
-                    })
-                };
-                consumed.table = Some(arm(self.table_units));
-                consumed.local_secondary_indexes = arms(&self.local_units);
-                consumed.global_secondary_indexes = arms(&self.global_units);
-            }
-        }
-        Some(consumed)
-    }
-}
-
 /// Units charged for a write whose condition failed (SPEC §5): by the size of the item
 /// that would have been written when an item exists, 1 when none does.
 pub fn failed_condition_units(old: Option<&Item>, would_be_new: Option<&Item>) -> f64 {
@@ -272,33 +156,39 @@ pub fn failed_condition_units(old: Option<&Item>, would_be_new: Option<&Item>) -
     }
 }
 
-/// Everything one item write does, decided before anything is written.
-#[derive(Debug, Clone)]
-pub struct WritePlan {
-    pub key: ItemKey,
-    /// Base item and index entry changes, in the order they go into the batch.
-    pub mutations: Vec<Mutation>,
-    pub capacity: WriteCapacity,
-    /// The change to the item's collection record (tables with an LSI only).
-    pub collection: Option<CollectionDelta>,
-    /// The change to the table's statistics, for the table, its LSIs and its ACTIVE GSIs
-    /// (a CREATING GSI's entries are counted at commit, `core::stats`).
-    pub stats: StatsDelta,
-    /// The record for the table's enabled stream: its tree and value (`streams::record`);
-    /// None without a stream or when the write changes nothing.
-    pub stream_record: Option<(TreeId, Vec<u8>)>,
-}
-
 /// Plans the write of one item: `old` is the stored item (None if absent), `new` the item
-/// to store (None to delete). `new` must have passed [`key_of_item`] /
-/// [`check_new_item`]. Fails (nothing planned) when the item and its LSI entries exceed
-/// 400 KB together (`via_update` selects UpdateItem's wording).
+/// to store (None to delete), `features` the registered features, which add their own
+/// mutations. `new` must have passed [`key_of_item`] / [`check_new_item`]. Fails (nothing
+/// planned) when the item and its LSI entries exceed 400 KB together (`via_update` selects
+/// UpdateItem's wording).
 pub fn plan_write(
+    features: &Features,
     table: &TableDef,
     key: &ItemKey,
     old: Option<&Item>,
     new: Option<&Item>,
     via_update: bool,
+) -> Result<WritePlan, ApiError> {
+    plan_write_by(
+        features,
+        table,
+        key,
+        old,
+        new,
+        via_update,
+        Initiator::Client,
+    )
+}
+
+/// [`plan_write`] of a change made by `initiator`.
+pub fn plan_write_by(
+    features: &Features,
+    table: &TableDef,
+    key: &ItemKey,
+    old: Option<&Item>,
+    new: Option<&Item>,
+    via_update: bool,
+    initiator: Initiator,
 ) -> Result<WritePlan, ApiError> {
     debug_assert!(
         [old, new]
@@ -308,30 +198,6 @@ pub fn plan_write(
         "planned items must carry the planned key"
     );
     let base_key = key.base_key()?;
-    // The expiry index entry (`ttl`): free, counted nowhere, but in the same batch.
-    let mut expiry_mutations = Vec::new();
-    if let Some(ttl) = &table.time_to_live {
-        let entry_of = |item: Option<&Item>| {
-            item.and_then(|item| crate::ttl::expiry_entry(table, item, &base_key))
-        };
-        let (before, after) = (entry_of(old), entry_of(new));
-        if before != after {
-            if let Some((_, key)) = before {
-                expiry_mutations.push(Mutation::Delete {
-                    tree: ttl.tree,
-                    key,
-                });
-            }
-            if let Some((_, key)) = after {
-                expiry_mutations.push(Mutation::Put {
-                    tree: ttl.tree,
-                    key,
-                    value: Vec::new(),
-                });
-            }
-        }
-    }
-
     let old_entries = live_entries(table, old)?;
     let new_entries = live_entries(table, new)?;
     let old_size = old.map_or(0, |item| shoal_model::item_size_bytes(item) as u64);
@@ -440,8 +306,6 @@ pub fn plan_write(
         *arms.entry(name.to_string()).or_default() += units;
     }
 
-    mutations.extend(expiry_mutations);
-
     let collection = table.has_local_indexes().then(|| {
         let footprint =
             |item: Option<&Item>, size: u64, entries: &BTreeMap<IndexRef, IndexEntry<'_>>| -> i64 {
@@ -465,16 +329,30 @@ pub fn plan_write(
         }
     });
 
-    let stream_record = table.enabled_stream().and_then(|stream| {
-        let now = crate::core::clock::now_millis();
-        // The base item's value is the new image, already encoded.
-        let new_encoded = match mutations.first() {
-            Some(Mutation::Put { value, .. }) if new.is_some() => Some(value.as_slice()),
-            _ => None,
+    // The features hear of every change of the base item (none when neither `old` nor `new`
+    // exists). The base item's mutation comes first: its key, and the new image already
+    // encoded.
+    let mut added = Vec::new();
+    let base = match mutations.first() {
+        Some(Mutation::Put { key, value, .. }) => Some((key, Some(value.as_slice()))),
+        Some(Mutation::Delete { key, .. }) => Some((key, None)),
+        _ => None,
+    };
+    if let Some((base_key, new_encoded)) = base {
+        let change = ItemChange {
+            table,
+            base_key,
+            old,
+            new,
+            new_encoded,
+            initiator,
+            now_millis: now_millis(),
         };
-        record::plan_record(table, stream.view_type, old, new, new_encoded, now, false)
-            .map(|value| (stream.tree, value))
-    });
+        for feature in features.iter() {
+            feature.plan(&change, &mut added);
+        }
+    }
+    mutations.extend(added);
 
     Ok(WritePlan {
         key: key.clone(),
@@ -482,7 +360,6 @@ pub fn plan_write(
         capacity,
         collection,
         stats,
-        stream_record,
     })
 }
 
@@ -539,7 +416,7 @@ fn index_location(table: &TableDef, index: IndexRef) -> Result<(TreeId, &str), A
     .ok_or_else(|| internal(format!("index {index:?} is not in table {}", table.name)))
 }
 
-/// The refusal of [`Database::check_definition_current`]; a client only sees it when the
+/// The refusal of [`Core::check_definition_current`]; a client only sees it when the
 /// indexes kept changing through every re-run.
 const DEFINITION_CHANGED_MESSAGE: &str =
     "The table's indexes changed while the write was being planned; retry the request";
@@ -580,7 +457,7 @@ pub(crate) fn replanning<T>(
     }
 }
 
-impl Database {
+impl Core {
     /// The stored item with `key`, as of `snapshot` (or now).
     pub(crate) fn read_item(
         &self,
@@ -613,10 +490,10 @@ impl Database {
     }
 
     /// Commits the plans of item writes spanning several tables as ONE atomic batch (batches
-    /// and transactions): every table's plans as [`Database::commit_plans`] would, but one
+    /// and transactions): every table's plans as [`Core::commit_plans`] would, but one
     /// WAL record for all of them. Each table appears once in `groups`. The caller holds the
     /// collection locks of every plan. Returns the new collection records per group, in plan
-    /// order (None as [`Database::commit_plans`] says).
+    /// order (None as [`Core::commit_plans`] says).
     pub(crate) fn commit_plans_across(
         &self,
         groups: &[(&TableDef, Vec<&WritePlan>)],
@@ -636,7 +513,7 @@ impl Database {
         self.write_plans(groups, collection_sizes_wanted, false)
     }
 
-    /// Commits plans as [`Database::commit_plans_across`] does, without checking the
+    /// Commits plans as [`Core::commit_plans_across`] does, without checking the
     /// definitions against the catalog: for a staged table (`control::staging`), which has no
     /// catalog entry and whose definition nothing else can change. With `sync_deferred` the
     /// write returns before its own sync (`WriteBatch::defer_sync`): for a staged table,
@@ -656,10 +533,6 @@ impl Database {
                     .iter()
                     .map(Mutation::batch_bytes)
                     .sum::<usize>()
-                    + plan
-                        .stream_record
-                        .as_ref()
-                        .map_or(0, |(_, value)| entry_bytes(8, Some(value.len())))
                     + COLLECTION_ENTRY_BYTES_ESTIMATE
             })
             .sum();
@@ -669,13 +542,11 @@ impl Database {
                 let added = match mutation {
                     Mutation::Put { tree, key, value } => batch.put(*tree, key, value),
                     Mutation::Delete { tree, key } => batch.delete(*tree, key),
+                    Mutation::PutSequenced { tree, value } => {
+                        batch.put_sequenced(*tree, &[], value)
+                    }
                 };
                 added.map_err(internal)?;
-            }
-            // The stream record commits with the change it describes; its key is the
-            // sequence number the engine gives it (`streams::record`).
-            if let Some((tree, value)) = &plan.stream_record {
-                batch.put_sequenced(*tree, &[], value).map_err(internal)?;
             }
         }
         let mut records = Vec::with_capacity(groups.len());
@@ -699,9 +570,8 @@ impl Database {
             self.stats.committed(table, delta);
         }
         for (table, plans) in groups {
-            let records = plans.iter().filter(|p| p.stream_record.is_some()).count();
-            if let (Some(stream), true) = (table.enabled_stream(), records > 0) {
-                self.streams.committed(stream.tree, records as u64);
+            for feature in self.features.iter() {
+                feature.committed(table, plans);
             }
         }
         Ok(records)
@@ -719,15 +589,10 @@ impl Database {
         let Some(current) = catalog.get(&table.name) else {
             return Err(crate::api::common::data_table_not_found());
         };
-        // A stream enabled or disabled since: the plans' stream records would be missing
-        // or go to a stream that no longer takes them.
-        let same_stream =
-            current.enabled_stream().map(|s| s.tree) == table.enabled_stream().map(|s| s.tree);
-        // Time to Live enabled or disabled since: the expiry index entries would be wrong.
-        let same_expiry_index = current.time_to_live.as_ref().map(|t| t.tree)
-            == table.time_to_live.as_ref().map(|t| t.tree);
-        let same_indexes = same_stream
-            && same_expiry_index
+        let same_indexes = self
+            .features
+            .iter()
+            .all(|feature| feature.plans_still_hold(table, current))
             && current.tree == table.tree
             && current.local_indexes == table.local_indexes
             && current.global_indexes.len() == table.global_indexes.len()
@@ -769,6 +634,8 @@ impl Database {
                     Mutation::Put { tree, key, .. } | Mutation::Delete { tree, key } => {
                         (*tree, key)
                     }
+                    // A log of changes, never an index.
+                    Mutation::PutSequenced { .. } => continue,
                 };
                 if tree == table.tree || !stats::counted_by_reading(table, tree) {
                     continue;
@@ -794,6 +661,7 @@ impl Database {
                     (Mutation::Put { value, .. }, None) => {
                         delta.add(counted, 1, stats::entry_size(value)?)
                     }
+                    (Mutation::PutSequenced { .. }, _) => {}
                 }
             }
             if !delta.is_empty() {
@@ -833,11 +701,7 @@ impl Database {
             }
             let before = collection::read_record(&self.db, table, pk, None)?;
             let after = before.apply(delta)?;
-            collection::check_growth(
-                &before,
-                &after,
-                self.options.item_collection_size_limit_bytes,
-            )?;
+            collection::check_growth(&before, &after, self.item_collection_size_limit_bytes)?;
             if after == before {
                 // Nothing to rewrite.
             } else if after.is_empty() {
@@ -865,6 +729,7 @@ impl Database {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::common::ReturnConsumedCapacity;
     use crate::core::catalog::{
         BillingMode, GlobalIndexDef, KeyAttribute, KeySchema, LocalIndexDef, Projection,
         CATALOG_FORMAT,
@@ -967,7 +832,7 @@ mod tests {
     }
 
     fn plan(old: Option<&Item>, new: Option<&Item>) -> WritePlan {
-        plan_write(&table(), &key(), old, new, false).unwrap()
+        plan_write(&Features::none(), &table(), &key(), old, new, false).unwrap()
     }
 
     #[test]

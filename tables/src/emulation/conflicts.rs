@@ -23,7 +23,7 @@ use shoal_engine::TreeId;
 use shoal_model::{ApiError, ErrorCode};
 
 use crate::core::catalog::TableDef;
-use crate::core::write::ItemKey;
+use crate::core::plan::ItemKey;
 use crate::Database;
 
 /// An item: its table's tree and its base key.

@@ -29,10 +29,10 @@ use crate::core::catalog::TableDef;
 use crate::core::collection::{self, CollectionRecord};
 use crate::core::error::internal;
 use crate::core::locks::CollectionLocks;
+use crate::core::plan::{ItemKey, WriteCapacity, WritePlan};
 use crate::core::units::{read_units, ReadConsistency};
 use crate::core::write::{
-    key_from_request, key_of_item, plan_write, replanning, ItemKey, WriteCapacity, WritePlan,
-    KEY_SCHEMA_MISMATCH_MESSAGE,
+    key_from_request, key_of_item, plan_write, replanning, KEY_SCHEMA_MISMATCH_MESSAGE,
 };
 use crate::database::Database;
 use shoal_engine::TreeId;
@@ -138,6 +138,7 @@ impl Database {
                 for write in &group.writes {
                     let old = self.read_item(&group.table, &write.key, None)?;
                     table_plans.push(plan_write(
+                        &self.features,
                         &group.table,
                         &write.key,
                         old.as_ref(),

@@ -20,10 +20,10 @@ use crate::api::items::{
 };
 use crate::core::catalog::TableDef;
 use crate::core::collection::{self, CollectionRecord};
+use crate::core::plan::WritePlan;
 use crate::core::units::{read_units, ReadConsistency};
 use crate::core::write::{
     check_new_item, check_update_key_paths, key_from_request, key_of_item, plan_write, replanning,
-    WritePlan,
 };
 use crate::database::Database;
 
@@ -71,7 +71,14 @@ impl Database {
                 old.as_ref(),
                 options.return_old_on_condition_failure,
             )?;
-            let plan = plan_write(&table, &key, old.as_ref(), Some(item), false)?;
+            let plan = plan_write(
+                &self.features,
+                &table,
+                &key,
+                old.as_ref(),
+                Some(item),
+                false,
+            )?;
             let record = self.commit_one(&table, &plan, &options)?;
             (old, plan, record)
         };
@@ -115,7 +122,7 @@ impl Database {
                 old.as_ref(),
                 options.return_old_on_condition_failure,
             )?;
-            let plan = plan_write(&table, &key, old.as_ref(), None, false)?;
+            let plan = plan_write(&self.features, &table, &key, old.as_ref(), None, false)?;
             let record = self.commit_one(&table, &plan, &options)?;
             (old, plan, record)
         };
@@ -170,7 +177,7 @@ impl Database {
             // REMOVE and DELETE alone on a missing item create nothing: no write, no stream
             // record, and ALL_NEW returns nothing (SPEC-2 §1.6).
             if old.is_none() && update.as_ref().is_some_and(|u| u.only_removes()) {
-                let plan = plan_write(&table, &key, None, None, true)?;
+                let plan = plan_write(&self.features, &table, &key, None, None, true)?;
                 let record = self.commit_one(&table, &plan, &options)?;
                 return Ok(write_output(&table, &options, &plan, record, None));
             }
@@ -199,7 +206,7 @@ impl Database {
             };
             shoal_model::check_item_limits(&new, true)?;
             check_new_item(&table, &new, true)?;
-            let plan = plan_write(&table, &key, old.as_ref(), Some(&new), true)?;
+            let plan = plan_write(&self.features, &table, &key, old.as_ref(), Some(&new), true)?;
             let record = self.commit_one(&table, &plan, &options)?;
             (old, new, touched, plan, record)
         };

@@ -41,12 +41,13 @@ use crate::capacity::throttle::Refusal;
 use crate::core::catalog::TableDef;
 use crate::core::collection::{self, CollectionDelta, COLLECTION_SIZE_EXCEEDED_MESSAGE};
 use crate::core::error::internal;
+use crate::core::feature::Features;
 use crate::core::keys;
 use crate::core::locks::CollectionLocks;
+use crate::core::plan::{ItemKey, WriteCapacity, WritePlan};
 use crate::core::units::{read_units, write_units, ReadConsistency};
 use crate::core::write::{
     check_new_item, check_update_key_paths, key_from_request, key_of_item, plan_write, replanning,
-    ItemKey, WriteCapacity, WritePlan,
 };
 use crate::database::Database;
 use crate::emulation::conflicts::TRANSACTION_CONFLICT_MESSAGE;
@@ -297,7 +298,7 @@ impl Database {
         let mut decided = Vec::with_capacity(actions.len());
         for action in actions {
             let old = self.read_item(&action.table, &action.key, None)?;
-            match decide(action, old)? {
+            match decide(&self.features, action, old)? {
                 Ok(outcome) => {
                     reasons.push(Reason::None);
                     decided.push(Some(outcome));
@@ -531,7 +532,11 @@ fn parse_action_request(
 
 /// Decides one action against its stored item: a plan to commit (None for ConditionCheck),
 /// or why the action fails. The outer error is a storage failure, not a cancellation.
-fn decide(action: &Action<'_>, old: Option<Item>) -> Result<Result<Decided, Reason>, ApiError> {
+fn decide(
+    features: &Features,
+    action: &Action<'_>,
+    old: Option<Item>,
+) -> Result<Result<Decided, Reason>, ApiError> {
     if let Some(fault) = &action.deferred_fault {
         return Ok(Err(Reason::ValidationError(fault.clone())));
     }
@@ -553,13 +558,20 @@ fn decide(action: &Action<'_>, old: Option<Item>) -> Result<Result<Decided, Reas
                 old_size_bytes,
             }))
         }
-        ActionKind::Put => plan_write(table, &action.key, old.as_ref(), action.item, false),
-        ActionKind::Delete => plan_write(table, &action.key, old.as_ref(), None, false),
+        ActionKind::Put => plan_write(
+            features,
+            table,
+            &action.key,
+            old.as_ref(),
+            action.item,
+            false,
+        ),
+        ActionKind::Delete => plan_write(features, table, &action.key, old.as_ref(), None, false),
         // REMOVE and DELETE alone on a missing item create nothing, as UpdateItem's.
         ActionKind::Update
             if old.is_none() && action.update.as_ref().is_some_and(|u| u.only_removes()) =>
         {
-            plan_write(table, &action.key, None, None, true)
+            plan_write(features, table, &action.key, None, None, true)
         }
         ActionKind::Update => {
             let base = old.clone().unwrap_or_else(|| action.key.to_item(table));
@@ -570,7 +582,7 @@ fn decide(action: &Action<'_>, old: Option<Item>) -> Result<Result<Decided, Reas
             new.and_then(|new| {
                 shoal_model::check_item_limits(&new, true)?;
                 check_new_item(table, &new, true)?;
-                plan_write(table, &action.key, old.as_ref(), Some(&new), true)
+                plan_write(features, table, &action.key, old.as_ref(), Some(&new), true)
             })
         }
     };

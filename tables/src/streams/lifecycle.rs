@@ -25,11 +25,12 @@ use shoal_model::{ApiError, ErrorCode};
 
 use crate::api::constraint::{enum_value_set, validation_errors, violation, NOT_NULL};
 use crate::api::streams::StreamSpecification;
+use crate::core::catalog::Catalog;
 use crate::core::catalog::{ShardDef, StreamDef, StreamViewType, TableDef};
 use crate::core::clock::now_millis;
 use crate::core::error::internal;
 use crate::core::region::table_arn;
-use crate::database::{Catalog, Database};
+use crate::database::Database;
 use crate::streams::record::StreamRetention;
 
 const INVALID: &str = "One or more parameter values were invalid:";
@@ -201,7 +202,7 @@ impl Streams {
     }
 
     /// Called after a commit that added `count` records to the stream in `tree`.
-    pub(crate) fn committed(&self, tree: u32, count: u64) {
+    pub(crate) fn records_committed(&self, tree: u32, count: u64) {
         let counted = {
             let counts = self.open_shard_records.read();
             counts

@@ -209,15 +209,6 @@ pub fn record_created_at_millis(value: &[u8]) -> Option<u64> {
     Some(u64::from_le_bytes(bytes))
 }
 
-/// Marks a planned record as written by the service (a Time to Live delete), which
-/// GetRecords reports as `userIdentity`.
-pub fn mark_by_service(record: &mut [u8]) {
-    debug_assert!(record.len() >= RECORD_HEADER_BYTES && record[0] == RECORD_FORMAT);
-    if let Some(flags) = record.get_mut(2) {
-        *flags |= FLAG_SERVICE;
-    }
-}
-
 /// Why a stored record could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("undecodable stream record: {0}")]

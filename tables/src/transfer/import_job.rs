@@ -35,7 +35,8 @@ use crate::control::staging::StagedTable;
 use crate::core::catalog::TableDef;
 use crate::core::clock::now_millis;
 use crate::core::error::internal;
-use crate::core::write::{check_new_item, key_of_item, ItemKey};
+use crate::core::plan::ItemKey;
+use crate::core::write::{check_new_item, key_of_item};
 use crate::database::Database;
 use crate::transfer::import::{
     typed_columns, ImportCounters, ImportJob, ImportLineError, ImportProgress, ImportRecord,

@@ -37,13 +37,17 @@ use crate::api::ttl::{
 };
 use crate::control::schema;
 use crate::core::catalog::{TableDef, TimeToLiveDef};
+use crate::core::checker::Checker;
 use crate::core::error::internal;
+use crate::core::feature::{Feature, Initiator, ItemChange};
 use crate::core::item_codec::decode_item;
 use crate::core::keys;
 use crate::core::locks::CollectionLocks;
-use crate::core::write::{is_definition_changed, key_of_item, plan_write, WritePlan};
+use crate::core::plan::{Mutation, WritePlan};
+use crate::core::write::{is_definition_changed, key_of_item, plan_write_by};
 use crate::database::Database;
-use crate::streams::record;
+
+mod check;
 
 /// Expiry times further in the past than this are ignored (DynamoDB: five years).
 pub const IGNORED_AFTER_SECONDS: u64 = 5 * 365 * 24 * 3600;
@@ -332,11 +336,16 @@ impl Database {
                         continue;
                     }
                     let key = key_of_item(table, &item)?;
-                    let mut plan = plan_write(table, &key, Some(&item), None, false)?;
-                    if let Some((_, record)) = plan.stream_record.as_mut() {
-                        record::mark_by_service(record);
-                    }
-                    plans.push(plan);
+                    // The service deletes it: its stream record says so (SPEC-2 §2.3).
+                    plans.push(plan_write_by(
+                        &self.features,
+                        table,
+                        &key,
+                        Some(&item),
+                        None,
+                        false,
+                        Initiator::Service,
+                    )?);
                 }
                 let borrowed: Vec<&WritePlan> = plans.iter().collect();
                 match self.commit_plans(table, &borrowed, false) {
@@ -361,6 +370,49 @@ impl Database {
             tracing::debug!(table = %table.name, deleted, "expired items deleted");
         }
         Ok(deleted)
+    }
+}
+
+/// Time to Live's part in every write (`core::feature`): the item's expiry index entry,
+/// in the write's batch; and the check of the expiry index.
+pub struct TimeToLive;
+
+impl Feature for TimeToLive {
+    /// The expiry index entry is free: counted nowhere, but in the same batch as its item.
+    fn plan(&self, change: &ItemChange<'_>, mutations: &mut Vec<Mutation>) {
+        let Some(ttl) = &change.table.time_to_live else {
+            return;
+        };
+        let entry_of = |item: Option<&Item>| {
+            item.and_then(|item| expiry_entry(change.table, item, change.base_key))
+        };
+        let (before, after) = (entry_of(change.old), entry_of(change.new));
+        if before == after {
+            return;
+        }
+        if let Some((_, key)) = before {
+            mutations.push(Mutation::Delete {
+                tree: ttl.tree,
+                key,
+            });
+        }
+        if let Some((_, key)) = after {
+            mutations.push(Mutation::Put {
+                tree: ttl.tree,
+                key,
+                value: Vec::new(),
+            });
+        }
+    }
+
+    /// Time to Live enabled or disabled since the plan: its expiry entries would be wrong.
+    fn plans_still_hold(&self, planned: &TableDef, current: &TableDef) -> bool {
+        planned.time_to_live.as_ref().map(|ttl| ttl.tree)
+            == current.time_to_live.as_ref().map(|ttl| ttl.tree)
+    }
+
+    fn check(&self, checker: &mut Checker<'_>, table: &TableDef) -> Result<(), ApiError> {
+        check::check_expiry_index(checker, table)
     }
 }
 
