@@ -835,6 +835,67 @@ mod tests {
         plan_write(&Features::none(), &table(), &key(), old, new, false).unwrap()
     }
 
+    /// Adds a put of the base key to tree 99 for every change it hears, and remembers who
+    /// made each change.
+    #[derive(Default)]
+    struct Recording {
+        initiators: parking_lot::Mutex<Vec<Initiator>>,
+    }
+
+    impl crate::core::feature::Feature for Recording {
+        fn plan(&self, change: &ItemChange<'_>, mutations: &mut Vec<Mutation>) {
+            self.initiators.lock().push(change.initiator);
+            assert_eq!(
+                change.new_encoded.is_some(),
+                change.new.is_some(),
+                "the new image comes encoded"
+            );
+            mutations.push(Mutation::Put {
+                tree: 99,
+                key: change.base_key.to_vec(),
+                value: Vec::new(),
+            });
+        }
+    }
+
+    #[test]
+    fn features_add_their_mutations_after_the_core_s_and_hear_who_made_the_change() {
+        let recording = std::sync::Arc::new(Recording::default());
+        let features = Features::new(vec![recording.clone()]);
+        let new = item(&[("pk", "a"), ("sk", "1"), ("l", "x"), ("g", "y")]);
+        let plain = plan(None, Some(&new));
+        let with = plan_write(&features, &table(), &key(), None, Some(&new), false).unwrap();
+        // The core's mutations first, untouched; the feature's after them.
+        assert_eq!(with.mutations[..plain.mutations.len()], plain.mutations[..]);
+        assert_eq!(
+            with.mutations[plain.mutations.len()..],
+            [Mutation::Put {
+                tree: 99,
+                key: key().base_key().unwrap(),
+                value: Vec::new(),
+            }]
+        );
+        // What the feature adds is not charged.
+        assert_eq!(with.capacity, plain.capacity);
+        let by_service = plan_write_by(
+            &features,
+            &table(),
+            &key(),
+            Some(&new),
+            None,
+            false,
+            Initiator::Service,
+        )
+        .unwrap();
+        assert_eq!(by_service.mutations.last().map(Mutation::tree), Some(99));
+        // Deleting an item that does not exist changes nothing: no feature hears of it.
+        plan_write(&features, &table(), &key(), None, None, false).unwrap();
+        assert_eq!(
+            *recording.initiators.lock(),
+            [Initiator::Client, Initiator::Service]
+        );
+    }
+
     #[test]
     fn index_charges_follow_each_before_after_case() {
         let t = table();
