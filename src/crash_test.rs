@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
-use shoal_tables::{Database, Durability, EventName, Options, StreamStart};
+use shoal_tables::{Database, Durability, EventName, Options, StorageOptions, StreamStart};
 
 /// The table the workload writes.
 pub const TABLE: &str = "CrashTest";
@@ -129,9 +129,11 @@ impl CrashTestReport {
 /// compactions and segment rotation happen within a cycle.
 pub fn options(durability: Durability) -> Options {
     Options {
-        durability,
-        memtable_size_bytes: 64 << 10,
-        wal_segment_size_bytes: 256 << 10,
+        storage: StorageOptions {
+            durability,
+            memtable_size_bytes: 64 << 10,
+            wal_segment_size_bytes: 256 << 10,
+        },
         ..Options::default()
     }
 }

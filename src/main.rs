@@ -22,7 +22,10 @@ use shoal_server::faults::{parse_rule_set, RuleSet};
 use shoal_server::{AuthMode, CorsOrigins, EngineHandler, ServerConfig};
 use shoal_tables::capacity::throttle::CapacityMode;
 use shoal_tables::core::checker::CheckProgress;
-use shoal_tables::{Database, Durability, Lag, Options};
+use shoal_tables::{
+    BackupOptions, Database, Durability, EmulationOptions, Lag, Options, StorageOptions,
+    StreamOptions, TimeToLiveOptions, TransferOptions,
+};
 
 /// mimalloc instead of the C library's allocator: a request allocates and frees many small
 /// strings and maps (items decoded for a Query, JSON text), where glibc's malloc spent a
@@ -439,26 +442,39 @@ fn transient_status_delay(args: &ServeArgs) -> Duration {
 fn serve(args: ServeArgs) -> Result<(), String> {
     let durability = parse_durability(&args.durability)?;
     let mut options = Options {
-        durability,
-        stream_retention: Duration::from_secs(args.stream_retention_seconds),
-        stream_shard_duration: Duration::from_secs(args.stream_shard_seconds),
-        stream_shard_records_max: args.stream_shard_records,
-        time_to_live_sweep_interval: Duration::from_secs(args.ttl_sweep_seconds),
-        time_to_live_change_cooldown: Duration::from_secs(args.ttl_cooldown_seconds),
-        transient_status_delay: transient_status_delay(&args),
-        capacity: args.capacity,
-        gsi_lag: args.gsi_lag,
-        eventual_read_lag: args.eventual_reads,
-        lag_seed: args.lag_seed,
-        transaction_conflicts: args.transaction_conflicts,
-        write_hold: Duration::from_millis(args.write_hold_ms),
-        export_dir: args.export_dir.clone(),
-        pitr_window: args.pitr_window_seconds.map(Duration::from_secs),
-        pitr_clock_interval: Duration::from_millis(args.pitr_clock_ms),
+        storage: StorageOptions {
+            durability,
+            ..StorageOptions::default()
+        },
+        streams: StreamOptions {
+            retention: Duration::from_secs(args.stream_retention_seconds),
+            shard_duration: Duration::from_secs(args.stream_shard_seconds),
+            shard_records_max: args.stream_shard_records,
+        },
+        time_to_live: TimeToLiveOptions {
+            sweep_interval: Duration::from_secs(args.ttl_sweep_seconds),
+            change_cooldown: Duration::from_secs(args.ttl_cooldown_seconds),
+        },
+        emulation: EmulationOptions {
+            transient_status_delay: transient_status_delay(&args),
+            capacity: args.capacity,
+            gsi_lag: args.gsi_lag,
+            eventual_read_lag: args.eventual_reads,
+            lag_seed: args.lag_seed,
+            transaction_conflicts: args.transaction_conflicts,
+            write_hold: Duration::from_millis(args.write_hold_ms),
+        },
+        transfer: TransferOptions {
+            export_dir: args.export_dir.clone(),
+        },
+        backups: BackupOptions {
+            pitr_window: args.pitr_window_seconds.map(Duration::from_secs),
+            pitr_clock_interval: Duration::from_millis(args.pitr_clock_ms),
+        },
         ..Options::default()
     };
     if let Some(limit) = args.item_collection_limit {
-        options.item_collection_size_limit_bytes = limit;
+        options.limits.item_collection_size_limit_bytes = limit;
     }
     let auth = match &args.auth {
         Some(path) => AuthMode::Verify {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use shoal_tables::api::import::{ImportTableInput, S3BucketSource, TableCreationParameters};
 use shoal_tables::transfer::import::{ImportLineError, ImportProgress};
-use shoal_tables::{Database, ExportProgress, Options};
+use shoal_tables::{Database, ExportProgress, Options, StorageOptions, TransferOptions};
 
 use super::dir::DirSource;
 use super::schema;
@@ -70,12 +70,17 @@ pub fn import(
     let database = Database::open(
         data_dir,
         Options {
-            export_dir: Some(source.dir.clone()),
+            transfer: TransferOptions {
+                export_dir: Some(source.dir.clone()),
+            },
             // The new table is invisible until the import publishes it, after one sync of
             // everything it wrote (`Database::publish`): a sync per batch would buy nothing,
             // since a crash before the publish drops the staged table whatever was synced.
             // This process writes nothing else.
-            durability: shoal_tables::Durability::None,
+            storage: StorageOptions {
+                durability: shoal_tables::Durability::None,
+                ..StorageOptions::default()
+            },
             ..Options::default()
         },
     )

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use shoal_tables::core::catalog::IndexStatus;
-use shoal_tables::{Database, Durability, Options};
+use shoal_tables::{Database, Durability, Options, StorageOptions};
 
 const ITEMS_DEFAULT: u64 = 100_000;
 
@@ -26,7 +26,10 @@ fn main() {
     let load_started = Instant::now();
     {
         let options = Options {
-            durability: Durability::None,
+            storage: StorageOptions {
+                durability: Durability::None,
+                ..StorageOptions::default()
+            },
             ..Options::default()
         };
         let db = Database::open(dir.path(), options).expect("open");

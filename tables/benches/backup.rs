@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
 use shoal_tables::api::backups::{CreateBackupInput, DeleteBackupInput};
-use shoal_tables::{Database, Durability, Options};
+use shoal_tables::{Database, Durability, Options, StorageOptions};
 
 const MIB_DEFAULT: u64 = 256;
 const ITEM_BYTES: usize = 1000;
@@ -59,7 +59,10 @@ fn backup(c: &mut Criterion) {
     let db = Database::open(
         dir.path(),
         Options {
-            durability: Durability::None,
+            storage: StorageOptions {
+                durability: Durability::None,
+                ..StorageOptions::default()
+            },
             ..Options::default()
         },
     )

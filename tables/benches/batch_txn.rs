@@ -8,7 +8,7 @@ use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde_json::{json, Value};
-use shoal_tables::{Database, Durability, Options};
+use shoal_tables::{Database, Durability, Options, StorageOptions};
 
 const PARTITIONS: u64 = 50;
 /// Distinct items: after the first 5000 writes every write replaces an item.
@@ -17,7 +17,10 @@ const ITEMS: u64 = 5000;
 fn open(durability: Durability) -> (tempfile::TempDir, Database) {
     let dir = tempfile::tempdir().expect("temporary directory");
     let options = Options {
-        durability,
+        storage: StorageOptions {
+            durability,
+            ..StorageOptions::default()
+        },
         ..Options::default()
     };
     let db = Database::open(Path::new(dir.path()), options).expect("open");

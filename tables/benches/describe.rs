@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::{json, Value};
-use shoal_tables::{Database, Durability, Options};
+use shoal_tables::{Database, Durability, Options, StorageOptions};
 
 const ITEMS_DEFAULT: u64 = 1_000_000;
 /// Items per BatchWriteItem: DynamoDB's maximum.
@@ -64,7 +64,10 @@ fn bench(c: &mut Criterion) {
         .unwrap_or(ITEMS_DEFAULT);
     let dir = tempfile::tempdir().expect("temporary directory");
     let options = Options {
-        durability: Durability::None,
+        storage: StorageOptions {
+            durability: Durability::None,
+            ..StorageOptions::default()
+        },
         ..Options::default()
     };
     {

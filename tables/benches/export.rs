@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde_json::{json, Value};
-use shoal_tables::{Database, Durability, Options};
+use shoal_tables::{Database, Durability, Options, StorageOptions};
 
 const ITEMS_DEFAULT: u64 = 100_000;
 const TABLE: &str = "Exported";
@@ -58,7 +58,10 @@ fn export(c: &mut Criterion) {
     let items = items();
     let dir = tempfile::tempdir().expect("temporary directory");
     let options = Options {
-        durability: Durability::None,
+        storage: StorageOptions {
+            durability: Durability::None,
+            ..StorageOptions::default()
+        },
         ..Options::default()
     };
     let db = Database::open(&dir.path().join("data"), options).expect("open");

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde_json::json;
 use shoal_tables::api::import::ImportTableInput;
-use shoal_tables::{Database, Durability, Options};
+use shoal_tables::{Database, Durability, Options, StorageOptions, TransferOptions};
 
 const ITEMS_DEFAULT: u64 = 100_000;
 /// Items per object, as an export's data files hold many.
@@ -89,8 +89,13 @@ fn import(c: &mut Criterion) {
                 for _ in 0..iterations {
                     let data = tempfile::tempdir().expect("data directory");
                     let options = Options {
-                        export_dir: Some(exports.path().to_path_buf()),
-                        durability,
+                        transfer: TransferOptions {
+                            export_dir: Some(exports.path().to_path_buf()),
+                        },
+                        storage: StorageOptions {
+                            durability,
+                            ..StorageOptions::default()
+                        },
                         ..Options::default()
                     };
                     let db = Database::open(data.path(), options).expect("open");

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
-use shoal_tables::{Database, Durability, Options};
+use shoal_tables::{Database, Durability, Options, StorageOptions};
 
 const ITEMS_DEFAULT: u64 = 100_000;
 const ITEM_BYTES: usize = 1000;
@@ -44,7 +44,10 @@ fn restore(c: &mut Criterion) {
     let db = Database::open(
         dir.path(),
         Options {
-            durability: Durability::None,
+            storage: StorageOptions {
+                durability: Durability::None,
+                ..StorageOptions::default()
+            },
             ..Options::default()
         },
     )

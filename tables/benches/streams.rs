@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use shoal_model::{AttributeValue, Item};
 use shoal_tables::api::items::PutItemInput;
 use shoal_tables::api::streams::{GetRecordsInput, GetShardIteratorInput};
-use shoal_tables::{Database, Durability, Options, StreamStart};
+use shoal_tables::{Database, Durability, Options, StorageOptions, StreamStart};
 
 const KEYS: u64 = 10_000;
 
@@ -61,7 +61,10 @@ fn put(db: &Database, table: &str, n: u64) {
 
 fn bench_put(c: &mut Criterion) {
     let options = Options {
-        durability: Durability::None,
+        storage: StorageOptions {
+            durability: Durability::None,
+            ..StorageOptions::default()
+        },
         ..Options::default()
     };
     let dir = tempfile::tempdir().expect("temporary directory");
@@ -98,7 +101,10 @@ fn bench_put(c: &mut Criterion) {
 
 fn bench_read(c: &mut Criterion) {
     let db = Database::open_in_memory(Options {
-        durability: Durability::None,
+        storage: StorageOptions {
+            durability: Durability::None,
+            ..StorageOptions::default()
+        },
         ..Options::default()
     })
     .expect("open");

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::{json, Value};
-use shoal_tables::{Clock, Database, Durability, Options};
+use shoal_tables::{Clock, Database, Durability, Options, StorageOptions, TimeToLiveOptions};
 
 const ITEMS_DEFAULT: u64 = 1_000_000;
 const SMALL_ITEMS: u64 = 10_000;
@@ -88,9 +88,15 @@ fn bench(c: &mut Criterion) {
     let db = Database::open(
         dir.path(),
         Options {
-            durability: Durability::None,
+            storage: StorageOptions {
+                durability: Durability::None,
+                ..StorageOptions::default()
+            },
+            time_to_live: TimeToLiveOptions {
+                sweep_interval: Duration::from_secs(24 * 3600),
+                ..TimeToLiveOptions::default()
+            },
             clock,
-            time_to_live_sweep_interval: Duration::from_secs(24 * 3600),
             ..Options::default()
         },
     )
@@ -107,9 +113,15 @@ fn bench(c: &mut Criterion) {
     group.finish();
     // The same on a table of 10,000 items, alone in its database as the big one is.
     let small = Database::open_in_memory(Options {
-        durability: Durability::None,
+        storage: StorageOptions {
+            durability: Durability::None,
+            ..StorageOptions::default()
+        },
+        time_to_live: TimeToLiveOptions {
+            sweep_interval: Duration::from_secs(24 * 3600),
+            ..TimeToLiveOptions::default()
+        },
         clock: Clock::from_fn(|| NOW_SECONDS * 1000),
-        time_to_live_sweep_interval: Duration::from_secs(24 * 3600),
         ..Options::default()
     })
     .expect("open");

@@ -2,135 +2,24 @@
 //!
 //! `Database::open(path, Options)`, then one method per DynamoDB operation, each taking the
 //! operation's typed request (`crate::api`) and returning its typed response or the
-//! `ApiError` a DynamoDB client expects. The operations live in their own files as further
-//! `impl Database` blocks: control plane in `table/control.rs`, item writes and reads in
-//! `table/items.rs`, Query and Scan in `table/query.rs`.
+//! `ApiError` a DynamoDB client expects. The operations live in their own folders as
+//! further `impl Database` blocks (`items/`, `query_scan/`, `control/`, and each feature's).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
 use shoal_vfs::Fs;
 
 use crate::backups::pitr_clock::PitrRetention;
-use crate::core::clock::Clock;
 use crate::core::feature::{Feature, Features};
-use crate::core::keys;
 use crate::core::store::Core;
 use crate::emulation::conflicts::InFlight;
-use crate::emulation::lag::{self, Lag, LagTicker, LaggedSnapshots};
+use crate::emulation::lag::{self, LagTicker, LaggedSnapshots};
+use crate::options::Options;
 use crate::streams::lifecycle;
 use crate::streams::record::StreamRetention;
-use crate::Durability;
-use shoal_engine::{CompactionFilter, Db, DbError, DbOptions, VersionRetention};
-
-/// DynamoDB's item-collection cap: 10 GiB.
-pub const ITEM_COLLECTION_SIZE_LIMIT_BYTES_DEFAULT: u64 = 10 << 30;
-
-/// How often expired items are swept by default: often enough that a local test sees
-/// expiry within about a second.
-pub const TIME_TO_LIVE_SWEEP_INTERVAL_DEFAULT: Duration = Duration::from_secs(1);
-
-/// How a [`Database`] is opened.
-#[derive(Debug, Clone)]
-pub struct Options {
-    pub durability: Durability,
-    /// Cap on one item collection (base items + LSI entries) of a table with an LSI.
-    pub item_collection_size_limit_bytes: u64,
-    /// Memtable size per tree before it is flushed.
-    pub memtable_size_bytes: usize,
-    /// WAL segment size (smaller segments preallocate faster; tests use small ones).
-    pub wal_segment_size_bytes: u64,
-    /// How long stream records are kept (DynamoDB: 24 hours); tests shorten it.
-    pub stream_retention: Duration,
-    /// How long a stream's shard stays open before a child shard replaces it.
-    pub stream_shard_duration: Duration,
-    /// Records after which a shard rolls over (checked by the upkeep, about once a second);
-    /// None rolls over by time only.
-    pub stream_shard_records_max: Option<u64>,
-    /// How often expired items are looked for and deleted (`ttl`).
-    pub time_to_live_sweep_interval: Duration,
-    /// The time an UpdateTimeToLive must wait after the previous change of the same table
-    /// (AWS: about an hour; 0 by default so tests can flip it).
-    pub time_to_live_change_cooldown: Duration,
-    /// What "now" is for Time to Live (tests move it; the system clock by default).
-    pub clock: Clock,
-    /// Whether the upkeep thread runs (stream shard rollover and retention, Time to Live
-    /// sweeps). `shoal check` turns it off so a check changes nothing;
-    /// [`Database::stream_upkeep`] and [`Database::expire_now`] still work on demand.
-    pub upkeep: bool,
-    /// How long tables stay CREATING, UPDATING and DELETING (`emulation::transient`); zero (the
-    /// default) makes every change ACTIVE at once.
-    pub transient_status_delay: Duration,
-    /// Whether requests through [`Database::execute`] are throttled as DynamoDB throttles
-    /// them (`capacity::throttle`); off by default, as in DynamoDB Local. Time is `clock`'s.
-    pub capacity: crate::capacity::throttle::CapacityMode,
-    /// How long a global secondary index takes to show a write (`emulation::lag`); None (the
-    /// default) shows it at once.
-    pub gsi_lag: Option<Lag>,
-    /// How stale an eventually consistent read (ConsistentRead false) may be
-    /// (`emulation::lag`); None (the default) reads the latest state.
-    pub eventual_read_lag: Option<Lag>,
-    /// Seed of the lags drawn from a range: the same seed draws the same lags.
-    pub lag_seed: u64,
-    /// Whether writes meeting an in-flight transaction fail as DynamoDB's do
-    /// (`emulation::conflicts`) instead of waiting for it; off by default.
-    pub transaction_conflicts: bool,
-    /// A testing knob: every write stays in flight this long after taking its locks, so
-    /// that a conflict (or a wait) can be met on purpose. Zero by default.
-    pub write_hold: Duration,
-    /// The local directory standing for S3: bucket B, key K is the file <export_dir>/B/K.
-    pub export_dir: Option<PathBuf>,
-    /// How far back point-in-time recovery keeps history; None: each table's
-    /// RecoveryPeriodInDays (tests and `shoal serve --pitr-window-seconds` shorten it).
-    pub pitr_window: Option<Duration>,
-    /// How often the point-in-time clock is written (`backups::pitr_clock`): a restore's
-    /// granularity.
-    pub pitr_clock_interval: Duration,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            durability: Durability::Sync,
-            item_collection_size_limit_bytes: ITEM_COLLECTION_SIZE_LIMIT_BYTES_DEFAULT,
-            memtable_size_bytes: 64 << 20,
-            wal_segment_size_bytes: 64 << 20,
-            stream_retention: lifecycle::STREAM_RETENTION_DEFAULT,
-            stream_shard_duration: lifecycle::STREAM_SHARD_DURATION_DEFAULT,
-            stream_shard_records_max: None,
-            time_to_live_sweep_interval: TIME_TO_LIVE_SWEEP_INTERVAL_DEFAULT,
-            time_to_live_change_cooldown: Duration::ZERO,
-            clock: Clock::system(),
-            upkeep: true,
-            transient_status_delay: Duration::ZERO,
-            capacity: crate::capacity::throttle::CapacityMode::Off,
-            gsi_lag: None,
-            eventual_read_lag: None,
-            lag_seed: 0,
-            transaction_conflicts: false,
-            write_hold: Duration::ZERO,
-            export_dir: None,
-            pitr_window: None,
-            pitr_clock_interval: crate::backups::pitr_clock::PITR_CLOCK_INTERVAL_DEFAULT,
-        }
-    }
-}
-
-impl Options {
-    fn db_options(&self, retention: &Arc<StreamRetention>, pitr: &Arc<PitrRetention>) -> DbOptions {
-        DbOptions {
-            compaction_filter: Some(Arc::clone(retention) as Arc<dyn CompactionFilter>),
-            version_retention: Some(Arc::clone(pitr) as Arc<dyn VersionRetention>),
-            durability: self.durability,
-            memtable_size_bytes: self.memtable_size_bytes,
-            wal_segment_size_bytes: self.wal_segment_size_bytes,
-            bloom_prefix: keys::bloom_prefix,
-            ..DbOptions::default()
-        }
-    }
-}
+use shoal_engine::{Db, DbError};
 
 /// An open datastore of DynamoDB tables: the [`Core`] every operation works on (it derefs to
 /// it), and the state of each feature.
@@ -148,7 +37,7 @@ pub struct Database {
     /// Consumed capacity per table, for monitoring (see `metering`).
     pub(crate) capacity_meter: crate::capacity::metering::CapacityMeter,
     /// Capacity emulation (`capacity::throttle`): the buckets, enforced only when
-    /// `Options::capacity` says so.
+    /// `EmulationOptions::capacity` says so.
     pub(crate) throttle: crate::capacity::throttle::Throttle,
     /// PartiQL statements parsed lately, by text (`partiql::statements`).
     pub(crate) statements: crate::partiql::statements::StatementCache,
@@ -159,14 +48,14 @@ pub struct Database {
     pub(crate) upkeep: Mutex<Option<crate::upkeep::Upkeep>>,
     /// What DescribeEndpoints answers (`control::settings`); a server sets its own address.
     pub(crate) endpoint_address: RwLock<String>,
-    /// Tables CREATING, UPDATING or DELETING for `Options::transient_status_delay`.
+    /// Tables CREATING, UPDATING or DELETING for `EmulationOptions::transient_status_delay`.
     pub(crate) transitions: Arc<crate::emulation::transient::Transitions>,
-    /// Recent snapshots for lagged reads (`emulation::lag`), with `Options::gsi_lag` or
-    /// `Options::eventual_read_lag`.
+    /// Recent snapshots for lagged reads (`emulation::lag`), with `EmulationOptions::gsi_lag` or
+    /// `EmulationOptions::eventual_read_lag`.
     pub(crate) lagged: Option<Arc<LaggedSnapshots>>,
     /// Keeps `lagged` current; stopped on drop.
     _lag_ticker: Option<LagTicker>,
-    /// Items of writes in flight, with `Options::transaction_conflicts`.
+    /// Items of writes in flight, with `EmulationOptions::transaction_conflicts`.
     pub(crate) in_flight: Option<Arc<InFlight>>,
     /// Exports' records and running exports (`transfer::export_records`); running exports
     /// stop when the database is dropped.
@@ -209,32 +98,38 @@ impl Database {
     /// Opens the datastore in `path` through `fs` (fault-injection tests use `SimFs`).
     pub fn open_with_fs(fs: Fs, path: &Path, options: Options) -> Result<Database, DbError> {
         let retention = Arc::new(StreamRetention::new(lifecycle::millis(
-            options.stream_retention,
+            options.streams.retention,
         )));
         let pitr = Arc::new(PitrRetention::default());
         let db = Db::open_with_fs(fs, path, options.db_options(&retention, &pitr))?;
         let transitions = Arc::new(crate::emulation::transient::Transitions::new(
-            options.transient_status_delay,
+            options.emulation.transient_status_delay,
         ));
         let db = Arc::new(db);
-        let horizon = [options.gsi_lag, options.eventual_read_lag]
-            .into_iter()
-            .flatten()
-            .map(|lag| lag.max)
-            .max()
-            .filter(|horizon| !horizon.is_zero());
+        let horizon = [
+            options.emulation.gsi_lag,
+            options.emulation.eventual_read_lag,
+        ]
+        .into_iter()
+        .flatten()
+        .map(|lag| lag.max)
+        .max()
+        .filter(|horizon| !horizon.is_zero());
         let (lagged, lag_ticker) = match horizon {
             Some(horizon) => {
-                let (lagged, ticker) = lag::start(&db, horizon, options.lag_seed)?;
+                let (lagged, ticker) = lag::start(&db, horizon, options.emulation.lag_seed)?;
                 (Some(lagged), Some(ticker))
             }
             None => (None, None),
         };
         let in_flight = options
+            .emulation
             .transaction_conflicts
             .then(|| Arc::new(InFlight::default()));
-        let throttle =
-            crate::capacity::throttle::Throttle::new(options.capacity, options.clock.clone());
+        let throttle = crate::capacity::throttle::Throttle::new(
+            options.emulation.capacity,
+            options.clock.clone(),
+        );
         let exports = crate::transfer::export_records::Exports::open(
             &db,
             crate::core::clock::now_millis(),
@@ -249,7 +144,11 @@ impl Database {
             Arc::new(crate::ttl::TimeToLive),
             Arc::clone(&pitr) as Arc<dyn Feature>,
         ]);
-        let core = Core::new(db, features, options.item_collection_size_limit_bytes);
+        let core = Core::new(
+            db,
+            features,
+            options.limits.item_collection_size_limit_bytes,
+        );
         let database = Database {
             core,
             throttle,
@@ -330,7 +229,7 @@ impl Database {
         }
     }
 
-    /// Items that writes hold in flight now (`Options::transaction_conflicts`; always 0
+    /// Items that writes hold in flight now (`EmulationOptions::transaction_conflicts`; always 0
     /// without it): lets a test wait until a held write is in flight.
     pub fn items_in_flight(&self) -> usize {
         self.in_flight

@@ -237,7 +237,7 @@ impl Database {
     }
 
     /// Requests (and batch items) refused by capacity emulation per table and index
-    /// (index None: the table), in name order; empty unless `Options::capacity` enforces.
+    /// (index None: the table), in name order; empty unless `EmulationOptions::capacity` enforces.
     pub fn throttled_requests(
         &self,
     ) -> Vec<(

@@ -70,11 +70,11 @@ impl Database {
 fn run(database: &Database, stop: &AtomicBool) {
     let options = database.options();
     // Streams: often enough to roll a shard or trim within a quarter of its period.
-    let streams_every = (options.stream_shard_duration / 4)
-        .min(options.stream_retention / 4)
+    let streams_every = (options.streams.shard_duration / 4)
+        .min(options.streams.retention / 4)
         .clamp(TICK_MIN, TICK_MAX);
-    let sweep_every = options.time_to_live_sweep_interval.max(TICK_MIN);
-    let clock_every = options.pitr_clock_interval.max(TICK_MIN);
+    let sweep_every = options.time_to_live.sweep_interval.max(TICK_MIN);
+    let clock_every = options.backups.pitr_clock_interval.max(TICK_MIN);
     let tick = streams_every
         .min(sweep_every)
         .min(clock_every)

@@ -7,7 +7,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use serde_json::{json, Value};
-use shoal_tables::{Database, Durability, Options};
+use shoal_tables::{Database, Durability, Options, StorageOptions};
 
 /// The system allocator, counting the bytes the process holds and the most held at once.
 struct Counting;
@@ -61,8 +61,11 @@ const ITEMS: u64 = 40_000;
 #[test]
 fn an_export_of_a_40_mb_table_holds_a_few_megabytes() {
     let db = Database::open_in_memory(Options {
-        durability: Durability::None,
-        memtable_size_bytes: 512 << 20,
+        storage: StorageOptions {
+            durability: Durability::None,
+            memtable_size_bytes: 512 << 20,
+            ..StorageOptions::default()
+        },
         ..Options::default()
     })
     .unwrap();

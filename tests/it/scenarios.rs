@@ -8,19 +8,22 @@ use crate::scenario_runner;
 use scenario_runner::{run_scenario, scenarios_to_run, Outcome, Scenario};
 use serde_json::{json, Value};
 use shoal::tables::{Database, Durability, Options};
+use shoal_tables::StorageOptions;
 
 /// The engine options a scenario's `options` object asks for; an unknown key is an error.
 fn options_for(scenario: &Scenario) -> Result<Options, String> {
     let mut options = Options {
-        durability: Durability::None,
-        memtable_size_bytes: 4 << 20,
-        wal_segment_size_bytes: 1 << 20,
+        storage: StorageOptions {
+            durability: Durability::None,
+            memtable_size_bytes: 4 << 20,
+            wal_segment_size_bytes: 1 << 20,
+        },
         ..Options::default()
     };
     for (key, value) in &scenario.options {
         match key.as_str() {
             "item_collection_size_limit_bytes" => {
-                options.item_collection_size_limit_bytes = value
+                options.limits.item_collection_size_limit_bytes = value
                     .as_u64()
                     .ok_or_else(|| format!("option {key} must be a whole number, not {value}"))?;
             }
@@ -99,7 +102,7 @@ fn scenario_options_map_onto_engine_options() {
         json!({"item_collection_size_limit_bytes": 65536}),
     ))
     .unwrap();
-    assert_eq!(options.item_collection_size_limit_bytes, 65536);
+    assert_eq!(options.limits.item_collection_size_limit_bytes, 65536);
     let unknown = options_for(&scenario(json!({"page_size": 1}))).unwrap_err();
     assert!(unknown.contains("page_size"), "{unknown}");
     assert!(options_for(&scenario(

@@ -8,7 +8,7 @@ use crate::api::control::{
     OnDemandThroughput, ProvisionedThroughput,
 };
 
-/// `S3BucketSource`: the bucket (a directory below `Options::export_dir`) and key prefix.
+/// `S3BucketSource`: the bucket (a directory below `TransferOptions::export_dir`) and key prefix.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "PascalCase")]
 pub struct S3BucketSource {

@@ -544,7 +544,7 @@ impl Database {
         self.transitions.refuse_change(target)
     }
 
-    /// A restored table's description, CREATING for `Options::transient_status_delay`.
+    /// A restored table's description, CREATING for `EmulationOptions::transient_status_delay`.
     pub(crate) fn restored_description(
         &self,
         table: &TableDef,

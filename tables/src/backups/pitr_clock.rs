@@ -5,7 +5,7 @@
 //! things make that possible:
 //!
 //! **The clock**, a tree named [`PITR_CLOCK_TREE_NAME`] that maps wall-clock time to the
-//! sequence number visible then. Its entries, one per [`Options::pitr_clock_interval`]
+//! sequence number visible then. Its entries, one per [`BackupOptions::pitr_clock_interval`]
 //! (default one second) while some table has point-in-time recovery and something was
 //! written since the last entry, are written by the upkeep thread (`upkeep`):
 //!
@@ -148,9 +148,9 @@ fn entry_at(db: &Db, clock: TreeId, millis: u64) -> Result<Option<(u64, u64)>, A
 }
 
 impl Database {
-    /// How long a table's history is kept: `Options::pitr_window`, else its period.
+    /// How long a table's history is kept: `BackupOptions::pitr_window`, else its period.
     pub(crate) fn pitr_window_millis(&self, pitr: &PointInTimeRecoveryDef) -> u64 {
-        match self.options.pitr_window {
+        match self.options.backups.pitr_window {
             Some(window) => u64::try_from(window.as_millis()).unwrap_or(u64::MAX),
             None => u64::from(pitr.recovery_period_days) * DAY_MILLIS,
         }

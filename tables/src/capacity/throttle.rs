@@ -1,5 +1,5 @@
 //! Capacity emulation: DynamoDB's throttling (SPEC-2 §7), off unless
-//! `Options::capacity` is [`CapacityMode::Enforce`] (`shoal serve --capacity enforce`).
+//! `EmulationOptions::capacity` is [`CapacityMode::Enforce`] (`shoal serve --capacity enforce`).
 //!
 //! Every limit is a token bucket of capacity units:
 //! - a provisioned table's or GSI's reads and writes, refilled at the provisioned rate and

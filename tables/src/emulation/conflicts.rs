@@ -1,4 +1,4 @@
-//! Transaction conflicts (SPEC-2 §7.3), with `Options::transaction_conflicts`.
+//! Transaction conflicts (SPEC-2 §7.3), with `EmulationOptions::transaction_conflicts`.
 //!
 //! By default writes of one item simply queue on its collection lock (`core::locks`), so a
 //! client never sees DynamoDB's conflicts. With the option on, every write marks its items
@@ -13,7 +13,7 @@
 //! | anything | GetItem, Query, Scan, BatchGetItem | no conflict |
 //!
 //! A single write (or a batch item) meeting another single write waits its turn, as a
-//! transaction meeting an in-flight single write does. `Options::write_hold` keeps every
+//! transaction meeting an in-flight single write does. `EmulationOptions::write_hold` keeps every
 //! write in flight, after its locks, for a while, so tests can meet one deterministically.
 
 use std::collections::HashMap;
@@ -152,7 +152,7 @@ impl InFlight {
 }
 
 impl Database {
-    /// Marks a single write's item in flight (None without `Options::transaction_conflicts`),
+    /// Marks a single write's item in flight (None without `EmulationOptions::transaction_conflicts`),
     /// or TransactionConflictException if a transaction holds it.
     pub(crate) fn claim_write(
         &self,
@@ -165,10 +165,10 @@ impl Database {
         }
     }
 
-    /// Keeps a write that holds its locks in flight for `Options::write_hold`.
+    /// Keeps a write that holds its locks in flight for `EmulationOptions::write_hold`.
     pub(crate) fn hold_in_flight(&self) {
-        if !self.options.write_hold.is_zero() {
-            std::thread::sleep(self.options.write_hold);
+        if !self.options.emulation.write_hold.is_zero() {
+            std::thread::sleep(self.options.emulation.write_hold);
         }
     }
 }

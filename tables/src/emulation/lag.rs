@@ -1,6 +1,6 @@
 //! Eventual consistency on purpose (SPEC-2 §8): global secondary indexes that show a write
-//! only after a delay (`Options::gsi_lag`), and eventually consistent reads that may see the
-//! table as it was a moment ago (`Options::eventual_read_lag`). Both are off by default.
+//! only after a delay (`EmulationOptions::gsi_lag`), and eventually consistent reads that may see the
+//! table as it was a moment ago (`EmulationOptions::eventual_read_lag`). Both are off by default.
 //!
 //! Writes are untouched: an item and its index entries still go into one WAL batch, so no
 //! crash can leave an index behind its table. Only what a read sees lags. A background
@@ -182,18 +182,20 @@ impl std::ops::Deref for ReadAt {
 
 impl Database {
     /// The lagged snapshot a read should see, or None for the latest state. A read of a
-    /// global secondary index lags by `Options::gsi_lag`; an eventually consistent read
+    /// global secondary index lags by `EmulationOptions::gsi_lag`; an eventually consistent read
     /// (of a table, an LSI or a GSI: `consistent_read` not true) by
-    /// `Options::eventual_read_lag`; a GSI read with both by the longer of two draws.
+    /// `EmulationOptions::eventual_read_lag`; a GSI read with both by the longer of two draws.
     pub(crate) fn lagged_snapshot(
         &self,
         global_index: bool,
         consistent_read: Option<bool>,
     ) -> Option<Arc<Snapshot>> {
         let lagged = self.lagged.as_ref()?;
-        let gsi = global_index.then_some(self.options.gsi_lag).flatten();
+        let gsi = global_index
+            .then_some(self.options.emulation.gsi_lag)
+            .flatten();
         let eventual = (consistent_read != Some(true))
-            .then_some(self.options.eventual_read_lag)
+            .then_some(self.options.emulation.eventual_read_lag)
             .flatten();
         let lag = [gsi, eventual]
             .iter()

@@ -1,4 +1,4 @@
-//! Transient table statuses (`Options::transient_status_delay`, DynamoDB Local's
+//! Transient table statuses (`EmulationOptions::transient_status_delay`, DynamoDB Local's
 //! `-delayTransientStatuses`): with a non-zero delay, a created table is CREATING, an updated
 //! one UPDATING (a GSI it creates CREATING) and a deleted one DELETING for that long, so
 //! applications' waiters see what they see on AWS. With the default delay of zero nothing

@@ -9,7 +9,7 @@
 //! refuses come back as `UnprocessedItems` (`capacity::throttled`), otherwise it is `{}`.
 //!
 //! BatchGetItem reads every key at one snapshot (the keys of tables read without
-//! ConsistentRead at one lagged snapshot, with `Options::eventual_read_lag`). When the items read reach 16 MB the rest
+//! ConsistentRead at one lagged snapshot, with `EmulationOptions::eventual_read_lag`). When the items read reach 16 MB the rest
 //! of the keys are returned as `UnprocessedKeys`, with their table's read parameters.
 
 use std::collections::{BTreeMap, BTreeSet};

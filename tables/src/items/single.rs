@@ -220,7 +220,7 @@ impl Database {
         Ok(write_output(&table, &options, &plan, record, attributes))
     }
 
-    /// GetItem: reads one item: the latest version, unless `Options::eventual_read_lag`
+    /// GetItem: reads one item: the latest version, unless `EmulationOptions::eventual_read_lag`
     /// lags a read without `ConsistentRead` (`emulation::lag`).
     pub fn get_item(&self, input: GetItemInput) -> Result<GetItemOutput, ApiError> {
         let return_consumed_capacity = input.check_constraints()?;

@@ -14,7 +14,7 @@
 //! A read transaction reads all its items at one snapshot. Writes commit atomically, so the
 //! snapshot never shows part of a write transaction.
 //!
-//! With `Options::transaction_conflicts`, a write transaction marks its items in flight
+//! With `EmulationOptions::transaction_conflicts`, a write transaction marks its items in flight
 //! before it waits for its locks, and meets other requests as DynamoDB's do
 //! (`emulation::conflicts`): a transaction on an item another holds is cancelled with
 //! `TransactionConflict` reasons, and so is a read transaction of an item being written.
@@ -390,7 +390,7 @@ impl Database {
             let action = &actions[first];
             let before = collection::read_record(&self.db, &action.table, &action.key.pk, None)?;
             let after = before.apply(delta)?;
-            let limit = self.options.item_collection_size_limit_bytes;
+            let limit = self.options.limits.item_collection_size_limit_bytes;
             if collection::check_growth(&before, &after, limit).is_err() {
                 for &position in positions {
                     if reasons[position] == Reason::None {

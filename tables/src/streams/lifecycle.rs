@@ -414,8 +414,8 @@ impl Database {
         let (db, catalog, streams, options) =
             (&*self.db, &*self.catalog, &*self.streams, &self.options);
         let now = now_millis();
-        let retention_millis = millis(options.stream_retention);
-        let shard_millis = millis(options.stream_shard_duration);
+        let retention_millis = millis(options.streams.retention);
+        let shard_millis = millis(options.streams.shard_duration);
         let tables: Vec<Arc<TableDef>> = catalog
             .read()
             .values()
@@ -433,7 +433,7 @@ impl Database {
                 let roll = stream.is_enabled()
                     && open.is_some_and(|shard| {
                         now.saturating_sub(shard.created_at_millis) >= shard_millis
-                            || options.stream_shard_records_max.is_some_and(|max| {
+                            || options.streams.shard_records_max.is_some_and(|max| {
                                 streams.open_shard_record_count(stream.tree) >= max
                             })
                     });
@@ -459,7 +459,8 @@ impl Database {
                 let tree = stream.tree;
                 if let Some(open) = stream.shards.last_mut().filter(|s| s.end_seq.is_none()) {
                     let full = options
-                        .stream_shard_records_max
+                        .streams
+                        .shard_records_max
                         .is_some_and(|max| streams.open_shard_record_count(tree) >= max);
                     if enabled
                         && (now.saturating_sub(open.created_at_millis) >= shard_millis || full)

@@ -4,7 +4,7 @@
 //! An export reads one engine snapshot of the table, taken while the request is answered:
 //! every write acknowledged before the request is in it, none that started after it. Its
 //! files go to `<export_dir>/<S3Bucket>/[<S3Prefix>/]AWSDynamoDB/<ExportId>/`
-//! (`transfer::write` describes them); `Options::export_dir` is the directory standing for
+//! (`transfer::write` describes them); `TransferOptions::export_dir` is the directory standing for
 //! S3, and without it exports are refused. The export runs on a thread of its own
 //! (`transfer::export_records`), so the request answers IN_PROGRESS at once.
 //!
@@ -75,9 +75,9 @@ impl Database {
         request: ExportTableToPointInTimeRequest,
     ) -> Result<ExportTableToPointInTimeResponse, ApiError> {
         check_request(&request)?;
-        let Some(export_dir) = self.options.export_dir.clone() else {
+        let Some(export_dir) = self.options.transfer.export_dir.clone() else {
             return Err(ApiError::validation(
-                "ExportTableToPointInTime needs a directory standing for S3: start Shoal with --export-dir DIR (Options::export_dir)",
+                "ExportTableToPointInTime needs a directory standing for S3: start Shoal with --export-dir DIR (TransferOptions::export_dir)",
             ));
         };
         refuse_unimplemented(&request)?;

@@ -54,7 +54,7 @@ pub const ITEM_VALIDATION_FAILURE_PREFIX: &str =
 pub const INTERRUPTED_MESSAGE: &str =
     "The import was interrupted before its table was complete (the process stopped); no table was created";
 /// The text of ImportTable without a directory standing for S3.
-pub const NO_EXPORT_DIR_MESSAGE: &str = "ImportTable reads its objects from a local directory standing for S3, and none is configured: start shoal serve with --export-dir DIR (Options::export_dir)";
+pub const NO_EXPORT_DIR_MESSAGE: &str = "ImportTable reads its objects from a local directory standing for S3, and none is configured: start shoal serve with --export-dir DIR (TransferOptions::export_dir)";
 /// The text of an ImportTable whose InputFormatOptions do not fit its InputFormat.
 const UNSUPPORTED_OPTIONS_PREFIX: &str =
     "Invalid Request: Unsupported InputFormatOptions for the given input format:";
@@ -595,7 +595,7 @@ impl Database {
         mut request: ImportTableInput,
     ) -> Result<(ImportRecord, Option<ImportJob>), ApiError> {
         let checked = check_request(&request)?;
-        let Some(export_dir) = self.options.export_dir.clone() else {
+        let Some(export_dir) = self.options.transfer.export_dir.clone() else {
             return Err(ApiError::validation(NO_EXPORT_DIR_MESSAGE));
         };
         let _change = self.imports.change.lock();

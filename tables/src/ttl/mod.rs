@@ -25,6 +25,7 @@
 
 use std::ops::Bound;
 use std::sync::Arc;
+use std::time::Duration;
 
 use shoal_engine::{Direction, TreeId};
 use shoal_model::{ApiError, AttributeValue, ErrorCode, Item, Number};
@@ -169,7 +170,7 @@ impl Database {
                 _ => {}
             }
             let cooldown_millis =
-                crate::streams::lifecycle::millis(self.options.time_to_live_change_cooldown);
+                crate::streams::lifecycle::millis(self.options.time_to_live.change_cooldown);
             if table
                 .time_to_live_changed_at_millis
                 .is_some_and(|changed| now < changed.saturating_add(cooldown_millis))
@@ -253,7 +254,7 @@ impl Database {
     }
 
     /// Deletes every item of every table that has expired by the database's clock, now:
-    /// what the upkeep does every `Options::time_to_live_sweep_interval` (tests and the
+    /// what the upkeep does every `TimeToLiveOptions::sweep_interval` (tests and the
     /// admin call it to see expiry at once). Returns the number of items deleted.
     pub fn expire_now(&self) -> Result<u64, ApiError> {
         let tables: Vec<Arc<TableDef>> = self
@@ -413,6 +414,29 @@ impl Feature for TimeToLive {
 
     fn check(&self, checker: &mut Checker<'_>, table: &TableDef) -> Result<(), ApiError> {
         check::check_expiry_index(checker, table)
+    }
+}
+
+/// How often expired items are swept by default: often enough that a local test sees
+/// expiry within about a second.
+pub const TIME_TO_LIVE_SWEEP_INTERVAL_DEFAULT: Duration = Duration::from_secs(1);
+
+/// Time to Live's settings (`Options::time_to_live`).
+#[derive(Debug, Clone)]
+pub struct TimeToLiveOptions {
+    /// How often expired items are looked for and deleted.
+    pub sweep_interval: Duration,
+    /// The time an UpdateTimeToLive must wait after the previous change of the same table
+    /// (AWS: about an hour; 0 by default so tests can flip it).
+    pub change_cooldown: Duration,
+}
+
+impl Default for TimeToLiveOptions {
+    fn default() -> Self {
+        TimeToLiveOptions {
+            sweep_interval: TIME_TO_LIVE_SWEEP_INTERVAL_DEFAULT,
+            change_cooldown: Duration::ZERO,
+        }
     }
 }
 

@@ -2,11 +2,14 @@
 //! as `Database::execute_json_text_in_region` is told it; without one they name `ddblocal`.
 
 use serde_json::{json, Value};
-use shoal_tables::{Database, Durability, Options};
+use shoal_tables::{Database, Durability, Options, StorageOptions};
 
 fn open() -> Database {
     Database::open_in_memory(Options {
-        durability: Durability::None,
+        storage: StorageOptions {
+            durability: Durability::None,
+            ..StorageOptions::default()
+        },
         ..Options::default()
     })
     .unwrap()

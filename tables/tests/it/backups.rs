@@ -14,13 +14,15 @@ use shoal_tables::api::backups::{
     CreateBackupInput, DeleteBackupInput, DescribeBackupInput, ListBackupsInput,
     RestoreTableFromBackupInput,
 };
-use shoal_tables::{Clock, Database, Durability, Options};
+use shoal_tables::{Clock, Database, Durability, Options, StorageOptions};
 
 fn options() -> Options {
     Options {
-        durability: Durability::None,
-        memtable_size_bytes: 256 << 10,
-        wal_segment_size_bytes: 1 << 20,
+        storage: StorageOptions {
+            durability: Durability::None,
+            memtable_size_bytes: 256 << 10,
+            wal_segment_size_bytes: 1 << 20,
+        },
         ..Options::default()
     }
 }
@@ -258,9 +260,10 @@ fn a_restore_equals_the_source_at_the_backup_item_for_item() {
 fn a_backup_taken_while_threads_write_holds_a_prefix_of_each_writer() {
     const WRITERS: usize = 4;
     let db = Arc::new(
-        Database::open_in_memory(Options {
-            memtable_size_bytes: 64 << 10,
-            ..options()
+        Database::open_in_memory({
+            let mut options = options();
+            options.storage.memtable_size_bytes = 64 << 10;
+            options
         })
         .unwrap(),
     );

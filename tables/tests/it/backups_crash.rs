@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 use shoal_tables::api::backups::{CreateBackupInput, ListBackupsInput};
-use shoal_tables::{Database, Durability, Options};
+use shoal_tables::{Database, Durability, Options, StorageOptions};
 use shoal_vfs::sim::SimFs;
 
 use crate::restore_support;
@@ -20,9 +20,11 @@ const DIR: &str = "/crash";
 
 fn options() -> Options {
     Options {
-        durability: Durability::Sync,
-        wal_segment_size_bytes: 1 << 20,
-        memtable_size_bytes: 16 << 10,
+        storage: StorageOptions {
+            durability: Durability::Sync,
+            wal_segment_size_bytes: 1 << 20,
+            memtable_size_bytes: 16 << 10,
+        },
         ..Options::default()
     }
 }

@@ -6,6 +6,7 @@ use crate::items_support;
 use items_support::*;
 use serde_json::{json, Value};
 use shoal_model::ErrorCode;
+use shoal_tables::LimitOptions;
 use shoal_tables::Options;
 
 fn key(pk: &str, sk: &str) -> Value {
@@ -154,7 +155,9 @@ fn any_invalid_request_rejects_the_whole_batch() {
 #[test]
 fn collection_cap_rejects_the_batch() {
     let db = open(Options {
-        item_collection_size_limit_bytes: 1000,
+        limits: LimitOptions {
+            item_collection_size_limit_bytes: 1000,
+        },
         ..Options::default()
     });
     create_indexed_table(&db);

@@ -1,4 +1,4 @@
-//! Capacity emulation (`Options::capacity`): provisioned tables spend their burst and then
+//! Capacity emulation (`EmulationOptions::capacity`): provisioned tables spend their burst and then
 //! their rate, hot partitions and starved GSIs throttle, batches return what was refused as
 //! unprocessed, transactions are cancelled with throttling reasons — all on a clock the
 //! test moves.
@@ -12,7 +12,7 @@ use shoal_tables::capacity::throttle::{
     CapacityMode, ThrottleCounts, PROVISIONED_EXCEEDED_MESSAGE,
 };
 use shoal_tables::capacity::throttle::{ON_DEMAND_EXCEEDED_MESSAGE, PARTITION_WRITE_UNITS_MAX};
-use shoal_tables::{Clock, Database, Options};
+use shoal_tables::{Clock, Database, EmulationOptions, Options, StorageOptions};
 
 /// Any moment: the clock only has to stand still unless the test moves it.
 const START_MILLIS: u64 = 1_800_000_000_000;
@@ -21,10 +21,16 @@ fn open(capacity: CapacityMode) -> (Database, Arc<AtomicU64>) {
     let now = Arc::new(AtomicU64::new(START_MILLIS));
     let clock_now = Arc::clone(&now);
     let db = Database::open_in_memory(Options {
-        memtable_size_bytes: 4 << 20,
-        wal_segment_size_bytes: 1 << 20,
+        storage: StorageOptions {
+            memtable_size_bytes: 4 << 20,
+            wal_segment_size_bytes: 1 << 20,
+            ..StorageOptions::default()
+        },
+        emulation: EmulationOptions {
+            capacity,
+            ..EmulationOptions::default()
+        },
         clock: Clock::from_fn(move || clock_now.load(Ordering::SeqCst)),
-        capacity,
         ..Options::default()
     })
     .unwrap();

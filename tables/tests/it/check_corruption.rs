@@ -12,7 +12,7 @@ use shoal_tables::core::catalog::TableDef;
 use shoal_tables::core::collection::CollectionRecord;
 use shoal_tables::core::item_codec::{decode_item, encode_item};
 use shoal_tables::core::keys::{self, SECTION_BASE, SECTION_COLLECTION};
-use shoal_tables::{Database, Options};
+use shoal_tables::{Database, Options, StorageOptions};
 
 const TABLE: &str = "Checked";
 const PARTITIONS: usize = 6;
@@ -21,7 +21,10 @@ const ITEMS_PER_PARTITION: usize = 10;
 fn open() -> Database {
     // A small memtable: some of what the check reads comes from SSTables.
     Database::open_in_memory(Options {
-        memtable_size_bytes: 64 << 10,
+        storage: StorageOptions {
+            memtable_size_bytes: 64 << 10,
+            ..StorageOptions::default()
+        },
         ..Options::default()
     })
     .unwrap()

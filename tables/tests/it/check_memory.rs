@@ -6,7 +6,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use serde_json::json;
-use shoal_tables::{Database, Durability, Options};
+use shoal_tables::{Database, Durability, Options, StorageOptions};
 
 /// The system allocator, counting per thread the bytes held and the most held at once.
 struct Counting;
@@ -97,7 +97,10 @@ fn the_check_holds_no_more_memory_for_six_times_the_items() {
     // Memtables large enough that nothing is flushed: every read comes from memory, and
     // the engine's own read state is the same for both sizes.
     let db = Database::open_in_memory(Options {
-        durability: Durability::None,
+        storage: StorageOptions {
+            durability: Durability::None,
+            ..StorageOptions::default()
+        },
         ..Options::default()
     })
     .unwrap();

@@ -7,14 +7,16 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 use shoal_tables::core::stats::STATS_TREE_NAME;
-use shoal_tables::{Database, Durability, Options};
+use shoal_tables::{Database, Durability, Options, StorageOptions};
 use shoal_vfs::sim::SimFs;
 
 fn options() -> Options {
     Options {
-        durability: Durability::Sync,
-        wal_segment_size_bytes: 1 << 20,
-        memtable_size_bytes: 1 << 20,
+        storage: StorageOptions {
+            durability: Durability::Sync,
+            wal_segment_size_bytes: 1 << 20,
+            memtable_size_bytes: 1 << 20,
+        },
         ..Options::default()
     }
 }

@@ -3,12 +3,15 @@
 
 use serde_json::{json, Value};
 use shoal_model::ErrorCode;
-use shoal_tables::{Database, Options};
+use shoal_tables::{Database, Options, StorageOptions};
 
 fn open() -> Database {
     Database::open_in_memory(Options {
-        wal_segment_size_bytes: 1 << 20,
-        memtable_size_bytes: 1 << 20,
+        storage: StorageOptions {
+            wal_segment_size_bytes: 1 << 20,
+            memtable_size_bytes: 1 << 20,
+            ..StorageOptions::default()
+        },
         ..Options::default()
     })
     .unwrap()

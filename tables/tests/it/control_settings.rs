@@ -4,16 +4,18 @@
 
 use serde_json::{json, Value};
 use shoal_model::ErrorCode;
-use shoal_tables::{Database, Durability, Options, SUPPORTED_OPERATIONS};
+use shoal_tables::{Database, Durability, Options, StorageOptions, SUPPORTED_OPERATIONS};
 
 const PROTECTED_MESSAGE: &str = "Resource cannot be deleted as it is currently protected against deletion. Disable deletion protection first.";
 const INVALID_CLASS_MESSAGE: &str = "Invalid table-class parameter provided. Please try again with a valid table-class value: [STANDARD, STANDARD_INFREQUENT_ACCESS].";
 
 fn options() -> Options {
     Options {
-        durability: Durability::None,
-        wal_segment_size_bytes: 1 << 20,
-        memtable_size_bytes: 1 << 20,
+        storage: StorageOptions {
+            durability: Durability::None,
+            wal_segment_size_bytes: 1 << 20,
+            memtable_size_bytes: 1 << 20,
+        },
         ..Options::default()
     }
 }

@@ -7,13 +7,15 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::{json, Value};
 use shoal_model::ErrorCode;
 use shoal_tables::core::stats::STATS_TREE_NAME;
-use shoal_tables::{Database, Durability, Options};
+use shoal_tables::{Database, Durability, Options, StorageOptions};
 
 fn options() -> Options {
     Options {
-        durability: Durability::None,
-        wal_segment_size_bytes: 1 << 20,
-        memtable_size_bytes: 1 << 20,
+        storage: StorageOptions {
+            durability: Durability::None,
+            wal_segment_size_bytes: 1 << 20,
+            memtable_size_bytes: 1 << 20,
+        },
         ..Options::default()
     }
 }

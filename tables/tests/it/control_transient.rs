@@ -1,4 +1,4 @@
-//! Transient statuses (`Options::transient_status_delay`, DynamoDB Local's
+//! Transient statuses (`EmulationOptions::transient_status_delay`, DynamoDB Local's
 //! `-delayTransientStatuses`): CREATING, UPDATING and DELETING for the delay, then ACTIVE or
 //! gone; changes during a transition are refused; the default stays ACTIVE at once.
 
@@ -6,16 +6,21 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use shoal_model::ErrorCode;
-use shoal_tables::{Database, Durability, Options};
+use shoal_tables::{Database, Durability, EmulationOptions, Options, StorageOptions};
 
 const DELAY: Duration = Duration::from_millis(400);
 
 fn open(delay: Duration) -> Database {
     Database::open_in_memory(Options {
-        durability: Durability::None,
-        wal_segment_size_bytes: 1 << 20,
-        memtable_size_bytes: 1 << 20,
-        transient_status_delay: delay,
+        storage: StorageOptions {
+            durability: Durability::None,
+            wal_segment_size_bytes: 1 << 20,
+            memtable_size_bytes: 1 << 20,
+        },
+        emulation: EmulationOptions {
+            transient_status_delay: delay,
+            ..EmulationOptions::default()
+        },
         ..Options::default()
     })
     .unwrap()

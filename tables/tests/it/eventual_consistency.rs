@@ -1,6 +1,6 @@
-//! Eventual consistency on purpose (SPEC-2 §8, `table::lag`): with `Options::gsi_lag` a
+//! Eventual consistency on purpose (SPEC-2 §8, `table::lag`): with `EmulationOptions::gsi_lag` a
 //! global secondary index shows a write only after the lag, while the table and its local
-//! indexes show it at once; with `Options::eventual_read_lag` reads without ConsistentRead
+//! indexes show it at once; with `EmulationOptions::eventual_read_lag` reads without ConsistentRead
 //! see the table as it was, strongly consistent reads, conditions and transactions the
 //! latest. A power cut never leaves an index behind its table: the lag is in reads only.
 
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use items_support::*;
 use serde_json::{json, Value};
-use shoal_tables::{Database, Lag, Options};
+use shoal_tables::{Database, EmulationOptions, Lag, Options, StorageOptions};
 
 const LAG: Duration = Duration::from_millis(400);
 /// Past the lag, with room for the ring's tick and a slow machine.
@@ -68,7 +68,10 @@ fn key() -> Value {
 #[test]
 fn a_gsi_shows_a_write_only_after_the_lag_while_the_table_and_lsis_show_it_at_once() {
     let db = open(Options {
-        gsi_lag: Some(Lag::fixed(LAG)),
+        emulation: EmulationOptions {
+            gsi_lag: Some(Lag::fixed(LAG)),
+            ..EmulationOptions::default()
+        },
         ..Options::default()
     });
     create_indexed_table(&db);
@@ -103,7 +106,10 @@ fn a_gsi_shows_a_write_only_after_the_lag_while_the_table_and_lsis_show_it_at_on
 #[test]
 fn eventually_consistent_reads_see_the_old_item_and_strong_reads_the_new() {
     let db = open(Options {
-        eventual_read_lag: Some(Lag::fixed(LAG)),
+        emulation: EmulationOptions {
+            eventual_read_lag: Some(Lag::fixed(LAG)),
+            ..EmulationOptions::default()
+        },
         ..Options::default()
     });
     create_indexed_table(&db);
@@ -194,11 +200,14 @@ fn without_lags_every_read_sees_the_latest_write() {
 fn lagged_reads_hold_a_bounded_number_of_snapshots() {
     let lag = Duration::from_millis(100);
     let db = open(Options {
-        gsi_lag: Some(Lag::fixed(lag)),
-        eventual_read_lag: Some(Lag {
-            min: Duration::ZERO,
-            max: lag,
-        }),
+        emulation: EmulationOptions {
+            gsi_lag: Some(Lag::fixed(lag)),
+            eventual_read_lag: Some(Lag {
+                min: Duration::ZERO,
+                max: lag,
+            }),
+            ..EmulationOptions::default()
+        },
         ..Options::default()
     });
     create_indexed_table(&db);
@@ -229,10 +238,16 @@ fn power_cuts_never_leave_an_index_behind_its_table() {
     let sim = shoal_vfs::sim::SimFs::new();
     let dir = Path::new("/shoal");
     let options = || Options {
-        gsi_lag: Some(Lag::fixed(Duration::from_millis(50))),
-        eventual_read_lag: Some(Lag::fixed(Duration::from_millis(50))),
-        memtable_size_bytes: 4 << 10,
-        wal_segment_size_bytes: 16 << 10,
+        emulation: EmulationOptions {
+            gsi_lag: Some(Lag::fixed(Duration::from_millis(50))),
+            eventual_read_lag: Some(Lag::fixed(Duration::from_millis(50))),
+            ..EmulationOptions::default()
+        },
+        storage: StorageOptions {
+            memtable_size_bytes: 4 << 10,
+            wal_segment_size_bytes: 16 << 10,
+            ..StorageOptions::default()
+        },
         ..Options::default()
     };
     for round in 0..6u64 {

@@ -12,7 +12,9 @@ use base64::Engine;
 use md5::{Digest, Md5};
 use serde_json::{json, Value};
 use shoal_model::{item_from_json, ErrorCode, Item};
-use shoal_tables::{Database, Durability, ExportProgress, Options};
+use shoal_tables::{
+    BackupOptions, Database, Durability, ExportProgress, Options, StorageOptions, TransferOptions,
+};
 
 use crate::restore_support;
 // AWS exports only tables with point-in-time recovery.
@@ -20,11 +22,19 @@ use restore_support::enable_pitr;
 
 fn options(export_dir: Option<&Path>) -> Options {
     Options {
-        durability: Durability::None,
-        wal_segment_size_bytes: 1 << 20,
-        export_dir: export_dir.map(Path::to_path_buf),
+        storage: StorageOptions {
+            durability: Durability::None,
+            wal_segment_size_bytes: 1 << 20,
+            ..StorageOptions::default()
+        },
+        transfer: TransferOptions {
+            export_dir: export_dir.map(Path::to_path_buf),
+        },
         // Exports at a past ExportTime resolve to within 10 ms.
-        pitr_clock_interval: Duration::from_millis(10),
+        backups: BackupOptions {
+            pitr_clock_interval: Duration::from_millis(10),
+            ..BackupOptions::default()
+        },
         ..Options::default()
     }
 }

@@ -10,13 +10,15 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use shoal_model::ErrorCode;
-use shoal_tables::{Database, Durability, Options};
+use shoal_tables::{Database, Durability, Options, StorageOptions};
 
 fn options() -> Options {
     Options {
-        durability: Durability::None,
-        wal_segment_size_bytes: 1 << 20,
-        memtable_size_bytes: 64 << 10,
+        storage: StorageOptions {
+            durability: Durability::None,
+            wal_segment_size_bytes: 1 << 20,
+            memtable_size_bytes: 64 << 10,
+        },
         ..Options::default()
     }
 }

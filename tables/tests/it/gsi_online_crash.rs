@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
-use shoal_tables::{Database, Durability, Options};
+use shoal_tables::{Database, Durability, Options, StorageOptions};
 use shoal_vfs::sim::SimFs;
 
 const ITEMS: u32 = 1000;
@@ -23,10 +23,12 @@ const CITIES: u32 = 3;
 
 fn options() -> Options {
     Options {
-        durability: Durability::Sync,
         // Tiny memtables and segments: flushes and WAL rotation happen during the backfill.
-        memtable_size_bytes: 4 << 10,
-        wal_segment_size_bytes: 16 << 10,
+        storage: StorageOptions {
+            durability: Durability::Sync,
+            memtable_size_bytes: 4 << 10,
+            wal_segment_size_bytes: 16 << 10,
+        },
         ..Options::default()
     }
 }

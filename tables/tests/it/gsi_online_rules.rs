@@ -6,13 +6,15 @@ use shoal_model::ErrorCode;
 use shoal_tables::control::update_table::{
     INDEX_EXISTS_MESSAGE, NOTHING_TO_UPDATE_MESSAGE, ONE_ACTION_MESSAGE, ONE_INDEX_CHANGE_MESSAGE,
 };
-use shoal_tables::{Database, Durability, Options};
+use shoal_tables::{Database, Durability, Options, StorageOptions};
 
 fn open() -> Database {
     Database::open_in_memory(Options {
-        durability: Durability::None,
-        wal_segment_size_bytes: 1 << 20,
-        memtable_size_bytes: 1 << 20,
+        storage: StorageOptions {
+            durability: Durability::None,
+            wal_segment_size_bytes: 1 << 20,
+            memtable_size_bytes: 1 << 20,
+        },
         ..Options::default()
     })
     .unwrap()

@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use shoal_model::ErrorCode;
 use shoal_tables::api::import::{DescribeImportInput, ListImportsInput};
 use shoal_tables::Database;
+use shoal_tables::TransferOptions;
 
 /// An item of every attribute type; `pad` bytes of text in `big`.
 fn every_type_item(n: u64, pad: usize) -> Value {
@@ -406,7 +407,9 @@ fn imports_run_in_the_background_and_are_described_and_listed_after_a_restart() 
     );
     put_object(exports.path(), "bkt", "bad.gz", &gzip(b"{\"Item\": 3}\n"));
     let options = shoal_tables::Options {
-        export_dir: Some(exports.path().to_path_buf()),
+        transfer: TransferOptions {
+            export_dir: Some(exports.path().to_path_buf()),
+        },
         ..shoal_tables::Options::default()
     };
     let arn = {
@@ -524,7 +527,9 @@ fn a_database_closed_during_an_import_ends_it_failed_with_no_table() {
         &gzip(&export_lines(&items)),
     );
     let options = shoal_tables::Options {
-        export_dir: Some(exports.path().to_path_buf()),
+        transfer: TransferOptions {
+            export_dir: Some(exports.path().to_path_buf()),
+        },
         ..shoal_tables::Options::default()
     };
     let arn = {

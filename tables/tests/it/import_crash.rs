@@ -78,9 +78,10 @@ fn run_iteration(seed: u64, exports: &Path) -> Result<(), String> {
     let mut rng = StdRng::seed_from_u64(seed);
     let sim = SimFs::new();
     let dir = Path::new("/shoal");
-    let options = shoal_tables::Options {
-        export_dir: Some(exports.to_path_buf()),
-        ..crash_support::table_options()
+    let options = {
+        let mut options = crash_support::table_options();
+        options.transfer.export_dir = Some(exports.to_path_buf());
+        options
     };
     {
         let db = Database::open_with_fs(sim.fs(), dir, options.clone())

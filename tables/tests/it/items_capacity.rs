@@ -5,6 +5,7 @@ use items_support::*;
 use serde_json::{json, Value};
 use shoal_model::{AttributeValue, ErrorCode};
 use shoal_tables::core::collection::{read_record, CollectionRecord};
+use shoal_tables::LimitOptions;
 use shoal_tables::Options;
 
 fn capacity_table(db: &shoal_tables::Database) {
@@ -250,7 +251,9 @@ fn item(sk: &str, v: Option<&str>, payload_bytes: usize) -> Value {
 #[test]
 fn collections_are_sized_exactly_and_capped() {
     let db = open(Options {
-        item_collection_size_limit_bytes: 65_536,
+        limits: LimitOptions {
+            item_collection_size_limit_bytes: 65_536,
+        },
         ..Options::default()
     });
     capped_table(&db);

@@ -16,7 +16,7 @@ use shoal_model::{decode_key_value, AttributeValue, ErrorCode, Item, Number, Sca
 use shoal_tables::core::collection::CollectionRecord;
 use shoal_tables::core::item_codec::decode_item;
 use shoal_tables::core::keys;
-use shoal_tables::{Database, Options};
+use shoal_tables::{Database, LimitOptions, Options, StorageOptions};
 
 const TABLE: &str = "Model";
 /// Small enough that random writes hit it.
@@ -497,10 +497,15 @@ fn expect(
 fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     let sim = shoal_vfs::sim::SimFs::new();
     let options = Options {
-        item_collection_size_limit_bytes: COLLECTION_LIMIT_BYTES,
+        limits: LimitOptions {
+            item_collection_size_limit_bytes: COLLECTION_LIMIT_BYTES,
+        },
         // Small memtables: some steps read from flushed SSTables.
-        memtable_size_bytes: 16 << 10,
-        wal_segment_size_bytes: 256 << 10,
+        storage: StorageOptions {
+            memtable_size_bytes: 16 << 10,
+            wal_segment_size_bytes: 256 << 10,
+            ..StorageOptions::default()
+        },
         ..Options::default()
     };
     let open = || Database::open_with_fs(sim.fs(), Path::new("/db"), options.clone()).unwrap();

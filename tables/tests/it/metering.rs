@@ -2,13 +2,16 @@
 //! responses that did not ask for it.
 
 use serde_json::json;
-use shoal_tables::{Database, Options};
+use shoal_tables::{Database, Options, StorageOptions};
 
 #[test]
 fn every_request_is_metered_and_responses_only_carry_what_was_asked() {
     let db = Database::open_in_memory(Options {
-        memtable_size_bytes: 1 << 20,
-        wal_segment_size_bytes: 1 << 20,
+        storage: StorageOptions {
+            memtable_size_bytes: 1 << 20,
+            wal_segment_size_bytes: 1 << 20,
+            ..StorageOptions::default()
+        },
         ..Options::default()
     })
     .unwrap();

@@ -8,17 +8,22 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 use shoal_model::ErrorCode;
-use shoal_tables::{Database, Durability, Options};
+use shoal_tables::{BackupOptions, Database, Durability, Options, StorageOptions};
 
 use crate::restore_support;
 use restore_support::{create_indexed_source, enable_pitr};
 
 fn options() -> Options {
     Options {
-        durability: Durability::None,
-        memtable_size_bytes: 64 << 10,
-        wal_segment_size_bytes: 1 << 20,
-        pitr_clock_interval: Duration::from_millis(10),
+        storage: StorageOptions {
+            durability: Durability::None,
+            memtable_size_bytes: 64 << 10,
+            wal_segment_size_bytes: 1 << 20,
+        },
+        backups: BackupOptions {
+            pitr_clock_interval: Duration::from_millis(10),
+            ..BackupOptions::default()
+        },
         ..Options::default()
     }
 }
@@ -281,9 +286,10 @@ fn overwrite(db: &Database, table: &str, rounds: u64) {
 #[test]
 fn history_is_kept_for_the_window_and_dropped_after_it() {
     const WINDOW: Duration = Duration::from_millis(400);
-    let db = Database::open_in_memory(Options {
-        pitr_window: Some(WINDOW),
-        ..options()
+    let db = Database::open_in_memory({
+        let mut options = options();
+        options.backups.pitr_window = Some(WINDOW);
+        options
     })
     .unwrap();
     create_indexed_source(&db, "Kept");

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use shoal_tables::{Database, Options, StreamStart};
+use shoal_tables::{Database, Options, StreamOptions, StreamStart};
 
 fn database(options: Options) -> Database {
     Database::open_in_memory(options).unwrap()
@@ -151,7 +151,10 @@ fn every_change_is_one_record_with_the_images_of_its_view_type() {
 #[test]
 fn the_embedded_reader_follows_rollovers_and_waits_for_new_records() {
     let db = database(Options {
-        stream_shard_records_max: Some(2),
+        streams: StreamOptions {
+            shard_records_max: Some(2),
+            ..StreamOptions::default()
+        },
         ..Options::default()
     });
     create(&db, "KEYS_ONLY");

@@ -428,14 +428,15 @@ fn run_rounds(seed: u64) -> Result<(), String> {
     let sim = SimFs::new();
     let dir = Path::new("/shoal");
     let sync = rng.random_bool(0.5);
-    let options = shoal_tables::Options {
-        durability: if sync {
+    let options = {
+        let mut options = crash_support::table_options();
+        options.storage.durability = if sync {
             Durability::Sync
         } else {
             Durability::None
-        },
-        stream_shard_records_max: Some(rng.random_range(2..8)),
-        ..crash_support::table_options()
+        };
+        options.streams.shard_records_max = Some(rng.random_range(2..8));
+        options
     };
     let mut history = History::default();
     let mut created = false;

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use shoal_model::{item_from_json, Item};
-use shoal_tables::{Database, EventName, Options, StreamStart};
+use shoal_tables::{Database, EventName, Options, StreamOptions, StreamStart};
 
 const VIEWS: [&str; 4] = ["KEYS_ONLY", "NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES"];
 
@@ -142,7 +142,10 @@ fn update(db: &Database, key: u8, expression: &str, values: Option<Value>) {
 
 fn run(view: &str, ops: &[Op]) -> Result<(), TestCaseError> {
     let db = Database::open_in_memory(Options {
-        stream_shard_records_max: Some(3),
+        streams: StreamOptions {
+            shard_records_max: Some(3),
+            ..StreamOptions::default()
+        },
         ..Options::default()
     })
     .unwrap();

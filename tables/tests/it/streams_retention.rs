@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use shoal_engine::Direction;
-use shoal_tables::{Database, Options, StreamStart};
+use shoal_tables::{Database, Options, StreamOptions, StreamStart};
 
 const RETENTION: Duration = Duration::from_millis(400);
 
@@ -49,7 +49,10 @@ fn stored_records(db: &Database) -> usize {
 #[test]
 fn records_past_retention_are_not_returned_then_dropped_and_trimmed_positions_refused() {
     let db = Database::open_in_memory(Options {
-        stream_retention: RETENTION,
+        streams: StreamOptions {
+            retention: RETENTION,
+            ..StreamOptions::default()
+        },
         ..Options::default()
     })
     .unwrap();
@@ -128,7 +131,10 @@ fn records_past_retention_are_not_returned_then_dropped_and_trimmed_positions_re
 #[test]
 fn a_disabled_stream_is_forgotten_once_its_records_age_out() {
     let db = Database::open_in_memory(Options {
-        stream_retention: RETENTION,
+        streams: StreamOptions {
+            retention: RETENTION,
+            ..StreamOptions::default()
+        },
         ..Options::default()
     })
     .unwrap();

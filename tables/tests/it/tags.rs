@@ -4,15 +4,17 @@
 
 use serde_json::{json, Value};
 use shoal_model::ErrorCode;
-use shoal_tables::{Database, Durability, Options};
+use shoal_tables::{Database, Durability, Options, StorageOptions};
 
 const ARN: &str = "arn:aws:dynamodb:ddblocal:000000000000:table/Tagged";
 
 fn options() -> Options {
     Options {
-        durability: Durability::None,
-        wal_segment_size_bytes: 1 << 20,
-        memtable_size_bytes: 1 << 20,
+        storage: StorageOptions {
+            durability: Durability::None,
+            wal_segment_size_bytes: 1 << 20,
+            memtable_size_bytes: 1 << 20,
+        },
         ..Options::default()
     }
 }

@@ -17,7 +17,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use shoal_model::ErrorCode;
-use shoal_tables::{Database, Durability, Options};
+use shoal_tables::{Database, Durability, Options, StorageOptions};
 
 const ITEMS: usize = 8;
 const WRITERS: usize = 3;
@@ -29,9 +29,11 @@ fn key(item: usize) -> Value {
 
 fn setup() -> Database {
     let db = Database::open_in_memory(Options {
-        durability: Durability::None,
-        memtable_size_bytes: 64 << 10,
-        wal_segment_size_bytes: 1 << 20,
+        storage: StorageOptions {
+            durability: Durability::None,
+            memtable_size_bytes: 64 << 10,
+            wal_segment_size_bytes: 1 << 20,
+        },
         ..Options::default()
     })
     .unwrap();

@@ -7,6 +7,7 @@ use crate::items_support;
 use items_support::*;
 use serde_json::{json, Value};
 use shoal_model::ErrorCode;
+use shoal_tables::LimitOptions;
 use shoal_tables::Options;
 
 fn key(pk: &str, sk: &str) -> Value {
@@ -243,7 +244,9 @@ fn write_transactions_are_capped_at_4_mb_in_all() {
 #[test]
 fn collection_cap_is_a_cancellation_reason() {
     let db = open(Options {
-        item_collection_size_limit_bytes: 1000,
+        limits: LimitOptions {
+            item_collection_size_limit_bytes: 1000,
+        },
         ..Options::default()
     });
     create_indexed_table(&db);

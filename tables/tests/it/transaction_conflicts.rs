@@ -1,6 +1,6 @@
 //! Transaction conflicts (SPEC-2 §7.3, `table::conflicts`): with
-//! `Options::transaction_conflicts`, a request meeting a write in flight fails at once as
-//! DynamoDB's does. `Options::write_hold` keeps each write in flight long enough to meet it;
+//! `EmulationOptions::transaction_conflicts`, a request meeting a write in flight fails at once as
+//! DynamoDB's does. `EmulationOptions::write_hold` keeps each write in flight long enough to meet it;
 //! `Database::items_in_flight` tells the test when it is.
 
 use crate::items_support;
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use items_support::*;
 use serde_json::{json, Value};
 use shoal_model::{ApiError, ErrorCode};
-use shoal_tables::{Database, Options};
+use shoal_tables::{Database, EmulationOptions, Options};
 
 const HOLD: Duration = Duration::from_millis(1500);
 
@@ -20,8 +20,11 @@ fn key(sk: &str) -> Value {
 
 fn setup(conflicts: bool) -> Database {
     let db = open(Options {
-        transaction_conflicts: conflicts,
-        write_hold: HOLD,
+        emulation: EmulationOptions {
+            transaction_conflicts: conflicts,
+            write_hold: HOLD,
+            ..EmulationOptions::default()
+        },
         ..Options::default()
     });
     create_plain_table(&db);

@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 use shoal_tables::api::control::DescribeTableResponse;
 use shoal_tables::api::import::{ImportTableInput, S3BucketSource, TableCreationParameters};
-use shoal_tables::{Database, Durability, Options};
+use shoal_tables::{Database, Durability, Options, StorageOptions, TransferOptions};
 
 fn call(db: &Database, operation: &str, request: Value) -> Value {
     db.execute(operation, request)
@@ -90,8 +90,13 @@ fn open(dir: &Path, export_dir: &Path) -> Database {
     Database::open(
         dir,
         Options {
-            durability: Durability::None,
-            export_dir: Some(export_dir.to_path_buf()),
+            storage: StorageOptions {
+                durability: Durability::None,
+                ..StorageOptions::default()
+            },
+            transfer: TransferOptions {
+                export_dir: Some(export_dir.to_path_buf()),
+            },
             ..Options::default()
         },
     )

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use shoal_tables::{Clock, Database, Options, StreamStart};
+use shoal_tables::{Clock, Database, Options, StreamStart, TimeToLiveOptions};
 
 const NOW_SECONDS: u64 = 2_000_000_000;
 
@@ -26,7 +26,10 @@ impl Fixture {
         let db = Database::open_in_memory(Options {
             clock,
             // The test sweeps when it wants to.
-            time_to_live_sweep_interval: Duration::from_secs(3600),
+            time_to_live: TimeToLiveOptions {
+                sweep_interval: Duration::from_secs(3600),
+                ..TimeToLiveOptions::default()
+            },
             ..Options::default()
         })
         .unwrap();
@@ -269,8 +272,11 @@ fn items_written_before_enabling_expire_too_and_the_setting_survives_a_reopen() 
     let options = || {
         let now = Arc::clone(&now_millis);
         Options {
+            time_to_live: TimeToLiveOptions {
+                sweep_interval: Duration::from_secs(3600),
+                ..TimeToLiveOptions::default()
+            },
             clock: Clock::from_fn(move || now.load(Ordering::SeqCst)),
-            time_to_live_sweep_interval: Duration::from_secs(3600),
             ..Options::default()
         }
     };
@@ -317,7 +323,10 @@ fn items_written_before_enabling_expire_too_and_the_setting_survives_a_reopen() 
 #[test]
 fn the_background_sweep_deletes_on_its_own() {
     let db = Database::open_in_memory(Options {
-        time_to_live_sweep_interval: Duration::from_millis(20),
+        time_to_live: TimeToLiveOptions {
+            sweep_interval: Duration::from_millis(20),
+            ..TimeToLiveOptions::default()
+        },
         ..Options::default()
     })
     .unwrap();

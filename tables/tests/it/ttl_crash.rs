@@ -31,10 +31,11 @@ const SORT_KEYS: u32 = 4;
 
 fn options(now: &Arc<AtomicU64>) -> shoal_tables::Options {
     let now = Arc::clone(now);
-    shoal_tables::Options {
-        clock: Clock::from_fn(move || now.load(Ordering::SeqCst)),
-        time_to_live_sweep_interval: Duration::from_secs(3600),
-        ..crash_support::table_options()
+    {
+        let mut options = crash_support::table_options();
+        options.clock = Clock::from_fn(move || now.load(Ordering::SeqCst));
+        options.time_to_live.sweep_interval = Duration::from_secs(3600);
+        options
     }
 }
 

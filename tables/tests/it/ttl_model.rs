@@ -13,7 +13,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use shoal_engine::Direction;
-use shoal_tables::{Clock, Database, Options};
+use shoal_tables::{Clock, Database, Options, TimeToLiveOptions};
 
 const NOW_SECONDS: u64 = 2_000_000_000;
 const KEYS: u8 = 12;
@@ -161,11 +161,7 @@ proptest! {
             let now = Arc::clone(&now_millis);
             Clock::from_fn(move || now.load(Ordering::SeqCst))
         };
-        let db = Database::open_in_memory(Options {
-            clock,
-            time_to_live_sweep_interval: Duration::from_secs(3600),
-            ..Options::default()
-        })
+        let db = Database::open_in_memory(Options { time_to_live: TimeToLiveOptions { sweep_interval: Duration::from_secs(3600), ..TimeToLiveOptions::default() }, clock, ..Options::default() })
         .unwrap();
         create(&db);
         let mut model: BTreeMap<String, Option<u64>> = BTreeMap::new();

@@ -2,13 +2,17 @@
 
 #![allow(dead_code)] // Each test file uses a different subset.
 
+use shoal_tables::StorageOptions;
+
 /// Database options for table-level crash tests: tiny memtables and segments, so flushes,
 /// compactions and WAL rotation happen within a few hundred writes.
 pub fn table_options() -> shoal_tables::Options {
     shoal_tables::Options {
-        durability: shoal_tables::Durability::Sync,
-        memtable_size_bytes: 3 << 10,
-        wal_segment_size_bytes: 16 << 10,
+        storage: StorageOptions {
+            durability: shoal_tables::Durability::Sync,
+            memtable_size_bytes: 3 << 10,
+            wal_segment_size_bytes: 16 << 10,
+        },
         ..shoal_tables::Options::default()
     }
 }

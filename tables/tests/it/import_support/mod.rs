@@ -8,6 +8,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 use shoal_tables::api::import::{ImportTableDescription, ImportTableInput};
 use shoal_tables::Database;
+use shoal_tables::TransferOptions;
 
 /// `{"Item": …}` lines of DynamoDB's export, one per item.
 pub fn export_lines(items: &[Value]) -> Vec<u8> {
@@ -112,7 +113,9 @@ pub fn assert_sound(db: &Database) {
 /// An in-memory database reading imports from `export_dir`.
 pub fn database(export_dir: &Path) -> Database {
     Database::open_in_memory(shoal_tables::Options {
-        export_dir: Some(export_dir.to_path_buf()),
+        transfer: TransferOptions {
+            export_dir: Some(export_dir.to_path_buf()),
+        },
         ..shoal_tables::Options::default()
     })
     .unwrap()

@@ -7,10 +7,11 @@ use shoal_model::{ApiError, ErrorCode};
 use shoal_tables::{Database, Options};
 
 pub fn open(options: Options) -> Database {
-    Database::open_in_memory(Options {
-        memtable_size_bytes: 1 << 20,
-        wal_segment_size_bytes: 1 << 20,
-        ..options
+    Database::open_in_memory({
+        let mut options = options;
+        options.storage.memtable_size_bytes = 1 << 20;
+        options.storage.wal_segment_size_bytes = 1 << 20;
+        options
     })
     .unwrap()
 }

@@ -4,13 +4,16 @@
 #![allow(dead_code)]
 
 use serde_json::{json, Value};
-use shoal_tables::{Database, Options};
+use shoal_tables::{Database, Options, StorageOptions};
 
 /// An in-memory database with a small memtable, so tests also read from SSTables.
 pub fn database() -> Database {
     Database::open_in_memory(Options {
-        memtable_size_bytes: 16 << 10,
-        wal_segment_size_bytes: 1 << 20,
+        storage: StorageOptions {
+            memtable_size_bytes: 16 << 10,
+            wal_segment_size_bytes: 1 << 20,
+            ..StorageOptions::default()
+        },
         ..Options::default()
     })
     .unwrap()
