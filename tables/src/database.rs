@@ -8,66 +8,53 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 use shoal_vfs::Fs;
 
-use crate::backups::pitr_clock::PitrRetention;
+use crate::backups::BackupsState;
+use crate::capacity::throttle::CapacityMode;
+use crate::capacity::CapacityState;
+use crate::control::settings::ENDPOINT_ADDRESS_DEFAULT;
+use crate::control::ControlState;
 use crate::core::feature::{Feature, Features};
 use crate::core::store::Core;
-use crate::emulation::conflicts::InFlight;
-use crate::emulation::lag::{self, LagTicker, LaggedSnapshots};
+use crate::emulation::EmulationState;
+use crate::items::transact::TokenTable;
 use crate::options::Options;
-use crate::streams::lifecycle;
+use crate::partiql::statements::StatementCache;
+use crate::streams::lifecycle::{self, Streams};
 use crate::streams::record::StreamRetention;
+use crate::transfer::TransferState;
 use shoal_engine::{Db, DbError};
 
 /// An open datastore of DynamoDB tables: the [`Core`] every operation works on (it derefs to
-/// it), and the state of each feature.
+/// it), and the state of each feature, one field each.
 ///
-/// The core is shared with the background index backfills (`control::backfill`), which
-/// outlive any one request; `backfills` stops and joins those threads when the database is
-/// dropped.
+/// The core is shared with the threads that outlive a request (index backfills, the
+/// upkeep); the backfills and exports stop when the database is dropped.
 pub struct Database {
     pub(crate) core: Core,
     pub(crate) options: Options,
-    /// Running GSI backfills (UpdateTable); resumed at open.
-    pub(crate) backfills: crate::control::backfill::Backfills,
-    /// Recent TransactWriteItems `ClientRequestToken`s (see `items::transact`).
-    pub(crate) transaction_tokens: crate::items::transact::TokenTable,
-    /// Consumed capacity per table, for monitoring (see `metering`).
-    pub(crate) capacity_meter: crate::capacity::metering::CapacityMeter,
-    /// Capacity emulation (`capacity::throttle`): the buckets, enforced only when
-    /// `EmulationOptions::capacity` says so.
-    pub(crate) throttle: crate::capacity::throttle::Throttle,
+    /// Index backfills and DescribeEndpoints' address (`control`).
+    pub(crate) control: ControlState,
+    /// Recent TransactWriteItems `ClientRequestToken`s (`items::transact`).
+    pub(crate) transaction_tokens: TokenTable,
     /// PartiQL statements parsed lately, by text (`partiql::statements`).
-    pub(crate) statements: crate::partiql::statements::StatementCache,
-    /// Stream state shared by writers, readers and the upkeep (`streams::lifecycle`).
-    pub(crate) streams: Arc<lifecycle::Streams>,
-    /// The upkeep thread (stream shards and retention, Time to Live sweeps), started with
-    /// the first stream or Time to Live setting; stopped on drop.
+    pub(crate) statements: StatementCache,
+    /// Streams' shared state, also a registered feature (`streams`).
+    pub(crate) streams: Arc<Streams>,
+    /// Backups in use and point-in-time recovery's retention, also a registered feature
+    /// (`backups`).
+    pub(crate) backups: BackupsState,
+    /// Exports and imports (`transfer`).
+    pub(crate) transfer: TransferState,
+    /// Consumed capacity and throttling (`capacity`).
+    pub(crate) capacity: CapacityState,
+    /// Lags, transaction conflicts and transient statuses, as the options ask (`emulation`).
+    pub(crate) emulation: EmulationState,
+    /// The upkeep thread (stream shards and retention, Time to Live sweeps, the
+    /// point-in-time clock), started with the first feature that needs it; stopped on drop.
     pub(crate) upkeep: Mutex<Option<crate::upkeep::Upkeep>>,
-    /// What DescribeEndpoints answers (`control::settings`); a server sets its own address.
-    pub(crate) endpoint_address: RwLock<String>,
-    /// Tables CREATING, UPDATING or DELETING for `EmulationOptions::transient_status_delay`.
-    pub(crate) transitions: Arc<crate::emulation::transient::Transitions>,
-    /// Recent snapshots for lagged reads (`emulation::lag`), with `EmulationOptions::gsi_lag` or
-    /// `EmulationOptions::eventual_read_lag`.
-    pub(crate) lagged: Option<Arc<LaggedSnapshots>>,
-    /// Keeps `lagged` current; stopped on drop.
-    _lag_ticker: Option<LagTicker>,
-    /// Items of writes in flight, with `EmulationOptions::transaction_conflicts`.
-    pub(crate) in_flight: Option<Arc<InFlight>>,
-    /// Exports' records and running exports (`transfer::export_records`); running exports
-    /// stop when the database is dropped.
-    pub(crate) exports: crate::transfer::export_records::Exports,
-    /// Backups a restore is reading (`backups::on_demand`).
-    pub(crate) backups_in_use: Arc<crate::backups::on_demand::BackupsInUse>,
-    /// Running imports and their error logs (`transfer::import`).
-    pub(crate) imports: Arc<crate::transfer::import::Imports>,
-    /// The history compaction keeps for point-in-time recovery (`backups::pitr_clock`).
-    pub(crate) pitr: Arc<PitrRetention>,
-    /// Stops the running imports when this database is dropped.
-    _imports_owner: crate::transfer::import::ImportsOwner,
 }
 
 impl Database {
@@ -75,6 +62,7 @@ impl Database {
     pub fn open(path: &Path, options: Options) -> Result<Database, DbError> {
         let database = Database::open_with_fs(shoal_vfs::RealFs::shared(), path, options)?;
         database
+            .transfer
             .imports
             .set_error_dir(path.join(crate::transfer::import::IMPORT_ERRORS_DIR_NAME));
         Ok(database)
@@ -100,49 +88,19 @@ impl Database {
         let retention = Arc::new(StreamRetention::new(lifecycle::millis(
             options.streams.retention,
         )));
-        let pitr = Arc::new(PitrRetention::default());
-        let db = Db::open_with_fs(fs, path, options.db_options(&retention, &pitr))?;
-        let transitions = Arc::new(crate::emulation::transient::Transitions::new(
-            options.emulation.transient_status_delay,
-        ));
+        let backups = BackupsState::default();
+        let db = Db::open_with_fs(fs, path, options.db_options(&retention, &backups.pitr))?;
         let db = Arc::new(db);
-        let horizon = [
-            options.emulation.gsi_lag,
-            options.emulation.eventual_read_lag,
-        ]
-        .into_iter()
-        .flatten()
-        .map(|lag| lag.max)
-        .max()
-        .filter(|horizon| !horizon.is_zero());
-        let (lagged, lag_ticker) = match horizon {
-            Some(horizon) => {
-                let (lagged, ticker) = lag::start(&db, horizon, options.emulation.lag_seed)?;
-                (Some(lagged), Some(ticker))
-            }
-            None => (None, None),
-        };
-        let in_flight = options
-            .emulation
-            .transaction_conflicts
-            .then(|| Arc::new(InFlight::default()));
-        let throttle = crate::capacity::throttle::Throttle::new(
-            options.emulation.capacity,
-            options.clock.clone(),
-        );
-        let exports = crate::transfer::export_records::Exports::open(
-            &db,
-            crate::core::clock::now_millis(),
-            options.upkeep,
-        )?;
-        let imports = Arc::new(crate::transfer::import::Imports::default());
-        let streams = Arc::new(lifecycle::Streams::new(retention));
+        let emulation = EmulationState::open(&db, &options.emulation)?;
+        let capacity = CapacityState::new(options.emulation.capacity, options.clock.clone());
+        let transfer = TransferState::open(&db, options.upkeep)?;
+        let streams = Arc::new(Streams::new(retention));
         // The features that ride on writes and on the catalog (`core::feature`), in the
         // order their hooks run.
         let features = Features::new(vec![
             Arc::clone(&streams) as Arc<dyn Feature>,
             Arc::new(crate::ttl::TimeToLive),
-            Arc::clone(&pitr) as Arc<dyn Feature>,
+            Arc::clone(&backups.pitr) as Arc<dyn Feature>,
         ]);
         let core = Core::new(
             db,
@@ -151,26 +109,16 @@ impl Database {
         );
         let database = Database {
             core,
-            throttle,
             options,
-            backfills: Default::default(),
+            control: ControlState::new(ENDPOINT_ADDRESS_DEFAULT.to_string()),
             transaction_tokens: Default::default(),
-            capacity_meter: Default::default(),
             statements: Default::default(),
             streams,
+            backups,
+            transfer,
+            capacity,
+            emulation,
             upkeep: Mutex::new(None),
-            endpoint_address: RwLock::new(
-                crate::control::settings::ENDPOINT_ADDRESS_DEFAULT.to_string(),
-            ),
-            transitions,
-            lagged,
-            _lag_ticker: lag_ticker,
-            in_flight,
-            exports,
-            backups_in_use: Default::default(),
-            imports: Arc::clone(&imports),
-            _imports_owner: crate::transfer::import::ImportsOwner(Some(imports)),
-            pitr,
         };
         database.reload_catalog()?;
         // Before statistics are loaded (their records of dropped trees then go too): the
@@ -206,33 +154,23 @@ impl Database {
         Database {
             core: self.core.clone(),
             options: self.options.clone(),
-            backfills: Default::default(),
+            control: ControlState::new(self.control.endpoint_address.read().clone()),
             transaction_tokens: Default::default(),
-            capacity_meter: Default::default(),
-            throttle: crate::capacity::throttle::Throttle::new(
-                crate::capacity::throttle::CapacityMode::Off,
-                self.options.clock.clone(),
-            ),
             statements: Default::default(),
             streams: Arc::clone(&self.streams),
+            backups: self.backups.clone(),
+            transfer: self.transfer.share(),
+            capacity: CapacityState::new(CapacityMode::Off, self.options.clock.clone()),
+            emulation: self.emulation.share(),
             upkeep: Mutex::new(None),
-            endpoint_address: RwLock::new(self.endpoint_address.read().clone()),
-            transitions: Arc::clone(&self.transitions),
-            lagged: self.lagged.clone(),
-            _lag_ticker: None,
-            in_flight: self.in_flight.clone(),
-            exports: crate::transfer::export_records::Exports::none(),
-            backups_in_use: Arc::clone(&self.backups_in_use),
-            imports: Arc::clone(&self.imports),
-            _imports_owner: Default::default(),
-            pitr: Arc::clone(&self.pitr),
         }
     }
 
     /// Items that writes hold in flight now (`EmulationOptions::transaction_conflicts`; always 0
     /// without it): lets a test wait until a held write is in flight.
     pub fn items_in_flight(&self) -> usize {
-        self.in_flight
+        self.emulation
+            .in_flight
             .as_ref()
             .map_or(0, |in_flight| in_flight.len())
     }

@@ -60,7 +60,7 @@ impl Database {
     /// Capacity units consumed per table through [`Database::execute`] and
     /// [`Database::execute_json_text`] since open.
     pub fn consumed_capacity(&self) -> Vec<(String, CapacityTotals)> {
-        self.capacity_meter.totals()
+        self.capacity.meter.totals()
     }
 
     fn dispatch<B: RequestBody, E: Encoding>(
@@ -226,7 +226,8 @@ impl Database {
         let mut response = operation(input)?;
         if metered {
             if let Some(kind) = kind_of(&response) {
-                self.capacity_meter
+                self.capacity
+                    .meter
                     .record(kind, response.consumed_capacity());
             }
             if !client_asked {
@@ -245,7 +246,7 @@ impl Database {
         Option<String>,
         crate::capacity::throttle::ThrottleCounts,
     )> {
-        self.throttle.throttled()
+        self.capacity.throttle.throttled()
     }
 
     /// Whether [`Database::execute`] knows `operation`.

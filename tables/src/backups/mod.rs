@@ -6,6 +6,7 @@ pub mod pitr;
 pub mod pitr_clock;
 pub mod store;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Point-in-time recovery's settings (`Options::backups`).
@@ -26,4 +27,13 @@ impl Default for BackupOptions {
             pitr_clock_interval: pitr_clock::PITR_CLOCK_INTERVAL_DEFAULT,
         }
     }
+}
+
+/// Backups' state in a [`Database`](crate::Database).
+#[derive(Clone, Default)]
+pub(crate) struct BackupsState {
+    /// Backups a restore is reading ([`on_demand`]).
+    pub(crate) in_use: Arc<on_demand::BackupsInUse>,
+    /// The history compaction keeps for point-in-time recovery ([`pitr_clock`]).
+    pub(crate) pitr: Arc<pitr_clock::PitrRetention>,
 }

@@ -423,7 +423,7 @@ impl Database {
         request: DeleteBackupInput,
     ) -> Result<DeleteBackupOutput, ApiError> {
         let (arn, backup) = self.backup_named(request.backup_arn.as_deref())?;
-        let _in_use = self.backups_in_use.take(&backup.backup_id, &arn)?;
+        let _in_use = self.backups.in_use.take(&backup.backup_id, &arn)?;
         let dir = store::backup_dir(self.db.dir(), &backup.backup_id);
         store::remove(self.db.fs(), &dir)?;
         Ok(DeleteBackupOutput {
@@ -515,7 +515,7 @@ impl Database {
 
         let _change = self.catalog_change.lock();
         self.refuse_taken_target(target)?;
-        let _in_use = self.backups_in_use.take(&backup.backup_id, &arn)?;
+        let _in_use = self.backups.in_use.take(&backup.backup_id, &arn)?;
         // A DeleteBackup may have finished between the lookup and the mark.
         let (arn, backup) = self.backup_named(Some(&arn))?;
         let definition = overrides.apply(&backup.table, target)?;
@@ -541,7 +541,7 @@ impl Database {
                 format!("Table already exists: {target}"),
             ));
         }
-        self.transitions.refuse_change(target)
+        self.emulation.transitions.refuse_change(target)
     }
 
     /// A restored table's description, CREATING for `EmulationOptions::transient_status_delay`.
@@ -550,9 +550,10 @@ impl Database {
         table: &TableDef,
         summary: RestoreSummary,
     ) -> TableDescription {
-        self.transitions
+        self.emulation
+            .transitions
             .begin(&table.name, TransientStatus::Creating, None, None);
-        let status = if self.transitions.enabled() {
+        let status = if self.emulation.transitions.enabled() {
             "CREATING"
         } else {
             "ACTIVE"

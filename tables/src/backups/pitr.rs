@@ -129,7 +129,9 @@ impl Database {
             None => {
                 self.ensure_pitr_clock()?;
                 // Before the visible sequence number is read for the definition (module docs).
-                self.pitr.hold_from(table.tree, self.db.visible_seq());
+                self.backups
+                    .pitr
+                    .hold_from(table.tree, self.db.visible_seq());
                 Some(PointInTimeRecoveryDef {
                     recovery_period_days: days,
                     restorable_from_millis: self.options.clock.now_millis(),
@@ -138,7 +140,7 @@ impl Database {
             }
             Some(current) if current.recovery_period_days == days => Some(current.clone()),
             Some(current) => {
-                let _advancing = self.pitr.advancing.lock();
+                let _advancing = self.backups.pitr.advancing.lock();
                 let from_millis = self.earliest_restorable_millis(current);
                 Some(PointInTimeRecoveryDef {
                     recovery_period_days: days,
@@ -187,9 +189,9 @@ impl Database {
         millis: u64,
     ) -> Result<Snapshot, ApiError> {
         // Held until the snapshot is registered (`PitrRetention::advancing`).
-        let _advancing = self.pitr.advancing.lock();
+        let _advancing = self.backups.pitr.advancing.lock();
         let seq = self.pitr_seq_at(pitr, millis)?;
-        if let Some(floor) = self.pitr.floor_of(tree) {
+        if let Some(floor) = self.backups.pitr.floor_of(tree) {
             // Every restorable time resolves at or above the floor (`pitr_clock`); below
             // it the history may be gone, and a restore would be silently wrong.
             if seq < floor {

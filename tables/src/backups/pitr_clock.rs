@@ -204,7 +204,7 @@ impl Database {
         if tables.is_empty() {
             return Ok(());
         }
-        let retention = &self.pitr;
+        let retention = &self.backups.pitr;
         let now = self.options.clock.now_millis();
         let visible = self.db.visible_seq();
         if visible > retention.last_clock_write_seq.load(Ordering::Acquire) {

@@ -5,3 +5,22 @@ pub mod billing;
 pub mod metering;
 pub mod throttle;
 pub mod throttled;
+use crate::core::clock::Clock;
+
+/// Capacity's state in a [`Database`](crate::Database).
+pub(crate) struct CapacityState {
+    /// Consumed capacity per table, for monitoring ([`metering`]).
+    pub(crate) meter: metering::CapacityMeter,
+    /// Throttling's buckets ([`throttle`]), enforced only when
+    /// `EmulationOptions::capacity` says so.
+    pub(crate) throttle: throttle::Throttle,
+}
+
+impl CapacityState {
+    pub(crate) fn new(mode: throttle::CapacityMode, clock: Clock) -> CapacityState {
+        CapacityState {
+            meter: Default::default(),
+            throttle: throttle::Throttle::new(mode, clock),
+        }
+    }
+}

@@ -198,7 +198,7 @@ impl Database {
         I: OneTableRequest,
         O: OneCapacity,
     {
-        if !self.throttle.enforcing() {
+        if !self.capacity.throttle.enforcing() {
             return operation(input);
         }
         let Some(table) = self.throttled_table(input.table_name()) else {
@@ -212,15 +212,17 @@ impl Database {
             index: index.as_deref(),
             partition: partition.as_ref(),
         };
-        self.throttle
+        self.capacity
+            .throttle
             .check(&demand)
             .map_err(|refusal| refusal.error())?;
         let total = ask_per_index(input.return_consumed_capacity());
         let mut output = operation(input)?;
         if let Some(consumed) = output.consumed_capacity() {
             let units = units_of(consumed);
-            self.throttle.charge(&demand, &units);
-            self.throttle
+            self.capacity.throttle.charge(&demand, &units);
+            self.capacity
+                .throttle
                 .charge_partition(&demand, partition_units(&demand, &units));
             if total {
                 as_total(consumed);
@@ -256,7 +258,7 @@ impl Database {
                 index: None,
                 partition: None,
             };
-            self.throttle.charge(&demand, &units);
+            self.capacity.throttle.charge(&demand, &units);
             let share = units.table_units / items.len() as f64;
             for (table, partition) in items {
                 let demand = Demand {
@@ -265,7 +267,7 @@ impl Database {
                     index: None,
                     partition: partition.as_ref(),
                 };
-                self.throttle.charge_partition(&demand, share);
+                self.capacity.throttle.charge_partition(&demand, share);
             }
         }
     }
@@ -284,7 +286,7 @@ impl Database {
             index: None,
             partition: partition.as_ref(),
         };
-        let checked = self.throttle.check(&demand);
+        let checked = self.capacity.throttle.check(&demand);
         (partition, checked)
     }
 
@@ -293,7 +295,7 @@ impl Database {
         &self,
         mut input: BatchWriteItemInput,
     ) -> Result<BatchWriteItemOutput, ApiError> {
-        if !self.throttle.enforcing() {
+        if !self.capacity.throttle.enforcing() {
             return self.batch_write_item(input);
         }
         let Some(request_items) = input.request_items.take() else {
@@ -356,7 +358,7 @@ impl Database {
         &self,
         mut input: BatchGetItemInput,
     ) -> Result<BatchGetItemOutput, ApiError> {
-        if !self.throttle.enforcing() {
+        if !self.capacity.throttle.enforcing() {
             return self.batch_get_item(input);
         }
         let Some(request_items) = input.request_items.take() else {
@@ -421,7 +423,7 @@ impl Database {
         &self,
         mut input: TransactWriteItemsInput,
     ) -> Result<TransactWriteItemsOutput, ApiError> {
-        if !self.throttle.enforcing() {
+        if !self.capacity.throttle.enforcing() {
             return self.transact_write_items(input);
         }
         let actions: Vec<(Option<&str>, Option<&Item>)> = input
@@ -463,7 +465,7 @@ impl Database {
         &self,
         mut input: TransactGetItemsInput,
     ) -> Result<TransactGetItemsOutput, ApiError> {
-        if !self.throttle.enforcing() {
+        if !self.capacity.throttle.enforcing() {
             return self.transact_get_items(input);
         }
         let actions: Vec<(Option<&str>, Option<&Item>)> = input

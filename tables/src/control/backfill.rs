@@ -188,9 +188,9 @@ impl Database {
             catalog: Arc::clone(&self.catalog),
             catalog_change: Arc::clone(&self.catalog_change),
             locks: Arc::clone(&self.locks),
-            control: Arc::clone(&self.backfills.control),
+            control: Arc::clone(&self.control.backfills.control),
         };
-        let mut threads = self.backfills.threads.lock();
+        let mut threads = self.control.backfills.threads.lock();
         threads.retain(|handle| !handle.is_finished());
         if threads.len() >= BACKFILL_THREADS_MAX {
             // Cannot happen with one create per UpdateTable and at most 20 GSIs per table
@@ -246,8 +246,8 @@ impl Database {
     /// marking its index ACTIVE (so tests can observe `Backfilling: true`).
     #[doc(hidden)]
     pub fn pause_backfills(&self, paused: bool) {
-        *self.backfills.control.paused.lock() = paused;
-        self.backfills.control.resumed.notify_all();
+        *self.control.backfills.control.paused.lock() = paused;
+        self.control.backfills.control.resumed.notify_all();
     }
 }
 

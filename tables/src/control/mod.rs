@@ -9,3 +9,22 @@ pub mod settings;
 pub mod staging;
 pub mod tables;
 pub mod update_table;
+use parking_lot::RwLock;
+
+/// The control plane's state in a [`Database`](crate::Database).
+pub(crate) struct ControlState {
+    /// Running GSI backfills (UpdateTable); resumed at open, stopped on drop.
+    pub(crate) backfills: backfill::Backfills,
+    /// What DescribeEndpoints answers ([`settings`]); a server sets its own address.
+    pub(crate) endpoint_address: RwLock<String>,
+}
+
+impl ControlState {
+    /// `endpoint_address` is what DescribeEndpoints answers until a server sets its own.
+    pub(crate) fn new(endpoint_address: String) -> ControlState {
+        ControlState {
+            backfills: Default::default(),
+            endpoint_address: RwLock::new(endpoint_address),
+        }
+    }
+}

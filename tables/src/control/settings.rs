@@ -51,13 +51,13 @@ impl Database {
 
     /// The `host:port` (no scheme) DescribeEndpoints answers.
     pub fn endpoint_address(&self) -> String {
-        self.endpoint_address.read().clone()
+        self.control.endpoint_address.read().clone()
     }
 
     /// Sets the `host:port` DescribeEndpoints answers: a server calls this once it listens,
     /// with an address clients can send requests to.
     pub fn set_endpoint_address(&self, address: impl Into<String>) {
-        *self.endpoint_address.write() = address.into();
+        *self.control.endpoint_address.write() = address.into();
     }
 
     /// The definition of table `name`, or TableNotFoundException: the backup, continuous

@@ -68,7 +68,7 @@ impl Database {
             ));
         }
         // A table still DELETING (`emulation::transient`) keeps its name.
-        self.transitions.refuse_change(&schema.name)?;
+        self.emulation.transitions.refuse_change(&schema.name)?;
         let table_id = new_table_id();
         let created_at_millis = now_millis();
         let mut tree_names = vec![table_id.clone()];
@@ -124,9 +124,10 @@ impl Database {
         self.db.write(batch).map_err(internal)?;
         self.reload_catalog().map_err(internal)?;
         self.start_upkeep().map_err(internal)?;
-        self.transitions
+        self.emulation
+            .transitions
             .begin(&table.name, TransientStatus::Creating, None, None);
-        let status = if self.transitions.enabled() {
+        let status = if self.emulation.transitions.enabled() {
             "CREATING"
         } else {
             "ACTIVE"
@@ -148,7 +149,7 @@ impl Database {
         request: DescribeTableRequest,
     ) -> Result<DescribeTableResponse, ApiError> {
         let name = table_name_of(request.table_name.as_deref())?;
-        let transition = self.transitions.of(name);
+        let transition = self.emulation.transitions.of(name);
         let table = match self.table(name) {
             Ok(table) => table,
             Err(error) => {
@@ -203,7 +204,7 @@ impl Database {
         let limit = request.limit.unwrap_or(LIST_TABLES_LIMIT_MAX) as usize;
         // Tables still DELETING (`emulation::transient`) are listed too.
         let mut all: BTreeSet<String> = self.catalog.read().keys().cloned().collect();
-        all.extend(self.transitions.deleting());
+        all.extend(self.emulation.transitions.deleting());
         let lower = match request.exclusive_start_table_name.as_deref() {
             Some(start) => Bound::Excluded(start),
             None => Bound::Unbounded,
@@ -234,7 +235,7 @@ impl Database {
         if table.settings.deletion_protection {
             return Err(ApiError::validation(DELETION_PROTECTED_MESSAGE));
         }
-        self.transitions.refuse_change(name)?;
+        self.emulation.transitions.refuse_change(name)?;
         if table.settings.point_in_time_recovery.is_some() {
             // Before the drop: a crash between the two leaves the table and its backup,
             // and the retried DeleteTable takes no second one.
@@ -272,7 +273,7 @@ impl Database {
         description.stream_specification = None;
         description.deletion_protection_enabled = None;
         description.table_class_summary = None;
-        self.transitions.begin(
+        self.emulation.transitions.begin(
             &table.name,
             TransientStatus::Deleting,
             None,

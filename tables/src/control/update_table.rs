@@ -139,7 +139,7 @@ impl Database {
             let _change = self.catalog_change.lock();
             let table = self.table(name)?;
             // CREATING or UPDATING (`emulation::transient`): a second change waits.
-            self.transitions.refuse_change(name)?;
+            self.emulation.transitions.refuse_change(name)?;
             match validate_request(&request, &table)? {
                 TableChange::None => (None, "ACTIVE"),
                 TableChange::Stream(stream_change) => {
@@ -203,7 +203,8 @@ impl Database {
                 .flatten()
                 .find(|gsi| gsi.index_status == "CREATING")
                 .map(|gsi| gsi.index_name.clone());
-            self.transitions
+            self.emulation
+                .transitions
                 .begin(name, TransientStatus::Updating, creating_index, None);
         }
         // The response shows the new index before its backfill starts (Backfilling false).

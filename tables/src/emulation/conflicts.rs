@@ -159,7 +159,7 @@ impl Database {
         table: &TableDef,
         key: &ItemKey,
     ) -> Result<Option<Claim<'_>>, ApiError> {
-        match &self.in_flight {
+        match &self.emulation.in_flight {
             Some(in_flight) => Ok(Some(in_flight.claim_write((table.tree, key.base_key()?))?)),
             None => Ok(None),
         }

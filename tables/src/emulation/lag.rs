@@ -190,7 +190,7 @@ impl Database {
         global_index: bool,
         consistent_read: Option<bool>,
     ) -> Option<Arc<Snapshot>> {
-        let lagged = self.lagged.as_ref()?;
+        let lagged = self.emulation.lagged.as_ref()?;
         let gsi = global_index
             .then_some(self.options.emulation.gsi_lag)
             .flatten();

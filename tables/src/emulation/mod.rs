@@ -6,7 +6,10 @@ pub mod conflicts;
 pub mod lag;
 pub mod transient;
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use shoal_engine::{Db, DbError};
 
 use crate::capacity::throttle::CapacityMode;
 use lag::Lag;
@@ -47,6 +50,60 @@ impl Default for EmulationOptions {
             lag_seed: 0,
             transaction_conflicts: false,
             write_hold: Duration::ZERO,
+        }
+    }
+}
+
+/// The emulations' state in a [`Database`](crate::Database): only what the options ask for.
+pub(crate) struct EmulationState {
+    /// Tables CREATING, UPDATING or DELETING for `EmulationOptions::transient_status_delay`.
+    pub(crate) transitions: Arc<transient::Transitions>,
+    /// Recent snapshots for lagged reads ([`lag`]), with `EmulationOptions::gsi_lag` or
+    /// `EmulationOptions::eventual_read_lag`.
+    pub(crate) lagged: Option<Arc<lag::LaggedSnapshots>>,
+    /// Keeps `lagged` current; stopped on drop.
+    _lag_ticker: Option<lag::LagTicker>,
+    /// Items of writes in flight, with `EmulationOptions::transaction_conflicts`.
+    pub(crate) in_flight: Option<Arc<conflicts::InFlight>>,
+}
+
+impl EmulationState {
+    pub(crate) fn open(
+        db: &Arc<Db>,
+        options: &EmulationOptions,
+    ) -> Result<EmulationState, DbError> {
+        // Snapshots are kept as far back as the longest lag asks.
+        let horizon = [options.gsi_lag, options.eventual_read_lag]
+            .into_iter()
+            .flatten()
+            .map(|lag| lag.max)
+            .max()
+            .filter(|horizon| !horizon.is_zero());
+        let (lagged, lag_ticker) = match horizon {
+            Some(horizon) => {
+                let (lagged, ticker) = lag::start(db, horizon, options.lag_seed)?;
+                (Some(lagged), Some(ticker))
+            }
+            None => (None, None),
+        };
+        Ok(EmulationState {
+            transitions: Arc::new(transient::Transitions::new(options.transient_status_delay)),
+            lagged,
+            _lag_ticker: lag_ticker,
+            in_flight: options
+                .transaction_conflicts
+                .then(|| Arc::new(conflicts::InFlight::default())),
+        })
+    }
+
+    /// The same state for another handle of the database (the upkeep's); the original
+    /// keeps the lag ticker.
+    pub(crate) fn share(&self) -> EmulationState {
+        EmulationState {
+            transitions: Arc::clone(&self.transitions),
+            lagged: self.lagged.clone(),
+            _lag_ticker: None,
+            in_flight: self.in_flight.clone(),
         }
     }
 }

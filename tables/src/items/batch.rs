@@ -121,7 +121,7 @@ impl Database {
             }
         }
         let mut items = Vec::new();
-        if self.in_flight.is_some() {
+        if self.emulation.in_flight.is_some() {
             for group in groups.values() {
                 for write in &group.writes {
                     items.push((group.table.tree, write.key.base_key()?));
@@ -129,7 +129,11 @@ impl Database {
             }
         }
         let (plans, records) = {
-            let _in_flight = self.in_flight.as_ref().map(|f| f.claim_batch(items));
+            let _in_flight = self
+                .emulation
+                .in_flight
+                .as_ref()
+                .map(|f| f.claim_batch(items));
             let _collections = self.locks.lock_many(stripes);
             self.hold_in_flight();
             let mut plans: Vec<(&TableDef, Vec<WritePlan>)> = Vec::with_capacity(groups.len());

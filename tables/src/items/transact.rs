@@ -278,7 +278,7 @@ impl Database {
                 &action.key.partition_prefix()?,
             ));
         }
-        let _in_flight = match &self.in_flight {
+        let _in_flight = match &self.emulation.in_flight {
             Some(in_flight) => {
                 let mut items = Vec::with_capacity(actions.len());
                 for action in actions {
@@ -452,7 +452,7 @@ impl Database {
             return Err(cancelled(&reasons));
         }
 
-        if let Some(in_flight) = &self.in_flight {
+        if let Some(in_flight) = &self.emulation.in_flight {
             let mut items = Vec::with_capacity(gets.len());
             for (table, key) in tables.iter().zip(&keys) {
                 if let Some(key) = key {

@@ -111,7 +111,7 @@ impl Database {
         let (snapshot, export_time_millis) =
             self.export_snapshot(&table, request.export_time, started)?;
         let table_arn = table_arn(&table.name);
-        let export_id = self.exports.new_id(started);
+        let export_id = self.transfer.exports.new_id(started);
         let description = ExportDescription {
             export_arn: format!("{table_arn}/export/{export_id}"),
             export_status: STATUS_IN_PROGRESS.to_string(),
@@ -169,7 +169,7 @@ impl Database {
             ended(description, outcome, now_millis())
         };
         Ok(ExportTableToPointInTimeResponse {
-            export_description: self.exports.start(&self.db, record, job)?,
+            export_description: self.transfer.exports.start(&self.db, record, job)?,
         })
     }
 
@@ -193,7 +193,11 @@ impl Database {
                 format!("Export not found: {arn}"),
             )
         };
-        let record = self.exports.get(export_id_of(arn)).ok_or_else(not_found)?;
+        let record = self
+            .transfer
+            .exports
+            .get(export_id_of(arn))
+            .ok_or_else(not_found)?;
         // ARNs of any region name the same export; the table must be the export's.
         let table_part = format!(":table/{}/export/", record.table_name);
         if !arn.contains(&table_part) {
@@ -233,6 +237,7 @@ impl Database {
             usize::try_from(request.max_results.unwrap_or(LIST_EXPORTS_MAX_RESULTS)).unwrap_or(1);
         let after = request.next_token.as_deref().unwrap_or_default();
         let mut listed = self
+            .transfer
             .exports
             .all()
             .into_iter()
@@ -271,7 +276,7 @@ impl Database {
         let started = now_millis();
         let (snapshot, export_time_millis) = self.export_snapshot(&table, None, started)?;
         let table_arn = table_arn(&table.name);
-        let export_id = self.exports.new_id(started);
+        let export_id = self.transfer.exports.new_id(started);
         let identity = ExportIdentity {
             export_arn: format!("{table_arn}/export/{export_id}"),
             table_arn,

@@ -336,11 +336,11 @@ impl Database {
                 failed.failure_code = Some("InternalError".to_string());
                 failed.failure_message = Some(format!("The import could not start: {error}"));
                 self.store_import_record(&failed, Vec::new())?;
-                self.imports.finished(&failed.id);
+                self.transfer.imports.finished(&failed.id);
                 return Err(internal(error));
             }
         };
-        let mut threads = self.imports.threads.lock();
+        let mut threads = self.transfer.imports.threads.lock();
         threads.retain(|thread| !thread.is_finished());
         threads.push(thread);
         Ok(ImportTableOutput {
@@ -450,6 +450,7 @@ impl Database {
         let id = import_id_of(import_arn).ok_or_else(not_found)?;
         self.import_record(id)?.ok_or_else(not_found)?;
         if let Some(lines) = self
+            .transfer
             .imports
             .memory_logs
             .lock()
@@ -467,7 +468,8 @@ impl Database {
 
     /// `<data-dir>/import-errors/<ImportId>.jsonl` for a database on disk.
     pub(crate) fn import_error_log_path(&self, id: &str) -> Option<PathBuf> {
-        self.imports
+        self.transfer
+            .imports
             .error_dir()
             .map(|dir| dir.join(format!("{id}.jsonl")))
     }
@@ -495,7 +497,7 @@ impl Database {
 
     /// `record` with the counts of its run, while it runs.
     fn with_live_counts(&self, mut record: ImportRecord) -> ImportRecord {
-        if let Some((_, counters)) = self.imports.running.lock().get(&record.id) {
+        if let Some((_, counters)) = self.transfer.imports.running.lock().get(&record.id) {
             let now = counters.snapshot();
             record.processed_item_count = now.items_processed;
             record.imported_item_count = now.items_imported;
@@ -512,7 +514,7 @@ impl Database {
         record: &ImportRecord,
         extra: Vec<VersionEdit>,
     ) -> Result<(), ApiError> {
-        let _change = self.imports.change.lock();
+        let _change = self.transfer.imports.change.lock();
         let mut edits = self.import_record_edits(record)?;
         edits.extend(extra);
         self.db.apply_edits(edits.clone()).map_err(internal)?;
@@ -598,7 +600,7 @@ impl Database {
         let Some(export_dir) = self.options.transfer.export_dir.clone() else {
             return Err(ApiError::validation(NO_EXPORT_DIR_MESSAGE));
         };
-        let _change = self.imports.change.lock();
+        let _change = self.transfer.imports.change.lock();
         if let Some(token) = request.client_token.as_deref() {
             if let Some(earlier) = self
                 .import_records()?
@@ -618,6 +620,7 @@ impl Database {
         let name = checked.schema.name.clone();
         let table_exists = self.catalog.read().contains_key(&name)
             || self
+                .transfer
                 .imports
                 .running
                 .lock()
@@ -629,7 +632,7 @@ impl Database {
                 format!("Table already exists: {name}"),
             ));
         }
-        if self.imports.running.lock().len() >= IMPORTS_RUNNING_MAX {
+        if self.transfer.imports.running.lock().len() >= IMPORTS_RUNNING_MAX {
             return Err(ApiError::new(
                 ErrorCode::LimitExceededException,
                 format!(
@@ -664,7 +667,8 @@ impl Database {
         self.db.apply_edits(edits.clone()).map_err(internal)?;
         self.remove_trimmed_logs(&edits);
         let progress = Arc::new(ImportCounters::default());
-        self.imports
+        self.transfer
+            .imports
             .running
             .lock()
             .insert(record.id.clone(), (name, Arc::clone(&progress)));

@@ -147,7 +147,7 @@ impl Database {
             }
         }
         log.finish(self, &record.id);
-        self.imports.finished(&record.id);
+        self.transfer.imports.finished(&record.id);
         record
     }
 
@@ -169,7 +169,7 @@ impl Database {
             }
             None => record.status = "COMPLETED".to_string(),
         }
-        let _records = self.imports.lock_records();
+        let _records = self.transfer.imports.lock_records();
         let edits = self.import_record_edits(record)?;
         self.publish(staged, edits.clone())?;
         self.remove_trimmed_logs(&edits);
@@ -226,7 +226,7 @@ impl Database {
         let (done_tx, done_rx) = sync_channel::<Parsed>(CHUNKS_IN_FLIGHT);
         let (slot_tx, slot_rx) = sync_channel::<()>(CHUNKS_IN_FLIGHT);
         let table = staged.table();
-        let stop = &self.imports.stop;
+        let stop = &self.transfer.imports.stop;
         std::thread::scope(|scope| {
             scope.spawn(move || {
                 read_objects(job, objects, &work_tx, &slot_tx, stop);
@@ -268,7 +268,7 @@ impl Database {
             waiting.insert(parsed.seq, parsed);
             while let Some(parsed) = waiting.remove(&next) {
                 next += 1;
-                if self.imports.stop.load(Ordering::Acquire) {
+                if self.transfer.imports.stop.load(Ordering::Acquire) {
                     return Err(Stopped::Interrupted);
                 }
                 let file = objects
@@ -309,7 +309,7 @@ impl Database {
                 progress(&counters.snapshot());
             }
         }
-        if self.imports.stop.load(Ordering::Acquire) {
+        if self.transfer.imports.stop.load(Ordering::Acquire) {
             return Err(Stopped::Interrupted);
         }
         log.flush().map_err(internal)?;
@@ -594,6 +594,7 @@ impl ErrorLog {
         let _ = self.flush();
         if self.file.is_none() && self.count > 0 {
             database
+                .transfer
                 .imports
                 .keep_memory_log(id, std::mem::take(&mut self.memory));
         }
