@@ -10,6 +10,7 @@
 //! goes on from there.
 
 pub mod batch_write;
+pub mod cli;
 pub mod dir;
 pub mod embedded;
 pub mod file_read;

@@ -65,7 +65,7 @@ fn acknowledged_batches_survive_kill_9_in_every_durability_mode() {
             ..DbOptions::default()
         };
         let db = Db::open(dir.path(), options).unwrap();
-        let recovered = shoal::crash::verify(&db)
+        let recovered = shoal::crash_test::writer::verify(&db)
             .unwrap_or_else(|e| panic!("cycle {cycle} ({mode}), seed {seed}: {e}"));
         if let Some(last) = acks.last() {
             assert!(

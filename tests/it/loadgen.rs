@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use shoal::loadgen::{self, LoadConfig, WORKLOADS};
+use shoal::bench::loadgen::{self, LoadConfig, WORKLOADS};
 
 #[test]
 fn every_workload_runs_without_errors_and_measures_server_cpu() {

@@ -7,8 +7,8 @@ use std::process::Command;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use shoal::model_bench::model::Model;
-use shoal::model_bench::{run_model, BenchOptions};
+use shoal::bench::data_model::model::Model;
+use shoal::bench::data_model::{run_model, BenchOptions};
 use shoal_tables::{Database, Options};
 
 use crate::sdk_server;

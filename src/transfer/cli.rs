@@ -5,7 +5,8 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::Args;
-use shoal::transfer::{self, embedded, scan::SEGMENTS_DEFAULT, CopyOptions, CopyReport};
+
+use crate::transfer::{self, embedded, scan::SEGMENTS_DEFAULT, CopyOptions, CopyReport};
 
 /// How a copy runs, whatever its ends.
 #[derive(Args)]
@@ -127,7 +128,7 @@ pub fn export(args: ExportArgs) -> Result<(), String> {
         });
     }
     let data_dir = args.source.data_dir.unwrap_or_default();
-    crate::require_database(&data_dir)?;
+    crate::check::require_database(&data_dir)?;
     let bar = item_bar(
         !args.run.quiet && std::io::stderr().is_terminal(),
         "exporting",

@@ -8,6 +8,8 @@ use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
+use clap::Args;
+
 /// Most bytes of the answer read: the health answer is one short line.
 const RESPONSE_BYTES_MAX: u64 = 64 * 1024;
 
@@ -84,9 +86,28 @@ pub fn check(endpoint: &str, timeout: Duration) -> Result<String, String> {
     }
 }
 
+#[derive(Args)]
+pub struct HealthArgs {
+    /// The server's endpoint (plain http://).
+    #[arg(long, default_value = "http://127.0.0.1:8000")]
+    endpoint: String,
+    /// Give up after this many seconds.
+    #[arg(long, default_value_t = 5)]
+    timeout_seconds: u64,
+}
+
+/// `shoal health`: prints the answer's body when the server is healthy.
+pub fn run(args: HealthArgs) -> Result<(), String> {
+    check(&args.endpoint, Duration::from_secs(args.timeout_seconds)).map(|body| {
+        println!("{body}");
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tests::parse;
+    use crate::Command;
     use std::net::TcpListener;
 
     #[test]
@@ -169,5 +190,21 @@ mod tests {
         let error = check(&endpoint, Duration::from_millis(300)).unwrap_err();
         assert!(started.elapsed() < Duration::from_secs(5), "{error}");
         drop(listener);
+    }
+
+    #[test]
+    fn health_takes_an_endpoint() {
+        let cli = parse("shoal health --endpoint http://127.0.0.1:9").unwrap();
+        let Command::Health(HealthArgs {
+            endpoint,
+            timeout_seconds,
+        }) = cli.command
+        else {
+            panic!("not health")
+        };
+        assert_eq!(
+            (endpoint.as_str(), timeout_seconds),
+            ("http://127.0.0.1:9", 5)
+        );
     }
 }

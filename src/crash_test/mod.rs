@@ -19,18 +19,27 @@
 //!   at a random write and loses everything not yet synced (a torn last write included).
 //!   With `sync` durability every acknowledged write must survive; with `none` or
 //!   `interval:MS` the survivors need only be a prefix.
+//!
+//! [`writer`] is the engine-level workload of `shoal crash-writer`, which the kill -9 tests
+//! run and kill.
+
+pub mod writer;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, IsTerminal};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use shoal_tables::{Database, Durability, EventName, Options, StorageOptions, StreamStart};
+
+use crate::parse_durability;
 
 /// The table the workload writes.
 pub const TABLE: &str = "CrashTest";
@@ -691,6 +700,107 @@ fn kill_cycle(
     let _ = child.wait();
     let _ = reader.join();
     Ok(acknowledged.load(std::sync::atomic::Ordering::SeqCst))
+}
+
+#[derive(Args)]
+pub struct CrashTestArgs {
+    /// kill: SIGKILL a child process writing to real files; power-loss: cut the power of
+    /// the simulated disk in this process (unsynced data lost, the last write torn).
+    #[arg(long, default_value = "kill", value_parser = ["kill", "power-loss"])]
+    mode: String,
+    /// sync, none, or interval:MS.
+    #[arg(long, default_value = "sync")]
+    durability: String,
+    /// Crash and recover this many times.
+    #[arg(long, default_value_t = 20)]
+    cycles: u64,
+    /// Stop after this many seconds even if cycles remain.
+    #[arg(long)]
+    seconds: Option<f64>,
+    /// The workload's seed (the same seed makes the same writes).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Kill mode: the data directory (default: a temporary one, removed afterwards).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `shoal crash-test`: runs the crash test with a progress bar on a terminal, prints its
+/// report, and fails on any violation.
+pub fn command(args: CrashTestArgs) -> Result<(), String> {
+    let CrashTestArgs {
+        mode,
+        durability,
+        cycles,
+        seconds,
+        seed,
+        data_dir,
+        json,
+    } = args;
+    let config = CrashTestConfig {
+        mode: if mode == "kill" {
+            CrashMode::Kill
+        } else {
+            CrashMode::PowerLoss
+        },
+        durability: parse_durability(&durability)?,
+        cycles,
+        seconds,
+        seed,
+        data_dir,
+        program: std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?,
+    };
+    let bar = if std::io::stderr().is_terminal() {
+        ProgressBar::new(cycles)
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} cycles {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let report = run(&config, |cycle, report| {
+        bar.set_position(cycle);
+        bar.set_message(format!(
+            "{} acknowledged writes checked, {} violations",
+            report.acknowledged_checked,
+            report.violation_count()
+        ));
+    })?;
+    bar.finish_and_clear();
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
+        );
+    } else {
+        print!("{}", report.render());
+    }
+    if report.violation_count() > 0 {
+        return Err(format!("{} violation(s)", report.violation_count()));
+    }
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct CrashTestChildArgs {
+    #[arg(long)]
+    data_dir: PathBuf,
+    #[arg(long)]
+    durability: String,
+    #[arg(long)]
+    seed: u64,
+    #[arg(long)]
+    from: u64,
+}
+
+/// `shoal crash-test-child`: [`run_child`] with the command line's arguments.
+pub fn child_command(args: CrashTestChildArgs) -> Result<(), String> {
+    parse_durability(&args.durability)
+        .and_then(|durability| run_child(&args.data_dir, durability, args.seed, args.from))
 }
 
 #[cfg(test)]

@@ -9,9 +9,12 @@
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use clap::Args;
 use shoal_engine::{Db, DbError, DbOptions, Direction, TreeId, WriteBatch};
+
+use crate::parse_durability;
 
 /// Number of distinct slot keys the workload cycles through.
 pub const SLOTS: u64 = 257;
@@ -154,4 +157,31 @@ pub fn run_writer(
         out.flush().map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+#[derive(Args)]
+pub struct CrashWriterArgs {
+    /// Data directory.
+    #[arg(long)]
+    dir: PathBuf,
+    /// sync, none, or interval:MS.
+    #[arg(long, default_value = "sync")]
+    durability: String,
+    /// Memtable size in bytes (small values force frequent flushes).
+    #[arg(long, default_value_t = 64 * 1024)]
+    memtable_size_bytes: usize,
+}
+
+/// `shoal crash-writer`: [`run_writer`] on stdout, with small WAL segments.
+pub fn command(args: CrashWriterArgs) -> Result<(), String> {
+    parse_durability(&args.durability).and_then(|durability| {
+        let options = DbOptions {
+            durability,
+            memtable_size_bytes: args.memtable_size_bytes,
+            // Small segments: rotation, release and recycling all happen during a test.
+            wal_segment_size_bytes: 1 << 20,
+            ..DbOptions::default()
+        };
+        run_writer(&args.dir, options, std::io::stdout().lock())
+    })
 }
