@@ -1,5 +1,5 @@
 //! BatchWriteItem and BatchGetItem: request and response shapes, and the member-constraint
-//! checks DynamoDB makes before anything else (SPEC §3.7). Execution is in `table/batch.rs`.
+//! checks DynamoDB makes before anything else (SPEC §3.7). Execution is in `items/batch.rs`.
 
 use std::collections::BTreeMap;
 

@@ -1,6 +1,6 @@
 //! PutItem, GetItem, UpdateItem and DeleteItem: request and response shapes, and the
 //! member-constraint checks DynamoDB makes before anything else (`N validation errors
-//! detected: …`, SPEC §7). Semantic checks and execution are in `table/items.rs`.
+//! detected: …`, SPEC §7). Semantic checks and execution are in `items/single.rs`.
 
 use std::collections::BTreeMap;
 

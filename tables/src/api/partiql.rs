@@ -1,6 +1,6 @@
 //! ExecuteStatement, BatchExecuteStatement and ExecuteTransaction: request and response
 //! shapes (SPEC-2 §3.1) and the member constraints checked before a statement is parsed.
-//! Compilation onto the item operations is in `table/partiql.rs`.
+//! Compilation onto the item operations is in `partiql/statements.rs`.
 
 use serde::{Deserialize, Serialize};
 use shoal_model::{AttributeValue, Item};

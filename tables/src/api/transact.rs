@@ -1,6 +1,6 @@
 //! TransactWriteItems and TransactGetItems: request and response shapes, and the
 //! member-constraint checks DynamoDB makes before anything else (SPEC §3.9). Execution is in
-//! `table/transact.rs`.
+//! `items/transact.rs`.
 
 use std::collections::BTreeMap;
 

@@ -2,7 +2,7 @@
 //!
 //! BatchWriteItem validates the whole batch first (any error rejects all of it, nothing
 //! written), then takes the collection locks of every item in ascending stripe order, reads
-//! the stored items, plans each put or delete with the shared pipeline of `table/write.rs`
+//! the stored items, plans each put or delete with the shared pipeline of `core/write.rs`
 //! and commits ALL of them in one write batch: every put and delete is atomic with its index
 //! entries and collection record, and here the batch as a whole is too (DynamoDB promises
 //! less). The batch itself never throttles: with capacity emulation on, the items it

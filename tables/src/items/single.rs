@@ -3,7 +3,7 @@
 //! Each write validates in DynamoDB's order (member constraints, then expressions and the
 //! other request-only rules, then the table and its schema), then takes its collection
 //! lock, reads the stored item, evaluates the condition, decides the new item and commits
-//! it through the shared pipeline of `table/write.rs`. Nothing is written when any check
+//! it through the shared pipeline of `core/write.rs`. Nothing is written when any check
 //! fails.
 
 use std::collections::BTreeMap;

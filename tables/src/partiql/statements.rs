@@ -1,7 +1,7 @@
 //! ExecuteStatement, BatchExecuteStatement and ExecuteTransaction (SPEC-2 §3): each statement
 //! is parsed (`shoal_expr::partiql`), compiled onto an item operation
-//! (`table/partiql_compile.rs`) and run by that operation, under the same capacity emulation
-//! (`table/throttled.rs`), so every rule, index, capacity figure, throttle and stream record
+//! (`partiql/compile.rs`) and run by that operation, under the same capacity emulation
+//! (`capacity/throttled.rs`), so every rule, index, capacity figure, throttle and stream record
 //! is the operation's own.
 
 use serde_json::{json, Value};
