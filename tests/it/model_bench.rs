@@ -170,6 +170,152 @@ fn a_hot_key_gets_the_throttling_verdict() {
     );
 }
 
+/// A table keyed (customer, order) with a KEYS_ONLY LSI on `placed`, and one pattern: PutItem
+/// of a new ~1.4 KB item, every one to customer `c#0`, modelled at `rate` a second.
+fn lsi_model(rate: u64, provisioned_wcu: Option<u64>) -> Value {
+    let mut table = json!({
+        "TableName": "Orders",
+        "AttributeDefinitions": [
+            {"AttributeName": "customer", "AttributeType": "S"},
+            {"AttributeName": "order", "AttributeType": "N"},
+            {"AttributeName": "placed", "AttributeType": "S"}
+        ],
+        "KeySchema": [
+            {"AttributeName": "customer", "KeyType": "HASH"},
+            {"AttributeName": "order", "KeyType": "RANGE"}
+        ],
+        "LocalSecondaryIndexes": [{
+            "IndexName": "ByPlaced",
+            "KeySchema": [
+                {"AttributeName": "customer", "KeyType": "HASH"},
+                {"AttributeName": "placed", "KeyType": "RANGE"}
+            ],
+            "Projection": {"ProjectionType": "KEYS_ONLY"}
+        }],
+        "BillingMode": "PAY_PER_REQUEST"
+    });
+    if let Some(wcu) = provisioned_wcu {
+        table["BillingMode"] = json!("PROVISIONED");
+        table["ProvisionedThroughput"] =
+            json!({"ReadCapacityUnits": 100, "WriteCapacityUnits": wcu});
+    }
+    json!({
+        "name": "lsi",
+        "tables": [table],
+        "generators": {
+            "order": {"type": "sequence"},
+            "body": {"type": "string", "length": [1400, 1400]}
+        },
+        "patterns": [{"name": "place", "operation": "PutItem", "rate": rate, "request": {
+            "TableName": "Orders",
+            "Item": {
+                "customer": {"S": "c#0"}, "order": {"N": "${order}"},
+                "placed": {"S": "2026-11-28"}, "body": {"S": "${body}"}
+            }
+        }}],
+        "run": {"operations": 400, "concurrency": 2, "seed": 3}
+    })
+}
+
+#[test]
+fn lsi_units_load_the_table_s_partition_and_its_throughput() {
+    let report = run_model(&parse(&lsi_model(400, None)), &BenchOptions::default()).unwrap();
+    // By hand (SPEC §5): the item is 1,400 bytes of `body` plus its other attributes
+    // (customer 8+3, order 5+~2, placed 6+10, body 4): about 1.44 KB, so 2 WCU; the KEYS_ONLY
+    // LSI entry (table key, LSI key) is under 1 KB: 1 WCU. 3 WCU a put, 400 puts a second,
+    // all on customer c#0: 1,200 WCU/s on one partition, where DynamoDB allows 1,000.
+    let place = &report.patterns[0];
+    assert_eq!(place.write_units_per_call, 2.0, "{place:?}");
+    assert_eq!(place.index_units_per_call["Orders/ByPlaced"], [0.0, 1.0]);
+    let hot = &report.hot_partitions[0];
+    assert_eq!((hot.target.as_str(), hot.key.as_str()), ("Orders", "c#0"));
+    assert!(
+        (hot.write_units_per_second - 1200.0).abs() < 1e-6,
+        "{hot:?}"
+    );
+    assert!(
+        report.verdicts.iter().any(|v| v
+            == "hot key `c#0` (Orders): 1,200 WCU/s, 1.20x the per-partition limit: DynamoDB would throttle it"),
+        "{:?}",
+        report.verdicts
+    );
+    // The neighbouring case that must not change: without the LSI, 2 WCU a put is 800
+    // WCU/s, under the limit, and no verdict.
+    let mut plain = lsi_model(400, None);
+    let table = plain["tables"][0].as_object_mut().unwrap();
+    table.remove("LocalSecondaryIndexes");
+    table["AttributeDefinitions"].as_array_mut().unwrap().pop();
+    let report = run_model(&parse(&plain), &BenchOptions::default()).unwrap();
+    assert!((report.hot_partitions[0].write_units_per_second - 800.0).abs() < 1e-6);
+    assert_eq!(
+        report.verdicts,
+        ["no partition, table or index over DynamoDB's limits at the modelled rate"]
+    );
+}
+
+#[test]
+fn an_lsi_draws_on_its_table_s_provisioned_throughput() {
+    // 300 puts a second at 3 WCU (2 for the item, 1 for the LSI entry): 900 WCU/s against a
+    // table provisioned with 800. Without counting the LSI it would be 600: under.
+    let report = run_model(&parse(&lsi_model(300, Some(800))), &BenchOptions::default()).unwrap();
+    assert!(
+        report.verdicts.iter().any(|v| v
+            == "Orders needs 900 WCU/s at the modelled rate and has 800: writes would throttle once burst capacity (300 s of unused units) is spent"),
+        "{:?}",
+        report.verdicts
+    );
+    // With 1,000 provisioned, 900 fits: no verdict on the table.
+    let report = run_model(
+        &parse(&lsi_model(300, Some(1000))),
+        &BenchOptions::default(),
+    )
+    .unwrap();
+    assert!(
+        !report
+            .verdicts
+            .iter()
+            .any(|v| v.starts_with("Orders needs")),
+        "{:?}",
+        report.verdicts
+    );
+}
+
+#[test]
+fn a_query_of_a_gsi_loads_the_gsi_s_partition() {
+    let mut model = small_model(300);
+    // One status for every order: every query of the GSI reads one partition, of 20
+    // KEYS_ONLY entries (orders 1 to 20 of one customer). Each is the table's key and the
+    // GSI's: customer (8 + 10 bytes), order (5 + at most 3), status (6 + 10), at most 42
+    // bytes; 20 of them are under 4 KB: one read, eventually consistent, 0.5 RCU. At
+    // 7,000 queries a second, 3,500 RCU/s on the GSI's partition `s#xxxxxxx0`, where
+    // DynamoDB allows 3,000.
+    model["generators"]["customer"]["cardinality"] = json!(1);
+    model["generators"]["order"] = json!({"type": "sequence"});
+    model["load"][0]["count"] = json!(20);
+    model["patterns"] = json!([{"name": "by status", "operation": "Query", "rate": 7000, "request": {
+        "TableName": "Orders", "IndexName": "ByStatus",
+        "KeyConditionExpression": "#s = :s",
+        "ExpressionAttributeNames": {"#s": "status"},
+        "ExpressionAttributeValues": {":s": {"S": "${status}"}}
+    }}]);
+    model["run"] = json!({"operations": 300, "concurrency": 2});
+    let report = run_model(&parse(&model), &BenchOptions::default()).unwrap();
+    let query = &report.patterns[0];
+    assert_eq!(query.index_units_per_call["Orders/ByStatus"], [0.5, 0.0]);
+    let hot = &report.hot_partitions[0];
+    assert_eq!(
+        (hot.target.as_str(), hot.key.as_str()),
+        ("Orders/ByStatus", "s#xxxxxxx0")
+    );
+    assert!((hot.read_units_per_second - 3500.0).abs() < 1e-6, "{hot:?}");
+    assert!(
+        report.verdicts.iter().any(|v| v
+            == "hot key `s#xxxxxxx0` (Orders/ByStatus): 3,500 RCU/s, 1.17x the per-partition limit: DynamoDB would throttle it"),
+        "{:?}",
+        report.verdicts
+    );
+}
+
 #[test]
 fn provisioned_gsis_short_of_write_capacity_are_named() {
     let mut model = small_model(300);

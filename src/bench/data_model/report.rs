@@ -11,11 +11,13 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::model::{Model, Prices};
-use super::run::{CompiledPattern, RunStats};
+use super::run::{is_local_index, CompiledPattern, PartitionLoad, RunStats};
 
 /// The per-partition limits are the ones capacity emulation enforces, so the report and the
 /// server agree on what a hot partition is.
 use shoal_tables::capacity::throttle::{PARTITION_READ_UNITS_MAX, PARTITION_WRITE_UNITS_MAX};
+/// The overhead DynamoDB bills with every item and index entry, as the tables layer counts it.
+use shoal_tables::core::index::STORAGE_OVERHEAD_BYTES;
 /// The item collection cap of a table with an LSI, in GB.
 pub const COLLECTION_GB_MAX: f64 = 10.0;
 /// Hours in a billing month (AWS's convention).
@@ -82,6 +84,21 @@ pub struct TableReport {
     pub item_count: u64,
     pub size_bytes: u64,
     pub indexes: Vec<IndexReport>,
+}
+
+impl TableReport {
+    /// The bytes DynamoDB bills for the table and its indexes: the items' and entries'
+    /// sizes (DescribeTable's, which leave the overhead out), each with the 100 bytes of
+    /// overhead DynamoDB bills with every item and index entry (SPEC §5).
+    pub fn billed_bytes(&self) -> u64 {
+        let billed = |size: u64, count: u64| size + count * STORAGE_OVERHEAD_BYTES;
+        billed(self.size_bytes, self.item_count)
+            + self
+                .indexes
+                .iter()
+                .map(|index| billed(index.size_bytes, index.item_count))
+                .sum::<u64>()
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -185,10 +202,9 @@ pub fn build(
         .sum();
     let mut reports = Vec::with_capacity(patterns.len());
     let (mut total_read_rate, mut total_write_rate) = (0.0, 0.0);
-    // Table units only (an index's units land on the index's partitions): the run's, and
-    // per second at the modelled rate.
-    let (mut run_read_units, mut run_write_units) = (0.0, 0.0);
-    let (mut table_read_rate, mut table_write_rate) = (0.0, 0.0);
+    // Each pattern's modelled calls per call it made in the run: what its share of any
+    // partition's load is scaled by.
+    let mut modelled_per_call = Vec::with_capacity(patterns.len());
     for ((pattern, spec), stat) in patterns
         .iter()
         .zip(&model.patterns)
@@ -208,12 +224,13 @@ pub fn build(
         let index_write: f64 = stat.index_units.values().map(|u| u.1).sum();
         let read_per_call = (stat.table_read_units + index_read) / calls;
         let write_per_call = (stat.table_write_units + index_write) / calls;
-        run_read_units += stat.table_read_units;
-        run_write_units += stat.table_write_units;
         total_read_rate += read_per_call * modelled;
         total_write_rate += write_per_call * modelled;
-        table_read_rate += stat.table_read_units / calls * modelled;
-        table_write_rate += stat.table_write_units / calls * modelled;
+        modelled_per_call.push(if stat.operations > 0 {
+            modelled / stat.operations as f64
+        } else {
+            0.0
+        });
         let (on_demand, provisioned) = monthly_cost(
             &model.prices,
             read_per_call * modelled,
@@ -260,29 +277,25 @@ pub fn build(
     }
 
     let tables = table_reports(patterns, &stats, descriptions);
-    let storage_bytes: u64 = tables
-        .iter()
-        .map(|t| t.size_bytes + t.indexes.iter().map(|i| i.size_bytes).sum::<u64>())
-        .sum();
+    let storage_bytes: u64 = tables.iter().map(TableReport::billed_bytes).sum();
 
-    // Partitions at the modelled rate: each partition's share of the run's table units,
-    // times the modelled units per second.
-    let read_scale = if run_read_units > 0.0 {
-        table_read_rate / run_read_units
-    } else {
-        0.0
-    };
-    let write_scale = if run_write_units > 0.0 {
-        table_write_rate / run_write_units
-    } else {
-        0.0
+    // Partitions at the modelled rate: what each pattern put on a partition per call it
+    // made, times its modelled calls per second.
+    let modelled = |load: &PartitionLoad| {
+        let mut rates = (0.0, 0.0, 0.0);
+        for (pattern, part) in &load.by_pattern {
+            let scale = modelled_per_call.get(*pattern).copied().unwrap_or(0.0);
+            rates.0 += part.read_units * scale;
+            rates.1 += part.write_units * scale;
+            rates.2 += part.put_bytes as f64 * scale;
+        }
+        rates
     };
     let mut partitions: Vec<PartitionReport> = stats
         .partitions
         .iter()
         .map(|((target, key), load)| {
-            let read = load.read_units * read_scale;
-            let write = load.write_units * write_scale;
+            let (read, write, _) = modelled(load);
             PartitionReport {
                 target: target.clone(),
                 key: key.clone(),
@@ -313,7 +326,7 @@ pub fn build(
                 .get(key)
                 .map_or([0.0, 0.0], |seen| seen.range_gb);
             // Bytes per second at the modelled rate, as the partition's units are scaled.
-            let growth = load.put_bytes as f64 * write_scale * 3600.0 / gb;
+            let growth = modelled(load).2 * 3600.0 / gb;
             CollectionReport {
                 table: table.clone(),
                 key: key.clone(),
@@ -473,7 +486,13 @@ fn verdicts(model: &Model, report: &Report) -> Vec<String> {
             }
             for (index, units) in &pattern.index_units_per_call {
                 if let Some(index) = index.strip_prefix(&format!("{name}/")) {
-                    let slot = need.entry(format!("{name}/{index}")).or_default();
+                    // An LSI draws on its table's throughput; a GSI on its own.
+                    let resource = if is_local_index(&model.tables, name, index) {
+                        name.to_string()
+                    } else {
+                        format!("{name}/{index}")
+                    };
+                    let slot = need.entry(resource).or_default();
                     slot[0] += units[0] * rate;
                     slot[1] += units[1] * rate;
                 }
@@ -806,6 +825,35 @@ mod tests {
             (provisioned - expected_provisioned).abs() < 1e-6,
             "{provisioned}"
         );
+    }
+
+    #[test]
+    fn storage_bills_100_bytes_with_every_item_and_index_entry() {
+        let index = |size_bytes, item_count| IndexReport {
+            name: "ByL".into(),
+            size_bytes,
+            item_count,
+            writes_per_base_write: 0.0,
+            write_units_per_base_write_unit: 0.0,
+        };
+        // 1,000 items of 1,000 bytes (DescribeTable's TableSizeBytes 1,000,000), an LSI of
+        // 1,000 entries of 50 bytes and a sparse GSI of 10 entries of 200 bytes: by hand,
+        // (1,000,000 + 1,000 × 100) + (50,000 + 1,000 × 100) + (2,000 + 10 × 100).
+        let table = TableReport {
+            name: "T".into(),
+            item_count: 1000,
+            size_bytes: 1_000_000,
+            indexes: vec![index(50_000, 1000), index(2_000, 10)],
+        };
+        assert_eq!(table.billed_bytes(), 1_100_000 + 150_000 + 3_000);
+        // An empty table bills nothing.
+        let empty = TableReport {
+            name: "E".into(),
+            item_count: 0,
+            size_bytes: 0,
+            indexes: vec![index(0, 0)],
+        };
+        assert_eq!(empty.billed_bytes(), 0);
     }
 
     #[test]

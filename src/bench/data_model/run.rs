@@ -32,8 +32,9 @@ pub struct CompiledPattern {
     pub name: String,
     pub operation: String,
     template: Template,
-    /// The table (or `table/index`) whose partitions the pattern loads, and a template of the
-    /// partition key value; None when it cannot be known (Scan, batches, transactions).
+    /// The table (or `table/gsi`) whose partitions the pattern loads, and a template of the
+    /// partition key value; None when it cannot be known (Scan, batches, transactions). An
+    /// LSI lives on its table's partitions, so a Query of an LSI names the table.
     partition: Option<(String, Template)>,
     pub reads: bool,
     /// A PutItem into a table with an LSI: its items grow a capped item collection.
@@ -62,12 +63,16 @@ pub struct PatternStats {
     pub per_second: Vec<(u64, u64, u32)>,
 }
 
-/// Load on one partition key.
+/// Load on one partition key: of a table (its units and its LSIs', which share the table's
+/// partitions), or of a GSI (the GSI's units).
 #[derive(Debug, Clone, Default)]
 pub struct PartitionLoad {
     pub read_units: f64,
     pub write_units: f64,
     pub operations: u64,
+    /// What each pattern (by index) put on the partition: the report scales each to its
+    /// modelled rate.
+    pub by_pattern: BTreeMap<usize, PatternLoad>,
     /// Busiest second's read and write units.
     pub peak_read_units: f64,
     pub peak_write_units: f64,
@@ -77,6 +82,14 @@ pub struct PartitionLoad {
     second: u64,
     second_read: f64,
     second_write: f64,
+}
+
+/// One pattern's load on one partition.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PatternLoad {
+    pub read_units: f64,
+    pub write_units: f64,
+    pub put_bytes: u64,
 }
 
 /// An item collection's size as the last answer reported it (`SizeEstimateRangeGB`).
@@ -149,6 +162,16 @@ fn hash_key(tables: &[Value], table: &str, index: Option<&str>) -> Option<String
         .map(str::to_string)
 }
 
+/// Whether `index` is a local secondary index of `table` in a model's CreateTable requests.
+pub fn is_local_index(tables: &[Value], table: &str, index: &str) -> bool {
+    tables
+        .iter()
+        .filter(|t| t["TableName"] == table)
+        .filter_map(|t| t["LocalSecondaryIndexes"].as_array())
+        .flatten()
+        .any(|lsi| lsi["IndexName"] == index)
+}
+
 /// The key attribute names of a table in a model's CreateTable requests.
 fn key_names(tables: &[Value], table: &str) -> Vec<String> {
     tables
@@ -169,8 +192,9 @@ fn partition_text(pattern: &Pattern, tables: &[Value]) -> Option<(String, String
     let index = request["IndexName"].as_str();
     let hash = hash_key(tables, table, index)?;
     let target = match index {
-        Some(index) => format!("{table}/{index}"),
-        None => table.to_string(),
+        Some(index) if !is_local_index(tables, table, index) => format!("{table}/{index}"),
+        // An LSI's partition key is its table's: its entries live on the table's partitions.
+        _ => table.to_string(),
     };
     let scalar = |value: &Value| {
         ["S", "N", "B"]
@@ -435,6 +459,12 @@ fn merge(into: &mut RunStats, part: RunStats) {
         slot.peak_read_units += load.peak_read_units;
         slot.peak_write_units += load.peak_write_units;
         slot.put_bytes += load.put_bytes;
+        for (pattern, theirs) in load.by_pattern {
+            let mine = slot.by_pattern.entry(pattern).or_default();
+            mine.read_units += theirs.read_units;
+            mine.write_units += theirs.write_units;
+            mine.put_bytes += theirs.put_bytes;
+        }
     }
     for (key, seen) in part.collections {
         match into.collections.get_mut(&key) {
@@ -591,18 +621,27 @@ impl Worker {
             *slot.errors.entry("UnreadableAnswer".into()).or_default() += 1;
             return;
         };
-        let mut table_units = 0.0;
+        // Units on the table's partitions (the table's and its LSIs'), and each GSI's.
+        let mut partition_units = 0.0;
+        let mut gsi_units: BTreeMap<String, f64> = BTreeMap::new();
         for entry in answer.consumed.into_iter().flat_map(|c| match c {
             Capacities::One(entry) => vec![entry],
             Capacities::Many(entries) => entries,
         }) {
             let mut indexes = 0.0;
-            for map in [
-                entry.global_secondary_indexes,
-                entry.local_secondary_indexes,
+            for (map, local) in [
+                (entry.global_secondary_indexes, false),
+                (entry.local_secondary_indexes, true),
             ] {
                 for (name, units) in map.into_iter().flatten() {
                     indexes += units.capacity_units;
+                    if local {
+                        partition_units += units.capacity_units;
+                    } else {
+                        *gsi_units
+                            .entry(format!("{}/{name}", entry.table_name))
+                            .or_default() += units.capacity_units;
+                    }
                     let slot = slot
                         .index_units
                         .entry(format!("{}/{name}", entry.table_name))
@@ -620,7 +659,7 @@ impl Worker {
             let table = entry
                 .table
                 .map_or(entry.capacity_units - indexes, |t| t.capacity_units);
-            table_units += table;
+            partition_units += table;
             let per_table = slot.per_table.entry(entry.table_name).or_default();
             per_table.2 += 1;
             if pattern.reads {
@@ -647,14 +686,28 @@ impl Worker {
         }
         if let Some((target, key)) = &pattern.partition {
             key.render_text(&self.generators, draws, &mut self.rng, &mut self.key);
+            // A GSI's partition carries the GSI's units; a table's, the table's and its LSIs'.
+            let units = match gsi_units.get(target) {
+                Some(units) => *units,
+                None if target.contains('/') => 0.0,
+                None => partition_units,
+            };
             let map_key = (target.clone(), self.key.clone());
             if stats.partitions.len() < PARTITIONS_TRACKED_MAX
                 || stats.partitions.contains_key(&map_key)
             {
                 let load = stats.partitions.entry(map_key).or_default();
-                add_load(load, second, table_units, pattern.reads);
+                add_load(load, second, units, pattern.reads);
+                let mine = load.by_pattern.entry(index).or_default();
+                if pattern.reads {
+                    mine.read_units += units;
+                } else {
+                    mine.write_units += units;
+                }
                 if pattern.grows_collection {
-                    load.put_bytes += self.body.len() as u64;
+                    let bytes = self.body.len() as u64;
+                    load.put_bytes += bytes;
+                    mine.put_bytes += bytes;
                 }
             }
         }
