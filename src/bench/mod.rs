@@ -23,6 +23,10 @@ pub struct BenchArgs {
     /// Print the model report as JSON.
     #[arg(long, requires = "model")]
     json: bool,
+    /// Exit 0 even when a pattern's calls failed (other than by their condition) more than
+    /// 1% of the time; by default that exits 1, after the report.
+    #[arg(long, requires = "model")]
+    allow_errors: bool,
     /// Also write the model report as a self-contained HTML page.
     #[arg(long, value_name = "FILE", requires = "model")]
     html: Option<PathBuf>,
@@ -79,7 +83,13 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         return bench_compare(&first, &second, endpoint, json);
     }
     if let Some(path) = &args.model {
-        return bench_model(path, args.endpoint, args.json, args.html.as_deref());
+        return bench_model(
+            path,
+            args.endpoint,
+            args.json,
+            args.html.as_deref(),
+            args.allow_errors,
+        );
     }
     let endpoint = args
         .endpoint
@@ -118,6 +128,7 @@ fn bench_model(
     endpoint: Option<String>,
     json: bool,
     html: Option<&Path>,
+    allow_errors: bool,
 ) -> Result<(), String> {
     let model = read_model(path)?;
     data_model::stop_on_interrupt();
@@ -138,6 +149,15 @@ fn bench_model(
         );
     } else {
         print!("{}", data_model::report::render_text(&report));
+    }
+    // A pattern that fails is no measure of the design: say so in the exit code, after the
+    // report that shows why.
+    if !allow_errors && !report.failing_patterns.is_empty() {
+        return Err(format!(
+            "patterns failed on more than {}% of their calls: {} (--allow-errors to exit 0)",
+            data_model::report::ERROR_SHARE_MAX * 100.0,
+            report.failing_patterns.join(", ")
+        ));
     }
     Ok(())
 }

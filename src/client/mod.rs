@@ -8,6 +8,7 @@
 //! is signed with SigV4, as real DynamoDB and `shoal serve --auth` require.
 
 pub mod endpoint;
+pub mod retry;
 pub mod signing;
 pub mod target;
 pub mod tls;

@@ -13,10 +13,13 @@ use shoal_tables::Database;
 use super::{ConnectOptions, Connection, Connector, DYNAMODB_TARGET_PREFIX};
 
 /// A refused request: its exception name (`ValidationException`, …) and message.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct CallError {
     pub code: String,
     pub message: String,
+    /// The stored item a ConditionalCheckFailedException carries when the request asked
+    /// for it (`ReturnValuesOnConditionCheckFailure: ALL_OLD`).
+    pub item: Option<Value>,
 }
 
 /// Where requests go; each worker opens its own [`Client`].
@@ -125,6 +128,10 @@ impl Client {
                     .execute_json_text(operation, body)
                     .map_err(|error| CallError {
                         code: error.code.name().to_string(),
+                        item: error
+                            .extra
+                            .as_ref()
+                            .and_then(|extra| extra.get("Item").cloned()),
                         message: error.message,
                     })
             }
@@ -140,6 +147,7 @@ impl Client {
                     Err(message) => Err(CallError {
                         code: "ConnectionError".to_string(),
                         message,
+                        item: None,
                     }),
                 }
             }
@@ -162,5 +170,10 @@ fn error_of(status: u16, body: &[u8]) -> CallError {
         .or(parsed["Message"].as_str())
         .unwrap_or_default()
         .to_string();
-    CallError { code, message }
+    let item = parsed.get("Item").cloned();
+    CallError {
+        code,
+        message,
+        item,
+    }
 }

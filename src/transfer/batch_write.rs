@@ -5,37 +5,16 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rand::Rng;
 use serde_json::{json, Value};
 
-use crate::client::target::{CallError, Client, Target};
+use crate::client::retry::{backoff, retryable};
+use crate::client::target::{Client, Target};
 
 /// Puts in one BatchWriteItem (DynamoDB's limit).
 pub const BATCH_ITEMS_MAX: usize = 25;
-/// First back-off after a throttled or unprocessed batch; it doubles per attempt.
-const BACKOFF_FIRST: Duration = Duration::from_millis(50);
-/// Longest single back-off.
-const BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// Attempts of one batch without progress before the copy stops (about a minute of
 /// back-off): the resume file lets the user run it again later.
 const ATTEMPTS_MAX: u32 = 16;
-
-/// Errors worth sending the same request again for: the endpoint is busy or was unreachable
-/// for a moment, not the request wrong.
-fn retryable(error: &CallError) -> bool {
-    matches!(
-        error.code.as_str(),
-        "ProvisionedThroughputExceededException"
-            | "ThrottlingException"
-            | "RequestLimitExceeded"
-            | "InternalServerError"
-            | "InternalFailure"
-            | "ServiceUnavailable"
-            | "HTTP500"
-            | "HTTP503"
-            | "ConnectionError"
-    )
-}
 
 /// A shared limit of items per second (a token bucket holding at most one second's worth).
 pub struct RateLimiter {
@@ -184,26 +163,9 @@ impl BatchWriter {
     }
 }
 
-/// The wait before attempt `attempt + 1`: "full jitter", a random wait up to a cap that
-/// doubles per attempt, so writers throttled together do not come back together.
-fn backoff(attempt: u32) -> Duration {
-    let cap = BACKOFF_FIRST
-        .saturating_mul(1u32 << attempt.min(16))
-        .min(BACKOFF_MAX);
-    cap.mul_f64(rand::rng().random_range(0.5..=1.0))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn backoff_grows_and_is_capped() {
-        assert!(backoff(1) <= Duration::from_millis(100));
-        assert!(backoff(1) >= Duration::from_millis(50));
-        assert!(backoff(30) <= BACKOFF_MAX);
-        assert!(backoff(30) >= BACKOFF_MAX / 2);
-    }
 
     #[test]
     fn the_rate_limiter_holds_writers_to_the_rate() {

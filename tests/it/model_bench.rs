@@ -436,7 +436,8 @@ fn against_an_enforcing_server_the_report_counts_the_throttled_requests() {
         json!({"ReadCapacityUnits": 1000, "WriteCapacityUnits": 1000});
     model["load"] = json!([]);
     model["patterns"] = json!([model["patterns"][0].clone()]);
-    model["run"] = json!({"operations": 700, "concurrency": 1});
+    // One attempt per call: what an application that does not retry would meet.
+    model["run"] = json!({"operations": 700, "concurrency": 1, "attempts": 1});
     let options = BenchOptions {
         endpoint: Some(server.endpoint.clone()),
         ..BenchOptions::default()
@@ -445,6 +446,8 @@ fn against_an_enforcing_server_the_report_counts_the_throttled_requests() {
     let place = &report.patterns[0];
     let throttled = place.errors["ProvisionedThroughputExceededException"];
     assert!((350..=420).contains(&throttled), "{:?}", place.errors);
+    assert_eq!(place.throttled_attempts, throttled);
+    assert_eq!(place.retries, 0);
     assert_eq!(place.operations, 700);
     server.stop();
 }
@@ -468,4 +471,162 @@ fn tables_that_take_time_to_create_and_delete_are_waited_for() {
         );
     }
     server.stop();
+}
+
+#[test]
+fn throttled_calls_and_loads_are_sent_again_as_the_sdks_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--capacity", "enforce"]);
+    let mut model = small_model(1500);
+    // Every item and every put on one customer: far over the partition's 1,000 WCU a
+    // second as fast as the bench goes, so both the load and the puts are throttled.
+    model["generators"]["customer"]["cardinality"] = json!(1);
+    model["generators"]["order"] = json!({"type": "sequence"});
+    model["load"][0]["count"] = json!(1500);
+    model["patterns"] = json!([model["patterns"][0].clone()]);
+    model["run"] = json!({"operations": 1500, "concurrency": 2});
+    let options = BenchOptions {
+        endpoint: Some(server.endpoint.clone()),
+        ..BenchOptions::default()
+    };
+    let report = run_model(&parse(&model), &options).unwrap();
+    // The load backed off instead of failing, and loaded every item.
+    assert_eq!(report.loaded_items, 1500);
+    assert!(report.load_retries > 0, "{report:?}");
+    // Every put went through in the end; the throttled attempts were sent again.
+    let place = &report.patterns[0];
+    assert!(place.errors.is_empty(), "{:?}", place.errors);
+    assert!(place.throttled_attempts > 0 && place.retries >= place.throttled_attempts);
+    assert!(report.failing_patterns.is_empty());
+    server.stop();
+}
+
+/// Orders of ~2.5 KB (a `notes` attribute of 2,400 bytes), each with `v` = 5, and one
+/// pattern against them.
+fn conditional_model(pattern: Value) -> Value {
+    json!({
+        "tables": [{
+            "TableName": "Orders",
+            "AttributeDefinitions": [{"AttributeName": "order", "AttributeType": "N"}],
+            "KeySchema": [{"AttributeName": "order", "KeyType": "HASH"}],
+            "BillingMode": "PAY_PER_REQUEST"
+        }],
+        "generators": {
+            "loaded": {"type": "sequence"},
+            "existing": {"type": "number", "range": [0, 49]},
+            "missing": {"type": "number", "range": [1000, 1999]},
+            "notes": {"type": "string", "length": [2400, 2400]}
+        },
+        "load": [{"table": "Orders", "count": 50, "item": {
+            "order": {"N": "${loaded}"}, "v": {"N": "5"}, "notes": {"S": "${notes}"}
+        }}],
+        "patterns": [pattern],
+        "run": {"operations": 100, "concurrency": 1}
+    })
+}
+
+#[test]
+fn writes_whose_condition_fails_are_charged_as_dynamodb_charges_them() {
+    // By hand (SPEC §5): an UpdateItem whose condition fails on a stored item is charged by
+    // the size of the item it would have written: the 2,400-byte notes plus `order`, `v`
+    // and `notes`' names and small numbers, about 2.42 KB: 3 WCU.
+    let failing_update = json!({"name": "bump", "operation": "UpdateItem", "request": {
+        "TableName": "Orders", "Key": {"order": {"N": "${existing}"}},
+        "UpdateExpression": "SET v = v + :one", "ConditionExpression": "v > :ten",
+        "ExpressionAttributeValues": {":one": {"N": "1"}, ":ten": {"N": "10"}}
+    }});
+    let report = run_model(
+        &parse(&conditional_model(failing_update)),
+        &BenchOptions::default(),
+    )
+    .unwrap();
+    let bump = &report.patterns[0];
+    assert_eq!(bump.errors["ConditionalCheckFailedException"], 100);
+    assert_eq!(bump.write_units_per_call, 3.0, "{bump:?}");
+    // A failed condition is the call's outcome, not a failure of the run.
+    assert!(report.failing_patterns.is_empty(), "{:?}", report.verdicts);
+    // The neighbour that must not change: when the condition holds, the same update is
+    // charged max(before, after) = 3 WCU too, through the table's own answer.
+    let holding_update = json!({"name": "bump", "operation": "UpdateItem", "request": {
+        "TableName": "Orders", "Key": {"order": {"N": "${existing}"}},
+        "UpdateExpression": "SET v = v + :one", "ConditionExpression": "v < :max",
+        "ExpressionAttributeValues": {":one": {"N": "1"}, ":max": {"N": "1000"}}
+    }});
+    let report = run_model(
+        &parse(&conditional_model(holding_update)),
+        &BenchOptions::default(),
+    )
+    .unwrap();
+    assert!(report.patterns[0].errors.is_empty());
+    assert_eq!(report.patterns[0].write_units_per_call, 3.0);
+    // A condition failing where no item is stored is charged 1 WCU.
+    let failing_delete = json!({"name": "drop", "operation": "DeleteItem", "request": {
+        "TableName": "Orders", "Key": {"order": {"N": "${missing}"}},
+        "ConditionExpression": "attribute_exists(v)"
+    }});
+    let report = run_model(
+        &parse(&conditional_model(failing_delete)),
+        &BenchOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        report.patterns[0].errors["ConditionalCheckFailedException"],
+        100
+    );
+    assert_eq!(report.patterns[0].write_units_per_call, 1.0);
+}
+
+#[test]
+fn a_pattern_that_keeps_failing_gets_a_verdict_and_fails_the_run() {
+    let misspelt = json!({"name": "typo", "operation": "GetItem", "request": {
+        "TableName": "Ordres", "Key": {"order": {"N": "${existing}"}}
+    }});
+    let model = conditional_model(misspelt);
+    let report = run_model(&parse(&model), &BenchOptions::default()).unwrap();
+    assert_eq!(report.failing_patterns, ["typo"]);
+    assert_eq!(
+        report.verdicts[0],
+        "pattern `typo` failed on 100 of its 100 calls (100%), 100 of them ResourceNotFoundException: Requested resource not found"
+    );
+    // The command line prints the report, then exits 1 unless errors are allowed.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("typo.json");
+    std::fs::write(&path, model.to_string()).unwrap();
+    let shoal = env!("CARGO_BIN_EXE_shoal");
+    let failed = Command::new(shoal)
+        .args(["bench", "--model"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(failed.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&failed.stdout);
+    assert!(text.contains("pattern `typo` failed on 100"), "{text}");
+    let allowed = Command::new(shoal)
+        .args(["bench", "--allow-errors", "--model"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(allowed.status.success());
+}
+
+#[test]
+fn verdicts_need_enough_operations_behind_them() {
+    // The hot key of `a_hot_key_gets_the_throttling_verdict` from 10 operations: listed,
+    // but too few to extrapolate a verdict from.
+    let mut model = small_model(10);
+    model["generators"]["customer"] = json!({"type": "string", "prefix": "c#", "cardinality": 1});
+    model["patterns"] = json!([model["patterns"][0].clone()]);
+    model["patterns"][0]["rate"] = json!(2000);
+    model["run"] = json!({"operations": 10, "concurrency": 1});
+    let report = run_model(&parse(&model), &BenchOptions::default()).unwrap();
+    assert!(report.hot_partitions[0].write_units_per_second > 1000.0);
+    assert!(
+        !report.verdicts.iter().any(|v| v.starts_with("hot key")),
+        "{:?}",
+        report.verdicts
+    );
+    // From 20 it gets one.
+    model["run"]["operations"] = json!(20);
+    let report = run_model(&parse(&model), &BenchOptions::default()).unwrap();
+    assert!(report.verdicts.iter().any(|v| v.starts_with("hot key")));
 }

@@ -36,10 +36,10 @@ pub struct BenchOptions {
 
 /// Runs `model` and builds its report.
 pub fn run_model(model: &Model, options: &BenchOptions) -> Result<Report, String> {
-    let target = match (&options.endpoint, &options.database) {
+    let target = Arc::new(match (&options.endpoint, &options.database) {
         (None, Some(database)) => Target::Embedded(Arc::clone(database)),
         (endpoint, _) => Target::new(endpoint.as_deref())?,
-    };
+    });
     let generators = Arc::new(Generators::new(&model.generators));
     let patterns = Arc::new(run::compile(model, &generators)?);
     let loaded = run::prepare(model, &target, &generators)?;
@@ -52,7 +52,8 @@ pub fn run_model(model: &Model, options: &BenchOptions) -> Result<Report, String
         bar.finish_and_clear();
     }
     if let Ok(stats) = stats.as_mut() {
-        stats.loaded_items = loaded;
+        stats.loaded_items = loaded.items;
+        stats.load_retries = loaded.retries;
     }
     let stats = stats?;
     let mut client = target.client()?;

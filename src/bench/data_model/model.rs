@@ -117,6 +117,12 @@ pub struct Pattern {
     pub rate: Option<f64>,
 }
 
+/// Attempts of one call by default: botocore's for DynamoDB, with the same back-off (50 ms,
+/// doubling).
+pub const ATTEMPTS_DEFAULT: u32 = 10;
+/// Most attempts a model may ask for.
+pub const ATTEMPTS_MAX: u32 = 20;
+
 /// The run phase.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
@@ -136,6 +142,10 @@ pub struct Run {
     /// The seed of every random draw (default 1): the same model runs the same requests.
     #[serde(default)]
     pub seed: Option<u64>,
+    /// Attempts of one call when it is throttled or a batch leaves items unprocessed, as
+    /// the SDKs' `max_attempts` (default 10, botocore's for DynamoDB; 1 never retries).
+    #[serde(default)]
+    pub attempts: Option<u32>,
 }
 
 /// Prices for the cost estimate, in US dollars.
@@ -215,6 +225,13 @@ impl Model {
         if let Some(seconds) = self.run.seconds {
             if !(seconds > 0.0 && seconds.is_finite()) {
                 return Err(format!("run.seconds must be positive, not {seconds}"));
+            }
+        }
+        if let Some(attempts) = self.run.attempts {
+            if !(1..=ATTEMPTS_MAX).contains(&attempts) {
+                return Err(format!(
+                    "run.attempts must be 1..={ATTEMPTS_MAX}, not {attempts}"
+                ));
             }
         }
         let concurrency = self.run.concurrency.unwrap_or(4);

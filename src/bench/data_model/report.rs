@@ -26,6 +26,19 @@ pub const HOURS_PER_MONTH: f64 = 730.0;
 const HOT_PARTITIONS_LISTED: usize = 10;
 /// Item collections listed.
 const COLLECTIONS_LISTED: usize = 5;
+/// Fewest operations a figure extrapolated to the modelled rate (a hot partition, a
+/// provisioned table's need, an item collection's growth) is drawn from before it gets a
+/// verdict: fewer say too little about the rate.
+pub const VERDICT_SAMPLES_MIN: u64 = 20;
+/// Share of a pattern's calls that may fail (other than by their condition) before the
+/// pattern gets a verdict and the run fails (`shoal bench --allow-errors` keeps it at 0).
+pub const ERROR_SHARE_MAX: f64 = 0.01;
+/// Exceptions that are a call's expected outcome, not a failure: a condition that did not
+/// hold, a transaction cancelled by one (or by a conflict).
+const OUTCOME_CODES: [&str; 2] = [
+    "ConditionalCheckFailedException",
+    "TransactionCanceledException",
+];
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
@@ -34,6 +47,8 @@ pub struct Report {
     pub seconds: f64,
     pub interrupted: bool,
     pub loaded_items: u64,
+    /// Load batches sent again after throttling or with unprocessed items.
+    pub load_retries: u64,
     pub patterns: Vec<PatternReport>,
     pub tables: Vec<TableReport>,
     pub hot_partitions: Vec<PartitionReport>,
@@ -41,6 +56,9 @@ pub struct Report {
     pub cost: CostReport,
     /// Plain sentences: what DynamoDB would do with this design at the modelled rate.
     pub verdicts: Vec<String>,
+    /// Patterns whose calls failed (other than by their condition) more often than
+    /// [`ERROR_SHARE_MAX`]: the run fails unless errors are allowed.
+    pub failing_patterns: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -56,6 +74,10 @@ pub struct PatternReport {
     pub name: String,
     pub operation: String,
     pub operations: u64,
+    /// Attempts refused by throttling; the SDK-like client sends them again.
+    pub throttled_attempts: u64,
+    /// Attempts sent again (throttled, a server error, unprocessed batch items).
+    pub retries: u64,
     pub ops_per_second: f64,
     /// The rate the cost and verdicts assume: the pattern's `rate`, its share of the run's
     /// `rate`, or what the run achieved.
@@ -125,6 +147,8 @@ pub struct PartitionReport {
     pub peak_write_units: f64,
     /// The larger of its read and write load against the per-partition limits.
     pub limit_share: f64,
+    /// Operations of the run on it: fewer than [`VERDICT_SAMPLES_MIN`] get no verdict.
+    pub operations: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -140,6 +164,9 @@ pub struct CollectionReport {
     /// Days until 10 GB at that growth, from the estimate's upper end; None when nothing is
     /// written to it.
     pub days_to_limit: Option<f64>,
+    /// Operations of the run on its partition: fewer than [`VERDICT_SAMPLES_MIN`] get no
+    /// verdict.
+    pub operations: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -240,6 +267,8 @@ pub fn build(
             name: pattern.name.clone(),
             operation: pattern.operation.clone(),
             operations: stat.operations,
+            throttled_attempts: stat.throttled_attempts,
+            retries: stat.retries,
             ops_per_second: measured,
             modelled_ops_per_second: modelled,
             latency: Latency {
@@ -305,6 +334,7 @@ pub fn build(
                 peak_write_units: load.peak_write_units,
                 limit_share: (read / PARTITION_READ_UNITS_MAX)
                     .max(write / PARTITION_WRITE_UNITS_MAX),
+                operations: load.operations,
             }
         })
         .collect();
@@ -334,6 +364,7 @@ pub fn build(
                 growth_gb_per_hour: growth,
                 days_to_limit: (growth > 0.0)
                     .then(|| (COLLECTION_GB_MAX - size[1]).max(0.0) / growth / 24.0),
+                operations: load.operations,
             }
         })
         .collect();
@@ -353,6 +384,7 @@ pub fn build(
         seconds,
         interrupted: stats.interrupted,
         loaded_items: stats.loaded_items,
+        load_retries: stats.load_retries,
         patterns: reports,
         tables,
         hot_partitions: partitions,
@@ -372,8 +404,36 @@ pub fn build(
             },
         },
         verdicts: Vec::new(),
+        failing_patterns: Vec::new(),
     };
     report.verdicts = verdicts(model, &report);
+    for pattern in &report.patterns {
+        let failed = failures(pattern);
+        if failed == 0 || failed as f64 <= ERROR_SHARE_MAX * pattern.operations as f64 {
+            continue;
+        }
+        let (code, count) = pattern
+            .errors
+            .iter()
+            .filter(|(code, _)| !OUTCOME_CODES.contains(&code.as_str()))
+            .max_by_key(|(_, count)| **count)
+            .map_or(("", 0), |(code, count)| (code.as_str(), *count));
+        let message = pattern.error_messages.get(code).map_or("", String::as_str);
+        report.verdicts.insert(
+            0,
+            format!(
+                "pattern `{}` failed on {} of its {} calls ({:.0}%), {count} of them {code}: {message}",
+                pattern.name,
+                thousands(failed as f64),
+                thousands(pattern.operations as f64),
+                100.0 * failed as f64 / pattern.operations.max(1) as f64
+            ),
+        );
+        report.failing_patterns.push(pattern.name.clone());
+    }
+    if report.verdicts.len() > 1 {
+        report.verdicts.retain(|v| v != NO_VERDICT);
+    }
     report
 }
 
@@ -441,11 +501,36 @@ fn table_reports(
     reports
 }
 
+/// A pattern's calls that failed other than by their condition.
+fn failures(pattern: &PatternReport) -> u64 {
+    pattern
+        .errors
+        .iter()
+        .filter(|(code, _)| !OUTCOME_CODES.contains(&code.as_str()))
+        .map(|(_, count)| count)
+        .sum()
+}
+
+/// The verdict of a design nothing is wrong with.
+const NO_VERDICT: &str = "no partition, table or index over DynamoDB's limits at the modelled rate";
+
+/// `days` as people say it: hours below two days.
+pub fn duration_text(days: f64) -> String {
+    if days < 2.0 {
+        format!("{:.1} hours", days * 24.0)
+    } else {
+        format!("{} days", thousands(days))
+    }
+}
+
 /// What DynamoDB would do: hot partitions, under-provisioned tables and GSIs, collections
-/// near the cap.
+/// near the cap, each drawn from at least [`VERDICT_SAMPLES_MIN`] operations.
 fn verdicts(model: &Model, report: &Report) -> Vec<String> {
     let mut verdicts = Vec::new();
     for partition in &report.hot_partitions {
+        if partition.operations < VERDICT_SAMPLES_MIN {
+            continue;
+        }
         for (units, limit, kind) in [
             (
                 partition.write_units_per_second,
@@ -474,6 +559,9 @@ fn verdicts(model: &Model, report: &Report) -> Vec<String> {
         let name = create["TableName"].as_str().unwrap_or_default();
         let mut need: BTreeMap<String, [f64; 2]> = BTreeMap::new();
         for pattern in &report.patterns {
+            if pattern.operations < VERDICT_SAMPLES_MIN {
+                continue;
+            }
             let rate = pattern.modelled_ops_per_second;
             let base = need.entry(name.to_string()).or_default();
             if model
@@ -542,19 +630,23 @@ fn verdicts(model: &Model, report: &Report) -> Vec<String> {
         }
     }
     for collection in &report.item_collections {
+        if collection.operations < VERDICT_SAMPLES_MIN {
+            continue;
+        }
         if let Some(days) = collection.days_to_limit {
             if days < 365.0 {
                 verdicts.push(format!(
-                    "item collection `{}` ({}) grows up to {:.4} GB/h: it could reach the 10 GB cap in {:.0} days, then writes to it fail",
-                    collection.key, collection.table, collection.growth_gb_per_hour, days
+                    "item collection `{}` ({}) grows up to {:.4} GB/h: it could reach the 10 GB cap in {}, then writes to it fail",
+                    collection.key,
+                    collection.table,
+                    collection.growth_gb_per_hour,
+                    duration_text(days)
                 ));
             }
         }
     }
     if verdicts.is_empty() {
-        verdicts.push(
-            "no partition, table or index over DynamoDB's limits at the modelled rate".into(),
-        );
+        verdicts.push(NO_VERDICT.into());
     }
     verdicts
 }
@@ -593,6 +685,13 @@ pub fn render_text(report: &Report) -> String {
         },
         report.loaded_items
     );
+    if report.load_retries > 0 {
+        let _ = writeln!(
+            out,
+            "  the load sent {} batches again (throttled, or items left unprocessed)",
+            report.load_retries
+        );
+    }
     let _ = writeln!(out, "\naccess patterns");
     let _ = writeln!(
         out,
@@ -633,6 +732,13 @@ pub fn render_text(report: &Report) -> String {
             let _ = writeln!(
                 out,
                 "    index {index}: {read:.2} RCU/op, {write:.2} WCU/op"
+            );
+        }
+        if p.retries > 0 {
+            let _ = writeln!(
+                out,
+                "    sent again {} times ({} attempts throttled)",
+                p.retries, p.throttled_attempts
             );
         }
         for (code, count) in &p.errors {
@@ -678,7 +784,7 @@ pub fn render_text(report: &Report) -> String {
         let _ = writeln!(out, "\nlargest item collections");
         for c in &report.item_collections {
             let days = c.days_to_limit.map_or("not growing".to_string(), |d| {
-                format!("10 GB in {d:.0} days at most")
+                format!("10 GB in {} at most", duration_text(d))
             });
             let _ = writeln!(
                 out,
@@ -854,6 +960,14 @@ mod tests {
             indexes: vec![index(0, 0)],
         };
         assert_eq!(empty.billed_bytes(), 0);
+    }
+
+    #[test]
+    fn durations_below_two_days_are_given_in_hours() {
+        assert_eq!(duration_text(0.25), "6.0 hours");
+        assert_eq!(duration_text(1.99), "47.8 hours");
+        assert_eq!(duration_text(2.0), "2 days");
+        assert_eq!(duration_text(400.0), "400 days");
     }
 
     #[test]

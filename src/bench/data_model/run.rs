@@ -13,8 +13,10 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::generate::{Draws, Generators, Template};
-use super::model::{Model, Pattern};
-use crate::client::target::{Client, Target};
+use super::model::{Model, Pattern, ATTEMPTS_DEFAULT};
+use crate::client::retry;
+use crate::client::target::{CallError, Client, Target};
+use crate::transfer::batch_write::{BatchWriter, RateLimiter};
 use shoal_tables::api::common::ConsumedCapacity;
 
 /// Items per BatchWriteItem of the load phase: DynamoDB's maximum.
@@ -47,6 +49,10 @@ pub struct CompiledPattern {
 #[derive(Debug, Clone, Default)]
 pub struct PatternStats {
     pub operations: u64,
+    /// Attempts refused by throttling (sent again, or counted as the call's error).
+    pub throttled_attempts: u64,
+    /// Attempts sent again (throttled, a server error, unprocessed batch items).
+    pub retries: u64,
     pub errors: BTreeMap<String, u64>,
     /// The first message seen for each error code.
     pub error_messages: BTreeMap<String, String>,
@@ -110,6 +116,8 @@ pub struct RunStats {
     pub elapsed: Duration,
     pub interrupted: bool,
     pub loaded_items: u64,
+    /// Load batches sent again after throttling or with unprocessed items.
+    pub load_retries: u64,
 }
 
 /// The answer members the report reads (everything else is skipped unparsed).
@@ -246,6 +254,21 @@ pub fn compile(model: &Model, generators: &Generators) -> Result<Vec<CompiledPat
             .as_object_mut()
             .ok_or_else(|| format!("pattern `{}`: request must be a JSON object", pattern.name))?;
         object.insert("ReturnConsumedCapacity".into(), "INDEXES".into());
+        // A write whose condition fails is charged by the size of the item it would have
+        // written (SPEC §5), which the client sizes from the stored item the answer then
+        // carries (free, like every ReturnValues).
+        let conditional =
+            object.contains_key("ConditionExpression") || object.contains_key("Expected");
+        if conditional
+            && matches!(
+                pattern.operation.as_str(),
+                "PutItem" | "UpdateItem" | "DeleteItem"
+            )
+        {
+            object
+                .entry("ReturnValuesOnConditionCheckFailure")
+                .or_insert_with(|| "ALL_OLD".into());
+        }
         if !is_read(&pattern.operation) && pattern.operation != "ExecuteStatement" {
             object.insert("ReturnItemCollectionMetrics".into(), "SIZE".into());
         }
@@ -273,8 +296,21 @@ pub fn compile(model: &Model, generators: &Generators) -> Result<Vec<CompiledPat
     Ok(compiled)
 }
 
+/// What the load phase wrote.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Loaded {
+    pub items: u64,
+    /// Batches sent again after throttling or with unprocessed items.
+    pub retries: u64,
+}
+
 /// Creates the model's tables (deleting any of the same name first) and loads its items.
-pub fn prepare(model: &Model, target: &Target, generators: &Generators) -> Result<u64, String> {
+pub fn prepare(
+    model: &Model,
+    target: &Arc<Target>,
+    generators: &Generators,
+) -> Result<Loaded, String> {
+    let mut load_retries = 0;
     let mut client = target.client()?;
     for create in &model.tables {
         let name = create["TableName"].as_str().unwrap_or_default();
@@ -302,61 +338,41 @@ pub fn prepare(model: &Model, target: &Target, generators: &Generators) -> Resul
     let mut rng = StdRng::seed_from_u64(seed ^ 0x10ad);
     let mut draws = Draws::new(generators);
     let mut loaded = 0;
+    // No rate of its own: as fast as the target takes, throttled batches and unprocessed
+    // items sent again after a back-off, as any DynamoDB client must.
+    let unlimited = Arc::new(RateLimiter::new(None));
     for load in &model.load {
         let item = Template::of_json(&load.item, generators)
             .map_err(|e| format!("load of {}: {e}", load.table))?;
-        let table = serde_json::to_string(&load.table).unwrap_or_default();
-        let key_names = key_names(&model.tables, &load.table);
+        let mut writer = BatchWriter::new(
+            Arc::clone(target),
+            &load.table,
+            key_names(&model.tables, &load.table),
+            Arc::clone(&unlimited),
+        )?;
+        let mut items = Vec::with_capacity(LOAD_BATCH_ITEMS as usize);
         let mut written = 0;
         while written < load.count {
             let batch = LOAD_BATCH_ITEMS.min(load.count - written);
-            // A batch may not name one key twice: a later draw of the same key replaces the
-            // earlier one, as two puts would.
-            let mut items: Vec<(String, Vec<u8>)> = Vec::with_capacity(batch as usize);
+            items.clear();
             for _ in 0..batch {
                 let mut text = Vec::new();
                 draws.reset();
                 item.render(generators, &mut draws, &mut rng, &mut text);
-                let parsed: Value = serde_json::from_slice(&text).unwrap_or_default();
-                let key: Vec<String> = key_names.iter().map(|k| parsed[k].to_string()).collect();
-                let key = key.join("\u{1}");
-                match items.iter_mut().find(|(k, _)| *k == key) {
-                    Some(slot) => slot.1 = text,
-                    None => items.push((key, text)),
-                }
+                items.push(serde_json::from_slice::<Value>(&text).unwrap_or_default());
             }
-            let mut body = format!("{{\"RequestItems\":{{{table}:[").into_bytes();
-            for (n, (_, text)) in items.iter().enumerate() {
-                if n > 0 {
-                    body.push(b',');
-                }
-                body.extend_from_slice(b"{\"PutRequest\":{\"Item\":");
-                body.extend_from_slice(text);
-                body.extend_from_slice(b"}}");
-            }
-            body.extend_from_slice(b"]}}");
-            let mut pending = body;
-            // Unprocessed items are sent again (a throttling endpoint returns them).
-            loop {
-                let answer = client
-                    .call("BatchWriteItem", &pending)
-                    .map_err(|e| format!("load of {}: {}: {}", load.table, e.code, e.message))?;
-                let answer: Value = serde_json::from_slice(&answer).unwrap_or_default();
-                match answer["UnprocessedItems"].as_object() {
-                    Some(left) if !left.is_empty() => {
-                        std::thread::sleep(Duration::from_millis(50));
-                        pending = serde_json::json!({"RequestItems": left})
-                            .to_string()
-                            .into_bytes();
-                    }
-                    _ => break,
-                }
-            }
+            writer
+                .write(&items)
+                .map_err(|e| format!("load of {}: {e}", load.table))?;
             written += batch;
             loaded += batch;
         }
+        load_retries += writer.retries;
     }
-    Ok(loaded)
+    Ok(Loaded {
+        items: loaded,
+        retries: load_retries,
+    })
 }
 
 /// Live counters the progress display reads.
@@ -378,6 +394,7 @@ pub fn run(
     let deadline = model.run.seconds.map(Duration::from_secs_f64);
     let budget = model.run.operations.map(|n| Arc::new(AtomicU64::new(n)));
     let seed = model.run.seed.unwrap_or(1);
+    let attempts = model.run.attempts.unwrap_or(ATTEMPTS_DEFAULT);
     let started = Instant::now();
     let mut workers = Vec::with_capacity(concurrency);
     for worker in 0..concurrency {
@@ -397,6 +414,7 @@ pub fn run(
                 key: String::new(),
                 started,
                 concurrency,
+                attempts,
             };
             worker.run(deadline, budget, rate, &progress)
         }));
@@ -417,6 +435,8 @@ pub fn run(
 fn merge(into: &mut RunStats, part: RunStats) {
     for (mine, theirs) in into.patterns.iter_mut().zip(part.patterns) {
         mine.operations += theirs.operations;
+        mine.throttled_attempts += theirs.throttled_attempts;
+        mine.retries += theirs.retries;
         for (code, count) in theirs.errors {
             *mine.errors.entry(code).or_default() += count;
         }
@@ -485,6 +505,8 @@ struct Worker {
     key: String,
     started: Instant,
     concurrency: usize,
+    /// Attempts of one call (`run.attempts`).
+    attempts: u32,
 }
 
 impl Worker {
@@ -584,14 +606,55 @@ impl Worker {
         pattern
             .template
             .render(&self.generators, draws, &mut self.rng, &mut self.body);
+        // As the AWS SDKs do: a throttled (or 5xx) answer is sent again after a back-off, and
+        // so are a batch's unprocessed items or keys, up to `run.attempts` attempts. The
+        // latency is the whole call's, back-offs included, as the application would see it.
         let started = Instant::now();
-        let answer = self.client.call(&pattern.operation, &self.body);
+        let mut answers = Vec::new();
+        let mut failure = None;
+        let mut unprocessed_left = false;
+        let (mut throttled_attempts, mut retries) = (0u64, 0u64);
+        let mut attempt = 0u32;
+        loop {
+            let last_attempt = attempt + 1 >= self.attempts || STOP.load(Ordering::Relaxed);
+            match self.client.call(&pattern.operation, &self.body) {
+                Ok(body) => {
+                    let next = unprocessed_request(&body);
+                    answers.push(body);
+                    match next {
+                        Some(next) if !last_attempt => self.body = next.into_bytes(),
+                        Some(_) => {
+                            unprocessed_left = true;
+                            break;
+                        }
+                        None => break,
+                    }
+                }
+                Err(error) if retried_in_runs(&error) && !last_attempt => {
+                    if retry::throttled(&error) {
+                        throttled_attempts += 1;
+                    }
+                }
+                Err(error) => {
+                    if retry::throttled(&error) {
+                        throttled_attempts += 1;
+                    }
+                    failure = Some(error);
+                    break;
+                }
+            }
+            attempt += 1;
+            retries += 1;
+            std::thread::sleep(retry::backoff(attempt));
+        }
         let latency = started.elapsed();
         let at = self.started.elapsed();
         let second = at.as_secs();
         let latency_us = u32::try_from(latency.as_micros()).unwrap_or(u32::MAX);
         let slot = &mut stats.patterns[index];
         slot.operations += 1;
+        slot.throttled_attempts += throttled_attempts;
+        slot.retries += retries;
         if slot.latencies_us.len() < LATENCY_SAMPLES_MAX {
             slot.latencies_us.push(latency_us);
         }
@@ -606,18 +669,48 @@ impl Worker {
             entry.2 = entry.2.max(latency_us);
         }
         progress.operations.fetch_add(1, Ordering::Relaxed);
-        let body = match answer {
-            Ok(body) => body,
-            Err(error) => {
-                progress.errors.fetch_add(1, Ordering::Relaxed);
-                *slot.errors.entry(error.code.clone()).or_default() += 1;
-                slot.error_messages
-                    .entry(error.code)
-                    .or_insert(error.message);
-                return;
-            }
-        };
-        let Ok(answer) = serde_json::from_slice::<Answer>(&body) else {
+        if unprocessed_left {
+            progress.errors.fetch_add(1, Ordering::Relaxed);
+            let code = "UnprocessedAfterRetries".to_string();
+            *slot.errors.entry(code.clone()).or_default() += 1;
+            slot.error_messages.entry(code).or_insert_with(|| {
+                format!(
+                    "items or keys still unprocessed after {} attempts",
+                    self.attempts
+                )
+            });
+        }
+        if let Some(charged) = failure
+            .as_ref()
+            .and_then(|error| failed_condition_answer(&pattern.operation, &self.body, error))
+        {
+            answers.push(charged);
+        }
+        if let Some(error) = failure {
+            progress.errors.fetch_add(1, Ordering::Relaxed);
+            *slot.errors.entry(error.code.clone()).or_default() += 1;
+            slot.error_messages
+                .entry(error.code)
+                .or_insert(error.message);
+        }
+        for body in answers {
+            self.record(index, &body, draws, stats, at);
+        }
+    }
+
+    /// Records what one answer of a pattern's call says it cost, returned and grew.
+    fn record(
+        &mut self,
+        index: usize,
+        body: &[u8],
+        draws: &mut Draws,
+        stats: &mut RunStats,
+        at: Duration,
+    ) {
+        let pattern = &self.patterns[index];
+        let second = at.as_secs();
+        let slot = &mut stats.patterns[index];
+        let Ok(answer) = serde_json::from_slice::<Answer>(body) else {
             *slot.errors.entry("UnreadableAnswer".into()).or_default() += 1;
             return;
         };
@@ -712,6 +805,89 @@ impl Worker {
             }
         }
     }
+}
+
+/// What a single-item write whose condition failed is charged (SPEC §5: by the size of the
+/// item it would have written when an item exists, 1 WCU when none does; the table only),
+/// as an answer carrying that ConsumedCapacity, so that it is counted like any other. The
+/// would-be item is the PutItem's item, the stored item with the UpdateItem's expression
+/// applied, or the stored item for a DeleteItem, sized by the tables layer's own rule.
+fn failed_condition_answer(operation: &str, body: &[u8], error: &CallError) -> Option<Vec<u8>> {
+    use shoal_tables::api::items::{DeleteItemInput, PutItemInput, UpdateItemInput};
+    use shoal_tables::core::write::failed_condition_units;
+    if error.code != "ConditionalCheckFailedException" {
+        return None;
+    }
+    let old: Option<shoal_model::Item> = error
+        .item
+        .as_ref()
+        .and_then(|item| serde_json::from_value(item.clone()).ok());
+    let (table, units) = match operation {
+        "PutItem" => {
+            let input: PutItemInput = serde_json::from_slice(body).ok()?;
+            (
+                input.table_name?,
+                failed_condition_units(old.as_ref(), input.item.as_ref()),
+            )
+        }
+        "UpdateItem" => {
+            let input: UpdateItemInput = serde_json::from_slice(body).ok()?;
+            let updated = match (&old, &input.update_expression) {
+                (Some(old), Some(text)) => shoal_expr::Context::new(
+                    input.expression_attribute_names.as_ref(),
+                    input.expression_attribute_values.as_ref(),
+                )
+                .and_then(|mut context| context.parse_update(text))
+                .and_then(|update| update.apply(old))
+                .ok()
+                .map(|outcome| outcome.item),
+                _ => None,
+            };
+            let would_be = updated.as_ref().or(old.as_ref());
+            (
+                input.table_name?,
+                failed_condition_units(old.as_ref(), would_be),
+            )
+        }
+        "DeleteItem" => {
+            let input: DeleteItemInput = serde_json::from_slice(body).ok()?;
+            (
+                input.table_name?,
+                failed_condition_units(old.as_ref(), None),
+            )
+        }
+        _ => return None,
+    };
+    let answer = serde_json::json!({"ConsumedCapacity": {
+        "TableName": table,
+        "CapacityUnits": units,
+        "WriteCapacityUnits": units,
+        "Table": {"CapacityUnits": units, "WriteCapacityUnits": units}
+    }});
+    Some(answer.to_string().into_bytes())
+}
+
+/// Whether the run sends a call again after `error`: throttling and the server's own
+/// failures, as the SDKs do; not a lost connection, which the next call reopens.
+fn retried_in_runs(error: &CallError) -> bool {
+    retry::retryable(error) && error.code != "ConnectionError"
+}
+
+/// The request a batch answer leaves to send again: its UnprocessedItems (BatchWriteItem)
+/// or UnprocessedKeys (BatchGetItem), if any.
+fn unprocessed_request(body: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Unprocessed<'a> {
+        #[serde(rename = "UnprocessedItems", borrow, default)]
+        items: Option<&'a serde_json::value::RawValue>,
+        #[serde(rename = "UnprocessedKeys", borrow, default)]
+        keys: Option<&'a serde_json::value::RawValue>,
+    }
+    let unprocessed: Unprocessed = serde_json::from_slice(body).ok()?;
+    let left = unprocessed.items.or(unprocessed.keys)?.get();
+    let empty = serde_json::from_str::<serde_json::Map<String, Value>>(left)
+        .map_or(true, |tables| tables.is_empty());
+    (!empty).then(|| format!("{{\"RequestItems\":{left}}}"))
 }
 
 /// Adds one operation's units to a partition, keeping its busiest second.
