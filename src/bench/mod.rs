@@ -14,7 +14,7 @@ use clap::{Args, Subcommand};
 #[command(args_conflicts_with_subcommands = true)]
 pub struct BenchArgs {
     #[command(subcommand)]
-    compare: Option<BenchCommand>,
+    command: Option<BenchCommand>,
     /// A data-model file (docs/DATA-MODEL-BENCH.md): runs its tables, items and access
     /// patterns and reports capacity, cost, hot partitions and latency per pattern. Without
     /// --endpoint it runs against Shoal in this process.
@@ -57,6 +57,20 @@ pub struct BenchArgs {
 
 #[derive(Subcommand)]
 enum BenchCommand {
+    /// Runs a model file and answers at what multiple of its rate, and where, the design
+    /// first throttles or first fills a 10 GB item collection: every limit (each hot
+    /// partition of a table or GSI, each provisioned table and GSI, on-demand limits, item
+    /// collections) with the multiple that reaches it, and for provisioned tables the cost
+    /// of the declared capacity next to what the model needs, with an auto-scaling setting.
+    Plan {
+        model: PathBuf,
+        /// Endpoint to run against (default: Shoal in this process).
+        #[arg(long)]
+        endpoint: Option<String>,
+        /// Print the plan as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Runs two model files on this machine, one after the other, and prints them side by
     /// side: how people choose between two designs.
     Compare {
@@ -73,14 +87,19 @@ enum BenchCommand {
 
 /// `shoal bench`.
 pub fn run(args: BenchArgs) -> Result<(), String> {
-    if let Some(BenchCommand::Compare {
-        first,
-        second,
-        endpoint,
-        json,
-    }) = args.compare
-    {
-        return bench_compare(&first, &second, endpoint, json);
+    match args.command {
+        Some(BenchCommand::Compare {
+            first,
+            second,
+            endpoint,
+            json,
+        }) => return bench_compare(&first, &second, endpoint, json),
+        Some(BenchCommand::Plan {
+            model,
+            endpoint,
+            json,
+        }) => return bench_plan(&model, endpoint, json),
+        None => {}
     }
     if let Some(path) = &args.model {
         return bench_model(
@@ -158,6 +177,26 @@ fn bench_model(
             data_model::report::ERROR_SHARE_MAX * 100.0,
             report.failing_patterns.join(", ")
         ));
+    }
+    Ok(())
+}
+
+fn bench_plan(path: &Path, endpoint: Option<String>, json: bool) -> Result<(), String> {
+    let model = read_model(path)?;
+    data_model::stop_on_interrupt();
+    let options = data_model::BenchOptions {
+        endpoint,
+        progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        database: None,
+    };
+    let report = data_model::run_model(&model, &options)?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report.plan).map_err(|e| e.to_string())?
+        );
+    } else {
+        print!("{}", data_model::plan::render_text(&report));
     }
     Ok(())
 }

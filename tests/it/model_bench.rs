@@ -98,12 +98,26 @@ fn embedded_report_sums_what_the_requests_were_charged() {
     assert_eq!(table.indexes[0].name, "ByStatus");
     assert_eq!(table.indexes[0].writes_per_base_write, 1.0);
     assert_eq!(table.indexes[0].write_units_per_base_write_unit, 1.0);
-    // Partitions: 50 customers at most, all far under the limits.
-    assert!(!report.hot_partitions.is_empty());
+    // Partitions: 50 customers at most, all far under the limits, and the GSI's one
+    // partition (every item has the same status), which every put writes: 1,000 ops/s
+    // modelled, half of them puts, 1 GSI WCU each: 500 WCU/s, half the partition limit.
     assert!(report
         .hot_partitions
         .iter()
-        .all(|p| p.target == "Orders" && p.key.starts_with("c#")));
+        .filter(|p| p.target == "Orders")
+        .all(|p| p.key.starts_with("c#") && p.limit_share < 0.5));
+    let gsi: Vec<_> = report
+        .hot_partitions
+        .iter()
+        .filter(|p| p.target == "Orders/ByStatus")
+        .collect();
+    assert_eq!(gsi.len(), 1, "{gsi:?}");
+    assert_eq!(gsi[0].key, "s#xxxxxxx0");
+    assert!(
+        (gsi[0].write_units_per_second - 500.0).abs() < 1e-6,
+        "{gsi:?}"
+    );
+    assert!((gsi[0].limit_share - 0.5).abs() < 1e-9);
     assert_eq!(
         report.verdicts,
         ["no partition, table or index over DynamoDB's limits at the modelled rate"]
@@ -256,11 +270,12 @@ fn lsi_units_load_the_table_s_partition_and_its_throughput() {
 #[test]
 fn an_lsi_draws_on_its_table_s_provisioned_throughput() {
     // 300 puts a second at 3 WCU (2 for the item, 1 for the LSI entry): 900 WCU/s against a
-    // table provisioned with 800. Without counting the LSI it would be 600: under.
+    // table provisioned with 800. Without counting the LSI it would be 600: under. Burst
+    // capacity, 300 s of 800 WCU = 240,000 units, drawn at 100 a second lasts 2,400 s.
     let report = run_model(&parse(&lsi_model(300, Some(800))), &BenchOptions::default()).unwrap();
     assert!(
         report.verdicts.iter().any(|v| v
-            == "Orders needs 900 WCU/s at the modelled rate and has 800: writes would throttle once burst capacity (300 s of unused units) is spent"),
+            == "Orders needs 900 WCU/s at the modelled rate and has 800: writes would throttle once burst capacity (300 s of unused units) is spent, after 40 minutes"),
         "{:?}",
         report.verdicts
     );
@@ -327,12 +342,13 @@ fn provisioned_gsis_short_of_write_capacity_are_named() {
     model["run"]["rate"] = json!(100);
     model["run"]["operations"] = json!(300);
     let report = run_model(&parse(&model), &BenchOptions::default()).unwrap();
-    // Half of 100 ops/s are puts: 50 WCU/s on the GSI against 5.
+    // Half of 100 ops/s are puts: 50 WCU/s on the GSI against 5; its burst, 300 s of 5 WCU
+    // = 1,500 units, drawn at 45 a second lasts 33 s.
     assert!(
         report
             .verdicts
             .iter()
-            .any(|v| v == "Orders/ByStatus needs 50 WCU/s at the modelled rate and has 5: writes to the base table would throttle"),
+            .any(|v| v == "Orders/ByStatus needs 50 WCU/s at the modelled rate and has 5: writes to the base table would throttle once burst capacity (300 s of unused units) is spent, after 33 s"),
         "{:?}",
         report.verdicts
     );
@@ -629,4 +645,196 @@ fn verdicts_need_enough_operations_behind_them() {
     model["run"]["operations"] = json!(20);
     let report = run_model(&parse(&model), &BenchOptions::default()).unwrap();
     assert!(report.verdicts.iter().any(|v| v.starts_with("hot key")));
+}
+
+/// One pattern writing `Orders` (a GSI `ByStatus` on `status`) at `rate` a second, from one
+/// worker, `operations` times.
+fn gsi_write_model(pattern: Value, rate: u64, operations: u64) -> Value {
+    let mut model = small_model(operations);
+    let mut pattern = pattern;
+    pattern["rate"] = json!(rate);
+    model["patterns"] = json!([pattern]);
+    // New orders only: an overwrite that leaves the GSI entry as it was writes no GSI unit.
+    model["generators"]["order"] = json!({"type": "sequence"});
+    model["run"] = json!({"operations": operations, "concurrency": 1, "seed": 5});
+    model
+}
+
+#[test]
+fn gsi_writes_load_the_gsi_partition_of_the_item_s_key_value() {
+    // 1,200 puts a second, every item with the one status `s#xxxxxxx0`: each put writes a
+    // KEYS_ONLY entry under 1 KB to the GSI, 1 WCU, all on the GSI's partition of that
+    // value: 1,200 WCU/s where DynamoDB allows 1,000. The table's partitions (50 customers)
+    // take 24 WCU/s each.
+    let put = json!({"name": "place", "operation": "PutItem", "request": {
+        "TableName": "Orders",
+        "Item": {"customer": {"S": "${customer}"}, "order": {"N": "${order}"}, "status": {"S": "${status}"}}
+    }});
+    let report = run_model(
+        &parse(&gsi_write_model(put.clone(), 1200, 400)),
+        &BenchOptions::default(),
+    )
+    .unwrap();
+    let hot = &report.hot_partitions[0];
+    assert_eq!(
+        (hot.target.as_str(), hot.key.as_str()),
+        ("Orders/ByStatus", "s#xxxxxxx0")
+    );
+    assert!(
+        (hot.write_units_per_second - 1200.0).abs() < 1e-6,
+        "{hot:?}"
+    );
+    // Its heat over time: the run lasts a third of a second, one second of 1,200 WCU at the
+    // modelled rate, 1.2 times the limit.
+    assert_eq!(hot.per_second.len(), 1, "{hot:?}");
+    assert!((hot.per_second[0][1] - 1200.0).abs() < 1e-6, "{hot:?}");
+    assert!((hot.limit_share_per_second[0] - 1.2).abs() < 1e-9);
+    assert_eq!(hot.seconds_over_limit, 1);
+    assert!(
+        report.verdicts.iter().any(|v| v
+            == "hot key `s#xxxxxxx0` (Orders/ByStatus): 1,200 WCU/s, 1.20x the per-partition limit: DynamoDB would throttle it"),
+        "{:?}",
+        report.verdicts
+    );
+    assert_eq!(
+        report.plan.first,
+        "already past a limit at the modelled rate (0.83x): GSI ByStatus of Orders, partition `s#xxxxxxx0` (WCU limit)"
+    );
+    // The neighbouring case that must not change: the same puts over two statuses split the
+    // 1,200 WCU/s between two GSI partitions, each under the limit: no verdict.
+    let mut model = gsi_write_model(put, 1200, 400);
+    model["generators"]["status"]["cardinality"] = json!(2);
+    let report = run_model(&parse(&model), &BenchOptions::default()).unwrap();
+    let gsi: Vec<_> = report
+        .hot_partitions
+        .iter()
+        .filter(|p| p.target == "Orders/ByStatus")
+        .collect();
+    assert_eq!(gsi.len(), 2, "{gsi:?}");
+    let total: f64 = gsi.iter().map(|p| p.write_units_per_second).sum();
+    assert!((total - 1200.0).abs() < 1e-6, "{gsi:?}");
+    assert!(gsi.iter().all(|p| p.write_units_per_second < 1000.0));
+    assert_eq!(
+        report.verdicts,
+        ["no partition, table or index over DynamoDB's limits at the modelled rate"]
+    );
+}
+
+#[test]
+fn a_gsi_key_change_splits_its_units_between_the_old_and_new_partitions() {
+    // 20 orders of customer c#0 loaded with status `s#xxxxxxx0`, then each updated once to
+    // `done`: the GSI entry moves, a delete of the old entry (1 WCU) and a put of the new
+    // (1 WCU), half on each partition: at 300 updates a second, 300 WCU/s on each.
+    let update = json!({"name": "finish", "operation": "UpdateItem", "request": {
+        "TableName": "Orders",
+        "Key": {"customer": {"S": "c#xxxxxxx0"}, "order": {"N": "${again}"}},
+        "UpdateExpression": "SET #s = :done",
+        "ExpressionAttributeNames": {"#s": "status"},
+        "ExpressionAttributeValues": {":done": {"S": "done"}}
+    }});
+    let mut model = gsi_write_model(update, 300, 20);
+    model["generators"]["customer"]["cardinality"] = json!(1);
+    model["generators"]["order"] = json!({"type": "sequence"});
+    model["generators"]["again"] = json!({"type": "sequence"});
+    model["load"][0]["count"] = json!(20);
+    let report = run_model(&parse(&model), &BenchOptions::default()).unwrap();
+    let finish = &report.patterns[0];
+    assert!(finish.errors.is_empty(), "{finish:?}");
+    assert_eq!(finish.index_units_per_call["Orders/ByStatus"], [0.0, 2.0]);
+    let mut gsi: Vec<(&str, f64)> = report
+        .hot_partitions
+        .iter()
+        .filter(|p| p.target == "Orders/ByStatus")
+        .map(|p| (p.key.as_str(), p.write_units_per_second))
+        .collect();
+    gsi.sort_by(|a, b| a.0.cmp(b.0));
+    assert_eq!(gsi, [("done", 300.0), ("s#xxxxxxx0", 300.0)]);
+    // The neighbouring case: a delete removes the entry from the old value's partition
+    // only (1 WCU each, 300 WCU/s).
+    let delete = json!({"name": "drop", "operation": "DeleteItem", "request": {
+        "TableName": "Orders",
+        "Key": {"customer": {"S": "c#xxxxxxx0"}, "order": {"N": "${again}"}}
+    }});
+    let mut model = gsi_write_model(delete, 300, 20);
+    model["generators"] = model_generators_for_twenty_orders();
+    model["load"][0]["count"] = json!(20);
+    let report = run_model(&parse(&model), &BenchOptions::default()).unwrap();
+    let gsi: Vec<(&str, f64)> = report
+        .hot_partitions
+        .iter()
+        .filter(|p| p.target == "Orders/ByStatus")
+        .map(|p| (p.key.as_str(), p.write_units_per_second))
+        .collect();
+    assert_eq!(gsi, [("s#xxxxxxx0", 300.0)]);
+}
+
+/// Generators for 20 orders of one customer loaded in sequence, and a second sequence for
+/// the run to walk them.
+fn model_generators_for_twenty_orders() -> Value {
+    json!({
+        "customer": {"type": "string", "prefix": "c#", "cardinality": 1},
+        "order": {"type": "sequence"},
+        "again": {"type": "sequence"},
+        "status": {"type": "string", "prefix": "s#", "cardinality": 1}
+    })
+}
+
+#[test]
+fn the_planner_sorts_limits_by_the_multiple_that_reaches_them() {
+    // The LSI model at 300 puts a second, provisioned with 800 WCU: 900 WCU/s needed (2 for
+    // the item, 1 for the LSI entry). By hand: the provisioned writes are reached at
+    // 800 / 900 = 0.89x, partition c#0's 1,000 WCU/s at 1,000 / 900 = 1.11x; the item
+    // collection c#0 fills 10 GB in hours, far within a year, so it comes first.
+    let report = run_model(&parse(&lsi_model(300, Some(800))), &BenchOptions::default()).unwrap();
+    let limits: Vec<(&str, &str, f64)> = report
+        .plan
+        .limits
+        .iter()
+        .map(|l| (l.kind.as_str(), l.unit.as_str(), l.multiple))
+        .collect();
+    assert_eq!(limits[0].0, "item collection", "{limits:?}");
+    assert!(limits[0].2 < 0.01);
+    assert_eq!(
+        &limits[1..3].iter().map(|l| (l.0, l.1)).collect::<Vec<_>>(),
+        &[("provisioned", "WCU"), ("partition", "WCU")]
+    );
+    assert!((limits[1].2 - 800.0 / 900.0).abs() < 1e-9, "{limits:?}");
+    assert!((limits[2].2 - 1000.0 / 900.0).abs() < 1e-9, "{limits:?}");
+    assert!(
+        report
+            .plan
+            .first
+            .starts_with("fills a 10 GB item collection within a year at the modelled rate, in "),
+        "{}",
+        report.plan.first
+    );
+    // Declared against needed (default prices, 70% target utilisation): declared 100 RCU and
+    // 800 WCU for 730 hours = (100 x 0.00013 + 800 x 0.00065) x 730 = $389.09; needed
+    // 900 / 0.7 = 1,285.7 WCU = 1,285.7 x 0.00065 x 730 = $610.07; auto-scaling writes from
+    // ceil(900 / 0.7) = 1,286, reads from the 1-unit floor.
+    let provisioned = &report.plan.provisioned[0];
+    assert_eq!(provisioned.resource, "Orders");
+    assert!(
+        (provisioned.declared_monthly - 389.09).abs() < 0.005,
+        "{provisioned:?}"
+    );
+    assert!(
+        (provisioned.needed_monthly - 610.07).abs() < 0.005,
+        "{provisioned:?}"
+    );
+    assert_eq!(provisioned.autoscaling_min, [1.0, 1286.0]);
+    assert!(provisioned.autoscaling_max[1] >= 1286.0);
+    // The neighbouring case: without the LSI (and so without a capped collection) a put is
+    // 2 WCU, 600 WCU/s: the provisioned writes come first at 800 / 600 = 1.33x, then the
+    // partition at 1,000 / 600 = 1.67x.
+    let mut plain = lsi_model(300, Some(800));
+    let table = plain["tables"][0].as_object_mut().unwrap();
+    table.remove("LocalSecondaryIndexes");
+    table["AttributeDefinitions"].as_array_mut().unwrap().pop();
+    let report = run_model(&parse(&plain), &BenchOptions::default()).unwrap();
+    assert_eq!(
+        report.plan.first,
+        "first throttles at 1.3x the modelled rate, on table Orders, its provisioned WCU"
+    );
+    assert!((report.plan.limits[1].multiple - 1000.0 / 600.0).abs() < 1e-9);
 }

@@ -3,14 +3,17 @@
 //! and reports what each access pattern costs, which partitions run hot, how item
 //! collections grow and what the design would cost per month on DynamoDB.
 //!
-//! `model.rs` is the file format, `generate.rs` the values and request templates,
-//! `target.rs` where requests go, `run.rs` the load and run phases, `report.rs` the report.
+//! `model.rs` is the file format, `generate.rs` the values and request templates, `run.rs`
+//! the load and run phases, `report.rs` the report, `throughput.rs` each table's and GSI's
+//! need against its limits, `plan.rs` the capacity planner, `html.rs` the report's page.
 
 pub mod generate;
 pub mod html;
 pub mod model;
+pub mod plan;
 pub mod report;
 pub mod run;
+pub mod throughput;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -11,7 +11,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::model::{Model, Prices};
-use super::run::{is_local_index, CompiledPattern, PartitionLoad, RunStats};
+use super::plan::{self, Plan};
+use super::run::{CompiledPattern, PartitionLoad, RunStats};
+use super::throughput::{self, ResourceReport};
 
 /// The per-partition limits are the ones capacity emulation enforces, so the report and the
 /// server agree on what a hot partition is.
@@ -22,8 +24,8 @@ use shoal_tables::core::index::STORAGE_OVERHEAD_BYTES;
 pub const COLLECTION_GB_MAX: f64 = 10.0;
 /// Hours in a billing month (AWS's convention).
 pub const HOURS_PER_MONTH: f64 = 730.0;
-/// Partitions listed in the report.
-const HOT_PARTITIONS_LISTED: usize = 10;
+/// Partitions listed in the report per table and per GSI.
+pub const HOT_PARTITIONS_LISTED: usize = 10;
 /// Item collections listed.
 const COLLECTIONS_LISTED: usize = 5;
 /// Fewest operations a figure extrapolated to the modelled rate (a hot partition, a
@@ -51,8 +53,15 @@ pub struct Report {
     pub load_retries: u64,
     pub patterns: Vec<PatternReport>,
     pub tables: Vec<TableReport>,
+    /// The hottest partitions of each table and GSI (up to [`HOT_PARTITIONS_LISTED`] each),
+    /// hottest first.
     pub hot_partitions: Vec<PartitionReport>,
     pub item_collections: Vec<CollectionReport>,
+    /// Each table's and GSI's throughput at the modelled rate, against its provisioned
+    /// capacity or its on-demand limits.
+    pub throughput: Vec<ResourceReport>,
+    /// At what multiple of the modelled rate each limit is reached, first one first.
+    pub plan: Plan,
     pub cost: CostReport,
     /// Plain sentences: what DynamoDB would do with this design at the modelled rate.
     pub verdicts: Vec<String>,
@@ -142,13 +151,21 @@ pub struct PartitionReport {
     /// Average units per second at the modelled rate.
     pub read_units_per_second: f64,
     pub write_units_per_second: f64,
-    /// Busiest second of the run.
+    /// Busiest second of the run, as measured.
     pub peak_read_units: f64,
     pub peak_write_units: f64,
     /// The larger of its read and write load against the per-partition limits.
     pub limit_share: f64,
     /// Operations of the run on it: fewer than [`VERDICT_SAMPLES_MIN`] get no verdict.
     pub operations: u64,
+    /// Its heat over time: read and write units in each second of the run (from second 0),
+    /// scaled to the modelled rate.
+    pub per_second: Vec<[f64; 2]>,
+    /// The larger of read and write against the per-partition limits in each second.
+    pub limit_share_per_second: Vec<f64>,
+    /// Seconds in which it was over a per-partition limit at the modelled rate: DynamoDB's
+    /// burst capacity never carries a partition past 3,000 RCU or 1,000 WCU a second.
+    pub seconds_over_limit: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -320,30 +337,70 @@ pub fn build(
         }
         rates
     };
+    let run_seconds = seconds.ceil() as usize;
     let mut partitions: Vec<PartitionReport> = stats
         .partitions
         .iter()
         .map(|((target, key), load)| {
             let (read, write, _) = modelled(load);
+            let (peak_read, peak_write) = load.peak_units();
+            // The measured seconds scaled as the partition's totals are.
+            let scale = |modelled: f64, measured: f64| {
+                if measured > 0.0 {
+                    modelled * seconds / measured
+                } else {
+                    0.0
+                }
+            };
+            let (read_scale, write_scale) =
+                (scale(read, load.read_units), scale(write, load.write_units));
+            let mut per_second = vec![[0.0, 0.0]; run_seconds];
+            for second in &load.seconds {
+                let at = second.second as usize;
+                if let Some(slot) = per_second.get_mut(at) {
+                    let covered = throughput::covered(seconds, at);
+                    *slot = [
+                        second.read_units * read_scale / covered,
+                        second.write_units * write_scale / covered,
+                    ];
+                }
+            }
+            let share = |units: &[f64; 2]| {
+                (units[0] / PARTITION_READ_UNITS_MAX).max(units[1] / PARTITION_WRITE_UNITS_MAX)
+            };
+            let limit_share_per_second: Vec<f64> = per_second.iter().map(share).collect();
             PartitionReport {
                 target: target.clone(),
                 key: key.clone(),
                 read_units_per_second: read,
                 write_units_per_second: write,
-                peak_read_units: load.peak_read_units,
-                peak_write_units: load.peak_write_units,
-                limit_share: (read / PARTITION_READ_UNITS_MAX)
-                    .max(write / PARTITION_WRITE_UNITS_MAX),
+                peak_read_units: peak_read,
+                peak_write_units: peak_write,
+                limit_share: share(&[read, write]),
                 operations: load.operations,
+                seconds_over_limit: limit_share_per_second
+                    .iter()
+                    .filter(|share| **share > 1.0)
+                    .count() as u64,
+                per_second,
+                limit_share_per_second,
             }
         })
         .collect();
     partitions.sort_by(|a, b| {
         b.limit_share
             .total_cmp(&a.limit_share)
+            .then(a.target.cmp(&b.target))
             .then(a.key.cmp(&b.key))
     });
-    partitions.truncate(HOT_PARTITIONS_LISTED);
+    // The hottest of each table and GSI: a GSI's partitions are not crowded out by its
+    // table's.
+    let mut listed: BTreeMap<String, usize> = BTreeMap::new();
+    partitions.retain(|partition| {
+        let count = listed.entry(partition.target.clone()).or_default();
+        *count += 1;
+        *count <= HOT_PARTITIONS_LISTED
+    });
 
     let gb = f64::from(1u32 << 30);
     let mut collections: Vec<CollectionReport> = stats
@@ -389,6 +446,8 @@ pub fn build(
         tables,
         hot_partitions: partitions,
         item_collections: collections,
+        throughput: Vec::new(),
+        plan: Plan::default(),
         cost: CostReport {
             region: model.prices.region.clone(),
             on_demand_monthly: on_demand,
@@ -406,7 +465,9 @@ pub fn build(
         verdicts: Vec::new(),
         failing_patterns: Vec::new(),
     };
-    report.verdicts = verdicts(model, &report);
+    report.throughput = throughput::resources(model, &report, &stats);
+    report.verdicts = verdicts(&report);
+    report.plan = plan::plan(model, &report);
     for pattern in &report.patterns {
         let failed = failures(pattern);
         if failed == 0 || failed as f64 <= ERROR_SHARE_MAX * pattern.operations as f64 {
@@ -514,6 +575,18 @@ fn failures(pattern: &PatternReport) -> u64 {
 /// The verdict of a design nothing is wrong with.
 const NO_VERDICT: &str = "no partition, table or index over DynamoDB's limits at the modelled rate";
 
+/// `seconds` as people say it: seconds below two minutes, minutes below two hours, then
+/// hours.
+pub fn seconds_text(seconds: f64) -> String {
+    if seconds < 120.0 {
+        format!("{seconds:.0} s")
+    } else if seconds < 7200.0 {
+        format!("{:.0} minutes", seconds / 60.0)
+    } else {
+        format!("{:.1} hours", seconds / 3600.0)
+    }
+}
+
 /// `days` as people say it: hours below two days.
 pub fn duration_text(days: f64) -> String {
     if days < 2.0 {
@@ -525,7 +598,7 @@ pub fn duration_text(days: f64) -> String {
 
 /// What DynamoDB would do: hot partitions, under-provisioned tables and GSIs, collections
 /// near the cap, each drawn from at least [`VERDICT_SAMPLES_MIN`] operations.
-fn verdicts(model: &Model, report: &Report) -> Vec<String> {
+fn verdicts(report: &Report) -> Vec<String> {
     let mut verdicts = Vec::new();
     for partition in &report.hot_partitions {
         if partition.operations < VERDICT_SAMPLES_MIN {
@@ -554,78 +627,47 @@ fn verdicts(model: &Model, report: &Report) -> Vec<String> {
             }
         }
     }
-    // Provisioned tables and GSIs against the units the modelled rate needs.
-    for create in &model.tables {
-        let name = create["TableName"].as_str().unwrap_or_default();
-        let mut need: BTreeMap<String, [f64; 2]> = BTreeMap::new();
-        for pattern in &report.patterns {
-            if pattern.operations < VERDICT_SAMPLES_MIN {
-                continue;
-            }
-            let rate = pattern.modelled_ops_per_second;
-            let base = need.entry(name.to_string()).or_default();
-            if model
-                .patterns
-                .iter()
-                .any(|p| p.name == pattern.name && p.request["TableName"] == name)
-            {
-                base[0] += pattern.read_units_per_call * rate;
-                base[1] += pattern.write_units_per_call * rate;
-            }
-            for (index, units) in &pattern.index_units_per_call {
-                if let Some(index) = index.strip_prefix(&format!("{name}/")) {
-                    // An LSI draws on its table's throughput; a GSI on its own.
-                    let resource = if is_local_index(&model.tables, name, index) {
-                        name.to_string()
-                    } else {
-                        format!("{name}/{index}")
-                    };
-                    let slot = need.entry(resource).or_default();
-                    slot[0] += units[0] * rate;
-                    slot[1] += units[1] * rate;
+    // Tables and GSIs against their provisioned units or on-demand limits.
+    for resource in &report.throughput {
+        let name = &resource.resource;
+        for (kind, unit) in [(1, "WCU"), (0, "RCU")] {
+            let need = resource.need[kind];
+            if let Some(provisioned) = resource.provisioned {
+                if need <= provisioned[kind] {
+                    continue;
                 }
-            }
-        }
-        let provisioned = |throughput: &Value| {
-            Some([
-                throughput["ReadCapacityUnits"].as_f64()?,
-                throughput["WriteCapacityUnits"].as_f64()?,
-            ])
-        };
-        let mut limits = Vec::new();
-        if let Some(units) = provisioned(&create["ProvisionedThroughput"]) {
-            limits.push((name.to_string(), units, false));
-        }
-        for gsi in create["GlobalSecondaryIndexes"]
-            .as_array()
-            .into_iter()
-            .flatten()
-        {
-            if let Some(units) = provisioned(&gsi["ProvisionedThroughput"]) {
-                let index = gsi["IndexName"].as_str().unwrap_or_default();
-                limits.push((format!("{name}/{index}"), units, true));
-            }
-        }
-        for (resource, [read, write], is_gsi) in limits {
-            let [need_read, need_write] = need.get(&resource).copied().unwrap_or_default();
-            if need_write > write {
-                let effect = if is_gsi {
-                    "writes to the base table would throttle"
-                } else {
-                    "writes would throttle once burst capacity (300 s of unused units) is spent"
+                let effect = match (kind, resource.is_index) {
+                    (1, true) => "writes to the base table would throttle".to_string(),
+                    (1, false) => "writes would throttle".to_string(),
+                    _ => "reads would throttle".to_string(),
                 };
+                let burst = resource.burst_seconds[kind].map_or(String::new(), |seconds| {
+                    format!(
+                        " once burst capacity (300 s of unused units) is spent, after {}",
+                        seconds_text(seconds)
+                    )
+                });
                 verdicts.push(format!(
-                    "{resource} needs {} WCU/s at the modelled rate and has {}: {effect}",
-                    thousands(need_write),
-                    thousands(write)
+                    "{name} needs {} {unit}/s at the modelled rate and has {}: {effect}{burst}",
+                    thousands(need),
+                    thousands(provisioned[kind]),
                 ));
-            }
-            if need_read > read {
-                verdicts.push(format!(
-                    "{resource} needs {} RCU/s at the modelled rate and has {}: reads would throttle once burst capacity is spent",
-                    thousands(need_read),
-                    thousands(read)
-                ));
+            } else if let (Some(instant), Some(max)) =
+                (resource.on_demand_instant, resource.on_demand_max)
+            {
+                if need > max[kind] {
+                    verdicts.push(format!(
+                        "{name} needs {} {unit}/s at the modelled rate, over the {} an on-demand table or index serves: it would throttle",
+                        thousands(need),
+                        thousands(max[kind])
+                    ));
+                } else if need > instant[kind] {
+                    verdicts.push(format!(
+                        "{name} needs {} {unit}/s at the modelled rate; a new on-demand table serves {} at once and doubles its previous peak at most every 30 minutes: the modelled rate would throttle at first (pre-warm it, or ramp up)",
+                        thousands(need),
+                        thousands(instant[kind])
+                    ));
+                }
             }
         }
     }
@@ -652,7 +694,7 @@ fn verdicts(model: &Model, report: &Report) -> Vec<String> {
 }
 
 /// `1850.4` → `1,850`.
-fn thousands(value: f64) -> String {
+pub(crate) fn thousands(value: f64) -> String {
     let whole = value.round() as i64;
     let digits = whole.abs().to_string();
     let mut out = String::new();
@@ -770,14 +812,47 @@ pub fn render_text(report: &Report) -> String {
         "\nhottest partitions (units per second at the modelled rate)"
     );
     for p in &report.hot_partitions {
+        let peak = p.limit_share_per_second.iter().copied().fold(0.0, f64::max);
+        let over = if p.seconds_over_limit > 0 {
+            format!(", over it in {} s of the run", p.seconds_over_limit)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "  {} `{}`: {:.1} RCU/s, {:.1} WCU/s ({:.0}% of the per-partition limit)",
+            "  {} `{}`: {:.1} RCU/s, {:.1} WCU/s ({:.0}% of the per-partition limit, busiest second {:.0}%{over})",
             p.target,
             p.key,
             p.read_units_per_second,
             p.write_units_per_second,
-            p.limit_share * 100.0
+            p.limit_share * 100.0,
+            peak * 100.0
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nthroughput per table and GSI (units per second at the modelled rate)"
+    );
+    for r in &report.throughput {
+        let limits = match (r.provisioned, r.on_demand_instant, r.on_demand_max) {
+            (Some(p), _, _) => format!(
+                "provisioned {} RCU / {} WCU",
+                thousands(p[0]),
+                thousands(p[1])
+            ),
+            (None, Some(instant), Some(max)) => format!(
+                "on-demand: {} RRU / {} WRU at once, {} / {} at most",
+                thousands(instant[0]),
+                thousands(instant[1]),
+                thousands(max[0]),
+                thousands(max[1])
+            ),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "  {}: needs {:.1} RCU/s, {:.1} WCU/s (busiest second {:.1} / {:.1}); {limits}",
+            r.resource, r.need[0], r.need[1], r.peak[0], r.peak[1]
         );
     }
     if !report.item_collections.is_empty() {
@@ -802,6 +877,7 @@ pub fn render_text(report: &Report) -> String {
         report.cost.prices.provisioned_utilization * 100.0,
         report.cost.storage_monthly
     );
+    let _ = writeln!(out, "\ncapacity plan: {}", report.plan.first);
     let _ = writeln!(out, "\nverdicts");
     for verdict in &report.verdicts {
         let _ = writeln!(out, "  - {verdict}");

@@ -18,6 +18,7 @@ use crate::client::retry;
 use crate::client::target::{CallError, Client, Target};
 use crate::transfer::batch_write::{BatchWriter, RateLimiter};
 use shoal_tables::api::common::ConsumedCapacity;
+use shoal_tables::api::items::UpdateItemInput;
 
 /// Items per BatchWriteItem of the load phase: DynamoDB's maximum.
 const LOAD_BATCH_ITEMS: u64 = 25;
@@ -25,6 +26,8 @@ const LOAD_BATCH_ITEMS: u64 = 25;
 const LATENCY_SAMPLES_MAX: usize = 4_000_000;
 /// Distinct partitions tracked per worker (the busiest are found among them).
 const PARTITIONS_TRACKED_MAX: usize = 1_000_000;
+/// Seconds of a run whose load is kept per second (longer runs keep the first ones).
+const SECONDS_TRACKED_MAX: usize = 100_000;
 
 /// Set by Ctrl-C: the run stops and still reports.
 pub static STOP: AtomicBool = AtomicBool::new(false);
@@ -39,10 +42,27 @@ pub struct CompiledPattern {
     /// LSI lives on its table's partitions, so a Query of an LSI names the table.
     partition: Option<(String, Template)>,
     pub reads: bool,
+    /// A single-item write to a table with GSIs: each GSI (`table/index`) and its partition
+    /// key attribute, to find the GSI partitions the write's index units land on.
+    gsi_keys: Vec<(String, String)>,
+    /// What the write's `Attributes` answer holds.
+    returned: Returned,
     /// A PutItem into a table with an LSI: its items grow a capped item collection.
     grows_collection: bool,
     weight: f64,
     rate: Option<f64>,
+}
+
+/// What a write's answer carries in `Attributes` (its `ReturnValues`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Returned {
+    /// The item before the write (`ALL_OLD`; the bench asks for it when the pattern does not
+    /// ask for other values: ReturnValues costs no capacity).
+    Before,
+    /// The item after the write (`ALL_NEW`).
+    After,
+    /// Nothing usable (no write, or only the updated attributes).
+    Nothing,
 }
 
 /// What one pattern did, summed over its operations.
@@ -79,15 +99,29 @@ pub struct PartitionLoad {
     /// What each pattern (by index) put on the partition: the report scales each to its
     /// modelled rate.
     pub by_pattern: BTreeMap<usize, PatternLoad>,
-    /// Busiest second's read and write units.
-    pub peak_read_units: f64,
-    pub peak_write_units: f64,
+    /// Read and write units per second of the run, in second order, seconds without load
+    /// left out: the partition's heat over time.
+    pub seconds: Vec<SecondLoad>,
     /// Bytes of the items PutItem wrote into the partition's item collection (a table with
     /// an LSI): at most what the collection grew.
     pub put_bytes: u64,
-    second: u64,
-    second_read: f64,
-    second_write: f64,
+}
+
+/// The units one partition (or one table or GSI) served in one second of the run.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SecondLoad {
+    pub second: u32,
+    pub read_units: f64,
+    pub write_units: f64,
+}
+
+impl PartitionLoad {
+    /// The busiest second's read and write units (each its own busiest second).
+    pub fn peak_units(&self) -> (f64, f64) {
+        self.seconds.iter().fold((0.0, 0.0), |(read, write), s| {
+            (read.max(s.read_units), write.max(s.write_units))
+        })
+    }
 }
 
 /// One pattern's load on one partition.
@@ -113,6 +147,9 @@ pub struct RunStats {
     pub partitions: HashMap<(String, String), PartitionLoad>,
     /// By partition key text.
     pub collections: HashMap<String, CollectionSeen>,
+    /// Units per second of the run drawn from each table's throughput (its LSIs' included)
+    /// and each GSI's (`table/index`), whatever partition they landed on.
+    pub resources: BTreeMap<String, Vec<[f64; 2]>>,
     pub elapsed: Duration,
     pub interrupted: bool,
     pub loaded_items: u64,
@@ -133,6 +170,8 @@ struct Answer<'a> {
     responses: Option<Value>,
     #[serde(rename = "ItemCollectionMetrics", default)]
     collections: Option<Value>,
+    #[serde(rename = "Attributes", default)]
+    attributes: Option<Value>,
 }
 
 /// `ConsumedCapacity`: one entry (single-item operations, Query, Scan) or one per table
@@ -170,6 +209,25 @@ fn hash_key(tables: &[Value], table: &str, index: Option<&str>) -> Option<String
         .map(str::to_string)
 }
 
+/// Each GSI of `table` (`table/index`) with its partition key attribute.
+fn global_index_keys(tables: &[Value], table: &str) -> Vec<(String, String)> {
+    tables
+        .iter()
+        .filter(|t| t["TableName"] == table)
+        .filter_map(|t| t["GlobalSecondaryIndexes"].as_array())
+        .flatten()
+        .filter_map(|gsi| {
+            let index = gsi["IndexName"].as_str()?;
+            let hash = gsi["KeySchema"]
+                .as_array()?
+                .iter()
+                .find(|k| k["KeyType"] == "HASH")?["AttributeName"]
+                .as_str()?;
+            Some((format!("{table}/{index}"), hash.to_string()))
+        })
+        .collect()
+}
+
 /// Whether `index` is a local secondary index of `table` in a model's CreateTable requests.
 pub fn is_local_index(tables: &[Value], table: &str, index: &str) -> bool {
     tables
@@ -204,11 +262,7 @@ fn partition_text(pattern: &Pattern, tables: &[Value]) -> Option<(String, String
         // An LSI's partition key is its table's: its entries live on the table's partitions.
         _ => table.to_string(),
     };
-    let scalar = |value: &Value| {
-        ["S", "N", "B"]
-            .iter()
-            .find_map(|t| value[*t].as_str().map(str::to_string))
-    };
+    let scalar = scalar_text;
     match pattern.operation.as_str() {
         "GetItem" | "DeleteItem" | "UpdateItem" => Some((target, scalar(&request["Key"][&hash])?)),
         "PutItem" => Some((target, scalar(&request["Item"][&hash])?)),
@@ -272,6 +326,30 @@ pub fn compile(model: &Model, generators: &Generators) -> Result<Vec<CompiledPat
         if !is_read(&pattern.operation) && pattern.operation != "ExecuteStatement" {
             object.insert("ReturnItemCollectionMetrics".into(), "SIZE".into());
         }
+        // A write's GSI units land on the GSI partitions of the entry it removes and the one
+        // it adds: the stored item before the write tells the first (asked for when the
+        // pattern asks for nothing else; ReturnValues costs no capacity).
+        let single_write = matches!(
+            pattern.operation.as_str(),
+            "PutItem" | "UpdateItem" | "DeleteItem"
+        );
+        let gsi_keys = match object.get("TableName").and_then(Value::as_str) {
+            Some(table) if single_write => global_index_keys(&model.tables, table),
+            _ => Vec::new(),
+        };
+        let returned = if gsi_keys.is_empty() {
+            Returned::Nothing
+        } else {
+            match object.get("ReturnValues").and_then(Value::as_str) {
+                None | Some("NONE") => {
+                    object.insert("ReturnValues".into(), "ALL_OLD".into());
+                    Returned::Before
+                }
+                Some("ALL_OLD") => Returned::Before,
+                Some("ALL_NEW") => Returned::After,
+                Some(_) => Returned::Nothing,
+            }
+        };
         let template = Template::of_json(&request, generators)
             .map_err(|e| format!("pattern `{}`: {e}", pattern.name))?;
         let partition = match partition_text(pattern, &model.tables) {
@@ -288,6 +366,8 @@ pub fn compile(model: &Model, generators: &Generators) -> Result<Vec<CompiledPat
             template,
             partition,
             reads: is_read(&pattern.operation),
+            gsi_keys,
+            returned,
             grows_collection: pattern.operation == "PutItem" && has_local_index(model, pattern),
             weight: pattern.weight.unwrap_or(1.0),
             rate: pattern.rate,
@@ -474,16 +554,24 @@ fn merge(into: &mut RunStats, part: RunStats) {
         slot.read_units += load.read_units;
         slot.write_units += load.write_units;
         slot.operations += load.operations;
-        // Workers' busiest seconds may differ; their sum bounds the true peak from above,
-        // their maximum from below: the report uses the sum (the conservative verdict).
-        slot.peak_read_units += load.peak_read_units;
-        slot.peak_write_units += load.peak_write_units;
         slot.put_bytes += load.put_bytes;
         for (pattern, theirs) in load.by_pattern {
             let mine = slot.by_pattern.entry(pattern).or_default();
             mine.read_units += theirs.read_units;
             mine.write_units += theirs.write_units;
             mine.put_bytes += theirs.put_bytes;
+        }
+        // Workers' seconds add up: the merged series is the partition's true load per second.
+        slot.seconds = merge_seconds(&slot.seconds, &load.seconds);
+    }
+    for (resource, theirs) in part.resources {
+        let mine = into.resources.entry(resource).or_default();
+        if mine.len() < theirs.len() {
+            mine.resize(theirs.len(), [0.0, 0.0]);
+        }
+        for (slot, units) in mine.iter_mut().zip(theirs) {
+            slot[0] += units[0];
+            slot[1] += units[1];
         }
     }
     for (key, seen) in part.collections {
@@ -494,6 +582,41 @@ fn merge(into: &mut RunStats, part: RunStats) {
             }
         }
     }
+}
+
+/// Two series of seconds in second order, summed into one in second order.
+fn merge_seconds(first: &[SecondLoad], second: &[SecondLoad]) -> Vec<SecondLoad> {
+    let mut merged = Vec::with_capacity(first.len() + second.len());
+    let (mut i, mut j) = (0, 0);
+    while i < first.len() || j < second.len() {
+        let next = match (first.get(i), second.get(j)) {
+            (Some(x), Some(y)) if x.second == y.second => {
+                i += 1;
+                j += 1;
+                SecondLoad {
+                    second: x.second,
+                    read_units: x.read_units + y.read_units,
+                    write_units: x.write_units + y.write_units,
+                }
+            }
+            (Some(x), Some(y)) if x.second < y.second => {
+                i += 1;
+                *x
+            }
+            (Some(x), None) => {
+                i += 1;
+                *x
+            }
+            (_, Some(y)) => {
+                j += 1;
+                *y
+            }
+            (None, None) => break,
+        };
+        merged.push(next);
+    }
+    debug_assert!(merged.windows(2).all(|w| w[0].second < w[1].second));
+    merged
 }
 
 struct Worker {
@@ -659,7 +782,7 @@ impl Worker {
             slot.latencies_us.push(latency_us);
         }
         let bucket = usize::try_from(second).unwrap_or(usize::MAX);
-        if bucket < 100_000 {
+        if bucket < SECONDS_TRACKED_MAX {
             if slot.per_second.len() <= bucket {
                 slot.per_second.resize(bucket + 1, (0, 0, 0));
             }
@@ -717,28 +840,28 @@ impl Worker {
         // Units on the table's partitions (the table's and its LSIs'), and each GSI's.
         let mut partition_units = 0.0;
         let mut gsi_units: BTreeMap<String, f64> = BTreeMap::new();
+        // Units drawn from each table's and GSI's throughput.
+        let mut resource_units: Vec<(String, f64)> = Vec::new();
         for entry in answer.consumed.into_iter().flat_map(|c| match c {
             Capacities::One(entry) => vec![entry],
             Capacities::Many(entries) => entries,
         }) {
             let mut indexes = 0.0;
-            for (map, local) in [
+            let mut local = 0.0;
+            for (map, is_local) in [
                 (entry.global_secondary_indexes, false),
                 (entry.local_secondary_indexes, true),
             ] {
                 for (name, units) in map.into_iter().flatten() {
                     indexes += units.capacity_units;
-                    if local {
-                        partition_units += units.capacity_units;
+                    let resource = format!("{}/{name}", entry.table_name);
+                    if is_local {
+                        local += units.capacity_units;
                     } else {
-                        *gsi_units
-                            .entry(format!("{}/{name}", entry.table_name))
-                            .or_default() += units.capacity_units;
+                        *gsi_units.entry(resource.clone()).or_default() += units.capacity_units;
+                        resource_units.push((resource.clone(), units.capacity_units));
                     }
-                    let slot = slot
-                        .index_units
-                        .entry(format!("{}/{name}", entry.table_name))
-                        .or_default();
+                    let slot = slot.index_units.entry(resource).or_default();
                     if pattern.reads {
                         slot.0 += units.capacity_units;
                     } else {
@@ -752,7 +875,8 @@ impl Worker {
             let table = entry
                 .table
                 .map_or(entry.capacity_units - indexes, |t| t.capacity_units);
-            partition_units += table;
+            partition_units += table + local;
+            resource_units.push((entry.table_name.clone(), table + local));
             let per_table = slot.per_table.entry(entry.table_name).or_default();
             per_table.2 += 1;
             if pattern.reads {
@@ -777,6 +901,19 @@ impl Worker {
         if let Some(collections) = answer.collections {
             record_collections(&collections, at.as_secs_f64(), &mut stats.collections);
         }
+        let bucket = usize::try_from(second).unwrap_or(usize::MAX);
+        if bucket < SECONDS_TRACKED_MAX {
+            for (resource, units) in resource_units {
+                let series = stats.resources.entry(resource).or_default();
+                if series.len() <= bucket {
+                    series.resize(bucket + 1, [0.0, 0.0]);
+                }
+                series[bucket][usize::from(!pattern.reads)] += units;
+            }
+        }
+        // The partitions the answer's units landed on: the one the request names (the
+        // table's, or a GSI's for a read through it) and, for a write, each GSI's.
+        let mut loads: Vec<(String, String, f64)> = Vec::new();
         if let Some((target, key)) = &pattern.partition {
             key.render_text(&self.generators, draws, &mut self.rng, &mut self.key);
             // A GSI's partition carries the GSI's units; a table's, the table's and its LSIs'.
@@ -785,26 +922,115 @@ impl Worker {
                 None if target.contains('/') => 0.0,
                 None => partition_units,
             };
-            let map_key = (target.clone(), self.key.clone());
-            if stats.partitions.len() < PARTITIONS_TRACKED_MAX
-                || stats.partitions.contains_key(&map_key)
+            loads.push((target.clone(), self.key.clone(), units));
+        }
+        if !pattern.gsi_keys.is_empty() && gsi_units.values().any(|units| *units > 0.0) {
+            loads.extend(gsi_loads(
+                pattern,
+                &self.body,
+                answer.attributes.as_ref(),
+                &gsi_units,
+            ));
+        }
+        for (target, key, units) in loads {
+            let on_table = !target.contains('/');
+            let map_key = (target, key);
+            if stats.partitions.len() >= PARTITIONS_TRACKED_MAX
+                && !stats.partitions.contains_key(&map_key)
             {
-                let load = stats.partitions.entry(map_key).or_default();
-                add_load(load, second, units, pattern.reads);
-                let mine = load.by_pattern.entry(index).or_default();
-                if pattern.reads {
-                    mine.read_units += units;
-                } else {
-                    mine.write_units += units;
-                }
-                if pattern.grows_collection {
-                    let bytes = self.body.len() as u64;
-                    load.put_bytes += bytes;
-                    mine.put_bytes += bytes;
-                }
+                continue;
+            }
+            let load = stats.partitions.entry(map_key).or_default();
+            add_load(load, second, units, pattern.reads);
+            let mine = load.by_pattern.entry(index).or_default();
+            if pattern.reads {
+                mine.read_units += units;
+            } else {
+                mine.write_units += units;
+            }
+            if pattern.grows_collection && on_table {
+                let bytes = self.body.len() as u64;
+                load.put_bytes += bytes;
+                mine.put_bytes += bytes;
             }
         }
     }
+}
+
+/// Where a single-item write's GSI units landed. A GSI has partitions of its own, keyed by
+/// its partition key value (SPEC-2 §7.1): the units land on the partition of the item's GSI
+/// key value after the write, or before it when the write removed the entry (a delete, the
+/// attribute removed); a write that moved the entry from one value to another puts half on
+/// each. `shoal serve --capacity enforce` charges GSI partitions by the same rule.
+fn gsi_loads(
+    pattern: &CompiledPattern,
+    body: &[u8],
+    attributes: Option<&Value>,
+    gsi_units: &BTreeMap<String, f64>,
+) -> Vec<(String, String, f64)> {
+    let returned = attributes.filter(|item| item.is_object());
+    let before = match pattern.returned {
+        Returned::Before => returned,
+        _ => None,
+    };
+    let after: Option<Value> = match (pattern.operation.as_str(), pattern.returned) {
+        ("PutItem", _) => serde_json::from_slice::<Value>(body)
+            .ok()
+            .and_then(|mut request| request.get_mut("Item").map(Value::take)),
+        ("UpdateItem", Returned::After) => returned.cloned(),
+        ("UpdateItem", _) => updated_item(body, before),
+        _ => None,
+    };
+    let mut loads = Vec::new();
+    for (target, hash) in &pattern.gsi_keys {
+        let units = gsi_units.get(target).copied().unwrap_or(0.0);
+        if units <= 0.0 {
+            continue;
+        }
+        let old = before.and_then(|item| scalar_text(&item[hash]));
+        let new = after.as_ref().and_then(|item| scalar_text(&item[hash]));
+        match (old, new) {
+            (Some(old), Some(new)) if old != new => {
+                loads.push((target.clone(), old, units / 2.0));
+                loads.push((target.clone(), new, units / 2.0));
+            }
+            (_, Some(value)) | (Some(value), None) => loads.push((target.clone(), value, units)),
+            (None, None) => {}
+        }
+    }
+    loads
+}
+
+/// The item an UpdateItem request leaves: its update expression applied to the stored item
+/// `before` (or, when there was none, to the item its key creates), in DynamoDB JSON.
+fn updated_item(body: &[u8], before: Option<&Value>) -> Option<Value> {
+    let input: UpdateItemInput = serde_json::from_slice(body).ok()?;
+    let base: shoal_model::Item = match before {
+        Some(item) => serde_json::from_value(item.clone()).ok()?,
+        None => input.key.clone()?,
+    };
+    serde_json::to_value(apply_update(&input, &base)?).ok()
+}
+
+/// `input`'s update expression applied to `base`, by the expression language's own code.
+fn apply_update(input: &UpdateItemInput, base: &shoal_model::Item) -> Option<shoal_model::Item> {
+    let text = input.update_expression.as_ref()?;
+    shoal_expr::Context::new(
+        input.expression_attribute_names.as_ref(),
+        input.expression_attribute_values.as_ref(),
+    )
+    .and_then(|mut context| context.parse_update(text))
+    .and_then(|update| update.apply(base))
+    .ok()
+    .map(|outcome| outcome.item)
+}
+
+/// The text of a scalar attribute value in DynamoDB JSON (`{"S": "a"}` → `a`): how the
+/// report names partitions.
+fn scalar_text(value: &Value) -> Option<String> {
+    ["S", "N", "B"]
+        .iter()
+        .find_map(|kind| value[*kind].as_str().map(str::to_string))
 }
 
 /// What a single-item write whose condition failed is charged (SPEC §5: by the size of the
@@ -813,7 +1039,7 @@ impl Worker {
 /// would-be item is the PutItem's item, the stored item with the UpdateItem's expression
 /// applied, or the stored item for a DeleteItem, sized by the tables layer's own rule.
 fn failed_condition_answer(operation: &str, body: &[u8], error: &CallError) -> Option<Vec<u8>> {
-    use shoal_tables::api::items::{DeleteItemInput, PutItemInput, UpdateItemInput};
+    use shoal_tables::api::items::{DeleteItemInput, PutItemInput};
     use shoal_tables::core::write::failed_condition_units;
     if error.code != "ConditionalCheckFailedException" {
         return None;
@@ -832,17 +1058,7 @@ fn failed_condition_answer(operation: &str, body: &[u8], error: &CallError) -> O
         }
         "UpdateItem" => {
             let input: UpdateItemInput = serde_json::from_slice(body).ok()?;
-            let updated = match (&old, &input.update_expression) {
-                (Some(old), Some(text)) => shoal_expr::Context::new(
-                    input.expression_attribute_names.as_ref(),
-                    input.expression_attribute_values.as_ref(),
-                )
-                .and_then(|mut context| context.parse_update(text))
-                .and_then(|update| update.apply(old))
-                .ok()
-                .map(|outcome| outcome.item),
-                _ => None,
-            };
+            let updated = old.as_ref().and_then(|old| apply_update(&input, old));
             let would_be = updated.as_ref().or(old.as_ref());
             (
                 input.table_name?,
@@ -890,22 +1106,27 @@ fn unprocessed_request(body: &[u8]) -> Option<String> {
     (!empty).then(|| format!("{{\"RequestItems\":{left}}}"))
 }
 
-/// Adds one operation's units to a partition, keeping its busiest second.
+/// Adds one operation's units to a partition and to its second of the run.
 fn add_load(load: &mut PartitionLoad, second: u64, units: f64, reads: bool) {
-    if load.second != second {
-        load.second = second;
-        load.second_read = 0.0;
-        load.second_write = 0.0;
-    }
     load.operations += 1;
+    let second = u32::try_from(second).unwrap_or(u32::MAX);
+    // A worker's operations come in time order, so its series only ever grows at the end.
+    if load.seconds.last().is_none_or(|last| last.second != second) {
+        debug_assert!(load.seconds.last().is_none_or(|last| last.second < second));
+        load.seconds.push(SecondLoad {
+            second,
+            ..SecondLoad::default()
+        });
+    }
+    let Some(now) = load.seconds.last_mut() else {
+        return;
+    };
     if reads {
         load.read_units += units;
-        load.second_read += units;
-        load.peak_read_units = load.peak_read_units.max(load.second_read);
+        now.read_units += units;
     } else {
         load.write_units += units;
-        load.second_write += units;
-        load.peak_write_units = load.peak_write_units.max(load.second_write);
+        now.write_units += units;
     }
 }
 
