@@ -838,3 +838,109 @@ fn the_planner_sorts_limits_by_the_multiple_that_reaches_them() {
     );
     assert!((report.plan.limits[1].multiple - 1000.0 / 600.0).abs() < 1e-9);
 }
+
+#[test]
+fn worked_example_matches_the_hand_calculation() {
+    // docs/DATA-MODEL-BENCH.md computes every figure of this model by hand; the figures
+    // asserted here are the ones that text gives, and the text is checked to still give them.
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/models/worked-example.json"
+    );
+    let model = Model::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let report = run_model(&model, &BenchOptions::default()).unwrap();
+    let pattern = |name: &str| report.patterns.iter().find(|p| p.name == name).unwrap();
+    let (touch, reserve, ship) = (pattern("touch"), pattern("reserve"), pattern("ship"));
+    assert_eq!(touch.write_units_per_call, 2.0);
+    assert_eq!(touch.index_units_per_call["Orders/ByPlaced"], [0.0, 2.0]);
+    assert_eq!(reserve.write_units_per_call, 2.0);
+    assert_eq!(
+        reserve.errors["ConditionalCheckFailedException"],
+        reserve.operations
+    );
+    assert!(reserve
+        .index_units_per_call
+        .values()
+        .all(|u| *u == [0.0, 0.0]));
+    assert_eq!(ship.write_units_per_call, 1.0);
+    assert_eq!(ship.index_units_per_call["Orders/ByStatus"], [0.0, 2.0]);
+    assert!(report.failing_patterns.is_empty());
+
+    let partition = |target: &str, key: &str| {
+        report
+            .hot_partitions
+            .iter()
+            .find(|p| p.target == target && p.key == key)
+            .unwrap()
+            .write_units_per_second
+    };
+    assert!((partition("Orders", "c#0") - 1200.0).abs() < 1e-6);
+    assert!((partition("Orders/ByStatus", "PENDING") - 1100.0).abs() < 1e-6);
+    assert!((partition("Orders/ByStatus", "SHIPPED") - 1100.0).abs() < 1e-6);
+    assert_eq!(
+        report.verdicts,
+        [
+            "hot key `c#0` (Orders): 1,200 WCU/s, 1.20x the per-partition limit: DynamoDB would throttle it",
+            "hot key `PENDING` (Orders/ByStatus): 1,100 WCU/s, 1.10x the per-partition limit: DynamoDB would throttle it",
+            "hot key `SHIPPED` (Orders/ByStatus): 1,100 WCU/s, 1.10x the per-partition limit: DynamoDB would throttle it",
+        ]
+    );
+
+    let table = &report.tables[0];
+    let index = |name: &str| table.indexes.iter().find(|i| i.name == name).unwrap();
+    assert_eq!((table.item_count, table.size_bytes), (3000, 1_422_670));
+    assert_eq!(
+        (index("ByPlaced").item_count, index("ByPlaced").size_bytes),
+        (1000, 35_890)
+    );
+    assert_eq!(
+        (index("ByStatus").item_count, index("ByStatus").size_bytes),
+        (3000, 102_670)
+    );
+    assert_eq!(table.billed_bytes(), 2_261_230);
+    assert!((report.cost.on_demand_monthly - 7391.25).abs() < 0.005);
+    assert!((report.cost.provisioned_monthly - 3050.36).abs() < 0.005);
+    assert!((report.cost.storage_monthly - 2_261_230.0 / 1_073_741_824.0 * 0.25).abs() < 1e-12);
+    assert_eq!(
+        report.plan.first,
+        "already past a limit at the modelled rate (0.83x): table Orders, partition `c#0` (WCU limit)"
+    );
+    let multiples: Vec<f64> = report
+        .plan
+        .limits
+        .iter()
+        .take(5)
+        .map(|l| l.multiple)
+        .collect();
+    let by_hand = [
+        1000.0 / 1200.0,
+        1000.0 / 1100.0,
+        1000.0 / 1100.0,
+        8000.0 / 2300.0,
+        8000.0 / 2200.0,
+    ];
+    for (multiple, hand) in multiples.iter().zip(by_hand) {
+        assert!((multiple - hand).abs() < 1e-9, "{multiples:?}");
+    }
+
+    // The text computes the same figures.
+    let docs = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/DATA-MODEL-BENCH.md"
+    ))
+    .unwrap();
+    for figure in [
+        "1,000 + 200 = 1,200 WCU/s, 1.20x",
+        "1,100 WCU/s on `PENDING` and on `SHIPPED`, 1.10x",
+        "2,261,230 bytes",
+        "$7,391.25 a month",
+        "$3,050.36",
+        "1,000 ÷ 1,200 = 0.83x",
+        "8,000 WCU/s, against the table's 2,300 (3.48x) and the GSI's 2,200 (3.64x)",
+    ] {
+        assert!(
+            docs.contains(figure),
+            "the worked example no longer says {figure}"
+        );
+    }
+}

@@ -693,6 +693,17 @@ fn verdicts(report: &Report) -> Vec<String> {
     verdicts
 }
 
+/// A monthly sum: cents, or four significant places below a dollar (a model's storage is
+/// often a fraction of a cent).
+fn dollars(value: f64) -> String {
+    if value >= 1.0 || value <= 0.0 {
+        format!("{value:.2}")
+    } else {
+        let decimals = (3.0 - value.log10().floor()).clamp(2.0, 12.0) as usize;
+        format!("{value:.decimals$}")
+    }
+}
+
 /// `1850.4` → `1,850`.
 pub(crate) fn thousands(value: f64) -> String {
     let whole = value.round() as i64;
@@ -792,8 +803,11 @@ pub fn render_text(report: &Report) -> String {
     for table in &report.tables {
         let _ = writeln!(
             out,
-            "  {}: {} items, {} bytes",
-            table.name, table.item_count, table.size_bytes
+            "  {}: {} items, {} bytes ({} bytes billed with its indexes and DynamoDB's 100 bytes per item and entry)",
+            table.name,
+            table.item_count,
+            table.size_bytes,
+            table.billed_bytes()
         );
         for index in &table.indexes {
             let _ = writeln!(
@@ -870,12 +884,12 @@ pub fn render_text(report: &Report) -> String {
     }
     let _ = writeln!(
         out,
-        "\ncost per month at the modelled rate ({} prices): on-demand ${:.2}, provisioned ${:.2} (at {:.0}% utilisation), storage ${:.2}",
+        "\ncost per month at the modelled rate ({} prices): on-demand ${:.2}, provisioned ${:.2} (at {:.0}% utilisation), storage ${}",
         report.cost.region,
         report.cost.on_demand_monthly,
         report.cost.provisioned_monthly,
         report.cost.prices.provisioned_utilization * 100.0,
-        report.cost.storage_monthly
+        dollars(report.cost.storage_monthly)
     );
     let _ = writeln!(out, "\ncapacity plan: {}", report.plan.first);
     let _ = writeln!(out, "\nverdicts");
@@ -1056,5 +1070,9 @@ mod tests {
         assert_eq!(thousands(1850.4), "1,850");
         assert_eq!(thousands(999.0), "999");
         assert_eq!(thousands(1_234_567.0), "1,234,567");
+        assert_eq!(dollars(0.000526), "0.0005260");
+        assert_eq!(dollars(0.25), "0.2500");
+        assert_eq!(dollars(7391.25), "7391.25");
+        assert_eq!(dollars(0.0), "0.00");
     }
 }

@@ -743,7 +743,7 @@ impl Worker {
             match self.client.call(&pattern.operation, &self.body) {
                 Ok(body) => {
                     let next = unprocessed_request(&body);
-                    answers.push(body);
+                    answers.push((body, true));
                     match next {
                         Some(next) if !last_attempt => self.body = next.into_bytes(),
                         Some(_) => {
@@ -807,7 +807,8 @@ impl Worker {
             .as_ref()
             .and_then(|error| failed_condition_answer(&pattern.operation, &self.body, error))
         {
-            answers.push(charged);
+            // Charged, but it wrote nothing: no item collection grew.
+            answers.push((charged, false));
         }
         if let Some(error) = failure {
             progress.errors.fetch_add(1, Ordering::Relaxed);
@@ -816,16 +817,18 @@ impl Worker {
                 .entry(error.code)
                 .or_insert(error.message);
         }
-        for body in answers {
-            self.record(index, &body, draws, stats, at);
+        for (body, wrote) in answers {
+            self.record(index, &body, wrote, draws, stats, at);
         }
     }
 
-    /// Records what one answer of a pattern's call says it cost, returned and grew.
+    /// Records what one answer of a pattern's call says it cost, returned and grew
+    /// (`wrote`: the call wrote what it asked to, so a PutItem grew its collection).
     fn record(
         &mut self,
         index: usize,
         body: &[u8],
+        wrote: bool,
         draws: &mut Draws,
         stats: &mut RunStats,
         at: Duration,
@@ -948,7 +951,7 @@ impl Worker {
             } else {
                 mine.write_units += units;
             }
-            if pattern.grows_collection && on_table {
+            if pattern.grows_collection && on_table && wrote {
                 let bytes = self.body.len() as u64;
                 load.put_bytes += bytes;
                 mine.put_bytes += bytes;
