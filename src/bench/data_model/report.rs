@@ -662,10 +662,13 @@ fn verdicts(report: &Report) -> Vec<String> {
                         thousands(max[kind])
                     ));
                 } else if need > instant[kind] {
+                    // What it serves doubles with each new peak held for 30 minutes.
+                    let doublings = (need / instant[kind]).log2().ceil().max(1.0);
                     verdicts.push(format!(
-                        "{name} needs {} {unit}/s at the modelled rate; a new on-demand table serves {} at once and doubles its previous peak at most every 30 minutes: the modelled rate would throttle at first (pre-warm it, or ramp up)",
+                        "{name} needs {} {unit}/s at the modelled rate; a new on-demand table serves {} at once and doubles that at most every 30 minutes: traffic ramped up over at least {} minutes gets there, the modelled rate at once would throttle (or pre-warm the table)",
                         thousands(need),
-                        thousands(instant[kind])
+                        thousands(instant[kind]),
+                        doublings * 30.0
                     ));
                 }
             }
