@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::model::{Model, Prices};
@@ -40,7 +40,11 @@ const OUTCOME_CODES: [&str; 2] = [
     "TransactionCanceledException",
 ];
 
-#[derive(Debug, Clone, Serialize)]
+/// The report. It also reads back (`shoal bench compare` takes a saved one as its baseline):
+/// every part of it defaults its missing members, so a report saved before a member was
+/// added still reads.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Report {
     pub model: String,
     pub target: String,
@@ -61,7 +65,8 @@ pub struct Report {
     pub failing_patterns: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Latency {
     pub p50_ms: f64,
     pub p95_ms: f64,
@@ -69,7 +74,8 @@ pub struct Latency {
     pub max_ms: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PatternReport {
     pub name: String,
     pub operation: String,
@@ -100,7 +106,47 @@ pub struct PatternReport {
     pub per_second: Vec<[f64; 3]>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+impl PatternReport {
+    /// Read units per call on the table and all its indexes.
+    pub fn read_units_per_call_with_indexes(&self) -> f64 {
+        self.read_units_per_call
+            + self
+                .index_units_per_call
+                .values()
+                .map(|u| u[0])
+                .sum::<f64>()
+    }
+
+    /// Write units per call on the table and all its indexes.
+    pub fn write_units_per_call_with_indexes(&self) -> f64 {
+        self.write_units_per_call
+            + self
+                .index_units_per_call
+                .values()
+                .map(|u| u[1])
+                .sum::<f64>()
+    }
+
+    /// Calls that failed other than by their condition: a failed condition or a cancelled
+    /// transaction is the call's outcome, not a failure.
+    pub fn failed_calls(&self) -> u64 {
+        self.errors
+            .iter()
+            .filter(|(code, _)| !OUTCOME_CODES.contains(&code.as_str()))
+            .map(|(_, count)| count)
+            .sum()
+    }
+}
+
+impl Report {
+    /// Verdicts other than the one of a design nothing is wrong with.
+    pub fn verdict_count(&self) -> usize {
+        self.verdicts.iter().filter(|v| *v != NO_VERDICT).count()
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TableReport {
     pub name: String,
     pub item_count: u64,
@@ -123,7 +169,8 @@ impl TableReport {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct IndexReport {
     pub name: String,
     pub size_bytes: u64,
@@ -134,7 +181,8 @@ pub struct IndexReport {
     pub write_units_per_base_write_unit: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PartitionReport {
     /// The table, or `table/index`.
     pub target: String,
@@ -151,7 +199,8 @@ pub struct PartitionReport {
     pub operations: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CollectionReport {
     /// The table (it has an LSI).
     pub table: String,
@@ -169,7 +218,8 @@ pub struct CollectionReport {
     pub operations: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CostReport {
     pub region: String,
     pub on_demand_monthly: f64,
@@ -178,7 +228,8 @@ pub struct CostReport {
     pub prices: PricesReport,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PricesReport {
     pub write_request_units_per_million: f64,
     pub read_request_units_per_million: f64,
@@ -408,7 +459,7 @@ pub fn build(
     };
     report.verdicts = verdicts(model, &report);
     for pattern in &report.patterns {
-        let failed = failures(pattern);
+        let failed = pattern.failed_calls();
         if failed == 0 || failed as f64 <= ERROR_SHARE_MAX * pattern.operations as f64 {
             continue;
         }
@@ -501,18 +552,9 @@ fn table_reports(
     reports
 }
 
-/// A pattern's calls that failed other than by their condition.
-fn failures(pattern: &PatternReport) -> u64 {
-    pattern
-        .errors
-        .iter()
-        .filter(|(code, _)| !OUTCOME_CODES.contains(&code.as_str()))
-        .map(|(_, count)| count)
-        .sum()
-}
-
 /// The verdict of a design nothing is wrong with.
-const NO_VERDICT: &str = "no partition, table or index over DynamoDB's limits at the modelled rate";
+pub(crate) const NO_VERDICT: &str =
+    "no partition, table or index over DynamoDB's limits at the modelled rate";
 
 /// `days` as people say it: hours below two days.
 pub fn duration_text(days: f64) -> String {
@@ -652,7 +694,7 @@ fn verdicts(model: &Model, report: &Report) -> Vec<String> {
 }
 
 /// `1850.4` → `1,850`.
-fn thousands(value: f64) -> String {
+pub(crate) fn thousands(value: f64) -> String {
     let whole = value.round() as i64;
     let digits = whole.abs().to_string();
     let mut out = String::new();
@@ -905,11 +947,12 @@ pub fn render_comparison(first: &Report, second: &Report) -> String {
     out
 }
 
-fn truncate(text: &str, width: usize) -> String {
+/// `text` cut to `width` characters, the last one an ellipsis when it was longer.
+pub(crate) fn truncate(text: &str, width: usize) -> String {
     if text.chars().count() <= width {
         text.to_string()
     } else {
-        let mut cut: String = text.chars().take(width - 1).collect();
+        let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
         cut.push('…');
         cut
     }
@@ -980,5 +1023,36 @@ mod tests {
         assert_eq!(thousands(1850.4), "1,850");
         assert_eq!(thousands(999.0), "999");
         assert_eq!(thousands(1_234_567.0), "1,234,567");
+    }
+
+    #[test]
+    fn a_saved_report_reads_back_even_without_members_added_since() {
+        let report = Report {
+            model: "m".into(),
+            patterns: vec![PatternReport {
+                name: "p".into(),
+                write_units_per_call: 1.0,
+                index_units_per_call: [("T/G".to_string(), [0.0, 1.0])].into(),
+                ..PatternReport::default()
+            }],
+            verdicts: vec![NO_VERDICT.into()],
+            ..Report::default()
+        };
+        let saved = serde_json::to_value(&report).unwrap();
+        let read: Report = serde_json::from_value(saved.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&read).unwrap(), saved);
+        assert_eq!(read.patterns[0].write_units_per_call_with_indexes(), 2.0);
+        assert_eq!(read.verdict_count(), 0);
+        // A report saved before `load_retries` and a pattern's `retries` were added: 0.
+        let older = serde_json::json!({
+            "model": "m",
+            "patterns": [{"name": "p", "write_units_per_call": 1.0}],
+            "verdicts": ["hot key `k` (T): …"],
+            "cost": {"on_demand_monthly": 2.5}
+        });
+        let read: Report = serde_json::from_value(older).unwrap();
+        assert_eq!((read.load_retries, read.patterns[0].retries), (0, 0));
+        assert_eq!(read.cost.on_demand_monthly, 2.5);
+        assert_eq!(read.verdict_count(), 1);
     }
 }
