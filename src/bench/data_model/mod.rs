@@ -4,8 +4,10 @@
 //! collections grow and what the design would cost per month on DynamoDB.
 //!
 //! `model.rs` is the file format, `generate.rs` the values and request templates,
-//! `target.rs` where requests go, `run.rs` the load and run phases, `report.rs` the report.
+//! `crate::client::target` where requests go, `run.rs` the load and run phases, `report.rs` the report,
+//! `html.rs` its page, `compare.rs` two reports side by side and the conditions on them.
 
+pub mod compare;
 pub mod generate;
 pub mod html;
 pub mod model;
