@@ -1,6 +1,7 @@
 //! `shoal bench`: loads a DynamoDB endpoint with the fixed workloads of [`loadgen`] (PutItem,
 //! GetItem, Query on an LSI and on a GSI), or runs a data model with [`data_model`]
-//! (`--model FILE`, and `bench compare` for two models side by side).
+//! (`--model FILE`, and `bench compare` for two models or saved reports side by side, with
+//! the conditions that make it a CI gate).
 
 pub mod data_model;
 pub mod loadgen;
@@ -9,6 +10,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
+use serde_json::Value;
+
+use data_model::compare::{self, Condition, Pair};
+use data_model::model::Model;
+use data_model::report::Report;
 
 #[derive(Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -72,16 +78,43 @@ enum BenchCommand {
         json: bool,
     },
     /// Runs two model files on this machine, one after the other, and prints them side by
-    /// side: how people choose between two designs.
+    /// side with each figure's change: how people choose between two designs, and, with
+    /// --fail-if, a CI gate. Either side may be a report saved with `shoal bench --model
+    /// FILE --json` (a baseline), which is read instead of run.
     Compare {
+        /// The first design (the baseline): a model file, or a saved JSON report.
         first: PathBuf,
+        /// The second design (the change): a model file, or a saved JSON report.
         second: PathBuf,
-        /// Endpoint to run both against (default: Shoal in this process).
+        /// Endpoint to run the models against (default: Shoal in this process).
         #[arg(long)]
         endpoint: Option<String>,
-        /// Print both reports as one JSON document.
-        #[arg(long)]
+        /// Print both reports, the comparison and the --fail-if outcomes as one JSON
+        /// document.
+        #[arg(long, conflicts_with = "markdown")]
         json: bool,
+        /// Print the comparison as a GitHub-flavoured Markdown table, for a pull-request
+        /// comment.
+        #[arg(long)]
+        markdown: bool,
+        /// Pair pattern OLD of the first with pattern NEW of the second: a renamed pattern.
+        /// Repeatable. Patterns otherwise pair by name; the rest show on one side only.
+        #[arg(long = "pair", value_name = "OLD=NEW", value_parser = Pair::parse)]
+        pairs: Vec<Pair>,
+        /// Exit 1 after printing the comparison if COND holds. COND is METRIC>CHANGE:
+        /// METRIC one of cost (total $/month on-demand), cost-provisioned, storage, p99 (of
+        /// any paired pattern), wcu and rcu (total units per second at the modelled rate,
+        /// with indexes), errors, verdicts (of the second); CHANGE +N% (rose by more than N
+        /// percent), +N (rose by more than N) or N (the second's figure is over N). E.g.
+        /// cost>+5%, p99>+20%, wcu>+0, verdicts>0 (quoted: a shell reads > as a
+        /// redirection). Repeatable and comma-separated.
+        #[arg(
+            long = "fail-if",
+            value_name = "COND",
+            value_delimiter = ',',
+            value_parser = Condition::parse
+        )]
+        fail_if: Vec<Condition>,
     },
 }
 
@@ -93,7 +126,19 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
             second,
             endpoint,
             json,
-        }) => return bench_compare(&first, &second, endpoint, json),
+            markdown,
+            pairs,
+            fail_if,
+        }) => {
+            let output = if json {
+                Output::Json
+            } else if markdown {
+                Output::Markdown
+            } else {
+                Output::Text
+            };
+            return bench_compare([&first, &second], endpoint, output, &pairs, &fail_if);
+        }
         Some(BenchCommand::Plan {
             model,
             endpoint,
@@ -136,10 +181,10 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn read_model(path: &Path) -> Result<data_model::model::Model, String> {
+fn read_model(path: &Path) -> Result<Model, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    data_model::model::Model::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    Model::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 fn bench_model(
@@ -201,37 +246,106 @@ fn bench_plan(path: &Path, endpoint: Option<String>, json: bool) -> Result<(), S
     Ok(())
 }
 
+/// How `compare` prints.
+#[derive(Clone, Copy)]
+enum Output {
+    Text,
+    Markdown,
+    Json,
+}
+
+/// A side of `compare`: a model to run, or a report saved with `--json`.
+enum Compared {
+    Model(Model),
+    Report(Report),
+}
+
+impl Compared {
+    /// Reads `path`. A JSON object with a `verdicts` member is a saved report: every report
+    /// has one, and no model can (the model format refuses members it does not know).
+    fn read(path: &Path) -> Result<Compared, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Object(members)) if members.contains_key("verdicts") => {
+                serde_json::from_value(Value::Object(members))
+                    .map(Compared::Report)
+                    .map_err(|e| {
+                        format!(
+                            "{}: not a report of `shoal bench --model FILE --json`: {e}",
+                            path.display()
+                        )
+                    })
+            }
+            Ok(Value::Object(members)) if members.contains_key("comparison") => Err(format!(
+                "{}: is the output of `shoal bench compare --json`; compare against one report, \
+                 saved with `shoal bench --model FILE --json`",
+                path.display()
+            )),
+            _ => Model::parse(&text)
+                .map(Compared::Model)
+                .map_err(|e| format!("{}: {e}", path.display())),
+        }
+    }
+
+    fn pattern_names(&self) -> Vec<&str> {
+        match self {
+            Compared::Model(model) => model.patterns.iter().map(|p| p.name.as_str()).collect(),
+            Compared::Report(report) => report.patterns.iter().map(|p| p.name.as_str()).collect(),
+        }
+    }
+}
+
 fn bench_compare(
-    first: &Path,
-    second: &Path,
+    paths: [&Path; 2],
     endpoint: Option<String>,
-    json: bool,
+    output: Output,
+    pairs: &[Pair],
+    conditions: &[Condition],
 ) -> Result<(), String> {
-    let models = [read_model(first)?, read_model(second)?];
-    data_model::stop_on_interrupt();
+    let [first, second] = [Compared::read(paths[0])?, Compared::read(paths[1])?];
+    // A pairing that cannot hold is refused before minutes of runs, not after.
+    compare::check_pairs(&first.pattern_names(), &second.pattern_names(), pairs)?;
     let options = data_model::BenchOptions {
         endpoint,
         progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
         database: None,
     };
-    let mut reports = Vec::with_capacity(2);
-    for model in &models {
-        reports.push(data_model::run_model(model, &options)?);
+    if [&first, &second]
+        .iter()
+        .any(|side| matches!(side, Compared::Model(_)))
+    {
+        data_model::stop_on_interrupt();
     }
-    if json {
-        println!(
+    let report = |side: Compared| match side {
+        Compared::Model(model) => data_model::run_model(&model, &options),
+        Compared::Report(report) => Ok(report),
+    };
+    let (first, second) = (report(first)?, report(second)?);
+    let comparison = compare::compare(&first, &second, pairs)?;
+    let outcomes = compare::check_all(conditions, &comparison);
+    match output {
+        Output::Json => println!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
-                "first": reports[0],
-                "second": reports[1],
+                "first": first,
+                "second": second,
+                "comparison": comparison,
+                "fail_if": outcomes,
             }))
             .map_err(|e| e.to_string())?
-        );
-    } else {
-        print!(
+        ),
+        Output::Markdown => print!(
             "{}",
-            data_model::report::render_comparison(&reports[0], &reports[1])
-        );
+            compare::render_markdown(&first, &second, &comparison, &outcomes)
+        ),
+        Output::Text => print!(
+            "{}",
+            compare::render_text(&first, &second, &comparison, &outcomes)
+        ),
     }
-    Ok(())
+    match compare::tripped_message(&outcomes) {
+        Some(message) => Err(message),
+        None => Ok(()),
+    }
 }

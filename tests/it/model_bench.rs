@@ -1,7 +1,8 @@
 //! `shoal bench --model`: a small model run embedded and against `shoal serve`, checking the
 //! report's structure and that its capacity figures are the sums of what the requests were
 //! charged; a hot-key model gets the throttling verdict; the command line prints text, JSON,
-//! HTML and comparisons.
+//! HTML and comparisons, and a comparison against a saved baseline fails on the condition
+//! that trips.
 
 use std::process::Command;
 use std::sync::Arc;
@@ -979,5 +980,115 @@ fn a_new_on_demand_table_ramps_up_to_what_the_model_needs() {
             .any(|v| v.starts_with("Orders needs")),
         "{:?}",
         report.verdicts
+    );
+}
+
+#[test]
+fn compare_gates_a_design_against_a_saved_baseline() {
+    let dir = tempfile::tempdir().unwrap();
+    // The baseline: the design without its GSI, saved as `shoal bench --model X --json`
+    // saves it, so CI runs only the changed design.
+    // Orders drawn from a sequence are all new: every put writes a GSI entry (an overwrite
+    // that leaves the GSI's key and projection as they were writes none).
+    let mut with_index = small_model(200);
+    with_index["generators"]["order"] = json!({"type": "sequence"});
+    let mut plain = with_index.clone();
+    plain["name"] = json!("without the index");
+    plain["tables"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("GlobalSecondaryIndexes");
+    plain["tables"][0]["AttributeDefinitions"]
+        .as_array_mut()
+        .unwrap()
+        .truncate(2);
+    let report = run_model(&parse(&plain), &BenchOptions::default()).unwrap();
+    let baseline = dir.path().join("baseline.json");
+    std::fs::write(&baseline, serde_json::to_string_pretty(&report).unwrap()).unwrap();
+    let with_index_path = dir.path().join("with-index.json");
+    std::fs::write(&with_index_path, with_index.to_string()).unwrap();
+    let unchanged = dir.path().join("unchanged.json");
+    std::fs::write(&unchanged, plain.to_string()).unwrap();
+    let shoal = env!("CARGO_BIN_EXE_shoal");
+    let compare = |second: &std::path::Path, flags: &[&str]| {
+        Command::new(shoal)
+            .args(["bench", "compare"])
+            .arg(&baseline)
+            .arg(second)
+            .args(flags)
+            .output()
+            .unwrap()
+    };
+
+    // By hand: run.rate 1,000 split evenly between `place` and `look` is 500 puts a second
+    // of 1 WCU; the GSI adds 1 WCU to each: 500 → 1,000 WCU/s.
+    let tripped = compare(&with_index_path, &["--fail-if", "wcu>+0,verdicts>0"]);
+    assert_eq!(tripped.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&tripped.stderr);
+    assert!(
+        stderr.contains("--fail-if tripped:\n  wcu>+0: WCU/s 500.0 → 1000.0 (+500.0, +100.0%)"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("verdicts>0"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&tripped.stdout);
+    assert!(
+        stdout.contains("without the index") && stdout.contains("small"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("--fail-if wcu>+0: TRIPPED"), "{stdout}");
+    assert!(stdout.contains("--fail-if verdicts>0: passed"), "{stdout}");
+
+    // The unchanged design passes, and its JSON carries the deltas and the outcome.
+    let passed = compare(&unchanged, &["--fail-if", "wcu>+0", "--json"]);
+    assert!(
+        passed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&passed.stderr)
+    );
+    let document: Value = serde_json::from_slice(&passed.stdout).unwrap();
+    let wcu = &document["comparison"]["totals"]["write_units_per_second"];
+    assert_eq!(
+        (
+            wcu["first"].as_f64(),
+            wcu["second"].as_f64(),
+            wcu["change"].as_f64()
+        ),
+        (Some(500.0), Some(500.0), Some(0.0))
+    );
+    assert_eq!(
+        document["fail_if"],
+        json!([{"condition": "wcu>+0", "tripped": false, "figures": "WCU/s 500.0 → 500.0 (+0.0, +0.0%)"}])
+    );
+    assert_eq!(document["first"]["model"], "without the index");
+
+    // Markdown, for a pull-request comment.
+    let markdown = compare(&with_index_path, &["--markdown"]);
+    assert!(markdown.status.success());
+    let markdown = String::from_utf8(markdown.stdout).unwrap();
+    assert!(
+        markdown
+            .starts_with("| | `without the index` | `small` | change |\n|:---|---:|---:|---:|\n"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("| WCU/s (with indexes) | 500.0 | 1000.0 | +500.0 (+100.0%) |"),
+        "{markdown}"
+    );
+
+    // A malformed condition is a usage error, refused before anything runs; so is a pair
+    // that names no pattern.
+    let malformed = compare(&unchanged, &["--fail-if", "cost>5%"]);
+    assert_eq!(malformed.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&malformed.stderr);
+    assert!(
+        stderr.contains("`cost>5%`: `5%` is not a change; expected METRIC>CHANGE"),
+        "{stderr}"
+    );
+    let unpaired = compare(&unchanged, &["--pair", "put=place"]);
+    assert_eq!(unpaired.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&unpaired.stderr);
+    assert!(
+        stderr.contains("--pair put=place: the first report has no pattern `put`"),
+        "{stderr}"
     );
 }

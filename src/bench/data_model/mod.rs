@@ -4,9 +4,12 @@
 //! collections grow and what the design would cost per month on DynamoDB.
 //!
 //! `model.rs` is the file format, `generate.rs` the values and request templates, `run.rs`
-//! the load and run phases, `report.rs` the report, `throughput.rs` each table's and GSI's
-//! need against its limits, `plan.rs` the capacity planner, `html.rs` the report's page.
+//! the load and run phases (requests go through `crate::client::target`), `report.rs` the
+//! report, `throughput.rs` each table's and GSI's need against its limits, `plan.rs` the
+//! capacity planner, `html.rs` the report's page, `compare.rs` two reports side by side and
+//! the conditions on them.
 
+pub mod compare;
 pub mod generate;
 pub mod html;
 pub mod model;

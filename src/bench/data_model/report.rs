@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::model::{Model, Prices};
@@ -42,7 +42,11 @@ const OUTCOME_CODES: [&str; 2] = [
     "TransactionCanceledException",
 ];
 
-#[derive(Debug, Clone, Serialize)]
+/// The report. It also reads back (`shoal bench compare` takes a saved one as its baseline):
+/// every part of it defaults its missing members, so a report saved before a member was
+/// added still reads.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Report {
     pub model: String,
     pub target: String,
@@ -70,7 +74,8 @@ pub struct Report {
     pub failing_patterns: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Latency {
     pub p50_ms: f64,
     pub p95_ms: f64,
@@ -78,7 +83,8 @@ pub struct Latency {
     pub max_ms: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PatternReport {
     pub name: String,
     pub operation: String,
@@ -109,7 +115,47 @@ pub struct PatternReport {
     pub per_second: Vec<[f64; 3]>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+impl PatternReport {
+    /// Read units per call on the table and all its indexes.
+    pub fn read_units_per_call_with_indexes(&self) -> f64 {
+        self.read_units_per_call
+            + self
+                .index_units_per_call
+                .values()
+                .map(|u| u[0])
+                .sum::<f64>()
+    }
+
+    /// Write units per call on the table and all its indexes.
+    pub fn write_units_per_call_with_indexes(&self) -> f64 {
+        self.write_units_per_call
+            + self
+                .index_units_per_call
+                .values()
+                .map(|u| u[1])
+                .sum::<f64>()
+    }
+
+    /// Calls that failed other than by their condition: a failed condition or a cancelled
+    /// transaction is the call's outcome, not a failure.
+    pub fn failed_calls(&self) -> u64 {
+        self.errors
+            .iter()
+            .filter(|(code, _)| !OUTCOME_CODES.contains(&code.as_str()))
+            .map(|(_, count)| count)
+            .sum()
+    }
+}
+
+impl Report {
+    /// Verdicts other than the one of a design nothing is wrong with.
+    pub fn verdict_count(&self) -> usize {
+        self.verdicts.iter().filter(|v| *v != NO_VERDICT).count()
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TableReport {
     pub name: String,
     pub item_count: u64,
@@ -132,7 +178,8 @@ impl TableReport {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct IndexReport {
     pub name: String,
     pub size_bytes: u64,
@@ -143,7 +190,8 @@ pub struct IndexReport {
     pub write_units_per_base_write_unit: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PartitionReport {
     /// The table, or `table/index`.
     pub target: String,
@@ -168,7 +216,8 @@ pub struct PartitionReport {
     pub seconds_over_limit: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CollectionReport {
     /// The table (it has an LSI).
     pub table: String,
@@ -186,7 +235,8 @@ pub struct CollectionReport {
     pub operations: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CostReport {
     pub region: String,
     pub on_demand_monthly: f64,
@@ -195,7 +245,8 @@ pub struct CostReport {
     pub prices: PricesReport,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PricesReport {
     pub write_request_units_per_million: f64,
     pub read_request_units_per_million: f64,
@@ -469,7 +520,7 @@ pub fn build(
     report.verdicts = verdicts(&report);
     report.plan = plan::plan(model, &report);
     for pattern in &report.patterns {
-        let failed = failures(pattern);
+        let failed = pattern.failed_calls();
         if failed == 0 || failed as f64 <= ERROR_SHARE_MAX * pattern.operations as f64 {
             continue;
         }
@@ -562,18 +613,9 @@ fn table_reports(
     reports
 }
 
-/// A pattern's calls that failed other than by their condition.
-fn failures(pattern: &PatternReport) -> u64 {
-    pattern
-        .errors
-        .iter()
-        .filter(|(code, _)| !OUTCOME_CODES.contains(&code.as_str()))
-        .map(|(_, count)| count)
-        .sum()
-}
-
 /// The verdict of a design nothing is wrong with.
-const NO_VERDICT: &str = "no partition, table or index over DynamoDB's limits at the modelled rate";
+pub(crate) const NO_VERDICT: &str =
+    "no partition, table or index over DynamoDB's limits at the modelled rate";
 
 /// `seconds` as people say it: seconds below two minutes, minutes below two hours, then
 /// hours.
@@ -902,107 +944,12 @@ pub fn render_text(report: &Report) -> String {
     out
 }
 
-/// A labelled row of the comparison: how to show one pattern's figure.
-type PatternRow<'a> = (&'a str, &'a dyn Fn(&PatternReport) -> String);
-/// A labelled row of the comparison's totals.
-type TotalRow<'a> = (&'a str, &'a dyn Fn(&Report) -> String);
-
-/// Two reports side by side: per pattern (by name) and in total.
-pub fn render_comparison(first: &Report, second: &Report) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:<28} {:>22} {:>22}",
-        "",
-        truncate(&first.model, 22),
-        truncate(&second.model, 22)
-    );
-    let mut names: Vec<&str> = first.patterns.iter().map(|p| p.name.as_str()).collect();
-    for p in &second.patterns {
-        if !names.contains(&p.name.as_str()) {
-            names.push(&p.name);
-        }
-    }
-    let cell = |report: &Report, name: &str, show: &dyn Fn(&PatternReport) -> String| {
-        report
-            .patterns
-            .iter()
-            .find(|p| p.name == name)
-            .map_or("-".to_string(), show)
-    };
-    for name in names {
-        let _ = writeln!(out, "{}", truncate(name, 60));
-        let rows: [PatternRow; 5] = [
-            ("  ops/s", &|p| format!("{:.0}", p.ops_per_second)),
-            ("  p99 ms", &|p| format!("{:.3}", p.latency.p99_ms)),
-            ("  RCU / WCU per call", &|p| {
-                let index_read: f64 = p.index_units_per_call.values().map(|u| u[0]).sum();
-                let index_write: f64 = p.index_units_per_call.values().map(|u| u[1]).sum();
-                format!(
-                    "{:.2} / {:.2}",
-                    p.read_units_per_call + index_read,
-                    p.write_units_per_call + index_write
-                )
-            }),
-            ("  $/month on-demand", &|p| {
-                format!("{:.2}", p.monthly_cost_on_demand)
-            }),
-            ("  errors", &|p| p.errors.values().sum::<u64>().to_string()),
-        ];
-        for (label, show) in rows {
-            let _ = writeln!(
-                out,
-                "{label:<28} {:>22} {:>22}",
-                cell(first, name, show),
-                cell(second, name, show)
-            );
-        }
-    }
-    let totals: [TotalRow; 5] = [
-        ("$/month on-demand", &|r| {
-            format!("{:.2}", r.cost.on_demand_monthly)
-        }),
-        ("$/month provisioned", &|r| {
-            format!("{:.2}", r.cost.provisioned_monthly)
-        }),
-        ("$/month storage", &|r| {
-            format!("{:.2}", r.cost.storage_monthly)
-        }),
-        ("hottest partition (% limit)", &|r| {
-            r.hot_partitions.first().map_or("-".to_string(), |p| {
-                format!("{:.0}%", p.limit_share * 100.0)
-            })
-        }),
-        ("verdicts", &|r| {
-            if r.verdicts.iter().any(|v| v.starts_with("no partition")) {
-                "0".to_string()
-            } else {
-                r.verdicts.len().to_string()
-            }
-        }),
-    ];
-    let _ = writeln!(out, "total");
-    for (label, show) in totals {
-        let _ = writeln!(
-            out,
-            "  {label:<26} {:>22} {:>22}",
-            show(first),
-            show(second)
-        );
-    }
-    for (report, which) in [(first, "first"), (second, "second")] {
-        for verdict in &report.verdicts {
-            let _ = writeln!(out, "{which}: {verdict}");
-        }
-    }
-    out
-}
-
-fn truncate(text: &str, width: usize) -> String {
+/// `text` cut to `width` characters, the last one an ellipsis when it was longer.
+pub(crate) fn truncate(text: &str, width: usize) -> String {
     if text.chars().count() <= width {
         text.to_string()
     } else {
-        let mut cut: String = text.chars().take(width - 1).collect();
+        let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
         cut.push('…');
         cut
     }
@@ -1077,5 +1024,36 @@ mod tests {
         assert_eq!(dollars(0.25), "0.2500");
         assert_eq!(dollars(7391.25), "7391.25");
         assert_eq!(dollars(0.0), "0.00");
+    }
+
+    #[test]
+    fn a_saved_report_reads_back_even_without_members_added_since() {
+        let report = Report {
+            model: "m".into(),
+            patterns: vec![PatternReport {
+                name: "p".into(),
+                write_units_per_call: 1.0,
+                index_units_per_call: [("T/G".to_string(), [0.0, 1.0])].into(),
+                ..PatternReport::default()
+            }],
+            verdicts: vec![NO_VERDICT.into()],
+            ..Report::default()
+        };
+        let saved = serde_json::to_value(&report).unwrap();
+        let read: Report = serde_json::from_value(saved.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&read).unwrap(), saved);
+        assert_eq!(read.patterns[0].write_units_per_call_with_indexes(), 2.0);
+        assert_eq!(read.verdict_count(), 0);
+        // A report saved before `load_retries` and a pattern's `retries` were added: 0.
+        let older = serde_json::json!({
+            "model": "m",
+            "patterns": [{"name": "p", "write_units_per_call": 1.0}],
+            "verdicts": ["hot key `k` (T): …"],
+            "cost": {"on_demand_monthly": 2.5}
+        });
+        let read: Report = serde_json::from_value(older).unwrap();
+        assert_eq!((read.load_retries, read.patterns[0].retries), (0, 0));
+        assert_eq!(read.cost.on_demand_monthly, 2.5);
+        assert_eq!(read.verdict_count(), 1);
     }
 }
