@@ -843,8 +843,23 @@ impl Worker {
         // Units on the table's partitions (the table's and its LSIs'), and each GSI's.
         let mut partition_units = 0.0;
         let mut gsi_units: BTreeMap<String, f64> = BTreeMap::new();
-        // Units drawn from each table's and GSI's throughput.
-        let mut resource_units: Vec<(String, f64)> = Vec::new();
+        // Units drawn from each table's and GSI's throughput, in this second of the run.
+        let bucket = usize::try_from(second).unwrap_or(usize::MAX);
+        let resources = &mut stats.resources;
+        let mut add_to_resource = |resource: &str, units: f64| {
+            if bucket >= SECONDS_TRACKED_MAX {
+                return;
+            }
+            // Looked up before inserting: no allocation per answer once a resource is known.
+            let series = match resources.get_mut(resource) {
+                Some(series) => series,
+                None => resources.entry(resource.to_string()).or_default(),
+            };
+            if series.len() <= bucket {
+                series.resize(bucket + 1, [0.0, 0.0]);
+            }
+            series[bucket][usize::from(!pattern.reads)] += units;
+        };
         for entry in answer.consumed.into_iter().flat_map(|c| match c {
             Capacities::One(entry) => vec![entry],
             Capacities::Many(entries) => entries,
@@ -862,7 +877,7 @@ impl Worker {
                         local += units.capacity_units;
                     } else {
                         *gsi_units.entry(resource.clone()).or_default() += units.capacity_units;
-                        resource_units.push((resource.clone(), units.capacity_units));
+                        add_to_resource(&resource, units.capacity_units);
                     }
                     let slot = slot.index_units.entry(resource).or_default();
                     if pattern.reads {
@@ -879,8 +894,11 @@ impl Worker {
                 .table
                 .map_or(entry.capacity_units - indexes, |t| t.capacity_units);
             partition_units += table + local;
-            resource_units.push((entry.table_name.clone(), table + local));
-            let per_table = slot.per_table.entry(entry.table_name).or_default();
+            add_to_resource(&entry.table_name, table + local);
+            let per_table = match slot.per_table.get_mut(&entry.table_name) {
+                Some(per_table) => per_table,
+                None => slot.per_table.entry(entry.table_name).or_default(),
+            };
             per_table.2 += 1;
             if pattern.reads {
                 slot.table_read_units += table;
@@ -903,16 +921,6 @@ impl Worker {
         }
         if let Some(collections) = answer.collections {
             record_collections(&collections, at.as_secs_f64(), &mut stats.collections);
-        }
-        let bucket = usize::try_from(second).unwrap_or(usize::MAX);
-        if bucket < SECONDS_TRACKED_MAX {
-            for (resource, units) in resource_units {
-                let series = stats.resources.entry(resource).or_default();
-                if series.len() <= bucket {
-                    series.resize(bucket + 1, [0.0, 0.0]);
-                }
-                series[bucket][usize::from(!pattern.reads)] += units;
-            }
         }
         // The partitions the answer's units landed on: the one the request names (the
         // table's, or a GSI's for a read through it) and, for a write, each GSI's.
