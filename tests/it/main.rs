@@ -26,6 +26,7 @@ mod kill9;
 mod kill9_streams;
 mod loadgen;
 mod model_bench;
+mod model_report_browser;
 mod scenarios;
 mod scenarios_http;
 mod streams_cli;

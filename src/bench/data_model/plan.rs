@@ -281,7 +281,7 @@ pub fn render_text(report: &Report) -> String {
             if let Some(seconds) = resource.burst_seconds[kind] {
                 let _ = writeln!(
                     out,
-                    "  burst capacity carries {}'s {unit} need for {}",
+                    "  burst capacity carries the {unit} need of {} for {}",
                     resource.resource,
                     seconds_text(seconds)
                 );
