@@ -23,7 +23,8 @@
 //! GSI partitions it will write must not be in debt, as far as they are known before it
 //! runs: the request's item for a put, the stored item otherwise (read, unmetered, only
 //! when capacity is enforced); a refusal is the GSI's (`IndexWriteKeyRangeThroughputExceeded`).
-//! `shoal bench --model` puts a GSI's write units on its partitions by the same rule.
+//! `shoal bench --model` puts a single-item write's GSI units on GSI partitions by the same
+//! rule (tests/it/model_agreement.rs checks that the two agree on what throttles).
 //!
 //! Admission is check-then-charge, as most emulators do it: before a request runs, the
 //! buckets it will draw from must not be in debt (balance above zero); after it ran, the units
