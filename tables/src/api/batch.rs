@@ -67,6 +67,10 @@ pub struct BatchWriteItemOutput {
     pub consumed_capacity: Option<Vec<ConsumedCapacity>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub item_collection_metrics: Option<BTreeMap<String, Vec<ItemCollectionMetrics>>>,
+    /// Where the write put its GSI units, for capacity emulation (`capacity::throttle`):
+    /// filled only while capacity is enforced, and never part of the answer.
+    #[serde(skip)]
+    pub(crate) index_partition_units: Vec<crate::capacity::throttle::IndexPartitionUnits>,
 }
 
 /// The keys to read from one table, with how to read them.

@@ -60,6 +60,10 @@ pub struct PutItemOutput {
     pub consumed_capacity: Option<ConsumedCapacity>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub item_collection_metrics: Option<ItemCollectionMetrics>,
+    /// Where the write put its GSI units, for capacity emulation (`capacity::throttle`):
+    /// filled only while capacity is enforced, and never part of the answer.
+    #[serde(skip)]
+    pub(crate) index_partition_units: Vec<crate::capacity::throttle::IndexPartitionUnits>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -8,7 +8,23 @@
 //! - an on-demand table's or GSI's reads and writes, refilled at twice its previous peak
 //!   (at most [`TABLE_UNITS_MAX`] and its OnDemandThroughput cap), holding one second;
 //! - each partition key value's reads and writes ([`PARTITION_READ_UNITS_MAX`],
-//!   [`PARTITION_WRITE_UNITS_MAX`] per second, no burst beyond one second).
+//!   [`PARTITION_WRITE_UNITS_MAX`] per second, no burst beyond one second): the table's
+//!   partitions, keyed by the table's partition key value (its LSIs' units included: they
+//!   live there), and each GSI's own, keyed by the GSI's partition key value.
+//!
+//! Which GSI partition a write loads (SPEC-2 §7.1: a GSI has its own partitions, and a GSI
+//! that cannot absorb a write throttles the write to the base table). A write's units for a
+//! GSI — exactly those its ConsumedCapacity reports for the GSI (INDEXES) — are charged to
+//! the GSI partition of the item's GSI partition key value after the write; for a delete,
+//! or when the write removes the item's entry from the GSI (the attribute removed), the
+//! value before the write. When the write moves the entry from one value to another, the
+//! units are split in half between the two partitions. A write whose item has no entry in
+//! the GSI, before or after, charges no partition of it. Before the write is admitted, the
+//! GSI partitions it will write must not be in debt, as far as they are known before it
+//! runs: the request's item for a put, the stored item otherwise (read, unmetered, only
+//! when capacity is enforced); a refusal is the GSI's (`IndexWriteKeyRangeThroughputExceeded`).
+//! `shoal bench --model` puts a single-item write's GSI units on GSI partitions by the same
+//! rule (tests/it/model_agreement.rs checks that the two agree on what throttles).
 //!
 //! Admission is check-then-charge, as most emulators do it: before a request runs, the
 //! buckets it will draw from must not be in debt (balance above zero); after it ran, the units
@@ -22,9 +38,12 @@ use serde_json::json;
 use shoal_model::{ApiError, AttributeValue, ErrorCode};
 
 use crate::capacity::metering::Metered;
-use crate::core::catalog::{BillingMode, GlobalIndexDef, OnDemandLimits, TableDef, Throughput};
+use crate::core::catalog::{
+    BillingMode, GlobalIndexDef, IndexStatus, OnDemandLimits, TableDef, Throughput,
+};
 use crate::core::clock::Clock;
 use crate::core::keys;
+use crate::core::plan::{Mutation, WritePlan};
 use crate::core::region::table_arn;
 
 /// Read units one partition serves per second (SPEC-2 §7.1).
@@ -491,6 +510,103 @@ pub struct Demand<'a> {
     pub index: Option<&'a str>,
     /// The partition key value read or written (None: a scan, over every partition).
     pub partition: Option<&'a AttributeValue>,
+    /// The GSI partitions a write will write, as known before it runs
+    /// ([`index_partitions_of`]); empty for reads.
+    pub index_partitions: &'a [IndexPartition],
+}
+
+/// One partition of a GSI: the GSI's name and its partition key value, encoded
+/// (`keys::partition_prefix`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexPartition {
+    pub index: String,
+    pub value: Vec<u8>,
+}
+
+/// Write units one write put on one partition of a GSI of `table`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexPartitionUnits {
+    pub table: String,
+    pub partition: IndexPartition,
+    pub units: f64,
+}
+
+/// The GSI partitions `item` has entries on: one per GSI whose partition key it holds (with
+/// the key's type; another type is refused by the write itself). A GSI being deleted is no
+/// longer written, so it is left out, as writes leave it out.
+pub fn index_partitions_of(table: &TableDef, item: &shoal_model::Item) -> Vec<IndexPartition> {
+    table
+        .global_indexes
+        .iter()
+        .filter(|gsi| gsi.status != IndexStatus::Deleting)
+        .filter_map(|gsi| {
+            let value = item.get(&gsi.key.hash.name)?;
+            if !gsi.key.hash.accepts(value) {
+                return None;
+            }
+            Some(IndexPartition {
+                index: gsi.name.clone(),
+                value: keys::partition_prefix(value).ok()?,
+            })
+        })
+        .collect()
+}
+
+/// Where one planned (and committed) write put each GSI's units, by the rule of the module
+/// doc: the GSI's units of the plan (those its ConsumedCapacity reports) go to the partition
+/// of the entry it wrote, or of the entry it deleted when it wrote none, or half to each when
+/// the entry moved from one GSI partition key value to another. The entries are read off the
+/// plan's own mutations of the GSI's tree, so nothing is computed twice.
+pub fn index_partition_units(
+    table: &TableDef,
+    plan: &WritePlan,
+    out: &mut Vec<IndexPartitionUnits>,
+) {
+    for gsi in &table.global_indexes {
+        let Some(&units) = plan.capacity.global_units.get(&gsi.name) else {
+            continue;
+        };
+        if units <= 0.0 {
+            continue;
+        }
+        let (mut removed, mut added) = (None, None);
+        for mutation in &plan.mutations {
+            match mutation {
+                Mutation::Delete { tree, key } if *tree == gsi.tree => removed = Some(key),
+                Mutation::Put { tree, key, .. } if *tree == gsi.tree => added = Some(key),
+                _ => {}
+            }
+        }
+        let prefix = |key: &Vec<u8>| -> Option<Vec<u8>> {
+            let len = keys::gsi_partition_prefix_len(key, gsi.key.hash.scalar_type()).ok()?;
+            key.get(..len).map(<[u8]>::to_vec)
+        };
+        let (before, after) = (removed.and_then(prefix), added.and_then(prefix));
+        debug_assert!(
+            before.is_some() || after.is_some(),
+            "units charged to GSI {} without an entry written",
+            gsi.name
+        );
+        let mut charge = |value: Vec<u8>, units: f64| {
+            out.push(IndexPartitionUnits {
+                table: table.name.clone(),
+                partition: IndexPartition {
+                    index: gsi.name.clone(),
+                    value,
+                },
+                units,
+            })
+        };
+        match (before, after) {
+            (Some(before), Some(after)) if before != after => {
+                charge(before, units / 2.0);
+                charge(after, units / 2.0);
+            }
+            (_, Some(after)) => charge(after, units),
+            (Some(before), None) => charge(before, units),
+            (None, None) => {}
+        }
+    }
 }
 
 /// Units a request consumed, as its ConsumedCapacity reported them.
@@ -525,7 +641,8 @@ impl Throttle {
     /// Refuses a request whose buckets are in debt.
     pub fn check(&self, demand: &Demand<'_>) -> Result<(), Refusal> {
         let resources = resources_of(demand);
-        let partitions: Vec<(PartitionKey, Limit)> = partition_of(demand).into_iter().collect();
+        let mut partitions: Vec<(PartitionKey, Limit)> = partition_of(demand).into_iter().collect();
+        partitions.extend(index_partitions_written(demand));
         let now = self.clock.now_millis();
         self.buckets.lock().check(&resources, &partitions, now)
     }
@@ -553,6 +670,26 @@ impl Throttle {
         if let Some((key, _)) = partition_of(demand) {
             let now = self.clock.now_millis();
             self.buckets.lock().charge_partition(&key, units, now);
+        }
+    }
+
+    /// Charges the units writes put on GSI partitions ([`index_partition_units`]).
+    pub fn charge_index_partitions(&self, charges: &[IndexPartitionUnits]) {
+        if charges.is_empty() {
+            return;
+        }
+        let now = self.clock.now_millis();
+        let mut buckets = self.buckets.lock();
+        for charge in charges {
+            let key = PartitionKey {
+                resource: ResourceKey {
+                    table: charge.table.clone(),
+                    index: Some(charge.partition.index.clone()),
+                    kind: Metered::Write,
+                },
+                value: charge.partition.value.clone(),
+            };
+            buckets.charge_partition(&key, charge.units, now);
         }
     }
 
@@ -653,6 +790,33 @@ fn partition_of(demand: &Demand<'_>) -> Option<(PartitionKey, Limit)> {
         },
         limit?,
     ))
+}
+
+/// The GSI partition buckets a write draws from, with their GSI's limit (it decides the
+/// exception); a GSI without a limit (provisioned, its throughput unknown) has none.
+fn index_partitions_written(demand: &Demand<'_>) -> Vec<(PartitionKey, Limit)> {
+    if demand.kind != Metered::Write {
+        return Vec::new();
+    }
+    let table = demand.table;
+    demand
+        .index_partitions
+        .iter()
+        .filter_map(|partition| {
+            let gsi = table
+                .global_indexes
+                .iter()
+                .find(|gsi| gsi.name == partition.index)?;
+            let limit = index_limit(table, gsi, Metered::Write)?;
+            Some((
+                PartitionKey {
+                    resource: resource_key(table, Some(&gsi.name), Metered::Write),
+                    value: partition.value.clone(),
+                },
+                limit,
+            ))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -805,6 +969,135 @@ mod tests {
             format!("{}/index/G", table_arn("T"))
         );
         assert_eq!(refusal.cancellation().0, "ThrottlingError");
+    }
+
+    /// A table keyed on pk with a GSI ByStatus on status (ALL projected) and a GSI ByOther
+    /// on other.
+    fn indexed_table() -> TableDef {
+        use crate::core::catalog::{KeyAttribute, KeySchema, Projection, CATALOG_FORMAT};
+        let gsi = |name: &str, hash: &str, tree| GlobalIndexDef {
+            name: name.into(),
+            key: KeySchema {
+                hash: KeyAttribute::new(hash, shoal_model::ScalarType::S),
+                range: None,
+            },
+            projection: Projection::All,
+            tree,
+            status: IndexStatus::Active,
+            throughput: None,
+            capacity: Default::default(),
+        };
+        TableDef {
+            format: CATALOG_FORMAT,
+            name: "T".into(),
+            id: "id".into(),
+            created_at_millis: 0,
+            key: KeySchema {
+                hash: KeyAttribute::new("pk", shoal_model::ScalarType::S),
+                range: None,
+            },
+            attribute_definitions: vec![],
+            billing: BillingMode::PayPerRequest,
+            tree: 1,
+            local_indexes: vec![],
+            global_indexes: vec![gsi("ByStatus", "status", 2), gsi("ByOther", "other", 3)],
+            streams: Vec::new(),
+            time_to_live: None,
+            time_to_live_changed_at_millis: None,
+            settings: Default::default(),
+        }
+    }
+
+    /// The GSI partitions and units of writing `new` over `old` (items of `(name, value)`).
+    fn charged(old: &[(&str, &str)], new: &[(&str, &str)]) -> Vec<(String, String, f64)> {
+        use crate::core::feature::Features;
+        use crate::core::plan::ItemKey;
+        let item = |pairs: &[(&str, &str)]| -> Option<shoal_model::Item> {
+            (!pairs.is_empty()).then(|| {
+                pairs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), AttributeValue::S(v.to_string())))
+                    .chain([("pk".to_string(), AttributeValue::S("a".into()))])
+                    .collect()
+            })
+        };
+        let (old, new) = (item(old), item(new));
+        let table = indexed_table();
+        let key = ItemKey {
+            pk: AttributeValue::S("a".into()),
+            sk: None,
+        };
+        let plan = crate::core::write::plan_write(
+            &Features::none(),
+            &table,
+            &key,
+            old.as_ref(),
+            new.as_ref(),
+            false,
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        index_partition_units(&table, &plan, &mut out);
+        out.into_iter()
+            .map(|charge| {
+                let value = keys::decode_values(
+                    &charge.partition.value[keys::HASH_BYTES..],
+                    &[shoal_model::ScalarType::S],
+                )
+                .unwrap();
+                let AttributeValue::S(text) = &value[0] else {
+                    unreachable!("S keys")
+                };
+                (charge.partition.index, text.clone(), charge.units)
+            })
+            .collect()
+    }
+
+    fn charge(index: &str, value: &str, units: f64) -> (String, String, f64) {
+        (index.into(), value.into(), units)
+    }
+
+    #[test]
+    fn a_write_charges_the_gsi_partition_of_its_entry() {
+        // Added: the value after the write.
+        assert_eq!(
+            charged(&[], &[("status", "PENDING")]),
+            vec![charge("ByStatus", "PENDING", 1.0)]
+        );
+        // Changed in place: the same partition.
+        assert_eq!(
+            charged(
+                &[("status", "PENDING")],
+                &[("status", "PENDING"), ("x", "1")]
+            ),
+            vec![charge("ByStatus", "PENDING", 1.0)]
+        );
+        // Moved: a delete (1 unit) and a put (1 unit), half on each partition.
+        assert_eq!(
+            charged(&[("status", "PENDING")], &[("status", "DONE")]),
+            vec![
+                charge("ByStatus", "PENDING", 1.0),
+                charge("ByStatus", "DONE", 1.0)
+            ]
+        );
+        // Removed from the GSI, or deleted: the value before.
+        assert_eq!(
+            charged(&[("status", "PENDING"), ("other", "o")], &[("other", "o")]),
+            vec![
+                charge("ByStatus", "PENDING", 1.0),
+                charge("ByOther", "o", 1.0)
+            ]
+        );
+        assert_eq!(
+            charged(&[("status", "DONE")], &[]),
+            vec![charge("ByStatus", "DONE", 1.0)]
+        );
+        // No entry before or after, or an entry left as it was: no GSI partition.
+        assert_eq!(charged(&[], &[("x", "1")]), vec![]);
+        assert_eq!(
+            charged(&[("other", "o"), ("x", "1")], &[("other", "o"), ("x", "1")]),
+            vec![]
+        );
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! The units charged are those the operation reports in ConsumedCapacity: it is asked for
 //! them per index (INDEXES), and its answer is put back into the shape the client asked for.
 //! A batch or transaction reports units per table, so each item's partition is charged an
-//! equal share of its table's units.
+//! equal share of its table's units. A GSI's write units go to the GSI partitions the write
+//! put them on: the operation reads them off its committed plans (`IndexPartitionUnits`,
+//! made only while capacity is enforced) and hands them back with its answer.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -27,14 +29,22 @@ use crate::api::transact::{
     TransactWriteItemsOutput,
 };
 use crate::capacity::metering::Metered;
-use crate::capacity::throttle::{Consumed, Demand, Refusal};
+use crate::capacity::throttle::{
+    index_partition_units, index_partitions_of, Consumed, Demand, IndexPartition,
+    IndexPartitionUnits, Refusal,
+};
 use crate::core::catalog::TableDef;
+use crate::core::plan::WritePlan;
+use crate::core::write::key_from_request;
 use crate::database::Database;
 use crate::items::transact::throttled_cancellation;
 use crate::query_scan::query::query_partition;
 
 const INDEXES: &str = "INDEXES";
 const TOTAL: &str = "TOTAL";
+
+/// A transaction action as checked: its table name, its key or item, and what it writes.
+type Action<'a> = (Option<&'a str>, Option<&'a Item>, Option<Written<'a>>);
 
 /// A request on one table: where it reads or writes.
 pub(crate) trait OneTableRequest {
@@ -46,12 +56,30 @@ pub(crate) trait OneTableRequest {
     }
     /// The partition key value it reads or writes (None: every partition, or unknown).
     fn partition(&self, table: &TableDef) -> Option<AttributeValue>;
+    /// What a write writes, as known before it runs (None: a read).
+    fn written(&self) -> Option<Written<'_>> {
+        None
+    }
     fn return_consumed_capacity(&mut self) -> &mut Option<String>;
 }
 
 /// A response with one ConsumedCapacity.
 pub(crate) trait OneCapacity {
     fn consumed_capacity(&mut self) -> Option<&mut ConsumedCapacity>;
+    /// Where a write put its GSI units (empty for reads).
+    fn take_index_partition_units(&mut self) -> Vec<IndexPartitionUnits> {
+        Vec::new()
+    }
+}
+
+/// What one write (a request, a batch item, a transaction action) writes, as known before
+/// it runs: which GSI partitions it will write is read off this.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Written<'a> {
+    /// A put: the request's item.
+    Item(Option<&'a Item>),
+    /// An update or delete: the item stored under this key.
+    StoredAt(Option<&'a Item>),
 }
 
 /// The partition key value of an item or key.
@@ -60,7 +88,7 @@ fn partition_of(table: &TableDef, item: Option<&Item>) -> Option<AttributeValue>
 }
 
 macro_rules! one_table_request {
-    ($input:ty, $kind:expr, |$request:ident, $table:ident| $partition:expr $(, index: $index:ident)?) => {
+    ($input:ty, $kind:expr, |$request:ident, $table:ident| $partition:expr $(, index: $index:ident)? $(, written: $written:expr)?) => {
         impl OneTableRequest for $input {
             const KIND: Metered = $kind;
             fn table_name(&self) -> Option<&str> {
@@ -73,6 +101,10 @@ macro_rules! one_table_request {
                 let $request = self;
                 $partition
             }
+            $(fn written(&self) -> Option<Written<'_>> {
+                let $request = self;
+                Some($written)
+            })?
             fn return_consumed_capacity(&mut self) -> &mut Option<String> {
                 &mut self.return_consumed_capacity
             }
@@ -80,18 +112,12 @@ macro_rules! one_table_request {
     };
 }
 
-one_table_request!(PutItemInput, Metered::Write, |r, t| partition_of(
-    t,
-    r.item.as_ref()
-));
-one_table_request!(UpdateItemInput, Metered::Write, |r, t| partition_of(
-    t,
-    r.key.as_ref()
-));
-one_table_request!(DeleteItemInput, Metered::Write, |r, t| partition_of(
-    t,
-    r.key.as_ref()
-));
+one_table_request!(PutItemInput, Metered::Write, |r, t| partition_of(t, r.item.as_ref()),
+    written: Written::Item(r.item.as_ref()));
+one_table_request!(UpdateItemInput, Metered::Write, |r, t| partition_of(t, r.key.as_ref()),
+    written: Written::StoredAt(r.key.as_ref()));
+one_table_request!(DeleteItemInput, Metered::Write, |r, t| partition_of(t, r.key.as_ref()),
+    written: Written::StoredAt(r.key.as_ref()));
 one_table_request!(GetItemInput, Metered::Read, |r, t| partition_of(
     t,
     r.key.as_ref()
@@ -102,6 +128,9 @@ one_table_request!(ScanRequest, Metered::Read, |_r, _t| None, index: index_name)
 impl OneCapacity for PutItemOutput {
     fn consumed_capacity(&mut self) -> Option<&mut ConsumedCapacity> {
         self.consumed_capacity.as_mut()
+    }
+    fn take_index_partition_units(&mut self) -> Vec<IndexPartitionUnits> {
+        std::mem::take(&mut self.index_partition_units)
     }
 }
 
@@ -188,6 +217,46 @@ impl Database {
         self.data_table(table_name_of(name).ok()?).ok()
     }
 
+    /// Where committed plans of `table` put their GSI units; nothing (and no work) unless
+    /// capacity is enforced.
+    pub(crate) fn index_partition_units<'p>(
+        &self,
+        table: &TableDef,
+        plans: impl IntoIterator<Item = &'p WritePlan>,
+    ) -> Vec<IndexPartitionUnits> {
+        let mut units = Vec::new();
+        if self.capacity.throttle.enforcing() && !table.global_indexes.is_empty() {
+            for plan in plans {
+                index_partition_units(table, plan, &mut units);
+            }
+        }
+        units
+    }
+
+    /// The GSI partitions a write will write, as known before it runs: those of a put's
+    /// item, or of the item stored under an update's or delete's key, read here without
+    /// being metered (a key that does not fit the table, or a failed read, is left to the
+    /// operation, which refuses it the same way). Called only while capacity is enforced.
+    fn index_partitions_before(
+        &self,
+        table: &TableDef,
+        written: Option<Written<'_>>,
+    ) -> Vec<IndexPartition> {
+        if table.global_indexes.is_empty() {
+            return Vec::new();
+        }
+        match written {
+            Some(Written::Item(Some(item))) => index_partitions_of(table, item),
+            Some(Written::StoredAt(Some(key))) => {
+                let stored = key_from_request(table, key)
+                    .ok()
+                    .and_then(|key| self.read_item(table, &key, None).ok().flatten());
+                stored.map_or_else(Vec::new, |item| index_partitions_of(table, &item))
+            }
+            _ => Vec::new(),
+        }
+    }
+
     /// Runs a request on one table under capacity emulation.
     pub(crate) fn throttled<I, O>(
         &self,
@@ -206,11 +275,13 @@ impl Database {
         };
         let partition = input.partition(&table);
         let index = input.index_name().map(str::to_string);
+        let index_partitions = self.index_partitions_before(&table, input.written());
         let demand = Demand {
             table: &table,
             kind: I::KIND,
             index: index.as_deref(),
             partition: partition.as_ref(),
+            index_partitions: &index_partitions,
         };
         self.capacity
             .throttle
@@ -218,6 +289,9 @@ impl Database {
             .map_err(|refusal| refusal.error())?;
         let total = ask_per_index(input.return_consumed_capacity());
         let mut output = operation(input)?;
+        self.capacity
+            .throttle
+            .charge_index_partitions(&output.take_index_partition_units());
         if let Some(consumed) = output.consumed_capacity() {
             let units = units_of(consumed);
             self.capacity.throttle.charge(&demand, &units);
@@ -257,6 +331,7 @@ impl Database {
                 kind,
                 index: None,
                 partition: None,
+                index_partitions: &[],
             };
             self.capacity.throttle.charge(&demand, &units);
             let share = units.table_units / items.len() as f64;
@@ -266,25 +341,30 @@ impl Database {
                     kind,
                     index: None,
                     partition: partition.as_ref(),
+                    index_partitions: &[],
                 };
                 self.capacity.throttle.charge_partition(&demand, share);
             }
         }
     }
 
-    /// Checks one batch item or transaction action.
+    /// Checks one batch item or transaction action: `item` is its key or item, `written`
+    /// what a write writes.
     fn check_item(
         &self,
         table: &Arc<TableDef>,
         kind: Metered,
         item: Option<&Item>,
+        written: Option<Written<'_>>,
     ) -> (Option<AttributeValue>, Result<(), Refusal>) {
         let partition = partition_of(table, item);
+        let index_partitions = self.index_partitions_before(table, written);
         let demand = Demand {
             table,
             kind,
             index: None,
             partition: partition.as_ref(),
+            index_partitions: &index_partitions,
         };
         let checked = self.capacity.throttle.check(&demand);
         (partition, checked)
@@ -311,12 +391,15 @@ impl Database {
                 continue;
             };
             for request in requests {
-                let item = match (&request.put_request, &request.delete_request) {
-                    (Some(put), _) => put.item.as_ref(),
-                    (None, Some(delete)) => delete.key.as_ref(),
-                    (None, None) => None,
+                let (item, written) = match (&request.put_request, &request.delete_request) {
+                    (Some(put), _) => (put.item.as_ref(), Written::Item(put.item.as_ref())),
+                    (None, Some(delete)) => {
+                        (delete.key.as_ref(), Written::StoredAt(delete.key.as_ref()))
+                    }
+                    (None, None) => (None, Written::Item(None)),
                 };
-                let (partition, checked) = self.check_item(&table, Metered::Write, item);
+                let (partition, checked) =
+                    self.check_item(&table, Metered::Write, item, Some(written));
                 match checked {
                     Ok(()) => {
                         processed.push((Arc::clone(&table), partition));
@@ -337,6 +420,10 @@ impl Database {
         input.request_items = Some(admitted);
         let total = ask_per_index(&mut input.return_consumed_capacity);
         let mut output = self.batch_write_item(input)?;
+        self.capacity
+            .throttle
+            .charge_index_partitions(&output.index_partition_units);
+        output.index_partition_units.clear();
         self.charge_per_table(
             output.consumed_capacity.as_mut(),
             total,
@@ -375,7 +462,7 @@ impl Database {
             };
             let keys = std::mem::take(&mut request.keys);
             for key in keys {
-                let (partition, checked) = self.check_item(&table, Metered::Read, Some(&key));
+                let (partition, checked) = self.check_item(&table, Metered::Read, Some(&key), None);
                 let target = match checked {
                     Ok(()) => {
                         processed.push((Arc::clone(&table), partition));
@@ -426,7 +513,7 @@ impl Database {
         if !self.capacity.throttle.enforcing() {
             return self.transact_write_items(input);
         }
-        let actions: Vec<(Option<&str>, Option<&Item>)> = input
+        let actions: Vec<Action<'_>> = input
             .transact_items
             .iter()
             .flatten()
@@ -437,11 +524,26 @@ impl Database {
                     &action.delete,
                     &action.condition_check,
                 ) {
-                    (Some(put), ..) => (put.table_name.as_deref(), put.item.as_ref()),
-                    (_, Some(update), ..) => (update.table_name.as_deref(), update.key.as_ref()),
-                    (_, _, Some(delete), _) => (delete.table_name.as_deref(), delete.key.as_ref()),
-                    (_, _, _, Some(check)) => (check.table_name.as_deref(), check.key.as_ref()),
-                    _ => (None, None),
+                    (Some(put), ..) => (
+                        put.table_name.as_deref(),
+                        put.item.as_ref(),
+                        Some(Written::Item(put.item.as_ref())),
+                    ),
+                    (_, Some(update), ..) => (
+                        update.table_name.as_deref(),
+                        update.key.as_ref(),
+                        Some(Written::StoredAt(update.key.as_ref())),
+                    ),
+                    (_, _, Some(delete), _) => (
+                        delete.table_name.as_deref(),
+                        delete.key.as_ref(),
+                        Some(Written::StoredAt(delete.key.as_ref())),
+                    ),
+                    // A condition check writes no GSI.
+                    (_, _, _, Some(check)) => {
+                        (check.table_name.as_deref(), check.key.as_ref(), None)
+                    }
+                    _ => (None, None, None),
                 }
             })
             .collect();
@@ -451,6 +553,10 @@ impl Database {
         }
         let total = ask_per_index(&mut input.return_consumed_capacity);
         let mut output = self.transact_write_items(input)?;
+        self.capacity
+            .throttle
+            .charge_index_partitions(&output.index_partition_units);
+        output.index_partition_units.clear();
         self.charge_per_table(
             output.consumed_capacity.as_mut(),
             total,
@@ -468,13 +574,13 @@ impl Database {
         if !self.capacity.throttle.enforcing() {
             return self.transact_get_items(input);
         }
-        let actions: Vec<(Option<&str>, Option<&Item>)> = input
+        let actions: Vec<Action<'_>> = input
             .transact_items
             .iter()
             .flatten()
             .map(|action| match &action.get {
-                Some(get) => (get.table_name.as_deref(), get.key.as_ref()),
-                None => (None, None),
+                Some(get) => (get.table_name.as_deref(), get.key.as_ref(), None),
+                None => (None, None, None),
             })
             .collect();
         let (processed, refusals) = self.check_actions(&actions, Metered::Read);
@@ -492,12 +598,12 @@ impl Database {
         Ok(output)
     }
 
-    /// Checks each action of a transaction (table name, key or item): the partitions of
-    /// the actions on existing tables, and each action's refusal if any.
+    /// Checks each action of a transaction: the partitions of the actions on existing
+    /// tables, and each action's refusal if any.
     #[allow(clippy::type_complexity)]
     fn check_actions(
         &self,
-        actions: &[(Option<&str>, Option<&Item>)],
+        actions: &[Action<'_>],
         kind: Metered,
     ) -> (
         Vec<(Arc<TableDef>, Option<AttributeValue>)>,
@@ -505,12 +611,12 @@ impl Database {
     ) {
         let mut processed = Vec::new();
         let mut refusals = Vec::with_capacity(actions.len());
-        for (name, item) in actions {
+        for (name, item, written) in actions {
             let Some(table) = self.throttled_table(*name) else {
                 refusals.push(None);
                 continue;
             };
-            let (partition, checked) = self.check_item(&table, kind, *item);
+            let (partition, checked) = self.check_item(&table, kind, *item, *written);
             refusals.push(checked.err());
             processed.push((table, partition));
         }

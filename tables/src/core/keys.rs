@@ -136,6 +136,16 @@ pub fn split_table_key(key: &[u8], pk_type: ScalarType) -> Result<(usize, u8), K
     Ok((prefix_len, section))
 }
 
+/// The length of `hash64(gsi pk) | gsi pk` in a GSI-tree key: the partition prefix
+/// ([`partition_prefix`]) of the GSI partition the entry lives on.
+pub fn gsi_partition_prefix_len(
+    key: &[u8],
+    gsi_hash_type: ScalarType,
+) -> Result<usize, KeyCodecError> {
+    let encoded_pk = key.get(HASH_BYTES..).ok_or(KeyCodecError::Truncated)?;
+    Ok(HASH_BYTES + encoded_key_value_len(encoded_pk, gsi_hash_type)?)
+}
+
 /// The key of the base item an LSI entry was derived from: the entry's key is
 /// `prefix | section | LSI sort value | table sort key`, the item's `prefix | 0x00 | table
 /// sort key`. `prefix_len` is the length of `hash64(pk) | pk` (from [`split_table_key`]).
@@ -357,6 +367,17 @@ mod tests {
             Bound::Unbounded => true,
         };
         above && below
+    }
+
+    #[test]
+    fn a_gsi_key_starts_with_its_partition_prefix() {
+        for (gsi_pk, gsi_sk) in [(s("PENDING"), Some(n("7"))), (n("-1.5"), None)] {
+            let key = gsi_key(&gsi_pk, gsi_sk.as_ref(), &s("item"), Some(&n("3"))).unwrap();
+            let ty = gsi_pk.as_scalar_type().unwrap();
+            let len = gsi_partition_prefix_len(&key, ty).unwrap();
+            assert_eq!(key[..len], partition_prefix(&gsi_pk).unwrap());
+        }
+        assert!(gsi_partition_prefix_len(&[0; 4], ScalarType::S).is_err());
     }
 
     #[test]

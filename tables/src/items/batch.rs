@@ -163,7 +163,9 @@ impl Database {
 
         let mut consumed = Vec::new();
         let mut metrics = BTreeMap::new();
+        let mut index_partition_units = Vec::new();
         for ((table, table_plans), table_records) in plans.iter().zip(records) {
+            index_partition_units.extend(self.index_partition_units(table, table_plans));
             let mut capacity = WriteCapacity::default();
             for plan in table_plans {
                 capacity.add(&plan.capacity);
@@ -179,6 +181,7 @@ impl Database {
             consumed_capacity: (options.return_consumed_capacity != ReturnConsumedCapacity::None)
                 .then_some(consumed),
             item_collection_metrics: (!metrics.is_empty()).then_some(metrics),
+            index_partition_units,
         })
     }
 

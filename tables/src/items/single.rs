@@ -86,7 +86,7 @@ impl Database {
             ReturnValues::AllOld => old,
             _ => None,
         };
-        Ok(write_output(&table, &options, &plan, record, attributes))
+        Ok(self.write_output(&table, &options, &plan, record, attributes))
     }
 
     /// DeleteItem: removes an item (a missing item is not an error).
@@ -130,7 +130,7 @@ impl Database {
             ReturnValues::AllOld => old,
             _ => None,
         };
-        Ok(write_output(&table, &options, &plan, record, attributes))
+        Ok(self.write_output(&table, &options, &plan, record, attributes))
     }
 
     /// UpdateItem: edits an item in place, creating it when it does not exist.
@@ -179,7 +179,7 @@ impl Database {
             if old.is_none() && update.as_ref().is_some_and(|u| u.only_removes()) {
                 let plan = plan_write(&self.features, &table, &key, None, None, true)?;
                 let record = self.commit_one(&table, &plan, &options)?;
-                return Ok(write_output(&table, &options, &plan, record, None));
+                return Ok(self.write_output(&table, &options, &plan, record, None));
             }
             // `apply` copies the item it starts from, so the stored item is lent to it rather
             // than cloned once more (that clone was ~3% of an UpdateItem of a ~1 KB item).
@@ -217,7 +217,7 @@ impl Database {
             ReturnValues::UpdatedOld => old.map(|old| extract_paths(&old, &touched)),
             ReturnValues::UpdatedNew => Some(extract_paths(&new, &touched)),
         };
-        Ok(write_output(&table, &options, &plan, record, attributes))
+        Ok(self.write_output(&table, &options, &plan, record, attributes))
     }
 
     /// GetItem: reads one item: the latest version, unless `EmulationOptions::eventual_read_lag`
@@ -279,6 +279,32 @@ impl Database {
             .into_iter()
             .next()
             .flatten())
+    }
+
+    /// The response of a write: returned attributes (omitted when empty), capacity and
+    /// collection metrics as asked for, and where its GSI units went (capacity emulation).
+    fn write_output(
+        &self,
+        table: &TableDef,
+        options: &WriteOptions,
+        plan: &WritePlan,
+        record: Option<CollectionRecord>,
+        attributes: Option<Item>,
+    ) -> PutItemOutput {
+        let item_collection_metrics = match record {
+            Some(record) if options.return_item_collection_metrics && table.has_local_indexes() => {
+                Some(collection::metrics(table, &plan.key.pk, record.size_bytes))
+            }
+            _ => None,
+        };
+        PutItemOutput {
+            attributes: attributes.filter(|item| !item.is_empty()),
+            consumed_capacity: plan
+                .capacity
+                .report(&table.name, options.return_consumed_capacity),
+            item_collection_metrics,
+            index_partition_units: self.index_partition_units(table, [plan]),
+        }
     }
 }
 
@@ -398,30 +424,6 @@ fn check_condition(
         Some(old) if return_old => error.with_extra("Item", item_to_json(old)),
         _ => error,
     })
-}
-
-/// The response of a write: returned attributes (omitted when empty), capacity and
-/// collection metrics as asked for.
-fn write_output(
-    table: &TableDef,
-    options: &WriteOptions,
-    plan: &WritePlan,
-    record: Option<CollectionRecord>,
-    attributes: Option<Item>,
-) -> PutItemOutput {
-    let item_collection_metrics = match record {
-        Some(record) if options.return_item_collection_metrics && table.has_local_indexes() => {
-            Some(collection::metrics(table, &plan.key.pk, record.size_bytes))
-        }
-        _ => None,
-    };
-    PutItemOutput {
-        attributes: attributes.filter(|item| !item.is_empty()),
-        consumed_capacity: plan
-            .capacity
-            .report(&table.name, options.return_consumed_capacity),
-        item_collection_metrics,
-    }
 }
 
 /// GetItem's `ConsumedCapacity` (never index arms).

@@ -344,7 +344,9 @@ impl Database {
 
         let mut consumed = Vec::new();
         let mut metrics = BTreeMap::new();
+        let mut index_partition_units = Vec::new();
         for ((table, plans, capacity), table_records) in by_table.values().zip(records) {
+            index_partition_units.extend(self.index_partition_units(table, plans.iter().copied()));
             consumed.extend(capacity.report(&table.name, options.return_consumed_capacity));
             if options.return_item_collection_metrics && table.has_local_indexes() {
                 let collections = collection_metrics(table, plans.iter().copied(), &table_records);
@@ -355,6 +357,7 @@ impl Database {
             consumed_capacity: (options.return_consumed_capacity != ReturnConsumedCapacity::None)
                 .then_some(consumed),
             item_collection_metrics: (!metrics.is_empty()).then_some(metrics),
+            index_partition_units,
         })
     }
 

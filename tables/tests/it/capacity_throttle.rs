@@ -468,3 +468,316 @@ fn partiql_statements_draw_on_the_same_buckets() {
         "ProvisionedThroughputExceeded"
     );
 }
+
+/// An on-demand (or, with `provisioned`, a provisioned 40,000/40,000) table keyed on `pk`
+/// with a KEYS_ONLY GSI `ByStatus` on `status`: every write of an item below 1 KB is 1 WCU
+/// on the table and 1 WCU per GSI entry it adds or removes.
+fn status_table(db: &Database, name: &str, provisioned: bool) {
+    let mut create = json!({
+        "TableName": name,
+        "AttributeDefinitions": [
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "status", "AttributeType": "S"}
+        ],
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+        "GlobalSecondaryIndexes": [{
+            "IndexName": "ByStatus",
+            "KeySchema": [{"AttributeName": "status", "KeyType": "HASH"}],
+            "Projection": {"ProjectionType": "KEYS_ONLY"}
+        }],
+        "BillingMode": "PAY_PER_REQUEST"
+    });
+    if provisioned {
+        let units = json!({"ReadCapacityUnits": 40_000, "WriteCapacityUnits": 40_000});
+        create["BillingMode"] = json!("PROVISIONED");
+        create["ProvisionedThroughput"] = units.clone();
+        create["GlobalSecondaryIndexes"][0]["ProvisionedThroughput"] = units;
+    }
+    db.execute("CreateTable", create).unwrap();
+}
+
+/// An item of ~950 bytes (1 WCU) under key `pk`, with `status` if given.
+fn status_item(pk: &str, status: Option<&str>) -> Value {
+    let mut item = json!({"pk": {"S": pk}, "data": {"S": "x".repeat(900)}});
+    if let Some(status) = status {
+        item["status"] = json!({"S": status});
+    }
+    item
+}
+
+fn index_reason(error: &shoal_model::ApiError, member: &str) -> Value {
+    throttling_reasons(error, member)[0].clone()
+}
+
+const STATUS_INDEX_ARN: &str = "arn:aws:dynamodb:ddblocal:000000000000:table/Orders/index/ByStatus";
+
+#[test]
+fn a_low_cardinality_gsi_key_throttles_writes_at_its_partition_s_limit() {
+    let (db, now) = open(CapacityMode::Enforce);
+    status_table(&db, "Orders", false);
+    // 1,000 items a second, each on its own table partition, all on the GSI partition
+    // PENDING: 1,000 GSI WCU, what one partition serves in a second.
+    for n in 0..PARTITION_WRITE_UNITS_MAX as u64 {
+        let written = db
+            .execute(
+                "PutItem",
+                json!({"TableName": "Orders", "Item": status_item(&format!("o{n}"), Some("PENDING")),
+                       "ReturnConsumedCapacity": "INDEXES"}),
+            )
+            .unwrap();
+        if n == 0 {
+            assert_eq!(
+                written["ConsumedCapacity"]["GlobalSecondaryIndexes"]["ByStatus"]["CapacityUnits"],
+                json!(1.0)
+            );
+        }
+    }
+    let error = put(&db, "Orders", status_item("next", Some("PENDING"))).unwrap_err();
+    assert_eq!(error.code, ErrorCode::ThrottlingException);
+    assert_eq!(error.message, ON_DEMAND_EXCEEDED_MESSAGE);
+    assert_eq!(
+        index_reason(&error, "throttlingReasons"),
+        json!({"reason": "IndexWriteKeyRangeThroughputExceeded", "resource": STATUS_INDEX_ARN})
+    );
+    // Another status, and an item the GSI does not hold, write no hot GSI partition.
+    put(&db, "Orders", status_item("done", Some("DONE"))).unwrap();
+    put(&db, "Orders", status_item("none", None)).unwrap();
+    // A batch sends back what would write PENDING; a transaction is cancelled with the
+    // GSI's reason.
+    let output = db
+        .execute(
+            "BatchWriteItem",
+            json!({"RequestItems": {"Orders": [
+                {"PutRequest": {"Item": status_item("b1", Some("PENDING"))}},
+                {"PutRequest": {"Item": status_item("b2", Some("DONE"))}}
+            ]}}),
+        )
+        .unwrap();
+    assert_eq!(
+        output["UnprocessedItems"],
+        json!({"Orders": [{"PutRequest": {"Item": status_item("b1", Some("PENDING"))}}]})
+    );
+    let error = db
+        .execute(
+            "TransactWriteItems",
+            json!({"TransactItems": [
+                {"Put": {"TableName": "Orders", "Item": status_item("t1", Some("DONE"))}},
+                {"Put": {"TableName": "Orders", "Item": status_item("t2", Some("PENDING"))}}
+            ]}),
+        )
+        .unwrap_err();
+    assert_eq!(
+        throttling_reasons(&error, "CancellationReasons"),
+        json!([
+            {"Code": "None"},
+            {"Code": "ThrottlingError",
+             "Message": "Throughput exceeds the current capacity for one or more global secondary indexes. DynamoDB is automatically scaling your index so please try again shortly."}
+        ])
+    );
+    // PartiQL compiles to the same writes.
+    let error = db
+        .execute(
+            "ExecuteStatement",
+            json!({"Statement": "INSERT INTO Orders VALUE {'pk': 'q', 'status': 'PENDING'}"}),
+        )
+        .unwrap_err();
+    assert_eq!(
+        index_reason(&error, "throttlingReasons")["reason"],
+        json!("IndexWriteKeyRangeThroughputExceeded")
+    );
+    let counts = db.throttled_requests();
+    assert_eq!(
+        counts,
+        vec![(
+            "Orders".to_string(),
+            Some("ByStatus".to_string()),
+            ThrottleCounts {
+                reads: 0,
+                writes: 4
+            }
+        )]
+    );
+
+    // A second later the partition has its 1,000 units again.
+    now.fetch_add(1_000, Ordering::SeqCst);
+    put(&db, "Orders", status_item("next", Some("PENDING"))).unwrap();
+}
+
+#[test]
+fn the_same_writes_over_two_gsi_key_values_pass() {
+    let (db, _now) = open(CapacityMode::Enforce);
+    status_table(&db, "Orders", false);
+    // 1,200 WCU in one second on the GSI, 600 on each of two partitions: under the limit.
+    write_batches(&db, "Orders", 1200, |n| {
+        let status = if n % 2 == 0 { "PENDING" } else { "DONE" };
+        status_item(&format!("o{n}"), Some(status))
+    });
+    put(&db, "Orders", status_item("next", Some("PENDING"))).unwrap();
+    put(&db, "Orders", status_item("next2", Some("DONE"))).unwrap();
+    assert!(db.throttled_requests().is_empty());
+}
+
+#[test]
+fn a_provisioned_gsi_s_hot_partition_throttles_with_the_provisioned_exception() {
+    let (db, _now) = open(CapacityMode::Enforce);
+    status_table(&db, "Orders", true);
+    write_batches(&db, "Orders", PARTITION_WRITE_UNITS_MAX as u64, |n| {
+        status_item(&format!("o{n}"), Some("PENDING"))
+    });
+    let error = put(&db, "Orders", status_item("next", Some("PENDING"))).unwrap_err();
+    assert_eq!(
+        error.code,
+        ErrorCode::ProvisionedThroughputExceededException
+    );
+    assert_eq!(
+        index_reason(&error, "ThrottlingReasons"),
+        json!({"reason": "IndexWriteKeyRangeThroughputExceeded", "resource": STATUS_INDEX_ARN})
+    );
+    let error = db
+        .execute(
+            "TransactWriteItems",
+            json!({"TransactItems": [
+                {"Put": {"TableName": "Orders", "Item": status_item("t", Some("PENDING"))}}
+            ]}),
+        )
+        .unwrap_err();
+    assert_eq!(
+        throttling_reasons(&error, "CancellationReasons")[0]["Code"],
+        json!("ProvisionedThroughputExceeded")
+    );
+}
+
+/// Puts `count` new items of `status` with keys `{prefix}{n}`, one by one (putting an item
+/// again with the same status leaves its KEYS_ONLY entry as it was: no GSI units).
+fn fill(db: &Database, status: &str, prefix: &str, count: u64) {
+    for n in 0..count {
+        put(
+            db,
+            "Orders",
+            status_item(&format!("{prefix}{n}"), Some(status)),
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn an_update_moving_an_entry_splits_its_units_between_the_two_partitions() {
+    let (db, now) = open(CapacityMode::Enforce);
+    status_table(&db, "Orders", false);
+    // Both partitions one unit short of their second's 1,000.
+    fill(&db, "PENDING", "PENDING", 999);
+    fill(&db, "DONE", "DONE", 999);
+    // PENDING → DONE: the old entry's delete (1 WCU) and the new entry's put (1 WCU), half
+    // on each partition: one unit each.
+    let updated = db
+        .execute(
+            "UpdateItem",
+            json!({"TableName": "Orders", "Key": {"pk": {"S": "PENDING0"}},
+                   "UpdateExpression": "SET #s = :done",
+                   "ExpressionAttributeNames": {"#s": "status"},
+                   "ExpressionAttributeValues": {":done": {"S": "DONE"}},
+                   "ReturnConsumedCapacity": "INDEXES"}),
+        )
+        .unwrap();
+    assert_eq!(
+        updated["ConsumedCapacity"]["GlobalSecondaryIndexes"]["ByStatus"]["CapacityUnits"],
+        json!(2.0)
+    );
+    // Each partition took at least one unit: both are spent ...
+    for status in ["PENDING", "DONE"] {
+        let error = put(&db, "Orders", status_item("x", Some(status))).unwrap_err();
+        assert_eq!(
+            index_reason(&error, "throttlingReasons")["reason"],
+            json!("IndexWriteKeyRangeThroughputExceeded"),
+            "{status}"
+        );
+    }
+    // ... and no more than one: a millisecond (one unit at 1,000 a second) lets each write
+    // again.
+    now.fetch_add(1, Ordering::SeqCst);
+    put(&db, "Orders", status_item("p", Some("PENDING"))).unwrap();
+    put(&db, "Orders", status_item("d", Some("DONE"))).unwrap();
+}
+
+#[test]
+fn deletes_and_removed_attributes_charge_the_value_before_the_write() {
+    let (db, now) = open(CapacityMode::Enforce);
+    status_table(&db, "Orders", false);
+    put(&db, "Orders", status_item("plain", None)).unwrap();
+    fill(&db, "DONE", "DONE", 5);
+    fill(&db, "PENDING", "PENDING", 999);
+    // Deleting an item the GSI does not hold charges no GSI partition.
+    let delete = |pk: &str| {
+        db.execute(
+            "DeleteItem",
+            json!({"TableName": "Orders", "Key": {"pk": {"S": pk}}}),
+        )
+    };
+    delete("plain").unwrap();
+    put(&db, "Orders", status_item("still", Some("PENDING"))).unwrap();
+    // PENDING is spent now; a delete of a PENDING item is checked against the stored item's
+    // partition and refused, one of a DONE item passes (and charges DONE).
+    let error = delete("PENDING1").unwrap_err();
+    assert_eq!(
+        index_reason(&error, "throttlingReasons")["reason"],
+        json!("IndexWriteKeyRangeThroughputExceeded")
+    );
+    delete("DONE0").unwrap();
+
+    // A second later: a delete of a PENDING item puts its unit on PENDING.
+    now.fetch_add(1_000, Ordering::SeqCst);
+    fill(&db, "PENDING", "second", 999);
+    delete("PENDING1").unwrap();
+    assert!(put(&db, "Orders", status_item("x", Some("PENDING"))).is_err());
+
+    // And so does an update removing the attribute (the entry leaves the GSI).
+    now.fetch_add(1_000, Ordering::SeqCst);
+    fill(&db, "PENDING", "third", 999);
+    db.execute(
+        "UpdateItem",
+        json!({"TableName": "Orders", "Key": {"pk": {"S": "PENDING2"}},
+               "UpdateExpression": "REMOVE #s", "ExpressionAttributeNames": {"#s": "status"}}),
+    )
+    .unwrap();
+    assert!(put(&db, "Orders", status_item("x", Some("PENDING"))).is_err());
+    // The batch delete of a stored PENDING item is sent back; of a DONE item, processed.
+    let output = db
+        .execute(
+            "BatchWriteItem",
+            json!({"RequestItems": {"Orders": [
+                {"DeleteRequest": {"Key": {"pk": {"S": "PENDING3"}}}},
+                {"DeleteRequest": {"Key": {"pk": {"S": "DONE1"}}}}
+            ]}}),
+        )
+        .unwrap();
+    assert_eq!(
+        output["UnprocessedItems"],
+        json!({"Orders": [{"DeleteRequest": {"Key": {"pk": {"S": "PENDING3"}}}}]})
+    );
+}
+
+#[test]
+fn gsi_reads_and_writes_have_separate_partition_buckets() {
+    let (db, _now) = open(CapacityMode::Enforce);
+    status_table(&db, "Orders", false);
+    fill(&db, "PENDING", "PENDING", 1000);
+    let query = || {
+        db.execute(
+            "Query",
+            json!({"TableName": "Orders", "IndexName": "ByStatus",
+                   "KeyConditionExpression": "#s = :s", "Limit": 1,
+                   "ExpressionAttributeNames": {"#s": "status"},
+                   "ExpressionAttributeValues": {":s": {"S": "PENDING"}}}),
+        )
+    };
+    // The partition's writes are spent, not its reads: 3,000 RCU a second, half a unit per
+    // eventually consistent page of one small entry.
+    for _ in 0..6000 {
+        query().unwrap();
+    }
+    let error = query().unwrap_err();
+    assert_eq!(
+        index_reason(&error, "throttlingReasons"),
+        json!({"reason": "IndexReadKeyRangeThroughputExceeded", "resource": STATUS_INDEX_ARN})
+    );
+}
