@@ -126,6 +126,17 @@ pub struct ApiError {
     /// `Item` on a ConditionalCheckFailedException with ReturnValuesOnConditionCheckFailure,
     /// `CancellationReasons` on a TransactionCanceledException.
     pub extra: Option<Box<serde_json::Map<String, serde_json::Value>>>,
+    /// What the failed request was charged: DynamoDB charges a write whose condition failed
+    /// (SPEC §5), though its error body carries no ConsumedCapacity. Not part of the body:
+    /// the capacity meter and capacity emulation read it.
+    pub charged: Option<Box<Charged>>,
+}
+
+/// Write units a failed request consumed on a table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Charged {
+    pub table: String,
+    pub write_units: f64,
 }
 
 impl ApiError {
@@ -134,7 +145,17 @@ impl ApiError {
             code,
             message: message.into(),
             extra: None,
+            charged: None,
         }
+    }
+
+    /// Records what the failed request was charged (see [`ApiError::charged`]).
+    pub fn with_charge(mut self, table: &str, write_units: f64) -> ApiError {
+        self.charged = Some(Box::new(Charged {
+            table: table.to_string(),
+            write_units,
+        }));
+        self
     }
 
     /// Adds a member to the error body (see [`ApiError::extra`]).

@@ -9,7 +9,7 @@ pub mod number;
 pub mod size;
 pub mod value;
 
-pub use error::{ApiError, ErrorCode};
+pub use error::{ApiError, Charged, ErrorCode};
 pub use json::{item_from_json, item_to_json};
 pub use keycodec::{decode_key_value, encode_key_value, KeyCodecError};
 pub use number::Number;

@@ -223,7 +223,21 @@ impl Database {
         if metered && !client_asked {
             *requested = Some("TOTAL".to_string());
         }
-        let mut response = operation(input)?;
+        let mut response = match operation(input) {
+            Ok(response) => response,
+            Err(error) => {
+                // A write whose condition failed is charged all the same (SPEC §5).
+                if let (true, Some(charged)) = (metered, &error.charged) {
+                    let consumed = ConsumedCapacity {
+                        table_name: charged.table.clone(),
+                        capacity_units: charged.write_units,
+                        ..ConsumedCapacity::default()
+                    };
+                    self.capacity.meter.record(Metered::Write, &[consumed]);
+                }
+                return Err(error);
+            }
+        };
         if metered {
             if let Some(kind) = kind_of(&response) {
                 self.capacity

@@ -34,10 +34,10 @@
 //! Where the two sides count differently by design, only the safe side is asserted:
 //! - batches, transactions and PartiQL statements put no load on the report's partitions
 //!   (the bench cannot tell which item lands where) but do on the server's: a table they
-//!   write (or read) gets no "never refused" check for writes (or reads);
-//! - a write whose condition fails is charged by the bench, as DynamoDB charges it, and not
-//!   by the server (docs/COMPATIBILITY.md, capacity emulation): a table with such writes gets
-//!   no "must be refused" check for writes.
+//!   write (or read) gets no "never refused" check for writes (or reads).
+//!
+//! A write whose condition fails is charged on both sides, as DynamoDB charges it: by the
+//! bench from the stored item its answer carries, by the server from the item it read.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -205,7 +205,6 @@ fn check_agreement(model: Value) -> Checked {
 
     // Tables whose load one side counts and the other does not (module doc).
     let mut untracked: [Vec<String>; 2] = Default::default();
-    let mut failed_conditions: Vec<String> = Vec::new();
     for (spec, pattern) in model["patterns"]
         .as_array()
         .into_iter()
@@ -223,13 +222,7 @@ fn check_agreement(model: Value) -> Checked {
             WRITE
         };
         if UNTRACKED.contains(&pattern.operation.as_str()) {
-            untracked[kind].extend(tables.iter().cloned());
-        }
-        if pattern
-            .errors
-            .contains_key("ConditionalCheckFailedException")
-        {
-            failed_conditions.extend(tables);
+            untracked[kind].extend(tables);
         }
     }
 
@@ -312,10 +305,7 @@ fn check_agreement(model: Value) -> Checked {
                     }
                 }
                 let what = format!("{target} {}s", KINDS[kind]);
-                // A failed condition charges the table's units only, in the bench alone.
-                let overcounted =
-                    kind == WRITE && index.is_none() && failed_conditions.contains(&table_name);
-                if !must_throttle.is_empty() && !overcounted {
+                if !must_throttle.is_empty() {
                     let why = must_throttle.join(", ");
                     checked.must_throttle.push(format!("{what}: {why}"));
                     if refused[kind] == 0 {
@@ -325,7 +315,7 @@ fn check_agreement(model: Value) -> Checked {
                     }
                 }
                 let tracked = !untracked[kind].contains(&table_name);
-                let asserted_throttle = !must_throttle.is_empty() && !overcounted;
+                let asserted_throttle = !must_throttle.is_empty();
                 let asserted_pass = share <= MUST_PASS_SHARE
                     && resource_ok
                     && tracked

@@ -288,7 +288,24 @@ impl Database {
             .check(&demand)
             .map_err(|refusal| refusal.error())?;
         let total = ask_per_index(input.return_consumed_capacity());
-        let mut output = operation(input)?;
+        let mut output = match operation(input) {
+            Ok(output) => output,
+            Err(error) => {
+                // A write whose condition failed consumed units on its table and its
+                // partition all the same (SPEC §5), the table's only.
+                if let Some(charged) = &error.charged {
+                    let units = Consumed {
+                        table_units: charged.write_units,
+                        index_units: BTreeMap::new(),
+                    };
+                    self.capacity.throttle.charge(&demand, &units);
+                    self.capacity
+                        .throttle
+                        .charge_partition(&demand, charged.write_units);
+                }
+                return Err(error);
+            }
+        };
         self.capacity
             .throttle
             .charge_index_partitions(&output.take_index_partition_units());

@@ -23,7 +23,8 @@ use crate::core::collection::{self, CollectionRecord};
 use crate::core::plan::WritePlan;
 use crate::core::units::{read_units, ReadConsistency};
 use crate::core::write::{
-    check_new_item, check_update_key_paths, key_from_request, key_of_item, plan_write, replanning,
+    check_new_item, check_update_key_paths, failed_condition_units, key_from_request, key_of_item,
+    plan_write, replanning,
 };
 use crate::database::Database;
 
@@ -70,7 +71,13 @@ impl Database {
                 condition.as_ref(),
                 old.as_ref(),
                 options.return_old_on_condition_failure,
-            )?;
+            )
+            .map_err(|error| {
+                error.with_charge(
+                    &table.name,
+                    failed_condition_units(old.as_ref(), Some(item)),
+                )
+            })?;
             let plan = plan_write(
                 &self.features,
                 &table,
@@ -121,7 +128,10 @@ impl Database {
                 condition.as_ref(),
                 old.as_ref(),
                 options.return_old_on_condition_failure,
-            )?;
+            )
+            .map_err(|error| {
+                error.with_charge(&table.name, failed_condition_units(old.as_ref(), None))
+            })?;
             let plan = plan_write(&self.features, &table, &key, old.as_ref(), None, false)?;
             let record = self.commit_one(&table, &plan, &options)?;
             (old, plan, record)
@@ -173,7 +183,17 @@ impl Database {
                 condition.as_ref(),
                 old.as_ref(),
                 options.return_old_on_condition_failure,
-            )?;
+            )
+            .map_err(|error| {
+                // Charged by the item the update would have left (SPEC §5).
+                let would_be = match (&old, &update) {
+                    (Some(old), Some(update)) => update.apply(old).ok().map(|outcome| outcome.item),
+                    _ => None,
+                };
+                let units =
+                    failed_condition_units(old.as_ref(), would_be.as_ref().or(old.as_ref()));
+                error.with_charge(&table.name, units)
+            })?;
             // REMOVE and DELETE alone on a missing item create nothing: no write, no stream
             // record, and ALL_NEW returns nothing (SPEC-2 §1.6).
             if old.is_none() && update.as_ref().is_some_and(|u| u.only_removes()) {

@@ -781,3 +781,36 @@ fn gsi_reads_and_writes_have_separate_partition_buckets() {
         json!({"reason": "IndexReadKeyRangeThroughputExceeded", "resource": STATUS_INDEX_ARN})
     );
 }
+
+#[test]
+fn writes_whose_condition_fails_draw_on_their_partition() {
+    let (db, now) = open(CapacityMode::Enforce);
+    provisioned_table(&db, "Guarded", 10, 40_000);
+    put(&db, "Guarded", item("hot", 0)).unwrap();
+    now.fetch_add(1_000, Ordering::SeqCst);
+    // Each conditional put of the stored one-unit item fails and is charged 1 WCU (SPEC §5):
+    // the partition's 1,000 WCU a second are spent by 1,000 of them, and the next is refused
+    // though nothing was written.
+    let failing = || {
+        db.execute(
+            "PutItem",
+            json!({"TableName": "Guarded", "Item": item("hot", 0),
+                   "ConditionExpression": "attribute_not_exists(pk)"}),
+        )
+        .unwrap_err()
+    };
+    for n in 0..PARTITION_WRITE_UNITS_MAX as u64 {
+        let error = failing();
+        assert_eq!(
+            error.code,
+            ErrorCode::ConditionalCheckFailedException,
+            "at {n}"
+        );
+    }
+    assert_eq!(
+        failing().code,
+        ErrorCode::ProvisionedThroughputExceededException
+    );
+    // The neighbouring partition, untouched, still takes writes.
+    put(&db, "Guarded", item("cold", 0)).unwrap();
+}
