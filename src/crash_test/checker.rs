@@ -199,9 +199,11 @@ impl History {
                     Some(lost) => {
                         let mut after = model.clone();
                         after.apply(&lost);
+                        // The keys that show the loss (a delete of an absent item shows none).
                         let keys: Vec<String> = lost
                             .effects
                             .iter()
+                            .filter(|(key, _)| stored.get(key) != after.items.get(key))
                             .map(|(key, _)| read_back(key, stored, &after.items))
                             .collect();
                         format!(
