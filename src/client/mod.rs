@@ -10,6 +10,7 @@
 pub mod endpoint;
 pub mod retry;
 pub mod signing;
+pub mod streams;
 pub mod target;
 pub mod tls;
 

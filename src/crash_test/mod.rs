@@ -10,7 +10,7 @@
 //! Operation `i` is a pure function of the seed and `i`, so the checker knows every write
 //! without being told.
 //!
-//! Two ways to crash:
+//! Three ways to crash:
 //! - `kill`: a child process (`shoal crash-test-child`) runs the workload on a real data
 //!   directory and reports each acknowledged write on its stdout; it is killed with SIGKILL
 //!   at a random moment. Every acknowledged write must survive, in every durability mode
@@ -20,33 +20,43 @@
 //!   With `sync` durability every acknowledged write must survive; with `none` or
 //!   `interval:MS` the survivors need only be a prefix.
 //!
+//! - a server ([`server`], `--server 'COMMAND'` or `--endpoint`): any DynamoDB-compatible
+//!   server, started in its own process group, driven over HTTP, SIGKILLed at a random moment
+//!   and restarted on the same data; what it does not offer is reported as not offered.
+//!
+//! [`workload`] makes the writes and [`checker`] checks what survived, in every mode.
 //! [`writer`] is the engine-level workload of `shoal crash-writer`, which the kill -9 tests
 //! run and kill.
 
+pub mod checker;
+mod progress;
+pub mod server;
+pub mod signals;
+pub mod workload;
 pub mod writer;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, IsTerminal};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use shoal_tables::{Database, Durability, EventName, Options, StorageOptions, StreamStart};
 
+pub use checker::CrashTestReport;
+use checker::{item_of, History, Observed, StreamOrder};
+use progress::Progress;
+pub use workload::TABLE;
+use workload::{create_table_request, key_name, operation, time_to_live_request, Items};
+
 use crate::parse_durability;
 
-/// The table the workload writes.
-pub const TABLE: &str = "CrashTest";
-/// Keys the workload cycles through (16 partitions of 16 items).
-const PARTITIONS: u64 = 16;
-const SORT_KEYS: u64 = 16;
-/// Most operations one cycle runs before its crash.
+/// Most operations one power-loss cycle runs before its crash.
 const CYCLE_OPERATIONS_MAX: u64 = 600;
 /// Stream records read per call when checking.
 const STREAM_READ_BATCH: usize = 1000;
@@ -73,67 +83,6 @@ pub struct CrashTestConfig {
     pub program: PathBuf,
 }
 
-/// What a crash test found.
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct CrashTestReport {
-    pub cycles: u64,
-    /// Acknowledged writes whose survival was checked.
-    pub acknowledged_checked: u64,
-    /// Acknowledged writes lost where the durability mode allows it (unsynced at a power loss).
-    pub acknowledged_lost_allowed: u64,
-    /// Violations by kind, each with its first few descriptions.
-    pub violations: BTreeMap<String, Vec<String>>,
-    /// Milliseconds each reopen took.
-    pub recovery_ms: Vec<f64>,
-}
-
-impl CrashTestReport {
-    pub fn violation_count(&self) -> usize {
-        self.violations.values().map(Vec::len).sum()
-    }
-
-    fn violate(&mut self, kind: &str, what: String) {
-        let list = self.violations.entry(kind.to_string()).or_default();
-        if list.len() < 10 {
-            list.push(what);
-        }
-    }
-
-    /// The report as text.
-    pub fn render(&self) -> String {
-        let mut sorted = self.recovery_ms.clone();
-        sorted.sort_by(f64::total_cmp);
-        let at = |q: f64| {
-            if sorted.is_empty() {
-                0.0
-            } else {
-                sorted[((sorted.len() - 1) as f64 * q).round() as usize]
-            }
-        };
-        let mut out = format!(
-            "{} cycles, {} acknowledged writes checked, {} lost where the durability mode allows it\n\
-             recovery: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms\n",
-            self.cycles,
-            self.acknowledged_checked,
-            self.acknowledged_lost_allowed,
-            at(0.5),
-            at(0.99),
-            at(1.0)
-        );
-        if self.violations.is_empty() {
-            out.push_str("no violations\n");
-        } else {
-            for (kind, list) in &self.violations {
-                out.push_str(&format!("violation: {kind} ({})\n", list.len()));
-                for what in list {
-                    out.push_str(&format!("  {what}\n"));
-                }
-            }
-        }
-        out
-    }
-}
-
 /// The database options of the workload: small memtables and WAL segments, so flushes,
 /// compactions and segment rotation happen within a cycle.
 pub fn options(durability: Durability) -> Options {
@@ -152,213 +101,15 @@ pub fn create_table(db: &Database) -> Result<(), String> {
     if db.table(TABLE).is_ok() {
         return Ok(());
     }
-    let key = |name: &str, kind: &str| json!({"AttributeName": name, "KeyType": kind});
-    db.execute(
-        "CreateTable",
-        json!({
-            "TableName": TABLE,
-            "AttributeDefinitions": [
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-                {"AttributeName": "a", "AttributeType": "S"},
-                {"AttributeName": "g", "AttributeType": "S"}
-            ],
-            "KeySchema": [key("pk", "HASH"), key("sk", "RANGE")],
-            "LocalSecondaryIndexes": [{"IndexName": "ByA", "KeySchema": [key("pk", "HASH"), key("a", "RANGE")],
-                "Projection": {"ProjectionType": "KEYS_ONLY"}}],
-            "GlobalSecondaryIndexes": [{"IndexName": "ByG", "KeySchema": [key("g", "HASH"), key("sk", "RANGE")],
-                "Projection": {"ProjectionType": "ALL"}}],
-            "StreamSpecification": {"StreamEnabled": true, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-            "BillingMode": "PAY_PER_REQUEST"
-        }),
-    )
-    .map_err(|e| format!("CreateTable: {}", e.message))?;
-    db.execute(
-        "UpdateTimeToLive",
-        json!({"TableName": TABLE, "TimeToLiveSpecification": {"Enabled": true, "AttributeName": "expires"}}),
-    )
-    .map_err(|e| format!("UpdateTimeToLive: {}", e.message))?;
+    db.execute("CreateTable", create_table_request(true))
+        .map_err(|e| format!("CreateTable: {}", e.message))?;
+    db.execute("UpdateTimeToLive", time_to_live_request())
+        .map_err(|e| format!("UpdateTimeToLive: {}", e.message))?;
     Ok(())
 }
 
-/// A key of the workload, as text (`p3/s12`) and as DynamoDB JSON.
-fn key(n: u64) -> (String, Value) {
-    let (pk, sk) = (n % PARTITIONS, n / PARTITIONS % SORT_KEYS);
-    (
-        format!("p{pk}/s{sk}"),
-        json!({"pk": {"S": format!("p{pk}")}, "sk": {"S": format!("s{sk}")}}),
-    )
-}
-
-/// What operation `i` writes: an item per key it puts (None for a delete), in action order.
-#[derive(Debug, Clone)]
-struct Operation {
-    name: &'static str,
-    request: Value,
-    /// For the model: each touched key and how it changes.
-    effects: Vec<(String, Effect)>,
-}
-
-#[derive(Debug, Clone)]
-enum Effect {
-    Put(Value),
-    /// SET these attributes (an upsert), REMOVE `g` if asked.
-    Update {
-        set: Vec<(String, Value)>,
-        remove_g: bool,
-    },
-    Delete,
-}
-
-/// A year from the workload's fixed epoch: Time to Live never fires.
-const EXPIRES: &str = "4102444800";
-
-fn item(key: &Value, i: u64, rng: &mut StdRng) -> Value {
-    let mut item = key.as_object().cloned().unwrap_or_default();
-    item.insert("v".into(), json!({"N": i.to_string()}));
-    item.insert("expires".into(), json!({"N": EXPIRES}));
-    if rng.random_bool(0.7) {
-        item.insert(
-            "a".into(),
-            json!({"S": format!("a{}", rng.random_range(0..6))}),
-        );
-    }
-    if rng.random_bool(0.6) {
-        item.insert(
-            "g".into(),
-            json!({"S": format!("g{}", rng.random_range(0..4))}),
-        );
-    }
-    let payload = "x".repeat(rng.random_range(0..600));
-    item.insert("payload".into(), json!({"S": payload}));
-    Value::Object(item)
-}
-
-/// Operation `i` of the workload seeded `seed`.
-fn operation(seed: u64, i: u64) -> Operation {
-    let mut rng = StdRng::seed_from_u64(seed ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    let keys = PARTITIONS * SORT_KEYS;
-    let (name_a, key_a) = key(rng.random_range(0..keys));
-    match rng.random_range(0..10) {
-        0..=3 => {
-            let item = item(&key_a, i, &mut rng);
-            Operation {
-                name: "PutItem",
-                request: json!({"TableName": TABLE, "Item": item}),
-                effects: vec![(name_a, Effect::Put(item))],
-            }
-        }
-        4..=6 => {
-            let a = json!({"S": format!("a{}", rng.random_range(0..6))});
-            let remove_g = rng.random_bool(0.3);
-            let expression = if remove_g {
-                "SET v = :v, a = :a, expires = :e REMOVE g"
-            } else {
-                "SET v = :v, a = :a, expires = :e"
-            };
-            Operation {
-                name: "UpdateItem",
-                request: json!({"TableName": TABLE, "Key": key_a, "UpdateExpression": expression,
-                    "ExpressionAttributeValues": {":v": {"N": i.to_string()}, ":a": a, ":e": {"N": EXPIRES}}}),
-                effects: vec![(
-                    name_a,
-                    Effect::Update {
-                        set: vec![
-                            ("v".into(), json!({"N": i.to_string()})),
-                            ("a".into(), a),
-                            ("expires".into(), json!({"N": EXPIRES})),
-                        ],
-                        remove_g,
-                    },
-                )],
-            }
-        }
-        7 => Operation {
-            name: "DeleteItem",
-            request: json!({"TableName": TABLE, "Key": key_a}),
-            effects: vec![(name_a, Effect::Delete)],
-        },
-        _ => {
-            // A transaction: put one item and delete another, atomically.
-            let mut other = rng.random_range(0..keys);
-            while key(other).0 == name_a {
-                other = (other + 1) % keys;
-            }
-            let (name_b, key_b) = key(other);
-            let item = item(&key_a, i, &mut rng);
-            Operation {
-                name: "TransactWriteItems",
-                request: json!({"TransactItems": [
-                    {"Put": {"TableName": TABLE, "Item": item}},
-                    {"Delete": {"TableName": TABLE, "Key": key_b}}
-                ]}),
-                effects: vec![(name_a, Effect::Put(item)), (name_b, Effect::Delete)],
-            }
-        }
-    }
-}
-
-/// The items the workload's writes make, key by key, and the stream records they make.
-#[derive(Debug, Clone, Default)]
-struct Model {
-    items: BTreeMap<String, serde_json::Map<String, Value>>,
-}
-
-impl Model {
-    /// Applies an operation; returns its stream records, (event, key), in action order.
-    fn apply(&mut self, operation: &Operation) -> Vec<(EventName, String)> {
-        let mut records = Vec::new();
-        for (name, effect) in &operation.effects {
-            let existed = self.items.contains_key(name);
-            match effect {
-                Effect::Put(item) => {
-                    self.items
-                        .insert(name.clone(), item.as_object().cloned().unwrap_or_default());
-                    records.push((
-                        if existed {
-                            EventName::Modify
-                        } else {
-                            EventName::Insert
-                        },
-                        name.clone(),
-                    ));
-                }
-                Effect::Update { set, remove_g } => {
-                    let (pk, sk) = name.split_once('/').unwrap_or_default();
-                    let entry = self.items.entry(name.clone()).or_insert_with(|| {
-                        let mut item = serde_json::Map::new();
-                        item.insert("pk".into(), json!({"S": pk}));
-                        item.insert("sk".into(), json!({"S": sk}));
-                        item
-                    });
-                    for (attribute, value) in set {
-                        entry.insert(attribute.clone(), value.clone());
-                    }
-                    if *remove_g {
-                        entry.remove("g");
-                    }
-                    records.push((
-                        if existed {
-                            EventName::Modify
-                        } else {
-                            EventName::Insert
-                        },
-                        name.clone(),
-                    ));
-                }
-                Effect::Delete => {
-                    if self.items.remove(name).is_some() {
-                        records.push((EventName::Remove, name.clone()));
-                    }
-                }
-            }
-        }
-        records
-    }
-}
-
 /// The table's items as the model holds them.
-fn stored_items(db: &Database) -> Result<BTreeMap<String, serde_json::Map<String, Value>>, String> {
+fn stored_items(db: &Database) -> Result<Items, String> {
     let mut items = BTreeMap::new();
     let mut start: Option<Value> = None;
     loop {
@@ -370,12 +121,7 @@ fn stored_items(db: &Database) -> Result<BTreeMap<String, serde_json::Map<String
             .execute("Scan", request)
             .map_err(|e| format!("Scan: {}", e.message))?;
         for item in page["Items"].as_array().into_iter().flatten() {
-            let name = format!(
-                "{}/{}",
-                item["pk"]["S"].as_str().unwrap_or_default(),
-                item["sk"]["S"].as_str().unwrap_or_default()
-            );
-            items.insert(name, item.as_object().cloned().unwrap_or_default());
+            items.insert(key_name(item), item_of(item));
         }
         match page.get("LastEvaluatedKey") {
             Some(key) => start = Some(key.clone()),
@@ -414,114 +160,23 @@ fn stream_records(db: &Database) -> Result<Vec<(EventName, String)>, String> {
     }
 }
 
-/// What the checker carries from cycle to cycle: the operations that survived so far.
-struct History {
-    seed: u64,
-    /// Operations 0..applied are in the database.
-    applied: u64,
-    model: Model,
-    /// The stream records of operations 0..applied, per operation.
-    records: Vec<Vec<(EventName, String)>>,
-}
-
-impl History {
-    fn new(seed: u64) -> History {
-        History {
-            seed,
-            applied: 0,
-            model: Model::default(),
-            records: Vec::new(),
-        }
-    }
-
-    /// Checks the database after a crash in which operations `applied..acknowledged` were
-    /// acknowledged and one more may have been in flight. `lossy`: acknowledged writes may
-    /// be lost (unsynced at a power loss). Moves `applied` to what survived.
-    fn check(
-        &mut self,
-        db: &Database,
-        acknowledged: u64,
-        lossy: bool,
-        report: &mut CrashTestReport,
-    ) {
-        let stored = match stored_items(db) {
-            Ok(stored) => stored,
-            Err(e) => return report.violate("unreadable", e),
-        };
-        // Find the prefix the database holds: operations 0..m for m in applied..=acknowledged + 1.
-        let mut model = self.model.clone();
-        let mut records = self.records.clone();
-        let mut found = None;
-        let mut m = self.applied;
-        loop {
-            if model.items == stored {
-                found = Some((m, model.clone(), records.clone()));
-                // A later prefix may match too (a write that changed nothing visible twice);
-                // keep looking up to the in-flight operation and take the longest.
-            }
-            if m > acknowledged {
-                break;
-            }
-            let operation = operation(self.seed, m);
-            records.push(model.apply(&operation));
-            m += 1;
-        }
-        let Some((m, model, records)) = found else {
-            report.violate(
-                "not a prefix of the writes",
-                format!(
-                    "the table matches no prefix of operations {}..={} (acknowledged up to {})",
-                    self.applied,
-                    acknowledged + 1,
-                    acknowledged
-                ),
-            );
-            return;
-        };
-        report.acknowledged_checked += acknowledged.saturating_sub(self.applied);
-        if m < acknowledged {
-            if lossy {
-                report.acknowledged_lost_allowed += acknowledged - m;
-            } else {
-                report.violate(
-                    "acknowledged write lost",
-                    format!("{} acknowledged writes, {} survived", acknowledged, m),
-                );
-            }
-        }
-        match db.check() {
-            Ok(check) => {
-                for problem in check.problems {
-                    report.violate("index, collection or statistics", problem);
-                }
-            }
-            Err(e) => report.violate("check failed", e.to_string()),
-        }
-        match stream_records(db) {
-            Ok(stream) => {
-                let expected: Vec<(EventName, String)> =
-                    records.iter().flatten().cloned().collect();
-                if stream.len() != expected.len() {
-                    report.violate(
-                        "stream",
-                        format!("{} records, {} changes", stream.len(), expected.len()),
-                    );
-                } else if let Some(at) = (0..stream.len()).find(|&i| stream[i] != expected[i]) {
-                    report.violate(
-                        "stream",
-                        format!(
-                            "record {at} is {:?}, the change was {:?}",
-                            stream[at], expected[at]
-                        ),
-                    );
-                }
-            }
-            Err(e) => report.violate("stream", e),
-        }
-        self.applied = m;
-        self.model = model;
-        self.records = records;
-    }
+/// What the database holds after a recovery, for the checker.
+fn observe(db: &Database) -> Result<Observed, String> {
+    let items = stored_items(db)?;
+    let index_problems = match db.check() {
+        Ok(check) => check
+            .problems
+            .into_iter()
+            .map(|problem| ("index, collection or statistics".to_string(), problem))
+            .collect(),
+        Err(e) => vec![("check failed".to_string(), e.to_string())],
+    };
+    Ok(Observed {
+        items,
+        index_problems,
+        stream: Some(stream_records(db)),
+        stream_order: StreamOrder::Global,
+    })
 }
 
 /// Runs operations `from..` on `db`, calling `acknowledged(i + 1)` after each, until one fails
@@ -573,8 +228,17 @@ pub fn run(
     config: &CrashTestConfig,
     mut progress: impl FnMut(u64, &CrashTestReport),
 ) -> Result<CrashTestReport, String> {
-    let mut report = CrashTestReport::default();
-    let mut history = History::new(config.seed);
+    let mut report = CrashTestReport {
+        target: match config.mode {
+            CrashMode::Kill => "embedded database in a child process, killed".to_string(),
+            CrashMode::PowerLoss => {
+                "embedded database on the simulated disk, power cut".to_string()
+            }
+        },
+        seed: config.seed,
+        ..CrashTestReport::default()
+    };
+    let mut history = History::new(config.seed, true);
     let started = Instant::now();
     let mut rng = StdRng::seed_from_u64(config.seed);
     let lossy_power =
@@ -594,6 +258,10 @@ pub fn run(
             .seconds
             .is_some_and(|s| started.elapsed().as_secs_f64() >= s)
         {
+            break;
+        }
+        if signals::stopped() {
+            report.interrupted = true;
             break;
         }
         let acknowledged = match config.mode {
@@ -631,7 +299,10 @@ pub fn run(
             .recovery_ms
             .push(reopened.elapsed().as_secs_f64() * 1000.0);
         if db.table(TABLE).is_ok() {
-            history.check(&db, acknowledged, lossy_power, &mut report);
+            match observe(&db) {
+                Ok(observed) => history.check(observed, acknowledged, lossy_power, &mut report),
+                Err(e) => report.violate("unreadable", e),
+            }
         }
         report.cycles = cycle + 1;
         progress(cycle + 1, &report);
@@ -721,15 +392,40 @@ pub struct CrashTestArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Kill mode: the data directory (default: a temporary one, removed afterwards).
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["server", "endpoint"])]
     data_dir: Option<PathBuf>,
+    /// Crash-test this DynamoDB-compatible server instead: a shell command in which `{port}`
+    /// is a free port and `{data}` a data directory this run creates and removes, e.g.
+    /// 'java -jar DynamoDBLocal.jar -dbPath {data} -port {port}'.
+    #[arg(long, value_name = "COMMAND", conflicts_with = "endpoint")]
+    server: Option<String>,
+    /// With --server: the port for `{port}` (refused if something answers there).
+    #[arg(long, requires = "server")]
+    port: Option<u16>,
+    /// Crash-test a server another tool supervises, at this URL; --kill and --start are the
+    /// commands that kill and start it.
+    #[arg(long, value_name = "URL", requires_all = ["kill", "start"])]
+    endpoint: Option<String>,
+    /// With --endpoint: the command that kills the server at once (as SIGKILL would).
+    #[arg(long, value_name = "COMMAND", requires = "endpoint")]
+    kill: Option<String>,
+    /// With --endpoint: the command that starts the server on the same data.
+    #[arg(long, value_name = "COMMAND", requires = "endpoint")]
+    start: Option<String>,
+    /// Server modes: kill between MIN and MAX milliseconds after a cycle's first write (the
+    /// moment is drawn from the seed).
+    #[arg(long, value_name = "MIN-MAX", default_value = "100-1500")]
+    kill_after_ms: String,
+    /// Server modes: how long a (re)started server may take to answer, in seconds.
+    #[arg(long, default_value_t = 120)]
+    ready_timeout_seconds: u64,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
 }
 
-/// `shoal crash-test`: runs the crash test with a progress bar on a terminal, prints its
-/// report, and fails on any violation.
+/// `shoal crash-test`: runs the crash test with its progress on stderr, prints its report,
+/// and fails on any violation. Ctrl-C and SIGTERM stop it cleanly, with a partial report.
 pub fn command(args: CrashTestArgs) -> Result<(), String> {
     let CrashTestArgs {
         mode,
@@ -738,39 +434,58 @@ pub fn command(args: CrashTestArgs) -> Result<(), String> {
         seconds,
         seed,
         data_dir,
+        server,
+        port,
+        endpoint,
+        kill,
+        start,
+        kill_after_ms,
+        ready_timeout_seconds,
         json,
     } = args;
-    let config = CrashTestConfig {
-        mode: if mode == "kill" {
-            CrashMode::Kill
-        } else {
-            CrashMode::PowerLoss
-        },
-        durability: parse_durability(&durability)?,
-        cycles,
-        seconds,
-        seed,
-        data_dir,
-        program: std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?,
+    let launch = match (server, endpoint, kill, start) {
+        (Some(template), _, _, _) => Some(server::Launch::Command { template, port }),
+        (None, Some(endpoint), Some(kill), Some(start)) => Some(server::Launch::Supervised {
+            endpoint,
+            kill,
+            start,
+        }),
+        _ => None,
     };
-    let bar = if std::io::stderr().is_terminal() {
-        ProgressBar::new(cycles)
-    } else {
-        ProgressBar::hidden()
+    signals::stop_on_signals();
+    let mut progress = Progress::new(cycles);
+    let report = match launch {
+        Some(launch) => {
+            let config = server::ServerConfig {
+                launch,
+                cycles,
+                seconds,
+                seed,
+                kill_after_ms: server::parse_kill_after(&kill_after_ms)?,
+                ready_timeout: Duration::from_secs(ready_timeout_seconds),
+            };
+            server::run(&config, &mut progress)
+        }
+        None => {
+            let config = CrashTestConfig {
+                mode: if mode == "kill" {
+                    CrashMode::Kill
+                } else {
+                    CrashMode::PowerLoss
+                },
+                durability: parse_durability(&durability)?,
+                cycles,
+                seconds,
+                seed,
+                data_dir,
+                program: std::env::current_exe()
+                    .map_err(|e| format!("cannot find this program: {e}"))?,
+            };
+            run(&config, |cycle, report| progress.update(cycle, report))
+        }
     };
-    bar.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} cycles {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    let report = run(&config, |cycle, report| {
-        bar.set_position(cycle);
-        bar.set_message(format!(
-            "{} acknowledged writes checked, {} violations",
-            report.acknowledged_checked,
-            report.violation_count()
-        ));
-    })?;
-    bar.finish_and_clear();
+    progress.finish();
+    let report = report?;
     if json {
         println!(
             "{}",
@@ -781,6 +496,9 @@ pub fn command(args: CrashTestArgs) -> Result<(), String> {
     }
     if report.violation_count() > 0 {
         return Err(format!("{} violation(s)", report.violation_count()));
+    }
+    if report.interrupted {
+        return Err(format!("interrupted after {} cycles", report.cycles));
     }
     Ok(())
 }
@@ -808,21 +526,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn operations_are_a_function_of_seed_and_index() {
-        let a = operation(7, 42);
-        let b = operation(7, 42);
-        assert_eq!(a.request, b.request);
-        assert_ne!(operation(7, 43).request, a.request);
-    }
-
-    #[test]
     fn the_checker_finds_a_lost_write_and_a_stray_one() {
         let db = Database::open_in_memory(options(Durability::Sync)).unwrap();
         create_table(&db).unwrap();
         let done = run_operations(&db, 5, 0, 60, |_| {});
         assert_eq!(done, 60);
         let mut clean = CrashTestReport::default();
-        History::new(5).check(&db, 60, false, &mut clean);
+        History::new(5, true).check(observe(&db).unwrap(), 60, false, &mut clean);
         assert_eq!(clean.violation_count(), 0, "{}", clean.render());
         // A write the workload never made: no prefix matches any more.
         db.execute(
@@ -831,7 +541,7 @@ mod tests {
         )
         .unwrap();
         let mut report = CrashTestReport::default();
-        History::new(5).check(&db, 60, false, &mut report);
+        History::new(5, true).check(observe(&db).unwrap(), 60, false, &mut report);
         assert!(
             report.violations.contains_key("not a prefix of the writes"),
             "{}",

@@ -9,6 +9,7 @@ mod sdk_server;
 mod bench_endpoint;
 mod copy_cli;
 mod crash_test_cli;
+mod crash_test_server;
 mod dynamodb_local_cli;
 mod e2e_backups_sdk;
 mod e2e_capacity_sdk;

@@ -1,0 +1,457 @@
+//! The crash test's checker: after each recovery it compares what the store holds with the
+//! workload's writes. Every acknowledged write must be there with its value, what survived
+//! must be a prefix of the writes (an unacknowledged write is there whole or not at all, a
+//! transaction all or nothing), and the stream must hold exactly one record per change of
+//! that prefix, in order. How the store is read (a database in this process, or a server over
+//! HTTP) is the caller's: it hands over an [`Observed`].
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+use shoal_tables::EventName;
+
+use super::workload::{
+    describe_item, operation, planned, Item, Items, Model, Operation, TRANSACT_WRITE_ITEMS,
+};
+
+/// What a crash test found.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct CrashTestReport {
+    /// What was crashed: `embedded (kill)`, or the server's command.
+    pub target: String,
+    /// The workload's seed: `--seed` with it replays the run.
+    pub seed: u64,
+    pub cycles: u64,
+    /// Acknowledged writes whose survival was checked.
+    pub acknowledged_checked: u64,
+    /// Acknowledged writes lost where the durability mode allows it (unsynced at a power loss).
+    pub acknowledged_lost_allowed: u64,
+    /// What the target does not offer (transactions, a stream, Time to Live), with the answer
+    /// that said so: not checked, and not a violation.
+    pub not_offered: BTreeMap<String, String>,
+    /// Violations by kind, each with its first few descriptions.
+    pub violations: BTreeMap<String, Vec<String>>,
+    /// Milliseconds each recovery took (a reopen, or a restart until the server answered).
+    pub recovery_ms: Vec<f64>,
+    /// Stopped by Ctrl-C or SIGTERM before its cycles were done.
+    pub interrupted: bool,
+}
+
+impl CrashTestReport {
+    pub fn violation_count(&self) -> usize {
+        self.violations.values().map(Vec::len).sum()
+    }
+
+    pub(crate) fn violate(&mut self, kind: &str, what: String) {
+        let list = self.violations.entry(kind.to_string()).or_default();
+        if list.len() < 10 {
+            list.push(what);
+        }
+    }
+
+    /// The report as text.
+    pub fn render(&self) -> String {
+        let mut sorted = self.recovery_ms.clone();
+        sorted.sort_by(f64::total_cmp);
+        let at = |q: f64| {
+            if sorted.is_empty() {
+                0.0
+            } else {
+                sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+            }
+        };
+        let mut out = String::new();
+        if !self.target.is_empty() {
+            out.push_str(&format!("target: {}\n", self.target));
+        }
+        if self.interrupted {
+            out.push_str("interrupted: a partial report\n");
+        }
+        out.push_str(&format!(
+            "{} cycles, {} acknowledged writes checked, {} lost where the durability mode allows it\n\
+             recovery: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms\n",
+            self.cycles,
+            self.acknowledged_checked,
+            self.acknowledged_lost_allowed,
+            at(0.5),
+            at(0.99),
+            at(1.0)
+        ));
+        for (what, why) in &self.not_offered {
+            out.push_str(&format!("not offered: {what} ({why})\n"));
+        }
+        if self.violations.is_empty() {
+            out.push_str("no violations\n");
+        } else {
+            for (kind, list) in &self.violations {
+                out.push_str(&format!("violation: {kind} ({})\n", list.len()));
+                for what in list {
+                    out.push_str(&format!("  {what}\n"));
+                }
+            }
+        }
+        out.push_str(&format!(
+            "seed {} (--seed {} replays the run)\n",
+            self.seed, self.seed
+        ));
+        out
+    }
+}
+
+/// How strictly the stream's order is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamOrder {
+    /// One sequence for the whole table (Shoal's single writer orders every record).
+    Global,
+    /// In order per key only, as DynamoDB promises across shards.
+    PerKey,
+}
+
+/// What a recovered store holds.
+pub struct Observed {
+    pub items: Items,
+    /// Index problems found, as (kind, description).
+    pub index_problems: Vec<(String, String)>,
+    /// The whole stream as (event, key); None when the target offers no stream.
+    pub stream: Option<Result<Vec<(EventName, String)>, String>>,
+    pub stream_order: StreamOrder,
+}
+
+/// What the checker carries from cycle to cycle: the operations that survived so far.
+pub struct History {
+    seed: u64,
+    /// Whether the target runs transactions (else they are skipped, here and by the writer).
+    transactions: bool,
+    /// Operations 0..applied are in the store.
+    pub applied: u64,
+    model: Model,
+    /// The stream records of operations 0..applied, per operation.
+    records: Vec<Vec<(EventName, String)>>,
+    /// The last operation of 0..applied that wrote each key.
+    last_writer: BTreeMap<String, u64>,
+}
+
+impl History {
+    pub fn new(seed: u64, transactions: bool) -> History {
+        History {
+            seed,
+            transactions,
+            applied: 0,
+            model: Model::default(),
+            records: Vec::new(),
+            last_writer: BTreeMap::new(),
+        }
+    }
+
+    /// Operation `i` as the target runs it (None: skipped).
+    fn planned(&self, i: u64) -> Option<Operation> {
+        planned(self.seed, i, self.transactions)
+    }
+
+    /// Checks the store after a crash in which operations `applied..acknowledged` were
+    /// acknowledged and one more may have been in flight. `lossy`: acknowledged writes may
+    /// be lost (unsynced at a power loss). Moves `applied` to what survived.
+    pub fn check(
+        &mut self,
+        observed: Observed,
+        acknowledged: u64,
+        lossy: bool,
+        report: &mut CrashTestReport,
+    ) {
+        let stored = &observed.items;
+        // Find the prefix the store holds: operations 0..m for m in applied..=acknowledged + 1.
+        let mut model = self.model.clone();
+        let mut records = self.records.clone();
+        let mut last_writer = self.last_writer.clone();
+        let mut found = None;
+        let mut m = self.applied;
+        loop {
+            if &model.items == stored {
+                // A later prefix may match too (a write that changed nothing visible); keep
+                // looking up to the in-flight operation and take the longest.
+                found = Some((m, model.clone(), records.clone(), last_writer.clone()));
+            }
+            if m > acknowledged {
+                break;
+            }
+            match self.planned(m) {
+                Some(operation) => {
+                    for (key, _) in &operation.effects {
+                        last_writer.insert(key.clone(), m);
+                    }
+                    records.push(model.apply(&operation));
+                }
+                None => records.push(Vec::new()),
+            }
+            m += 1;
+        }
+        let Some((m, model, records, last_writer)) = found else {
+            self.diagnose(stored, acknowledged, report);
+            return;
+        };
+        report.acknowledged_checked += acknowledged.saturating_sub(self.applied);
+        if m < acknowledged {
+            if lossy {
+                report.acknowledged_lost_allowed += acknowledged - m;
+            } else {
+                // The longest matching prefix ends before `m`'s visible effect.
+                let what = match self.planned(m) {
+                    Some(lost) => {
+                        let mut after = model.clone();
+                        after.apply(&lost);
+                        // The keys that show the loss (a delete of an absent item shows none).
+                        let keys: Vec<String> = lost
+                            .effects
+                            .iter()
+                            .filter(|(key, _)| stored.get(key) != after.items.get(key))
+                            .map(|(key, _)| read_back(key, stored, &after.items))
+                            .collect();
+                        format!(
+                            "{}, acknowledged: {}; the table holds the first {m} of {acknowledged} acknowledged operations",
+                            lost.describe(m),
+                            keys.join(", ")
+                        )
+                    }
+                    None => format!("{acknowledged} acknowledged operations, {m} survived"),
+                };
+                report.violate("acknowledged write lost", what);
+            }
+        }
+        for (kind, problem) in observed.index_problems {
+            report.violate(&kind, problem);
+        }
+        match observed.stream {
+            None => {}
+            Some(Err(e)) => report.violate("stream unreadable", e),
+            Some(Ok(stream)) => {
+                check_stream(self.seed, &stream, &records, observed.stream_order, report)
+            }
+        }
+        self.applied = m;
+        self.model = model;
+        self.records = records;
+        self.last_writer = last_writer;
+    }
+
+    /// No prefix of the writes matches the store: name each acknowledged operation whose
+    /// effect is missing (a lost write, or half a transaction) with what was read back.
+    fn diagnose(&self, stored: &Items, acknowledged: u64, report: &mut CrashTestReport) {
+        let mut expected = self.model.clone();
+        let mut last_writer = self.last_writer.clone();
+        for i in self.applied..acknowledged {
+            if let Some(operation) = self.planned(i) {
+                for (key, _) in &operation.effects {
+                    last_writer.insert(key.clone(), i);
+                }
+                expected.apply(&operation);
+            }
+        }
+        let in_flight = self.planned(acknowledged);
+        let mut after_flight = expected.clone();
+        if let Some(operation) = &in_flight {
+            after_flight.apply(operation);
+        }
+        let flight_keys: BTreeSet<&String> = in_flight
+            .iter()
+            .flat_map(|operation| operation.effects.iter().map(|(key, _)| key))
+            .collect();
+        let mut reported = 0;
+        // The in-flight operation: a transaction is all or nothing even unacknowledged.
+        if let Some(operation) = in_flight
+            .as_ref()
+            .filter(|operation| operation.name == TRANSACT_WRITE_ITEMS)
+        {
+            let applied = |key: &String| {
+                stored.get(key) == after_flight.items.get(key)
+                    && stored.get(key) != expected.items.get(key)
+            };
+            let not_applied = |key: &String| {
+                stored.get(key) == expected.items.get(key)
+                    && stored.get(key) != after_flight.items.get(key)
+            };
+            let keys: Vec<&String> = operation.effects.iter().map(|(key, _)| key).collect();
+            if keys.iter().any(|key| applied(key)) && keys.iter().any(|key| not_applied(key)) {
+                let parts: Vec<String> = keys
+                    .iter()
+                    .map(|key| {
+                        format!(
+                            "{key} {} (reads back {})",
+                            if applied(key) {
+                                "applied"
+                            } else {
+                                "not applied"
+                            },
+                            describe_item(stored.get(*key))
+                        )
+                    })
+                    .collect();
+                report.violate(
+                    "transaction half-applied",
+                    format!(
+                        "{}, in flight at the crash: {}",
+                        operation.describe(acknowledged),
+                        parts.join(", ")
+                    ),
+                );
+                reported += 1;
+            }
+        }
+        // Keys that hold neither what the acknowledged writes left nor the in-flight write.
+        let keys: BTreeSet<&String> = stored.keys().chain(expected.items.keys()).collect();
+        let wrong: BTreeSet<&String> = keys
+            .into_iter()
+            .filter(|key| stored.get(*key) != expected.items.get(*key))
+            .filter(|key| {
+                !(flight_keys.contains(key) && stored.get(*key) == after_flight.items.get(*key))
+            })
+            .collect();
+        let mut named = BTreeSet::new();
+        for key in &wrong {
+            let Some(&writer) = last_writer.get(*key) else {
+                report.violate(
+                    "not a prefix of the writes",
+                    format!(
+                        "{key} reads back {}, but no operation wrote it",
+                        describe_item(stored.get(*key))
+                    ),
+                );
+                reported += 1;
+                continue;
+            };
+            if !named.insert(writer) {
+                continue;
+            }
+            let operation = operation(self.seed, writer);
+            // The operation's keys that still show its effect.
+            let own: Vec<&String> = operation
+                .effects
+                .iter()
+                .map(|(key, _)| key)
+                .filter(|key| last_writer.get(*key) == Some(&writer))
+                .collect();
+            let lost: Vec<String> = own
+                .iter()
+                .filter(|key| wrong.contains(*key))
+                .map(|key| read_back(key, stored, &expected.items))
+                .collect();
+            let kept: Vec<&&String> = own.iter().filter(|key| !wrong.contains(**key)).collect();
+            if operation.name == TRANSACT_WRITE_ITEMS && !kept.is_empty() {
+                let kept: Vec<String> = kept.iter().map(|key| key.to_string()).collect();
+                report.violate(
+                    "transaction half-applied",
+                    format!(
+                        "{}, acknowledged: {} as written, but {}",
+                        operation.describe(writer),
+                        kept.join(", "),
+                        lost.join(", ")
+                    ),
+                );
+            } else {
+                report.violate(
+                    "acknowledged write lost",
+                    format!(
+                        "{}, acknowledged: {}",
+                        operation.describe(writer),
+                        lost.join(", ")
+                    ),
+                );
+            }
+            reported += 1;
+        }
+        if reported == 0 {
+            report.violate(
+                "not a prefix of the writes",
+                format!(
+                    "the table matches no prefix of operations {}..={} (acknowledged up to {})",
+                    self.applied,
+                    acknowledged + 1,
+                    acknowledged
+                ),
+            );
+        }
+    }
+}
+
+/// `key reads back X, expected Y`.
+fn read_back(key: &str, stored: &Items, expected: &BTreeMap<String, Item>) -> String {
+    format!(
+        "{key} reads back {}, expected {}",
+        describe_item(stored.get(key)),
+        describe_item(expected.get(key))
+    )
+}
+
+/// Compares the stream with the changes of the surviving operations (`records[i]` are
+/// operation `i`'s): per key, exactly once and in order; with [`StreamOrder::Global`] also
+/// in one order for the whole table.
+fn check_stream(
+    seed: u64,
+    stream: &[(EventName, String)],
+    records: &[Vec<(EventName, String)>],
+    order: StreamOrder,
+    report: &mut CrashTestReport,
+) {
+    let mut expected: BTreeMap<&str, Vec<(u64, EventName)>> = BTreeMap::new();
+    for (i, changes) in records.iter().enumerate() {
+        for (event, key) in changes {
+            expected.entry(key).or_default().push((i as u64, *event));
+        }
+    }
+    let mut read: BTreeMap<&str, Vec<EventName>> = BTreeMap::new();
+    for (event, key) in stream {
+        read.entry(key).or_default().push(*event);
+    }
+    let keys: BTreeSet<&str> = expected.keys().chain(read.keys()).copied().collect();
+    let mut wrong = false;
+    for key in keys {
+        let want = expected.get(key).map(Vec::as_slice).unwrap_or_default();
+        let got = read.get(key).map(Vec::as_slice).unwrap_or_default();
+        let Some(at) = (0..want.len().max(got.len()))
+            .find(|&i| want.get(i).map(|(_, event)| event) != got.get(i))
+        else {
+            continue;
+        };
+        wrong = true;
+        let kind = if got.len() > want.len() {
+            "stream record duplicated"
+        } else if got.len() < want.len() {
+            "stream record missing"
+        } else {
+            "stream out of order"
+        };
+        let read_at = got
+            .get(at)
+            .map_or("nothing".to_string(), |event| event.as_str().to_string());
+        let expected_at = want.get(at).map_or("nothing".to_string(), |(i, event)| {
+            format!("{} of {}", event.as_str(), operation(seed, *i).describe(*i))
+        });
+        report.violate(
+            kind,
+            format!(
+                "{key}: {} records for {} changes; record {at} of the key is {read_at}, expected {expected_at}",
+                got.len(),
+                want.len()
+            ),
+        );
+    }
+    if order == StreamOrder::Global && !wrong {
+        let flat: Vec<&(EventName, String)> = records.iter().flatten().collect();
+        if let Some(at) = (0..stream.len()).find(|&i| &stream[i] != flat[i]) {
+            report.violate(
+                "stream out of order",
+                format!(
+                    "record {at} is {} {}, the change was {} {}",
+                    stream[at].0.as_str(),
+                    stream[at].1,
+                    flat[at].0.as_str(),
+                    flat[at].1
+                ),
+            );
+        }
+    }
+}
+
+/// Converts an item read back over HTTP into the model's form.
+pub fn item_of(value: &Value) -> Item {
+    value.as_object().cloned().unwrap_or_default()
+}
