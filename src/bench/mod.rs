@@ -187,13 +187,12 @@ fn read_model(path: &Path) -> Result<Model, String> {
     Model::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-fn bench_model(
+/// Runs the model file at `path` (in this process, or against `endpoint`), Ctrl-C stopping
+/// it with a report, a progress bar on a terminal.
+fn run_model_file(
     path: &Path,
     endpoint: Option<String>,
-    json: bool,
-    html: Option<&Path>,
-    allow_errors: bool,
-) -> Result<(), String> {
+) -> Result<data_model::report::Report, String> {
     let model = read_model(path)?;
     data_model::stop_on_interrupt();
     let options = data_model::BenchOptions {
@@ -201,7 +200,17 @@ fn bench_model(
         progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
         database: None,
     };
-    let report = data_model::run_model(&model, &options)?;
+    data_model::run_model(&model, &options)
+}
+
+fn bench_model(
+    path: &Path,
+    endpoint: Option<String>,
+    json: bool,
+    html: Option<&Path>,
+    allow_errors: bool,
+) -> Result<(), String> {
+    let report = run_model_file(path, endpoint)?;
     if let Some(html) = html {
         std::fs::write(html, data_model::html::render(&report))
             .map_err(|e| format!("cannot write {}: {e}", html.display()))?;
@@ -227,14 +236,7 @@ fn bench_model(
 }
 
 fn bench_plan(path: &Path, endpoint: Option<String>, json: bool) -> Result<(), String> {
-    let model = read_model(path)?;
-    data_model::stop_on_interrupt();
-    let options = data_model::BenchOptions {
-        endpoint,
-        progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
-        database: None,
-    };
-    let report = data_model::run_model(&model, &options)?;
+    let report = run_model_file(path, endpoint)?;
     if json {
         println!(
             "{}",

@@ -20,7 +20,7 @@ use std::fmt::Write;
 use super::model::Prices;
 use super::plan::where_in_words;
 use super::report::{monthly_cost, seconds_text, thousands, Report};
-use super::throughput::{covered, ResourceReport};
+use super::throughput::covered;
 
 /// Line colours, one per pattern (repeated beyond eight).
 const PALETTE: &[&str] = &[
@@ -641,29 +641,6 @@ fn latency_section(page: &mut String, report: &Report) {
     page.push_str("</div></div>");
 }
 
-/// A resource's limits in words.
-fn limits_text(resource: &ResourceReport) -> String {
-    match (
-        resource.provisioned,
-        resource.on_demand_instant,
-        resource.on_demand_max,
-    ) {
-        (Some(p), _, _) => format!(
-            "provisioned {} RCU / {} WCU",
-            thousands(p[0]),
-            thousands(p[1])
-        ),
-        (None, Some(instant), Some(max)) => format!(
-            "on-demand: {} RRU / {} WRU at once, {} / {} at most",
-            thousands(instant[0]),
-            thousands(instant[1]),
-            thousands(max[0]),
-            thousands(max[1])
-        ),
-        _ => String::new(),
-    }
-}
-
 fn throughput_section(page: &mut String, report: &Report) {
     page.push_str(
         "<h2 id=\"throughput\">Throughput per table and GSI</h2><p class=\"note\">Units per second at the \
@@ -692,7 +669,7 @@ fn throughput_section(page: &mut String, report: &Report) {
                 &name("seconds_throttled_wcu"),
                 &number(r.seconds_throttled[1] as f64, 0)
             ),
-            escape(&limits_text(r))
+            escape(&r.limits_text())
         );
     }
     page.push_str("</table></div><div class=\"charts\">");
@@ -729,7 +706,7 @@ fn throughput_section(page: &mut String, report: &Report) {
             page,
             "<div><h3>{} <span class=\"note\">({})</span></h3>{}</div>",
             escape(&r.resource),
-            escape(&limits_text(r)),
+            escape(&r.limits_text()),
             line_chart(
                 &format!("throughput of {}", r.resource),
                 "units/s",

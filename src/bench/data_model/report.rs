@@ -893,21 +893,7 @@ pub fn render_text(report: &Report) -> String {
         "\nthroughput per table and GSI (units per second at the modelled rate)"
     );
     for r in &report.throughput {
-        let limits = match (r.provisioned, r.on_demand_instant, r.on_demand_max) {
-            (Some(p), _, _) => format!(
-                "provisioned {} RCU / {} WCU",
-                thousands(p[0]),
-                thousands(p[1])
-            ),
-            (None, Some(instant), Some(max)) => format!(
-                "on-demand: {} RRU / {} WRU at once, {} / {} at most",
-                thousands(instant[0]),
-                thousands(instant[1]),
-                thousands(max[0]),
-                thousands(max[1])
-            ),
-            _ => String::new(),
-        };
+        let limits = r.limits_text();
         let _ = writeln!(
             out,
             "  {}: needs {:.1} RCU/s, {:.1} WCU/s (busiest second {:.1} / {:.1}); {limits}",

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::model::Model;
-use super::report::{Report, VERDICT_SAMPLES_MIN};
+use super::report::{thousands, Report, VERDICT_SAMPLES_MIN};
 use super::run::{is_local_index, RunStats};
 use shoal_tables::capacity::throttle::{
     TokenBucket, BURST_SECONDS, ON_DEMAND_INITIAL_READ_PEAK, ON_DEMAND_INITIAL_WRITE_PEAK,
@@ -54,6 +54,25 @@ impl ResourceReport {
     /// on-demand resource's most.
     pub fn limits(&self) -> Option<[f64; 2]> {
         self.provisioned.or(self.on_demand_max)
+    }
+
+    /// Its limits in words: `provisioned 100 RCU / 400 WCU`, or an on-demand resource's.
+    pub fn limits_text(&self) -> String {
+        match (self.provisioned, self.on_demand_instant, self.on_demand_max) {
+            (Some(p), _, _) => format!(
+                "provisioned {} RCU / {} WCU",
+                thousands(p[0]),
+                thousands(p[1])
+            ),
+            (None, Some(instant), Some(max)) => format!(
+                "on-demand: {} RRU / {} WRU at once, {} / {} at most",
+                thousands(instant[0]),
+                thousands(instant[1]),
+                thousands(max[0]),
+                thousands(max[1])
+            ),
+            _ => String::new(),
+        }
     }
 }
 
