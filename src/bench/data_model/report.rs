@@ -738,6 +738,28 @@ fn verdicts(report: &Report) -> Vec<String> {
     verdicts
 }
 
+/// Columns of a terminal heat strip: a longer run shows each column as its busiest second.
+const HEAT_STRIP_COLUMNS_MAX: usize = 60;
+
+/// A partition's heat over time as one line of text: a column per second (or per group of
+/// seconds), its share of the per-partition limit as a block from ` ` (idle) to `█` (at
+/// the limit), `!` where it was over it.
+pub fn heat_strip(shares: &[f64]) -> String {
+    const LEVELS: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let group = shares.len().div_ceil(HEAT_STRIP_COLUMNS_MAX).max(1);
+    shares
+        .chunks(group)
+        .map(|seconds| {
+            let share = seconds.iter().copied().fold(0.0, f64::max);
+            if share > 1.0 {
+                '!'
+            } else {
+                LEVELS[(share * 8.0).ceil().clamp(0.0, 8.0) as usize]
+            }
+        })
+        .collect()
+}
+
 /// A monthly sum: cents, or four significant places below a dollar (a model's storage is
 /// often a fraction of a cent).
 fn dollars(value: f64) -> String {
@@ -887,6 +909,9 @@ pub fn render_text(report: &Report) -> String {
             p.limit_share * 100.0,
             peak * 100.0
         );
+        if p.limit_share_per_second.len() > 1 {
+            let _ = writeln!(out, "    heat |{}|", heat_strip(&p.limit_share_per_second));
+        }
     }
     let _ = writeln!(
         out,
@@ -986,6 +1011,20 @@ mod tests {
             indexes: vec![index(0, 0)],
         };
         assert_eq!(empty.billed_bytes(), 0);
+    }
+
+    #[test]
+    fn a_heat_strip_draws_each_second_s_share_of_the_limit() {
+        // Idle, an eighth, half, exactly the limit, over it.
+        assert_eq!(heat_strip(&[0.0, 0.125, 0.5, 1.0, 1.01]), " ▁▄█!");
+        // 120 seconds fold into 60 columns, each its busiest second: the one over the limit
+        // shows.
+        let mut shares = vec![0.5; 120];
+        shares[7] = 1.5;
+        let strip = heat_strip(&shares);
+        assert_eq!(strip.chars().count(), 60);
+        assert_eq!(strip.chars().nth(3), Some('!'));
+        assert_eq!(strip.chars().filter(|c| *c == '▄').count(), 59);
     }
 
     #[test]
