@@ -32,9 +32,10 @@
 //! for twice the run. Between the two bounds nothing is asserted.
 //!
 //! Where the two sides count differently by design, only the safe side is asserted:
-//! - batches, transactions and PartiQL statements put no load on the report's partitions
-//!   (the bench cannot tell which item lands where) but do on the server's: a table they
-//!   write (or read) gets no "never refused" check for writes (or reads).
+//! - batches and transactions put their table units on the report's table partitions (an
+//!   equal share per item, as the server does) but none on a GSI's partitions, and PartiQL
+//!   statements none at all, while the server charges all of them: a table they write (or
+//!   read) gets no "never refused" check for writes (or reads).
 //!
 //! A write whose condition fails is charged on both sides, as DynamoDB charges it: by the
 //! bench from the stored item its answer carries, by the server from the item it read.

@@ -1092,3 +1092,76 @@ fn compare_gates_a_design_against_a_saved_baseline() {
         "{stderr}"
     );
 }
+
+#[test]
+fn batch_and_transaction_units_are_shared_among_their_items_partitions() {
+    // A BatchWriteItem of 25 small items (1 WCU each), all of customer c#0, 50 batches a
+    // second: the answer gives 25 WCU for the table, shared among its 25 items, all on
+    // partition c#0: 1,250 WCU/s, over the 1,000 WCU/s limit.
+    let batch = |customer: &dyn Fn(u64) -> String| {
+        let requests: Vec<Value> = (1..=25)
+            .map(|order| {
+                json!({"PutRequest": {"Item": {
+                    "customer": {"S": customer(order)}, "order": {"N": order.to_string()}
+                }}})
+            })
+            .collect();
+        json!({"name": "bulk", "operation": "BatchWriteItem",
+               "request": {"RequestItems": {"Orders": requests}}})
+    };
+    let report = run_model(
+        &parse(&gsi_write_model(batch(&|_| "c#0".to_string()), 50, 100)),
+        &BenchOptions::default(),
+    )
+    .unwrap();
+    let hot = &report.hot_partitions[0];
+    assert_eq!((hot.target.as_str(), hot.key.as_str()), ("Orders", "c#0"));
+    assert!(
+        (hot.write_units_per_second - 1250.0).abs() < 1e-6,
+        "{hot:?}"
+    );
+    assert!(report
+        .verdicts
+        .iter()
+        .any(|v| v.starts_with("hot key `c#0` (Orders): 1,250 WCU/s")));
+    // The neighbouring case: the same batches over 25 customers put 50 WCU/s on each.
+    let report = run_model(
+        &parse(&gsi_write_model(
+            batch(&|order| format!("c#{order}")),
+            50,
+            100,
+        )),
+        &BenchOptions::default(),
+    )
+    .unwrap();
+    let orders: Vec<f64> = report
+        .hot_partitions
+        .iter()
+        .filter(|p| p.target == "Orders")
+        .map(|p| p.write_units_per_second)
+        .collect();
+    assert_eq!(orders.len(), 10, "the ten hottest of 25 are listed");
+    assert!(
+        orders.iter().all(|units| (units - 50.0).abs() < 1e-6),
+        "{orders:?}"
+    );
+    // A transaction of two puts to c#0 (2 WCU each: transactional writes cost double), 300 a
+    // second: 4 WCU a call on c#0, 1,200 WCU/s.
+    let transaction = json!({"name": "pair", "operation": "TransactWriteItems", "request": {
+        "TransactItems": [
+            {"Put": {"TableName": "Orders", "Item": {"customer": {"S": "c#0"}, "order": {"N": "1"}}}},
+            {"Put": {"TableName": "Orders", "Item": {"customer": {"S": "c#0"}, "order": {"N": "2"}}}}
+        ]
+    }});
+    let report = run_model(
+        &parse(&gsi_write_model(transaction, 300, 100)),
+        &BenchOptions::default(),
+    )
+    .unwrap();
+    let hot = &report.hot_partitions[0];
+    assert_eq!(hot.key, "c#0");
+    assert!(
+        (hot.write_units_per_second - 1200.0).abs() < 1e-6,
+        "{hot:?}"
+    );
+}

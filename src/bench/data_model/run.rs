@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::generate::{Draws, Generators, Template};
 use super::model::{Model, Pattern, ATTEMPTS_DEFAULT};
@@ -26,6 +26,13 @@ const LOAD_BATCH_ITEMS: u64 = 25;
 const LATENCY_SAMPLES_MAX: usize = 4_000_000;
 /// Distinct partitions tracked per worker (the busiest are found among them).
 const PARTITIONS_TRACKED_MAX: usize = 1_000_000;
+/// Operations on several items, whose answers give units per table, not per item.
+const MULTI_ITEM_OPERATIONS: [&str; 4] = [
+    "BatchWriteItem",
+    "BatchGetItem",
+    "TransactWriteItems",
+    "TransactGetItems",
+];
 /// Seconds of a run whose load is kept per second (longer runs keep the first ones).
 const SECONDS_TRACKED_MAX: usize = 100_000;
 
@@ -47,6 +54,11 @@ pub struct CompiledPattern {
     gsi_keys: Vec<(String, String)>,
     /// What the write's `Attributes` answer holds.
     returned: Returned,
+    /// A batch or transaction: its items' partitions are read off each request it sends.
+    multi_item: bool,
+    /// Each table of the model with its partition key attribute (for batches and
+    /// transactions, which name several).
+    table_hash_keys: Vec<(String, String)>,
     /// A PutItem into a table with an LSI: its items grow a capped item collection.
     grows_collection: bool,
     weight: f64,
@@ -172,6 +184,10 @@ struct Answer<'a> {
     collections: Option<Value>,
     #[serde(rename = "Attributes", default)]
     attributes: Option<Value>,
+    #[serde(rename = "UnprocessedItems", default)]
+    unprocessed_items: Option<Value>,
+    #[serde(rename = "UnprocessedKeys", default)]
+    unprocessed_keys: Option<Value>,
 }
 
 /// `ConsumedCapacity`: one entry (single-item operations, Query, Scan) or one per table
@@ -368,6 +384,15 @@ pub fn compile(model: &Model, generators: &Generators) -> Result<Vec<CompiledPat
             reads: is_read(&pattern.operation),
             gsi_keys,
             returned,
+            multi_item: MULTI_ITEM_OPERATIONS.contains(&pattern.operation.as_str()),
+            table_hash_keys: model
+                .tables
+                .iter()
+                .filter_map(|create| {
+                    let table = create["TableName"].as_str()?;
+                    Some((table.to_string(), hash_key(&model.tables, table, None)?))
+                })
+                .collect(),
             grows_collection: pattern.operation == "PutItem" && has_local_index(model, pattern),
             weight: pattern.weight.unwrap_or(1.0),
             rate: pattern.rate,
@@ -743,7 +768,10 @@ impl Worker {
             match self.client.call(&pattern.operation, &self.body) {
                 Ok(body) => {
                     let next = unprocessed_request(&body);
-                    answers.push((body, true));
+                    // A batch sent again is another request: its answer's units are shared
+                    // among the items that request carried.
+                    let request = pattern.multi_item.then(|| self.body.clone());
+                    answers.push((body, true, request));
                     match next {
                         Some(next) if !last_attempt => self.body = next.into_bytes(),
                         Some(_) => {
@@ -808,7 +836,7 @@ impl Worker {
             .and_then(|error| failed_condition_answer(&pattern.operation, &self.body, error))
         {
             // Charged, but it wrote nothing: no item collection grew.
-            answers.push((charged, false));
+            answers.push((charged, false, None));
         }
         if let Some(error) = failure {
             progress.errors.fetch_add(1, Ordering::Relaxed);
@@ -817,18 +845,25 @@ impl Worker {
                 .entry(error.code)
                 .or_insert(error.message);
         }
-        for (body, wrote) in answers {
-            self.record(index, &body, wrote, draws, stats, at);
+        for (body, wrote, request) in answers {
+            let request = request.unwrap_or_else(|| std::mem::take(&mut self.body));
+            self.record(index, &body, wrote, &request, draws, stats, at);
+            if self.body.is_empty() {
+                self.body = request;
+            }
         }
     }
 
     /// Records what one answer of a pattern's call says it cost, returned and grew
-    /// (`wrote`: the call wrote what it asked to, so a PutItem grew its collection).
+    /// (`wrote`: the call wrote what it asked to, so a PutItem grew its collection;
+    /// `request`: the request it answers).
+    #[allow(clippy::too_many_arguments)]
     fn record(
         &mut self,
         index: usize,
         body: &[u8],
         wrote: bool,
+        request: &[u8],
         draws: &mut Draws,
         stats: &mut RunStats,
         at: Duration,
@@ -843,6 +878,9 @@ impl Worker {
         // Units on the table's partitions (the table's and its LSIs'), and each GSI's.
         let mut partition_units = 0.0;
         let mut gsi_units: BTreeMap<String, f64> = BTreeMap::new();
+        // Per table (a batch's or transaction's answer has one entry each): its units and
+        // its LSIs', which its items' partitions share.
+        let mut table_units: Vec<(String, f64)> = Vec::new();
         // Units drawn from each table's and GSI's throughput, in this second of the run.
         let bucket = usize::try_from(second).unwrap_or(usize::MAX);
         let resources = &mut stats.resources;
@@ -894,6 +932,9 @@ impl Worker {
                 .table
                 .map_or(entry.capacity_units - indexes, |t| t.capacity_units);
             partition_units += table + local;
+            if pattern.multi_item {
+                table_units.push((entry.table_name.clone(), table + local));
+            }
             add_to_resource(&entry.table_name, table + local);
             let per_table = match slot.per_table.get_mut(&entry.table_name) {
                 Some(per_table) => per_table,
@@ -935,10 +976,19 @@ impl Worker {
             };
             loads.push((target.clone(), self.key.clone(), units));
         }
+        if pattern.multi_item && !table_units.is_empty() {
+            let unprocessed = answer.unprocessed_items.or(answer.unprocessed_keys);
+            loads.extend(multi_item_loads(
+                pattern,
+                request,
+                unprocessed.as_ref(),
+                &table_units,
+            ));
+        }
         if !pattern.gsi_keys.is_empty() && gsi_units.values().any(|units| *units > 0.0) {
             loads.extend(gsi_loads(
                 pattern,
-                &self.body,
+                request,
                 answer.attributes.as_ref(),
                 &gsi_units,
             ));
@@ -960,7 +1010,7 @@ impl Worker {
                 mine.write_units += units;
             }
             if pattern.grows_collection && on_table && wrote {
-                let bytes = self.body.len() as u64;
+                let bytes = request.len() as u64;
                 load.put_bytes += bytes;
                 mine.put_bytes += bytes;
             }
@@ -1010,6 +1060,106 @@ fn gsi_loads(
         }
     }
     loads
+}
+
+/// Where a batch's or transaction's units landed: each table's units (its LSIs' included)
+/// shared equally among the items of the request on that table that were processed (those
+/// not sent back unprocessed), on each one's partition — the rule `shoal serve --capacity
+/// enforce` charges by, the answer giving units per table only. A GSI's units count toward
+/// the GSI's throughput but no GSI partition: the bench does not know each item's entry.
+fn multi_item_loads(
+    pattern: &CompiledPattern,
+    request: &[u8],
+    unprocessed: Option<&Value>,
+    table_units: &[(String, f64)],
+) -> Vec<(String, String, f64)> {
+    let Ok(request) = serde_json::from_slice::<Value>(request) else {
+        return Vec::new();
+    };
+    let mut keys = request_item_keys(&pattern.operation, &request, &pattern.table_hash_keys);
+    if let Some(unprocessed) = unprocessed {
+        let left = json!({ "RequestItems": unprocessed });
+        for key in request_item_keys(&pattern.operation, &left, &pattern.table_hash_keys) {
+            if let Some(at) = keys.iter().position(|k| *k == key) {
+                keys.swap_remove(at);
+            }
+        }
+    }
+    let mut loads = Vec::new();
+    for (table, units) in table_units {
+        let on_table: Vec<&(String, String)> = keys.iter().filter(|(t, _)| t == table).collect();
+        if on_table.is_empty() {
+            continue;
+        }
+        let share = units / on_table.len() as f64;
+        loads.extend(
+            on_table
+                .into_iter()
+                .map(|(table, key)| (table.clone(), key.clone(), share)),
+        );
+    }
+    loads
+}
+
+/// The (table, partition key text) of every item a batch or transaction request names.
+fn request_item_keys(
+    operation: &str,
+    request: &Value,
+    table_hash_keys: &[(String, String)],
+) -> Vec<(String, String)> {
+    let hash_of = |table: &str| {
+        table_hash_keys
+            .iter()
+            .find(|(name, _)| name == table)
+            .map(|(_, hash)| hash.as_str())
+    };
+    let mut keys = Vec::new();
+    let mut push = |table: &str, item: &Value| {
+        if let Some(text) = hash_of(table).and_then(|hash| scalar_text(&item[hash])) {
+            keys.push((table.to_string(), text));
+        }
+    };
+    match operation {
+        "BatchWriteItem" | "BatchGetItem" => {
+            for (table, requests) in request["RequestItems"].as_object().into_iter().flatten() {
+                if operation == "BatchGetItem" {
+                    for key in requests["Keys"].as_array().into_iter().flatten() {
+                        push(table, key);
+                    }
+                    continue;
+                }
+                for write in requests.as_array().into_iter().flatten() {
+                    let item = &write["PutRequest"]["Item"];
+                    let item = if item.is_null() {
+                        &write["DeleteRequest"]["Key"]
+                    } else {
+                        item
+                    };
+                    push(table, item);
+                }
+            }
+        }
+        _ => {
+            for action in request["TransactItems"].as_array().into_iter().flatten() {
+                let Some(body) = ["Put", "Update", "Delete", "ConditionCheck", "Get"]
+                    .iter()
+                    .find_map(|kind| action.get(*kind))
+                else {
+                    continue;
+                };
+                let Some(table) = body["TableName"].as_str() else {
+                    continue;
+                };
+                let item = if body["Item"].is_null() {
+                    &body["Key"]
+                } else {
+                    &body["Item"]
+                };
+                push(table, item);
+            }
+        }
+    }
+    keys
 }
 
 /// The item an UpdateItem request leaves: its update expression applied to the stored item
