@@ -309,9 +309,11 @@ fn check_agreement(model: Value) -> Checked {
                 if !must_throttle.is_empty() {
                     let why = must_throttle.join(", ");
                     checked.must_throttle.push(format!("{what}: {why}"));
-                    // A table's write may be refused for one of its GSIs (a GSI that cannot
-                    // absorb it throttles the write), which the server counts under the GSI.
-                    let refused_with_gsis: u64 = if kind == WRITE && index.is_none() {
+                    // A write draws on its table and every GSI of it at once, and is refused
+                    // under whichever ran out first (a GSI that cannot absorb a write
+                    // throttles it; a write the table refused never reaches its GSIs): the
+                    // writes of a table and of its GSIs are throttled together.
+                    let refused_with_gsis: u64 = if kind == WRITE {
                         counts
                             .iter()
                             .filter(|((table, _), _)| *table == table_name)
@@ -576,11 +578,18 @@ fn cases() -> impl Strategy<Value = Case> {
 
 proptest! {
     // Each case is two 3-second runs and a server: a handful of them. No shrinking, which
-    // would run dozens more.
+    // would run dozens more. The cases come from a fixed seed, so CI runs the same ones every
+    // time; `PROPTEST_RNG_SEED=N` explores others.
     #![proptest_config(ProptestConfig {
         cases: 3,
         max_shrink_iters: 0,
         failure_persistence: None,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(
+            std::env::var("PROPTEST_RNG_SEED")
+                .ok()
+                .and_then(|seed| seed.parse().ok())
+                .unwrap_or(20_261_128),
+        ),
         ..ProptestConfig::default()
     })]
 
@@ -631,9 +640,10 @@ fn a_low_cardinality_gsi_throttles_in_both_and_its_spread_neighbour_in_neither()
     );
 }
 
-/// A generated case once failed here: every part provisioned with 1 unit, so a GSI (whose
-/// ALL projection takes as many units as the table) runs out as soon as the table and
-/// refuses the writes under its own name. The table's writes are throttled all the same.
+/// Generated cases once failed here: every part provisioned with 1 unit, so the table and a
+/// GSI (whose ALL projection takes as many units as the table) run out together and the
+/// server counts each refusal under whichever it checked first. The writes of both are
+/// throttled all the same.
 #[test]
 fn writes_refused_for_a_gsi_count_as_the_table_s_throttled_writes() {
     let case = Case {
@@ -646,6 +656,18 @@ fn writes_refused_for_a_gsi_count_as_the_table_s_throttled_writes() {
         read_rate: 206.8819463854105,
         consistent: true,
         seed: 15632392347785233185,
+    };
+    check_agreement(case.model());
+    let case = Case {
+        provisioned: Some(1),
+        lsi: false,
+        gsis: vec![(1, true, false)],
+        hot_share: 0.28843009540693304,
+        item_bytes: 3416,
+        write_rate: 153.66307308805833,
+        read_rate: 27.98770892923569,
+        consistent: true,
+        seed: 7750640675661453388,
     };
     check_agreement(case.model());
 }
