@@ -23,6 +23,7 @@ The environment comes from `shoal crash-test`: AWS_ENDPOINT_URL, credentials, a 
 """
 
 import argparse
+import http.client
 import os
 import random
 import sys
@@ -34,6 +35,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectionError as BotoConnectionError
 from botocore.exceptions import HTTPClientError
+from urllib3.exceptions import HTTPError as Urllib3Error
 
 TABLE = "Orders"
 COUNTER_KEY = {"pk": {"S": "counter"}}
@@ -64,11 +66,20 @@ def client():
 
 def outage(error):
     """Whether `error` is what an outage looks like (retry), not a refusal (do not)."""
-    if isinstance(error, (BotoConnectionError, HTTPClientError)):
+    # A connection refused or cut, before or during the answer (botocore wraps most of these;
+    # a body cut short can surface from urllib3 or http.client as it is).
+    if isinstance(
+        error,
+        (BotoConnectionError, HTTPClientError, Urllib3Error, http.client.HTTPException, OSError),
+    ):
         return True
     if isinstance(error, ClientError):
         code = error.response.get("Error", {}).get("Code", "")
         status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        if code == "TransactionCanceledException":
+            # Another worker's transaction on the counter got there first: nothing applied.
+            reasons = error.response.get("CancellationReasons") or []
+            return any(r.get("Code") == "TransactionConflict" for r in reasons)
         return status >= 500 or code in RETRIED_CODES
     return False
 

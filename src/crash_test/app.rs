@@ -513,7 +513,8 @@ fn cycles(
                 }
             }
         }
-        if !app.running() && config.restart_app {
+        // After the last cycle no crash would come: the app is not started again for nothing.
+        if !app.running() && config.restart_app && cycle < config.cycles {
             app.start(cycle, report)?;
         }
         progress.update(cycle, report);
