@@ -35,11 +35,30 @@ pub struct CrashTestReport {
     pub recovery_ms: Vec<f64>,
     /// Stopped by Ctrl-C or SIGTERM before its cycles were done.
     pub interrupted: bool,
+    /// `--app`: what the app and its check did (the checks above are then the user's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app: Option<super::app::AppSummary>,
 }
 
 impl CrashTestReport {
     pub fn violation_count(&self) -> usize {
         self.violations.values().map(Vec::len).sum()
+    }
+
+    /// What the progress line says after a cycle.
+    pub fn progress_message(&self) -> String {
+        match &self.app {
+            Some(app) => format!(
+                "{} checks passed, {} violations",
+                app.checks_passed,
+                self.violation_count()
+            ),
+            None => format!(
+                "{} acknowledged writes checked, {} violations",
+                self.acknowledged_checked,
+                self.violation_count()
+            ),
+        }
     }
 
     pub(crate) fn violate(&mut self, kind: &str, what: String) {
@@ -67,12 +86,27 @@ impl CrashTestReport {
         if self.interrupted {
             out.push_str("interrupted: a partial report\n");
         }
+        match &self.app {
+            Some(app) => {
+                out.push_str(&format!("app: `{}`\n", app.app));
+                if let Some(check) = &app.check {
+                    out.push_str(&format!("check: `{check}`\n"));
+                }
+                out.push_str(&format!(
+                    "{} cycles ({} crashes), {} checks passed, the app started {} times\n",
+                    self.cycles, app.crash, app.checks_passed, app.app_starts
+                ));
+                for exit in &app.app_exits {
+                    out.push_str(&format!("the app exited on its own: {exit}\n"));
+                }
+            }
+            None => out.push_str(&format!(
+                "{} cycles, {} acknowledged writes checked, {} lost where the durability mode allows it\n",
+                self.cycles, self.acknowledged_checked, self.acknowledged_lost_allowed,
+            )),
+        }
         out.push_str(&format!(
-            "{} cycles, {} acknowledged writes checked, {} lost where the durability mode allows it\n\
-             recovery: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms\n",
-            self.cycles,
-            self.acknowledged_checked,
-            self.acknowledged_lost_allowed,
+            "recovery: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms\n",
             at(0.5),
             at(0.99),
             at(1.0)
@@ -86,9 +120,15 @@ impl CrashTestReport {
             for (kind, list) in &self.violations {
                 out.push_str(&format!("violation: {kind} ({})\n", list.len()));
                 for what in list {
-                    out.push_str(&format!("  {what}\n"));
+                    // A description of several lines (a check's output) stays under its kind.
+                    out.push_str(&format!("  {}\n", what.replace('\n', "\n    ")));
                 }
             }
+        }
+        if let Some(dir) = self.app.as_ref().and_then(|app| app.run_dir.as_ref()) {
+            out.push_str(&format!(
+                "the run's directory is kept: {dir} (data, server.log, app.log, check.log)\n"
+            ));
         }
         out.push_str(&format!(
             "seed {} (--seed {} replays the run)\n",

@@ -24,10 +24,15 @@
 //!   server, started in its own process group, driven over HTTP, SIGKILLed at a random moment
 //!   and restarted on the same data; what it does not offer is reported as not offered.
 //!
+//! - an app ([`app`], `--app 'COMMAND' --check 'COMMAND'`): the user's own workload runs
+//!   against `shoal serve`, which is crashed (SIGKILL, or the admin API's power-loss crash)
+//!   and restarted at random moments; the user's own check runs after each recovery.
+//!
 //! [`workload`] makes the writes and [`checker`] checks what survived, in every mode.
 //! [`writer`] is the engine-level workload of `shoal crash-writer`, which the kill -9 tests
 //! run and kill.
 
+pub mod app;
 pub mod checker;
 mod progress;
 pub mod server;
@@ -374,12 +379,14 @@ fn kill_cycle(
 }
 
 #[derive(Args)]
+// `--port` needs a server this run starts: `--server`'s or `--app`'s.
+#[command(group(clap::ArgGroup::new("served").args(["server", "app"])))]
 pub struct CrashTestArgs {
     /// kill: SIGKILL a child process writing to real files; power-loss: cut the power of
     /// the simulated disk in this process (unsynced data lost, the last write torn).
     #[arg(long, default_value = "kill", value_parser = ["kill", "power-loss"])]
     mode: String,
-    /// sync, none, or interval:MS.
+    /// sync, none, or interval:MS (with --app: the server's).
     #[arg(long, default_value = "sync")]
     durability: String,
     /// Crash and recover this many times.
@@ -392,19 +399,20 @@ pub struct CrashTestArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Kill mode: the data directory (default: a temporary one, removed afterwards).
-    #[arg(long, conflicts_with_all = ["server", "endpoint"])]
+    #[arg(long, conflicts_with_all = ["server", "endpoint", "app"])]
     data_dir: Option<PathBuf>,
     /// Crash-test this DynamoDB-compatible server instead: a shell command in which `{port}`
     /// is a free port and `{data}` a data directory this run creates and removes, e.g.
     /// 'java -jar DynamoDBLocal.jar -dbPath {data} -port {port}'.
     #[arg(long, value_name = "COMMAND", conflicts_with = "endpoint")]
     server: Option<String>,
-    /// With --server: the port for `{port}` (refused if something answers there).
-    #[arg(long, requires = "server")]
+    /// With --server: the port for `{port}`; with --app: the server's port (refused if
+    /// something answers there).
+    #[arg(long, requires = "served")]
     port: Option<u16>,
     /// Crash-test a server another tool supervises, at this URL; --kill and --start are the
     /// commands that kill and start it.
-    #[arg(long, value_name = "URL", requires_all = ["kill", "start"])]
+    #[arg(long, value_name = "URL", requires_all = ["kill", "start"], conflicts_with = "app")]
     endpoint: Option<String>,
     /// With --endpoint: the command that kills the server at once (as SIGKILL would).
     #[arg(long, value_name = "COMMAND", requires = "endpoint")]
@@ -412,13 +420,34 @@ pub struct CrashTestArgs {
     /// With --endpoint: the command that starts the server on the same data.
     #[arg(long, value_name = "COMMAND", requires = "endpoint")]
     start: Option<String>,
-    /// Server modes: kill between MIN and MAX milliseconds after a cycle's first write (the
-    /// moment is drawn from the seed).
+    /// Server modes: kill between MIN and MAX milliseconds after a cycle's first write; app
+    /// mode: crash that long into a cycle, which starts when the server answers (the moment
+    /// is drawn from the seed).
     #[arg(long, value_name = "MIN-MAX", default_value = "100-1500")]
     kill_after_ms: String,
     /// Server modes: how long a (re)started server may take to answer, in seconds.
     #[arg(long, default_value_t = 120)]
     ready_timeout_seconds: u64,
+    /// Run this shell command (your application) against a `shoal serve` that is crashed and
+    /// restarted on the same port and data; it gets the endpoint in AWS_ENDPOINT_URL and
+    /// AWS_ENDPOINT_URL_DYNAMODB, dummy credentials and a region.
+    #[arg(long, value_name = "COMMAND", conflicts_with = "server")]
+    app: Option<String>,
+    /// With --app: the shell command that checks your application's invariants; a non-zero
+    /// exit is a failure.
+    #[arg(long, value_name = "COMMAND", requires = "app")]
+    check: Option<String>,
+    /// With --app: run the check after each recovery (with the app paused), or only at the
+    /// end (with the app stopped).
+    #[arg(long, default_value = "recovery", value_parser = ["recovery", "end"])]
+    check_at: String,
+    /// With --app: kill the app with the server, and start it again after each recovery.
+    #[arg(long, requires = "app")]
+    restart_app: bool,
+    /// With --app: kill (SIGKILL the server) or power-loss (the admin API's crash call: the
+    /// write-ahead log's unsynced bytes are lost, then SIGKILL).
+    #[arg(long, default_value = "kill", value_parser = ["kill", "power-loss"])]
+    crash: String,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -441,6 +470,11 @@ pub fn command(args: CrashTestArgs) -> Result<(), String> {
         start,
         kill_after_ms,
         ready_timeout_seconds,
+        app,
+        check,
+        check_at,
+        restart_app,
+        crash,
         json,
     } = args;
     let launch = match (server, endpoint, kill, start) {
@@ -454,8 +488,37 @@ pub fn command(args: CrashTestArgs) -> Result<(), String> {
     };
     signals::stop_on_signals();
     let mut progress = Progress::new(cycles);
-    let report = match launch {
-        Some(launch) => {
+    let report = match (app, launch) {
+        (Some(app), _) => {
+            // Refused before anything starts rather than by the server's first start.
+            parse_durability(&durability)?;
+            let config = app::AppConfig {
+                app,
+                check,
+                check_at: if check_at == "end" {
+                    app::CheckAt::End
+                } else {
+                    app::CheckAt::Recovery
+                },
+                restart_app,
+                crash: if crash == "power-loss" {
+                    app::Crash::PowerLoss
+                } else {
+                    app::Crash::Kill
+                },
+                durability,
+                port,
+                cycles,
+                seconds,
+                seed,
+                crash_after_ms: server::parse_kill_after(&kill_after_ms)?,
+                ready_timeout: Duration::from_secs(ready_timeout_seconds),
+                program: std::env::current_exe()
+                    .map_err(|e| format!("cannot find this program: {e}"))?,
+            };
+            app::run(&config, &mut progress)
+        }
+        (None, Some(launch)) => {
             let config = server::ServerConfig {
                 launch,
                 cycles,
@@ -466,7 +529,7 @@ pub fn command(args: CrashTestArgs) -> Result<(), String> {
             };
             server::run(&config, &mut progress)
         }
-        None => {
+        (None, None) => {
             let config = CrashTestConfig {
                 mode: if mode == "kill" {
                     CrashMode::Kill

@@ -36,11 +36,7 @@ impl Progress {
 
     /// After cycle `cycle` (from 1).
     pub fn update(&mut self, cycle: u64, report: &CrashTestReport) {
-        let message = format!(
-            "{} acknowledged writes checked, {} violations",
-            report.acknowledged_checked,
-            report.violation_count()
-        );
+        let message = report.progress_message();
         match &self.bar {
             Some(bar) => {
                 bar.set_position(cycle);

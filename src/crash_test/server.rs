@@ -90,7 +90,7 @@ pub fn parse_kill_after(text: &str) -> Result<(u64, u64), String> {
 }
 
 /// A process group this run started: `sh -c COMMAND` leads it.
-struct Group {
+pub(super) struct Group {
     child: Child,
     /// The leader's pid, which is the group's id.
     pgid: i32,
@@ -98,7 +98,14 @@ struct Group {
 }
 
 impl Group {
-    fn spawn(command: &str, log: Option<&Path>) -> Result<Group, String> {
+    /// Runs `sh -c COMMAND` as the leader of a new group, its output appended to `log` (or
+    /// dropped), with `env` added to this process's environment and `unset` removed from it.
+    pub(super) fn spawn(
+        command: &str,
+        log: Option<&Path>,
+        env: &[(&str, String)],
+        unset: &[&str],
+    ) -> Result<Group, String> {
         let (stdout, stderr) = match log {
             Some(path) => {
                 let file = OpenOptions::new()
@@ -111,9 +118,13 @@ impl Group {
             }
             None => (Stdio::null(), Stdio::null()),
         };
-        let child = Command::new("sh")
-            .arg("-c")
-            .arg(command)
+        let mut sh = Command::new("sh");
+        sh.arg("-c").arg(command);
+        for name in unset {
+            sh.env_remove(name);
+        }
+        let child = sh
+            .envs(env.iter().map(|(name, value)| (name, value)))
             // A group of its own: one kill reaches everything the command starts, and the
             // terminal's Ctrl-C reaches only this tool, which then cleans up.
             .process_group(0)
@@ -132,7 +143,7 @@ impl Group {
 
     /// Whether the leader has exited. It is not reaped (WNOWAIT): until it is, its pid, and
     /// so the group's id, cannot be given to another process.
-    fn exited(&self) -> bool {
+    pub(super) fn exited(&self) -> bool {
         if self.reaped {
             return true;
         }
@@ -153,13 +164,31 @@ impl Group {
     }
 
     /// SIGKILLs the whole group and reaps the leader.
-    fn kill(&mut self) {
+    pub(super) fn kill(&mut self) {
         if self.reaped {
             return;
         }
-        kill_group(self.pgid);
+        signal_group(self.pgid, libc::SIGKILL);
         let _ = self.child.wait();
         self.reaped = true;
+    }
+
+    /// The leader's exit status once it has exited on its own (None while it runs): what it
+    /// left running in its group is SIGKILLed and the leader reaped.
+    pub(super) fn exit_status(&mut self) -> Option<Result<std::process::ExitStatus, String>> {
+        if self.reaped || !self.exited() {
+            return None;
+        }
+        signal_group(self.pgid, libc::SIGKILL);
+        self.reaped = true;
+        Some(self.child.wait().map_err(|e| e.to_string()))
+    }
+
+    /// Sends `signal` to the whole group (SIGSTOP, SIGCONT), while its leader is unreaped.
+    pub(super) fn signal(&self, signal: libc::c_int) {
+        if !self.reaped {
+            signal_group(self.pgid, signal);
+        }
     }
 }
 
@@ -169,12 +198,12 @@ impl Drop for Group {
     }
 }
 
-/// SIGKILLs process group `pgid`. Only called for a group whose leader this run started and
-/// has not reaped, so the id cannot belong to anyone else.
-fn kill_group(pgid: i32) {
+/// Sends `signal` to process group `pgid`. Only called for a group whose leader this run
+/// started and has not reaped, so the id cannot belong to anyone else.
+fn signal_group(pgid: i32, signal: libc::c_int) {
     // SAFETY: kill(2) with a negative pid signals that process group; it has no memory effects.
     unsafe {
-        libc::kill(-pgid, libc::SIGKILL);
+        libc::kill(-pgid, signal);
     }
 }
 
@@ -185,7 +214,7 @@ fn run_to_end(
     log: Option<&Path>,
     timeout: Duration,
 ) -> Result<(), String> {
-    let mut group = Group::spawn(command, log)?;
+    let mut group = Group::spawn(command, log, &[], &[])?;
     let started = Instant::now();
     while !group.exited() {
         if started.elapsed() > timeout {
@@ -219,7 +248,7 @@ fn endpoint_answers(target: &Target) -> bool {
 }
 
 /// The server: how to start it, kill it and find it.
-struct Server {
+pub(super) struct Server {
     launch: Launch,
     endpoint: String,
     target: Target,
@@ -231,9 +260,87 @@ struct Server {
     /// The running group (`--server`), or the `--start` commands still running.
     group: Option<Group>,
     starters: Vec<Group>,
+    /// `--server`: the run's directory, holding `{data}` and the server's output. Last, so
+    /// that it is removed after the groups above are killed.
+    scratch: Option<tempfile::TempDir>,
 }
 
 impl Server {
+    /// The server `launch` describes, not started yet: for `--server`, a port (the given one,
+    /// or a free one) and the run's directory, created here, are filled into the command.
+    pub(super) fn new(launch: &Launch) -> Result<Server, String> {
+        let (endpoint, command, scratch) = match launch {
+            Launch::Command { template, port } => {
+                let scratch = tempfile::Builder::new()
+                    .prefix("shoal-crash-test-")
+                    .tempdir()
+                    .map_err(|e| format!("temporary directory: {e}"))?;
+                let data = scratch.path().join("data");
+                std::fs::create_dir(&data).map_err(|e| format!("{}: {e}", data.display()))?;
+                let port = match port {
+                    Some(port) => *port,
+                    None => free_port()?,
+                };
+                let command = template
+                    .replace("{port}", &port.to_string())
+                    .replace("{data}", &data.display().to_string());
+                (format!("http://127.0.0.1:{port}"), command, Some(scratch))
+            }
+            Launch::Supervised { endpoint, .. } => (endpoint.clone(), String::new(), None),
+        };
+        let target = Target::new(Some(&endpoint))?;
+        let address = crate::client::endpoint::Endpoint::parse(&endpoint)
+            .ok()
+            .and_then(|parsed| {
+                use std::net::ToSocketAddrs;
+                (parsed.bare_host(), parsed.port)
+                    .to_socket_addrs()
+                    .ok()?
+                    .next()
+            });
+        Ok(Server {
+            launch: launch.clone(),
+            endpoint,
+            target,
+            address,
+            command,
+            log: scratch.as_ref().map(|dir| dir.path().join("server.log")),
+            group: None,
+            starters: Vec::new(),
+            scratch,
+        })
+    }
+
+    pub(super) fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// The socket address behind the endpoint.
+    pub(super) fn address(&self) -> Option<SocketAddr> {
+        self.address
+    }
+
+    /// The command as run, placeholders filled in.
+    pub(super) fn command(&self) -> &str {
+        &self.command
+    }
+
+    /// `--server`: the run's directory.
+    pub(super) fn scratch(&self) -> Option<&Path> {
+        self.scratch.as_ref().map(|dir| dir.path())
+    }
+
+    /// The running group (`--server`).
+    pub(super) fn group_mut(&mut self) -> Option<&mut Group> {
+        self.group.as_mut()
+    }
+
+    /// Stops what runs and keeps the run's directory instead of removing it; its path.
+    pub(super) fn keep_scratch(&mut self) -> Option<PathBuf> {
+        self.stop();
+        self.scratch.take().map(|dir| dir.keep())
+    }
+
     /// The target's description in the report.
     fn describe(&self) -> String {
         match &self.launch {
@@ -248,25 +355,21 @@ impl Server {
     }
 
     /// The last lines the server wrote, for an error.
-    fn log_tail(&self) -> String {
-        let Some(path) = &self.log else {
-            return String::new();
-        };
-        let mut text = String::new();
-        if let Ok(mut file) = File::open(path) {
-            let length = file.metadata().map(|m| m.len()).unwrap_or(0);
-            let _ = file.seek(SeekFrom::Start(length.saturating_sub(LOG_TAIL_BYTES)));
-            let _ = file.read_to_string(&mut text);
-        }
-        if text.trim().is_empty() {
+    pub(super) fn log_tail(&self) -> String {
+        let text = self
+            .log
+            .as_deref()
+            .map(|path| log_tail(path, 0, LOG_TAIL_BYTES))
+            .unwrap_or_default();
+        if text.is_empty() {
             String::new()
         } else {
-            format!("\nthe server's last output:\n{}", text.trim_end())
+            format!("\nthe server's last output:\n{text}")
         }
     }
 
     /// Starts the server and waits until it answers; false when interrupted meanwhile.
-    fn start(&mut self, timeout: Duration) -> Result<bool, String> {
+    pub(super) fn start(&mut self, timeout: Duration) -> Result<bool, String> {
         match &self.launch {
             Launch::Command { .. } => {
                 if self.address.is_some_and(port_answers) {
@@ -275,7 +378,7 @@ impl Server {
                         self.endpoint
                     ));
                 }
-                self.group = Some(Group::spawn(&self.command, self.log.as_deref())?);
+                self.group = Some(Group::spawn(&self.command, self.log.as_deref(), &[], &[])?);
             }
             Launch::Supervised { start, .. } => {
                 self.starters.retain_mut(|group| {
@@ -285,7 +388,7 @@ impl Server {
                     }
                     !done
                 });
-                self.starters.push(Group::spawn(start, None)?);
+                self.starters.push(Group::spawn(start, None, &[], &[])?);
             }
         }
         let started = Instant::now();
@@ -327,7 +430,7 @@ impl Server {
     }
 
     /// After the killer ran: reaps the group and waits until the endpoint is gone.
-    fn wait_gone(&mut self) -> Result<(), String> {
+    pub(super) fn wait_gone(&mut self) -> Result<(), String> {
         if let Some(group) = &mut self.group {
             group.kill();
         }
@@ -353,7 +456,7 @@ impl Server {
     }
 
     /// Kills what this run started (the end of the run, an error or an interrupt).
-    fn stop(&mut self) {
+    pub(super) fn stop(&mut self) {
         if let Some(group) = &mut self.group {
             group.kill();
         }
@@ -363,6 +466,22 @@ impl Server {
         }
         self.starters.clear();
     }
+}
+
+/// The last `max` bytes (at most) of what `path` holds after byte `from`, trimmed: the tail
+/// of a log. Empty when the file cannot be read.
+pub(super) fn log_tail(path: &Path, from: u64, max: u64) -> String {
+    let mut text = String::new();
+    if let Ok(mut file) = File::open(path) {
+        let length = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let start = length.saturating_sub(max).max(from);
+        let _ = file.seek(SeekFrom::Start(start));
+        let mut bytes = Vec::new();
+        let _ = file.read_to_end(&mut bytes);
+        // A cut may fall inside a character: show what is there, not nothing.
+        text = String::from_utf8_lossy(&bytes).into_owned();
+    }
+    text.trim().to_string()
 }
 
 /// How a cycle's kill is done.
@@ -376,7 +495,7 @@ impl Killer {
     fn kill(&self) -> Result<(), String> {
         match self {
             Killer::Group(pgid) => {
-                kill_group(*pgid);
+                signal_group(*pgid, libc::SIGKILL);
                 Ok(())
             }
             Killer::Command(command) => run_to_end(command, "--kill", None, GONE_WAIT),
@@ -739,51 +858,7 @@ fn drive_until_killed(
 
 /// Runs the crash test against a server; `progress` hears of each cycle.
 pub fn run(config: &ServerConfig, progress: &mut Progress) -> Result<CrashTestReport, String> {
-    // Declared before the server so that it is removed after the server is killed.
-    let scratch;
-    let (endpoint, command, log) = match &config.launch {
-        Launch::Command { template, port } => {
-            scratch = tempfile::Builder::new()
-                .prefix("shoal-crash-test-")
-                .tempdir()
-                .map_err(|e| format!("temporary directory: {e}"))?;
-            let data = scratch.path().join("data");
-            std::fs::create_dir(&data).map_err(|e| format!("{}: {e}", data.display()))?;
-            let port = match port {
-                Some(port) => *port,
-                None => free_port()?,
-            };
-            let command = template
-                .replace("{port}", &port.to_string())
-                .replace("{data}", &data.display().to_string());
-            (
-                format!("http://127.0.0.1:{port}"),
-                command,
-                Some(scratch.path().join("server.log")),
-            )
-        }
-        Launch::Supervised { endpoint, .. } => (endpoint.clone(), String::new(), None),
-    };
-    let target = Target::new(Some(&endpoint))?;
-    let address = crate::client::endpoint::Endpoint::parse(&endpoint)
-        .ok()
-        .and_then(|parsed| {
-            use std::net::ToSocketAddrs;
-            (parsed.bare_host(), parsed.port)
-                .to_socket_addrs()
-                .ok()?
-                .next()
-        });
-    let mut server = Server {
-        launch: config.launch.clone(),
-        endpoint,
-        target,
-        address,
-        command,
-        log,
-        group: None,
-        starters: Vec::new(),
-    };
+    let mut server = Server::new(&config.launch)?;
     let mut report = CrashTestReport {
         target: server.describe(),
         seed: config.seed,
@@ -795,7 +870,7 @@ pub fn run(config: &ServerConfig, progress: &mut Progress) -> Result<CrashTestRe
 }
 
 /// A port nothing listens on now.
-fn free_port() -> Result<u16, String> {
+pub(super) fn free_port() -> Result<u16, String> {
     let listener =
         TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot find a free port: {e}"))?;
     listener
