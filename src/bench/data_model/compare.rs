@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
-use super::report::{thousands, truncate, PatternReport, Report};
+use super::report::{modelled_units_per_second, thousands, truncate, PatternReport, Report};
 
 /// One figure of both reports and how it changed.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -220,16 +220,6 @@ pub fn check_pairs(first: &[&str], second: &[&str], pairs: &[Pair]) -> Result<()
     Ok(())
 }
 
-/// Table and index units per second at the modelled rate, of all patterns: (read, write).
-pub fn modelled_units_per_second(report: &Report) -> (f64, f64) {
-    report.patterns.iter().fold((0.0, 0.0), |(read, write), p| {
-        (
-            read + p.read_units_per_call_with_indexes() * p.modelled_ops_per_second,
-            write + p.write_units_per_call_with_indexes() * p.modelled_ops_per_second,
-        )
-    })
-}
-
 /// Compares `second` with `first`: patterns pair by name, or as `pairs` say.
 pub fn compare(first: &Report, second: &Report, pairs: &[Pair]) -> Result<Comparison, String> {
     let names = |report: &Report| -> Vec<String> {
@@ -279,8 +269,8 @@ pub fn compare(first: &Report, second: &Report, pairs: &[Pair]) -> Result<Compar
             monthly_cost_on_demand: total(&|r| r.cost.on_demand_monthly),
             monthly_cost_provisioned: total(&|r| r.cost.provisioned_monthly),
             monthly_cost_storage: total(&|r| r.cost.storage_monthly),
-            read_units_per_second: total(&|r| modelled_units_per_second(r).0),
-            write_units_per_second: total(&|r| modelled_units_per_second(r).1),
+            read_units_per_second: total(&|r| modelled_units_per_second(&r.patterns).0),
+            write_units_per_second: total(&|r| modelled_units_per_second(&r.patterns).1),
             errors: total(&|r| r.patterns.iter().map(|p| p.failed_calls() as f64).sum()),
             hottest_partition_percent_of_limit: Figure::new(hottest(first), hottest(second)),
             verdicts: total(&|r| r.verdict_count() as f64),

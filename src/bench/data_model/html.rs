@@ -347,8 +347,6 @@ fn patterns_section(page: &mut String, report: &Report) {
     );
     for p in &report.patterns {
         let name = |field: &str| format!("pattern:{}:{field}", p.name);
-        let index_read: f64 = p.index_units_per_call.values().map(|u| u[0]).sum();
-        let index_write: f64 = p.index_units_per_call.values().map(|u| u[1]).sum();
         let mut indexes = String::new();
         for (index, [read, write]) in &p.index_units_per_call {
             let index_name = |field: &str| format!("pattern:{}:index:{index}:{field}", p.name);
@@ -396,7 +394,7 @@ fn patterns_section(page: &mut String, report: &Report) {
             figure_cell(&name("max_ms"), &number(p.latency.max_ms, 3)),
             figure_cell(
                 &name("rcu_per_call"),
-                &number(p.read_units_per_call + index_read, 2)
+                &number(p.read_units_per_call_with_indexes(), 2)
             ),
             figure_cell(
                 &name("table_rcu_per_call"),
@@ -404,7 +402,7 @@ fn patterns_section(page: &mut String, report: &Report) {
             ),
             figure_cell(
                 &name("wcu_per_call"),
-                &number(p.write_units_per_call + index_write, 2)
+                &number(p.write_units_per_call_with_indexes(), 2)
             ),
             figure_cell(
                 &name("table_wcu_per_call"),

@@ -136,6 +136,14 @@ impl PatternReport {
                 .sum::<f64>()
     }
 
+    /// Table and index units per second at the modelled rate: (read, write).
+    pub fn modelled_units_per_second(&self) -> (f64, f64) {
+        (
+            self.read_units_per_call_with_indexes() * self.modelled_ops_per_second,
+            self.write_units_per_call_with_indexes() * self.modelled_ops_per_second,
+        )
+    }
+
     /// Calls that failed other than by their condition: a failed condition or a cancelled
     /// transaction is the call's outcome, not a failure.
     pub fn failed_calls(&self) -> u64 {
@@ -145,6 +153,14 @@ impl PatternReport {
             .map(|(_, count)| count)
             .sum()
     }
+}
+
+/// Table and index units per second at the modelled rate, of all `patterns`: (read, write).
+pub fn modelled_units_per_second(patterns: &[PatternReport]) -> (f64, f64) {
+    patterns.iter().fold((0.0, 0.0), |(read, write), pattern| {
+        let (r, w) = pattern.modelled_units_per_second();
+        (read + r, write + w)
+    })
 }
 
 impl Report {
@@ -296,7 +312,6 @@ pub fn build(
         .map(|p| p.weight.unwrap_or(1.0))
         .sum();
     let mut reports = Vec::with_capacity(patterns.len());
-    let (mut total_read_rate, mut total_write_rate) = (0.0, 0.0);
     // Each pattern's modelled calls per call it made in the run: what its share of any
     // partition's load is scaled by.
     let mut modelled_per_call = Vec::with_capacity(patterns.len());
@@ -315,23 +330,12 @@ pub fn build(
             }
             _ => measured,
         };
-        let index_read: f64 = stat.index_units.values().map(|u| u.0).sum();
-        let index_write: f64 = stat.index_units.values().map(|u| u.1).sum();
-        let read_per_call = (stat.table_read_units + index_read) / calls;
-        let write_per_call = (stat.table_write_units + index_write) / calls;
-        total_read_rate += read_per_call * modelled;
-        total_write_rate += write_per_call * modelled;
         modelled_per_call.push(if stat.operations > 0 {
             modelled / stat.operations as f64
         } else {
             0.0
         });
-        let (on_demand, provisioned) = monthly_cost(
-            &model.prices,
-            read_per_call * modelled,
-            write_per_call * modelled,
-        );
-        reports.push(PatternReport {
+        let mut report = PatternReport {
             name: pattern.name.clone(),
             operation: pattern.operation.clone(),
             operations: stat.operations,
@@ -356,8 +360,8 @@ pub fn build(
                 .collect(),
             items_per_call: stat.items_returned as f64 / calls,
             item_bytes_per_call: stat.item_bytes_returned as f64 / calls,
-            monthly_cost_on_demand: on_demand,
-            monthly_cost_provisioned: provisioned,
+            monthly_cost_on_demand: 0.0,
+            monthly_cost_provisioned: 0.0,
             per_second: stat
                 .per_second
                 .iter()
@@ -370,7 +374,13 @@ pub fn build(
                     [*n as f64, mean, f64::from(*max) / 1000.0]
                 })
                 .collect(),
-        });
+        };
+        let (read, write) = report.modelled_units_per_second();
+        (
+            report.monthly_cost_on_demand,
+            report.monthly_cost_provisioned,
+        ) = monthly_cost(&model.prices, read, write);
+        reports.push(report);
     }
 
     let tables = table_reports(patterns, &stats, descriptions);
@@ -388,38 +398,15 @@ pub fn build(
         }
         rates
     };
-    let run_seconds = seconds.ceil() as usize;
+    let share = |units: [f64; 2]| {
+        (units[0] / PARTITION_READ_UNITS_MAX).max(units[1] / PARTITION_WRITE_UNITS_MAX)
+    };
     let mut partitions: Vec<PartitionReport> = stats
         .partitions
         .iter()
         .map(|((target, key), load)| {
             let (read, write, _) = modelled(load);
             let (peak_read, peak_write) = load.peak_units();
-            // The measured seconds scaled as the partition's totals are.
-            let scale = |modelled: f64, measured: f64| {
-                if measured > 0.0 {
-                    modelled * seconds / measured
-                } else {
-                    0.0
-                }
-            };
-            let (read_scale, write_scale) =
-                (scale(read, load.read_units), scale(write, load.write_units));
-            let mut per_second = vec![[0.0, 0.0]; run_seconds];
-            for second in &load.seconds {
-                let at = second.second as usize;
-                if let Some(slot) = per_second.get_mut(at) {
-                    let covered = throughput::covered(seconds, at);
-                    *slot = [
-                        second.read_units * read_scale / covered,
-                        second.write_units * write_scale / covered,
-                    ];
-                }
-            }
-            let share = |units: &[f64; 2]| {
-                (units[0] / PARTITION_READ_UNITS_MAX).max(units[1] / PARTITION_WRITE_UNITS_MAX)
-            };
-            let limit_share_per_second: Vec<f64> = per_second.iter().map(share).collect();
             PartitionReport {
                 target: target.clone(),
                 key: key.clone(),
@@ -427,14 +414,11 @@ pub fn build(
                 write_units_per_second: write,
                 peak_read_units: peak_read,
                 peak_write_units: peak_write,
-                limit_share: share(&[read, write]),
+                limit_share: share([read, write]),
                 operations: load.operations,
-                seconds_over_limit: limit_share_per_second
-                    .iter()
-                    .filter(|share| **share > 1.0)
-                    .count() as u64,
-                per_second,
-                limit_share_per_second,
+                per_second: Vec::new(),
+                limit_share_per_second: Vec::new(),
+                seconds_over_limit: 0,
             }
         })
         .collect();
@@ -452,6 +436,34 @@ pub fn build(
         *count += 1;
         *count <= HOT_PARTITIONS_LISTED
     });
+    // The heat over time of the listed ones only: a run may touch a million partitions.
+    let run_seconds = seconds.ceil() as usize;
+    for partition in &mut partitions {
+        let Some(load) = stats
+            .partitions
+            .get(&(partition.target.clone(), partition.key.clone()))
+        else {
+            continue;
+        };
+        let mut measured = vec![[0.0, 0.0]; run_seconds];
+        for second in &load.seconds {
+            if let Some(slot) = measured.get_mut(second.second as usize) {
+                *slot = [second.read_units, second.write_units];
+            }
+        }
+        let need = [
+            partition.read_units_per_second,
+            partition.write_units_per_second,
+        ];
+        partition.per_second = throughput::scaled(&measured, need, seconds);
+        partition.limit_share_per_second =
+            partition.per_second.iter().copied().map(share).collect();
+        partition.seconds_over_limit = partition
+            .limit_share_per_second
+            .iter()
+            .filter(|share| **share > 1.0)
+            .count() as u64;
+    }
 
     let gb = f64::from(1u32 << 30);
     let mut collections: Vec<CollectionReport> = stats
@@ -483,7 +495,8 @@ pub fn build(
     });
     collections.truncate(COLLECTIONS_LISTED);
 
-    let (on_demand, provisioned) = monthly_cost(&model.prices, total_read_rate, total_write_rate);
+    let (total_read, total_write) = modelled_units_per_second(&reports);
+    let (on_demand, provisioned) = monthly_cost(&model.prices, total_read, total_write);
     let storage_monthly =
         storage_bytes as f64 / f64::from(1u32 << 30) * model.prices.storage_gb_month;
     let mut report = Report {

@@ -117,8 +117,9 @@ pub fn resources(model: &Model, report: &Report, stats: &RunStats) -> Vec<Resour
             && !create["ProvisionedThroughput"].is_null();
         let mut of = |resource: String, is_index: bool, settings: &Value| {
             let need = need.get(&resource).copied().unwrap_or_default();
-            let measured = stats.resources.get(&resource);
-            let per_second = scaled(measured, need, report.seconds, run_seconds);
+            let mut measured = stats.resources.get(&resource).cloned().unwrap_or_default();
+            measured.resize(run_seconds, [0.0, 0.0]);
+            let per_second = scaled(&measured, need, report.seconds);
             let peak = per_second.iter().fold([0.0f64, 0.0f64], |peak, units| {
                 [peak[0].max(units[0]), peak[1].max(units[1])]
             });
@@ -177,17 +178,10 @@ pub fn resources(model: &Model, report: &Report, stats: &RunStats) -> Vec<Resour
     resources
 }
 
-/// The measured units per second scaled so that their mean is the modelled need.
-fn scaled(
-    measured: Option<&Vec<[f64; 2]>>,
-    need: [f64; 2],
-    seconds: f64,
-    run_seconds: usize,
-) -> Vec<[f64; 2]> {
-    let mut per_second = vec![[0.0, 0.0]; run_seconds];
-    let Some(measured) = measured else {
-        return per_second;
-    };
+/// Units measured in each second of a run of `seconds` (the last one partial), scaled so
+/// that their mean is the modelled `need`, each second as a rate over the part of it the run
+/// covered.
+pub fn scaled(measured: &[[f64; 2]], need: [f64; 2], seconds: f64) -> Vec<[f64; 2]> {
     let mut scale = [0.0; 2];
     for kind in 0..2 {
         let total: f64 = measured.iter().map(|units| units[kind]).sum();
@@ -195,11 +189,14 @@ fn scaled(
             scale[kind] = need[kind] * seconds / total;
         }
     }
-    for (at, (slot, units)) in per_second.iter_mut().zip(measured).enumerate() {
-        let covered = covered(seconds, at);
-        *slot = [units[0] * scale[0] / covered, units[1] * scale[1] / covered];
-    }
-    per_second
+    measured
+        .iter()
+        .enumerate()
+        .map(|(at, units)| {
+            let covered = covered(seconds, at);
+            [units[0] * scale[0] / covered, units[1] * scale[1] / covered]
+        })
+        .collect()
 }
 
 /// The part of second `at` a run of `seconds` covered: 1 but for its last, partial second,
@@ -259,12 +256,12 @@ mod tests {
     fn measured_seconds_are_scaled_to_the_modelled_need() {
         // 2 s measured at 10 and 30 WCU (mean 20); modelled need 40 WCU/s: twice each.
         let measured = vec![[0.0, 10.0], [0.0, 30.0]];
-        let per_second = scaled(Some(&measured), [0.0, 40.0], 2.0, 2);
+        let per_second = scaled(&measured, [0.0, 40.0], 2.0);
         assert_eq!(per_second, vec![[0.0, 20.0], [0.0, 60.0]]);
         // A run of 1.5 s: 15 units in its first second and 15 in its last half second is
         // 15 and 30 a second; at a modelled need of twice the measured 20 a second, 30 and 60.
         let measured = vec![[0.0, 15.0], [0.0, 15.0]];
-        let per_second = scaled(Some(&measured), [0.0, 40.0], 1.5, 2);
+        let per_second = scaled(&measured, [0.0, 40.0], 1.5);
         assert_eq!(per_second, vec![[0.0, 30.0], [0.0, 60.0]]);
     }
 }
