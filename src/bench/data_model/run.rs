@@ -58,7 +58,7 @@ pub struct CompiledPattern {
     multi_item: bool,
     /// Each table of the model with its partition key attribute (for batches and
     /// transactions, which name several).
-    table_hash_keys: Vec<(String, String)>,
+    table_hash_keys: Arc<[(String, String)]>,
     /// A PutItem into a table with an LSI: its items grow a capped item collection.
     grows_collection: bool,
     weight: f64,
@@ -318,6 +318,15 @@ fn has_local_index(model: &Model, pattern: &Pattern) -> bool {
 /// Compiles the patterns of `model`.
 pub fn compile(model: &Model, generators: &Generators) -> Result<Vec<CompiledPattern>, String> {
     let mut compiled = Vec::with_capacity(model.patterns.len());
+    // One list for every pattern: the model's tables do not change between them.
+    let table_hash_keys: Arc<[(String, String)]> = model
+        .tables
+        .iter()
+        .filter_map(|create| {
+            let table = create["TableName"].as_str()?;
+            Some((table.to_string(), hash_key(&model.tables, table, None)?))
+        })
+        .collect();
     for pattern in &model.patterns {
         let mut request = pattern.request.clone();
         let object = request
@@ -385,14 +394,7 @@ pub fn compile(model: &Model, generators: &Generators) -> Result<Vec<CompiledPat
             gsi_keys,
             returned,
             multi_item: MULTI_ITEM_OPERATIONS.contains(&pattern.operation.as_str()),
-            table_hash_keys: model
-                .tables
-                .iter()
-                .filter_map(|create| {
-                    let table = create["TableName"].as_str()?;
-                    Some((table.to_string(), hash_key(&model.tables, table, None)?))
-                })
-                .collect(),
+            table_hash_keys: Arc::clone(&table_hash_keys),
             grows_collection: pattern.operation == "PutItem" && has_local_index(model, pattern),
             weight: pattern.weight.unwrap_or(1.0),
             rate: pattern.rate,
