@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 use shoal::bench::data_model::model::Model;
+use shoal::bench::data_model::report::Report;
 use shoal::bench::data_model::{run_model, BenchOptions};
 use shoal_tables::{Database, Options};
 
@@ -62,6 +63,24 @@ fn small_model(operations: u64) -> Value {
 
 fn parse(model: &Value) -> Model {
     Model::parse(&model.to_string()).unwrap()
+}
+
+/// The report of `model`, run in this process.
+fn report_of(model: &Value) -> Report {
+    run_model(&parse(model), &BenchOptions::default()).unwrap()
+}
+
+/// The listed partitions of `target` (a table, or `table/index`): key and write units per
+/// second at the modelled rate, in key order.
+fn partition_writes(report: &Report, target: &str) -> Vec<(String, f64)> {
+    let mut partitions: Vec<(String, f64)> = report
+        .hot_partitions
+        .iter()
+        .filter(|p| p.target == target)
+        .map(|p| (p.key.clone(), p.write_units_per_second))
+        .collect();
+    partitions.sort_by(|a, b| a.0.cmp(&b.0));
+    partitions
 }
 
 #[test]
@@ -172,7 +191,7 @@ fn a_hot_key_gets_the_throttling_verdict() {
     model["patterns"] = json!([model["patterns"][0].clone()]);
     model["patterns"][0]["rate"] = json!(2000);
     model["run"] = json!({"operations": 2000, "concurrency": 2});
-    let report = run_model(&parse(&model), &BenchOptions::default()).unwrap();
+    let report = report_of(&model);
     let hot = &report.hot_partitions[0];
     assert_eq!(hot.key, "c#xxxxxxx0");
     assert!((hot.write_units_per_second - 2000.0).abs() < 1.0, "{hot:?}");
@@ -234,7 +253,7 @@ fn lsi_model(rate: u64, provisioned_wcu: Option<u64>) -> Value {
 
 #[test]
 fn lsi_units_load_the_table_s_partition_and_its_throughput() {
-    let report = run_model(&parse(&lsi_model(400, None)), &BenchOptions::default()).unwrap();
+    let report = report_of(&lsi_model(400, None));
     // By hand (SPEC §5): the item is 1,400 bytes of `body` plus its other attributes
     // (customer 8+3, order 5+~2, placed 6+10, body 4): about 1.44 KB, so 2 WCU; the KEYS_ONLY
     // LSI entry (table key, LSI key) is under 1 KB: 1 WCU. 3 WCU a put, 400 puts a second,
@@ -260,7 +279,7 @@ fn lsi_units_load_the_table_s_partition_and_its_throughput() {
     let table = plain["tables"][0].as_object_mut().unwrap();
     table.remove("LocalSecondaryIndexes");
     table["AttributeDefinitions"].as_array_mut().unwrap().pop();
-    let report = run_model(&parse(&plain), &BenchOptions::default()).unwrap();
+    let report = report_of(&plain);
     assert!((report.hot_partitions[0].write_units_per_second - 800.0).abs() < 1e-6);
     assert_eq!(
         report.verdicts,
@@ -273,7 +292,7 @@ fn an_lsi_draws_on_its_table_s_provisioned_throughput() {
     // 300 puts a second at 3 WCU (2 for the item, 1 for the LSI entry): 900 WCU/s against a
     // table provisioned with 800. Without counting the LSI it would be 600: under. Burst
     // capacity, 300 s of 800 WCU = 240,000 units, drawn at 100 a second lasts 2,400 s.
-    let report = run_model(&parse(&lsi_model(300, Some(800))), &BenchOptions::default()).unwrap();
+    let report = report_of(&lsi_model(300, Some(800)));
     assert!(
         report.verdicts.iter().any(|v| v
             == "Orders needs 900 WCU/s at the modelled rate and has 800: writes would throttle once burst capacity (300 s of unused units) is spent, after 40 minutes"),
@@ -281,11 +300,7 @@ fn an_lsi_draws_on_its_table_s_provisioned_throughput() {
         report.verdicts
     );
     // With 1,000 provisioned, 900 fits: no verdict on the table.
-    let report = run_model(
-        &parse(&lsi_model(300, Some(1000))),
-        &BenchOptions::default(),
-    )
-    .unwrap();
+    let report = report_of(&lsi_model(300, Some(1000)));
     assert!(
         !report
             .verdicts
@@ -315,7 +330,7 @@ fn a_query_of_a_gsi_loads_the_gsi_s_partition() {
         "ExpressionAttributeValues": {":s": {"S": "${status}"}}
     }}]);
     model["run"] = json!({"operations": 300, "concurrency": 2});
-    let report = run_model(&parse(&model), &BenchOptions::default()).unwrap();
+    let report = report_of(&model);
     let query = &report.patterns[0];
     assert_eq!(query.index_units_per_call["Orders/ByStatus"], [0.5, 0.0]);
     let hot = &report.hot_partitions[0];
@@ -342,7 +357,7 @@ fn provisioned_gsis_short_of_write_capacity_are_named() {
         json!({"ReadCapacityUnits": 5, "WriteCapacityUnits": 5});
     model["run"]["rate"] = json!(100);
     model["run"]["operations"] = json!(300);
-    let report = run_model(&parse(&model), &BenchOptions::default()).unwrap();
+    let report = report_of(&model);
     // Half of 100 ops/s are puts: 50 WCU/s on the GSI against 5; its burst, 300 s of 5 WCU
     // = 1,500 units, drawn at 45 a second lasts 33 s.
     assert!(
@@ -552,11 +567,7 @@ fn writes_whose_condition_fails_are_charged_as_dynamodb_charges_them() {
         "UpdateExpression": "SET v = v + :one", "ConditionExpression": "v > :ten",
         "ExpressionAttributeValues": {":one": {"N": "1"}, ":ten": {"N": "10"}}
     }});
-    let report = run_model(
-        &parse(&conditional_model(failing_update)),
-        &BenchOptions::default(),
-    )
-    .unwrap();
+    let report = report_of(&conditional_model(failing_update));
     let bump = &report.patterns[0];
     assert_eq!(bump.errors["ConditionalCheckFailedException"], 100);
     assert_eq!(bump.write_units_per_call, 3.0, "{bump:?}");
@@ -569,11 +580,7 @@ fn writes_whose_condition_fails_are_charged_as_dynamodb_charges_them() {
         "UpdateExpression": "SET v = v + :one", "ConditionExpression": "v < :max",
         "ExpressionAttributeValues": {":one": {"N": "1"}, ":max": {"N": "1000"}}
     }});
-    let report = run_model(
-        &parse(&conditional_model(holding_update)),
-        &BenchOptions::default(),
-    )
-    .unwrap();
+    let report = report_of(&conditional_model(holding_update));
     assert!(report.patterns[0].errors.is_empty());
     assert_eq!(report.patterns[0].write_units_per_call, 3.0);
     // A condition failing where no item is stored is charged 1 WCU.
@@ -581,11 +588,7 @@ fn writes_whose_condition_fails_are_charged_as_dynamodb_charges_them() {
         "TableName": "Orders", "Key": {"order": {"N": "${missing}"}},
         "ConditionExpression": "attribute_exists(v)"
     }});
-    let report = run_model(
-        &parse(&conditional_model(failing_delete)),
-        &BenchOptions::default(),
-    )
-    .unwrap();
+    let report = report_of(&conditional_model(failing_delete));
     assert_eq!(
         report.patterns[0].errors["ConditionalCheckFailedException"],
         100
@@ -599,7 +602,7 @@ fn a_pattern_that_keeps_failing_gets_a_verdict_and_fails_the_run() {
         "TableName": "Ordres", "Key": {"order": {"N": "${existing}"}}
     }});
     let model = conditional_model(misspelt);
-    let report = run_model(&parse(&model), &BenchOptions::default()).unwrap();
+    let report = report_of(&model);
     assert_eq!(report.failing_patterns, ["typo"]);
     assert_eq!(
         report.verdicts[0],
@@ -635,7 +638,7 @@ fn verdicts_need_enough_operations_behind_them() {
     model["patterns"] = json!([model["patterns"][0].clone()]);
     model["patterns"][0]["rate"] = json!(2000);
     model["run"] = json!({"operations": 10, "concurrency": 1});
-    let report = run_model(&parse(&model), &BenchOptions::default()).unwrap();
+    let report = report_of(&model);
     assert!(report.hot_partitions[0].write_units_per_second > 1000.0);
     assert!(
         !report.verdicts.iter().any(|v| v.starts_with("hot key")),
@@ -644,7 +647,7 @@ fn verdicts_need_enough_operations_behind_them() {
     );
     // From 20 it gets one.
     model["run"]["operations"] = json!(20);
-    let report = run_model(&parse(&model), &BenchOptions::default()).unwrap();
+    let report = report_of(&model);
     assert!(report.verdicts.iter().any(|v| v.starts_with("hot key")));
 }
 
@@ -671,11 +674,7 @@ fn gsi_writes_load_the_gsi_partition_of_the_item_s_key_value() {
         "TableName": "Orders",
         "Item": {"customer": {"S": "${customer}"}, "order": {"N": "${order}"}, "status": {"S": "${status}"}}
     }});
-    let report = run_model(
-        &parse(&gsi_write_model(put.clone(), 1200, 400)),
-        &BenchOptions::default(),
-    )
-    .unwrap();
+    let report = report_of(&gsi_write_model(put.clone(), 1200, 400));
     let hot = &report.hot_partitions[0];
     assert_eq!(
         (hot.target.as_str(), hot.key.as_str()),
@@ -705,16 +704,12 @@ fn gsi_writes_load_the_gsi_partition_of_the_item_s_key_value() {
     // 1,200 WCU/s between two GSI partitions, each under the limit: no verdict.
     let mut model = gsi_write_model(put, 1200, 400);
     model["generators"]["status"]["cardinality"] = json!(2);
-    let report = run_model(&parse(&model), &BenchOptions::default()).unwrap();
-    let gsi: Vec<_> = report
-        .hot_partitions
-        .iter()
-        .filter(|p| p.target == "Orders/ByStatus")
-        .collect();
+    let report = report_of(&model);
+    let gsi = partition_writes(&report, "Orders/ByStatus");
     assert_eq!(gsi.len(), 2, "{gsi:?}");
-    let total: f64 = gsi.iter().map(|p| p.write_units_per_second).sum();
+    let total: f64 = gsi.iter().map(|(_, units)| units).sum();
     assert!((total - 1200.0).abs() < 1e-6, "{gsi:?}");
-    assert!(gsi.iter().all(|p| p.write_units_per_second < 1000.0));
+    assert!(gsi.iter().all(|(_, units)| *units < 1000.0));
     assert_eq!(
         report.verdicts,
         ["no partition, table or index over DynamoDB's limits at the modelled rate"]
@@ -734,22 +729,19 @@ fn a_gsi_key_change_splits_its_units_between_the_old_and_new_partitions() {
         "ExpressionAttributeValues": {":done": {"S": "done"}}
     }});
     let mut model = gsi_write_model(update, 300, 20);
-    model["generators"]["customer"]["cardinality"] = json!(1);
-    model["generators"]["order"] = json!({"type": "sequence"});
-    model["generators"]["again"] = json!({"type": "sequence"});
+    model["generators"] = model_generators_for_twenty_orders();
     model["load"][0]["count"] = json!(20);
-    let report = run_model(&parse(&model), &BenchOptions::default()).unwrap();
+    let report = report_of(&model);
     let finish = &report.patterns[0];
     assert!(finish.errors.is_empty(), "{finish:?}");
     assert_eq!(finish.index_units_per_call["Orders/ByStatus"], [0.0, 2.0]);
-    let mut gsi: Vec<(&str, f64)> = report
-        .hot_partitions
-        .iter()
-        .filter(|p| p.target == "Orders/ByStatus")
-        .map(|p| (p.key.as_str(), p.write_units_per_second))
-        .collect();
-    gsi.sort_by(|a, b| a.0.cmp(b.0));
-    assert_eq!(gsi, [("done", 300.0), ("s#xxxxxxx0", 300.0)]);
+    assert_eq!(
+        partition_writes(&report, "Orders/ByStatus"),
+        [
+            ("done".to_string(), 300.0),
+            ("s#xxxxxxx0".to_string(), 300.0)
+        ]
+    );
     // The neighbouring case: a delete removes the entry from the old value's partition
     // only (1 WCU each, 300 WCU/s).
     let delete = json!({"name": "drop", "operation": "DeleteItem", "request": {
@@ -759,14 +751,11 @@ fn a_gsi_key_change_splits_its_units_between_the_old_and_new_partitions() {
     let mut model = gsi_write_model(delete, 300, 20);
     model["generators"] = model_generators_for_twenty_orders();
     model["load"][0]["count"] = json!(20);
-    let report = run_model(&parse(&model), &BenchOptions::default()).unwrap();
-    let gsi: Vec<(&str, f64)> = report
-        .hot_partitions
-        .iter()
-        .filter(|p| p.target == "Orders/ByStatus")
-        .map(|p| (p.key.as_str(), p.write_units_per_second))
-        .collect();
-    assert_eq!(gsi, [("s#xxxxxxx0", 300.0)]);
+    let report = report_of(&model);
+    assert_eq!(
+        partition_writes(&report, "Orders/ByStatus"),
+        [("s#xxxxxxx0".to_string(), 300.0)]
+    );
 }
 
 /// Generators for 20 orders of one customer loaded in sequence, and a second sequence for
@@ -786,7 +775,7 @@ fn the_planner_sorts_limits_by_the_multiple_that_reaches_them() {
     // the item, 1 for the LSI entry). By hand: the provisioned writes are reached at
     // 800 / 900 = 0.89x, partition c#0's 1,000 WCU/s at 1,000 / 900 = 1.11x; the item
     // collection c#0 fills 10 GB in hours, far within a year, so it comes first.
-    let report = run_model(&parse(&lsi_model(300, Some(800))), &BenchOptions::default()).unwrap();
+    let report = report_of(&lsi_model(300, Some(800)));
     let limits: Vec<(&str, &str, f64)> = report
         .plan
         .limits
@@ -832,7 +821,7 @@ fn the_planner_sorts_limits_by_the_multiple_that_reaches_them() {
     let table = plain["tables"][0].as_object_mut().unwrap();
     table.remove("LocalSecondaryIndexes");
     table["AttributeDefinitions"].as_array_mut().unwrap().pop();
-    let report = run_model(&parse(&plain), &BenchOptions::default()).unwrap();
+    let report = report_of(&plain);
     assert_eq!(
         report.plan.first,
         "first throttles at 1.3x the modelled rate, on table Orders, its provisioned WCU"
@@ -956,11 +945,7 @@ fn a_new_on_demand_table_ramps_up_to_what_the_model_needs() {
         "TableName": "Orders",
         "Item": {"customer": {"S": "${customer}"}, "order": {"N": "${order}"}, "status": {"S": "s${order}"}}
     }});
-    let report = run_model(
-        &parse(&gsi_write_model(put.clone(), 20_000, 400)),
-        &BenchOptions::default(),
-    )
-    .unwrap();
+    let report = report_of(&gsi_write_model(put.clone(), 20_000, 400));
     assert!(
         report.verdicts.iter().any(|v| v
             == "Orders needs 20,000 WCU/s at the modelled rate; a new on-demand table serves 8,000 at once and doubles that at most every 30 minutes: traffic ramped up over at least 60 minutes gets there, the modelled rate at once would throttle (or pre-warm the table)"),
@@ -968,11 +953,7 @@ fn a_new_on_demand_table_ramps_up_to_what_the_model_needs() {
         report.verdicts
     );
     // The neighbouring case: 8,000 a second is what it serves at once: no verdict.
-    let report = run_model(
-        &parse(&gsi_write_model(put, 8_000, 400)),
-        &BenchOptions::default(),
-    )
-    .unwrap();
+    let report = report_of(&gsi_write_model(put, 8_000, 400));
     assert!(
         !report
             .verdicts
@@ -1002,7 +983,7 @@ fn compare_gates_a_design_against_a_saved_baseline() {
         .as_array_mut()
         .unwrap()
         .truncate(2);
-    let report = run_model(&parse(&plain), &BenchOptions::default()).unwrap();
+    let report = report_of(&plain);
     let baseline = dir.path().join("baseline.json");
     std::fs::write(&baseline, serde_json::to_string_pretty(&report).unwrap()).unwrap();
     let with_index_path = dir.path().join("with-index.json");
@@ -1109,11 +1090,7 @@ fn batch_and_transaction_units_are_shared_among_their_items_partitions() {
         json!({"name": "bulk", "operation": "BatchWriteItem",
                "request": {"RequestItems": {"Orders": requests}}})
     };
-    let report = run_model(
-        &parse(&gsi_write_model(batch(&|_| "c#0".to_string()), 50, 100)),
-        &BenchOptions::default(),
-    )
-    .unwrap();
+    let report = report_of(&gsi_write_model(batch(&|_| "c#0".to_string()), 50, 100));
     let hot = &report.hot_partitions[0];
     assert_eq!((hot.target.as_str(), hot.key.as_str()), ("Orders", "c#0"));
     assert!(
@@ -1125,15 +1102,11 @@ fn batch_and_transaction_units_are_shared_among_their_items_partitions() {
         .iter()
         .any(|v| v.starts_with("hot key `c#0` (Orders): 1,250 WCU/s")));
     // The neighbouring case: the same batches over 25 customers put 50 WCU/s on each.
-    let report = run_model(
-        &parse(&gsi_write_model(
-            batch(&|order| format!("c#{order}")),
-            50,
-            100,
-        )),
-        &BenchOptions::default(),
-    )
-    .unwrap();
+    let report = report_of(&gsi_write_model(
+        batch(&|order| format!("c#{order}")),
+        50,
+        100,
+    ));
     let orders: Vec<f64> = report
         .hot_partitions
         .iter()
@@ -1153,11 +1126,7 @@ fn batch_and_transaction_units_are_shared_among_their_items_partitions() {
             {"Put": {"TableName": "Orders", "Item": {"customer": {"S": "c#0"}, "order": {"N": "2"}}}}
         ]
     }});
-    let report = run_model(
-        &parse(&gsi_write_model(transaction, 300, 100)),
-        &BenchOptions::default(),
-    )
-    .unwrap();
+    let report = report_of(&gsi_write_model(transaction, 300, 100));
     let hot = &report.hot_partitions[0];
     assert_eq!(hot.key, "c#0");
     assert!(
