@@ -551,6 +551,35 @@ mod tests {
         }
     }
 
+    /// Options of a tail of table `T` from `from`, reaching no endpoint.
+    fn options(from: From) -> TailOptions {
+        TailOptions {
+            endpoint: String::new(),
+            table: "T".into(),
+            from,
+            max_records: None,
+            idle_exit: None,
+        }
+    }
+
+    /// A tail with no shard known yet, which never calls its endpoint.
+    fn tail(options: &TailOptions) -> Tail<'_, Vec<u8>> {
+        Tail {
+            client: Client {
+                endpoint: String::new(),
+                address: String::new(),
+                connection: None,
+                reached: false,
+            },
+            arn: String::new(),
+            options,
+            out: Vec::new(),
+            shards: BTreeMap::new(),
+            printed: 0,
+            last_new: Instant::now(),
+        }
+    }
+
     fn state(parent: Option<&str>, drained: bool) -> ShardState {
         ShardState {
             parent: parent.map(str::to_string),
@@ -563,27 +592,8 @@ mod tests {
 
     #[test]
     fn a_child_is_read_only_once_its_parent_is_drained() {
-        let options = TailOptions {
-            endpoint: String::new(),
-            table: "T".into(),
-            from: From::TrimHorizon,
-            max_records: None,
-            idle_exit: None,
-        };
-        let mut tail = Tail {
-            client: Client {
-                endpoint: String::new(),
-                address: String::new(),
-                connection: None,
-                reached: false,
-            },
-            arn: String::new(),
-            options: &options,
-            out: Vec::new(),
-            shards: BTreeMap::new(),
-            printed: 0,
-            last_new: Instant::now(),
-        };
+        let options = options(From::TrimHorizon);
+        let mut tail = tail(&options);
         tail.shards.insert("a".into(), state(None, false));
         tail.shards.insert("b".into(), state(Some("a"), false));
         // A parent that aged out no longer holds its child back.
@@ -613,27 +623,8 @@ mod tests {
 
     #[test]
     fn from_latest_skips_the_shards_closed_at_the_start() {
-        let options = TailOptions {
-            endpoint: String::new(),
-            table: "T".into(),
-            from: From::Latest,
-            max_records: None,
-            idle_exit: None,
-        };
-        let mut tail = Tail {
-            client: Client {
-                endpoint: String::new(),
-                address: String::new(),
-                connection: None,
-                reached: false,
-            },
-            arn: String::new(),
-            options: &options,
-            out: Vec::new(),
-            shards: BTreeMap::new(),
-            printed: 0,
-            last_new: Instant::now(),
-        };
+        let options = options(From::Latest);
+        let mut tail = tail(&options);
         tail.merge(
             vec![
                 Described {
