@@ -12,37 +12,13 @@
 //! test prints a skip notice and passes, except under CI, where it fails saying how to
 //! install it.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-fn shoal() -> &'static str {
-    env!("CARGO_BIN_EXE_shoal")
-}
-
-/// Runs `shoal crash-test ARGS --json` in the repository's directory; its output.
-fn crash_test(args: &[&str]) -> Output {
-    Command::new(shoal())
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .arg("crash-test")
-        .args(args)
-        .arg("--json")
-        .output()
-        .expect("run shoal crash-test")
-}
-
-fn report(output: &Output) -> Value {
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!(
-            "no JSON report ({e}):\n{}\n{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        )
-    })
-}
+use crate::crash_test_server::{assert_group_gone, crash_test, report, shoal, terminate};
 
 /// The descriptions of violations of `kind`.
 fn violations(report: &Value, kind: &str) -> Vec<String> {
@@ -268,14 +244,6 @@ fn an_app_that_finishes_ends_the_run_and_the_check_at_the_end_runs_once() {
     assert!(exits[0].as_str().unwrap().ends_with("exit status: 0"));
 }
 
-/// Asserts that no process of group `pgid` is alive.
-fn assert_group_gone(pgid: &str) {
-    let pgid: libc::pid_t = pgid.parse().unwrap();
-    // SAFETY: signal 0 only asks whether any process of the group exists.
-    let alive = unsafe { libc::kill(-pgid, 0) } == 0;
-    assert!(!alive, "process group {pgid} is still alive");
-}
-
 #[test]
 fn sigterm_kills_the_server_and_the_app_removes_the_run_and_prints_a_partial_report() {
     let dir = tempfile::tempdir().unwrap();
@@ -284,7 +252,7 @@ fn sigterm_kills_the_server_and_the_app_removes_the_run_and_prints_a_partial_rep
         "echo $$ $SHOAL_CRASH_TEST_DIR $AWS_ENDPOINT_URL >> '{}'; exec sleep 1000",
         starts.display()
     );
-    let mut run = Command::new(shoal())
+    let run = Command::new(shoal())
         .args([
             "crash-test",
             "--app",
@@ -306,18 +274,8 @@ fn sigterm_kills_the_server_and_the_app_removes_the_run_and_prints_a_partial_rep
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(100));
-    // SAFETY: kill(2) to the crash test's own pid, which this test started and has not reaped.
-    unsafe {
-        libc::kill(run.id() as libc::pid_t, libc::SIGTERM);
-    }
-    let mut stdout = String::new();
-    run.stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .unwrap();
-    let status = run.wait().unwrap();
-    assert_eq!(status.code(), Some(1), "{stdout}");
+    let (code, stdout) = terminate(run);
+    assert_eq!(code, Some(1), "{stdout}");
     assert!(stdout.contains("interrupted: a partial report"), "{stdout}");
     assert!(stdout.contains("app: `echo"), "{stdout}");
     for line in lines(&starts) {

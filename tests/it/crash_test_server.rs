@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,13 +19,14 @@ const PORT_VAR: &str = "SHOAL_FAKE_DYNAMODB_PORT";
 const DATA_VAR: &str = "SHOAL_FAKE_DYNAMODB_DATA";
 const FAULT_VAR: &str = "SHOAL_FAKE_DYNAMODB_FAULT";
 
-fn shoal() -> &'static str {
+pub(crate) fn shoal() -> &'static str {
     env!("CARGO_BIN_EXE_shoal")
 }
 
-/// Runs `shoal crash-test ARGS --json`; its output.
-fn crash_test(args: &[&str]) -> Output {
+/// Runs `shoal crash-test ARGS --json` in the repository's directory; its output.
+pub(crate) fn crash_test(args: &[&str]) -> Output {
     Command::new(shoal())
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
         .arg("crash-test")
         .args(args)
         .arg("--json")
@@ -33,7 +34,7 @@ fn crash_test(args: &[&str]) -> Output {
         .expect("run shoal crash-test")
 }
 
-fn report(output: &Output) -> Value {
+pub(crate) fn report(output: &Output) -> Value {
     serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
         panic!(
             "no JSON report ({e}):\n{}\n{}",
@@ -195,7 +196,7 @@ fn sigterm_kills_the_server_removes_the_data_and_prints_a_partial_report() {
         started.display(),
         shoal()
     );
-    let mut run = Command::new(shoal())
+    let run = Command::new(shoal())
         .args(["crash-test", "--server", &command, "--cycles", "1000"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -213,30 +214,38 @@ fn sigterm_kills_the_server_removes_the_data_and_prints_a_partial_report() {
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(300));
+    let (code, stdout) = terminate(run);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(stdout.contains("interrupted: a partial report"), "{stdout}");
+    assert!(stdout.contains("cycles,"), "{stdout}");
+    for line in std::fs::read_to_string(&started).unwrap().lines() {
+        let (pgid, data) = line.split_once(' ').unwrap();
+        assert_group_gone(pgid);
+        let data = Path::new(data);
+        assert!(!data.exists(), "{} was not removed", data.display());
+        assert!(!data.parent().unwrap().exists());
+    }
+}
+
+/// Sends SIGTERM to a running crash test and waits for it: its exit code and what it printed.
+pub(crate) fn terminate(mut run: Child) -> (Option<i32>, String) {
     // SAFETY: kill(2) to the crash test's own pid, which this test started and has not reaped.
     unsafe {
         libc::kill(run.id() as libc::pid_t, libc::SIGTERM);
     }
     let mut stdout = String::new();
-    run.stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .unwrap();
-    let status = run.wait().unwrap();
-    assert_eq!(status.code(), Some(1), "{stdout}");
-    assert!(stdout.contains("interrupted: a partial report"), "{stdout}");
-    assert!(stdout.contains("cycles,"), "{stdout}");
-    for line in std::fs::read_to_string(&started).unwrap().lines() {
-        let (pgid, data) = line.split_once(' ').unwrap();
-        let pgid: libc::pid_t = pgid.parse().unwrap();
-        // SAFETY: signal 0 only asks whether any process of the group exists.
-        let alive = unsafe { libc::kill(-pgid, 0) } == 0;
-        assert!(!alive, "process group {pgid} is still alive");
-        let data = Path::new(data);
-        assert!(!data.exists(), "{} was not removed", data.display());
-        assert!(!data.parent().unwrap().exists());
+    if let Some(mut out) = run.stdout.take() {
+        out.read_to_string(&mut stdout).unwrap();
     }
+    (run.wait().unwrap().code(), stdout)
+}
+
+/// Asserts that no process of group `pgid` is alive.
+pub(crate) fn assert_group_gone(pgid: &str) {
+    let pgid: libc::pid_t = pgid.parse().unwrap();
+    // SAFETY: signal 0 only asks whether any process of the group exists.
+    let alive = unsafe { libc::kill(-pgid, 0) } == 0;
+    assert!(!alive, "process group {pgid} is still alive");
 }
 
 // ---------------------------------------------------------------------------------------
