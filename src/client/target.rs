@@ -85,6 +85,22 @@ pub enum Client {
 }
 
 impl Client {
+    /// Waits until table `name` and its GSIs are ACTIVE (DynamoDB takes a while to create
+    /// one; writes to a table or index still CREATING fail). A GSI described without an
+    /// `IndexStatus` (some emulators leave it out) has nothing to wait for.
+    pub fn wait_until_active(&mut self, name: &str) -> Result<(), String> {
+        self.wait_for_table(name, |answer| {
+            answer.is_some_and(|table| {
+                table["TableStatus"] == "ACTIVE"
+                    && table["GlobalSecondaryIndexes"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .all(|index| index["IndexStatus"].as_str().is_none_or(|s| s == "ACTIVE"))
+            })
+        })
+    }
+
     /// Polls DescribeTable until `done` holds of the table's description (None once the table
     /// no longer exists); at once when it already holds, as on Shoal.
     pub fn wait_for_table(

@@ -557,16 +557,7 @@ fn prepare(server: &Server, report: &mut CrashTestReport) -> Result<Offered, Str
         );
         stream = false;
     }
-    client.wait_for_table(TABLE, |table| {
-        table.is_some_and(|table| {
-            table["TableStatus"] == "ACTIVE"
-                && table["GlobalSecondaryIndexes"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .all(|index| index["IndexStatus"].as_str().is_none_or(|s| s == "ACTIVE"))
-        })
-    })?;
+    client.wait_until_active(TABLE)?;
     if stream {
         if let Err(why) = read_stream(&server.endpoint, Duration::from_millis(200)) {
             report.not_offered.insert("stream".into(), why);

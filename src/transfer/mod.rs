@@ -411,7 +411,7 @@ fn endpoint_table(
             client
                 .call("CreateTable", request.to_string().as_bytes())
                 .map_err(|e| format!("CreateTable {table}: {}: {}", e.code, e.message))?;
-            wait_until_active(client, table)?;
+            client.wait_until_active(table)?;
             Ok(source.clone())
         }
         None => Err(format!(
@@ -492,20 +492,6 @@ fn describe(client: &mut Client, table: &str) -> Result<Option<Value>, String> {
             error.code, error.message
         )),
     }
-}
-
-/// Waits until table `name` and its GSIs are ACTIVE (DynamoDB takes a while to create one).
-fn wait_until_active(client: &mut Client, name: &str) -> Result<(), String> {
-    client.wait_for_table(name, |answer| {
-        answer.is_some_and(|table| {
-            table["TableStatus"] == "ACTIVE"
-                && table["GlobalSecondaryIndexes"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .all(|index| index["IndexStatus"] == "ACTIVE")
-        })
-    })
 }
 
 /// A bar counting items against the source's item count when it has one (DynamoDB's is

@@ -19,7 +19,7 @@ use std::fmt::Write;
 
 use super::model::Prices;
 use super::plan::where_in_words;
-use super::report::{monthly_cost, seconds_text, thousands, Report};
+use super::report::{monthly_cost, seconds_text, thousands, truncate, Report};
 use super::throughput::covered;
 
 /// Line colours, one per pattern (repeated beyond eight).
@@ -731,17 +731,6 @@ const HEAT_ROW: f64 = 22.0;
 const HEAT_HEADER: f64 = 26.0;
 const HEAT_FOOTER: f64 = 44.0;
 
-/// `text` cut to `width` characters with an ellipsis.
-fn shorten(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        text.to_string()
-    } else {
-        let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
-        cut.push('…');
-        cut
-    }
-}
-
 fn heat_section(page: &mut String, report: &Report) {
     page.push_str(
         "<h2 id=\"hot-partitions\">Hot partitions over time</h2><p class=\"note\">Each row is one of the hottest \
@@ -784,8 +773,8 @@ fn heat_section(page: &mut String, report: &Report) {
     );
     for (row, partition) in partitions.iter().enumerate() {
         let top = HEAT_HEADER + HEAT_ROW * row as f64;
-        let label_target = shorten(&partition.target, 20);
-        let label_key = shorten(&partition.key, 34 - label_target.chars().count().min(20));
+        let label_target = truncate(&partition.target, 20);
+        let label_key = truncate(&partition.key, 34 - label_target.chars().count().min(20));
         let _ = write!(
             svg,
             "<text x=\"4\" y=\"{:.1}\"><title>{} {}</title><tspan fill=\"#5a6270\">{}</tspan> \

@@ -430,16 +430,7 @@ pub fn prepare(
             .call("CreateTable", create.to_string().as_bytes())
             .map_err(|e| format!("CreateTable {name}: {}: {}", e.code, e.message))?;
         // ... and CREATING: writes wait until the table and its GSIs are ACTIVE.
-        client.wait_for_table(name, |answer| {
-            answer.is_some_and(|table| {
-                table["TableStatus"] == "ACTIVE"
-                    && table["GlobalSecondaryIndexes"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .all(|index| index["IndexStatus"] == "ACTIVE")
-            })
-        })?;
+        client.wait_until_active(name)?;
     }
     let seed = model.run.seed.unwrap_or(1);
     let mut rng = StdRng::seed_from_u64(seed ^ 0x10ad);
