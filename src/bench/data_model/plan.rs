@@ -12,7 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::model::Model;
+use super::model::Prices;
 use super::report::{
     duration_text, seconds_text, thousands, Report, COLLECTION_GB_MAX, HOURS_PER_MONTH,
     VERDICT_SAMPLES_MIN,
@@ -76,7 +76,7 @@ pub struct ProvisionedPlan {
 }
 
 /// Plans from a built report.
-pub fn plan(model: &Model, report: &Report) -> Plan {
+pub fn plan(prices: &Prices, report: &Report) -> Plan {
     let mut limits = Vec::new();
     for partition in &report.hot_partitions {
         if partition.operations < VERDICT_SAMPLES_MIN {
@@ -161,7 +161,7 @@ pub fn plan(model: &Model, report: &Report) -> Plan {
         .map_or("no limit is reached at any multiple of the modelled rate: nothing in the model loads a table".to_string(), first_in_words);
     Plan {
         first,
-        provisioned: provisioned_plans(model, report),
+        provisioned: provisioned_plans(prices, report),
         limits,
     }
 }
@@ -213,8 +213,7 @@ fn first_in_words(limit: &PlanLimit) -> String {
     }
 }
 
-fn provisioned_plans(model: &Model, report: &Report) -> Vec<ProvisionedPlan> {
-    let prices = &model.prices;
+fn provisioned_plans(prices: &Prices, report: &Report) -> Vec<ProvisionedPlan> {
     let target = prices.provisioned_utilization;
     let monthly = |units: [f64; 2]| {
         (units[0] * prices.read_capacity_unit_hour + units[1] * prices.write_capacity_unit_hour)
@@ -312,4 +311,85 @@ pub fn render_text(report: &Report) -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::data_model::report::CollectionReport;
+    use crate::bench::data_model::throughput::ResourceReport;
+
+    #[test]
+    fn auto_scaling_runs_from_the_mean_need_to_the_busiest_second_at_the_target() {
+        // 900 WCU/s on average, 1,000 in the busiest second, 600 WCU declared; no reads.
+        // At the default 70% target: minimum ceil(900 / 0.7) = 1,286, maximum
+        // ceil(1,000 / 0.7) = 1,429; reads at the 1-unit floor. Needed writes cost
+        // 900 / 0.7 x $0.00065 x 730 h = $610.07 a month; the declared 600 (and 5 RCU),
+        // (5 x 0.00013 + 600 x 0.00065) x 730 = $285.17.
+        let report = Report {
+            throughput: vec![ResourceReport {
+                resource: "T".into(),
+                provisioned: Some([5.0, 600.0]),
+                need: [0.0, 900.0],
+                peak: [0.0, 1000.0],
+                ..ResourceReport::default()
+            }],
+            ..Report::default()
+        };
+        let plan = super::plan(&Prices::default(), &report);
+        let provisioned = &plan.provisioned[0];
+        assert_eq!(provisioned.autoscaling_min, [1.0, 1286.0]);
+        assert_eq!(provisioned.autoscaling_max, [1.0, 1429.0]);
+        assert!(
+            (provisioned.needed_monthly - 610.07).abs() < 0.005,
+            "{provisioned:?}"
+        );
+        assert!(
+            (provisioned.declared_monthly - 285.17).abs() < 0.005,
+            "{provisioned:?}"
+        );
+        // The writes reach the 600 declared at 600 / 900 = 0.67x.
+        assert_eq!(plan.limits.len(), 1);
+        assert!((plan.limits[0].multiple - 600.0 / 900.0).abs() < 1e-12);
+        assert_eq!(
+            plan.first,
+            "already past a limit at the modelled rate (0.67x): table T, its provisioned WCU"
+        );
+    }
+
+    #[test]
+    fn an_item_collection_is_reached_at_the_multiple_that_fills_it_within_a_year() {
+        // 1 GB stored (upper estimate), growing 0.01 GB an hour: the 9 GB left fill in 900
+        // hours, 37.5 days, at the modelled rate; within a year (8,760 hours) at
+        // 900 / 8,760 = 0.103x of it.
+        let collection = |growth_gb_per_hour: f64| CollectionReport {
+            table: "T".into(),
+            key: "k".into(),
+            size_estimate_gb: [0.0, 1.0],
+            growth_gb_per_hour,
+            days_to_limit: None,
+            operations: 100,
+        };
+        let report = Report {
+            item_collections: vec![collection(0.01)],
+            ..Report::default()
+        };
+        let plan = super::plan(&Prices::default(), &report);
+        assert!((plan.limits[0].multiple - 900.0 / 8760.0).abs() < 1e-12);
+        assert_eq!(
+            plan.first,
+            "fills a 10 GB item collection within a year at the modelled rate, in 38 days: table T, item collection `k` (10 GB cap within a year)"
+        );
+        // The neighbouring case: growing 0.0001 GB an hour it takes 90,000 hours, over ten
+        // years: reached only at 90,000 / 8,760 = 10.3x the modelled rate.
+        let report = Report {
+            item_collections: vec![collection(0.0001)],
+            ..Report::default()
+        };
+        let plan = super::plan(&Prices::default(), &report);
+        assert!((plan.limits[0].multiple - 90_000.0 / 8760.0).abs() < 1e-9);
+        assert!(plan
+            .first
+            .starts_with("first reaches a limit at 10.3x the modelled rate"));
+    }
 }

@@ -531,7 +531,7 @@ pub fn build(
     };
     report.throughput = throughput::resources(model, &report, &stats);
     report.verdicts = verdicts(&report);
-    report.plan = plan::plan(model, &report);
+    report.plan = plan::plan(&model.prices, &report);
     for pattern in &report.patterns {
         let failed = pattern.failed_calls();
         if failed == 0 || failed as f64 <= ERROR_SHARE_MAX * pattern.operations as f64 {
