@@ -2,7 +2,10 @@
 //! workload's writes. Every acknowledged write must be there with its value, what survived
 //! must be a prefix of the writes (an unacknowledged write is there whole or not at all, a
 //! transaction all or nothing), and the stream must hold exactly one record per change of
-//! that prefix, in order. How the store is read (a database in this process, or a server over
+//! that prefix, in order. Items that had expired when they were put are checked apart, since
+//! Time to Live deletes them when it likes: each is there as written or deleted with a
+//! stream record that names the service, never twice and never a phantom, and gone within
+//! the run's bound at the end ([`History::expired_left`]). How the store is read (a database in this process, or a server over
 //! HTTP) is the caller's: it hands over an [`Observed`].
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -11,7 +14,8 @@ use serde_json::Value;
 use shoal_tables::EventName;
 
 use super::workload::{
-    describe_item, operation, planned, Item, Items, Model, Operation, TRANSACT_WRITE_ITEMS,
+    describe_item, expired_key_operation, is_expired_key, operation, planned, Effect, Item, Items,
+    Model, Operation, TRANSACT_WRITE_ITEMS,
 };
 
 /// What a crash test found.
@@ -26,6 +30,8 @@ pub struct CrashTestReport {
     pub acknowledged_checked: u64,
     /// Acknowledged writes lost where the durability mode allows it (unsynced at a power loss).
     pub acknowledged_lost_allowed: u64,
+    /// Items put already expired that the target's Time to Live was seen to delete.
+    pub expired_deleted: u64,
     /// What the target does not offer (transactions, a stream, Time to Live), with the answer
     /// that said so: not checked, and not a violation.
     pub not_offered: BTreeMap<String, String>,
@@ -101,8 +107,8 @@ impl CrashTestReport {
                 }
             }
             None => out.push_str(&format!(
-                "{} cycles, {} acknowledged writes checked, {} lost where the durability mode allows it\n",
-                self.cycles, self.acknowledged_checked, self.acknowledged_lost_allowed,
+                "{} cycles, {} acknowledged writes checked, {} lost where the durability mode allows it, {} expired items deleted by Time to Live\n",
+                self.cycles, self.acknowledged_checked, self.acknowledged_lost_allowed, self.expired_deleted,
             )),
         }
         out.push_str(&format!(
@@ -147,6 +153,15 @@ pub enum StreamOrder {
     PerKey,
 }
 
+/// A table's whole stream as read back.
+pub struct Stream {
+    /// Every record as (event, key).
+    pub records: Vec<(EventName, String)>,
+    /// The keys of the REMOVE records written by the service (Time to Live deletes: in
+    /// DynamoDB's JSON, `userIdentity` of type `Service`, principal `dynamodb.amazonaws.com`).
+    pub removed_by_service: BTreeSet<String>,
+}
+
 /// What a recovered store holds.
 pub struct Observed {
     pub items: Items,
@@ -154,6 +169,9 @@ pub struct Observed {
     pub index_problems: Vec<(String, String)>,
     /// The whole stream as (event, key); None when the target offers no stream.
     pub stream: Option<Result<Vec<(EventName, String)>, String>>,
+    /// The keys of the stream's REMOVE records that name the Time to Live service
+    /// (`userIdentity`) as their writer.
+    pub removed_by_service: BTreeSet<String>,
     pub stream_order: StreamOrder,
 }
 
@@ -162,6 +180,8 @@ pub struct History {
     seed: u64,
     /// Whether the target runs transactions (else they are skipped, here and by the writer).
     transactions: bool,
+    /// Whether the target deletes expired items (Time to Live enabled on the table).
+    time_to_live: bool,
     /// Operations 0..applied are in the store.
     pub applied: u64,
     model: Model,
@@ -169,17 +189,21 @@ pub struct History {
     records: Vec<Vec<(EventName, String)>>,
     /// The last operation of 0..applied that wrote each key.
     last_writer: BTreeMap<String, u64>,
+    /// Puts of expired items lost where that was allowed (unsynced at a power loss).
+    expired_lost: BTreeSet<u64>,
 }
 
 impl History {
-    pub fn new(seed: u64, transactions: bool) -> History {
+    pub fn new(seed: u64, transactions: bool, time_to_live: bool) -> History {
         History {
             seed,
             transactions,
+            time_to_live,
             applied: 0,
             model: Model::default(),
             records: Vec::new(),
             last_writer: BTreeMap::new(),
+            expired_lost: BTreeSet::new(),
         }
     }
 
@@ -198,15 +222,21 @@ impl History {
         lossy: bool,
         report: &mut CrashTestReport,
     ) {
-        let stored = &observed.items;
+        let (expired, stored): (Items, Items) = observed
+            .items
+            .into_iter()
+            .partition(|(key, _)| is_expired_key(key));
+        let stored = &stored;
         // Find the prefix the store holds: operations 0..m for m in applied..=acknowledged + 1.
         let mut model = self.model.clone();
         let mut records = self.records.clone();
         let mut last_writer = self.last_writer.clone();
         let mut found = None;
+        let mut first_found = None;
         let mut m = self.applied;
         loop {
             if &model.items == stored {
+                first_found.get_or_insert(m);
                 // A later prefix may match too (a write that changed nothing visible); keep
                 // looking up to the in-flight operation and take the longest.
                 found = Some((m, model.clone(), records.clone(), last_writer.clone()));
@@ -229,6 +259,31 @@ impl History {
             self.diagnose(stored, acknowledged, report);
             return;
         };
+        // The expired items' records are checked apart; the rest against the prefix.
+        let (stream, expired_stream) = match observed.stream {
+            Some(Ok(stream)) => {
+                let (expired, rest): (Vec<_>, Vec<_>) =
+                    stream.into_iter().partition(|(_, key)| is_expired_key(key));
+                (Some(Ok(rest)), Some(expired))
+            }
+            other => (other, None),
+        };
+        // Operations before `certain` are in the store for sure; from there to `m` they
+        // changed nothing visible and may be lost where that is allowed, or be the one in
+        // flight.
+        let certain = if lossy {
+            first_found.unwrap_or(m)
+        } else {
+            m.min(acknowledged)
+        };
+        self.check_expired(
+            &expired,
+            expired_stream.as_deref(),
+            &observed.removed_by_service,
+            (certain, m),
+            acknowledged,
+            report,
+        );
         report.acknowledged_checked += acknowledged.saturating_sub(self.applied);
         if m < acknowledged {
             if lossy {
@@ -260,7 +315,7 @@ impl History {
         for (kind, problem) in observed.index_problems {
             report.violate(&kind, problem);
         }
-        match observed.stream {
+        match stream {
             None => {}
             Some(Err(e)) => report.violate("stream unreadable", e),
             Some(Ok(stream)) => {
@@ -271,6 +326,135 @@ impl History {
         self.model = model;
         self.records = records;
         self.last_writer = last_writer;
+    }
+
+    /// Checks the expired items after a recovery in which operations `0..certain` survived,
+    /// `certain..applied` may have (they changed nothing visible: lost where the mode allows
+    /// it, or in flight) and `..=acknowledged` may have: each item there is one the workload
+    /// put, as written; with a stream, each key's records are its INSERT and then at most
+    /// one REMOVE written by the Time to Live service, and a surviving put that is no longer
+    /// there has both.
+    fn check_expired(
+        &mut self,
+        stored: &Items,
+        stream: Option<&[(EventName, String)]>,
+        removed_by_service: &BTreeSet<String>,
+        (certain, applied): (u64, u64),
+        acknowledged: u64,
+        report: &mut CrashTestReport,
+    ) {
+        for (key, item) in stored {
+            let written = expired_key_operation(key)
+                .filter(|&i| i <= acknowledged)
+                .and_then(|i| self.planned(i))
+                .and_then(|operation| operation.effects.into_iter().next())
+                .and_then(|(_, effect)| match effect {
+                    Effect::Put(item) => Some(item_of(&item)),
+                    _ => None,
+                });
+            if written.as_ref() != Some(item) {
+                report.violate(
+                    "not a prefix of the writes",
+                    format!(
+                        "{key} reads back {}, but no acknowledged or in-flight operation wrote that",
+                        describe_item(Some(item))
+                    ),
+                );
+            }
+        }
+        let mut read: BTreeMap<&str, Vec<EventName>> = BTreeMap::new();
+        for (event, key) in stream.unwrap_or_default() {
+            read.entry(key).or_default().push(*event);
+        }
+        // A put that may not have survived, is not there and left no record did not: it is
+        // not expected again (the next cycle writes on from `applied`).
+        for i in certain..applied {
+            let key = self
+                .planned(i)
+                .and_then(|operation| operation.effects.into_iter().next())
+                .map(|(key, _)| key)
+                .filter(|key| is_expired_key(key));
+            if let Some(key) = key {
+                if !stored.contains_key(&key) && !read.contains_key(key.as_str()) {
+                    self.expired_lost.insert(i);
+                }
+            }
+        }
+        let survived: Vec<String> = (0..applied)
+            .filter(|i| !self.expired_lost.contains(i))
+            .filter_map(|i| self.planned(i))
+            .flat_map(|operation| operation.effects.into_iter().map(|(key, _)| key))
+            .filter(|key| is_expired_key(key))
+            .collect();
+        report.expired_deleted = survived
+            .iter()
+            .filter(|key| !stored.contains_key(*key))
+            .count() as u64;
+        if stream.is_none() {
+            return;
+        }
+        // Every surviving put of an expired item, and every key the stream names.
+        let keys: BTreeSet<String> = survived
+            .into_iter()
+            .chain(read.keys().map(|key| key.to_string()))
+            .collect();
+        for key in keys {
+            let events = read
+                .get(key.as_str())
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            let must = expired_key_operation(&key)
+                .is_some_and(|i| i < applied && !self.expired_lost.contains(&i));
+            let present = stored.contains_key(&key);
+            let named: Vec<&str> = events.iter().map(|event| event.as_str()).collect();
+            let problem = match events {
+                [] if must || present => Some("stream record missing"),
+                [] => None,
+                [EventName::Insert] if must && !present => Some("stream record missing"),
+                [EventName::Insert] => None,
+                // Deleted between the read of the table and the read of its stream.
+                [EventName::Insert, EventName::Remove] if present => None,
+                [EventName::Insert, EventName::Remove] if !removed_by_service.contains(&key) => {
+                    Some("expired item deleted without the service's name")
+                }
+                [EventName::Insert, EventName::Remove] => None,
+                _ if events.len() > 2 => Some("stream record duplicated"),
+                _ => Some("stream out of order"),
+            };
+            if let Some(kind) = problem {
+                report.violate(
+                    kind,
+                    format!(
+                        "{key} (put already expired by operation {}): the stream holds [{}], the table {}",
+                        expired_key_operation(&key).map_or("?".to_string(), |i| i.to_string()),
+                        named.join(", "),
+                        if present { "holds it" } else { "does not" }
+                    ),
+                );
+            }
+        }
+    }
+
+    /// How many puts of expired items survived so far (not lost where that was allowed).
+    pub fn expired_surviving(&self) -> u64 {
+        (0..self.applied)
+            .filter(|i| !self.expired_lost.contains(i))
+            .filter_map(|i| self.planned(i))
+            .filter(|operation| operation.effects.iter().any(|(key, _)| is_expired_key(key)))
+            .count() as u64
+    }
+
+    /// The expired items of surviving puts still readable in `items`: what a final check
+    /// waits for Time to Live to delete (none expected when the target has no Time to Live).
+    pub fn expired_left(&self, items: &Items) -> Vec<String> {
+        if !self.time_to_live {
+            return Vec::new();
+        }
+        items
+            .iter()
+            .filter(|(key, _)| expired_key_operation(key).is_some_and(|i| i < self.applied))
+            .map(|(key, item)| format!("{key} ({})", describe_item(Some(item))))
+            .collect()
     }
 
     /// No prefix of the writes matches the store: name each acknowledged operation whose

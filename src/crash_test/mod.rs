@@ -5,8 +5,9 @@
 //! exactly one record per change of that prefix, in order.
 //!
 //! The workload writes table `CrashTest` (an LSI, a GSI, a `NEW_AND_OLD_IMAGES` stream and
-//! Time to Live on an attribute set a year ahead, so the expiry index is written and checked
-//! but nothing expires): puts, updates, deletes and two-item transactions over 256 keys.
+//! Time to Live): puts, updates, deletes and two-item transactions over 256 keys, and puts
+//! of items that have already expired, which Time to Live must delete once (with a stream
+//! record naming the service) and within `--expiry-bound-seconds` of the last recovery.
 //! Operation `i` is a pure function of the seed and `i`, so the checker knows every write
 //! without being told.
 //!
@@ -40,7 +41,7 @@ pub mod signals;
 pub mod workload;
 pub mod writer;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -54,7 +55,7 @@ use serde_json::{json, Value};
 use shoal_tables::{Database, Durability, EventName, Options, StorageOptions, StreamStart};
 
 pub use checker::CrashTestReport;
-use checker::{item_of, History, Observed, StreamOrder};
+use checker::{item_of, History, Observed, Stream, StreamOrder};
 use progress::Progress;
 pub use workload::TABLE;
 use workload::{create_table_request, key_name, operation, time_to_live_request, Items};
@@ -86,6 +87,8 @@ pub struct CrashTestConfig {
     pub data_dir: Option<PathBuf>,
     /// Kill mode: the `shoal` binary to run as the child.
     pub program: PathBuf,
+    /// How long after the last recovery every expired item must be gone.
+    pub expiry_bound: Duration,
 }
 
 /// The database options of the workload: small memtables and WAL segments, so flushes,
@@ -135,18 +138,23 @@ fn stored_items(db: &Database) -> Result<Items, String> {
     }
 }
 
-/// The whole stream, as (event, key).
-fn stream_records(db: &Database) -> Result<Vec<(EventName, String)>, String> {
+/// The whole stream, as (event, key), and the keys of its REMOVE records written by the
+/// service (Time to Live).
+fn stream_records(db: &Database) -> Result<Stream, String> {
     let mut reader = db
         .stream_reader(TABLE, StreamStart::TrimHorizon)
         .map_err(|e| format!("stream: {}", e.message))?;
     let mut records = Vec::new();
+    let mut removed_by_service = BTreeSet::new();
     loop {
         let batch = reader
             .read(STREAM_READ_BATCH)
             .map_err(|e| format!("stream: {}", e.message))?;
         if batch.is_empty() {
-            return Ok(records);
+            return Ok(Stream {
+                records,
+                removed_by_service,
+            });
         }
         for record in batch {
             let pk = record
@@ -157,10 +165,11 @@ fn stream_records(db: &Database) -> Result<Vec<(EventName, String)>, String> {
                 .keys
                 .get("sk")
                 .map(|v| v.to_json()["S"].as_str().unwrap_or_default().to_string());
-            records.push((
-                record.event_name,
-                format!("{}/{}", pk.unwrap_or_default(), sk.unwrap_or_default()),
-            ));
+            let key = format!("{}/{}", pk.unwrap_or_default(), sk.unwrap_or_default());
+            if record.by_service && record.event_name == EventName::Remove {
+                removed_by_service.insert(key.clone());
+            }
+            records.push((record.event_name, key));
         }
     }
 }
@@ -176,10 +185,15 @@ fn observe(db: &Database) -> Result<Observed, String> {
             .collect(),
         Err(e) => vec![("check failed".to_string(), e.to_string())],
     };
+    let (stream, removed_by_service) = match stream_records(db) {
+        Ok(stream) => (Ok(stream.records), stream.removed_by_service),
+        Err(e) => (Err(e), BTreeSet::new()),
+    };
     Ok(Observed {
         items,
         index_problems,
-        stream: Some(stream_records(db)),
+        stream: Some(stream),
+        removed_by_service,
         stream_order: StreamOrder::Global,
     })
 }
@@ -243,7 +257,8 @@ pub fn run(
         seed: config.seed,
         ..CrashTestReport::default()
     };
-    let mut history = History::new(config.seed, true);
+    let mut history = History::new(config.seed, true, true);
+    let mut last = None;
     let started = Instant::now();
     let mut rng = StdRng::seed_from_u64(config.seed);
     let lossy_power =
@@ -269,6 +284,8 @@ pub fn run(
             report.interrupted = true;
             break;
         }
+        // The previous recovery's database holds the data directory's lock.
+        drop(last.take());
         let acknowledged = match config.mode {
             CrashMode::Kill => kill_cycle(config, &data_dir, history.applied, &mut rng)?,
             CrashMode::PowerLoss => {
@@ -312,8 +329,13 @@ pub fn run(
         report.cycles = cycle + 1;
         progress(cycle + 1, &report);
         if report.violation_count() > 0 {
-            break;
+            return Ok(report);
         }
+        last = Some(db);
+    }
+    if let Some(db) = last.filter(|_| !report.interrupted) {
+        let read = || stored_items(&db);
+        server::wait_for_expiry(&history, config.expiry_bound, read, &mut report)?;
     }
     Ok(report)
 }
@@ -338,6 +360,7 @@ fn kill_cycle(
         .args(["--durability", &durability])
         .args(["--seed", &config.seed.to_string()])
         .args(["--from", &from.to_string()])
+        .args(["--expired-at", &workload::expired_at().to_string()])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -448,6 +471,11 @@ pub struct CrashTestArgs {
     /// write-ahead log's unsynced bytes are lost, then SIGKILL).
     #[arg(long, default_value = "kill", value_parser = ["kill", "power-loss"])]
     crash: String,
+    /// How long after the last recovery every item put already expired must be gone (Time
+    /// to Live deleted it), in seconds. Shoal sweeps every second (`--ttl-sweep-seconds`);
+    /// DynamoDB documents "within a few days".
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    expiry_bound_seconds: u64,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -475,8 +503,10 @@ pub fn command(args: CrashTestArgs) -> Result<(), String> {
         check_at,
         restart_app,
         crash,
+        expiry_bound_seconds,
         json,
     } = args;
+    let expiry_bound = Duration::from_secs(expiry_bound_seconds);
     let launch = match (server, endpoint, kill, start) {
         (Some(template), _, _, _) => Some(server::Launch::Command { template, port }),
         (None, Some(endpoint), Some(kill), Some(start)) => Some(server::Launch::Supervised {
@@ -526,6 +556,7 @@ pub fn command(args: CrashTestArgs) -> Result<(), String> {
                 seed,
                 kill_after_ms: server::parse_kill_after(&kill_after_ms)?,
                 ready_timeout: Duration::from_secs(ready_timeout_seconds),
+                expiry_bound,
             };
             server::run(&config, &mut progress)
         }
@@ -543,6 +574,7 @@ pub fn command(args: CrashTestArgs) -> Result<(), String> {
                 data_dir,
                 program: std::env::current_exe()
                     .map_err(|e| format!("cannot find this program: {e}"))?,
+                expiry_bound,
             };
             run(&config, |cycle, report| progress.update(cycle, report))
         }
@@ -576,10 +608,14 @@ pub struct CrashTestChildArgs {
     seed: u64,
     #[arg(long)]
     from: u64,
+    /// The run's expiry time of the items it puts already expired (seconds since the epoch).
+    #[arg(long)]
+    expired_at: u64,
 }
 
 /// `shoal crash-test-child`: [`run_child`] with the command line's arguments.
 pub fn child_command(args: CrashTestChildArgs) -> Result<(), String> {
+    workload::set_expired_at(args.expired_at);
     parse_durability(&args.durability)
         .and_then(|durability| run_child(&args.data_dir, durability, args.seed, args.from))
 }
@@ -595,7 +631,7 @@ mod tests {
         let done = run_operations(&db, 5, 0, 60, |_| {});
         assert_eq!(done, 60);
         let mut clean = CrashTestReport::default();
-        History::new(5, true).check(observe(&db).unwrap(), 60, false, &mut clean);
+        History::new(5, true, true).check(observe(&db).unwrap(), 60, false, &mut clean);
         assert_eq!(clean.violation_count(), 0, "{}", clean.render());
         // A write the workload never made: no prefix matches any more.
         db.execute(
@@ -604,7 +640,7 @@ mod tests {
         )
         .unwrap();
         let mut report = CrashTestReport::default();
-        History::new(5, true).check(observe(&db).unwrap(), 60, false, &mut report);
+        History::new(5, true, true).check(observe(&db).unwrap(), 60, false, &mut report);
         assert!(
             report.violations.contains_key("not a prefix of the writes"),
             "{}",
@@ -622,10 +658,125 @@ mod tests {
             seed: 3,
             data_dir: None,
             program: PathBuf::new(),
+            expiry_bound: Duration::from_secs(20),
         };
         let report = run(&config, |_, _| {}).unwrap();
         assert_eq!(report.cycles, 4);
         assert_eq!(report.violation_count(), 0, "{}", report.render());
         assert!(report.acknowledged_checked > 0);
+        // Every expired item of the surviving writes was deleted by the end.
+        assert!(report.expired_deleted > 0, "{}", report.render());
+    }
+
+    /// The workload's first `n` operations on a database in memory, its sweep not yet run,
+    /// and what the checker reads of it.
+    fn written(n: u64) -> (Database, Observed) {
+        // No sweep of its own while a test looks: the tests call `expire_now`.
+        let mut options = options(Durability::Sync);
+        options.time_to_live.sweep_interval = Duration::from_secs(3600);
+        let db = Database::open_in_memory(options).unwrap();
+        create_table(&db).unwrap();
+        assert_eq!(run_operations(&db, 5, 0, n, |_| {}), n);
+        let observed = observe(&db).unwrap();
+        (db, observed)
+    }
+
+    fn check(observed: Observed, acknowledged: u64) -> (History, CrashTestReport) {
+        let mut history = History::new(5, true, true);
+        let mut report = CrashTestReport::default();
+        history.check(observed, acknowledged, false, &mut report);
+        (history, report)
+    }
+
+    #[test]
+    fn expired_items_deleted_by_the_sweep_are_no_violation_and_are_counted() {
+        let (db, _) = written(64);
+        // Operations 15, 31, 47 and 63 put expired items; the sweep deletes all four.
+        assert_eq!(db.expire_now().unwrap(), 4);
+        let observed = observe(&db).unwrap();
+        assert!(observed.removed_by_service.contains("x/i31"));
+        let (history, report) = check(observed, 64);
+        assert_eq!(report.violation_count(), 0, "{}", report.render());
+        assert_eq!(report.expired_deleted, 4);
+        assert!(history.expired_left(&stored_items(&db).unwrap()).is_empty());
+    }
+
+    #[test]
+    fn expired_items_not_yet_deleted_are_no_violation_until_the_final_wait() {
+        let (db, observed) = written(64);
+        let (history, report) = check(observed, 64);
+        assert_eq!(report.violation_count(), 0, "{}", report.render());
+        assert_eq!(report.expired_deleted, 0);
+        let left = history.expired_left(&stored_items(&db).unwrap());
+        assert_eq!(left.len(), 4, "{left:?}");
+        // A target without Time to Live is not waited for.
+        let mut without = History::new(5, true, false);
+        let mut report = CrashTestReport::default();
+        without.check(observe(&db).unwrap(), 64, false, &mut report);
+        assert!(without.expired_left(&stored_items(&db).unwrap()).is_empty());
+    }
+
+    #[test]
+    fn an_expired_item_deleted_by_a_client_is_caught() {
+        let (db, _) = written(32);
+        db.execute(
+            "DeleteItem",
+            json!({"TableName": TABLE, "Key": {"pk": {"S": "x"}, "sk": {"S": "i15"}}}),
+        )
+        .unwrap();
+        let (_, report) = check(observe(&db).unwrap(), 32);
+        assert!(
+            report
+                .violations
+                .contains_key("expired item deleted without the service's name"),
+            "{}",
+            report.render()
+        );
+    }
+
+    #[test]
+    fn an_expired_item_gone_without_a_record_twice_removed_or_never_put_is_caught() {
+        let (db, observed) = written(32);
+        db.expire_now().unwrap();
+        let swept = observe(&db).unwrap();
+        // Gone from the table, but the stream says nothing of it.
+        let mut missing = observe(&db).unwrap();
+        if let Some(Ok(stream)) = &mut missing.stream {
+            stream.retain(|(_, key)| key != "x/i15");
+        }
+        let (_, report) = check(missing, 32);
+        assert!(
+            report.violations.contains_key("stream record missing"),
+            "{}",
+            report.render()
+        );
+        // Deleted twice.
+        let mut twice = swept;
+        if let Some(Ok(stream)) = &mut twice.stream {
+            stream.push((EventName::Remove, "x/i15".to_string()));
+        }
+        let (_, report) = check(twice, 32);
+        assert!(
+            report.violations.contains_key("stream record duplicated"),
+            "{}",
+            report.render()
+        );
+        // An expired item no acknowledged or in-flight operation put (operation 47).
+        let mut phantom = observed;
+        phantom.items.insert(
+            "x/i47".to_string(),
+            item_of(&operation(5, 47).request["Item"]),
+        );
+        let (_, report) = check(phantom, 32);
+        assert!(
+            report.violations.contains_key("not a prefix of the writes"),
+            "{}",
+            report.render()
+        );
+        // The neighbouring case: the same item when 47 was the write in flight is fine.
+        let (db, _) = written(47);
+        db.execute("PutItem", operation(5, 47).request).unwrap();
+        let (_, report) = check(observe(&db).unwrap(), 47);
+        assert_eq!(report.violation_count(), 0, "{}", report.render());
     }
 }

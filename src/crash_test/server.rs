@@ -30,7 +30,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use shoal_tables::EventName;
 
-use super::checker::{item_of, CrashTestReport, History, Observed, StreamOrder};
+use super::checker::{item_of, CrashTestReport, History, Observed, Stream, StreamOrder};
 use super::progress::Progress;
 use super::signals;
 use super::workload::{
@@ -74,6 +74,8 @@ pub struct ServerConfig {
     pub kill_after_ms: (u64, u64),
     /// How long a (re)started server may take to answer.
     pub ready_timeout: Duration,
+    /// How long after the last recovery every expired item must be gone.
+    pub expiry_bound: Duration,
 }
 
 /// Parses `MIN-MAX` milliseconds.
@@ -508,6 +510,7 @@ impl Killer {
 struct Offered {
     transactions: bool,
     stream: bool,
+    time_to_live: bool,
     lsi_scan: bool,
     gsi_scan: bool,
 }
@@ -564,11 +567,15 @@ fn prepare(server: &Server, report: &mut CrashTestReport) -> Result<Offered, Str
             stream = false;
         }
     }
-    if let Err(error) = call(&mut client, "UpdateTimeToLive", &time_to_live_request()) {
-        report
-            .not_offered
-            .insert("Time to Live".into(), refused("UpdateTimeToLive", &error));
-    }
+    let time_to_live = match call(&mut client, "UpdateTimeToLive", &time_to_live_request()) {
+        Ok(_) => true,
+        Err(error) => {
+            report
+                .not_offered
+                .insert("Time to Live".into(), refused("UpdateTimeToLive", &error));
+            false
+        }
+    };
     // A transaction that writes nothing: a condition on a key the workload never uses.
     let probe = json!({"TransactItems": [{"ConditionCheck": {"TableName": TABLE,
         "Key": {"pk": {"S": "probe"}, "sk": {"S": "probe"}},
@@ -602,14 +609,15 @@ fn prepare(server: &Server, report: &mut CrashTestReport) -> Result<Offered, Str
     Ok(Offered {
         transactions,
         stream,
+        time_to_live,
         lsi_scan,
         gsi_scan,
     })
 }
 
-/// The whole stream of the table, as (event, key), read with `shoal streams tail`'s reader
-/// until nothing new comes for `idle`.
-fn read_stream(endpoint: &str, idle: Duration) -> Result<Vec<(EventName, String)>, String> {
+/// The whole stream of the table, read with `shoal streams tail`'s reader until nothing new
+/// comes for `idle`.
+fn read_stream(endpoint: &str, idle: Duration) -> Result<Stream, String> {
     let options = TailOptions {
         endpoint: endpoint.to_string(),
         table: TABLE.to_string(),
@@ -624,6 +632,7 @@ fn read_stream(endpoint: &str, idle: Duration) -> Result<Vec<(EventName, String)
     let mut lines = Vec::new();
     runtime.block_on(tail(&options, &mut lines))?;
     let mut records = Vec::new();
+    let mut removed_by_service = BTreeSet::new();
     for line in lines.split(|&byte| byte == b'\n').filter(|l| !l.is_empty()) {
         let record: Value =
             serde_json::from_slice(line).map_err(|e| format!("a stream record: {e}"))?;
@@ -633,9 +642,20 @@ fn read_stream(endpoint: &str, idle: Duration) -> Result<Vec<(EventName, String)
             Some("REMOVE") => EventName::Remove,
             other => return Err(format!("a stream record with eventName {other:?}")),
         };
-        records.push((event, key_name(&record["dynamodb"]["Keys"])));
+        let key = key_name(&record["dynamodb"]["Keys"]);
+        let identity = &record["userIdentity"];
+        if event == EventName::Remove
+            && identity["Type"] == "Service"
+            && identity["PrincipalId"] == "dynamodb.amazonaws.com"
+        {
+            removed_by_service.insert(key.clone());
+        }
+        records.push((event, key));
     }
-    Ok(records)
+    Ok(Stream {
+        records,
+        removed_by_service,
+    })
 }
 
 /// Every item a Scan returns, by key.
@@ -731,13 +751,19 @@ fn observe(server: &Server, offered: &Offered) -> Result<Observed, String> {
             std::thread::sleep(Duration::from_millis(200));
         }
     }
-    let stream = offered
-        .stream
-        .then(|| read_stream(&server.endpoint, STREAM_IDLE));
+    let (stream, removed_by_service) = if offered.stream {
+        match read_stream(&server.endpoint, STREAM_IDLE) {
+            Ok(stream) => (Some(Ok(stream.records)), stream.removed_by_service),
+            Err(e) => (Some(Err(e)), BTreeSet::new()),
+        }
+    } else {
+        (None, BTreeSet::new())
+    };
     Ok(Observed {
         items,
         index_problems,
         stream,
+        removed_by_service,
         stream_order: StreamOrder::PerKey,
     })
 }
@@ -889,7 +915,7 @@ fn cycles(
         ));
     }
     let offered = prepare(server, report)?;
-    let mut history = History::new(config.seed, offered.transactions);
+    let mut history = History::new(config.seed, offered.transactions, offered.time_to_live);
     let mut rng = StdRng::seed_from_u64(config.seed);
     let started = Instant::now();
     for cycle in 0..config.cycles.max(1) {
@@ -937,10 +963,51 @@ fn cycles(
         progress.update(cycle + 1, report);
         if report.violation_count() > 0 || signals::stopped() {
             report.interrupted |= signals::stopped();
-            break;
+            return Ok(());
         }
     }
-    Ok(())
+    let mut client = server.target.client()?;
+    let read = || {
+        scan(
+            &mut client,
+            json!({"TableName": TABLE, "ConsistentRead": true}),
+        )
+    };
+    wait_for_expiry(&history, config.expiry_bound, read, report)
+}
+
+/// After the last cycle: waits up to `bound` for Time to Live to delete every expired item
+/// of the surviving writes, reading the table with `read`; what is left then is a violation.
+pub(super) fn wait_for_expiry(
+    history: &History,
+    bound: Duration,
+    mut read: impl FnMut() -> Result<Items, String>,
+    report: &mut CrashTestReport,
+) -> Result<(), String> {
+    let started = Instant::now();
+    loop {
+        let left = history.expired_left(&read()?);
+        if left.is_empty() {
+            report.expired_deleted = history.expired_surviving();
+            return Ok(());
+        }
+        if signals::stopped() {
+            return Ok(());
+        }
+        if started.elapsed() >= bound {
+            report.violate(
+                "expired item not deleted",
+                format!(
+                    "{} items put with an expiry an hour past are still there {} s after the last recovery: {}",
+                    left.len(),
+                    bound.as_secs(),
+                    left.iter().take(5).cloned().collect::<Vec<_>>().join(", ")
+                ),
+            );
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 #[cfg(test)]

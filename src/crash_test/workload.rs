@@ -3,9 +3,12 @@
 //! this process, a child process or a server over HTTP.
 //!
 //! Table `CrashTest` has an LSI (`ByA`, keys only), a GSI (`ByG`, all attributes), a
-//! `NEW_AND_OLD_IMAGES` stream and Time to Live on an attribute set far ahead, so the expiry
-//! index is written and checked but nothing expires. The operations are puts, updates,
-//! deletes and two-item transactions over 256 keys.
+//! `NEW_AND_OLD_IMAGES` stream and Time to Live on `expires`. The operations are puts,
+//! updates, deletes and two-item transactions over 256 keys, whose `expires` is far ahead
+//! (the expiry index is written and checked, but they never expire), and one in every
+//! [`EXPIRED_EVERY`] is a put of an item that has already expired, each under a key of its
+//! own in partition `x` and without the indexes' attributes: the target's Time to Live must
+//! delete it, once, within the run's bound, and nothing else.
 
 use std::collections::BTreeMap;
 
@@ -23,6 +26,35 @@ pub const GSI: &str = "ByG";
 /// Keys the workload cycles through (16 partitions of 16 items).
 pub const PARTITIONS: u64 = 16;
 const SORT_KEYS: u64 = 16;
+/// One operation in this many puts an item that has already expired.
+pub const EXPIRED_EVERY: u64 = 16;
+/// The partition of the expired items; no other operation writes it.
+const EXPIRED_PARTITION: &str = "x";
+/// How long before the run started its expired items expired. Not further: DynamoDB (and
+/// Shoal) ignore expiry times more than five years past.
+const EXPIRED_BEFORE_SECONDS: u64 = 3600;
+
+/// The run's expiry time of its expired items, in seconds since the epoch: an hour before
+/// the run started, the same for every operation of the run (the checker compares whole
+/// items), and handed to a child process that writes the workload (`--expired-at`).
+static EXPIRED_AT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+
+/// The run's expiry time of its expired items (fixed at the first call, or by
+/// [`set_expired_at`]).
+pub fn expired_at() -> u64 {
+    *EXPIRED_AT.get_or_init(|| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_secs());
+        now.saturating_sub(EXPIRED_BEFORE_SECONDS)
+    })
+}
+
+/// Fixes the run's expiry time, as the parent of a child process chose it; false if it was
+/// already fixed to another value.
+pub fn set_expired_at(seconds: u64) -> bool {
+    *EXPIRED_AT.get_or_init(|| seconds) == seconds
+}
 /// The operation name of a transaction, which a target may not offer.
 pub const TRANSACT_WRITE_ITEMS: &str = "TransactWriteItems";
 
@@ -68,6 +100,21 @@ fn key(n: u64) -> (String, Value) {
         format!("p{pk}/s{sk}"),
         json!({"pk": {"S": format!("p{pk}")}, "sk": {"S": format!("s{sk}")}}),
     )
+}
+
+/// Whether a key (`x/i31`) is one of the expired items', which Time to Live deletes at a
+/// moment of its own: the model leaves them out and the checker follows them apart.
+pub fn is_expired_key(key: &str) -> bool {
+    key.strip_prefix(EXPIRED_PARTITION)
+        .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// The operation that wrote an expired item's key (`x/i31` is operation 31's).
+pub fn expired_key_operation(key: &str) -> Option<u64> {
+    key.strip_prefix(EXPIRED_PARTITION)?
+        .strip_prefix("/i")?
+        .parse()
+        .ok()
 }
 
 /// The key name (`p3/s12`) of an item or a key in DynamoDB JSON.
@@ -187,6 +234,9 @@ fn item(key: &Value, i: u64, rng: &mut StdRng) -> Value {
 
 /// Operation `i` of the workload seeded `seed`.
 pub fn operation(seed: u64, i: u64) -> Operation {
+    if i % EXPIRED_EVERY == EXPIRED_EVERY - 1 {
+        return expired_put(i);
+    }
     let mut rng = StdRng::seed_from_u64(seed ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let keys = PARTITIONS * SORT_KEYS;
     let (name_a, key_a) = key(rng.random_range(0..keys));
@@ -249,6 +299,19 @@ pub fn operation(seed: u64, i: u64) -> Operation {
     }
 }
 
+/// Operation `i` when it puts an expired item: keys, `v` and `expires`, nothing an index
+/// holds (so the sweep never races the checker's reads of the indexes).
+fn expired_put(i: u64) -> Operation {
+    let name = format!("{EXPIRED_PARTITION}/i{i}");
+    let item = json!({"pk": {"S": EXPIRED_PARTITION}, "sk": {"S": format!("i{i}")},
+        "v": {"N": i.to_string()}, "expires": {"N": expired_at().to_string()}});
+    Operation {
+        name: "PutItem",
+        request: json!({"TableName": TABLE, "Item": item}),
+        effects: vec![(name, Effect::Put(item))],
+    }
+}
+
 /// Operation `i` as run against a target: None for a transaction when the target offers
 /// none (the run then skips it, and so does the model).
 pub fn planned(seed: u64, i: u64, transactions: bool) -> Option<Operation> {
@@ -264,9 +327,13 @@ pub struct Model {
 
 impl Model {
     /// Applies an operation; returns its stream records, (event, key), in action order.
+    /// Expired items are left out: when Time to Live deletes them is the target's choice.
     pub fn apply(&mut self, operation: &Operation) -> Vec<(EventName, String)> {
         let mut records = Vec::new();
         for (name, effect) in &operation.effects {
+            if is_expired_key(name) {
+                continue;
+            }
             let existed = self.items.contains_key(name);
             let changed = if existed {
                 EventName::Modify
@@ -316,6 +383,38 @@ mod tests {
         let b = operation(7, 42);
         assert_eq!(a.request, b.request);
         assert_ne!(operation(7, 43).request, a.request);
+    }
+
+    #[test]
+    fn one_operation_in_sixteen_puts_an_expired_item_the_model_leaves_out() {
+        let expired = operation(5, 31);
+        let (key, _) = &expired.effects[0];
+        assert_eq!(key, "x/i31");
+        assert!(is_expired_key(key));
+        assert_eq!(expired_key_operation(key), Some(31));
+        let expires: u64 = expired.request["Item"]["expires"]["N"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(expires, expired_at());
+        assert!(set_expired_at(expires));
+        assert!(!set_expired_at(expires + 1));
+        assert!(expired.request["Item"].get("a").is_none());
+        assert!(expired.request["Item"].get("g").is_none());
+        let mut model = Model::default();
+        assert!(model.apply(&expired).is_empty());
+        assert!(model.items.is_empty());
+        // Its neighbours are ordinary operations on ordinary keys, which the model keeps.
+        for i in [30, 32] {
+            let neighbour = operation(5, i);
+            assert!(neighbour
+                .effects
+                .iter()
+                .all(|(key, _)| !is_expired_key(key)));
+        }
+        assert!(!is_expired_key("xp/s1"));
+        assert_eq!(expired_key_operation("p3/s12"), None);
     }
 
     #[test]

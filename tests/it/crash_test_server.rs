@@ -89,6 +89,11 @@ fn shoal_serve_keeps_every_acknowledged_write() {
     // Shoal offers everything the workload uses, so everything was checked.
     assert_eq!(report["not_offered"], json!({}));
     assert!(report["acknowledged_checked"].as_u64().unwrap() > 0);
+    // Its Time to Live deleted every expired item, each once and named as the service's.
+    assert!(
+        report["expired_deleted"].as_u64().unwrap() > 0,
+        "{report:#}"
+    );
     assert_eq!(report["recovery_ms"].as_array().unwrap().len(), 3);
 }
 
@@ -144,6 +149,46 @@ fn a_missing_stream_record_is_caught() {
     let missing = violations(&report, "stream record missing");
     assert!(!missing.is_empty(), "{report:#}");
     assert!(missing[0].contains("expected"), "{}", missing[0]);
+}
+
+#[test]
+fn a_server_that_keeps_expired_items_is_caught_after_the_bound() {
+    let output = crash_test(&[
+        "--server",
+        &fake_server("keep-expired"),
+        "--cycles",
+        "2",
+        "--kill-after-ms",
+        "150-500",
+        "--expiry-bound-seconds",
+        "1",
+    ]);
+    let report = report(&output);
+    assert_eq!(output.status.code(), Some(1), "{report:#}");
+    let kept = violations(&report, "expired item not deleted");
+    assert_eq!(kept.len(), 1, "{report:#}");
+    assert!(
+        kept[0].contains("still there 1 s after the last recovery: x/i"),
+        "{}",
+        kept[0]
+    );
+    // Only that: the same writes were otherwise kept, and nothing was seen deleted.
+    assert_eq!(
+        report["violations"].as_object().unwrap().len(),
+        1,
+        "{report:#}"
+    );
+    assert_eq!(report["expired_deleted"], 0);
+}
+
+#[test]
+fn an_expiry_whose_record_does_not_name_the_service_is_caught() {
+    let (report, failed) = against_fake("unmarked-expiry", "2");
+    assert!(failed, "{report:#}");
+    let unmarked = violations(&report, "expired item deleted without the service's name");
+    assert!(!unmarked.is_empty(), "{report:#}");
+    assert!(unmarked[0].starts_with("x/i"), "{}", unmarked[0]);
+    assert!(unmarked[0].contains("[INSERT, REMOVE]"), "{}", unmarked[0]);
 }
 
 #[test]
@@ -266,6 +311,10 @@ enum Fault {
     StreamMissing,
     /// No transactions, no stream, no Time to Live, as dynalite; durable otherwise.
     Bare,
+    /// Time to Live accepted, but expired items are never deleted.
+    KeepExpired,
+    /// Expired items deleted with a stream record that does not name the service.
+    UnmarkedExpiry,
 }
 
 impl Fault {
@@ -277,6 +326,8 @@ impl Fault {
             "stream-duplicate" => Fault::StreamDuplicate,
             "stream-missing" => Fault::StreamMissing,
             "bare" => Fault::Bare,
+            "keep-expired" => Fault::KeepExpired,
+            "unmarked-expiry" => Fault::UnmarkedExpiry,
             other => panic!("unknown fault {other}"),
         }
     }
@@ -287,6 +338,8 @@ impl Fault {
 struct State {
     created: bool,
     stream: bool,
+    #[serde(default)]
+    time_to_live: bool,
     items: BTreeMap<String, Value>,
     records: Vec<Value>,
 }
@@ -320,6 +373,35 @@ impl State {
     fn delete(&mut self, key: &Value) {
         if self.items.remove(&name_of(key)).is_some() {
             self.record("REMOVE", keys_of(key));
+        }
+    }
+
+    /// Time to Live: deletes the items whose `expires` has passed, each with a REMOVE record
+    /// naming the service as DynamoDB's does (unless `marked` is false).
+    fn sweep(&mut self, marked: bool) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let expired: Vec<String> = self
+            .items
+            .iter()
+            .filter(|(_, item)| {
+                item["expires"]["N"]
+                    .as_str()
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .is_some_and(|expires| expires < now)
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in expired {
+            let item = self.items.remove(&name).unwrap();
+            self.record("REMOVE", keys_of(&item));
+            if marked && self.stream {
+                let record = self.records.last_mut().unwrap();
+                record["userIdentity"] =
+                    json!({"Type": "Service", "PrincipalId": "dynamodb.amazonaws.com"});
+            }
         }
     }
 
@@ -372,6 +454,12 @@ impl Fake {
         };
         let bare = self.fault == Fault::Bare;
         let operation = target.rsplit('.').next().unwrap_or_default();
+        if self.memory.time_to_live && self.fault != Fault::KeepExpired {
+            let marked = self.fault != Fault::UnmarkedExpiry;
+            self.memory.sweep(marked);
+            self.persisted.sweep(marked);
+            self.save();
+        }
         if target.starts_with("DynamoDBStreams_20120810.") {
             if bare {
                 return unknown();
@@ -397,6 +485,10 @@ impl Fake {
             "DescribeTable" => Err(("ResourceNotFoundException", "no such table".into())),
             "UpdateTimeToLive" if bare => unknown(),
             "UpdateTimeToLive" => {
+                for state in [&mut self.memory, &mut self.persisted] {
+                    state.time_to_live = true;
+                }
+                self.save();
                 Ok(json!({"TimeToLiveSpecification": body["TimeToLiveSpecification"]}))
             }
             "PutItem" => {
