@@ -124,6 +124,38 @@ pub struct AppSummary {
     pub app_exits: Vec<String>,
     /// After a violation: the run's directory (data, server.log, app.log, check.log), kept.
     pub run_dir: Option<String>,
+    /// Each failure as fields a program can read (the same as the report's violations).
+    pub failures: Vec<AppFailure>,
+}
+
+/// One failure of app mode, for `--json`: when it came, what failed, what the server said.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct AppFailure {
+    /// `check failed`, `app failed`, `crash failed` or `recovery failed`.
+    pub kind: String,
+    /// The cycle it came in (from 1); for a check at the end, the cycles run.
+    pub cycle: u64,
+    /// The cycle's crash, in milliseconds into the cycle; absent when the failure came
+    /// before the crash.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crash_after_ms: Option<u64>,
+    /// The check that ran once at the end (`--check-at end`).
+    pub at_end: bool,
+    /// `--seed` with it replays the crash moments.
+    pub seed: u64,
+    /// What failed: the command, its exit status and its last output.
+    pub what: String,
+    /// The server's last output.
+    pub server_log: String,
+}
+
+/// When in a run a failure came.
+struct Moment {
+    cycle: u64,
+    crash_after_ms: Option<u64>,
+    at_end: bool,
+    /// The same in words, for the readable report.
+    text: String,
 }
 
 /// The app's and the check's environment: the endpoint, dummy credentials, a region, and the
@@ -370,13 +402,29 @@ pub fn run(config: &AppConfig, progress: &mut Progress) -> Result<CrashTestRepor
     result.map(|()| report)
 }
 
-/// A violation of app mode: where it happened, the seed, what failed, and the server's log.
-fn violation(report: &mut CrashTestReport, kind: &str, when: &str, what: String, server: &Server) {
+/// A violation of app mode: where it happened, the seed, what failed, and the server's log,
+/// in words and as an [`AppFailure`].
+fn violation(
+    report: &mut CrashTestReport,
+    kind: &str,
+    when: &Moment,
+    what: String,
+    server: &Server,
+) {
     let seed = report.seed;
     report.violate(
         kind,
-        format!("{when} (seed {seed}): {what}{}", server.log_tail()),
+        format!("{} (seed {seed}): {what}{}", when.text, server.log_tail()),
     );
+    summary(report).failures.push(AppFailure {
+        kind: kind.to_string(),
+        cycle: when.cycle,
+        crash_after_ms: when.crash_after_ms,
+        at_end: when.at_end,
+        seed,
+        what,
+        server_log: server.log_text(),
+    });
 }
 
 /// What to do when the app exited on its own: a failure unless it exited 0; returns whether
@@ -384,7 +432,7 @@ fn violation(report: &mut CrashTestReport, kind: &str, when: &str, what: String,
 fn app_exited(
     (success, status): (bool, String),
     cycle: u64,
-    when: &str,
+    when: &Moment,
     config: &AppConfig,
     app: &App,
     server: &Server,
@@ -443,10 +491,15 @@ fn cycles(
                 return Ok(());
             }
             if let Some(status) = app.exited() {
-                let when = format!(
-                    "cycle {cycle}, {} ms in, before its crash",
-                    cycle_started.elapsed().as_millis()
-                );
+                let when = Moment {
+                    cycle,
+                    crash_after_ms: None,
+                    at_end: false,
+                    text: format!(
+                        "cycle {cycle}, {} ms in, before its crash",
+                        cycle_started.elapsed().as_millis()
+                    ),
+                };
                 goes_on = app_exited(status, cycle, &when, config, app, server, report);
                 if !goes_on {
                     break;
@@ -458,10 +511,15 @@ fn cycles(
             break;
         }
         summary(report).crash_after_ms.push(after);
-        let when = format!(
-            "cycle {cycle}, after a {} crash {after} ms in",
-            config.crash.name()
-        );
+        let when = Moment {
+            cycle,
+            crash_after_ms: Some(after),
+            at_end: false,
+            text: format!(
+                "cycle {cycle}, after a {} crash {after} ms in",
+                config.crash.name()
+            ),
+        };
         if let Err(e) = crash(server, config.crash) {
             violation(report, "crash failed", &when, e, server);
             break;
@@ -525,7 +583,12 @@ fn cycles(
     if let (Some(check), CheckAt::End) = (&config.check, config.check_at) {
         // The app stops first: the check sees what it left.
         app.kill();
-        let when = format!("at the end, after {} cycles", report.cycles);
+        let when = Moment {
+            cycle: report.cycles,
+            crash_after_ms: None,
+            at_end: true,
+            text: format!("at the end, after {} cycles", report.cycles),
+        };
         match run_check(check, &check_log, env, report.cycles)? {
             CheckOutcome::Passed => summary(report).checks_passed += 1,
             CheckOutcome::Failed(what) => violation(report, "check failed", &when, what, server),

@@ -357,12 +357,17 @@ impl Server {
     }
 
     /// The last lines the server wrote, for an error.
-    pub(super) fn log_tail(&self) -> String {
-        let text = self
-            .log
+    /// The server's last output (its last [`LOG_TAIL_BYTES`]).
+    pub(super) fn log_text(&self) -> String {
+        self.log
             .as_deref()
             .map(|path| log_tail(path, 0, LOG_TAIL_BYTES))
-            .unwrap_or_default();
+            .unwrap_or_default()
+    }
+
+    /// The server's last output under a heading, or nothing.
+    pub(super) fn log_tail(&self) -> String {
+        let text = self.log_text();
         if text.is_empty() {
             String::new()
         } else {

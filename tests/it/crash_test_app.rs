@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::crash_test_server::{assert_group_gone, crash_test, report, shoal, terminate};
 
@@ -144,6 +144,26 @@ fn a_failing_check_is_reported_with_its_cycle_seed_output_and_the_servers_log() 
     assert!(failure.contains("the invariant does not hold"), "{failure}");
     assert!(failure.contains("the server's last output:"), "{failure}");
     assert!(failure.contains("shoal listening on"), "{failure}");
+    // The same failure as fields: the cycle, its crash moment (the first drawn), the seed.
+    let structured = &report["app"]["failures"];
+    assert_eq!(structured.as_array().unwrap().len(), 1, "{report:#}");
+    let structured = &structured[0];
+    assert_eq!(structured["kind"], "check failed");
+    assert_eq!(structured["cycle"], 1);
+    assert_eq!(
+        structured["crash_after_ms"],
+        report["app"]["crash_after_ms"][0]
+    );
+    assert_eq!(structured["at_end"], false);
+    assert_eq!(structured["seed"], 9);
+    assert!(structured["what"]
+        .as_str()
+        .unwrap()
+        .contains("the invariant does not hold"));
+    assert!(structured["server_log"]
+        .as_str()
+        .unwrap()
+        .contains("shoal listening on"));
     remove_kept_run_dir(&report);
 }
 
@@ -238,6 +258,7 @@ fn an_app_that_finishes_ends_the_run_and_the_check_at_the_end_runs_once() {
     assert!((1..5).contains(&cycles), "{report:#}");
     assert_eq!(report["app"]["crash"], "power-loss");
     assert_eq!(report["app"]["checks_passed"], 1);
+    assert_eq!(report["app"]["failures"], json!([]));
     assert_eq!(lines(&seen), ["checked"]);
     let exits = report["app"]["app_exits"].as_array().unwrap();
     assert_eq!(exits.len(), 1, "{report:#}");
