@@ -35,6 +35,9 @@ pub struct CrashTestReport {
     /// What the target does not offer (transactions, a stream, Time to Live), with the answer
     /// that said so: not checked, and not a violation.
     pub not_offered: BTreeMap<String, String>,
+    /// What the run was asked not to check, with the option that asked.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub not_checked: BTreeMap<String, String>,
     /// Violations by kind, each with its first few descriptions.
     pub violations: BTreeMap<String, Vec<String>>,
     /// Milliseconds each recovery took (a reopen, or a restart until the server answered).
@@ -119,6 +122,9 @@ impl CrashTestReport {
         ));
         for (what, why) in &self.not_offered {
             out.push_str(&format!("not offered: {what} ({why})\n"));
+        }
+        for (what, why) in &self.not_checked {
+            out.push_str(&format!("not checked: {what} ({why})\n"));
         }
         if self.violations.is_empty() {
             out.push_str("no violations\n");

@@ -472,8 +472,8 @@ pub struct CrashTestArgs {
     #[arg(long, default_value = "kill", value_parser = ["kill", "power-loss"])]
     crash: String,
     /// How long after the last recovery every item put already expired must be gone (Time
-    /// to Live deleted it), in seconds. Shoal sweeps every second (`--ttl-sweep-seconds`);
-    /// DynamoDB documents "within a few days".
+    /// to Live deleted it), in seconds; 0 checks no deletes. Shoal sweeps every second
+    /// (`--ttl-sweep-seconds`); DynamoDB documents "within a few days".
     #[arg(long, value_name = "SECONDS", default_value_t = 10)]
     expiry_bound_seconds: u64,
     /// Print the report as JSON.

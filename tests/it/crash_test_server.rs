@@ -179,6 +179,23 @@ fn a_server_that_keeps_expired_items_is_caught_after_the_bound() {
         "{report:#}"
     );
     assert_eq!(report["expired_deleted"], 0);
+    // The neighbouring case: asked not to wait, the run checks no deletes and says so.
+    let output = crash_test(&[
+        "--server",
+        &fake_server("keep-expired"),
+        "--cycles",
+        "1",
+        "--kill-after-ms",
+        "150-300",
+        "--expiry-bound-seconds",
+        "0",
+    ]);
+    let unchecked = self::report(&output);
+    assert!(output.status.success(), "{unchecked:#}");
+    assert_eq!(
+        unchecked["not_checked"],
+        json!({"expired items deleted": "--expiry-bound-seconds 0"})
+    );
 }
 
 #[test]
