@@ -53,6 +53,8 @@ pub enum ErrorCode {
     ImportConflictException,
     /// DescribeImport: no import has that ARN.
     ImportNotFoundException,
+    /// The legacy global tables operations: no global table (version 2017.11.29) has the name.
+    GlobalTableNotFoundException,
     InternalServerError,
     /// HTTP 503: the service cannot take the request now (only injected faults send it).
     ServiceUnavailable,
@@ -104,6 +106,7 @@ impl ErrorCode {
             ErrorCode::InvalidExportTimeException => "InvalidExportTimeException",
             ErrorCode::ImportConflictException => "ImportConflictException",
             ErrorCode::ImportNotFoundException => "ImportNotFoundException",
+            ErrorCode::GlobalTableNotFoundException => "GlobalTableNotFoundException",
             ErrorCode::InternalServerError => "InternalServerError",
             ErrorCode::ServiceUnavailable => "ServiceUnavailable",
         }

@@ -45,6 +45,7 @@ pub fn error_namespace(code: ErrorCode) -> &'static str {
         | ErrorCode::InvalidExportTimeException
         | ErrorCode::ImportConflictException
         | ErrorCode::ImportNotFoundException
+        | ErrorCode::GlobalTableNotFoundException
         | ErrorCode::InternalServerError
         | ErrorCode::ServiceUnavailable => "com.amazonaws.dynamodb.v20120810",
     }

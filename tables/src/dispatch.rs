@@ -157,10 +157,30 @@ impl Database {
             "GetShardIterator" => Ok(encoding.encode(&self.get_shard_iterator(body.decode()?)?)),
             "GetRecords" => Ok(encoding.encode(&self.get_records(body.decode()?)?)),
             // streams: add arms above this line
-            _ => Err(ApiError::new(
-                ErrorCode::UnknownOperationException,
-                format!("Unknown operation: {operation}"),
-            )),
+            "CreateGlobalTable" => Ok(encoding.encode(&self.create_global_table(body.decode()?)?)),
+            "UpdateGlobalTable" => Ok(encoding.encode(&self.update_global_table(body.decode()?)?)),
+            "DescribeGlobalTable" => {
+                Ok(encoding.encode(&self.describe_global_table(body.decode()?)?))
+            }
+            "ListGlobalTables" => Ok(encoding.encode(&self.list_global_tables(body.decode()?)?)),
+            "DescribeGlobalTableSettings" => {
+                Ok(encoding.encode(&self.describe_global_table_settings(body.decode()?)?))
+            }
+            "UpdateGlobalTableSettings" => {
+                Ok(encoding.encode(&self.update_global_table_settings(body.decode()?)?))
+            }
+            _ => match crate::control::not_offered::refusal(operation) {
+                // The body is still read first: malformed JSON is a SerializationException
+                // whatever the operation (SPEC-3 §7).
+                Some(refusal) => {
+                    body.decode::<Value>()?;
+                    Err(refusal)
+                }
+                None => Err(ApiError::new(
+                    ErrorCode::UnknownOperationException,
+                    format!("Unknown operation: {operation}"),
+                )),
+            },
         }
     }
 
@@ -315,6 +335,30 @@ pub const SUPPORTED_OPERATIONS: &[&str] = &[
     "ImportTable",
     "DescribeImport",
     "ListImports",
+    "CreateGlobalTable",
+    "UpdateGlobalTable",
+    "DescribeGlobalTable",
+    "ListGlobalTables",
+    "DescribeGlobalTableSettings",
+    "UpdateGlobalTableSettings",
+    // Answered with a refusal that names what Shoal offers instead (control::not_offered).
+    "SearchVectors",
+    "StartBulkPutItems",
+    "DescribeBulkOperation",
+    "ListBulkOperations",
+    "CancelBulkOperation",
+    "DescribeTableReplicaAutoScaling",
+    "UpdateTableReplicaAutoScaling",
+    "DescribeContributorInsights",
+    "UpdateContributorInsights",
+    "ListContributorInsights",
+    "EnableKinesisStreamingDestination",
+    "DisableKinesisStreamingDestination",
+    "DescribeKinesisStreamingDestination",
+    "UpdateKinesisStreamingDestination",
+    "PutResourcePolicy",
+    "GetResourcePolicy",
+    "DeleteResourcePolicy",
     // control: add names above this line
     "PutItem",
     "GetItem",

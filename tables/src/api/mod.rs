@@ -20,6 +20,7 @@ pub mod control;
 pub mod export;
 pub mod import;
 pub mod items;
+pub mod legacy_global_tables;
 pub mod partiql;
 pub mod query;
 pub mod settings;

@@ -1,9 +1,13 @@
 //! The control plane: CreateTable, DescribeTable, ListTables and DeleteTable ([`tables`]),
 //! CreateTable's validation ([`schema`]), UpdateTable ([`update_table`]) with the online GSI
 //! backfill ([`backfill`]), tables written before any request can see them (restores,
-//! imports: [`staging`]), and the account-level answers ([`settings`]).
+//! imports: [`staging`]), the account-level answers ([`settings`]), the legacy global tables
+//! operations ([`legacy_global_tables`]), and the refusal of the operations Shoal does not
+//! implement ([`not_offered`]).
 
 pub mod backfill;
+pub mod legacy_global_tables;
+pub mod not_offered;
 pub mod schema;
 pub mod settings;
 pub mod staging;

@@ -36,6 +36,7 @@ mod items_expression_edges;
 mod items_model;
 mod items_ops;
 mod metering;
+mod operations_answered;
 mod page_size_boundary;
 mod partiql;
 mod partiql_model;

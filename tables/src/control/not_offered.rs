@@ -1,0 +1,45 @@
+//! Operations DynamoDB has (SPEC-3 §6) that Shoal does not implement. Each is answered with a
+//! ValidationException naming the operation and what Shoal offers instead, so that a client
+//! (an infrastructure-as-code tool, a console) can tell "not implemented here" from a
+//! misspelt name, which gets UnknownOperationException (SPEC-3 §7).
+
+use shoal_model::ApiError;
+
+/// Each operation Shoal knows of but does not implement, with what it offers instead.
+pub const NOT_OFFERED: &[(&str, &str)] = &[
+    ("SearchVectors", VECTORS),
+    ("StartBulkPutItems", BULK),
+    ("DescribeBulkOperation", BULK),
+    ("ListBulkOperations", BULK),
+    ("CancelBulkOperation", BULK),
+    ("DescribeTableReplicaAutoScaling", REPLICAS),
+    ("UpdateTableReplicaAutoScaling", REPLICAS),
+    ("DescribeContributorInsights", CONTRIBUTOR_INSIGHTS),
+    ("UpdateContributorInsights", CONTRIBUTOR_INSIGHTS),
+    ("ListContributorInsights", CONTRIBUTOR_INSIGHTS),
+    ("EnableKinesisStreamingDestination", KINESIS),
+    ("DisableKinesisStreamingDestination", KINESIS),
+    ("DescribeKinesisStreamingDestination", KINESIS),
+    ("UpdateKinesisStreamingDestination", KINESIS),
+    ("PutResourcePolicy", POLICIES),
+    ("GetResourcePolicy", POLICIES),
+    ("DeleteResourcePolicy", POLICIES),
+];
+
+const VECTORS: &str = "vector indexes are not implemented; Query and Scan read a table";
+const BULK: &str = "bulk operations are not implemented; ImportTable creates a table from exported files, and `shoal import` loads them";
+const REPLICAS: &str = "global table replicas are not implemented; DescribeTable and UpdateTable show and set a table's throughput";
+const CONTRIBUTOR_INSIGHTS: &str = "Contributor Insights is not implemented; the capacity meter (/metrics) counts units per table, and `shoal bench --model` reports the hottest partitions";
+const KINESIS: &str = "Kinesis streaming destinations are not implemented; DynamoDB Streams (ListStreams, GetShardIterator, GetRecords, `shoal streams tail`) carry the same changes";
+const POLICIES: &str =
+    "resource-based policies are not implemented (Shoal has no IAM to enforce them)";
+
+/// The refusal of `operation` if it is one of [`NOT_OFFERED`].
+pub fn refusal(operation: &str) -> Option<ApiError> {
+    NOT_OFFERED
+        .iter()
+        .find(|(name, _)| *name == operation)
+        .map(|(name, instead)| {
+            ApiError::validation(format!("{name} is not offered by Shoal: {instead}."))
+        })
+}
