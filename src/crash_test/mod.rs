@@ -674,6 +674,7 @@ mod tests {
         // No sweep of its own while a test looks: the tests call `expire_now`.
         let mut options = options(Durability::Sync);
         options.time_to_live.sweep_interval = Duration::from_secs(3600);
+        options.time_to_live.sweep_at_start = false;
         let db = Database::open_in_memory(options).unwrap();
         create_table(&db).unwrap();
         assert_eq!(run_operations(&db, 5, 0, n, |_| {}), n);

@@ -237,6 +237,7 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         time_to_live: TimeToLiveOptions {
             sweep_interval: Duration::from_secs(args.ttl_sweep_seconds),
             change_cooldown: Duration::from_secs(args.ttl_cooldown_seconds),
+            sweep_at_start: true,
         },
         emulation: EmulationOptions {
             transient_status_delay: transient_status_delay(&args),

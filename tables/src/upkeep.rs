@@ -79,7 +79,12 @@ fn run(database: &Database, stop: &AtomicBool) {
         .min(sweep_every)
         .min(clock_every)
         .clamp(TICK_MIN, TICK_MAX);
-    let (mut streams_due, mut sweep_due) = (Instant::now(), Instant::now() + sweep_every);
+    let first_sweep = if options.time_to_live.sweep_at_start {
+        Duration::ZERO
+    } else {
+        sweep_every
+    };
+    let (mut streams_due, mut sweep_due) = (Instant::now(), Instant::now() + first_sweep);
     let mut clock_due = Instant::now();
     while !stop.load(Ordering::Acquire) {
         std::thread::park_timeout(tick);

@@ -429,6 +429,11 @@ pub struct TimeToLiveOptions {
     /// The time an UpdateTimeToLive must wait after the previous change of the same table
     /// (AWS: about an hour; 0 by default so tests can flip it).
     pub change_cooldown: Duration,
+    /// Sweep as soon as the upkeep starts (at open, or when the first table needs it), not
+    /// one interval later: with a long interval, a server that lives less than one (a test
+    /// run, a process restarted after a crash) would otherwise never delete anything. Off
+    /// only for tests that sweep when they choose.
+    pub sweep_at_start: bool,
 }
 
 impl Default for TimeToLiveOptions {
@@ -436,6 +441,7 @@ impl Default for TimeToLiveOptions {
         TimeToLiveOptions {
             sweep_interval: TIME_TO_LIVE_SWEEP_INTERVAL_DEFAULT,
             change_cooldown: Duration::ZERO,
+            sweep_at_start: true,
         }
     }
 }

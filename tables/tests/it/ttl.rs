@@ -28,6 +28,7 @@ impl Fixture {
             // The test sweeps when it wants to.
             time_to_live: TimeToLiveOptions {
                 sweep_interval: Duration::from_secs(3600),
+                sweep_at_start: false,
                 ..TimeToLiveOptions::default()
             },
             ..Options::default()
@@ -274,6 +275,7 @@ fn items_written_before_enabling_expire_too_and_the_setting_survives_a_reopen() 
         Options {
             time_to_live: TimeToLiveOptions {
                 sweep_interval: Duration::from_secs(3600),
+                sweep_at_start: false,
                 ..TimeToLiveOptions::default()
             },
             clock: Clock::from_fn(move || now.load(Ordering::SeqCst)),
@@ -318,6 +320,86 @@ fn items_written_before_enabling_expire_too_and_the_setting_survives_a_reopen() 
     f.advance(2000);
     assert_eq!(f.db.expire_now().unwrap(), 300);
     assert!(f.keys().is_empty());
+}
+
+/// Opens `dir` with an hour between sweeps, sweeping at start or not; the count of table
+/// `Quick`'s items once `settle` has passed.
+fn reopened_count(dir: &std::path::Path, sweep_at_start: bool, settle: Duration) -> u64 {
+    let db = Database::open(
+        dir,
+        Options {
+            time_to_live: TimeToLiveOptions {
+                sweep_interval: Duration::from_secs(3600),
+                sweep_at_start,
+                ..TimeToLiveOptions::default()
+            },
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    loop {
+        let count = db
+            .execute("Scan", json!({"TableName": "Quick", "Select": "COUNT"}))
+            .unwrap()["Count"]
+            .as_u64()
+            .unwrap();
+        if count == 0 || started.elapsed() >= settle {
+            return count;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn the_first_sweep_comes_when_the_database_opens_not_one_interval_later() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Database::open(dir.path(), Options::default()).unwrap();
+        db.execute(
+            "CreateTable",
+            json!({
+                "TableName": "Quick",
+                "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+                "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+                "BillingMode": "PAY_PER_REQUEST"
+            }),
+        )
+        .unwrap();
+        db.execute(
+            "UpdateTimeToLive",
+            json!({"TableName": "Quick", "TimeToLiveSpecification": {"Enabled": true, "AttributeName": "ttl"}}),
+        )
+        .unwrap();
+    }
+    let put_expired = || {
+        let db = Database::open(
+            dir.path(),
+            Options {
+                time_to_live: TimeToLiveOptions {
+                    sweep_interval: Duration::from_secs(3600),
+                    sweep_at_start: false,
+                    ..TimeToLiveOptions::default()
+                },
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        db.execute(
+            "PutItem",
+            json!({"TableName": "Quick", "Item": {"pk": {"S": "a"}, "ttl": {"N": "1700000000"}}}),
+        )
+        .unwrap();
+    };
+    // Without the sweep at start, an hour's interval keeps the expired item past a reopen
+    // (the upkeep ticks at least once a second: 1.5 s would have shown a sweep).
+    put_expired();
+    assert_eq!(
+        reopened_count(dir.path(), false, Duration::from_millis(1500)),
+        1
+    );
+    // With it (the default), the reopened database deletes it at once.
+    assert_eq!(reopened_count(dir.path(), true, Duration::from_secs(10)), 0);
 }
 
 #[test]

@@ -35,6 +35,7 @@ fn options(now: &Arc<AtomicU64>) -> shoal_tables::Options {
         let mut options = crash_support::table_options();
         options.clock = Clock::from_fn(move || now.load(Ordering::SeqCst));
         options.time_to_live.sweep_interval = Duration::from_secs(3600);
+        options.time_to_live.sweep_at_start = false;
         options
     }
 }

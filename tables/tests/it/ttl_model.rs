@@ -161,7 +161,7 @@ proptest! {
             let now = Arc::clone(&now_millis);
             Clock::from_fn(move || now.load(Ordering::SeqCst))
         };
-        let db = Database::open_in_memory(Options { time_to_live: TimeToLiveOptions { sweep_interval: Duration::from_secs(3600), ..TimeToLiveOptions::default() }, clock, ..Options::default() })
+        let db = Database::open_in_memory(Options { time_to_live: TimeToLiveOptions { sweep_interval: Duration::from_secs(3600), sweep_at_start: false, ..TimeToLiveOptions::default() }, clock, ..Options::default() })
         .unwrap();
         create(&db);
         let mut model: BTreeMap<String, Option<u64>> = BTreeMap::new();
