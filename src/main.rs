@@ -19,11 +19,34 @@ use serve::dynamodb_local;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// `shoal --help`'s commands, grouped by what a user comes for. clap lists subcommands in
+/// one flat list, so the groups are written here; a test checks that they name every
+/// visible command exactly once.
+const COMMAND_GROUPS: &str = "\
+Server:
+  serve       Serves DynamoDB's HTTP protocol; point any DynamoDB client at it
+  health      Exits 0 if a server answers `GET /` with 200, else 1
+
+Data:
+  copy        Copies a table between endpoints or export directories
+  export      Writes a table in DynamoDB's S3 export layout
+  import      Reads an export into a table
+  check       Verifies a database's indexes, collections and statistics
+  streams     Reads a table's DynamoDB stream from the command line
+
+Testing:
+  bench       Runs a data-model file (capacity, cost, hot partitions), or a fixed load
+  crash-test  Crashes a server or your application under load and checks what survived
+
+Run `shoal help COMMAND` for a command's flags.";
+
 #[derive(Parser)]
 #[command(
     name = "shoal",
     version,
     about = "A durable, embeddable DynamoDB-compatible datastore",
+    help_template = "{about-with-newline}\n{usage-heading} {usage}\n\n{before-help}\n\nOptions:\n{options}{after-help}",
+    before_help = COMMAND_GROUPS,
     after_help = "DynamoDB Local's command line also works: `shoal -sharedDb -inMemory -port 8000` \
                   starts `shoal serve` (`shoal -help` lists those flags)."
 )]
@@ -36,8 +59,9 @@ struct Cli {
 enum Command {
     /// Serves DynamoDB's HTTP protocol (point any DynamoDB client at it with an endpoint URL).
     Serve(serve::ServeArgs),
-    /// Load generator: PutItem, GetItem, Query on an LSI and on a GSI against any DynamoDB
-    /// endpoint on this machine, from many keep-alive connections.
+    /// Benchmarks: runs a data-model file (`--model`: capacity, cost, hot partitions and
+    /// latency per access pattern; `plan`, `compare`), or a fixed load (PutItem, GetItem,
+    /// Query on an LSI and a GSI) against any DynamoDB endpoint on this machine.
     Bench(bench::BenchArgs),
     /// Exits 0 if the server at ENDPOINT answers `GET /` with 200, else 1 (a health check
     /// for containers, which have no curl).
@@ -72,6 +96,7 @@ enum Command {
     CrashTestChild(crash_test::CrashTestChildArgs),
     /// Crash-test child: writes the crash workload into DIR forever, printing `ack N` after
     /// each committed batch. Run it, kill -9 it, and verify with the crash tests.
+    #[command(hide = true)]
     CrashWriter(crash_test::writer::CrashWriterArgs),
 }
 
@@ -149,6 +174,54 @@ mod tests {
             Command::Serve(serve) => serve,
             _ => panic!("{text}: not serve"),
         }
+    }
+
+    /// Every visible command and flag, at every depth, says what it does.
+    #[test]
+    fn every_command_and_flag_has_a_description() {
+        use clap::CommandFactory;
+        fn walk(command: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for sub in command.get_subcommands().filter(|sub| !sub.is_hide_set()) {
+                let path = format!("{path} {}", sub.get_name());
+                if sub.get_about().is_none() && sub.get_name() != "help" {
+                    missing.push(path.clone());
+                }
+                for arg in sub.get_arguments().filter(|arg| !arg.is_hide_set()) {
+                    let id = arg.get_id().as_str();
+                    if arg.get_help().is_none() && !["help", "version"].contains(&id) {
+                        missing.push(format!("{path} {id}"));
+                    }
+                }
+                walk(sub, &path, missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "shoal", &mut missing);
+        assert!(missing.is_empty(), "without a description: {missing:?}");
+    }
+
+    /// `shoal --help`'s groups name each visible command once, and no other.
+    #[test]
+    fn the_grouped_command_list_names_every_visible_command_once() {
+        use clap::CommandFactory;
+        let visible: Vec<String> = Cli::command()
+            .get_subcommands()
+            .filter(|sub| !sub.is_hide_set())
+            .map(|sub| sub.get_name().to_string())
+            .collect();
+        let listed: Vec<&str> = COMMAND_GROUPS
+            .lines()
+            .filter(|line| line.starts_with("  "))
+            .filter_map(|line| line.split_whitespace().next())
+            .collect();
+        let mut sorted_visible = visible.clone();
+        sorted_visible.sort();
+        let mut sorted_listed: Vec<String> = listed.iter().map(|s| s.to_string()).collect();
+        sorted_listed.sort();
+        assert_eq!(sorted_listed, sorted_visible);
+        let help = Cli::command().render_help().to_string();
+        assert!(help.contains("Testing:\n  bench"), "{help}");
+        assert!(!help.contains("crash-writer"), "{help}");
     }
 
     #[test]

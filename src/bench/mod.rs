@@ -69,6 +69,7 @@ enum BenchCommand {
     /// collections) with the multiple that reaches it, and for provisioned tables the cost
     /// of the declared capacity next to what the model needs, with an auto-scaling setting.
     Plan {
+        /// The data-model file to plan (docs/DATA-MODEL-BENCH.md).
         model: PathBuf,
         /// Endpoint to run against (default: Shoal in this process).
         #[arg(long)]
