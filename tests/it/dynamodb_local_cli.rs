@@ -39,6 +39,29 @@ async fn dynamodb_local_command_line_serves_and_answers_health_checks() {
     );
 }
 
+/// `THP_enabled` of a process's status: 0 once it turned transparent huge pages off.
+fn transparent_huge_pages_enabled(pid: u32) -> String {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("THP_enabled:"))
+        .map(|value| value.trim().to_string())
+        .unwrap_or_else(|| panic!("no THP_enabled in {status}"))
+}
+
+#[test]
+fn serve_turns_transparent_huge_pages_off_unless_asked_for_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    assert_eq!(transparent_huge_pages_enabled(server.pid()), "0");
+    server.stop();
+    // The neighbouring case: asked for, the allocator may use them as before.
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--transparent-huge-pages"]);
+    assert_eq!(transparent_huge_pages_enabled(server.pid()), "1");
+    server.stop();
+}
+
 #[test]
 fn help_prints_dynamodb_local_usage_and_unknown_flags_are_named() {
     let help = shoal(&["-help"]);
