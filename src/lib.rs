@@ -6,13 +6,14 @@
 //!
 //! One module per command of the binary whose code the integration tests use, or that such
 //! a command uses: [`bench`](mod@bench), [`check`], [`crash_test`] and [`transfer`]; [`client`] is the
-//! HTTP DynamoDB client they share. The binary (`src/main.rs`) holds the other commands:
+//! HTTP DynamoDB client they share, and [`progress`] the progress display of the long ones. The binary (`src/main.rs`) holds the other commands:
 //! `serve`, `health` and `streams`.
 
 pub mod bench;
 pub mod check;
 pub mod client;
 pub mod crash_test;
+pub mod progress;
 pub mod transfer;
 
 use std::time::Duration;

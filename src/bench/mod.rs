@@ -198,7 +198,8 @@ fn run_model_file(
     data_model::stop_on_interrupt();
     let options = data_model::BenchOptions {
         endpoint,
-        progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        // A bar on a terminal, a line every few seconds in a log (`crate::progress`).
+        progress: true,
         database: None,
     };
     data_model::run_model(&model, &options)
@@ -311,7 +312,8 @@ fn bench_compare(
     compare::check_pairs(&first.pattern_names(), &second.pattern_names(), pairs)?;
     let options = data_model::BenchOptions {
         endpoint,
-        progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        // A bar on a terminal, a line every few seconds in a log (`crate::progress`).
+        progress: true,
         database: None,
     };
     if [&first, &second]

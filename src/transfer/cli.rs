@@ -1,7 +1,6 @@
 //! The command lines of `shoal copy`, `shoal export` and `shoal import` (the work is in
 //! `shoal::transfer`).
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -61,7 +60,7 @@ pub fn copy(args: CopyArgs) -> Result<(), String> {
         items_per_second: args.run.rate,
         state_file: args.run.state,
         restart: args.run.restart,
-        progress: !args.run.quiet && std::io::stderr().is_terminal(),
+        progress: !args.run.quiet,
     };
     let report = transfer::copy(&options)?;
     print_report(&options, &report);
@@ -129,10 +128,7 @@ pub fn export(args: ExportArgs) -> Result<(), String> {
     }
     let data_dir = args.source.data_dir.unwrap_or_default();
     crate::check::require_database(&data_dir)?;
-    let bar = item_bar(
-        !args.run.quiet && std::io::stderr().is_terminal(),
-        "exporting",
-    );
+    let bar = item_bar(!args.run.quiet, "exporting");
     let started = std::time::Instant::now();
     let (dir, items) = embedded::export(&data_dir, &args.table, &args.to, |progress| {
         bar.set_length(progress.total_items.max(progress.items));
@@ -169,16 +165,10 @@ pub fn import(args: ImportArgs) -> Result<(), String> {
         );
     }
     let data_dir = args.destination.data_dir.unwrap_or_default();
-    let bar = item_bar(
-        !args.run.quiet && std::io::stderr().is_terminal(),
-        "importing",
-    );
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "importing [{elapsed_precise}] {wide_bar} {binary_bytes}/{binary_total_bytes} ({binary_bytes_per_sec}, {eta} left) {msg}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
+    let bar = item_bar(!args.run.quiet, "importing");
+    bar.set_style(crate::progress::style(
+        "importing [{elapsed_precise}] {wide_bar} {binary_bytes}/{binary_total_bytes} ({binary_bytes_per_sec}, {eta} left) {msg}",
+    ));
     let started = std::time::Instant::now();
     let report = embedded::import(&data_dir, &args.from, &args.table, &mut |progress| {
         bar.set_length(progress.bytes_total.max(progress.bytes_processed));
@@ -204,18 +194,12 @@ pub fn import(args: ImportArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// A bar of items (or a hidden one).
+/// A bar of items (or a hidden one): a bar on a terminal, lines in a log.
 fn item_bar(shown: bool, verb: &str) -> indicatif::ProgressBar {
-    if !shown {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(0);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(&format!(
-            "{verb} [{{elapsed_precise}}] {{wide_bar}} {{human_pos}}/{{human_len}} items ({{per_sec}}, {{eta}} left)"
-        ))
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
+    let bar = crate::progress::bar(shown, Some(0));
+    bar.set_style(crate::progress::style(&format!(
+        "{verb} [{{elapsed_precise}}] {{wide_bar}} {{human_pos}}/{{human_len}} items ({{per_sec}}, {{eta}} left)"
+    )));
     bar
 }
 

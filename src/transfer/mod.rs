@@ -497,19 +497,10 @@ fn describe(client: &mut Client, table: &str) -> Result<Option<Value>, String> {
 /// A bar counting items against the source's item count when it has one (DynamoDB's is
 /// refreshed every six hours: an estimate), a counter otherwise.
 fn progress_bar(shown: bool, total: Option<u64>, done: u64) -> indicatif::ProgressBar {
-    if !shown {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = match total {
-        Some(total) => indicatif::ProgressBar::new(total.max(done)),
-        None => indicatif::ProgressBar::new_spinner(),
-    };
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "copying [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} items ({per_sec}, {eta} left)",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
+    let bar = crate::progress::bar(shown, total.map(|total| total.max(done)));
+    bar.set_style(crate::progress::style(
+        "copying [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} items ({per_sec}, {eta} left)",
+    ));
     bar.set_position(done);
     bar
 }

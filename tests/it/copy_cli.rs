@@ -646,6 +646,14 @@ fn export_and_import_straight_on_data_directories() {
         stdout.starts_with("exported 900 items of Orders"),
         "{stdout}"
     );
+    // Its stderr is a pipe here, as in a CI log: progress comes as plain lines, no bar.
+    let stderr = String::from_utf8_lossy(&export.stderr);
+    let line = stderr
+        .lines()
+        .find(|line| line.starts_with("exporting ["))
+        .unwrap_or_else(|| panic!("no progress line: {stderr}"));
+    assert!(line.contains(" items ("), "{line}");
+    assert!(!line.contains('█') && !line.contains('░'), "{line}");
 
     let import = shoal(
         &[
@@ -668,6 +676,11 @@ fn export_and_import_straight_on_data_directories() {
     assert!(
         stdout.starts_with("imported 900 items into Copy"),
         "{stdout}"
+    );
+    let stderr = String::from_utf8_lossy(&import.stderr);
+    assert!(
+        stderr.lines().any(|line| line.starts_with("importing [")),
+        "no progress line: {stderr}"
     );
     let check = shoal(
         &["check", "--data-dir", b_dir.path().to_str().unwrap()],

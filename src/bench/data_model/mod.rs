@@ -87,15 +87,14 @@ type ProgressDisplay = (
 
 /// A progress bar with live operations per second and errors, redrawn five times a second.
 fn spawn_progress(model: &Model, progress: &Arc<Progress>) -> ProgressDisplay {
-    let bar = match (model.run.seconds, model.run.operations) {
-        (Some(seconds), _) => indicatif::ProgressBar::new((seconds * 10.0) as u64),
-        (None, Some(operations)) => indicatif::ProgressBar::new(operations),
-        (None, None) => indicatif::ProgressBar::new_spinner(),
+    let length = match (model.run.seconds, model.run.operations) {
+        (Some(seconds), _) => Some((seconds * 10.0) as u64),
+        (None, operations) => operations,
     };
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:30} {elapsed_precise} {msg}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
+    let bar = crate::progress::bar(true, length);
+    bar.set_style(crate::progress::style(
+        "bench {bar:30} {elapsed_precise} {msg}",
+    ));
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let thread = {
         let bar = bar.clone();
