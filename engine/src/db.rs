@@ -1176,6 +1176,22 @@ impl Db {
         stats
     }
 
+    /// The corruption SSTable reads met since open: every failure counted, each damaged
+    /// place with its file's key range and, while the file is live, its tree.
+    pub fn corruption_report(&self) -> crate::corruption::CorruptionReport {
+        let mut report = self.shared.files.corruption.report_now();
+        let sv = self.current();
+        for place in &mut report.places {
+            place.tree = sv
+                .version
+                .trees
+                .iter()
+                .find(|(_, tree)| tree.files().any(|file| file.number == place.file_number))
+                .map(|(id, _)| *id);
+        }
+        report
+    }
+
     /// Size estimates and shape of one tree (see `stats` for how they are estimated).
     pub fn tree_stats(&self, tree: TreeId) -> Result<TreeStats, DbError> {
         let sv = self.current();

@@ -67,6 +67,7 @@ pub mod checkpoint;
 mod compact;
 mod compact_job;
 mod compact_schedule;
+pub mod corruption;
 pub mod db;
 pub mod error;
 pub mod manifest;

@@ -74,6 +74,8 @@ pub(crate) struct FileRegistry {
     reused_files: AtomicU64,
     /// New tables are written around the page cache (`DbOptions::direct_table_writes`).
     direct_writes: bool,
+    /// Where the open tables report the corruption they meet.
+    pub(crate) corruption: Arc<crate::corruption::CorruptionLog>,
 }
 
 impl FileRegistry {
@@ -287,8 +289,21 @@ pub(crate) fn open_table(
         .map_err(|e| DbError::io(format!("opening {}", path.display()), e))?;
     let file = files.track(fs, path, number, file);
     match Table::open(file, number, prefix) {
-        Ok(table) => Ok(Arc::new(table)),
+        Ok(table) => Ok(Arc::new(
+            table.with_corruption_log(Arc::clone(&files.corruption)),
+        )),
         Err(error) => {
+            if let crate::sstable::SstError::Corruption {
+                file_number,
+                offset,
+                detail,
+            } = &error
+            {
+                // The footer or index is damaged: no key range is known yet.
+                files
+                    .corruption
+                    .report(*file_number, *offset, detail, (&[], &[]));
+            }
             files.forget([number]);
             Err(error.into())
         }

@@ -109,6 +109,33 @@ impl DynamoHandler for EngineHandler {
             stats.write_stalls,
             stats.stall_time_total.as_secs_f64(),
         );
+        render_corruption(&self.database.corruption_report(), out);
+    }
+}
+
+/// Failed SSTable reads (checksum or structure) and the damaged places, by what they hold:
+/// nonzero means data needs restoring (docs/RECOVERY.md).
+fn render_corruption(
+    (failures, places): &(u64, Vec<shoal_tables::core::corruption::CorruptionFound>),
+    out: &mut String,
+) {
+    let _ = write!(
+        out,
+        "# HELP shoal_corrupt_reads_total SSTable reads that failed a checksum or structure check.
+         # TYPE shoal_corrupt_reads_total counter
+shoal_corrupt_reads_total {failures}
+         # HELP shoal_corrupt_blocks Damaged places met in SSTables, by file and what it holds.
+         # TYPE shoal_corrupt_blocks gauge
+"
+    );
+    for place in places {
+        let _ = writeln!(
+            out,
+            "shoal_corrupt_blocks{{file=\"{}\",offset=\"{}\",holds=\"{}\"}} 1",
+            place.file,
+            place.offset,
+            escape_label(&place.holds)
+        );
     }
 }
 
@@ -151,6 +178,32 @@ fn render_throttled(
 mod tests {
     use super::*;
     use shoal_tables::capacity::throttle::ThrottleCounts;
+
+    #[test]
+    fn corrupt_reads_are_counted_and_each_damaged_place_named() {
+        let mut out = String::new();
+        render_corruption(&(0, Vec::new()), &mut out);
+        assert!(out.contains("\nshoal_corrupt_reads_total 0\n"), "{out}");
+        assert!(!out.contains("shoal_corrupt_blocks{"), "{out}");
+        let place = shoal_tables::core::corruption::CorruptionFound {
+            file: "000042.sst".into(),
+            offset: 8192,
+            detail: "block checksum mismatch".into(),
+            failures: 3,
+            holds: "GSI ByG of table T".into(),
+            smallest_key: "a".into(),
+            largest_key: "z".into(),
+        };
+        let mut out = String::new();
+        render_corruption(&(3, vec![place]), &mut out);
+        assert!(out.contains("\nshoal_corrupt_reads_total 3\n"), "{out}");
+        assert!(
+            out.contains(
+                "shoal_corrupt_blocks{file=\"000042.sst\",offset=\"8192\",holds=\"GSI ByG of table T\"} 1"
+            ),
+            "{out}"
+        );
+    }
 
     #[test]
     fn throttled_requests_are_counted_per_table_and_index() {

@@ -35,7 +35,27 @@ fn check(data_dir: &Path) -> Result<(), String> {
     let mut display = CheckDisplay::new();
     let report = database.check_with_progress(|progress| display.show(progress));
     display.finish();
-    let report = report.map_err(|e| e.to_string())?;
+    // Damaged SSTables met on the way, named with what they hold and their key range: where
+    // to start the recovery (docs/RECOVERY.md). A read that fails ends the check.
+    let (_, damaged) = database.corruption_report();
+    for place in &damaged {
+        println!(
+            "damaged: {} at offset {} ({}): {}, keys {} to {}",
+            place.file,
+            place.offset,
+            place.detail,
+            place.holds,
+            place.smallest_key,
+            place.largest_key
+        );
+    }
+    let report = report.map_err(|e| {
+        if damaged.is_empty() {
+            e.to_string()
+        } else {
+            format!("{e} (see docs/RECOVERY.md)")
+        }
+    })?;
     println!(
         "{} tables, {} items, {} index entries, {} collection records, {} problems",
         report.tables,

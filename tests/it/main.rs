@@ -8,6 +8,7 @@ mod sdk_server;
 
 mod bench_endpoint;
 mod copy_cli;
+mod corruption_cli;
 mod crash_test_app;
 mod crash_test_cli;
 mod crash_test_server;

@@ -76,6 +76,9 @@ pub struct Table {
     filter_holds_keys: bool,
     /// Whether each data block's CRC has been checked, so hot blocks are hashed once.
     block_verified: Vec<AtomicBool>,
+    /// Where a corruption met in this file is reported (the database's; none for a table
+    /// opened on its own).
+    corruption_log: Option<Arc<crate::corruption::CorruptionLog>>,
 }
 
 /// A data block's checked contents.
@@ -168,6 +171,7 @@ impl Table {
             filter,
             filter_holds_keys: footer.version >= FORMAT_VERSION_WHOLE_KEY_FILTER,
             block_verified: (0..block_count).map(|_| AtomicBool::new(false)).collect(),
+            corruption_log: None,
         })
     }
 
@@ -313,7 +317,26 @@ impl Table {
         self.corruption(block.offset + error.offset, error.detail)
     }
 
+    /// Reports this file's corruptions to `log` from now on.
+    pub(crate) fn with_corruption_log(
+        mut self,
+        log: Arc<crate::corruption::CorruptionLog>,
+    ) -> Table {
+        self.corruption_log = Some(log);
+        self
+    }
+
+    /// The error of a failed check at `offset`, reported to the database's corruption log:
+    /// every corruption error of a table is made here.
     pub(crate) fn corruption(&self, offset: usize, detail: &str) -> SstError {
+        if let Some(log) = &self.corruption_log {
+            log.report(
+                self.file_number,
+                offset as u64,
+                detail,
+                (&self.properties.smallest_key, &self.properties.largest_key),
+            );
+        }
         SstError::Corruption {
             file_number: self.file_number,
             offset: offset as u64,

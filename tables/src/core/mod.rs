@@ -18,6 +18,7 @@ pub mod check;
 pub mod checker;
 pub mod clock;
 pub mod collection;
+pub mod corruption;
 pub mod definition;
 pub mod error;
 pub mod feature;

@@ -354,3 +354,62 @@ fn the_report_stops_at_a_hundred_problems() {
     assert_eq!(report.problems.len(), 100);
     assert!(report.problems[0].contains("has no base item deriving it"));
 }
+
+/// A flipped byte in an SSTable of table `Flipped`: reads of that block fail, and the
+/// database counts every failure and names the damaged place (file, offset, what it holds),
+/// once per place.
+#[test]
+fn a_flipped_byte_in_an_sstable_is_counted_and_located() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Database::open(dir.path(), Options::default()).unwrap();
+        db.execute(
+            "CreateTable",
+            json!({"TableName": "Flipped", "BillingMode": "PAY_PER_REQUEST",
+                "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+                "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}]}),
+        )
+        .unwrap();
+        for i in 0..400 {
+            db.execute(
+                "PutItem",
+                json!({"TableName": "Flipped", "Item": {"pk": {"S": format!("k{i:04}")},
+                    "payload": {"S": "x".repeat(200)}}}),
+            )
+            .unwrap();
+        }
+        db.lsm().flush_all().unwrap();
+        // Nothing is damaged yet: nothing is reported.
+        assert_eq!(db.corruption_report(), (0, Vec::new()));
+    }
+    // Flip one byte in the middle of the largest SSTable (a data block of the table's tree).
+    let sst = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "sst"))
+        .max_by_key(|path| std::fs::metadata(path).unwrap().len())
+        .unwrap();
+    let mut bytes = std::fs::read(&sst).unwrap();
+    let middle = bytes.len() / 3;
+    bytes[middle] ^= 0x40;
+    std::fs::write(&sst, bytes).unwrap();
+
+    let db = Database::open(dir.path(), Options::default()).unwrap();
+    let scan = db.execute("Scan", json!({"TableName": "Flipped"}));
+    let error = scan.expect_err("a scan through the damaged block fails");
+    assert!(error.message.contains("corrupt"), "{}", error.message);
+    let _ = db.execute("Scan", json!({"TableName": "Flipped"}));
+    let (failures, places) = db.corruption_report();
+    assert!(failures >= 2, "{failures}");
+    assert_eq!(places.len(), 1, "{places:?}");
+    let place = &places[0];
+    let file_name = sst.file_name().unwrap().to_str().unwrap();
+    assert_eq!(place.file, file_name);
+    assert!(place.detail.contains("checksum"), "{place:?}");
+    assert!(place.failures >= 2, "{place:?}");
+    assert!(place.holds.starts_with("table Flipped"), "{place:?}");
+    assert!(
+        !place.smallest_key.is_empty() && !place.largest_key.is_empty(),
+        "{place:?}"
+    );
+}
