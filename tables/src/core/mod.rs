@@ -22,6 +22,7 @@ pub mod corruption;
 pub mod definition;
 pub mod error;
 pub mod feature;
+pub mod health;
 pub mod index;
 pub mod item_codec;
 pub mod keys;

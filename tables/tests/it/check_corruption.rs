@@ -10,6 +10,7 @@ use shoal_engine::{Direction, WriteBatch};
 use shoal_model::{AttributeValue, Item};
 use shoal_tables::core::catalog::TableDef;
 use shoal_tables::core::collection::CollectionRecord;
+use shoal_tables::core::health::Health;
 use shoal_tables::core::item_codec::{decode_item, encode_item};
 use shoal_tables::core::keys::{self, SECTION_BASE, SECTION_COLLECTION};
 use shoal_tables::{Database, Options, StorageOptions};
@@ -395,6 +396,7 @@ fn a_flipped_byte_in_an_sstable_is_counted_and_located() {
     std::fs::write(&sst, bytes).unwrap();
 
     let db = Database::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(db.health(), Health::Healthy, "nothing read the damage yet");
     let scan = db.execute("Scan", json!({"TableName": "Flipped"}));
     let error = scan.expect_err("a scan through the damaged block fails");
     assert!(error.message.contains("corrupt"), "{}", error.message);
@@ -412,4 +414,46 @@ fn a_flipped_byte_in_an_sstable_is_counted_and_located() {
         !place.smallest_key.is_empty() && !place.largest_key.is_empty(),
         "{place:?}"
     );
+    // Writes go on: the database is degraded, not refusing.
+    assert_eq!(
+        db.health(),
+        Health::Degraded {
+            places: 1,
+            reads: failures
+        }
+    );
+    db.execute(
+        "PutItem",
+        json!({"TableName": "Flipped", "Item": {"pk": {"S": "new"}}}),
+    )
+    .unwrap();
+}
+
+/// A failed sync makes the engine refuse every write after it: health says so, with why.
+#[test]
+fn a_failed_sync_turns_health_to_writes_refused() {
+    let sim = shoal_vfs::sim::SimFs::new();
+    let db = Database::open_with_fs(
+        sim.fs(),
+        std::path::Path::new("/health"),
+        Options::default(),
+    )
+    .unwrap();
+    db.execute(
+        "CreateTable",
+        json!({"TableName": "Tbl", "BillingMode": "PAY_PER_REQUEST",
+            "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}]}),
+    )
+    .unwrap();
+    assert_eq!(db.health(), Health::Healthy);
+    sim.fail_syncs(true);
+    let put = json!({"TableName": "Tbl", "Item": {"pk": {"S": "a"}}});
+    assert!(db.execute("PutItem", put.clone()).is_err());
+    sim.fail_syncs(false);
+    match db.health() {
+        Health::WritesRefused { reason } => assert!(!reason.is_empty()),
+        other => panic!("{other:?}"),
+    }
+    assert!(db.execute("PutItem", put).is_err(), "still refused");
 }
