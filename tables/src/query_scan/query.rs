@@ -15,7 +15,8 @@ use shoal_model::{ApiError, AttributeValue};
 use crate::api::common::ReturnConsumedCapacity;
 use crate::api::query::{
     attributes_to_get, check_expression_parameters, check_index_name, check_limit,
-    conditional_operator, legacy_conditions, table_name_of, QueryRequest, QueryResponse,
+    conditional_operator, legacy_conditions, query_constraints, table_name_of, QueryRequest,
+    QueryResponse,
 };
 use crate::core::catalog::{KeySchema, TableDef};
 use crate::core::error::internal;
@@ -36,7 +37,8 @@ const CANNOT_BE_RESTARTED: &str = "The query can return at most one row and cann
 impl Database {
     /// DynamoDB `Query`.
     pub fn query(&self, request: QueryRequest) -> Result<QueryResponse, ApiError> {
-        // Member constraints.
+        // Member constraints, all reported together.
+        query_constraints(&request)?;
         let table_name = table_name_of(request.table_name.as_deref())?;
         check_index_name(request.index_name.as_deref())?;
         let limit = check_limit(request.limit)?;

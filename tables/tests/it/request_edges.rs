@@ -517,3 +517,35 @@ fn parameter_checks_come_before_the_table_lookup() {
         );
     }
 }
+
+/// Query's and Scan's member constraints are reported together, in the API model's member
+/// order, like every other operation's; one violation keeps the singular envelope.
+#[test]
+fn query_and_scan_report_their_constraint_violations_together() {
+    let db = open();
+    for (operation, body, message) in [
+        (
+            "Query",
+            r#"{"TableName":"ab","IndexName":"x","Select":"X","Limit":0,"ReturnConsumedCapacity":"Y","KeyConditionExpression":"k = :k","ExpressionAttributeValues":{":k":{"S":"a"}}}"#,
+            "5 validation errors detected: Value 'ab' at 'tableName' failed to satisfy constraint: Member must have length greater than or equal to 3; Value 'x' at 'indexName' failed to satisfy constraint: Member must have length greater than or equal to 3; Value 'X' at 'select' failed to satisfy constraint: Member must satisfy enum value set: [SPECIFIC_ATTRIBUTES, COUNT, ALL_ATTRIBUTES, ALL_PROJECTED_ATTRIBUTES]; Value at 'Limit' failed to satisfy constraint: Member must have value greater than or equal to 1; Value 'Y' at 'returnConsumedCapacity' failed to satisfy constraint: Member must satisfy enum value set: [INDEXES, TOTAL, NONE]",
+        ),
+        (
+            "Scan",
+            r#"{"TableName":"Tbl","Select":"X","Limit":0,"TotalSegments":0,"Segment":-1}"#,
+            "4 validation errors detected: Value at 'Limit' failed to satisfy constraint: Member must have value greater than or equal to 1; Value 'X' at 'select' failed to satisfy constraint: Member must satisfy enum value set: [SPECIFIC_ATTRIBUTES, COUNT, ALL_ATTRIBUTES, ALL_PROJECTED_ATTRIBUTES]; Value '0' at 'totalSegments' failed to satisfy constraint: Member must have value greater than or equal to 1; Value '-1' at 'segment' failed to satisfy constraint: Member must have value greater than or equal to 0",
+        ),
+        // One violation: the singular envelope, unchanged.
+        (
+            "Scan",
+            r#"{"TableName":"Tbl","ConditionalOperator":"XOR","ScanFilter":{}}"#,
+            "1 validation error detected: Value 'XOR' at 'conditionalOperator' failed to satisfy constraint: Member must satisfy enum value set: [AND, OR]",
+        ),
+    ] {
+        let answer = error(&db, operation, body);
+        assert_eq!(
+            (answer.code, answer.message.as_str()),
+            (ErrorCode::ValidationException, message),
+            "{operation} {body}"
+        );
+    }
+}
