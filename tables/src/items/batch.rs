@@ -341,7 +341,8 @@ pub(crate) fn collection_metrics<'p>(
     metrics
 }
 
-/// A table's read `ConsumedCapacity` in a batch or transaction (never index arms).
+/// A table's read `ConsumedCapacity` in a batch or transaction (never index arms): only
+/// `CapacityUnits`, as DynamoDB reports it (SPEC §3.6).
 pub(crate) fn read_capacity(
     table_name: String,
     units: f64,
@@ -349,13 +350,11 @@ pub(crate) fn read_capacity(
 ) -> ConsumedCapacity {
     let table = (mode == ReturnConsumedCapacity::Indexes).then_some(Capacity {
         capacity_units: units,
-        read_capacity_units: Some(units),
-        write_capacity_units: None,
+        ..Capacity::default()
     });
     ConsumedCapacity {
         table_name,
         capacity_units: units,
-        read_capacity_units: Some(units),
         table,
         ..ConsumedCapacity::default()
     }
