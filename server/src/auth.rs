@@ -5,10 +5,11 @@
 //! `Credential`, `Signature` and `SignedHeaders`, and come with an `X-Amz-Date` or `Date` header
 //! (`IncompleteSignatureException`, naming everything missing). In
 //! [`AuthMode::AcceptAnyWellFormed`] that is all. In [`AuthMode::Verify`] the checks go on, in
-//! this order: algorithm and credential shape, known access key (`UnrecognizedClientException`),
-//! credential scope (terminator, service `dynamodb`, region if configured, date matching the
-//! request date), request date within the allowed clock skew, and finally the signature itself
-//! (all `InvalidSignatureException`, with AWS's texts).
+//! this order: algorithm and credential shape, request date within the allowed clock skew
+//! (`Signature expired` / `Signature not yet current`, before the key is looked up), known
+//! access key (`UnrecognizedClientException`), credential scope (terminator, service
+//! `dynamodb`, region if configured, date matching the request date), and finally the
+//! signature itself (all `InvalidSignatureException`, with AWS's texts).
 //!
 //! Query-string authentication (presigned URLs) is not supported: a request authenticated only
 //! that way is treated as missing its token; DynamoDB SDKs never presign.
@@ -97,16 +98,17 @@ pub fn authenticate(request: &RequestToSign<'_>, policy: &AuthPolicy<'_>) -> Res
             ),
         ));
     };
+    // DynamoDB refuses a stale or future-dated request before it looks at whose key signed
+    // it: an expired request from an unknown key is "Signature expired", not an unknown key.
+    let (amz_date, request_unix_seconds) = request_date(request)?;
+    check_clock_skew(request_unix_seconds, policy)?;
     let Some(secret_key) = keys.get(&scope.access_key) else {
         return Err(ApiError::new(
             ErrorCode::UnrecognizedClientException,
             "The security token included in the request is invalid.",
         ));
     };
-
-    let (amz_date, request_unix_seconds) = request_date(request)?;
     check_scope(&scope, policy.region, &amz_date)?;
-    check_clock_skew(request_unix_seconds, policy)?;
 
     let canonical = sigv4::canonical_request(request, &authorization.signed_headers);
     let string_to_sign = sigv4::string_to_sign(&amz_date, &scope.scope(), &canonical);
@@ -368,6 +370,34 @@ mod tests {
                 .starts_with("Signature not yet current: 20240101T001501Z"),
             "{}",
             error.message
+        );
+    }
+
+    #[test]
+    fn a_stale_or_future_date_is_refused_before_the_key_is_looked_up() {
+        let no_keys = AuthMode::Verify {
+            keys: HashMap::new(),
+        };
+        let stale = signed_headers("20231231T234459Z", SECRET, "us-east-1", b"{}");
+        let error = authenticate(&request(&stale, b"{}"), &policy(&no_keys)).unwrap_err();
+        assert_eq!(error.code, ErrorCode::InvalidSignatureException);
+        assert!(
+            error.message.starts_with("Signature expired: "),
+            "{}",
+            error.message
+        );
+        let future = signed_headers("20240101T001501Z", SECRET, "us-east-1", b"{}");
+        let error = authenticate(&request(&future, b"{}"), &policy(&no_keys)).unwrap_err();
+        assert!(
+            error.message.starts_with("Signature not yet current: "),
+            "{}",
+            error.message
+        );
+        // In date, the unknown key is what is wrong.
+        let current = signed_headers("20240101T000000Z", SECRET, "us-east-1", b"{}");
+        assert_eq!(
+            code_of(authenticate(&request(&current, b"{}"), &policy(&no_keys))),
+            ErrorCode::UnrecognizedClientException
         );
     }
 

@@ -1,6 +1,11 @@
 //! `Content-Encoding` both ways: compressed request bodies (`gzip`, `deflate`) are decoded
-//! before the pipeline reads their JSON, and answers are gzip-compressed for clients that send
-//! `Accept-Encoding: gzip`, as DynamoDB does.
+//! before the pipeline reads their JSON, and answers of 4 KiB or more are compressed (gzip, or
+//! deflate) for clients whose `Accept-Encoding` asks for it.
+//!
+//! A coding Shoal does not know (`br`, and `x-gzip`, which HTTP/1.1 only suggests treating as
+//! gzip) is not undone: the bytes go to the JSON parser as they are, so anything but plain
+//! JSON is answered as a body that is not JSON (a SerializationException without a message),
+//! as is gzip or deflate data that does not decode. docs/COMPATIBILITY.md records the choice.
 //!
 //! A decoded body is held to the same cap as a plain one, so a small compressed body cannot
 //! expand into gigabytes. The signature covers the bytes as sent, so authentication sees the
@@ -10,7 +15,7 @@
 use crate::response::set_crc32;
 use bytes::Bytes;
 use flate2::read::{DeflateDecoder, MultiGzDecoder, ZlibDecoder};
-use flate2::write::GzEncoder;
+use flate2::write::{GzEncoder, ZlibEncoder};
 use flate2::Compression;
 use http::header::{ACCEPT_ENCODING, CONTENT_ENCODING, VARY};
 use http::{HeaderMap, HeaderValue, Response};
@@ -19,22 +24,21 @@ use hyper::body::Body as _;
 use std::io::{Read, Write};
 
 /// Answers shorter than this are sent as they are: compressing them saves too little to be
-/// worth the time on both sides.
-pub const COMPRESSION_THRESHOLD_BYTES: u64 = 1024;
+/// worth the time on both sides. 4 KiB, the figure reported for DynamoDB (SPEC gives none).
+pub const COMPRESSION_THRESHOLD_BYTES: u64 = 4096;
 
 /// Why a request body could not be decoded.
 #[derive(Debug, PartialEq, Eq)]
 pub enum DecodeError {
     /// Decoded, it is larger than the body cap.
     TooLarge,
-    /// A coding other than `gzip`, `x-gzip`, `deflate` and `identity`.
-    Unsupported(String),
     /// The bytes are not valid data in the coding the request names.
     Corrupt(&'static str),
 }
 
 /// The request body with its `Content-Encoding` undone (codings applied in the order listed,
-/// so undone from the last); at most `limit` bytes.
+/// so undone from the last); at most `limit` bytes. A body naming a coding other than
+/// `gzip`, `deflate` and `identity` is returned as sent (see the module docs).
 pub fn decode_request_body(
     headers: &HeaderMap,
     body: Bytes,
@@ -42,25 +46,30 @@ pub fn decode_request_body(
 ) -> Result<Bytes, DecodeError> {
     let mut codings = Vec::new();
     for value in headers.get_all(CONTENT_ENCODING) {
-        let text = value.to_str().map_err(|_| {
-            DecodeError::Unsupported(String::from_utf8_lossy(value.as_bytes()).into())
-        })?;
+        let Ok(text) = value.to_str() else {
+            return Ok(body);
+        };
         codings.extend(
             text.split(',')
                 .map(|coding| coding.trim().to_ascii_lowercase())
                 .filter(|coding| !coding.is_empty() && coding != "identity"),
         );
     }
+    if codings
+        .iter()
+        .any(|coding| coding != "gzip" && coding != "deflate")
+    {
+        return Ok(body);
+    }
     let mut decoded = body;
     for coding in codings.iter().rev() {
-        decoded = match coding.as_str() {
-            "gzip" | "x-gzip" => inflate(MultiGzDecoder::new(&decoded[..]), limit, "gzip")?,
-            "deflate" if is_zlib_header(&decoded) => {
-                inflate(ZlibDecoder::new(&decoded[..]), limit, "deflate")?
-            }
+        decoded = if coding == "gzip" {
+            inflate(MultiGzDecoder::new(&decoded[..]), limit, "gzip")?
+        } else if is_zlib_header(&decoded) {
+            inflate(ZlibDecoder::new(&decoded[..]), limit, "deflate")?
+        } else {
             // Some clients send a raw deflate stream without the zlib wrapper HTTP asks for.
-            "deflate" => inflate(DeflateDecoder::new(&decoded[..]), limit, "deflate")?,
-            other => return Err(DecodeError::Unsupported(other.to_owned())),
+            inflate(DeflateDecoder::new(&decoded[..]), limit, "deflate")?
         };
     }
     Ok(decoded)
@@ -90,34 +99,63 @@ fn is_zlib_header(data: &[u8]) -> bool {
     }
 }
 
-/// Whether the request's `Accept-Encoding` admits gzip (`gzip`, `x-gzip` or `*`, with a
-/// non-zero quality).
-pub fn accepts_gzip(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(ACCEPT_ENCODING)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|text| text.split(','))
-        .any(|entry| {
-            let mut parameters = entry.split(';');
-            let coding = parameters.next().unwrap_or_default().trim();
-            let named = ["gzip", "x-gzip", "*"]
-                .iter()
-                .any(|name| coding.eq_ignore_ascii_case(name));
-            let refused = parameters.any(|parameter| {
-                parameter
-                    .trim()
-                    .strip_prefix("q=")
-                    .and_then(|quality| quality.trim().parse::<f32>().ok())
-                    .is_some_and(|quality| quality <= 0.0)
-            });
-            named && !refused
-        })
+/// A coding answers may be sent in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResponseCoding {
+    Gzip,
+    /// zlib-wrapped deflate, as HTTP's `deflate` is.
+    Deflate,
 }
 
-/// `response` gzip-compressed, with `Content-Encoding: gzip` and the CRC32 of the compressed
-/// bytes, when its body is at least [`COMPRESSION_THRESHOLD_BYTES`] long; otherwise unchanged.
-pub async fn compress(response: Response<Full<Bytes>>) -> Response<Full<Bytes>> {
+impl ResponseCoding {
+    fn name(self) -> &'static str {
+        match self {
+            ResponseCoding::Gzip => "gzip",
+            ResponseCoding::Deflate => "deflate",
+        }
+    }
+}
+
+/// The coding the request's `Accept-Encoding` asks answers in: gzip when it admits gzip
+/// (`gzip`, `x-gzip` or `*`, with a non-zero quality), else deflate when it admits that, else
+/// none.
+pub fn response_coding(headers: &HeaderMap) -> Option<ResponseCoding> {
+    let admits = |names: &[&str]| {
+        headers
+            .get_all(ACCEPT_ENCODING)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .flat_map(|text| text.split(','))
+            .any(|entry| {
+                let mut parameters = entry.split(';');
+                let coding = parameters.next().unwrap_or_default().trim();
+                let named = names.iter().any(|name| coding.eq_ignore_ascii_case(name));
+                let refused = parameters.any(|parameter| {
+                    parameter
+                        .trim()
+                        .strip_prefix("q=")
+                        .and_then(|quality| quality.trim().parse::<f32>().ok())
+                        .is_some_and(|quality| quality <= 0.0)
+                });
+                named && !refused
+            })
+    };
+    if admits(&["gzip", "x-gzip", "*"]) {
+        Some(ResponseCoding::Gzip)
+    } else if admits(&["deflate"]) {
+        Some(ResponseCoding::Deflate)
+    } else {
+        None
+    }
+}
+
+/// `response` compressed in `coding`, with its `Content-Encoding` and the CRC32 of the
+/// compressed bytes, when its body is at least [`COMPRESSION_THRESHOLD_BYTES`] long;
+/// otherwise unchanged.
+pub async fn compress(
+    response: Response<Full<Bytes>>,
+    coding: ResponseCoding,
+) -> Response<Full<Bytes>> {
     let long_enough = response
         .body()
         .size_hint()
@@ -132,15 +170,25 @@ pub async fn compress(response: Response<Full<Bytes>>) -> Response<Full<Bytes>> 
         Err(never) => match never {},
     };
     // Fast compression: the answer is on its way to a client that is waiting for it.
-    let mut encoder = GzEncoder::new(Vec::with_capacity(plain.len() / 4), Compression::fast());
-    let compressed = match encoder.write_all(&plain).and_then(|()| encoder.finish()) {
+    let buffer = Vec::with_capacity(plain.len() / 4);
+    let compressed = match coding {
+        ResponseCoding::Gzip => {
+            let mut encoder = GzEncoder::new(buffer, Compression::fast());
+            encoder.write_all(&plain).and_then(|()| encoder.finish())
+        }
+        ResponseCoding::Deflate => {
+            let mut encoder = ZlibEncoder::new(buffer, Compression::fast());
+            encoder.write_all(&plain).and_then(|()| encoder.finish())
+        }
+    };
+    let compressed = match compressed {
         Ok(compressed) => Bytes::from(compressed),
         // Writing to a Vec does not fail; were it to, the plain answer is still correct.
         Err(_) => return Response::from_parts(parts, Full::new(plain)),
     };
     parts
         .headers
-        .insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        .insert(CONTENT_ENCODING, HeaderValue::from_static(coding.name()));
     parts
         .headers
         .append(VARY, HeaderValue::from_static("Accept-Encoding"));
@@ -151,7 +199,7 @@ pub async fn compress(response: Response<Full<Bytes>>) -> Response<Full<Bytes>> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use flate2::write::{DeflateEncoder, ZlibEncoder};
+    use flate2::write::DeflateEncoder;
 
     fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
         let mut map = HeaderMap::new();
@@ -195,11 +243,24 @@ mod tests {
     }
 
     #[test]
-    fn refuses_unknown_codings_broken_data_and_bombs() {
+    fn passes_unknown_codings_through_and_refuses_broken_data_and_bombs() {
         let body = Bytes::from_static(b"{}");
+        // Unknown codings, x-gzip among them, are not undone: the JSON parser judges the bytes.
+        for coding in ["br", "x-gzip", "gzip, br"] {
+            assert_eq!(
+                decode_request_body(&headers(&[("content-encoding", coding)]), body.clone(), 100),
+                Ok(body.clone()),
+                "{coding}"
+            );
+        }
+        let gzipped = Bytes::from(gzip(b"{}"));
         assert_eq!(
-            decode_request_body(&headers(&[("content-encoding", "br")]), body.clone(), 100),
-            Err(DecodeError::Unsupported("br".into()))
+            decode_request_body(
+                &headers(&[("content-encoding", "x-gzip")]),
+                gzipped.clone(),
+                100
+            ),
+            Ok(gzipped)
         );
         assert_eq!(
             decode_request_body(&headers(&[("content-encoding", "gzip")]), body, 100),
@@ -224,15 +285,17 @@ mod tests {
     }
 
     #[test]
-    fn gzip_is_accepted_unless_its_quality_is_zero() {
-        assert!(accepts_gzip(&headers(&[("accept-encoding", "gzip")])));
-        assert!(accepts_gzip(&headers(&[(
-            "accept-encoding",
-            "deflate, GZIP;q=0.5"
-        )])));
-        assert!(accepts_gzip(&headers(&[("accept-encoding", "*")])));
-        assert!(!accepts_gzip(&headers(&[("accept-encoding", "gzip;q=0")])));
-        assert!(!accepts_gzip(&headers(&[("accept-encoding", "identity")])));
-        assert!(!accepts_gzip(&headers(&[])));
+    fn gzip_is_preferred_then_deflate_unless_its_quality_is_zero() {
+        let coding =
+            |accept: &'static str| response_coding(&headers(&[("accept-encoding", accept)]));
+        assert_eq!(coding("gzip"), Some(ResponseCoding::Gzip));
+        assert_eq!(coding("deflate, GZIP;q=0.5"), Some(ResponseCoding::Gzip));
+        assert_eq!(coding("*"), Some(ResponseCoding::Gzip));
+        assert_eq!(coding("deflate"), Some(ResponseCoding::Deflate));
+        assert_eq!(coding("gzip;q=0, deflate"), Some(ResponseCoding::Deflate));
+        assert_eq!(coding("gzip;q=0"), None);
+        assert_eq!(coding("deflate;q=0"), None);
+        assert_eq!(coding("identity"), None);
+        assert_eq!(response_coding(&headers(&[])), None);
     }
 }

@@ -3,7 +3,8 @@
 //! A browser calling the server from a page of another origin first sends a preflight
 //! `OPTIONS` with `Origin` and `Access-Control-Request-Method`/`-Headers`; it then sends the
 //! real request only if the answer allows that origin, method and those headers. Every
-//! answer to a request from an allowed origin names the origin and exposes the headers the
+//! answer to a request from an allowed origin allows it (`*` when any origin is, as DynamoDB
+//! Local answers; the origin itself when an allow-list admitted it) and exposes the headers the
 //! AWS SDKs read (`x-amzn-RequestId`, and `x-amz-crc32`, which the JavaScript SDK checks the
 //! body against). A request from an origin not on the list gets no CORS headers: the server
 //! still answers (CORS binds browsers, not the server), and the browser withholds the answer
@@ -29,17 +30,28 @@ const EXPOSED_HEADERS: &str = "x-amzn-RequestId, x-amz-crc32, x-amz-id-2";
 /// How long a browser may cache a preflight's answer, in seconds (a day).
 const PREFLIGHT_MAX_AGE_SECONDS: &str = "86400";
 
+/// What `Access-Control-Allow-Origin` says to a request whose origin is allowed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AllowedOrigin {
+    /// Any origin may call (no allow-list, or `-cors *`): `*`, as DynamoDB Local answers.
+    Any,
+    /// An allow-list admitted this origin: it is named, so the answer varies by origin.
+    Listed(HeaderValue),
+}
+
 /// The allowed origin of a request, if it has one and the allow-list admits it.
-pub fn allowed_origin<'a>(
+pub fn allowed_origin(
     allow_list: Option<&CorsOrigins>,
-    headers: &'a HeaderMap,
-) -> Option<&'a HeaderValue> {
+    headers: &HeaderMap,
+) -> Option<AllowedOrigin> {
     let origin = headers.get(ORIGIN)?;
-    let allowed = match allow_list {
-        None => true,
-        Some(list) => origin.to_str().is_ok_and(|text| list.allows(text)),
-    };
-    allowed.then_some(origin)
+    match allow_list {
+        None | Some(CorsOrigins::Any) => Some(AllowedOrigin::Any),
+        Some(list) => origin
+            .to_str()
+            .is_ok_and(|text| list.allows(text))
+            .then(|| AllowedOrigin::Listed(origin.clone())),
+    }
 }
 
 /// Whether the request is answered as a CORS preflight: `OPTIONS` naming the method it will
@@ -70,15 +82,23 @@ pub fn add_preflight_headers<B>(response: &mut Response<B>, request_headers: &He
 }
 
 /// Adds what every answer to an allowed origin carries.
-pub fn add_origin_headers<B>(response: &mut Response<B>, origin: &HeaderValue) {
+pub fn add_origin_headers<B>(response: &mut Response<B>, origin: &AllowedOrigin) {
     let headers = response.headers_mut();
-    headers.insert(ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
     headers.insert(
         ACCESS_CONTROL_EXPOSE_HEADERS,
         HeaderValue::from_static(EXPOSED_HEADERS),
     );
-    // The answer depends on the request's origin: caches must not share it across origins.
-    headers.append(VARY, HeaderValue::from_static("Origin"));
+    match origin {
+        AllowedOrigin::Any => {
+            headers.insert(ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+        }
+        AllowedOrigin::Listed(origin) => {
+            headers.insert(ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
+            // The answer depends on the request's origin: caches must not share it across
+            // origins.
+            headers.append(VARY, HeaderValue::from_static("Origin"));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -96,10 +116,18 @@ mod tests {
     #[test]
     fn any_origin_by_default_only_listed_ones_with_a_list() {
         let from_a = headers(&[("origin", "https://a.example")]);
-        assert!(allowed_origin(None, &from_a).is_some());
-        assert!(allowed_origin(Some(&CorsOrigins::Any), &from_a).is_some());
+        assert_eq!(allowed_origin(None, &from_a), Some(AllowedOrigin::Any));
+        assert_eq!(
+            allowed_origin(Some(&CorsOrigins::Any), &from_a),
+            Some(AllowedOrigin::Any)
+        );
         let list = CorsOrigins::List(vec!["https://a.example".into()]);
-        assert!(allowed_origin(Some(&list), &from_a).is_some());
+        assert_eq!(
+            allowed_origin(Some(&list), &from_a),
+            Some(AllowedOrigin::Listed(HeaderValue::from_static(
+                "https://a.example"
+            )))
+        );
         let from_b = headers(&[("origin", "https://b.example")]);
         assert!(allowed_origin(Some(&list), &from_b).is_none());
         assert!(

@@ -66,22 +66,35 @@ pub fn error_status(code: ErrorCode) -> StatusCode {
     }
 }
 
-/// The JSON error body: `__type` first, then `message` (left out when empty, as AWS does for
-/// `UnknownOperationException`), then `extra_fields` (minus any named `__type` or `message`).
+/// The name of the message member in `code`'s body: `Message` for a
+/// `SerializationException`, which DynamoDB's front end writes itself, before the service
+/// sees the request (`{"__type":"com.amazon.coral.service#SerializationException","Message":
+/// "…"}`); `message` for every other error.
+pub fn message_member(code: ErrorCode) -> &'static str {
+    match code {
+        ErrorCode::SerializationException => "Message",
+        _ => "message",
+    }
+}
+
+/// The JSON error body: `__type` first, then the message ([`message_member`]; left out when
+/// empty, as AWS does for `UnknownOperationException`), then `extra_fields` (minus any named
+/// `__type` or like the message member).
 pub fn render_error_body(
     code: ErrorCode,
     message: &str,
     extra_fields: &Map<String, Value>,
 ) -> String {
+    let message_member = message_member(code);
     // Written by hand so `__type` comes first (a serde_json Map would sort `Item` before it);
     // Value's Display is infallible JSON, unlike serde_json::to_string's Result.
     let mut body = format!("{{\"__type\":{}", Value::String(error_type(code)));
     if !message.is_empty() {
-        body.push_str(",\"message\":");
+        body.push_str(&format!(",\"{message_member}\":"));
         body.push_str(&Value::String(message.to_owned()).to_string());
     }
     for (name, value) in extra_fields {
-        if name == "__type" || name == "message" {
+        if name == "__type" || name == "message" || name == message_member {
             continue;
         }
         body.push(',');
@@ -145,6 +158,27 @@ mod tests {
         assert_eq!(parsed["message"], "quote \" and\nnewline");
         assert_eq!(parsed["CancellationReasons"], json!([{"Code": "None"}]));
         assert_eq!(parsed.as_object().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn serialization_errors_carry_a_capital_message_and_no_other_does() {
+        assert_eq!(
+            render_error_body(
+                ErrorCode::SerializationException,
+                "NUMBER_VALUE cannot be converted to String",
+                &Map::new()
+            ),
+            r#"{"__type":"com.amazon.coral.service#SerializationException","Message":"NUMBER_VALUE cannot be converted to String"}"#
+        );
+        assert_eq!(
+            render_error_body(ErrorCode::ValidationException, "bad", &Map::new()),
+            r#"{"__type":"com.amazon.coral.validate#ValidationException","message":"bad"}"#
+        );
+        // A body that is not JSON: no message at all.
+        assert_eq!(
+            render_error_body(ErrorCode::SerializationException, "", &Map::new()),
+            r#"{"__type":"com.amazon.coral.service#SerializationException"}"#
+        );
     }
 
     #[test]

@@ -11,7 +11,8 @@
 //!    `OPTIONS` with `Origin` or `Access-Control-Request-Method` → the CORS preflight answer.
 //!    With `admin` set, paths under `/shoal/` are the admin API (fault rules, crash); see the
 //!    `admin` module.
-//! 1. `GET /` → `200 healthy: dynamodb.<region>.amazonaws.com ` (dynalite's health answer);
+//! 1. `GET /` → `200 healthy: <host> `, the host of the request's `Host` header
+//!    (`dynamodb.<region>.amazonaws.com` when it has none), as DynamoDB's endpoints answer;
 //!    `GET /metrics` → Prometheus text; anything else that is not a `POST /` whose content
 //!    type is `application/x-amz-json-1.0` / `application/json` (or that has neither a content
 //!    type nor a body, read as JSON 1.0) → `404` with body `<UnknownOperationException/>`
@@ -24,8 +25,9 @@
 //!    A body not received within `body_read_timeout` → SerializationException, and the
 //!    connection is closed.
 //! 3. `Content-Encoding` `gzip` or `deflate` is undone (the result held to the same cap);
-//!    another coding, or broken data → `SerializationException`. Unparsable JSON, a non-object
-//!    body, or nesting deeper than 128 → `SerializationException`.
+//!    another coding is left as sent; data that does not decode → `SerializationException`
+//!    without a message, as a body that is not JSON. Unparsable JSON, a non-object body, or
+//!    nesting deeper than 128 → `SerializationException`.
 //! 4. Missing or unknown `X-Amz-Target` → `UnknownOperationException` (no message, as AWS).
 //! 5. Authentication ([`AuthMode`]; see the `auth` module docs for the checks and messages),
 //!    over the body as sent.
@@ -40,12 +42,14 @@
 //!
 //! Every response carries `x-amzn-RequestId` (52 random characters of `[0-9A-Z]`, DynamoDB's
 //! form), `x-amz-crc32` (CRC32 of the exact body bytes sent, unsigned decimal) and a content
-//! type (`application/x-amz-json-1.0` for the API). A body of 1 KiB or more is gzip-compressed
-//! for a client that sends `Accept-Encoding: gzip`, and its CRC32 is then that of the
+//! type (for the API `application/json` to a request sent in it, else
+//! `application/x-amz-json-1.0`). A body of 4 KiB or more is compressed for a client whose
+//! `Accept-Encoding` admits gzip (or else deflate), and its CRC32 is then that of the
 //! compressed bytes. Success bodies are the handler's JSON (`{}` at least, never empty).
 //! Errors are `{"__type":"<namespace>#<Code>","message":"<text>"}` with AWS's namespace per
-//! code ([`error_namespace`]), status 400, or 500 for `InternalServerError`; an error's
-//! `extra` members add fields such as `CancellationReasons`.
+//! code ([`error_namespace`]; `Message` for a `SerializationException`), status 400, or 500
+//! for `InternalServerError`; an error's `extra` members add fields such as
+//! `CancellationReasons`.
 //!
 //! # Limits
 //!

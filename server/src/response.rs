@@ -11,6 +11,9 @@ use shoal_model::ApiError;
 /// The content type of DynamoDB's JSON bodies.
 pub const AMZ_JSON_CONTENT_TYPE: &str = "application/x-amz-json-1.0";
 
+/// The content type of the answers to requests sent as plain `application/json`.
+pub const PLAIN_JSON_CONTENT_TYPE: &str = "application/json";
+
 /// The header naming the request, for logs on both sides.
 pub const REQUEST_ID_HEADER: &str = "x-amzn-requestid";
 

@@ -15,6 +15,7 @@ use crate::open_files;
 use crate::request::{check_head_size, decode_api_request, route, Route, NOT_FOUND_BODY};
 use crate::response::{
     close_connection, error_response, new_request_id, response, AMZ_JSON_CONTENT_TYPE,
+    PLAIN_JSON_CONTENT_TYPE,
 };
 use crate::sigv4::RequestToSign;
 use bytes::Bytes;
@@ -248,7 +249,8 @@ struct ServerState {
     config: ServerConfig,
     metrics: Metrics,
     faults: FaultInjector,
-    health_body: String,
+    /// The host the health answer names when the request's `Host` names none.
+    default_host: String,
     /// Turns on the blocking pool: without them every waiting write would hold a thread.
     handler_turns: Arc<Semaphore>,
 }
@@ -262,7 +264,7 @@ impl ServerState {
             admissions: Admissions::new(connections_max, config.busy_connections_per_client_max),
             metrics: Metrics::new(&operations),
             faults: FaultInjector::new(&operations),
-            health_body: format!("healthy: dynamodb.{region}.amazonaws.com "),
+            default_host: format!("dynamodb.{region}.amazonaws.com"),
             handler_turns: Arc::new(Semaphore::new(config.handler_threads.max(1))),
             handler,
             operations,
@@ -281,7 +283,8 @@ async fn handle_http(
     state.metrics.record_http_request();
     let (parts, body) = request.into_parts();
     let origin = cors::allowed_origin(state.config.cors.as_ref(), &parts.headers);
-    let (mut response, operation) = answer(state, &parts, body, origin, peer, &request_id).await;
+    let (mut response, operation) =
+        answer(state, &parts, body, origin.is_some(), peer, &request_id).await;
     tracing::debug!(
         request_id,
         method = %parts.method,
@@ -291,11 +294,11 @@ async fn handle_http(
         elapsed_micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
         "request"
     );
-    if let Some(origin) = origin {
+    if let Some(origin) = &origin {
         cors::add_origin_headers(&mut response, origin);
     }
-    if content_encoding::accepts_gzip(&parts.headers) {
-        response = content_encoding::compress(response).await;
+    if let Some(coding) = content_encoding::response_coding(&parts.headers) {
+        response = content_encoding::compress(response, coding).await;
     }
     response
 }
@@ -306,7 +309,7 @@ async fn answer(
     state: &ServerState,
     parts: &Parts,
     body: Incoming,
-    origin: Option<&HeaderValue>,
+    has_allowed_origin: bool,
     peer: SocketAddr,
     request_id: &str,
 ) -> (Response<Full<Bytes>>, Option<&'static str>) {
@@ -328,7 +331,7 @@ async fn answer(
     }
     if cors::is_preflight(&parts.method, &parts.headers) {
         let mut answer = response(StatusCode::OK, "text/plain", String::new(), request_id);
-        if origin.is_some() {
+        if has_allowed_origin {
             cors::add_preflight_headers(&mut answer, &parts.headers);
         }
         return (answer, None);
@@ -344,7 +347,7 @@ async fn answer(
             response(
                 StatusCode::OK,
                 "text/plain",
-                state.health_body.clone(),
+                health_body(&parts.headers, &state.default_host),
                 request_id,
             ),
             None,
@@ -377,8 +380,47 @@ async fn answer(
                 None,
             )
         }
-        Route::Api => handle_api(state, parts, body, request_id).await,
+        Route::Api => {
+            let (mut answer, operation) = handle_api(state, parts, body, request_id).await;
+            // DynamoDB answers in the JSON dialect it was addressed in: `application/json`
+            // to a client that sent it, `application/x-amz-json-1.0` to every other.
+            if answers_plain_json(parts.headers.get(CONTENT_TYPE))
+                && answer.headers().get(CONTENT_TYPE)
+                    == Some(&HeaderValue::from_static(AMZ_JSON_CONTENT_TYPE))
+            {
+                answer.headers_mut().insert(
+                    CONTENT_TYPE,
+                    HeaderValue::from_static(PLAIN_JSON_CONTENT_TYPE),
+                );
+            }
+            (answer, operation)
+        }
     }
+}
+
+/// Whether a request with this content type is answered as `application/json`.
+fn answers_plain_json(content_type: Option<&HeaderValue>) -> bool {
+    content_type
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .is_some_and(|media_type| {
+            media_type
+                .trim()
+                .eq_ignore_ascii_case(PLAIN_JSON_CONTENT_TYPE)
+        })
+}
+
+/// The health answer: `healthy: <host> `, naming the host the client addressed (its `Host`
+/// header), as DynamoDB's endpoints name themselves; `default_host` when the request names
+/// none (HTTP/1.0) or names it in bytes that are not text.
+fn health_body(headers: &http::HeaderMap, default_host: &str) -> String {
+    let host = headers
+        .get(http::header::HOST)
+        .and_then(|value| value.to_str().ok())
+        .map(str::trim)
+        .filter(|host| !host.is_empty())
+        .unwrap_or(default_host);
+    format!("healthy: {host} ")
 }
 
 /// Answers a request routed to the API; also returns the operation, once known, for the log.
@@ -419,16 +461,10 @@ async fn handle_api(
     let content = match decode_request_body(&parts.headers, sent.clone(), body_bytes_max) {
         Ok(content) => content,
         Err(DecodeError::TooLarge) => return (too_large(state, request_id), None),
-        Err(DecodeError::Unsupported(coding)) => {
-            let error = ApiError::serialization(format!(
-                "Content-Encoding {coding} is not supported; send gzip, deflate or identity"
-            ));
-            return (reject(state, error, request_id), None);
-        }
+        // Bytes that do not decode are no JSON body: answered as one that does not parse.
         Err(DecodeError::Corrupt(coding)) => {
-            let error =
-                ApiError::serialization(format!("The request body is not valid {coding} data"));
-            return (reject(state, error, request_id), None);
+            tracing::debug!(coding, "request body does not decode");
+            return (reject(state, ApiError::malformed_json(), request_id), None);
         }
     };
 

@@ -187,7 +187,7 @@ async fn a_body_sent_too_slowly_is_answered_and_the_connection_closed() {
     response.assert_standard_headers();
     assert_eq!(response.error_code(), "SerializationException");
     assert_eq!(
-        response.json()["message"],
+        response.json()["Message"],
         "The request body was not received within 0.3 seconds"
     );
     server.stop().await;

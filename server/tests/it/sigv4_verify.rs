@@ -158,11 +158,24 @@ async fn bad_signatures_get_aws_errors() {
         })
     );
 
-    // The dummy header DynamoDB Local accepts is refused in verify mode.
+    // The dummy header DynamoDB Local accepts is refused in verify mode: its 2024 date is
+    // refused as expired before its unknown key is looked up.
     let dummy = support::api_call("PutItem", body);
     let response = send_raw(server.address, &dummy).await;
     assert_eq!(response.status, 400);
-    assert_eq!(response.error_code(), "UnrecognizedClientException");
+    assert_eq!(response.error_code(), "InvalidSignatureException");
+    let message = response.json()["message"].as_str().unwrap().to_owned();
+    assert!(message.starts_with("Signature expired: "), "{message}");
+    // So is an expired request from an unknown key.
+    let expired_unknown = signed_request(
+        "AKIDUNKNOWN",
+        SECRET_KEY,
+        now_seconds() - 20 * 60,
+        body,
+        body,
+    );
+    let response = send_raw(server.address, &expired_unknown).await;
+    assert_eq!(response.error_code(), "InvalidSignatureException");
     server.stop().await;
 }
 

@@ -29,7 +29,7 @@ async fn success_echoes_with_standard_headers() {
         serde_json::from_str::<serde_json::Value>(body).unwrap()
     );
 
-    // `application/json` is accepted too, and an empty body counts as `{}`.
+    // `application/json` is accepted too, and answered in it; an empty body counts as `{}`.
     let request = post(
         &[("Content-Type", "application/json"), PUT_ITEM, DATE, AUTH],
         b"",
@@ -37,12 +37,48 @@ async fn success_echoes_with_standard_headers() {
     let response = send_raw(server.address, &request).await;
     assert_eq!(response.status, 200);
     assert_eq!(response.body, b"{}");
+    assert_eq!(response.header("content-type"), Some("application/json"));
     // So does a blank one, whatever its length (two bytes, as long as `{}`, included).
     for blank in [&b"  "[..], b"\r\n", b" \n\t "] {
         let request = post(&[JSON, PUT_ITEM, DATE, AUTH], blank);
         let response = send_raw(server.address, &request).await;
         assert_eq!(response.status, 200, "{blank:?}");
         assert_eq!(response.body, b"{}", "{blank:?}");
+    }
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_are_in_the_json_dialect_of_the_request() {
+    let server = TestServer::start(ServerConfig::default()).await;
+    let plain = ("Content-Type", "application/json; charset=utf-8");
+    // Successes and errors alike, the pipeline's own (an unknown operation) included.
+    for (headers, status) in [
+        (vec![plain, PUT_ITEM, DATE, AUTH], 200),
+        (
+            vec![
+                plain,
+                ("X-Amz-Target", "DynamoDB_20120810.Nope"),
+                DATE,
+                AUTH,
+            ],
+            400,
+        ),
+        (vec![plain, PUT_ITEM, DATE], 400),
+    ] {
+        let response = send_raw(server.address, &post(&headers, b"{}")).await;
+        assert_eq!(response.status, status, "{headers:?}");
+        assert_eq!(response.header("content-type"), Some("application/json"));
+        response.assert_standard_headers();
+    }
+    // JSON 1.0, and a request with neither content type nor body, get JSON 1.0.
+    for headers in [vec![JSON, PUT_ITEM, DATE, AUTH], vec![PUT_ITEM, DATE, AUTH]] {
+        let response = send_raw(server.address, &post(&headers, b"")).await;
+        assert_eq!(response.status, 200);
+        assert_eq!(
+            response.header("content-type"),
+            Some("application/x-amz-json-1.0")
+        );
     }
     server.stop().await;
 }
@@ -236,6 +272,17 @@ async fn health_answer() {
     .await;
     assert_eq!(response.status, 200);
     response.assert_standard_headers();
+    // It names the host the client addressed, as DynamoDB's endpoints name themselves.
+    assert_eq!(response.body, b"healthy: x ");
+    let response = send_raw(
+        server.address,
+        b"GET / HTTP/1.1\r\nHost: localhost:8000\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(response.body, b"healthy: localhost:8000 ");
+    // A request naming no host (HTTP/1.0) gets the region's endpoint.
+    let response = send_raw(server.address, b"GET / HTTP/1.0\r\n\r\n").await;
+    assert_eq!(response.status, 200);
     assert_eq!(response.body, b"healthy: dynamodb.us-east-1.amazonaws.com ");
     server.stop().await;
 }
@@ -370,7 +417,9 @@ async fn cors_answers_browsers_from_any_origin_by_default() {
     let origin = "http://localhost:3000";
     let response = send_raw(server.address, &preflight(origin)).await;
     assert_eq!(response.status, 200);
-    assert_eq!(response.header("access-control-allow-origin"), Some(origin));
+    // Any origin is allowed as DynamoDB Local allows it: `*`, not the origin echoed.
+    assert_eq!(response.header("access-control-allow-origin"), Some("*"));
+    assert_eq!(response.header("vary"), None);
     assert_eq!(
         response.header("access-control-allow-headers"),
         Some("content-type,x-amz-target,x-amz-date,authorization")
@@ -379,7 +428,7 @@ async fn cors_answers_browsers_from_any_origin_by_default() {
         .header("access-control-allow-methods")
         .is_some_and(|methods| methods.contains("POST")));
 
-    // The call itself names the origin and exposes the headers the SDKs read.
+    // The call itself allows any origin and exposes the headers the SDKs read.
     let body = r#"{"TableName":"t"}"#;
     let request = post(
         &[JSON, PUT_ITEM, DATE, AUTH, ("Origin", origin)],
@@ -387,7 +436,7 @@ async fn cors_answers_browsers_from_any_origin_by_default() {
     );
     let response = send_raw(server.address, &request).await;
     assert_eq!(response.status, 200);
-    assert_eq!(response.header("access-control-allow-origin"), Some(origin));
+    assert_eq!(response.header("access-control-allow-origin"), Some("*"));
     assert!(response
         .header("access-control-expose-headers")
         .is_some_and(
@@ -397,7 +446,7 @@ async fn cors_answers_browsers_from_any_origin_by_default() {
     let request = post(&[JSON, DATE, AUTH, ("Origin", origin)], b"{}");
     let response = send_raw(server.address, &request).await;
     assert_eq!(response.status, 400);
-    assert_eq!(response.header("access-control-allow-origin"), Some(origin));
+    assert_eq!(response.header("access-control-allow-origin"), Some("*"));
 
     // So do answers outside the API.
     let request = format!(
@@ -405,14 +454,14 @@ async fn cors_answers_browsers_from_any_origin_by_default() {
     );
     let response = send_raw(server.address, request.as_bytes()).await;
     assert_eq!(response.status, 404);
-    assert_eq!(response.header("access-control-allow-origin"), Some(origin));
+    assert_eq!(response.header("access-control-allow-origin"), Some("*"));
 
     // An OPTIONS naming only its origin is answered as a preflight too.
     let request =
         format!("OPTIONS / HTTP/1.1\r\nHost: x\r\nConnection: close\r\nOrigin: {origin}\r\n\r\n");
     let response = send_raw(server.address, request.as_bytes()).await;
     assert_eq!(response.status, 200);
-    assert_eq!(response.header("access-control-allow-origin"), Some(origin));
+    assert_eq!(response.header("access-control-allow-origin"), Some("*"));
     assert!(response
         .header("access-control-allow-methods")
         .is_some_and(|methods| methods.contains("POST")));
@@ -434,6 +483,22 @@ async fn cors_allow_list_admits_only_its_origins() {
     };
     let server = TestServer::start(config).await;
     let response = send_raw(server.address, &preflight("https://app.example")).await;
+    assert_eq!(
+        response.header("access-control-allow-origin"),
+        Some("https://app.example")
+    );
+    assert_eq!(response.header("vary"), Some("Origin"));
+    let request = post(
+        &[
+            JSON,
+            PUT_ITEM,
+            DATE,
+            AUTH,
+            ("Origin", "https://app.example"),
+        ],
+        b"{}",
+    );
+    let response = send_raw(server.address, &request).await;
     assert_eq!(
         response.header("access-control-allow-origin"),
         Some("https://app.example")

@@ -125,14 +125,18 @@ pub fn check_table_name(name: Option<&str>, model_length_min: usize) -> Result<&
 /// The table a data-plane request names: a plain name or a table ARN
 /// (`arn:aws:dynamodb:<region>:<account>:table/<name>`), checked as [`check_table_name`] does.
 pub fn table_name_of(name: Option<&str>) -> Result<&str, ApiError> {
-    let name = match name {
+    check_table_name(name_in_table_member(name), 1)
+}
+
+/// The table name a TableName member holds: itself, or the name in a table ARN.
+pub fn name_in_table_member(name: Option<&str>) -> Option<&str> {
+    match name {
         Some(value) if value.starts_with("arn:") => match value.split_once(":table/") {
             Some((_, rest)) => Some(rest),
             None => Some(value),
         },
         other => other,
-    };
-    check_table_name(name, 1)
+    }
 }
 
 pub use crate::api::constraint::validation_errors;

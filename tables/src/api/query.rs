@@ -91,6 +91,115 @@ pub type ScanResponse = QueryResponse;
 /// Largest `TotalSegments` DynamoDB accepts.
 pub const TOTAL_SEGMENTS_MAX: i64 = 1_000_000;
 
+/// The values of `Select`, in the order DynamoDB lists them.
+pub(crate) const SELECT_VALUES: [&str; 4] = [
+    "SPECIFIC_ATTRIBUTES",
+    "COUNT",
+    "ALL_ATTRIBUTES",
+    "ALL_PROJECTED_ATTRIBUTES",
+];
+
+/// The constraints of the members Query and Scan share, in the API model's member order
+/// up to `Limit` (`TableName`, `IndexName`, then `Select` for Query, which the model lists
+/// before `Limit`).
+fn shared_constraints(
+    problems: &mut constraint::Violations,
+    table_name: Option<&str>,
+    index_name: Option<&str>,
+) {
+    problems.table_name(crate::api::common::name_in_table_member(table_name));
+    if let Some(index_name) = index_name {
+        let mut index_problems = Vec::new();
+        constraint::name_violations(
+            Some(index_name),
+            "indexName",
+            constraint::NAME_LENGTH_MIN,
+            &mut index_problems,
+        );
+        index_problems
+            .into_iter()
+            .for_each(|problem| problems.push(problem));
+    }
+}
+
+fn limit_constraint(problems: &mut constraint::Violations, limit: Option<i64>) {
+    if limit.is_some_and(|limit| limit < 1) {
+        // SPEC §4.2's verified text prints neither the value nor a lowerCamelCase path.
+        problems.push(constraint::violation_without_value(
+            "Limit",
+            &constraint::value_at_least(1),
+        ));
+    }
+}
+
+/// Query's member constraints, answered together (`N validation errors detected: …`, SPEC
+/// §7) in the API model's member order, before any other check.
+pub(crate) fn query_constraints(request: &QueryRequest) -> Result<(), ApiError> {
+    let mut problems = constraint::Violations::default();
+    shared_constraints(
+        &mut problems,
+        request.table_name.as_deref(),
+        request.index_name.as_deref(),
+    );
+    problems.one_of(request.select.as_deref(), "select", &SELECT_VALUES);
+    limit_constraint(&mut problems, request.limit);
+    problems.one_of(
+        request.conditional_operator.as_deref(),
+        "conditionalOperator",
+        &["AND", "OR"],
+    );
+    problems.one_of(
+        request.return_consumed_capacity.as_deref(),
+        "returnConsumedCapacity",
+        &crate::api::common::RETURN_CONSUMED_CAPACITY,
+    );
+    problems.finish()
+}
+
+/// Scan's member constraints, as [`query_constraints`] (Scan's model lists `Limit` before
+/// `Select`, and ends with `TotalSegments` and `Segment`).
+pub(crate) fn scan_constraints(request: &ScanRequest) -> Result<(), ApiError> {
+    let mut problems = constraint::Violations::default();
+    shared_constraints(
+        &mut problems,
+        request.table_name.as_deref(),
+        request.index_name.as_deref(),
+    );
+    limit_constraint(&mut problems, request.limit);
+    problems.one_of(request.select.as_deref(), "select", &SELECT_VALUES);
+    problems.one_of(
+        request.conditional_operator.as_deref(),
+        "conditionalOperator",
+        &["AND", "OR"],
+    );
+    problems.one_of(
+        request.return_consumed_capacity.as_deref(),
+        "returnConsumedCapacity",
+        &crate::api::common::RETURN_CONSUMED_CAPACITY,
+    );
+    let mut range = |value: Option<i64>, member: &str, min: i64, max: i64| match value {
+        Some(v) if v < min => problems.push(constraint::violation(
+            Some(&v.to_string()),
+            member,
+            &constraint::value_at_least(min),
+        )),
+        Some(v) if v > max => problems.push(constraint::violation(
+            Some(&v.to_string()),
+            member,
+            &constraint::value_at_most(max),
+        )),
+        _ => {}
+    };
+    range(
+        request.total_segments,
+        "totalSegments",
+        1,
+        TOTAL_SEGMENTS_MAX,
+    );
+    range(request.segment, "segment", 0, TOTAL_SEGMENTS_MAX - 1);
+    problems.finish()
+}
+
 /// Checks `Limit` (≥ 1) and returns it as a count.
 pub(crate) fn check_limit(limit: Option<i64>) -> Result<Option<usize>, ApiError> {
     match limit {

@@ -135,12 +135,15 @@ impl Database {
         request: UpdateTableRequest,
     ) -> Result<UpdateTableResponse, ApiError> {
         let name = table_name_of(request.table_name.as_deref())?;
+        // DynamoDB checks the request's parameters before it looks the table up: a bad
+        // request names no table, missing or not.
+        validate_request(&request, None)?;
         let (created, table_status) = {
             let _change = self.catalog_change.lock();
             let table = self.table(name)?;
             // CREATING or UPDATING (`emulation::transient`): a second change waits.
             self.emulation.transitions.refuse_change(name)?;
-            match validate_request(&request, &table)? {
+            match validate_request(&request, Some(&table))? {
                 TableChange::None => (None, "ACTIVE"),
                 TableChange::Stream(stream_change) => {
                     self.change_stream(&table, stream_change)?;
@@ -399,9 +402,14 @@ fn nothing_to_update_message(present: &[(&str, bool)]) -> String {
 /// Every check of the request against `table`, up to (not including) a created index's own
 /// rules: constraints, emptiness, members that must be alone, unsupported members, one
 /// action per update and one index change per call.
+///
+/// Without a table (before the lookup) only what the request alone decides is checked: a
+/// BillingMode is taken to change nothing (whether it does depends on the table's mode, so
+/// the checks it takes part in wait for the table), and the one-index-change limit, not a
+/// parameter check, waits too.
 fn validate_request<'r>(
     request: &'r UpdateTableRequest,
-    table: &TableDef,
+    table: Option<&TableDef>,
 ) -> Result<TableChange<'r>, ApiError> {
     let problems = constraint_problems(request);
     if !problems.is_empty() {
@@ -412,15 +420,17 @@ fn validate_request<'r>(
         .global_secondary_index_updates
         .as_deref()
         .unwrap_or_default();
-    let current_mode = match table.billing {
+    let current_mode = table.map(|table| match table.billing {
         BillingMode::PayPerRequest => "PAY_PER_REQUEST",
         BillingMode::Provisioned(_) => "PROVISIONED",
-    };
+    });
     // The table's own mode again, without throughput, changes nothing.
-    let billing_mode_changes = request
-        .billing_mode
-        .as_deref()
-        .is_some_and(|mode| mode != current_mode || request.provisioned_throughput.is_some());
+    let billing_mode_changes = current_mode.is_some_and(|current_mode| {
+        request
+            .billing_mode
+            .as_deref()
+            .is_some_and(|mode| mode != current_mode || request.provisioned_throughput.is_some())
+    });
     // Each of CHANGE_MEMBERS: whether the request holds it, and whether it asks for a change.
     let members: [(&str, bool, bool); 13] = [
         (
@@ -597,7 +607,7 @@ fn validate_request<'r>(
             });
         }
     }
-    if index_changes.len() > 1 {
+    if index_changes.len() > 1 && table.is_some() {
         return Err(ApiError::new(
             ErrorCode::LimitExceededException,
             ONE_INDEX_CHANGE_MESSAGE,

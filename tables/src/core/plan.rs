@@ -123,7 +123,6 @@ impl WriteCapacity {
         let mut consumed = ConsumedCapacity {
             table_name: table_name.to_string(),
             capacity_units: total,
-            write_capacity_units: Some(total),
             ..ConsumedCapacity::default()
         };
         match mode {
@@ -133,7 +132,7 @@ impl WriteCapacity {
                 let arm = |units: f64| Capacity {
                     capacity_units: units,
                     read_capacity_units: None,
-                    write_capacity_units: Some(units),
+                    write_capacity_units: None,
                 };
                 let arms = |units: &BTreeMap<String, f64>| {
                     (!units.is_empty()).then(|| {

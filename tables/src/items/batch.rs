@@ -68,6 +68,16 @@ impl Database {
                 shoal_model::check_item_limits(item, false)?;
             }
         }
+        // Two deletes of the same key are duplicates whatever the table's key schema: refused
+        // before the tables are looked up, as DynamoDB checks the request first. (A put's key
+        // is known only from the schema, so put duplicates wait for the table.)
+        for requests in request_items.values() {
+            check_no_identical_keys(
+                requests
+                    .iter()
+                    .filter_map(|request| request.delete_request.as_ref()?.key.as_ref()),
+            )?;
+        }
 
         // Tables, keys and index checks; a name and an ARN of one table share one group.
         let mut groups: BTreeMap<String, TableWrites<'_>> = BTreeMap::new();
@@ -191,6 +201,12 @@ impl Database {
         let mut projections = Vec::with_capacity(request_items.len());
         for request in request_items.values() {
             projections.push(parse_projection(request)?);
+        }
+
+        // Identical keys are duplicates whatever the table: refused before any table is
+        // looked up, as DynamoDB checks the request first.
+        for request in request_items.values() {
+            check_no_identical_keys(request.keys.iter())?;
         }
 
         let mut reads: Vec<(Arc<TableDef>, &KeysAndAttributes, Vec<ItemKey>)> = Vec::new();
@@ -325,7 +341,8 @@ pub(crate) fn collection_metrics<'p>(
     metrics
 }
 
-/// A table's read `ConsumedCapacity` in a batch or transaction (never index arms).
+/// A table's read `ConsumedCapacity` in a batch or transaction (never index arms): only
+/// `CapacityUnits`, as DynamoDB reports it (SPEC §3.6).
 pub(crate) fn read_capacity(
     table_name: String,
     units: f64,
@@ -333,14 +350,27 @@ pub(crate) fn read_capacity(
 ) -> ConsumedCapacity {
     let table = (mode == ReturnConsumedCapacity::Indexes).then_some(Capacity {
         capacity_units: units,
-        read_capacity_units: Some(units),
-        write_capacity_units: None,
+        ..Capacity::default()
     });
     ConsumedCapacity {
         table_name,
         capacity_units: units,
-        read_capacity_units: Some(units),
         table,
         ..ConsumedCapacity::default()
     }
+}
+
+/// `Provided list of item keys contains duplicates` when two of `keys` are the same map
+/// (numbers compare by value), which makes them one item in any table.
+pub(crate) fn check_no_identical_keys<'a>(
+    keys: impl Iterator<Item = &'a Item>,
+) -> Result<(), ApiError> {
+    let mut seen: Vec<&Item> = Vec::new();
+    for key in keys {
+        if seen.contains(&key) {
+            return Err(ApiError::validation(DUPLICATE_KEYS_MESSAGE));
+        }
+        seen.push(key);
+    }
+    Ok(())
 }

@@ -446,7 +446,8 @@ fn check_condition(
     })
 }
 
-/// GetItem's `ConsumedCapacity` (never index arms).
+/// GetItem's `ConsumedCapacity` (never index arms): only `CapacityUnits`, as DynamoDB
+/// reports it (SPEC §3.6).
 fn read_capacity(
     table_name: &str,
     units: f64,
@@ -455,7 +456,6 @@ fn read_capacity(
     let mut consumed = ConsumedCapacity {
         table_name: table_name.to_string(),
         capacity_units: units,
-        read_capacity_units: Some(units),
         ..ConsumedCapacity::default()
     };
     match mode {
@@ -464,7 +464,7 @@ fn read_capacity(
         ReturnConsumedCapacity::Indexes => {
             consumed.table = Some(Capacity {
                 capacity_units: units,
-                read_capacity_units: Some(units),
+                read_capacity_units: None,
                 write_capacity_units: None,
             })
         }

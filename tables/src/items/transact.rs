@@ -194,6 +194,17 @@ impl Database {
         if carried_bytes > TRANSACT_WRITE_BYTES_MAX {
             return Err(ApiError::validation(TRANSACTION_TOO_LARGE_MESSAGE));
         }
+        // Two actions naming the same table and the same key map are on one item whatever
+        // the table: refused before the tables are looked up, as DynamoDB checks the request
+        // first. (A Put's key is known only from the schema, so it waits for the table.)
+        let mut keyed: Vec<(&str, &Item)> = Vec::new();
+        for view in views.iter().filter(|view| view.kind != ActionKind::Put) {
+            let named = (view.table_name, view.key_or_item);
+            if keyed.contains(&named) {
+                return Err(ApiError::validation(SAME_ITEM_MESSAGE));
+            }
+            keyed.push(named);
+        }
         let mut actions = Vec::with_capacity(views.len());
         let mut items = BTreeSet::new();
         for (view, (condition, update)) in views.iter().zip(parsed) {

@@ -15,7 +15,8 @@ use shoal_model::{ApiError, AttributeValue};
 use crate::api::common::ReturnConsumedCapacity;
 use crate::api::query::{
     attributes_to_get, check_expression_parameters, check_index_name, check_limit,
-    conditional_operator, legacy_conditions, table_name_of, QueryRequest, QueryResponse,
+    conditional_operator, legacy_conditions, query_constraints, table_name_of, QueryRequest,
+    QueryResponse,
 };
 use crate::core::catalog::{KeySchema, TableDef};
 use crate::core::error::internal;
@@ -36,7 +37,8 @@ const CANNOT_BE_RESTARTED: &str = "The query can return at most one row and cann
 impl Database {
     /// DynamoDB `Query`.
     pub fn query(&self, request: QueryRequest) -> Result<QueryResponse, ApiError> {
-        // Member constraints.
+        // Member constraints, all reported together.
+        query_constraints(&request)?;
         let table_name = table_name_of(request.table_name.as_deref())?;
         check_index_name(request.index_name.as_deref())?;
         let limit = check_limit(request.limit)?;
@@ -109,6 +111,10 @@ impl Database {
             Some(text) => Some(context.parse_projection(text)?),
             None => attributes_to_get(request.attributes_to_get.as_ref())?,
         };
+        // DynamoDB checks everything the request alone decides before it looks the table
+        // up: the key condition's own rules and the placeholders left unused included.
+        check_key_condition_alone(&mut context, &request, key_conditions.as_ref())?;
+        context.finish()?;
 
         // Checks against the table.
         let table = self.data_table(table_name)?;
@@ -205,6 +211,39 @@ pub(crate) fn query_partition(table: &TableDef, request: &QueryRequest) -> Optio
     };
     Some(key_condition.hash_value)
 }
+
+/// The key condition's rules that need no key schema (syntax, placeholders, operators,
+/// nested paths, one condition per key, a legacy condition's arguments): the condition is
+/// checked against a schema whose partition key has an empty name, which no attribute can
+/// have, so a condition that passes every such rule is refused for missing that key, and
+/// that refusal is the one expected.
+fn check_key_condition_alone(
+    context: &mut Context<'_>,
+    request: &QueryRequest,
+    key_conditions: Option<&std::collections::BTreeMap<String, legacy::LegacyCondition>>,
+) -> Result<(), ApiError> {
+    let nameless = KeySchemaView {
+        hash_key: shoal_expr::KeyAttribute {
+            name: String::new(),
+            scalar_type: shoal_model::ScalarType::S,
+        },
+        range_key: None,
+    };
+    let checked = match (&request.key_condition_expression, key_conditions) {
+        (Some(text), _) => context.parse_key_condition(text, &nameless),
+        (None, Some(conditions)) => legacy::key_conditions(conditions, &nameless),
+        (None, None) => return Err(ApiError::validation(NO_KEY_CONDITION)),
+    };
+    match checked {
+        Err(error) if error.message == MISSED_NAMELESS_KEY => Ok(()),
+        Err(error) => Err(error),
+        // Unreachable (every condition misses the nameless key); nothing more to check.
+        Ok(_) => Ok(()),
+    }
+}
+
+/// The refusal of a key condition that passed every rule but the nameless partition key.
+const MISSED_NAMELESS_KEY: &str = "Query condition missed key schema element: ";
 
 /// The expression crate's view of a key schema.
 fn schema_view(schema: &KeySchema) -> KeySchemaView {

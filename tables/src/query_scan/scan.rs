@@ -21,8 +21,8 @@ use crate::api::common::{validation_errors, ReturnConsumedCapacity};
 use crate::api::constraint::{value_at_least, value_at_most, violation};
 use crate::api::query::{
     attributes_to_get, check_expression_parameters, check_index_name, check_limit,
-    conditional_operator, legacy_conditions, table_name_of, ScanRequest, ScanResponse,
-    TOTAL_SEGMENTS_MAX,
+    conditional_operator, legacy_conditions, scan_constraints, table_name_of, ScanRequest,
+    ScanResponse, TOTAL_SEGMENTS_MAX,
 };
 use crate::core::error::internal;
 use crate::core::keys::{self, KeyRange};
@@ -40,7 +40,8 @@ const INVALID_START_KEY: &str =
 impl Database {
     /// DynamoDB `Scan`.
     pub fn scan(&self, request: ScanRequest) -> Result<ScanResponse, ApiError> {
-        // Member constraints.
+        // Member constraints, all reported together.
+        scan_constraints(&request)?;
         let table_name = table_name_of(request.table_name.as_deref())?;
         check_index_name(request.index_name.as_deref())?;
         let limit = check_limit(request.limit)?;

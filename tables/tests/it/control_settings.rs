@@ -225,19 +225,28 @@ fn some_changes_must_be_the_only_operation_in_the_request() {
 }
 
 #[test]
-fn a_missing_table_is_reported_before_any_other_check() {
+fn the_request_is_checked_before_the_table_is_looked_up() {
     let db = open();
-    let not_found = (
-        ErrorCode::ResourceNotFoundException,
-        "Requested resource not found: Table: Missing not found".to_string(),
-    );
+    // SPEC §7: member constraints and semantic validation come before the table lookup, so
+    // a bad request on a missing table gets its ValidationException.
     for request in [
         json!({"TableName": "Missing"}),
         json!({"TableName": "Missing", "GlobalSecondaryIndexUpdates": []}),
         json!({"TableName": "Missing", "StreamSpecification": {"StreamViewType": "BAD"}}),
         json!({"TableName": "Missing", "DeletionProtectionEnabled": true, "TableClass": "X"}),
-        json!({"TableName": "Missing", "BillingMode": "PROVISIONED"}),
         json!({"TableName": "Missing", "AttributeDefinitions": [{"AttributeName": "a", "AttributeType": "Z"}]}),
+    ] {
+        let (code, message) = error(&db, "UpdateTable", request.clone());
+        assert_eq!(code, ErrorCode::ValidationException, "{request}: {message}");
+    }
+    // A request that only the table can judge finds the table missing.
+    let not_found = (
+        ErrorCode::ResourceNotFoundException,
+        "Requested resource not found: Table: Missing not found".to_string(),
+    );
+    for request in [
+        json!({"TableName": "Missing", "BillingMode": "PROVISIONED"}),
+        json!({"TableName": "Missing", "DeletionProtectionEnabled": true}),
     ] {
         assert_eq!(
             error(&db, "UpdateTable", request.clone()),
@@ -245,7 +254,7 @@ fn a_missing_table_is_reported_before_any_other_check() {
             "{request}"
         );
     }
-    // The name itself is still checked first: without one there is nothing to look up.
+    // The name itself is checked first: without one there is nothing to look up.
     assert_eq!(
         error(&db, "UpdateTable", json!({})).1,
         "1 validation error detected: Value null at 'tableName' failed to satisfy constraint: Member must not be null"

@@ -62,10 +62,10 @@ fn index_write_charges_per_before_after_case() {
     );
     assert_eq!(
         created["ConsumedCapacity"],
-        json!({"TableName": "Capacity", "CapacityUnits": 3.0, "WriteCapacityUnits": 3.0,
-            "Table": {"CapacityUnits": 1.0, "WriteCapacityUnits": 1.0},
-            "LocalSecondaryIndexes": {"ByL": {"CapacityUnits": 1.0, "WriteCapacityUnits": 1.0}},
-            "GlobalSecondaryIndexes": {"ByG": {"CapacityUnits": 1.0, "WriteCapacityUnits": 1.0}}})
+        json!({"TableName": "Capacity", "CapacityUnits": 3.0,
+            "Table": {"CapacityUnits": 1.0},
+            "LocalSecondaryIndexes": {"ByL": {"CapacityUnits": 1.0}},
+            "GlobalSecondaryIndexes": {"ByG": {"CapacityUnits": 1.0}}})
     );
     // GSI key A -> B: delete + put.
     let moved = update(&db, "1", "SET g = :g", Some(json!({":g": {"S": "z"}})));
@@ -94,8 +94,8 @@ fn index_write_charges_per_before_after_case() {
     );
     assert_eq!(
         quiet,
-        json!({"TableName": "Capacity", "CapacityUnits": 3.0, "WriteCapacityUnits": 3.0,
-        "Table": {"CapacityUnits": 3.0, "WriteCapacityUnits": 3.0}})
+        json!({"TableName": "Capacity", "CapacityUnits": 3.0,
+        "Table": {"CapacityUnits": 3.0}})
     );
     // Same GSI key, projected attribute changed: one write of max(old, new).
     let projected = update(
@@ -130,7 +130,7 @@ fn index_write_charges_per_before_after_case() {
     );
     assert_eq!(
         plain["ConsumedCapacity"],
-        json!({"TableName": "Capacity", "CapacityUnits": 1.0, "WriteCapacityUnits": 1.0})
+        json!({"TableName": "Capacity", "CapacityUnits": 1.0})
     );
     // Delete of an item present in the GSI only (it is 3 KB: 3 table units, the 1-KB-ish entry 1).
     let deleted = ok(
@@ -409,5 +409,57 @@ fn concurrent_updates_of_one_item_lose_nothing() {
             size_bytes: 2 * size,
             item_count: 1
         }
+    );
+}
+
+/// SPEC §3.6: TOTAL is `TableName` and `CapacityUnits` only, reads and writes alike, and
+/// INDEXES adds `Table` (even without indexes) and the arms touched, each `CapacityUnits`
+/// only: no `ReadCapacityUnits` / `WriteCapacityUnits` members.
+#[test]
+fn consumed_capacity_has_only_the_members_dynamodb_returns() {
+    let db = open(Options::default());
+    capacity_table(&db);
+    let item = json!({"pk": {"S": "a"}, "sk": {"S": "1"}, "l": {"S": "x"}});
+    let put = ok(
+        &db,
+        "PutItem",
+        json!({"TableName": "Capacity", "Item": item, "ReturnConsumedCapacity": "TOTAL"}),
+    );
+    assert_eq!(
+        put["ConsumedCapacity"],
+        json!({"TableName": "Capacity", "CapacityUnits": 2.0})
+    );
+    for (operation, request) in [
+        ("GetItem", json!({"TableName": "Capacity", "Key": key("1")})),
+        (
+            "Query",
+            json!({"TableName": "Capacity", "KeyConditionExpression": "pk = :p",
+                "ExpressionAttributeValues": {":p": {"S": "a"}}}),
+        ),
+        ("Scan", json!({"TableName": "Capacity"})),
+    ] {
+        let mut total = request.clone();
+        total["ReturnConsumedCapacity"] = json!("TOTAL");
+        assert_eq!(
+            ok(&db, operation, total)["ConsumedCapacity"],
+            json!({"TableName": "Capacity", "CapacityUnits": 0.5}),
+            "{operation}"
+        );
+        let mut indexes = request;
+        indexes["ReturnConsumedCapacity"] = json!("INDEXES");
+        assert_eq!(
+            ok(&db, operation, indexes)["ConsumedCapacity"],
+            json!({"TableName": "Capacity", "CapacityUnits": 0.5, "Table": {"CapacityUnits": 0.5}}),
+            "{operation}"
+        );
+    }
+    let batch = ok(
+        &db,
+        "BatchGetItem",
+        json!({"RequestItems": {"Capacity": {"Keys": [key("1")]}}, "ReturnConsumedCapacity": "TOTAL"}),
+    );
+    assert_eq!(
+        batch["ConsumedCapacity"],
+        json!([{"TableName": "Capacity", "CapacityUnits": 0.5}])
     );
 }

@@ -397,3 +397,155 @@ fn constraint_violations_share_one_envelope() {
         );
     }
 }
+
+/// DynamoDB checks a request's parameters before it looks its table up: a bad request on a
+/// missing table gets the ValidationException, the same as on an existing one.
+#[test]
+fn parameter_checks_come_before_the_table_lookup() {
+    let db = open();
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "UpdateTable",
+            r#"{"TableName":"{T}","BillingMode":"X"}"#,
+            "",
+        ),
+        (
+            "UpdateTable",
+            r#"{"TableName":"{T}","GlobalSecondaryIndexUpdates":[{}]}"#,
+            "One or more parameter values were invalid: One of GlobalSecondaryIndexUpdate.Create, GlobalSecondaryIndexUpdate.Update or GlobalSecondaryIndexUpdate.Delete must be specified",
+        ),
+        (
+            "UpdateTable",
+            r#"{"TableName":"{T}","TableClass":"X"}"#,
+            "",
+        ),
+        (
+            "Query",
+            r#"{"TableName":"{T}","KeyConditionExpression":"k = :k","ExpressionAttributeValues":{":k":{"S":"a"},":u":{"S":"a"}}}"#,
+            "Value provided in ExpressionAttributeValues unused in expressions: keys: {:u}",
+        ),
+        (
+            "Query",
+            r#"{"TableName":"{T}","KeyConditionExpression":"k = :k OR k = :k","ExpressionAttributeValues":{":k":{"S":"a"}}}"#,
+            "Invalid KeyConditionExpression: Invalid operator used in KeyConditionExpression: OR",
+        ),
+        (
+            "Query",
+            r#"{"TableName":"{T}","KeyConditionExpression":"k = :k AND k = :k","ExpressionAttributeValues":{":k":{"S":"a"}}}"#,
+            "Invalid KeyConditionExpression: KeyConditionExpressions must only contain one condition per key",
+        ),
+        (
+            "Query",
+            r#"{"TableName":"{T}","KeyConditionExpression":"k = :nope"}"#,
+            "",
+        ),
+        (
+            "Query",
+            r#"{"TableName":"{T}","KeyConditions":{"k":{"ComparisonOperator":"EQ","AttributeValueList":[]}}}"#,
+            "One or more parameter values were invalid: Invalid number of argument(s) for the EQ ComparisonOperator",
+        ),
+        (
+            "BatchGetItem",
+            r#"{"RequestItems":{"{T}":{"Keys":[{"k":{"S":"a"}},{"k":{"S":"a"}}]}}}"#,
+            "Provided list of item keys contains duplicates",
+        ),
+        (
+            "BatchWriteItem",
+            r#"{"RequestItems":{"{T}":[{"DeleteRequest":{"Key":{"k":{"S":"a"}}}},{"DeleteRequest":{"Key":{"k":{"S":"a"}}}}]}}"#,
+            "Provided list of item keys contains duplicates",
+        ),
+        (
+            "TransactWriteItems",
+            r#"{"TransactItems":[{"Delete":{"TableName":"{T}","Key":{"k":{"S":"a"}}}},{"ConditionCheck":{"TableName":"{T}","Key":{"k":{"S":"a"}},"ConditionExpression":"attribute_exists(k)"}}]}"#,
+            "Transaction request cannot include multiple operations on one item",
+        ),
+    ];
+    for (operation, template, message) in cases {
+        let on_existing = error(&db, operation, &template.replace("{T}", "Tbl"));
+        let on_missing = error(&db, operation, &template.replace("{T}", "Missing"));
+        assert_eq!(
+            on_missing.code,
+            ErrorCode::ValidationException,
+            "{operation} {template}: {}",
+            on_missing.message
+        );
+        assert_eq!(
+            on_missing.message, on_existing.message,
+            "{operation} {template}"
+        );
+        if !message.is_empty() {
+            assert_eq!(on_missing.message, *message, "{operation} {template}");
+        }
+    }
+
+    // What only the table can decide still waits for it: a missing table is not found.
+    let after_lookup: &[(&str, &str)] = &[
+        (
+            "UpdateTable",
+            r#"{"TableName":"Missing","BillingMode":"PROVISIONED"}"#,
+        ),
+        (
+            "UpdateTable",
+            r#"{"TableName":"Missing","GlobalSecondaryIndexUpdates":[{"Delete":{"IndexName":"ix1"}},{"Delete":{"IndexName":"ix2"}}]}"#,
+        ),
+        // The partition key is the table's to name.
+        (
+            "Query",
+            r#"{"TableName":"Missing","KeyConditionExpression":"nokey = :k","ExpressionAttributeValues":{":k":{"S":"a"}}}"#,
+        ),
+        // A put's key is known only from the schema.
+        (
+            "BatchWriteItem",
+            r#"{"RequestItems":{"Missing":[{"PutRequest":{"Item":{"k":{"S":"a"}}}},{"PutRequest":{"Item":{"k":{"S":"a"}}}}]}}"#,
+        ),
+        (
+            "TransactWriteItems",
+            r#"{"TransactItems":[{"Put":{"TableName":"Missing","Item":{"k":{"S":"a"}}}},{"Delete":{"TableName":"Missing","Key":{"k":{"S":"a"}}}}]}"#,
+        ),
+        (
+            "BatchGetItem",
+            r#"{"RequestItems":{"Missing":{"Keys":[{"k":{"S":"a"}},{"k":{"S":"b"}}]}}}"#,
+        ),
+    ];
+    for (operation, body) in after_lookup {
+        let missing = error(&db, operation, body);
+        assert_eq!(
+            missing.code,
+            ErrorCode::ResourceNotFoundException,
+            "{operation} {body}: {}",
+            missing.message
+        );
+    }
+}
+
+/// Query's and Scan's member constraints are reported together, in the API model's member
+/// order, like every other operation's; one violation keeps the singular envelope.
+#[test]
+fn query_and_scan_report_their_constraint_violations_together() {
+    let db = open();
+    for (operation, body, message) in [
+        (
+            "Query",
+            r#"{"TableName":"ab","IndexName":"x","Select":"X","Limit":0,"ReturnConsumedCapacity":"Y","KeyConditionExpression":"k = :k","ExpressionAttributeValues":{":k":{"S":"a"}}}"#,
+            "5 validation errors detected: Value 'ab' at 'tableName' failed to satisfy constraint: Member must have length greater than or equal to 3; Value 'x' at 'indexName' failed to satisfy constraint: Member must have length greater than or equal to 3; Value 'X' at 'select' failed to satisfy constraint: Member must satisfy enum value set: [SPECIFIC_ATTRIBUTES, COUNT, ALL_ATTRIBUTES, ALL_PROJECTED_ATTRIBUTES]; Value at 'Limit' failed to satisfy constraint: Member must have value greater than or equal to 1; Value 'Y' at 'returnConsumedCapacity' failed to satisfy constraint: Member must satisfy enum value set: [INDEXES, TOTAL, NONE]",
+        ),
+        (
+            "Scan",
+            r#"{"TableName":"Tbl","Select":"X","Limit":0,"TotalSegments":0,"Segment":-1}"#,
+            "4 validation errors detected: Value at 'Limit' failed to satisfy constraint: Member must have value greater than or equal to 1; Value 'X' at 'select' failed to satisfy constraint: Member must satisfy enum value set: [SPECIFIC_ATTRIBUTES, COUNT, ALL_ATTRIBUTES, ALL_PROJECTED_ATTRIBUTES]; Value '0' at 'totalSegments' failed to satisfy constraint: Member must have value greater than or equal to 1; Value '-1' at 'segment' failed to satisfy constraint: Member must have value greater than or equal to 0",
+        ),
+        // One violation: the singular envelope, unchanged.
+        (
+            "Scan",
+            r#"{"TableName":"Tbl","ConditionalOperator":"XOR","ScanFilter":{}}"#,
+            "1 validation error detected: Value 'XOR' at 'conditionalOperator' failed to satisfy constraint: Member must satisfy enum value set: [AND, OR]",
+        ),
+    ] {
+        let answer = error(&db, operation, body);
+        assert_eq!(
+            (answer.code, answer.message.as_str()),
+            (ErrorCode::ValidationException, message),
+            "{operation} {body}"
+        );
+    }
+}
