@@ -25,7 +25,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const COMMAND_GROUPS: &str = "\
 Server:
   serve       Serves DynamoDB's HTTP protocol; point any DynamoDB client at it
-  health      Exits 0 if a server answers `GET /` with 200, else 1
+  health      Exits 0 if a server is healthy, 2 if degraded, 1 if not serving writes
 
 Data:
   copy        Copies a table between endpoints or export directories
@@ -63,8 +63,9 @@ enum Command {
     /// latency per access pattern; `plan`, `compare`), or a fixed load (PutItem, GetItem,
     /// Query on an LSI and a GSI) against any DynamoDB endpoint on this machine.
     Bench(bench::BenchArgs),
-    /// Exits 0 if the server at ENDPOINT answers `GET /` with 200, else 1 (a health check
-    /// for containers, which have no curl).
+    /// Asks the server at ENDPOINT for `GET /`: exits 0 if healthy, 2 if degraded (damaged
+    /// data met), 1 if writes are refused or it does not answer (a health check for
+    /// containers, which have no curl).
     Health(health::HealthArgs),
     /// DynamoDB Streams from the command line, against a running server.
     Streams {
@@ -127,7 +128,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse_from(args);
     let result = match cli.command {
         Command::Serve(args) => serve::run(args),
-        Command::Health(args) => health::run(args),
+        Command::Health(args) => return health::run(args),
         Command::Streams { command } => streams::run(command),
         Command::Check(args) => check::run(args),
         Command::Bench(args) => bench::run(args),

@@ -49,7 +49,25 @@ impl DynamoHandler for EngineHandler {
         kill_this_process()
     }
 
+    fn health(&self) -> crate::handler::StorageHealth {
+        use crate::handler::StorageHealth;
+        use shoal_tables::core::health::Health;
+        match self.database.health() {
+            Health::Healthy => StorageHealth::Healthy,
+            Health::Degraded { places, reads } => StorageHealth::Degraded(format!(
+                "{reads} reads met {places} damaged SSTable places (shoal_corrupt_blocks in /metrics; docs/RECOVERY.md)"
+            )),
+            Health::WritesRefused { reason } => StorageHealth::WritesRefused(reason),
+        }
+    }
+
     fn render_metrics(&self, out: &mut String) {
+        let writes_accepted = u8::from(self.database.lsm().poisoned().is_none());
+        let _ = write!(
+            out,
+            "# HELP shoal_writes_accepted 1 while writes are accepted; 0 after a failed sync, flush or compaction (GET / answers 503).\n\
+             # TYPE shoal_writes_accepted gauge\nshoal_writes_accepted {writes_accepted}\n"
+        );
         let wal = self.database.lsm().wal_stats();
         // Writing to a String cannot fail.
         let _ = write!(

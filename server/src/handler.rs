@@ -73,4 +73,21 @@ pub trait DynamoHandler: Send + Sync + 'static {
     /// Appends engine statistics to the `/metrics` page, in Prometheus text format (one
     /// `# TYPE` line per metric family, names prefixed `shoal_`). The default adds nothing.
     fn render_metrics(&self, _out: &mut String) {}
+
+    /// The storage's health, which `GET /` answers. The default knows no storage.
+    fn health(&self) -> StorageHealth {
+        StorageHealth::Healthy
+    }
+}
+
+/// What `GET /` reports of the storage behind the handler.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StorageHealth {
+    /// `200 healthy: <host> `.
+    Healthy,
+    /// Serving reads and writes, but damaged data was met: `200 degraded: <host>: <why> `.
+    Degraded(String),
+    /// Writes are refused (a failed sync, a full disk, a failed flush): `503 unhealthy:
+    /// <host>: writes refused: <why> `, so that a supervisor restarts the server.
+    WritesRefused(String),
 }

@@ -88,7 +88,7 @@ pub use config::{
 };
 pub use engine_handler::EngineHandler;
 pub use error_body::{error_namespace, error_type};
-pub use handler::DynamoHandler;
+pub use handler::{DynamoHandler, StorageHealth};
 pub use serve::{bind, serve, ServerError};
 
 /// Date helpers for signing requests (`X-Amz-Date` format).

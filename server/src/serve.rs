@@ -9,7 +9,7 @@ use crate::config::ServerConfig;
 use crate::content_encoding::{self, decode_request_body, DecodeError};
 use crate::cors;
 use crate::faults::{Decision, FaultInjector};
-use crate::handler::DynamoHandler;
+use crate::handler::{DynamoHandler, StorageHealth};
 use crate::metrics::{Metrics, Outcome};
 use crate::open_files;
 use crate::request::{check_head_size, decode_api_request, route, Route, NOT_FOUND_BODY};
@@ -343,15 +343,11 @@ async fn answer(
         !body.is_end_stream(),
     );
     match route {
-        Route::Health => (
-            response(
-                StatusCode::OK,
-                "text/plain",
-                health_body(&parts.headers, &state.default_host),
-                request_id,
-            ),
-            None,
-        ),
+        Route::Health => {
+            let (status, body) =
+                health_answer(&state.handler.health(), &parts.headers, &state.default_host);
+            (response(status, "text/plain", body, request_id), None)
+        }
         Route::Metrics => {
             let mut page = String::new();
             state.metrics.render(&mut page);
@@ -410,17 +406,29 @@ fn answers_plain_json(content_type: Option<&HeaderValue>) -> bool {
         })
 }
 
-/// The health answer: `healthy: <host> `, naming the host the client addressed (its `Host`
-/// header), as DynamoDB's endpoints name themselves; `default_host` when the request names
-/// none (HTTP/1.0) or names it in bytes that are not text.
-fn health_body(headers: &http::HeaderMap, default_host: &str) -> String {
+/// The health answer: `200 healthy: <host> `, naming the host the client addressed (its
+/// `Host` header), as DynamoDB's endpoints name themselves (`default_host` when the request
+/// names none, or in bytes that are not text); `200 degraded: …` when damaged data was met;
+/// `503 unhealthy: …` when writes are refused (docs/RECOVERY.md, README "Health").
+fn health_answer(
+    health: &StorageHealth,
+    headers: &http::HeaderMap,
+    default_host: &str,
+) -> (StatusCode, String) {
     let host = headers
         .get(http::header::HOST)
         .and_then(|value| value.to_str().ok())
         .map(str::trim)
         .filter(|host| !host.is_empty())
         .unwrap_or(default_host);
-    format!("healthy: {host} ")
+    match health {
+        StorageHealth::Healthy => (StatusCode::OK, format!("healthy: {host} ")),
+        StorageHealth::Degraded(why) => (StatusCode::OK, format!("degraded: {host}: {why} ")),
+        StorageHealth::WritesRefused(why) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("unhealthy: {host}: writes refused: {why} "),
+        ),
+    }
 }
 
 /// Answers a request routed to the API; also returns the operation, once known, for the log.
@@ -659,4 +667,36 @@ fn unix_now_seconds() -> i64 {
         .map_or(0, |since_epoch| {
             i64::try_from(since_epoch.as_secs()).unwrap_or(i64::MAX / 2)
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_health_answer_says_healthy_degraded_or_writes_refused() {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(http::header::HOST, "db.local:8000".parse().unwrap());
+        let answer = |health| health_answer(&health, &headers, "dynamodb.x.amazonaws.com");
+        assert_eq!(
+            answer(StorageHealth::Healthy),
+            (StatusCode::OK, "healthy: db.local:8000 ".to_string())
+        );
+        assert_eq!(
+            answer(StorageHealth::Degraded(
+                "2 reads met 1 damaged place".into()
+            )),
+            (
+                StatusCode::OK,
+                "degraded: db.local:8000: 2 reads met 1 damaged place ".to_string()
+            )
+        );
+        assert_eq!(
+            answer(StorageHealth::WritesRefused("disk full".into())),
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unhealthy: db.local:8000: writes refused: disk full ".to_string()
+            )
+        );
+    }
 }

@@ -1,4 +1,6 @@
-//! `shoal health`: asks a server for `GET /` and succeeds on `200 OK`.
+//! `shoal health`: asks a server for `GET /`; exits 0 when it answers `200 healthy`, 2 when
+//! it answers `200 degraded` (serving, but damaged data was met: docs/RECOVERY.md), 1 when it
+//! does not answer 200 (`503`: writes refused) or does not answer at all.
 //!
 //! The container image has no curl or wget (it holds the static binary alone), so its
 //! HEALTHCHECK runs this. Plain HTTP over a std `TcpStream`, one request, bounded in time and
@@ -96,11 +98,26 @@ pub struct HealthArgs {
     timeout_seconds: u64,
 }
 
-/// `shoal health`: prints the answer's body when the server is healthy.
-pub fn run(args: HealthArgs) -> Result<(), String> {
-    check(&args.endpoint, Duration::from_secs(args.timeout_seconds)).map(|body| {
-        println!("{body}");
-    })
+/// Exit status of `shoal health` for a server that serves but met damaged data.
+pub const DEGRADED_EXIT: u8 = 2;
+
+/// `shoal health`: prints the answer's body on a 200 (and why not otherwise), and exits as
+/// the module says.
+pub fn run(args: HealthArgs) -> std::process::ExitCode {
+    match check(&args.endpoint, Duration::from_secs(args.timeout_seconds)) {
+        Ok(body) => {
+            println!("{body}");
+            if body.starts_with("degraded") {
+                std::process::ExitCode::from(DEGRADED_EXIT)
+            } else {
+                std::process::ExitCode::SUCCESS
+            }
+        }
+        Err(why) => {
+            eprintln!("shoal: {why}");
+            std::process::ExitCode::FAILURE
+        }
+    }
 }
 
 #[cfg(test)]

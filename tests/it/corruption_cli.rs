@@ -109,5 +109,15 @@ fn check_names_the_damaged_file_and_the_server_counts_and_locates_it() {
         "{metrics}"
     );
     assert!(metrics.contains("holds=\"table Damaged"), "{metrics}");
+    assert!(metrics.contains("\nshoal_writes_accepted 1\n"), "{metrics}");
+    // Health: degraded, not down (writes go on); `shoal health` exits 2 for it.
+    let (status, body) = server.http("GET", "/", "");
+    assert_eq!(status, 200);
+    assert!(body.starts_with("degraded: "), "{body}");
+    let health = Command::new(env!("CARGO_BIN_EXE_shoal"))
+        .args(["health", "--endpoint", &server.endpoint])
+        .output()
+        .unwrap();
+    assert_eq!(health.status.code(), Some(2), "{health:?}");
     server.stop();
 }
