@@ -139,3 +139,59 @@ fn conditional_operator_needs_conditions_to_combine() {
             "Expected": {"pk": {"Exists": false}}}),
     );
 }
+
+#[test]
+fn an_update_that_writes_nothing_creates_the_key_only_item_unless_it_only_removes() {
+    let db = open(Options::default());
+    create_plain_table(&db);
+    let update = |id: &str, extra: serde_json::Value| {
+        let mut request = json!({"TableName": "Plain", "Key": {"id": {"N": id}},
+            "ReturnValues": "ALL_NEW"});
+        for (name, value) in extra.as_object().unwrap() {
+            request[name] = value.clone();
+        }
+        ok(&db, "UpdateItem", request)
+    };
+    let stored = |id: &str| get(&db, "Plain", json!({"id": {"N": id}}));
+    // No update at all, or an empty AttributeUpdates: DynamoDB creates the item with just
+    // its key (SPEC §3.2).
+    for (id, extra) in [("1", json!({})), ("2", json!({"AttributeUpdates": {}}))] {
+        assert_eq!(
+            update(id, extra)["Attributes"],
+            json!({"id": {"N": id}}),
+            "ALL_NEW of {id}"
+        );
+        assert_eq!(stored(id), Some(json!({"id": {"N": id}})), "{id}");
+    }
+    // Only taking things away on a missing item creates nothing (SPEC-2 §1.6): REMOVE or
+    // DELETE in an expression, DELETE in AttributeUpdates (with or without a value).
+    for (id, extra) in [
+        ("3", json!({"UpdateExpression": "REMOVE a"})),
+        (
+            "4",
+            json!({"UpdateExpression": "DELETE s :s",
+                "ExpressionAttributeValues": {":s": {"SS": ["x"]}}}),
+        ),
+        (
+            "5",
+            json!({"AttributeUpdates": {"a": {"Action": "DELETE"}}}),
+        ),
+        (
+            "6",
+            json!({"AttributeUpdates": {"s": {"Action": "DELETE", "Value": {"SS": ["x"]}}}}),
+        ),
+    ] {
+        assert!(update(id, extra).get("Attributes").is_none(), "{id}");
+        assert_eq!(stored(id), None, "{id}");
+    }
+    // A DELETE beside a PUT writes, so the item is created.
+    update(
+        "7",
+        json!({"AttributeUpdates": {"a": {"Action": "DELETE"},
+            "b": {"Action": "PUT", "Value": {"S": "x"}}}}),
+    );
+    assert_eq!(
+        stored("7"),
+        Some(json!({"id": {"N": "7"}, "b": {"S": "x"}}))
+    );
+}
