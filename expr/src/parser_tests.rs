@@ -576,30 +576,51 @@ fn printing_gives_text_that_parses_to_the_same_tree() {
 }
 
 #[test]
-fn in_lists_must_be_of_one_type() {
-    let values = BTreeMap::from([
-        (
-            ":n".to_string(),
-            AttributeValue::N(shoal_model::Number::from_i64(1)),
-        ),
-        (
-            ":m".to_string(),
-            AttributeValue::N(shoal_model::Number::from_i64(2)),
-        ),
-        (":s".to_string(), AttributeValue::S("x".to_string())),
-    ]);
-    let mut context = Context::new(None, Some(&values)).unwrap();
-    assert!(context
-        .parse_condition("a IN (:n, :m)", ConditionKind::Condition)
-        .is_ok());
-    let mut context = Context::new(None, Some(&values)).unwrap();
+fn in_lists_may_mix_types_where_between_may_not() {
+    let maps = maps();
+    // Each listed value is compared in turn; one of another type just does not match.
+    let condition = maps.condition("a IN (:s, :v, :b)").unwrap();
+    let item_with = |value: &str| crate::test_support::item(&format!(r#"{{"a": {value}}}"#));
+    assert!(condition.evaluate(&item_with(r#"{"N": "1"}"#)));
+    assert!(condition.evaluate(&item_with(r#"{"S": "x"}"#)));
+    assert!(!condition.evaluate(&item_with(r#"{"N": "2"}"#)));
+    assert!(!condition.evaluate(&item_with(r#"{"S": "1"}"#)));
+    // BETWEEN's bounds must still be of one type (the grammar compares them to each other).
     assert_eq!(
-        context
-            .parse_condition("a IN (:n, :m, :s)", ConditionKind::Condition)
-            .unwrap_err()
-            .message,
-        "Invalid ConditionExpression: The IN operator requires same data type for all operands; first operand: AttributeValue: {N:1}, mismatched operand: AttributeValue: {S:x}"
+        message(maps.condition("a BETWEEN :v AND :s")),
+        "Invalid ConditionExpression: The BETWEEN operator requires same data type for lower and upper bounds; lower bound operand: AttributeValue: {N:1}, upper bound operand: AttributeValue: {S:x}"
     );
+}
+
+#[test]
+fn size_of_a_value_without_a_size_is_refused_and_of_such_an_attribute_is_false() {
+    let maps = Maps::new(
+        "",
+        r#"{":n": {"N": "2"}, ":b": {"BOOL": true}, ":z": {"NULL": true}, ":s": {"S": "ab"}}"#,
+    );
+    for (operand, type_name) in [(":n", "N"), (":b", "BOOL"), (":z", "NULL")] {
+        for expression in [
+            format!("size({operand}) > :n"),
+            format!(":n < size({operand})"),
+            format!("size({operand}) BETWEEN :n AND :n"),
+            format!("a IN (:n, size({operand}))"),
+        ] {
+            assert_eq!(
+                message(maps.condition(&expression)),
+                format!("Invalid ConditionExpression: Incorrect operand type for operator or function; operator or function: size, operand type: {type_name}"),
+                "{expression}"
+            );
+        }
+    }
+    // A value that has a size is fine; an attribute without one only fails the comparison.
+    let number = crate::test_support::item(r#"{"a": {"N": "5"}}"#);
+    assert!(maps.condition("size(:s) = :n").unwrap().evaluate(&number));
+    for expression in ["size(a) > :n", "size(a) < :n", "size(a) = :n"] {
+        assert!(
+            !maps.condition(expression).unwrap().evaluate(&number),
+            "{expression}"
+        );
+    }
 }
 
 #[test]

@@ -4,6 +4,7 @@
 use crate::items_support;
 use items_support::*;
 use serde_json::json;
+use shoal_model::ErrorCode;
 use shoal_tables::Options;
 
 fn key(pk: &str) -> serde_json::Value {
@@ -194,4 +195,53 @@ fn an_update_that_writes_nothing_creates_the_key_only_item_unless_it_only_remove
         stored("7"),
         Some(json!({"id": {"N": "7"}, "b": {"S": "x"}}))
     );
+}
+
+#[test]
+fn conditions_take_mixed_in_lists_and_refuse_size_of_a_number_value() {
+    let db = open(Options::default());
+    create_plain_table(&db);
+    ok(
+        &db,
+        "PutItem",
+        json!({"TableName": "Plain", "Item": {"id": {"N": "1"}, "n": {"N": "5"}, "b": {"S": "xy"}}}),
+    );
+    let conditional = |condition: &str, values: serde_json::Value| {
+        db.execute(
+            "UpdateItem",
+            json!({"TableName": "Plain", "Key": {"id": {"N": "1"}},
+                "UpdateExpression": "SET c = :c", "ConditionExpression": condition,
+                "ExpressionAttributeValues": values}),
+        )
+    };
+    let with_c = |mut values: serde_json::Value| {
+        values[":c"] = json!({"S": "c"});
+        values
+    };
+    assert!(conditional(
+        "n IN (:a, :b)",
+        with_c(json!({":a": {"S": "x"}, ":b": {"N": "5"}}))
+    )
+    .is_ok());
+    // A mixed IN list that holds no match fails the condition; it is no error.
+    let failed = conditional(
+        "n IN (:a, :b)",
+        with_c(json!({":a": {"S": "5"}, ":b": {"N": "6"}})),
+    )
+    .unwrap_err();
+    assert_eq!(failed.code, ErrorCode::ConditionalCheckFailedException);
+    // size() of a number value is refused before any item is read; of a number attribute
+    // it only fails the comparison.
+    let refused = conditional(
+        "size(:v) > :w",
+        with_c(json!({":v": {"N": "5"}, ":w": {"N": "0"}})),
+    )
+    .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::ValidationException);
+    assert_eq!(
+        refused.message,
+        "Invalid ConditionExpression: Incorrect operand type for operator or function; operator or function: size, operand type: N"
+    );
+    let failed = conditional("size(n) > :w", with_c(json!({":w": {"N": "0"}}))).unwrap_err();
+    assert_eq!(failed.code, ErrorCode::ConditionalCheckFailedException);
 }
