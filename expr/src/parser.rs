@@ -790,6 +790,14 @@ fn condition_function(function: &str, arguments: Vec<RawOperand<'_>>) -> Parsed<
 
 /// An operand of a `SET` action.
 fn update_operand(raw: RawOperand<'_>) -> Parsed<UpdateOperand> {
+    update_operand_in(raw, false)
+}
+
+/// An operand of a `SET` action, `inside_function` when it is an argument of a function.
+/// DynamoDB accepts `if_not_exists` anywhere (`if_not_exists(a, if_not_exists(b, :v))`,
+/// `list_append(if_not_exists(a, :empty), :v)`) but `list_append` only as the whole operand:
+/// inside `list_append` or `if_not_exists` it is "not allowed to be used this way".
+fn update_operand_in(raw: RawOperand<'_>, inside_function: bool) -> Parsed<UpdateOperand> {
     match raw {
         RawOperand::Path(path) => Ok(UpdateOperand::Path(path)),
         RawOperand::Value(value) => Ok(UpdateOperand::Value(value)),
@@ -802,26 +810,19 @@ fn update_operand(raw: RawOperand<'_>) -> Parsed<UpdateOperand> {
                 let RawOperand::Path(path) = first else {
                     return Err(path_required(function));
                 };
-                // A function may not hold itself: DynamoDB refuses
-                // `if_not_exists(a, if_not_exists(…))` and `list_append(list_append(…), …)`,
-                // while `list_append(if_not_exists(a, :empty), :v)` is the usual idiom.
-                if matches!(second, RawOperand::Call { function: inner, .. } if inner == function) {
-                    return Err(misused_function(function));
-                }
                 Ok(UpdateOperand::IfNotExists(
                     path,
-                    Box::new(update_operand(second)?),
+                    Box::new(update_operand_in(second, true)?),
                 ))
             }
             "list_append" => {
-                let (first, second) = two_arguments(function, arguments)?;
-                let nested = |raw: &RawOperand<'_>| matches!(raw, RawOperand::Call { function: inner, .. } if *inner == "list_append");
-                if nested(&first) || nested(&second) {
+                if inside_function {
                     return Err(misused_function(function));
                 }
+                let (first, second) = two_arguments(function, arguments)?;
                 Ok(UpdateOperand::ListAppend(
-                    Box::new(update_operand(first)?),
-                    Box::new(update_operand(second)?),
+                    Box::new(update_operand_in(first, true)?),
+                    Box::new(update_operand_in(second, true)?),
                 ))
             }
             _ => Err(format!(

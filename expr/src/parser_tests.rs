@@ -332,11 +332,11 @@ fn nesting_is_limited_by_operators_not_by_depth() {
             message(maps.condition(&text)),
             "Invalid ConditionExpression: The expression contains too many operators; operator count: 321"
         );
-        // 200 nested functions (a function may not hold itself, so two alternate).
+        // 200 nested functions.
         let text = format!(
             "SET a = {}:l{}",
-            "list_append(:l, if_not_exists(a, ".repeat(100),
-            "))".repeat(100)
+            "if_not_exists(a, ".repeat(200),
+            ")".repeat(200)
         );
         assert!(maps.update(&text).is_ok());
         let text = format!("{}a = :v{}", "(".repeat(100_000), ")".repeat(100_000));
@@ -624,27 +624,53 @@ fn size_of_a_value_without_a_size_is_refused_and_of_such_an_attribute_is_false()
 }
 
 #[test]
-fn a_function_may_not_hold_itself() {
-    let values = BTreeMap::from([(":l".to_string(), AttributeValue::L(vec![]))]);
-    for (expression, function) in [
-        ("SET a = list_append(list_append(a, :l), :l)", "list_append"),
-        ("SET a = list_append(:l, list_append(a, :l))", "list_append"),
+fn list_append_may_not_sit_inside_a_function_and_if_not_exists_may() {
+    let values = BTreeMap::from([
+        (":l".to_string(), AttributeValue::L(vec![])),
         (
-            "SET a = if_not_exists(a, if_not_exists(b, :l))",
-            "if_not_exists",
+            ":v".to_string(),
+            AttributeValue::N(shoal_model::Number::from_i64(1)),
         ),
+    ]);
+    for expression in [
+        "SET a = list_append(list_append(a, :l), :l)",
+        "SET a = list_append(:l, list_append(a, :l))",
+        "SET a = if_not_exists(a, list_append(:l, :l))",
+        "SET a = if_not_exists(a, if_not_exists(b, list_append(:l, :l)))",
     ] {
         let mut context = Context::new(None, Some(&values)).unwrap();
         assert_eq!(
             context.parse_update(expression).unwrap_err().message,
-            format!("Invalid UpdateExpression: The function is not allowed to be used this way in an expression; function: {function}"),
+            "Invalid UpdateExpression: The function is not allowed to be used this way in an expression; function: list_append",
             "{expression}"
         );
     }
-    let mut context = Context::new(None, Some(&values)).unwrap();
-    context
-        .parse_update("SET a = list_append(if_not_exists(a, :l), :l)")
-        .unwrap();
+    let empty = shoal_model::Item::new();
+    for (expression, stored) in [
+        (
+            "SET a = list_append(if_not_exists(a, :l), :l)",
+            r#"{"L": []}"#,
+        ),
+        (
+            "SET a = if_not_exists(b, if_not_exists(c, :v))",
+            r#"{"N": "1"}"#,
+        ),
+        (
+            "SET a = if_not_exists(a, if_not_exists(a, :v))",
+            r#"{"N": "1"}"#,
+        ),
+    ] {
+        let mut context = Context::new(None, Some(&values)).unwrap();
+        let update = context
+            .parse_update(expression)
+            .unwrap_or_else(|error| panic!("{expression}: {error}"));
+        let outcome = update.apply(&empty).unwrap();
+        assert_eq!(
+            outcome.item.get("a"),
+            Some(&crate::test_support::value(stored)),
+            "{expression}"
+        );
+    }
 }
 
 #[test]
