@@ -674,6 +674,78 @@ fn list_append_may_not_sit_inside_a_function_and_if_not_exists_may() {
 }
 
 #[test]
+fn operands_may_be_parenthesized_once() {
+    let maps = Maps::new(
+        "",
+        r#"{":v": {"N": "2"}, ":x": {"N": "1"}, ":y": {"N": "9"}, ":p": {"S": "h"}}"#,
+    );
+    let stored = crate::test_support::item(r#"{"a": {"N": "2"}, "b": {"S": "hi"}}"#);
+    for expression in [
+        "(size(b)) = :v",
+        "(a) BETWEEN :x AND :y",
+        "a BETWEEN (:x) AND (:y)",
+        "(a) = :v",
+        "a = (:v)",
+        ":v = (a)",
+        "(a) IN (:x, (:v))",
+        "begins_with((b), (:p))",
+        "size((b)) = :v",
+        "((a) = :v)",
+        "(a) = :v AND (b) <> :p",
+        "NOT (a) < :x",
+        "(a) < (size(b)) OR (a) = :v",
+    ] {
+        let condition = maps
+            .condition(expression)
+            .unwrap_or_else(|error| panic!("{expression}: {error}"));
+        assert!(condition.evaluate(&stored), "{expression}");
+    }
+    // A second pair is redundant, and a function that is no operand stays refused inside
+    // parentheses.
+    for expression in ["((a)) = :v", "(((a))) = :v", "a = ((:v))", "((a = :v))"] {
+        assert_eq!(
+            message(maps.condition(expression)),
+            "Invalid ConditionExpression: The expression has redundant parentheses;",
+            "{expression}"
+        );
+    }
+    assert_eq!(
+        message(maps.condition("(size(b))")),
+        "Invalid ConditionExpression: The function is not allowed to be used this way in an expression; function: size"
+    );
+    assert_eq!(
+        message(maps.condition("(attribute_exists(a)) = :v")),
+        "Invalid ConditionExpression: The function is not allowed to be used this way in an expression; function: attribute_exists"
+    );
+    assert!(
+        maps.condition("(a)").is_err(),
+        "an operand alone is no condition"
+    );
+    // SET takes parenthesized operands and a parenthesized sum.
+    for (expression, expected) in [
+        ("SET c = (a)", r#"{"N": "2"}"#),
+        ("SET c = (a) + (:x)", r#"{"N": "3"}"#),
+        ("SET c = (a - :x)", r#"{"N": "1"}"#),
+        ("SET c = if_not_exists((d), (:v))", r#"{"N": "2"}"#),
+    ] {
+        let update = maps
+            .update(expression)
+            .unwrap_or_else(|error| panic!("{expression}: {error}"));
+        assert_eq!(
+            update.apply(&stored).unwrap().item.get("c"),
+            Some(&crate::test_support::value(expected)),
+            "{expression}"
+        );
+    }
+    assert_eq!(
+        message(maps.update("SET c = ((a))")),
+        "Invalid UpdateExpression: The expression has redundant parentheses;"
+    );
+    // Projections take no parentheses.
+    assert!(maps.projection("(a)").is_err());
+}
+
+#[test]
 fn list_indexes_past_a_java_int_are_out_of_range() {
     let mut context = Context::new(None, None).unwrap();
     context.parse_projection("a[2147483647]").unwrap();

@@ -198,7 +198,7 @@ fn an_update_that_writes_nothing_creates_the_key_only_item_unless_it_only_remove
 }
 
 #[test]
-fn conditions_take_mixed_in_lists_and_refuse_size_of_a_number_value() {
+fn conditions_take_mixed_in_lists_parenthesized_operands_and_refuse_size_of_a_number_value() {
     let db = open(Options::default());
     create_plain_table(&db);
     ok(
@@ -218,11 +218,19 @@ fn conditions_take_mixed_in_lists_and_refuse_size_of_a_number_value() {
         values[":c"] = json!({"S": "c"});
         values
     };
-    assert!(conditional(
-        "n IN (:a, :b)",
-        with_c(json!({":a": {"S": "x"}, ":b": {"N": "5"}}))
-    )
-    .is_ok());
+    for (condition, values) in [
+        ("n IN (:a, :b)", json!({":a": {"S": "x"}, ":b": {"N": "5"}})),
+        ("(size(b)) = :v", json!({":v": {"N": "2"}})),
+        (
+            "(n) BETWEEN :x AND :y",
+            json!({":x": {"N": "1"}, ":y": {"N": "9"}}),
+        ),
+    ] {
+        assert!(
+            conditional(condition, with_c(values)).is_ok(),
+            "{condition}"
+        );
+    }
     // A mixed IN list that holds no match fails the condition; it is no error.
     let failed = conditional(
         "n IN (:a, :b)",
