@@ -253,3 +253,38 @@ fn conditions_take_mixed_in_lists_parenthesized_operands_and_refuse_size_of_a_nu
     let failed = conditional("size(n) > :w", with_c(json!({":w": {"N": "0"}}))).unwrap_err();
     assert_eq!(failed.code, ErrorCode::ConditionalCheckFailedException);
 }
+
+#[test]
+fn expected_value_is_the_argument_of_its_comparison_operator() {
+    let db = open(Options::default());
+    create_plain_table(&db);
+    ok(
+        &db,
+        "PutItem",
+        json!({"TableName": "Plain", "Item": {"id": {"N": "1"}, "n": {"N": "5"}}}),
+    );
+    let put = |expected: serde_json::Value| {
+        db.execute(
+            "PutItem",
+            json!({"TableName": "Plain", "Item": {"id": {"N": "1"}, "n": {"N": "5"}},
+                "Expected": {"n": expected}}),
+        )
+    };
+    assert!(put(json!({"Value": {"N": "4"}, "ComparisonOperator": "GT"})).is_ok());
+    assert_eq!(
+        put(json!({"Value": {"N": "6"}, "ComparisonOperator": "GE"}))
+            .unwrap_err()
+            .code,
+        ErrorCode::ConditionalCheckFailedException
+    );
+    // Value beside AttributeValueList stays refused.
+    let refused = put(
+        json!({"Value": {"N": "5"}, "AttributeValueList": [{"N": "5"}],
+        "ComparisonOperator": "EQ"}),
+    )
+    .unwrap_err();
+    assert_eq!(
+        refused.message,
+        "One or more parameter values were invalid: Value and AttributeValueList cannot be used together for Attribute: n"
+    );
+}
