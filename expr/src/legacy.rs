@@ -321,19 +321,37 @@ pub fn expected_condition(
     for (name, entry) in expected {
         check_name(name)?;
         let path = Path::top_level(name.as_str());
+        // DynamoDB's order of checks (dynalite's, and DynamoDB Local's answers): Value and
+        // AttributeValueList exclude each other; with a ComparisonOperator, `Value` is its one
+        // argument when there is no list.
+        if entry.value.is_some() && entry.attribute_value_list.is_some() {
+            return Err(invalid_parameter(&format!(
+                "Value and AttributeValueList cannot be used together for Attribute: {name}"
+            )));
+        }
         let condition = match (entry.comparison_operator, &entry.value, entry.exists) {
-            (Some(_), Some(_), _) => {
-                return Err(invalid_parameter(&format!(
-                    "Value and ComparisonOperator cannot be used together for Attribute: {name}"
-                )))
-            }
-            (Some(_), None, Some(_)) => {
+            (Some(_), _, Some(_)) => {
                 return Err(invalid_parameter(&format!(
                     "Exists and ComparisonOperator cannot be used together for Attribute: {name}"
                 )))
             }
-            (Some(comparison), None, None) => {
-                let values = entry.attribute_value_list.as_deref().unwrap_or_default();
+            (Some(comparison), value, None) => {
+                let values = match (&entry.attribute_value_list, value) {
+                    (Some(list), _) => list.as_slice(),
+                    (None, Some(value)) => std::slice::from_ref(value),
+                    (None, None)
+                        if !matches!(
+                            comparison,
+                            ComparisonOperator::Null | ComparisonOperator::NotNull
+                        ) =>
+                    {
+                        return Err(invalid_parameter(&format!(
+                            "Value or AttributeValueList must be used with ComparisonOperator: {} for Attribute: {name}",
+                            comparison.name()
+                        )))
+                    }
+                    (None, None) => &[],
+                };
                 legacy_condition(name, comparison, values, &mut namer)?
             }
             (None, _, _) if entry.attribute_value_list.is_some() => {
@@ -614,13 +632,94 @@ mod tests {
             }),
             "One or more parameter values were invalid: Cannot expect an attribute to have a specified value while expecting it to not exist"
         );
-        assert!(with(ExpectedAttribute {
-            value: Some(value(r#"{"N": "1"}"#)),
-            comparison_operator: Some(ComparisonOperator::Eq),
-            ..Default::default()
-        })
-        .contains("Value and ComparisonOperator cannot be used together"));
         assert!(with(ExpectedAttribute::default()).contains("Value must be provided"));
+        let one = || Some(value(r#"{"N": "1"}"#));
+        // `Value` and `AttributeValueList` never go together, with or without an operator.
+        for comparison_operator in [Some(ComparisonOperator::Eq), None] {
+            assert_eq!(
+                with(ExpectedAttribute {
+                    value: one(),
+                    attribute_value_list: Some(vec![value(r#"{"N": "1"}"#)]),
+                    comparison_operator,
+                    ..Default::default()
+                }),
+                "One or more parameter values were invalid: Value and AttributeValueList cannot be used together for Attribute: a"
+            );
+        }
+        assert_eq!(
+            with(ExpectedAttribute {
+                value: one(),
+                comparison_operator: Some(ComparisonOperator::Eq),
+                exists: Some(true),
+                ..Default::default()
+            }),
+            "One or more parameter values were invalid: Exists and ComparisonOperator cannot be used together for Attribute: a"
+        );
+        assert_eq!(
+            with(ExpectedAttribute {
+                comparison_operator: Some(ComparisonOperator::Gt),
+                ..Default::default()
+            }),
+            "One or more parameter values were invalid: Value or AttributeValueList must be used with ComparisonOperator: GT for Attribute: a"
+        );
+        // `Value` counts as one argument: too few for BETWEEN, too many for NULL.
+        for operator in [
+            ComparisonOperator::Between,
+            ComparisonOperator::Null,
+            ComparisonOperator::NotNull,
+        ] {
+            assert_eq!(
+                with(ExpectedAttribute {
+                    value: one(),
+                    comparison_operator: Some(operator),
+                    ..Default::default()
+                }),
+                format!(
+                    "One or more parameter values were invalid: Invalid number of argument(s) for the {} ComparisonOperator",
+                    operator.name()
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn expected_value_goes_with_a_comparison_operator_as_its_argument() {
+        let with_value = |operator: ComparisonOperator, json: &str| {
+            expected_condition(
+                &expected(vec![(
+                    "a",
+                    ExpectedAttribute {
+                        value: Some(value(json)),
+                        comparison_operator: Some(operator),
+                        ..Default::default()
+                    },
+                )]),
+                None,
+            )
+            .unwrap()
+            .unwrap()
+        };
+        // sample() holds a = 1.
+        assert!(with_value(ComparisonOperator::Eq, r#"{"N": "1"}"#).evaluate(&sample()));
+        assert!(!with_value(ComparisonOperator::Eq, r#"{"N": "2"}"#).evaluate(&sample()));
+        assert!(with_value(ComparisonOperator::Gt, r#"{"N": "0"}"#).evaluate(&sample()));
+        assert!(with_value(ComparisonOperator::In, r#"{"N": "1"}"#).evaluate(&sample()));
+        assert!(!with_value(ComparisonOperator::Lt, r#"{"N": "1"}"#).evaluate(&sample()));
+        // The operator's type rules still apply to it.
+        assert_eq!(
+            message(expected_condition(
+                &expected(vec![(
+                    "a",
+                    ExpectedAttribute {
+                        value: Some(value(r#"{"SS": ["x"]}"#)),
+                        comparison_operator: Some(ComparisonOperator::Gt),
+                        ..Default::default()
+                    },
+                )]),
+                None,
+            )),
+            "One or more parameter values were invalid: ComparisonOperator GT is not valid for SS AttributeValue type"
+        );
     }
 
     #[test]

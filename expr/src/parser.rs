@@ -9,11 +9,13 @@
 //! not        := NOT not | primary
 //! primary    := '(' or ')' | function-call | operand comparator operand
 //!             | operand BETWEEN operand AND operand | operand IN '(' operand ( ',' operand )* ')'
-//! operand    := path | :value | function-call
+//! operand    := path | :value | function-call | '(' operand ')'
+//!               (a `(` starts an operand when its `)` is followed by a comparator, BETWEEN or IN)
 //! path       := name ( '.' name | '[' integer ']' )*        name := identifier | #placeholder
 //! update     := ( SET set-action (',' set-action)* | REMOVE path (',' path)*
 //!               | ADD path :value (',' …)* | DELETE path :value (',' …)* )+
-//! set-action := path '=' operand ( ('+' | '-') operand )?
+//! set-action := path '=' set-value | path '=' '(' set-value ')'
+//! set-value  := operand ( ('+' | '-') operand )?
 //! projection := path ( ',' path )*
 //! ```
 //!
@@ -409,7 +411,7 @@ impl<'t, 'c, 'a> Parser<'t, 'c, 'a> {
     }
 
     fn parse_primary(&mut self) -> Parsed<Grouped> {
-        if self.peek().kind == TokenKind::OpenParen {
+        if self.peek().kind == TokenKind::OpenParen && !self.opens_operand() {
             self.advance();
             self.enter_nesting()?;
             let (inner, inner_is_group) = self.parse_or()?;
@@ -421,6 +423,28 @@ impl<'t, 'c, 'a> Parser<'t, 'c, 'a> {
             return Ok((inner, true));
         }
         Ok((Box::new(self.parse_predicate()?), false))
+    }
+
+    /// Whether the `(` at the cursor holds an operand (`(a) = :v`, `(size(a)) < :n`) rather
+    /// than conditions: what follows its matching `)` is a comparator, BETWEEN or IN.
+    fn opens_operand(&self) -> bool {
+        let Some(next) = self
+            .matching_close_paren()
+            .and_then(|close| self.tokens.get(close + 1))
+            .copied()
+        else {
+            return false;
+        };
+        matches!(
+            next.kind,
+            TokenKind::Equal
+                | TokenKind::NotEqual
+                | TokenKind::Less
+                | TokenKind::LessOrEqual
+                | TokenKind::Greater
+                | TokenKind::GreaterOrEqual
+        ) || self.is_keyword(next, "BETWEEN")
+            || self.is_keyword(next, "IN")
     }
 
     /// A comparison, BETWEEN, IN or function call. Kept out of `parse_primary`, which
@@ -495,6 +519,7 @@ impl<'t, 'c, 'a> Parser<'t, 'c, 'a> {
     fn parse_raw_operand(&mut self) -> Parsed<RawOperand<'t>> {
         let token = self.peek();
         match token.kind {
+            TokenKind::OpenParen => self.parse_parenthesized_operand(),
             TokenKind::ValuePlaceholder => {
                 self.advance();
                 Ok(RawOperand::Value(self.resolve_value(token)))
@@ -504,6 +529,20 @@ impl<'t, 'c, 'a> Parser<'t, 'c, 'a> {
             }
             _ => Ok(RawOperand::Path(self.parse_path()?)),
         }
+    }
+
+    /// `(operand)`: DynamoDB accepts one pair of parentheses around any operand; a second
+    /// pair (`((a))`) is redundant.
+    fn parse_parenthesized_operand(&mut self) -> Parsed<RawOperand<'t>> {
+        self.expect(TokenKind::OpenParen)?;
+        self.enter_nesting()?;
+        if self.peek().kind == TokenKind::OpenParen {
+            self.defer_with(|| "The expression has redundant parentheses;".to_string());
+        }
+        let inner = self.parse_raw_operand()?;
+        self.leave_nesting();
+        self.expect(TokenKind::CloseParen)?;
+        Ok(inner)
     }
 
     fn parse_call(&mut self) -> Parsed<RawOperand<'t>> {
@@ -646,25 +685,83 @@ impl<'t, 'c, 'a> Parser<'t, 'c, 'a> {
         Err(self.syntax_error())
     }
 
+    /// `operand`, `operand + operand` or `operand - operand`, each operand possibly
+    /// parenthesized, or the whole sum in one pair of parentheses (`(a + :v)`).
+    fn parse_set_value(&mut self) -> Parsed<SetValue> {
+        if !self.opens_sum() {
+            return self.parse_set_sum();
+        }
+        self.expect(TokenKind::OpenParen)?;
+        self.enter_nesting()?;
+        let value = self.parse_set_sum()?;
+        self.leave_nesting();
+        self.expect(TokenKind::CloseParen)?;
+        Ok(value)
+    }
+
+    /// Whether the `(` at the cursor holds a whole `x + y` / `x - y`: a `+` or `-` sits
+    /// directly inside it.
+    fn opens_sum(&self) -> bool {
+        if self.peek().kind != TokenKind::OpenParen {
+            return false;
+        }
+        let Some(close) = self.matching_close_paren() else {
+            return false;
+        };
+        let mut depth = 0usize;
+        for token in self.tokens.get(self.position..close).unwrap_or_default() {
+            match token.kind {
+                TokenKind::OpenParen => depth += 1,
+                TokenKind::CloseParen => depth = depth.saturating_sub(1),
+                TokenKind::Plus | TokenKind::Minus if depth == 1 => return true,
+                _ => {}
+            }
+        }
+        false
+    }
+
+    fn parse_set_sum(&mut self) -> Parsed<SetValue> {
+        let first = update_operand(self.parse_raw_operand()?)?;
+        Ok(match self.peek().kind {
+            TokenKind::Plus => {
+                self.advance();
+                self.count_operator();
+                SetValue::Plus(first, update_operand(self.parse_raw_operand()?)?)
+            }
+            TokenKind::Minus => {
+                self.advance();
+                self.count_operator();
+                SetValue::Minus(first, update_operand(self.parse_raw_operand()?)?)
+            }
+            _ => SetValue::Operand(first),
+        })
+    }
+
+    /// The index of the `)` that closes the `(` at the cursor.
+    fn matching_close_paren(&self) -> Option<usize> {
+        let mut depth = 0usize;
+        for (index, token) in self.tokens.iter().enumerate().skip(self.position) {
+            match token.kind {
+                TokenKind::OpenParen => depth += 1,
+                TokenKind::CloseParen => {
+                    depth = depth.checked_sub(1)?;
+                    if depth == 0 {
+                        return Some(index);
+                    }
+                }
+                TokenKind::EndOfInput => return None,
+                _ => {}
+            }
+        }
+        None
+    }
+
     fn parse_update_action(&mut self, section: &'static str) -> Parsed<UpdateAction> {
         let path = self.parse_path()?;
         match section {
             "SET" => {
                 self.expect(TokenKind::Equal)?;
-                let first = update_operand(self.parse_raw_operand()?)?;
-                let value = match self.peek().kind {
-                    TokenKind::Plus => {
-                        self.advance();
-                        self.count_operator();
-                        SetValue::Plus(first, update_operand(self.parse_raw_operand()?)?)
-                    }
-                    TokenKind::Minus => {
-                        self.advance();
-                        self.count_operator();
-                        SetValue::Minus(first, update_operand(self.parse_raw_operand()?)?)
-                    }
-                    _ => SetValue::Operand(first),
-                };
+                let value = self.parse_set_value()?;
                 Ok(UpdateAction::Set { path, value })
             }
             "REMOVE" => Ok(UpdateAction::Remove { path }),
@@ -790,6 +887,14 @@ fn condition_function(function: &str, arguments: Vec<RawOperand<'_>>) -> Parsed<
 
 /// An operand of a `SET` action.
 fn update_operand(raw: RawOperand<'_>) -> Parsed<UpdateOperand> {
+    update_operand_in(raw, false)
+}
+
+/// An operand of a `SET` action, `inside_function` when it is an argument of a function.
+/// DynamoDB accepts `if_not_exists` anywhere (`if_not_exists(a, if_not_exists(b, :v))`,
+/// `list_append(if_not_exists(a, :empty), :v)`) but `list_append` only as the whole operand:
+/// inside `list_append` or `if_not_exists` it is "not allowed to be used this way".
+fn update_operand_in(raw: RawOperand<'_>, inside_function: bool) -> Parsed<UpdateOperand> {
     match raw {
         RawOperand::Path(path) => Ok(UpdateOperand::Path(path)),
         RawOperand::Value(value) => Ok(UpdateOperand::Value(value)),
@@ -802,26 +907,19 @@ fn update_operand(raw: RawOperand<'_>) -> Parsed<UpdateOperand> {
                 let RawOperand::Path(path) = first else {
                     return Err(path_required(function));
                 };
-                // A function may not hold itself: DynamoDB refuses
-                // `if_not_exists(a, if_not_exists(…))` and `list_append(list_append(…), …)`,
-                // while `list_append(if_not_exists(a, :empty), :v)` is the usual idiom.
-                if matches!(second, RawOperand::Call { function: inner, .. } if inner == function) {
-                    return Err(misused_function(function));
-                }
                 Ok(UpdateOperand::IfNotExists(
                     path,
-                    Box::new(update_operand(second)?),
+                    Box::new(update_operand_in(second, true)?),
                 ))
             }
             "list_append" => {
-                let (first, second) = two_arguments(function, arguments)?;
-                let nested = |raw: &RawOperand<'_>| matches!(raw, RawOperand::Call { function: inner, .. } if *inner == "list_append");
-                if nested(&first) || nested(&second) {
+                if inside_function {
                     return Err(misused_function(function));
                 }
+                let (first, second) = two_arguments(function, arguments)?;
                 Ok(UpdateOperand::ListAppend(
-                    Box::new(update_operand(first)?),
-                    Box::new(update_operand(second)?),
+                    Box::new(update_operand_in(first, true)?),
+                    Box::new(update_operand_in(second, true)?),
                 ))
             }
             _ => Err(format!(

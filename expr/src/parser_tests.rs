@@ -332,11 +332,11 @@ fn nesting_is_limited_by_operators_not_by_depth() {
             message(maps.condition(&text)),
             "Invalid ConditionExpression: The expression contains too many operators; operator count: 321"
         );
-        // 200 nested functions (a function may not hold itself, so two alternate).
+        // 200 nested functions.
         let text = format!(
             "SET a = {}:l{}",
-            "list_append(:l, if_not_exists(a, ".repeat(100),
-            "))".repeat(100)
+            "if_not_exists(a, ".repeat(200),
+            ")".repeat(200)
         );
         assert!(maps.update(&text).is_ok());
         let text = format!("{}a = :v{}", "(".repeat(100_000), ")".repeat(100_000));
@@ -576,54 +576,173 @@ fn printing_gives_text_that_parses_to_the_same_tree() {
 }
 
 #[test]
-fn in_lists_must_be_of_one_type() {
-    let values = BTreeMap::from([
-        (
-            ":n".to_string(),
-            AttributeValue::N(shoal_model::Number::from_i64(1)),
-        ),
-        (
-            ":m".to_string(),
-            AttributeValue::N(shoal_model::Number::from_i64(2)),
-        ),
-        (":s".to_string(), AttributeValue::S("x".to_string())),
-    ]);
-    let mut context = Context::new(None, Some(&values)).unwrap();
-    assert!(context
-        .parse_condition("a IN (:n, :m)", ConditionKind::Condition)
-        .is_ok());
-    let mut context = Context::new(None, Some(&values)).unwrap();
+fn in_lists_may_mix_types_where_between_may_not() {
+    let maps = maps();
+    // Each listed value is compared in turn; one of another type just does not match.
+    let condition = maps.condition("a IN (:s, :v, :b)").unwrap();
+    let item_with = |value: &str| crate::test_support::item(&format!(r#"{{"a": {value}}}"#));
+    assert!(condition.evaluate(&item_with(r#"{"N": "1"}"#)));
+    assert!(condition.evaluate(&item_with(r#"{"S": "x"}"#)));
+    assert!(!condition.evaluate(&item_with(r#"{"N": "2"}"#)));
+    assert!(!condition.evaluate(&item_with(r#"{"S": "1"}"#)));
+    // BETWEEN's bounds must still be of one type (the grammar compares them to each other).
     assert_eq!(
-        context
-            .parse_condition("a IN (:n, :m, :s)", ConditionKind::Condition)
-            .unwrap_err()
-            .message,
-        "Invalid ConditionExpression: The IN operator requires same data type for all operands; first operand: AttributeValue: {N:1}, mismatched operand: AttributeValue: {S:x}"
+        message(maps.condition("a BETWEEN :v AND :s")),
+        "Invalid ConditionExpression: The BETWEEN operator requires same data type for lower and upper bounds; lower bound operand: AttributeValue: {N:1}, upper bound operand: AttributeValue: {S:x}"
     );
 }
 
 #[test]
-fn a_function_may_not_hold_itself() {
-    let values = BTreeMap::from([(":l".to_string(), AttributeValue::L(vec![]))]);
-    for (expression, function) in [
-        ("SET a = list_append(list_append(a, :l), :l)", "list_append"),
-        ("SET a = list_append(:l, list_append(a, :l))", "list_append"),
+fn size_of_a_value_without_a_size_is_refused_and_of_such_an_attribute_is_false() {
+    let maps = Maps::new(
+        "",
+        r#"{":n": {"N": "2"}, ":b": {"BOOL": true}, ":z": {"NULL": true}, ":s": {"S": "ab"}}"#,
+    );
+    for (operand, type_name) in [(":n", "N"), (":b", "BOOL"), (":z", "NULL")] {
+        for expression in [
+            format!("size({operand}) > :n"),
+            format!(":n < size({operand})"),
+            format!("size({operand}) BETWEEN :n AND :n"),
+            format!("a IN (:n, size({operand}))"),
+        ] {
+            assert_eq!(
+                message(maps.condition(&expression)),
+                format!("Invalid ConditionExpression: Incorrect operand type for operator or function; operator or function: size, operand type: {type_name}"),
+                "{expression}"
+            );
+        }
+    }
+    // A value that has a size is fine; an attribute without one only fails the comparison.
+    let number = crate::test_support::item(r#"{"a": {"N": "5"}}"#);
+    assert!(maps.condition("size(:s) = :n").unwrap().evaluate(&number));
+    for expression in ["size(a) > :n", "size(a) < :n", "size(a) = :n"] {
+        assert!(
+            !maps.condition(expression).unwrap().evaluate(&number),
+            "{expression}"
+        );
+    }
+}
+
+#[test]
+fn list_append_may_not_sit_inside_a_function_and_if_not_exists_may() {
+    let values = BTreeMap::from([
+        (":l".to_string(), AttributeValue::L(vec![])),
         (
-            "SET a = if_not_exists(a, if_not_exists(b, :l))",
-            "if_not_exists",
+            ":v".to_string(),
+            AttributeValue::N(shoal_model::Number::from_i64(1)),
         ),
+    ]);
+    for expression in [
+        "SET a = list_append(list_append(a, :l), :l)",
+        "SET a = list_append(:l, list_append(a, :l))",
+        "SET a = if_not_exists(a, list_append(:l, :l))",
+        "SET a = if_not_exists(a, if_not_exists(b, list_append(:l, :l)))",
     ] {
         let mut context = Context::new(None, Some(&values)).unwrap();
         assert_eq!(
             context.parse_update(expression).unwrap_err().message,
-            format!("Invalid UpdateExpression: The function is not allowed to be used this way in an expression; function: {function}"),
+            "Invalid UpdateExpression: The function is not allowed to be used this way in an expression; function: list_append",
             "{expression}"
         );
     }
-    let mut context = Context::new(None, Some(&values)).unwrap();
-    context
-        .parse_update("SET a = list_append(if_not_exists(a, :l), :l)")
-        .unwrap();
+    let empty = shoal_model::Item::new();
+    for (expression, stored) in [
+        (
+            "SET a = list_append(if_not_exists(a, :l), :l)",
+            r#"{"L": []}"#,
+        ),
+        (
+            "SET a = if_not_exists(b, if_not_exists(c, :v))",
+            r#"{"N": "1"}"#,
+        ),
+        (
+            "SET a = if_not_exists(a, if_not_exists(a, :v))",
+            r#"{"N": "1"}"#,
+        ),
+    ] {
+        let mut context = Context::new(None, Some(&values)).unwrap();
+        let update = context
+            .parse_update(expression)
+            .unwrap_or_else(|error| panic!("{expression}: {error}"));
+        let outcome = update.apply(&empty).unwrap();
+        assert_eq!(
+            outcome.item.get("a"),
+            Some(&crate::test_support::value(stored)),
+            "{expression}"
+        );
+    }
+}
+
+#[test]
+fn operands_may_be_parenthesized_once() {
+    let maps = Maps::new(
+        "",
+        r#"{":v": {"N": "2"}, ":x": {"N": "1"}, ":y": {"N": "9"}, ":p": {"S": "h"}}"#,
+    );
+    let stored = crate::test_support::item(r#"{"a": {"N": "2"}, "b": {"S": "hi"}}"#);
+    for expression in [
+        "(size(b)) = :v",
+        "(a) BETWEEN :x AND :y",
+        "a BETWEEN (:x) AND (:y)",
+        "(a) = :v",
+        "a = (:v)",
+        ":v = (a)",
+        "(a) IN (:x, (:v))",
+        "begins_with((b), (:p))",
+        "size((b)) = :v",
+        "((a) = :v)",
+        "(a) = :v AND (b) <> :p",
+        "NOT (a) < :x",
+        "(a) < (size(b)) OR (a) = :v",
+    ] {
+        let condition = maps
+            .condition(expression)
+            .unwrap_or_else(|error| panic!("{expression}: {error}"));
+        assert!(condition.evaluate(&stored), "{expression}");
+    }
+    // A second pair is redundant, and a function that is no operand stays refused inside
+    // parentheses.
+    for expression in ["((a)) = :v", "(((a))) = :v", "a = ((:v))", "((a = :v))"] {
+        assert_eq!(
+            message(maps.condition(expression)),
+            "Invalid ConditionExpression: The expression has redundant parentheses;",
+            "{expression}"
+        );
+    }
+    assert_eq!(
+        message(maps.condition("(size(b))")),
+        "Invalid ConditionExpression: The function is not allowed to be used this way in an expression; function: size"
+    );
+    assert_eq!(
+        message(maps.condition("(attribute_exists(a)) = :v")),
+        "Invalid ConditionExpression: The function is not allowed to be used this way in an expression; function: attribute_exists"
+    );
+    assert!(
+        maps.condition("(a)").is_err(),
+        "an operand alone is no condition"
+    );
+    // SET takes parenthesized operands and a parenthesized sum.
+    for (expression, expected) in [
+        ("SET c = (a)", r#"{"N": "2"}"#),
+        ("SET c = (a) + (:x)", r#"{"N": "3"}"#),
+        ("SET c = (a - :x)", r#"{"N": "1"}"#),
+        ("SET c = if_not_exists((d), (:v))", r#"{"N": "2"}"#),
+    ] {
+        let update = maps
+            .update(expression)
+            .unwrap_or_else(|error| panic!("{expression}: {error}"));
+        assert_eq!(
+            update.apply(&stored).unwrap().item.get("c"),
+            Some(&crate::test_support::value(expected)),
+            "{expression}"
+        );
+    }
+    assert_eq!(
+        message(maps.update("SET c = ((a))")),
+        "Invalid UpdateExpression: The expression has redundant parentheses;"
+    );
+    // Projections take no parentheses.
+    assert!(maps.projection("(a)").is_err());
 }
 
 #[test]

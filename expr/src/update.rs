@@ -186,15 +186,18 @@ impl Update {
         &self.actions
     }
 
-    /// Whether the update only takes things away (REMOVE, DELETE from a set): applied to an
-    /// item that does not exist, it creates nothing (DynamoDB leaves the item absent).
+    /// Whether the update only takes things away (REMOVE, DELETE from a set, legacy DELETE):
+    /// applied to an item that does not exist, it creates nothing (DynamoDB leaves the item
+    /// absent). An update with no action at all (an empty `AttributeUpdates`) is not one:
+    /// like an UpdateItem with no update, it creates the item with just its key.
     pub fn only_removes(&self) -> bool {
-        self.actions.iter().all(|action| {
-            matches!(
-                action,
-                UpdateAction::Remove { .. } | UpdateAction::Delete { .. }
-            )
-        })
+        !self.actions.is_empty()
+            && self.actions.iter().all(|action| {
+                matches!(
+                    action,
+                    UpdateAction::Remove { .. } | UpdateAction::Delete { .. }
+                )
+            })
     }
 
     /// Every path the update writes or removes.
@@ -511,6 +514,16 @@ mod tests {
             message(apply("DELETE s :ab", &item(r#"{"s": {"NS": ["1"]}}"#))),
             "An operand in the update expression has an incorrect data type"
         );
+    }
+
+    #[test]
+    fn only_removes_needs_an_action_and_nothing_but_removals() {
+        let maps = maps();
+        assert!(maps.update("REMOVE a, b").unwrap().only_removes());
+        assert!(maps.update("DELETE s :ab REMOVE a").unwrap().only_removes());
+        assert!(!maps.update("REMOVE a SET b = :x").unwrap().only_removes());
+        // An empty AttributeUpdates gives an update with no action: it writes the key.
+        assert!(!crate::update::Update::from_actions(Vec::new()).only_removes());
     }
 
     #[test]

@@ -66,7 +66,27 @@ fn check_distinct(function: &str, first: &Operand, others: &[&Operand]) -> Resul
     Ok(())
 }
 
+/// `size(:v)` of a value whose type has no size (N, BOOL, NULL) is known to be wrong before
+/// any item is read, so DynamoDB refuses the expression; `size(path)` of such an attribute
+/// only makes the comparison false.
+fn check_size_operands(operands: &[&Operand]) -> Result<(), String> {
+    for operand in operands {
+        if let Operand::Size(inner) = operand {
+            if let Operand::Value(value) = inner.as_ref() {
+                if matches!(
+                    value.value,
+                    AttributeValue::N(_) | AttributeValue::Bool(_) | AttributeValue::Null
+                ) {
+                    return Err(incorrect_operand_type("size", &value.value));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn check_condition(condition: &Condition) -> Result<(), String> {
+    check_size_operands(&condition_operands(condition))?;
     match condition {
         Condition::Compare {
             left,
@@ -109,21 +129,9 @@ pub(crate) fn check_condition(condition: &Condition) -> Result<(), String> {
         Condition::In { value, candidates } => {
             let others: Vec<&Operand> = candidates.iter().collect();
             check_distinct("IN", value, &others)?;
-            // The listed values must be of one type (the legacy IN says the same of its
-            // AttributeValueList).
-            let mut listed = candidates.iter().filter_map(|candidate| match candidate {
-                Operand::Value(value) => Some(&value.value),
-                _ => None,
-            });
-            if let Some(first) = listed.next() {
-                if let Some(other) = listed.find(|v| v.type_name() != first.type_name()) {
-                    return Err(format!(
-                        "The IN operator requires same data type for all operands; first operand: AttributeValue: {}, mismatched operand: AttributeValue: {}",
-                        message_form(first),
-                        message_form(other)
-                    ));
-                }
-            }
+            // Unlike BETWEEN's bounds and the legacy IN's AttributeValueList, the listed
+            // values may be of different types: each is compared in turn, and one of another
+            // type simply does not match.
             Ok(())
         }
         Condition::AttributeExists(_) | Condition::AttributeNotExists(_) => Ok(()),
@@ -252,4 +260,22 @@ pub(crate) fn check_no_overlap<T>(items: &[T], path_of: fn(&T) -> &Path) -> Resu
         }
     }
     Ok(())
+}
+
+/// The operands a condition compares or passes to a function (not those of the conditions it
+/// combines).
+fn condition_operands(condition: &Condition) -> Vec<&Operand> {
+    match condition {
+        Condition::Compare { left, right, .. } => vec![left, right],
+        Condition::Between { value, low, high } => vec![value, low, high],
+        Condition::In { value, candidates } => std::iter::once(value).chain(candidates).collect(),
+        Condition::AttributeType { value, .. } => vec![value],
+        Condition::BeginsWith { value, prefix } => vec![value, prefix],
+        Condition::Contains { container, member } => vec![container, member],
+        Condition::AttributeExists(_)
+        | Condition::AttributeNotExists(_)
+        | Condition::And(..)
+        | Condition::Or(..)
+        | Condition::Not(_) => Vec::new(),
+    }
 }

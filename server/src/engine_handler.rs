@@ -26,8 +26,15 @@ impl DynamoHandler for EngineHandler {
         body: &[u8],
         region: Option<&str>,
     ) -> Result<Vec<u8>, ApiError> {
-        self.database
-            .execute_json_text_in_region(region, operation, body)
+        let answer = self
+            .database
+            .execute_json_text_in_region(region, operation, body)?;
+        // DynamoDB answers these two with an empty body, not `{}`: their output shape has no
+        // members. The embedded API keeps its `{}` (an empty output object).
+        if empty_body_operation(operation) {
+            return Ok(Vec::new());
+        }
+        Ok(answer)
     }
 
     fn operations(&self) -> &[&'static str] {
@@ -157,6 +164,11 @@ shoal_corrupt_reads_total {failures}
     }
 }
 
+/// The operations whose success DynamoDB answers with an empty HTTP body.
+fn empty_body_operation(operation: &str) -> bool {
+    matches!(operation, "TagResource" | "UntagResource")
+}
+
 /// Table names are `[a-zA-Z0-9_.-]+`, but escape as Prometheus requires anyway.
 fn escape_label(value: &str) -> String {
     value
@@ -221,6 +233,53 @@ mod tests {
             ),
             "{out}"
         );
+    }
+
+    #[test]
+    fn tag_and_untag_answer_an_empty_body_and_listing_tags_does_not() {
+        let database = Database::open_in_memory(shoal_tables::Options::default()).unwrap();
+        let handler = EngineHandler::new(Arc::new(database));
+        let call = |operation: &str, body: &str| handler.handle(operation, body.as_bytes(), None);
+        call(
+            "CreateTable",
+            r#"{"TableName": "Tagged", "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+                "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}], "BillingMode": "PAY_PER_REQUEST"}"#,
+        )
+        .unwrap();
+        let arn = "arn:aws:dynamodb:ddblocal:000000000000:table/Tagged";
+        let tagged = call(
+            "TagResource",
+            &format!(r#"{{"ResourceArn": "{arn}", "Tags": [{{"Key": "k", "Value": "v"}}]}}"#),
+        );
+        assert_eq!(tagged.unwrap(), b"");
+        let listed = call(
+            "ListTagsOfResource",
+            &format!(r#"{{"ResourceArn": "{arn}"}}"#),
+        );
+        assert_eq!(
+            String::from_utf8(listed.unwrap()).unwrap(),
+            r#"{"Tags":[{"Key":"k","Value":"v"}]}"#
+        );
+        let untagged = call(
+            "UntagResource",
+            &format!(r#"{{"ResourceArn": "{arn}", "TagKeys": ["k"]}}"#),
+        );
+        assert_eq!(untagged.unwrap(), b"");
+        // A refused request still answers with its error.
+        let refused = call(
+            "TagResource",
+            &format!(r#"{{"ResourceArn": "{arn}", "Tags": []}}"#),
+        );
+        assert_eq!(
+            refused.unwrap_err().message,
+            "Atleast one Tag needs to be provided as Input."
+        );
+        // Other operations with nothing to say still answer `{}`.
+        let put = call(
+            "PutItem",
+            r#"{"TableName": "Tagged", "Item": {"pk": {"S": "a"}}}"#,
+        );
+        assert_eq!(put.unwrap(), b"{}");
     }
 
     #[test]

@@ -95,9 +95,13 @@ pub fn parse_with_parameter_count(text: &str) -> Result<(Statement, usize), ApiE
         at: 0,
         parameters: 0,
         depth: 0,
+        refused_projection: None,
     };
     let statement = parser.statement()?;
     parser.end()?;
+    if let Some(error) = parser.refused_projection.take() {
+        return Err(error);
+    }
     Ok((statement, parser.parameters))
 }
 
@@ -106,6 +110,9 @@ struct Parser<'s> {
     at: usize,
     parameters: usize,
     depth: usize,
+    /// A function call in a SELECT's projection (`SELECT COUNT(*) FROM t`): refused once the
+    /// whole statement has parsed, so a syntax error or an alias anywhere wins, as on AWS.
+    refused_projection: Option<ApiError>,
 }
 
 impl<'s> Parser<'s> {
@@ -328,15 +335,35 @@ impl<'s> Parser<'s> {
         })
     }
 
-    /// A projected path; a function call there is refused at its name's position.
+    /// A projected path; a function call there (an aggregate such as `COUNT(*)` included)
+    /// is refused at its name's position once the statement has parsed.
     fn projection_path(&mut self) -> Result<Path, ApiError> {
         let token = self.peek().clone();
         if matches!(token.kind, TokenKind::Word(_)) && self.peek_at(1).kind == TokenKind::OpenParen
         {
-            return Err(ApiError::validation(format!(
-                "Unexpected path component at 1:{}:{}",
-                token.column, token.length
-            )));
+            if self.refused_projection.is_none() {
+                self.refused_projection = Some(ApiError::validation(format!(
+                    "Unexpected path component at 1:{}:{}",
+                    token.column, token.length
+                )));
+            }
+            // Skip the call: its name, then everything up to its balancing `)`.
+            self.advance();
+            let mut depth = 0usize;
+            loop {
+                match self.peek().kind {
+                    TokenKind::OpenParen => depth += 1,
+                    TokenKind::CloseParen => depth = depth.saturating_sub(1),
+                    TokenKind::EndOfInput => return Err(self.unexpected()),
+                    _ => {}
+                }
+                self.advance();
+                if depth == 0 {
+                    break;
+                }
+            }
+            // A stand-in: the statement is refused once parsed, so it is never used.
+            return Ok(Path::top_level(""));
         }
         self.path()
     }

@@ -240,6 +240,42 @@ fn spec_texts_for_malformed_statements() {
 }
 
 #[test]
+fn aggregates_in_a_projection_are_path_components_refused_after_parsing() {
+    // SPEC-2 §3.3's text for a function in a projection; DynamoDB answers the same for
+    // COUNT(*) and the other aggregates, at the aggregate's column and length.
+    for (statement, position) in [
+        ("SELECT COUNT(*) FROM t", "1:8:5"),
+        ("SELECT count(*) FROM t", "1:8:5"),
+        (r#"SELECT COUNT(pk) FROM "t" WHERE pk = 1"#, "1:8:5"),
+        ("SELECT SUM(n) FROM t", "1:8:3"),
+        ("SELECT AVG(n) FROM t", "1:8:3"),
+        ("SELECT MIN(n), MAX(n) FROM t", "1:8:3"),
+        ("SELECT pk, COUNT(*) FROM t", "1:12:5"),
+    ] {
+        assert_eq!(
+            error_of(statement),
+            format!("Unexpected path component at {position}"),
+            "{statement}"
+        );
+    }
+    // The whole statement is read first: an alias or a syntax error after it wins.
+    assert_eq!(
+        error_of(r#"SELECT COUNT(*) FROM "t" t"#),
+        "Aliasing is not supported"
+    );
+    assert_eq!(
+        error_of("SELECT COUNT(*) FROM t WHERE"),
+        nwf("Unexpected term")
+    );
+    assert_eq!(
+        error_of("SELECT COUNT(*) FROM t WHERE pk = 1 foo"),
+        nwf("Unexpected token after expression")
+    );
+    // A quoted name that reads like an aggregate is a plain attribute.
+    assert!(parse_statement(r#"SELECT "COUNT" FROM t"#).is_ok());
+}
+
+#[test]
 fn number_literals_name_where_they_sit() {
     let message = error_of("INSERT INTO t VALUE {'pk': 1, 'x': 1e999}");
     assert!(message.starts_with("Number overflow"), "{message}");

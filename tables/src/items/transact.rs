@@ -1,8 +1,10 @@
 //! TransactWriteItems and TransactGetItems (SPEC §3.9, §5).
 //!
 //! A write transaction is validated whole first: faults a client could know from the request
-//! alone (constraints, expressions, item size, key shapes, empty index keys, two actions on
-//! one item, unknown tables) fail the request with a plain ValidationException. Then it takes
+//! alone (constraints, expressions, item size, missing or extra key attributes, empty index
+//! keys, two actions on one item, unknown tables) fail the request with a plain
+//! ValidationException. A key attribute of the wrong type is the one key fault DynamoDB
+//! reports as that action's cancellation reason instead (`ValidationError`). Then it takes
 //! the collection locks of all its items in ascending stripe order (`CollectionLocks::
 //! lock_many`: two transactions can never wait for each other in a cycle), reads every
 //! item, evaluates every action — conditions, updates, the checks that depend on the stored
@@ -75,6 +77,44 @@ struct Action<'a> {
     /// A fault of a Put that DynamoDB reports as a cancellation reason, not a top-level
     /// error (a wrong-typed index key, SPEC §3.9).
     deferred_fault: Option<String>,
+}
+
+/// One action as resolved against its table: ready to run, or cancelling the transaction
+/// because a key attribute has the wrong type (DynamoDB reports that as the action's
+/// `ValidationError` reason, with the text the single-item operation gives).
+enum Resolved<'a> {
+    Action(Box<Action<'a>>),
+    KeyTypeFault(String),
+}
+
+impl<'a> Resolved<'a> {
+    fn action(&self) -> Option<&Action<'a>> {
+        match self {
+            Resolved::Action(action) => Some(action),
+            Resolved::KeyTypeFault(_) => None,
+        }
+    }
+}
+
+/// Whether `key_or_item` names every key attribute of `table` (and, for a `Key` parameter,
+/// nothing else) but one of them with the wrong type.
+fn has_wrong_typed_key(table: &TableDef, key_or_item: &Item, kind: ActionKind) -> bool {
+    let attributes: Vec<_> = table.key.attributes().collect();
+    let shaped = match kind {
+        ActionKind::Put => true,
+        ActionKind::ConditionCheck | ActionKind::Delete | ActionKind::Update => {
+            key_or_item.len() == attributes.len()
+        }
+    };
+    shaped
+        && attributes
+            .iter()
+            .all(|attribute| key_or_item.contains_key(&attribute.name))
+        && attributes.iter().any(|attribute| {
+            key_or_item
+                .get(&attribute.name)
+                .is_some_and(|value| !attribute.accepts(value))
+        })
 }
 
 /// Why one action of a transaction failed (`CancellationReasons` member).
@@ -208,11 +248,13 @@ impl Database {
         let mut actions = Vec::with_capacity(views.len());
         let mut items = BTreeSet::new();
         for (view, (condition, update)) in views.iter().zip(parsed) {
-            let action = self.resolve_action(view, condition, update)?;
-            if !items.insert((action.table.tree, action.key.base_key()?)) {
-                return Err(ApiError::validation(SAME_ITEM_MESSAGE));
+            let resolved = self.resolve_action(view, condition, update)?;
+            if let Some(action) = resolved.action() {
+                if !items.insert((action.table.tree, action.key.base_key()?)) {
+                    return Err(ApiError::validation(SAME_ITEM_MESSAGE));
+                }
             }
-            actions.push(action);
+            actions.push(resolved);
         }
 
         let Some(token) = input.client_request_token.as_deref() else {
@@ -241,13 +283,33 @@ impl Database {
         view: &ActionView<'a>,
         condition: Option<shoal_expr::Condition>,
         update: Option<shoal_expr::Update>,
-    ) -> Result<Action<'a>, ApiError> {
+    ) -> Result<Resolved<'a>, ApiError> {
         let table = self.data_table(table_name_of(Some(view.table_name))?)?;
+        let key = match view.kind {
+            ActionKind::Put => key_of_item(&table, view.key_or_item),
+            ActionKind::ConditionCheck | ActionKind::Delete | ActionKind::Update => {
+                key_from_request(&table, view.key_or_item)
+            }
+        };
+        // A wrong-typed key attribute waits until the other request-level checks have run.
+        let key = match key {
+            Ok(key) => Ok(key),
+            Err(error) if has_wrong_typed_key(&table, view.key_or_item, view.kind) => {
+                Err(error.message)
+            }
+            Err(error) => return Err(error),
+        };
+        if let Some(update) = &update {
+            check_update_key_paths(&table, update)?;
+        }
+        let key = match key {
+            Ok(key) => key,
+            Err(message) => return Ok(Resolved::KeyTypeFault(message)),
+        };
         let mut deferred_fault = None;
-        let (key, item) = match view.kind {
+        let item = match view.kind {
             ActionKind::Put => {
                 let item = view.key_or_item;
-                let key = key_of_item(&table, item)?;
                 if let Err(error) = check_new_item(&table, item, false) {
                     if error.message.contains("Type mismatch for Index Key") {
                         deferred_fault = Some(error.message);
@@ -255,16 +317,11 @@ impl Database {
                         return Err(error);
                     }
                 }
-                (key, Some(item))
+                Some(item)
             }
-            ActionKind::ConditionCheck | ActionKind::Delete | ActionKind::Update => {
-                (key_from_request(&table, view.key_or_item)?, None)
-            }
+            ActionKind::ConditionCheck | ActionKind::Delete | ActionKind::Update => None,
         };
-        if let Some(update) = &update {
-            check_update_key_paths(&table, update)?;
-        }
-        Ok(Action {
+        Ok(Resolved::Action(Box::new(Action {
             kind: view.kind,
             table,
             key,
@@ -273,17 +330,18 @@ impl Database {
             update,
             return_old_on_condition_failure: view.return_old_on_condition_failure,
             deferred_fault,
-        })
+        })))
     }
 
     /// Locks, reads, decides and commits a checked transaction.
     fn run_write_transaction(
         &self,
         options: TransactOptions,
-        actions: &[Action<'_>],
+        resolved: &[Resolved<'_>],
     ) -> Result<TransactWriteItemsOutput, ApiError> {
+        let actions: Vec<&Action<'_>> = resolved.iter().filter_map(Resolved::action).collect();
         let mut stripes = Vec::with_capacity(actions.len());
-        for action in actions {
+        for action in &actions {
             stripes.push(CollectionLocks::stripe_of(
                 action.table.tree,
                 &action.key.partition_prefix()?,
@@ -292,7 +350,7 @@ impl Database {
         let _in_flight = match &self.emulation.in_flight {
             Some(in_flight) => {
                 let mut items = Vec::with_capacity(actions.len());
-                for action in actions {
+                for action in &actions {
                     items.push((action.table.tree, action.key.base_key()?));
                 }
                 let claim = in_flight
@@ -305,9 +363,17 @@ impl Database {
         let _collections = self.locks.lock_many(stripes);
         self.hold_in_flight();
 
-        let mut reasons = Vec::with_capacity(actions.len());
-        let mut decided = Vec::with_capacity(actions.len());
-        for action in actions {
+        let mut reasons = Vec::with_capacity(resolved.len());
+        let mut decided = Vec::with_capacity(resolved.len());
+        for slot in resolved {
+            let action = match slot {
+                Resolved::Action(action) => action,
+                Resolved::KeyTypeFault(message) => {
+                    reasons.push(Reason::ValidationError(message.clone()));
+                    decided.push(None);
+                    continue;
+                }
+            };
             let old = self.read_item(&action.table, &action.key, None)?;
             match decide(&self.features, action, old)? {
                 Ok(outcome) => {
@@ -320,7 +386,7 @@ impl Database {
                 }
             }
         }
-        self.check_collection_caps(actions, &decided, &mut reasons)?;
+        self.check_collection_caps(resolved, &decided, &mut reasons)?;
         if reasons.iter().any(|reason| *reason != Reason::None) {
             return Err(cancelled(&reasons));
         }
@@ -328,8 +394,8 @@ impl Database {
         // Group by table (one group per table for the commit), keeping request order.
         let mut by_table: BTreeMap<&str, (&TableDef, Vec<&WritePlan>, WriteCapacity)> =
             BTreeMap::new();
-        for (action, outcome) in actions.iter().zip(&decided) {
-            let Some(outcome) = outcome else {
+        for (slot, outcome) in resolved.iter().zip(&decided) {
+            let (Some(action), Some(outcome)) = (slot.action(), outcome) else {
                 return Err(internal("an undecided action in a committed transaction"));
             };
             let group = by_table
@@ -375,14 +441,17 @@ impl Database {
     /// Marks the actions of every collection the transaction would grow past the cap.
     fn check_collection_caps(
         &self,
-        actions: &[Action<'_>],
+        resolved: &[Resolved<'_>],
         decided: &[Option<Decided>],
         reasons: &mut [Reason],
     ) -> Result<(), ApiError> {
         // Summed deltas and the actions involved, per (tree, collection record key).
         let mut collections: BTreeMap<(TreeId, Vec<u8>), (CollectionDelta, Vec<usize>)> =
             BTreeMap::new();
-        for (position, (action, outcome)) in actions.iter().zip(decided).enumerate() {
+        for (position, (slot, outcome)) in resolved.iter().zip(decided).enumerate() {
+            let Some(action) = slot.action() else {
+                continue;
+            };
             let Some(delta) = outcome
                 .as_ref()
                 .and_then(|o| o.plan.as_ref())
@@ -401,7 +470,9 @@ impl Database {
             let Some(&first) = positions.first() else {
                 continue;
             };
-            let action = &actions[first];
+            let Some(action) = resolved.get(first).and_then(Resolved::action) else {
+                continue;
+            };
             let before = collection::read_record(&self.db, &action.table, &action.key.pk, None)?;
             let after = before.apply(delta)?;
             let limit = self.options.limits.item_collection_size_limit_bytes;

@@ -4,6 +4,7 @@
 use crate::items_support;
 use items_support::*;
 use serde_json::json;
+use shoal_model::ErrorCode;
 use shoal_tables::Options;
 
 fn key(pk: &str) -> serde_json::Value {
@@ -137,5 +138,153 @@ fn conditional_operator_needs_conditions_to_combine() {
         "PutItem",
         json!({"TableName": "Tbl", "Item": item, "ConditionalOperator": "OR",
             "Expected": {"pk": {"Exists": false}}}),
+    );
+}
+
+#[test]
+fn an_update_that_writes_nothing_creates_the_key_only_item_unless_it_only_removes() {
+    let db = open(Options::default());
+    create_plain_table(&db);
+    let update = |id: &str, extra: serde_json::Value| {
+        let mut request = json!({"TableName": "Plain", "Key": {"id": {"N": id}},
+            "ReturnValues": "ALL_NEW"});
+        for (name, value) in extra.as_object().unwrap() {
+            request[name] = value.clone();
+        }
+        ok(&db, "UpdateItem", request)
+    };
+    let stored = |id: &str| get(&db, "Plain", json!({"id": {"N": id}}));
+    // No update at all, or an empty AttributeUpdates: DynamoDB creates the item with just
+    // its key (SPEC §3.2).
+    for (id, extra) in [("1", json!({})), ("2", json!({"AttributeUpdates": {}}))] {
+        assert_eq!(
+            update(id, extra)["Attributes"],
+            json!({"id": {"N": id}}),
+            "ALL_NEW of {id}"
+        );
+        assert_eq!(stored(id), Some(json!({"id": {"N": id}})), "{id}");
+    }
+    // Only taking things away on a missing item creates nothing (SPEC-2 §1.6): REMOVE or
+    // DELETE in an expression, DELETE in AttributeUpdates (with or without a value).
+    for (id, extra) in [
+        ("3", json!({"UpdateExpression": "REMOVE a"})),
+        (
+            "4",
+            json!({"UpdateExpression": "DELETE s :s",
+                "ExpressionAttributeValues": {":s": {"SS": ["x"]}}}),
+        ),
+        (
+            "5",
+            json!({"AttributeUpdates": {"a": {"Action": "DELETE"}}}),
+        ),
+        (
+            "6",
+            json!({"AttributeUpdates": {"s": {"Action": "DELETE", "Value": {"SS": ["x"]}}}}),
+        ),
+    ] {
+        assert!(update(id, extra).get("Attributes").is_none(), "{id}");
+        assert_eq!(stored(id), None, "{id}");
+    }
+    // A DELETE beside a PUT writes, so the item is created.
+    update(
+        "7",
+        json!({"AttributeUpdates": {"a": {"Action": "DELETE"},
+            "b": {"Action": "PUT", "Value": {"S": "x"}}}}),
+    );
+    assert_eq!(
+        stored("7"),
+        Some(json!({"id": {"N": "7"}, "b": {"S": "x"}}))
+    );
+}
+
+#[test]
+fn conditions_take_mixed_in_lists_parenthesized_operands_and_refuse_size_of_a_number_value() {
+    let db = open(Options::default());
+    create_plain_table(&db);
+    ok(
+        &db,
+        "PutItem",
+        json!({"TableName": "Plain", "Item": {"id": {"N": "1"}, "n": {"N": "5"}, "b": {"S": "xy"}}}),
+    );
+    let conditional = |condition: &str, values: serde_json::Value| {
+        db.execute(
+            "UpdateItem",
+            json!({"TableName": "Plain", "Key": {"id": {"N": "1"}},
+                "UpdateExpression": "SET c = :c", "ConditionExpression": condition,
+                "ExpressionAttributeValues": values}),
+        )
+    };
+    let with_c = |mut values: serde_json::Value| {
+        values[":c"] = json!({"S": "c"});
+        values
+    };
+    for (condition, values) in [
+        ("n IN (:a, :b)", json!({":a": {"S": "x"}, ":b": {"N": "5"}})),
+        ("(size(b)) = :v", json!({":v": {"N": "2"}})),
+        (
+            "(n) BETWEEN :x AND :y",
+            json!({":x": {"N": "1"}, ":y": {"N": "9"}}),
+        ),
+    ] {
+        assert!(
+            conditional(condition, with_c(values)).is_ok(),
+            "{condition}"
+        );
+    }
+    // A mixed IN list that holds no match fails the condition; it is no error.
+    let failed = conditional(
+        "n IN (:a, :b)",
+        with_c(json!({":a": {"S": "5"}, ":b": {"N": "6"}})),
+    )
+    .unwrap_err();
+    assert_eq!(failed.code, ErrorCode::ConditionalCheckFailedException);
+    // size() of a number value is refused before any item is read; of a number attribute
+    // it only fails the comparison.
+    let refused = conditional(
+        "size(:v) > :w",
+        with_c(json!({":v": {"N": "5"}, ":w": {"N": "0"}})),
+    )
+    .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::ValidationException);
+    assert_eq!(
+        refused.message,
+        "Invalid ConditionExpression: Incorrect operand type for operator or function; operator or function: size, operand type: N"
+    );
+    let failed = conditional("size(n) > :w", with_c(json!({":w": {"N": "0"}}))).unwrap_err();
+    assert_eq!(failed.code, ErrorCode::ConditionalCheckFailedException);
+}
+
+#[test]
+fn expected_value_is_the_argument_of_its_comparison_operator() {
+    let db = open(Options::default());
+    create_plain_table(&db);
+    ok(
+        &db,
+        "PutItem",
+        json!({"TableName": "Plain", "Item": {"id": {"N": "1"}, "n": {"N": "5"}}}),
+    );
+    let put = |expected: serde_json::Value| {
+        db.execute(
+            "PutItem",
+            json!({"TableName": "Plain", "Item": {"id": {"N": "1"}, "n": {"N": "5"}},
+                "Expected": {"n": expected}}),
+        )
+    };
+    assert!(put(json!({"Value": {"N": "4"}, "ComparisonOperator": "GT"})).is_ok());
+    assert_eq!(
+        put(json!({"Value": {"N": "6"}, "ComparisonOperator": "GE"}))
+            .unwrap_err()
+            .code,
+        ErrorCode::ConditionalCheckFailedException
+    );
+    // Value beside AttributeValueList stays refused.
+    let refused = put(
+        json!({"Value": {"N": "5"}, "AttributeValueList": [{"N": "5"}],
+        "ComparisonOperator": "EQ"}),
+    )
+    .unwrap_err();
+    assert_eq!(
+        refused.message,
+        "One or more parameter values were invalid: Value and AttributeValueList cannot be used together for Attribute: n"
     );
 }

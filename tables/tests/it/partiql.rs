@@ -408,6 +408,24 @@ fn spec_texts() {
         validation(&db, "SELECT * FROM Music WHERE EXISTS(ss)"),
         "Unrecognized function: exists at 1:27:6"
     );
+    // Aggregates: refused as tokens in an expression, as path components in a projection
+    // (before the table is even looked up).
+    assert_eq!(
+        validation(&db, "SELECT * FROM Music WHERE COUNT(ss) > 1"),
+        "Unsupported token in expression: count at 1:27:5"
+    );
+    assert_eq!(
+        validation(&db, "SELECT * FROM Music WHERE pk = 'a' AND max(ss) = 1"),
+        "Unsupported token in expression: max at 1:40:3"
+    );
+    assert_eq!(
+        validation(&db, "SELECT COUNT(*) FROM Music"),
+        "Unexpected path component at 1:8:5"
+    );
+    assert_eq!(
+        validation(&db, "SELECT COUNT(*) FROM Nowhere"),
+        "Unexpected path component at 1:8:5"
+    );
     assert_eq!(
         validation(
             &db,

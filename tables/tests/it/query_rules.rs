@@ -106,6 +106,18 @@ fn sort_key_conditions_select_one_range() {
             json!({":a": s("t")}),
             vec![],
         ),
+        // An operand may stand in one pair of parentheses, as anywhere else.
+        (
+            "(pk) = :p AND (sk) BETWEEN (:a) AND :b",
+            json!({":a": s("s2"), ":b": s("s3")}),
+            vec!["s2", "s3"],
+        ),
+        (
+            "(pk = :p) AND begins_with((sk), :a)",
+            json!({":a": s("s5")}),
+            vec!["s5"],
+        ),
+        ("pk = :p AND :a < (sk)", json!({":a": s("s4")}), vec!["s5"]),
     ];
     for (condition, values, expected) in cases {
         let mut values = values;
@@ -121,6 +133,33 @@ fn sort_key_conditions_select_one_range() {
             "{condition}"
         );
     }
+}
+
+#[test]
+fn key_conditions_refuse_a_second_pair_of_parentheses_around_an_operand() {
+    let db = seeded();
+    // Filters take parenthesized operands too.
+    let filtered = call(
+        &db,
+        "Query",
+        query(
+            json!({"FilterExpression": "(l) BETWEEN :a AND (:b) AND (size(inc)) = :n",
+            "ExpressionAttributeValues": {":p": s("p"), ":a": n(10), ":b": n(20), ":n": n(6)}}),
+        ),
+    );
+    assert_eq!(
+        strings(filtered["Items"].as_array().unwrap(), "sk"),
+        ["s2", "s3", "s4"]
+    );
+    let error = validation(
+        &db,
+        "Query",
+        query(json!({"KeyConditionExpression": "((pk)) = :p"})),
+    );
+    assert_eq!(
+        error,
+        "Invalid KeyConditionExpression: The expression has redundant parentheses;"
+    );
 }
 
 #[test]

@@ -202,6 +202,90 @@ fn request_knowable_faults_are_plain_validation_errors() {
 }
 
 #[test]
+fn a_wrong_typed_key_attribute_is_the_cancellation_reason_of_its_action() {
+    let db = setup();
+    let ok_put = json!({"Put": {"TableName": "Plain", "Item": {"id": {"N": "8"}}}});
+    let mismatch = "The provided key element does not match the schema";
+    for (action, message) in [
+        (
+            json!({"Put": {"TableName": "Tbl", "Item": {"pk": {"N": "1"}, "sk": {"S": "1"}}}}),
+            "One or more parameter values were invalid: Type mismatch for key pk expected: S actual: N",
+        ),
+        (
+            json!({"Put": {"TableName": "Plain", "Item": {"id": {"S": "1"}}}}),
+            "One or more parameter values were invalid: Type mismatch for key id expected: N actual: S",
+        ),
+        (
+            json!({"Update": {"TableName": "Tbl", "Key": {"pk": {"S": "a"}, "sk": {"N": "1"}},
+                "UpdateExpression": "SET x = :v", "ExpressionAttributeValues": {":v": {"N": "1"}}}}),
+            mismatch,
+        ),
+        (
+            json!({"Delete": {"TableName": "Plain", "Key": {"id": {"S": "1"}}}}),
+            mismatch,
+        ),
+        (
+            json!({"ConditionCheck": {"TableName": "Plain", "Key": {"id": {"B": "AQ=="}},
+                "ConditionExpression": "attribute_exists(id)"}}),
+            mismatch,
+        ),
+    ] {
+        let error = err(
+            &db,
+            "TransactWriteItems",
+            json!({"TransactItems": [ok_put, action]}),
+        );
+        assert_eq!(error.code, ErrorCode::TransactionCanceledException, "{action}");
+        assert_eq!(
+            reasons(&error),
+            vec![
+                json!({"Code": "None"}),
+                json!({"Code": "ValidationError", "Message": message})
+            ],
+            "{action}"
+        );
+    }
+    assert!(
+        get(&db, "Plain", json!({"id": {"N": "8"}})).is_none(),
+        "nothing was written"
+    );
+    // The other actions are still decided: a failed condition is reported beside it.
+    let error = err(
+        &db,
+        "TransactWriteItems",
+        json!({"TransactItems": [
+            {"Delete": {"TableName": "Plain", "Key": {"id": {"S": "1"}}}},
+            {"ConditionCheck": {"TableName": "Tbl", "Key": key("a", "1"),
+                "ConditionExpression": "attribute_not_exists(pk)"}}
+        ]}),
+    );
+    assert_eq!(
+        reasons(&error),
+        vec![
+            json!({"Code": "ValidationError", "Message": mismatch}),
+            json!({"Code": "ConditionalCheckFailed", "Message": "The conditional request failed"})
+        ]
+    );
+    // Missing or extra key attributes, and a request-level fault elsewhere, stay top-level.
+    let tx = |actions: Value| invalid(&db, "TransactWriteItems", json!({"TransactItems": actions}));
+    assert_eq!(
+        tx(json!([{"Delete": {"TableName": "Plain", "Key": {"id": {"N": "1"}, "x": {"N": "1"}}}}])),
+        mismatch
+    );
+    assert_eq!(
+        tx(json!([{"Put": {"TableName": "Plain", "Item": {"x": {"N": "1"}}}}])),
+        "One or more parameter values were invalid: Missing the key id in the item"
+    );
+    assert_eq!(
+        tx(json!([
+            {"Delete": {"TableName": "Plain", "Key": {"id": {"S": "1"}}}},
+            {"Delete": {"TableName": "Tbl", "Key": {"pk": {"S": "a"}}}}
+        ])),
+        mismatch
+    );
+}
+
+#[test]
 fn write_transactions_are_capped_at_4_mb_in_all() {
     let db = setup();
     let big = "x".repeat(400_000);
