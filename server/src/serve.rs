@@ -409,7 +409,7 @@ fn answers_plain_json(content_type: Option<&HeaderValue>) -> bool {
 /// The health answer: `200 healthy: <host> `, naming the host the client addressed (its
 /// `Host` header), as DynamoDB's endpoints name themselves (`default_host` when the request
 /// names none, or in bytes that are not text); `200 degraded: …` when damaged data was met;
-/// `503 unhealthy: …` when writes are refused (docs/RECOVERY.md, README "Health").
+/// `503 unhealthy: …` when writes are refused (docs/RECOVERY.md; docs/RUNNING.md, "Configuring the server").
 fn health_answer(
     health: &StorageHealth,
     headers: &http::HeaderMap,

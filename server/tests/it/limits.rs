@@ -215,12 +215,12 @@ async fn idle_keep_alive_connections_are_closed() {
     server.stop().await;
 }
 
-/// How soon a well-behaved client must be served while others flood the server (README,
+/// How soon a well-behaved client must be served while others flood the server (docs/RUNNING.md,
 /// "Connection limits").
 const SERVED_WITHIN: Duration = Duration::from_secs(2);
 
 /// Sends a request over a connection that is over a limit and checks it is refused as the
-/// README says: `503 ServiceUnavailable` with a text naming the limit, then closed.
+/// docs/RUNNING.md says: `503 ServiceUnavailable` with a text naming the limit, then closed.
 async fn assert_refused(mut stream: TcpStream, text: &str) {
     // The server may already have answered and closed: the answer is what matters.
     let _ = stream.write_all(&api_call("GetItem", "{}")).await;
