@@ -114,14 +114,57 @@ fn request(workload: &str, n: u64, config: &LoadConfig) -> (&'static str, Value)
                 "KeyConditionExpression": "pk = :p", "Limit": 50,
                 "ExpressionAttributeValues": {":p": {"S": format!("p{:06}", i % config.partitions)}}}),
         ),
-        _ => (
+        "QueryGSI" => (
             "Query",
             json!({"TableName": TABLE_NAME, "IndexName": "ByG1",
                 "KeyConditionExpression": "g1 = :g", "Limit": 50,
                 "ExpressionAttributeValues": {":g": {"S": format!("g{:04}", i % 1009)}}}),
         ),
+        "BatchGetItem" => {
+            let keys: Vec<Value> = (0..batch_items(config))
+                .map(|k| {
+                    let i = (i + k) % config.items.max(1);
+                    json!({"pk": {"S": format!("p{:06}", i % config.partitions)},
+                        "sk": {"S": format!("s{i:09}")}})
+                })
+                .collect();
+            (
+                "BatchGetItem",
+                json!({"RequestItems": {TABLE_NAME: {"Keys": keys}}}),
+            )
+        }
+        "BatchWriteItem" => {
+            let puts: Vec<Value> = (0..batch_items(config))
+                .map(|k| {
+                    let i = (i + k) % config.items.max(1);
+                    json!({"PutRequest": {"Item": item(i, config.partitions)}})
+                })
+                .collect();
+            (
+                "BatchWriteItem",
+                json!({"RequestItems": {TABLE_NAME: puts}}),
+            )
+        }
+        // Scan: the first page (Limit 50) of one of 16 segments.
+        _ => (
+            "Scan",
+            json!({"TableName": TABLE_NAME, "Limit": 50,
+                "Segment": n % SCAN_SEGMENTS, "TotalSegments": SCAN_SEGMENTS}),
+        ),
     }
 }
+
+/// Keys of a BatchGetItem, and puts of a BatchWriteItem (DynamoDB's limit for the latter).
+const BATCH_ITEMS: u64 = 25;
+/// Items per batch: [`BATCH_ITEMS`], or fewer when fewer are loaded (a batch may not name a
+/// key twice). A batch takes items `i..i + n` (wrapping), which spread over the partitions
+/// since an item's partition is its number modulo their count.
+fn batch_items(config: &LoadConfig) -> u64 {
+    BATCH_ITEMS.min(config.items.max(1))
+}
+
+/// Segments the Scan workload's pages are drawn from.
+const SCAN_SEGMENTS: u64 = 16;
 
 /// User + system CPU time of a process, from /proc/<pid>/stat.
 pub fn process_cpu_time(pid: u32) -> Option<Duration> {
@@ -337,7 +380,15 @@ pub async fn run_workload(
 }
 
 /// The workloads `shoal bench` runs, in order.
-pub const WORKLOADS: [&str; 4] = ["PutItem", "GetItem", "QueryLSI", "QueryGSI"];
+pub const WORKLOADS: [&str; 7] = [
+    "PutItem",
+    "GetItem",
+    "QueryLSI",
+    "QueryGSI",
+    "BatchGetItem",
+    "BatchWriteItem",
+    "Scan",
+];
 
 /// Prepares the table and runs every workload.
 pub async fn run(config: &LoadConfig) -> Result<Vec<WorkloadResult>, String> {

@@ -56,7 +56,8 @@ pub struct BenchArgs {
     /// The server's pid, to report its CPU time per operation (fixed workloads).
     #[arg(long)]
     server_pid: Option<u32>,
-    /// Workloads to run, comma-separated (default: PutItem,GetItem,QueryLSI,QueryGSI).
+    /// Workloads to run, comma-separated (default: all of PutItem, GetItem, QueryLSI,
+    /// QueryGSI, BatchGetItem and BatchWriteItem of 25 items, and Scan pages of 50).
     #[arg(long, value_delimiter = ',')]
     workloads: Vec<String>,
 }

@@ -55,6 +55,8 @@ fn every_workload_runs_without_errors_and_measures_server_cpu() {
     }
     let table = loadgen::report(&results);
     assert!(table.contains("| QueryGSI |"), "{table}");
+    assert!(table.contains("| BatchWriteItem |"), "{table}");
+    assert!(table.contains("| Scan |"), "{table}");
 }
 
 #[test]
