@@ -9,13 +9,14 @@
 //! HTTP) is the caller's: it hands over an [`Observed`].
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use shoal_tables::EventName;
 
 use super::workload::{
-    describe_item, expired_key_operation, is_expired_key, operation, planned, Effect, Item, Items,
-    Model, Operation, TRANSACT_WRITE_ITEMS,
+    describe_item, expired_key_operation, expired_puts, is_expired_key, operation, planned, Effect,
+    Item, Items, Model, Operation, TRANSACT_WRITE_ITEMS,
 };
 
 /// What a crash test found.
@@ -374,23 +375,14 @@ impl History {
         }
         // A put that may not have survived, is not there and left no record did not: it is
         // not expected again (the next cycle writes on from `applied`).
-        for i in certain..applied {
-            let key = self
-                .planned(i)
-                .and_then(|operation| operation.effects.into_iter().next())
-                .map(|(key, _)| key)
-                .filter(|key| is_expired_key(key));
-            if let Some(key) = key {
-                if !stored.contains_key(&key) && !read.contains_key(key.as_str()) {
-                    self.expired_lost.insert(i);
-                }
+        for (i, key) in expired_puts(certain..applied) {
+            if !stored.contains_key(&key) && !read.contains_key(key.as_str()) {
+                self.expired_lost.insert(i);
             }
         }
-        let survived: Vec<String> = (0..applied)
-            .filter(|i| !self.expired_lost.contains(i))
-            .filter_map(|i| self.planned(i))
-            .flat_map(|operation| operation.effects.into_iter().map(|(key, _)| key))
-            .filter(|key| is_expired_key(key))
+        let survived: Vec<String> = expired_puts(0..applied)
+            .filter(|(i, _)| !self.expired_lost.contains(i))
+            .map(|(_, key)| key)
             .collect();
         report.expired_deleted = survived
             .iter()
@@ -443,10 +435,8 @@ impl History {
 
     /// How many puts of expired items survived so far (not lost where that was allowed).
     pub fn expired_surviving(&self) -> u64 {
-        (0..self.applied)
-            .filter(|i| !self.expired_lost.contains(i))
-            .filter_map(|i| self.planned(i))
-            .filter(|operation| operation.effects.iter().any(|(key, _)| is_expired_key(key)))
+        expired_puts(0..self.applied)
+            .filter(|(i, _)| !self.expired_lost.contains(i))
             .count() as u64
     }
 
@@ -461,6 +451,49 @@ impl History {
             .filter(|(key, _)| expired_key_operation(key).is_some_and(|i| i < self.applied))
             .map(|(key, item)| format!("{key} ({})", describe_item(Some(item))))
             .collect()
+    }
+
+    /// After the last cycle: waits up to `bound` for Time to Live to delete every expired item
+    /// of the surviving writes, reading the table with `read`; what is left then is a violation.
+    /// A bound of zero asks for no wait: the deletes are then not checked, and the report says
+    /// so.
+    pub fn wait_for_expiry(
+        &self,
+        bound: Duration,
+        mut read: impl FnMut() -> Result<Items, String>,
+        report: &mut CrashTestReport,
+    ) -> Result<(), String> {
+        if bound.is_zero() {
+            report.not_checked.insert(
+                "expired items deleted".to_string(),
+                "--expiry-bound-seconds 0".to_string(),
+            );
+            return Ok(());
+        }
+        let started = Instant::now();
+        loop {
+            let left = self.expired_left(&read()?);
+            if left.is_empty() {
+                report.expired_deleted = self.expired_surviving();
+                return Ok(());
+            }
+            if super::signals::stopped() {
+                return Ok(());
+            }
+            if started.elapsed() >= bound {
+                report.violate(
+                "expired item not deleted",
+                format!(
+                    "{} items put with an expiry an hour past are still there {} s after the last recovery: {}",
+                    left.len(),
+                    bound.as_secs(),
+                    left.iter().take(5).cloned().collect::<Vec<_>>().join(", ")
+                ),
+            );
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
     }
 
     /// No prefix of the writes matches the store: name each acknowledged operation whose

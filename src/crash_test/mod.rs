@@ -335,7 +335,7 @@ pub fn run(
     }
     if let Some(db) = last.filter(|_| !report.interrupted) {
         let read = || stored_items(&db);
-        server::wait_for_expiry(&history, config.expiry_bound, read, &mut report)?;
+        history.wait_for_expiry(config.expiry_bound, read, &mut report)?;
     }
     Ok(report)
 }

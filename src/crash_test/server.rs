@@ -978,50 +978,7 @@ fn cycles(
             json!({"TableName": TABLE, "ConsistentRead": true}),
         )
     };
-    wait_for_expiry(&history, config.expiry_bound, read, report)
-}
-
-/// After the last cycle: waits up to `bound` for Time to Live to delete every expired item
-/// of the surviving writes, reading the table with `read`; what is left then is a violation.
-/// A bound of zero asks for no wait: the deletes are then not checked, and the report says
-/// so.
-pub(super) fn wait_for_expiry(
-    history: &History,
-    bound: Duration,
-    mut read: impl FnMut() -> Result<Items, String>,
-    report: &mut CrashTestReport,
-) -> Result<(), String> {
-    if bound.is_zero() {
-        report.not_checked.insert(
-            "expired items deleted".to_string(),
-            "--expiry-bound-seconds 0".to_string(),
-        );
-        return Ok(());
-    }
-    let started = Instant::now();
-    loop {
-        let left = history.expired_left(&read()?);
-        if left.is_empty() {
-            report.expired_deleted = history.expired_surviving();
-            return Ok(());
-        }
-        if signals::stopped() {
-            return Ok(());
-        }
-        if started.elapsed() >= bound {
-            report.violate(
-                "expired item not deleted",
-                format!(
-                    "{} items put with an expiry an hour past are still there {} s after the last recovery: {}",
-                    left.len(),
-                    bound.as_secs(),
-                    left.iter().take(5).cloned().collect::<Vec<_>>().join(", ")
-                ),
-            );
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    history.wait_for_expiry(config.expiry_bound, read, report)
 }
 
 #[cfg(test)]

@@ -109,6 +109,19 @@ pub fn is_expired_key(key: &str) -> bool {
         .is_some_and(|rest| rest.starts_with('/'))
 }
 
+/// The key of the expired item operation `i` puts (`x/i31`), if it puts one.
+fn expired_key(i: u64) -> String {
+    format!("{EXPIRED_PARTITION}/i{i}")
+}
+
+/// The operations of `range` that put an expired item, with the item's key: every
+/// [`EXPIRED_EVERY`]th, whatever the seed.
+pub fn expired_puts(range: std::ops::Range<u64>) -> impl Iterator<Item = (u64, String)> {
+    range
+        .filter(|i| i % EXPIRED_EVERY == EXPIRED_EVERY - 1)
+        .map(|i| (i, expired_key(i)))
+}
+
 /// The operation that wrote an expired item's key (`x/i31` is operation 31's).
 pub fn expired_key_operation(key: &str) -> Option<u64> {
     key.strip_prefix(EXPIRED_PARTITION)?
@@ -234,7 +247,7 @@ fn item(key: &Value, i: u64, rng: &mut StdRng) -> Value {
 
 /// Operation `i` of the workload seeded `seed`.
 pub fn operation(seed: u64, i: u64) -> Operation {
-    if i % EXPIRED_EVERY == EXPIRED_EVERY - 1 {
+    if expired_puts(i..i + 1).next().is_some() {
         return expired_put(i);
     }
     let mut rng = StdRng::seed_from_u64(seed ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15));
@@ -302,7 +315,7 @@ pub fn operation(seed: u64, i: u64) -> Operation {
 /// Operation `i` when it puts an expired item: keys, `v` and `expires`, nothing an index
 /// holds (so the sweep never races the checker's reads of the indexes).
 fn expired_put(i: u64) -> Operation {
-    let name = format!("{EXPIRED_PARTITION}/i{i}");
+    let name = expired_key(i);
     let item = json!({"pk": {"S": EXPIRED_PARTITION}, "sk": {"S": format!("i{i}")},
         "v": {"N": i.to_string()}, "expires": {"N": expired_at().to_string()}});
     Operation {
@@ -415,6 +428,15 @@ mod tests {
         }
         assert!(!is_expired_key("xp/s1"));
         assert_eq!(expired_key_operation("p3/s12"), None);
+        let puts: Vec<(u64, String)> = expired_puts(0..48).collect();
+        assert_eq!(
+            puts,
+            [
+                (15, "x/i15".into()),
+                (31, "x/i31".into()),
+                (47, "x/i47".into())
+            ]
+        );
     }
 
     #[test]
