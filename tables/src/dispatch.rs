@@ -157,17 +157,12 @@ impl Database {
             "GetShardIterator" => Ok(encoding.encode(&self.get_shard_iterator(body.decode()?)?)),
             "GetRecords" => Ok(encoding.encode(&self.get_records(body.decode()?)?)),
             // streams: add arms above this line
-            "CreateGlobalTable" => Ok(encoding.encode(&self.create_global_table(body.decode()?)?)),
-            "UpdateGlobalTable" => Ok(encoding.encode(&self.update_global_table(body.decode()?)?)),
-            "DescribeGlobalTable" => {
-                Ok(encoding.encode(&self.describe_global_table(body.decode()?)?))
-            }
+            // The legacy global tables operations always answer an error (AWS's in 2026).
+            "CreateGlobalTable" => Err(self.create_global_table(body.decode()?)),
+            "UpdateGlobalTable" => Err(self.update_global_table(body.decode()?)),
             "ListGlobalTables" => Ok(encoding.encode(&self.list_global_tables(body.decode()?)?)),
-            "DescribeGlobalTableSettings" => {
-                Ok(encoding.encode(&self.describe_global_table_settings(body.decode()?)?))
-            }
-            "UpdateGlobalTableSettings" => {
-                Ok(encoding.encode(&self.update_global_table_settings(body.decode()?)?))
+            "DescribeGlobalTable" | "DescribeGlobalTableSettings" | "UpdateGlobalTableSettings" => {
+                Err(self.legacy_global_table_not_found(body.decode()?))
             }
             _ => match crate::control::not_offered::refusal(operation) {
                 // The body is still read first: malformed JSON is a SerializationException

@@ -31,20 +31,11 @@ fn not_found(name: &str) -> ApiError {
     )
 }
 
-/// The name checked, then not found: DescribeGlobalTable, DescribeGlobalTableSettings and
-/// UpdateGlobalTableSettings.
-fn named(request: GlobalTableNameRequest) -> Result<(), ApiError> {
-    let mut problems = Vec::new();
-    global_table_name(request.global_table_name.as_deref(), &mut problems);
-    crate::api::constraint::check(&problems)?;
-    Err(not_found(
-        request.global_table_name.as_deref().unwrap_or_default(),
-    ))
-}
-
+/// These operations never succeed: each answers the error AWS answers, so each returns it
+/// rather than a `Result` whose `Ok` could not happen.
 impl Database {
     /// CreateGlobalTable: refused, after its member checks.
-    pub fn create_global_table(&self, request: CreateGlobalTableRequest) -> Result<(), ApiError> {
+    pub fn create_global_table(&self, request: CreateGlobalTableRequest) -> ApiError {
         let mut problems = Vec::new();
         global_table_name(request.global_table_name.as_deref(), &mut problems);
         if request.replication_group.is_none() {
@@ -54,12 +45,14 @@ impl Database {
                 crate::api::constraint::NOT_NULL,
             ));
         }
-        crate::api::constraint::check(&problems)?;
-        Err(ApiError::validation(LEGACY_NOT_SUPPORTED_MESSAGE))
+        match crate::api::constraint::check(&problems) {
+            Err(error) => error,
+            Ok(()) => ApiError::validation(LEGACY_NOT_SUPPORTED_MESSAGE),
+        }
     }
 
     /// UpdateGlobalTable: no legacy global table exists to update.
-    pub fn update_global_table(&self, request: UpdateGlobalTableRequest) -> Result<(), ApiError> {
+    pub fn update_global_table(&self, request: UpdateGlobalTableRequest) -> ApiError {
         let mut problems = Vec::new();
         global_table_name(request.global_table_name.as_deref(), &mut problems);
         if request.replica_updates.is_none() {
@@ -69,34 +62,24 @@ impl Database {
                 crate::api::constraint::NOT_NULL,
             ));
         }
-        crate::api::constraint::check(&problems)?;
-        if request.replica_updates.as_ref().is_some_and(Vec::is_empty) {
-            return Err(ApiError::validation(BARE_INVALID_MESSAGE));
+        if let Err(error) = crate::api::constraint::check(&problems) {
+            return error;
         }
-        Err(not_found(
-            request.global_table_name.as_deref().unwrap_or_default(),
-        ))
+        if request.replica_updates.as_ref().is_some_and(Vec::is_empty) {
+            return ApiError::validation(BARE_INVALID_MESSAGE);
+        }
+        not_found(request.global_table_name.as_deref().unwrap_or_default())
     }
 
-    /// DescribeGlobalTable: no legacy global table exists.
-    pub fn describe_global_table(&self, request: GlobalTableNameRequest) -> Result<(), ApiError> {
-        named(request)
-    }
-
-    /// DescribeGlobalTableSettings: no legacy global table exists.
-    pub fn describe_global_table_settings(
-        &self,
-        request: GlobalTableNameRequest,
-    ) -> Result<(), ApiError> {
-        named(request)
-    }
-
-    /// UpdateGlobalTableSettings: no legacy global table exists to change.
-    pub fn update_global_table_settings(
-        &self,
-        request: GlobalTableNameRequest,
-    ) -> Result<(), ApiError> {
-        named(request)
+    /// DescribeGlobalTable, DescribeGlobalTableSettings and UpdateGlobalTableSettings: the
+    /// name checked, then GlobalTableNotFoundException, as no legacy global table exists.
+    pub fn legacy_global_table_not_found(&self, request: GlobalTableNameRequest) -> ApiError {
+        let mut problems = Vec::new();
+        global_table_name(request.global_table_name.as_deref(), &mut problems);
+        match crate::api::constraint::check(&problems) {
+            Err(error) => error,
+            Ok(()) => not_found(request.global_table_name.as_deref().unwrap_or_default()),
+        }
     }
 
     /// ListGlobalTables: none. (AWS answers HTTP 500 to a region it does not know; Shoal
