@@ -32,7 +32,7 @@ use rand::{Rng, SeedableRng};
 
 use super::checker::CrashTestReport;
 use super::progress::Progress;
-use super::server::{log_tail, Group, Launch, Server};
+use super::server::{log_tail, Group, Launch, Restart, Server};
 use super::signals;
 
 /// How long the check may run.
@@ -527,26 +527,15 @@ fn cycles(
         if config.restart_app {
             app.kill();
         }
-        if signals::stopped() {
-            report.interrupted = true;
-            break;
-        }
-        let restarted = Instant::now();
-        match server.start(config.ready_timeout) {
-            Ok(true) => {}
-            Ok(false) => {
-                report.interrupted = true;
-                break;
-            }
-            Err(e) => {
+        match server.restart(config.ready_timeout, report) {
+            Restart::Up => {}
+            Restart::Interrupted => break,
+            Restart::Failed(e) => {
                 violation(report, "recovery failed", &when, e, server);
                 report.cycles = cycle;
                 break;
             }
         }
-        report
-            .recovery_ms
-            .push(restarted.elapsed().as_secs_f64() * 1000.0);
         report.cycles = cycle;
         if let Some(status) = app.exited() {
             goes_on = app_exited(status, cycle, &when, config, app, server, report);

@@ -49,6 +49,16 @@ const GONE_WAIT: Duration = Duration::from_secs(30);
 /// The lines of the server's output quoted when it fails to start.
 const LOG_TAIL_BYTES: u64 = 2000;
 
+/// How a restart after a crash went.
+pub(super) enum Restart {
+    /// The server answers again.
+    Up,
+    /// Ctrl-C or SIGTERM came first (the report is marked interrupted).
+    Interrupted,
+    /// It did not come back: why.
+    Failed(String),
+}
+
 /// How the server is started and killed.
 #[derive(Debug, Clone)]
 pub enum Launch {
@@ -372,6 +382,29 @@ impl Server {
             String::new()
         } else {
             format!("\nthe server's last output:\n{text}")
+        }
+    }
+
+    /// Restarts the server after a crash, unless a stop was asked for; on success the
+    /// recovery time joins `report.recovery_ms`. Shared by the server and app modes.
+    pub(super) fn restart(&mut self, timeout: Duration, report: &mut CrashTestReport) -> Restart {
+        if signals::stopped() {
+            report.interrupted = true;
+            return Restart::Interrupted;
+        }
+        let restarted = Instant::now();
+        match self.start(timeout) {
+            Ok(true) => {
+                report
+                    .recovery_ms
+                    .push(restarted.elapsed().as_secs_f64() * 1000.0);
+                Restart::Up
+            }
+            Ok(false) => {
+                report.interrupted = true;
+                Restart::Interrupted
+            }
+            Err(e) => Restart::Failed(e),
         }
     }
 
@@ -940,26 +973,15 @@ fn cycles(
             kill_after,
         )?;
         server.wait_gone()?;
-        if signals::stopped() {
-            report.interrupted = true;
-            break;
-        }
-        let restarted = Instant::now();
-        match server.start(config.ready_timeout) {
-            Ok(true) => {}
-            Ok(false) => {
-                report.interrupted = true;
-                break;
-            }
-            Err(e) => {
+        match server.restart(config.ready_timeout, report) {
+            Restart::Up => {}
+            Restart::Interrupted => break,
+            Restart::Failed(e) => {
                 report.violate("recovery failed", e);
                 report.cycles = cycle + 1;
                 break;
             }
         }
-        report
-            .recovery_ms
-            .push(restarted.elapsed().as_secs_f64() * 1000.0);
         match observe(server, &offered) {
             Ok(observed) => history.check(observed, acknowledged, false, report),
             Err(e) => report.violate("unreadable", e),
