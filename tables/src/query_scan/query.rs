@@ -111,14 +111,21 @@ impl Database {
             Some(text) => Some(context.parse_projection(text)?),
             None => attributes_to_get(request.attributes_to_get.as_ref())?,
         };
-        // DynamoDB checks everything the request alone decides before it looks the table
-        // up: the key condition's own rules and the placeholders left unused included.
-        check_key_condition_alone(&mut context, &request, key_conditions.as_ref())?;
-        context.finish()?;
-
-        // Checks against the table.
-        let table = self.data_table(table_name)?;
-        let target = ReadTarget::resolve(&table, request.index_name.as_deref())?;
+        // Checks against the table. DynamoDB checks what the request alone decides (the key
+        // condition's own rules, the placeholders left unused) before it looks the table or
+        // index up; when either is found, the parse against its key schema below reports
+        // those same errors, so only a failed lookup pays for a parse without the schema.
+        let mut schema_free_checks = |not_found: ApiError| -> ApiError {
+            match check_key_condition_alone(&mut context, &request, key_conditions.as_ref())
+                .and_then(|()| context.finish())
+            {
+                Err(invalid) => invalid,
+                Ok(()) => not_found,
+            }
+        };
+        let table = self.data_table(table_name).map_err(&mut schema_free_checks)?;
+        let target = ReadTarget::resolve(&table, request.index_name.as_deref())
+            .map_err(&mut schema_free_checks)?;
         if matches!(target, ReadTarget::Global(_)) && request.consistent_read == Some(true) {
             return Err(ApiError::validation(
                 "Consistent reads are not supported on global secondary indexes",
