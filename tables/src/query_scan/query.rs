@@ -123,7 +123,9 @@ impl Database {
                 Ok(()) => not_found,
             }
         };
-        let table = self.data_table(table_name).map_err(&mut schema_free_checks)?;
+        let table = self
+            .data_table(table_name)
+            .map_err(&mut schema_free_checks)?;
         let target = ReadTarget::resolve(&table, request.index_name.as_deref())
             .map_err(&mut schema_free_checks)?;
         if matches!(target, ReadTarget::Global(_)) && request.consistent_read == Some(true) {
