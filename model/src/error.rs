@@ -55,6 +55,8 @@ pub enum ErrorCode {
     ImportNotFoundException,
     /// The legacy global tables operations: no global table (version 2017.11.29) has the name.
     GlobalTableNotFoundException,
+    /// A resource-based policy that is not there (SPEC-3 §5).
+    PolicyNotFoundException,
     InternalServerError,
     /// HTTP 503: the service cannot take the request now (only injected faults send it).
     ServiceUnavailable,
@@ -107,6 +109,7 @@ impl ErrorCode {
             ErrorCode::ImportConflictException => "ImportConflictException",
             ErrorCode::ImportNotFoundException => "ImportNotFoundException",
             ErrorCode::GlobalTableNotFoundException => "GlobalTableNotFoundException",
+            ErrorCode::PolicyNotFoundException => "PolicyNotFoundException",
             ErrorCode::InternalServerError => "InternalServerError",
             ErrorCode::ServiceUnavailable => "ServiceUnavailable",
         }
@@ -254,6 +257,8 @@ impl ErrorCode {
             InvalidExportTimeException,
             ImportConflictException,
             ImportNotFoundException,
+            GlobalTableNotFoundException,
+            PolicyNotFoundException,
             InternalServerError,
             ServiceUnavailable,
         ]

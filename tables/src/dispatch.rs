@@ -84,6 +84,11 @@ impl Database {
             "DescribeImport" => Ok(encoding.encode(&self.describe_import(body.decode()?)?)),
             "ListImports" => Ok(encoding.encode(&self.list_imports(body.decode()?)?)),
             "TagResource" => Ok(encoding.encode(&self.tag_resource(body.decode()?)?)),
+            "PutResourcePolicy" => Ok(encoding.encode(&self.put_resource_policy(body.decode()?)?)),
+            "GetResourcePolicy" => Ok(encoding.encode(&self.get_resource_policy(body.decode()?)?)),
+            "DeleteResourcePolicy" => {
+                Ok(encoding.encode(&self.delete_resource_policy(body.decode()?)?))
+            }
             "UntagResource" => Ok(encoding.encode(&self.untag_resource(body.decode()?)?)),
             "ListTagsOfResource" => {
                 Ok(encoding.encode(&self.list_tags_of_resource(body.decode()?)?))
@@ -314,6 +319,9 @@ pub const SUPPORTED_OPERATIONS: &[&str] = &[
     "TagResource",
     "UntagResource",
     "ListTagsOfResource",
+    "PutResourcePolicy",
+    "GetResourcePolicy",
+    "DeleteResourcePolicy",
     "DescribeLimits",
     "DescribeEndpoints",
     "DescribeContinuousBackups",
@@ -351,9 +359,6 @@ pub const SUPPORTED_OPERATIONS: &[&str] = &[
     "DisableKinesisStreamingDestination",
     "DescribeKinesisStreamingDestination",
     "UpdateKinesisStreamingDestination",
-    "PutResourcePolicy",
-    "GetResourcePolicy",
-    "DeleteResourcePolicy",
     // control: add names above this line
     "PutItem",
     "GetItem",

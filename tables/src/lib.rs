@@ -26,6 +26,7 @@ pub mod emulation;
 pub mod items;
 pub mod options;
 pub mod partiql;
+pub mod policies;
 pub mod query_scan;
 pub mod streams;
 pub mod tags;

@@ -22,6 +22,7 @@ pub mod import;
 pub mod items;
 pub mod legacy_global_tables;
 pub mod partiql;
+pub mod policies;
 pub mod query;
 pub mod settings;
 pub mod streams;

@@ -41,6 +41,7 @@ mod page_size_boundary;
 mod partiql;
 mod partiql_model;
 mod pitr;
+mod policies;
 mod query_pagination;
 mod query_rules;
 mod query_scan;
