@@ -288,7 +288,8 @@ fn decode_base64(payload: &Value) -> Result<Vec<u8>, ApiError> {
         .map_err(|_| ApiError::serialization(BAD_BASE64_MESSAGE))
 }
 
-fn encode_base64(bytes: &[u8]) -> String {
+/// Base64 (standard alphabet, padded), as DynamoDB JSON writes binary values.
+pub fn encode_base64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 

@@ -84,6 +84,15 @@ impl Database {
             "DescribeImport" => Ok(encoding.encode(&self.describe_import(body.decode()?)?)),
             "ListImports" => Ok(encoding.encode(&self.list_imports(body.decode()?)?)),
             "TagResource" => Ok(encoding.encode(&self.tag_resource(body.decode()?)?)),
+            "UpdateContributorInsights" => {
+                Ok(encoding.encode(&self.update_contributor_insights(body.decode()?)?))
+            }
+            "DescribeContributorInsights" => {
+                Ok(encoding.encode(&self.describe_contributor_insights(body.decode()?)?))
+            }
+            "ListContributorInsights" => {
+                Ok(encoding.encode(&self.list_contributor_insights(body.decode()?)?))
+            }
             "PutResourcePolicy" => Ok(encoding.encode(&self.put_resource_policy(body.decode()?)?)),
             "GetResourcePolicy" => Ok(encoding.encode(&self.get_resource_policy(body.decode()?)?)),
             "DeleteResourcePolicy" => {
@@ -319,6 +328,9 @@ pub const SUPPORTED_OPERATIONS: &[&str] = &[
     "TagResource",
     "UntagResource",
     "ListTagsOfResource",
+    "UpdateContributorInsights",
+    "DescribeContributorInsights",
+    "ListContributorInsights",
     "PutResourcePolicy",
     "GetResourcePolicy",
     "DeleteResourcePolicy",
@@ -352,9 +364,6 @@ pub const SUPPORTED_OPERATIONS: &[&str] = &[
     "CancelBulkOperation",
     "DescribeTableReplicaAutoScaling",
     "UpdateTableReplicaAutoScaling",
-    "DescribeContributorInsights",
-    "UpdateContributorInsights",
-    "ListContributorInsights",
     "EnableKinesisStreamingDestination",
     "DisableKinesisStreamingDestination",
     "DescribeKinesisStreamingDestination",

@@ -23,6 +23,7 @@ pub mod core;
 pub mod database;
 mod dispatch;
 pub mod emulation;
+pub mod insights;
 pub mod items;
 pub mod options;
 pub mod partiql;

@@ -19,6 +19,7 @@ pub mod constraint;
 pub mod control;
 pub mod export;
 pub mod import;
+pub mod insights;
 pub mod items;
 pub mod legacy_global_tables;
 pub mod partiql;

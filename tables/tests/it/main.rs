@@ -31,6 +31,7 @@ mod gsi_online_crash;
 mod gsi_online_rules;
 mod import;
 mod import_crash;
+mod insights;
 mod items_capacity;
 mod items_expression_edges;
 mod items_model;
