@@ -339,15 +339,15 @@ pub fn type_error_wording(serde_text: &str) -> Option<String> {
     } else if found.starts_with("string") {
         "STRING_VALUE"
     } else if found == "boolean `true`" {
-        "VALUE_TRUE"
+        "TRUE_VALUE"
     } else if found == "boolean `false`" {
-        "VALUE_FALSE"
+        "FALSE_VALUE"
     } else if found == "sequence" {
         "START_ARRAY"
     } else if found == "map" {
         "START_OBJECT"
     } else if found == "null" || found == "unit value" {
-        "VALUE_NULL"
+        "NULL_VALUE"
     } else {
         return None;
     };

@@ -296,9 +296,9 @@ pub fn encode_base64(bytes: &[u8]) -> String {
 /// The AWS JSON protocol's name for a JSON token, used in its SerializationException texts.
 fn json_kind(json: &Value) -> &'static str {
     match json {
-        Value::Null => "VALUE_NULL",
-        Value::Bool(true) => "VALUE_TRUE",
-        Value::Bool(false) => "VALUE_FALSE",
+        Value::Null => "NULL_VALUE",
+        Value::Bool(true) => "TRUE_VALUE",
+        Value::Bool(false) => "FALSE_VALUE",
         Value::Number(_) => "NUMBER_VALUE",
         Value::String(_) => "STRING_VALUE",
         Value::Array(_) => "START_ARRAY",
