@@ -37,6 +37,25 @@ impl DynamoHandler for EngineHandler {
         Ok(answer)
     }
 
+    fn handle_charged(
+        &self,
+        operation: &str,
+        body: &[u8],
+        region: Option<&str>,
+    ) -> (Result<Vec<u8>, ApiError>, Option<f64>) {
+        let (answer, units) = self
+            .database
+            .execute_json_text_charged(region, operation, body);
+        let answer = answer.map(|answer| {
+            if empty_body_operation(operation) {
+                Vec::new()
+            } else {
+                answer
+            }
+        });
+        (answer, units)
+    }
+
     fn operations(&self) -> &[&'static str] {
         shoal_tables::SUPPORTED_OPERATIONS
     }
