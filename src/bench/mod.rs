@@ -5,6 +5,7 @@
 
 pub mod data_model;
 pub mod loadgen;
+pub mod recording;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -64,6 +65,42 @@ pub struct BenchArgs {
 
 #[derive(Subcommand)]
 enum BenchCommand {
+    /// Sends a recording's requests (made without --record-hash-keys) again to an endpoint —
+    /// a Shoal with a changed schema, `--capacity enforce`, DynamoDB — in their order and at
+    /// their recorded pace (or --fast), and reports per access pattern as a model run does.
+    Replay {
+        /// The recording: FILE, or FILE.1 FILE (oldest first).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// The endpoint to send them to.
+        #[arg(long)]
+        endpoint: String,
+        /// As fast as the endpoint answers, instead of at the recorded pace.
+        #[arg(long)]
+        fast: bool,
+        /// Requests in flight at once.
+        #[arg(long, default_value_t = 4)]
+        concurrency: usize,
+        /// Delete and create the recorded tables first (no items are loaded).
+        #[arg(long)]
+        create_tables: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Fits a data model to a recording of `shoal serve --record FILE`: calls grouped into
+    /// access patterns by operation, table, index and expression shape, each with its rate,
+    /// partition-key distribution (uniform, Zipf, or named hot keys), sort-key behaviour
+    /// and item sizes, and the tables as created. Prints the model file (JSON) to stdout;
+    /// run it with `shoal bench --model`, `plan` or `compare`.
+    ModelFrom {
+        /// The recording: FILE, or FILE.1 FILE to take in a rotated part too (oldest first).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// The model's name (default: the recording's file name).
+        #[arg(long)]
+        name: Option<String>,
+    },
     /// Runs a model file and answers at what multiple of its rate, and where, the design
     /// first throttles or first fills a 10 GB item collection: every limit (each hot
     /// partition of a table or GSI, each provisioned table and GSI, on-demand limits, item
@@ -123,6 +160,40 @@ enum BenchCommand {
 /// `shoal bench`.
 pub fn run(args: BenchArgs) -> Result<(), String> {
     match args.command {
+        Some(BenchCommand::ModelFrom { files, name }) => return bench_model_from(&files, name),
+        Some(BenchCommand::Replay {
+            files,
+            endpoint,
+            fast,
+            concurrency,
+            create_tables,
+            json,
+        }) => {
+            if !(1..=data_model::model::CONCURRENCY_MAX).contains(&concurrency) {
+                return Err(format!(
+                    "--concurrency must be 1..={}",
+                    data_model::model::CONCURRENCY_MAX
+                ));
+            }
+            data_model::stop_on_interrupt();
+            let report = recording::replay::replay(&recording::replay::ReplayOptions {
+                files,
+                endpoint,
+                paced: !fast,
+                concurrency,
+                create_tables,
+                progress: true,
+            })?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
+                );
+            } else {
+                print!("{}", data_model::report::render_text(&report));
+            }
+            return Ok(());
+        }
         Some(BenchCommand::Compare {
             first,
             second,
@@ -180,6 +251,30 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     let results = runtime.block_on(loadgen::run(&config))?;
     print!("{}", loadgen::report(&results));
+    Ok(())
+}
+
+fn bench_model_from(files: &[PathBuf], name: Option<String>) -> Result<(), String> {
+    let name = name.unwrap_or_else(|| {
+        files.last().and_then(|f| f.file_stem()).map_or_else(
+            || "recording".to_string(),
+            |s| s.to_string_lossy().into_owned(),
+        )
+    });
+    let fitted = recording::model_from::model_from(files, &name)?;
+    for note in &fitted.skipped {
+        eprintln!("shoal: not modelled: {note}");
+    }
+    if fitted.dropped > 0 {
+        eprintln!(
+            "shoal: the recording dropped {} calls (its writer fell behind): rates are low by as much",
+            fitted.dropped
+        );
+    }
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&fitted.model).map_err(|e| e.to_string())?
+    );
     Ok(())
 }
 

@@ -79,14 +79,14 @@ pub fn run_model(model: &Model, options: &BenchOptions) -> Result<Report, String
     ))
 }
 
-type ProgressDisplay = (
+pub(crate) type ProgressDisplay = (
     indicatif::ProgressBar,
     Arc<std::sync::atomic::AtomicBool>,
     std::thread::JoinHandle<()>,
 );
 
 /// A progress bar with live operations per second and errors, redrawn five times a second.
-fn spawn_progress(model: &Model, progress: &Arc<Progress>) -> ProgressDisplay {
+pub(crate) fn spawn_progress(model: &Model, progress: &Arc<Progress>) -> ProgressDisplay {
     let length = match (model.run.seconds, model.run.operations) {
         (Some(seconds), _) => Some((seconds * 10.0) as u64),
         (None, operations) => operations,
