@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use shoal::bench::data_model::model::{Distribution, GeneratorKind, Model};
 use shoal::bench::data_model::{run_model, BenchOptions};
 use shoal::bench::recording::model_from::{model_from, ModelFromRecording};
@@ -22,59 +22,15 @@ const UNITS_TOLERANCE: f64 = 0.10;
 /// (absolute).
 const SHARE_TOLERANCE: f64 = 0.06;
 
-/// Orders by customer, placed in sequence; a KEYS_ONLY GSI on status. Puts go 40% to one
+/// The synthetic workload of docs/DATA-MODEL-BENCH.md's recording example: orders by
+/// customer, placed in sequence, with a KEYS_ONLY GSI on status. Puts go 40% to one
 /// customer, gets follow a Zipf law, queries by status and by customer take a few items.
 fn synthetic() -> Value {
-    json!({
-        "name": "synthetic shop",
-        "tables": [{
-            "TableName": "Orders",
-            "AttributeDefinitions": [
-                {"AttributeName": "customer", "AttributeType": "S"},
-                {"AttributeName": "placed", "AttributeType": "N"},
-                {"AttributeName": "status", "AttributeType": "S"}
-            ],
-            "KeySchema": [
-                {"AttributeName": "customer", "KeyType": "HASH"},
-                {"AttributeName": "placed", "KeyType": "RANGE"}
-            ],
-            "GlobalSecondaryIndexes": [{
-                "IndexName": "ByStatus",
-                "KeySchema": [{"AttributeName": "status", "KeyType": "HASH"}],
-                "Projection": {"ProjectionType": "KEYS_ONLY"}
-            }],
-            "BillingMode": "PAY_PER_REQUEST"
-        }],
-        "generators": {
-            "hot_customer": {"type": "string", "prefix": "c#", "cardinality": 200,
-                             "distribution": {"hot": {"share": 0.4, "keys": 1}}},
-            "zipf_customer": {"type": "string", "prefix": "c#", "cardinality": 200,
-                              "distribution": {"zipf": 1.1}},
-            "placed": {"type": "sequence"},
-            "old": {"type": "number", "range": [0, 500]},
-            "status": {"type": "string", "prefix": "S", "length": [7, 7], "cardinality": 3},
-            "note": {"type": "string", "length": [1300, 1300], "cardinality": 1}
-        },
-        "patterns": [
-            {"name": "place order", "operation": "PutItem", "weight": 4, "request": {
-                "TableName": "Orders", "Item": {
-                    "customer": {"S": "${hot_customer}"}, "placed": {"N": "${placed}"},
-                    "status": {"S": "${status}"}, "note": {"S": "${note}"}}}},
-            {"name": "look up order", "operation": "GetItem", "weight": 3, "request": {
-                "TableName": "Orders", "Key": {
-                    "customer": {"S": "${zipf_customer}"}, "placed": {"N": "${old}"}}}},
-            {"name": "orders by status", "operation": "Query", "weight": 1, "request": {
-                "TableName": "Orders", "IndexName": "ByStatus", "Limit": 5,
-                "KeyConditionExpression": "#s = :s",
-                "ExpressionAttributeNames": {"#s": "status"},
-                "ExpressionAttributeValues": {":s": {"S": "${status}"}}}},
-            {"name": "orders of a customer", "operation": "Query", "weight": 2, "request": {
-                "TableName": "Orders", "Limit": 2,
-                "KeyConditionExpression": "customer = :c",
-                "ExpressionAttributeValues": {":c": {"S": "${zipf_customer}"}}}}
-        ],
-        "run": {"operations": 3000, "concurrency": 1, "seed": 11}
-    })
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/models/recording/shop-traffic.json"
+    );
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 /// Runs `model` against a fresh `shoal serve --record FILE` and fits a model to what it

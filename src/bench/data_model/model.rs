@@ -43,7 +43,7 @@ pub struct Generator {
     #[serde(rename = "type")]
     pub kind: GeneratorKind,
     /// Text before every value (`user#`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub prefix: String,
     /// For `string`: the length range in characters, inclusive (default [8, 8]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -56,7 +56,7 @@ pub struct Generator {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cardinality: Option<u64>,
     /// How a value is picked among the `cardinality` values (default uniform).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Distribution::is_uniform")]
     pub distribution: Distribution,
 }
 
@@ -91,6 +91,13 @@ pub enum Distribution {
     /// to at most 1); the rest of the draws are uniform over the generator's values. How
     /// `shoal bench model-from` writes a recording's hot keys by name.
     Named(Vec<NamedValue>),
+}
+
+impl Distribution {
+    /// The default (left out when a model is written).
+    pub fn is_uniform(&self) -> bool {
+        *self == Distribution::Uniform
+    }
 }
 
 /// A value of a [`Distribution::Named`] and its share of the draws.
@@ -321,7 +328,7 @@ impl Generator {
                     || values
                         .iter()
                         .any(|v| !(v.share >= 0.0 && v.share.is_finite()))
-                    || total > 1.0 + 1e-9
+                    || total > 1.0 + 1e-3
                 {
                     return Err(
                         "named needs at least one value, shares ≥ 0 summing to at most 1".into(),

@@ -118,13 +118,18 @@ pub fn distribution(counts: &Counts) -> Distribution {
             hot.iter()
                 .map(|(value, c)| NamedValue {
                     value: value.to_string(),
-                    share: *c as f64 / draws,
+                    share: rounded_share(*c as f64 / draws),
                 })
                 .collect(),
         );
     }
     let exponent = zipf_exponent(&all).max(ZIPF_EXPONENT_MIN);
     Distribution::Zipf((exponent * 100.0).round() / 100.0)
+}
+
+/// A share to four decimals (a model file is read by people).
+fn rounded_share(share: f64) -> f64 {
+    (share * 10_000.0).round() / 10_000.0
 }
 
 /// Whether counts (of the values seen) look like a uniform draw: their index of dispersion
@@ -297,7 +302,7 @@ pub fn named_all(counts: &Counts) -> Generator {
                 .iter()
                 .map(|(value, c)| NamedValue {
                     value: value.to_string(),
-                    share: *c as f64 / draws,
+                    share: rounded_share(*c as f64 / draws),
                 })
                 .collect(),
         ),

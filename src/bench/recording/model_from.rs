@@ -500,7 +500,12 @@ fn build(
         if !values.is_empty() {
             request.insert("ExpressionAttributeValues".into(), Value::Object(values));
         }
-        let sort_generator = keys.range.as_ref().map(|(attribute, kind)| {
+        let names_an_item = matches!(
+            line.op.as_str(),
+            "GetItem" | "PutItem" | "UpdateItem" | "DeleteItem"
+        );
+        let sort_key = keys.range.as_ref().filter(|_| names_an_item);
+        let sort_generator = sort_key.map(|(attribute, kind)| {
             let space = &spaces[&(table.clone(), attribute.clone())];
             let generator_name = format!("{}_{tag}", slug(attribute));
             let generator = if line.op == "PutItem" {
