@@ -603,35 +603,28 @@ async fn handle_api(
     } else {
         None
     };
+    let record = |answer: Option<Bytes>, error: Option<&'static str>| {
+        if let Some(recording) = &recording {
+            recording.capture(Captured {
+                started,
+                latency_us: u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
+                operation,
+                request: owned_body(),
+                answer,
+                error,
+                units,
+            });
+        }
+    };
     let (response, outcome) = match result {
         Ok(Ok(body)) => {
             let body = Bytes::from(body);
-            if let Some(recording) = &recording {
-                recording.capture(Captured {
-                    started,
-                    latency_us: u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
-                    operation,
-                    request: owned_body(),
-                    answer: Some(body.clone()),
-                    error: None,
-                    units,
-                });
-            }
+            record(Some(body.clone()), None);
             let ok = response(StatusCode::OK, AMZ_JSON_CONTENT_TYPE, body, request_id);
             (ok, Outcome::Success)
         }
         Ok(Err(error)) => {
-            if let Some(recording) = &recording {
-                recording.capture(Captured {
-                    started,
-                    latency_us: u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
-                    operation,
-                    request: owned_body(),
-                    answer: None,
-                    error: Some(error.code.name()),
-                    units,
-                });
-            }
+            record(None, Some(error.code.name()));
             (error_response(&error, request_id), outcome_of(&error))
         }
         Err(panic) => {

@@ -184,15 +184,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
                 create_tables,
                 progress: true,
             })?;
-            if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
-                );
-            } else {
-                print!("{}", data_model::report::render_text(&report));
-            }
-            return Ok(());
+            return print_report(&report, json);
         }
         Some(BenchCommand::Compare {
             first,
@@ -313,14 +305,7 @@ fn bench_model(
         std::fs::write(html, data_model::html::render(&report))
             .map_err(|e| format!("cannot write {}: {e}", html.display()))?;
     }
-    if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
-        );
-    } else {
-        print!("{}", data_model::report::render_text(&report));
-    }
+    print_report(&report, json)?;
     // A pattern that fails is no measure of the design: say so in the exit code, after the
     // report that shows why.
     if !allow_errors && !report.failing_patterns.is_empty() {
@@ -329,6 +314,19 @@ fn bench_model(
             data_model::report::ERROR_SHARE_MAX * 100.0,
             report.failing_patterns.join(", ")
         ));
+    }
+    Ok(())
+}
+
+/// Prints a report: as JSON, or as the terminal's text.
+fn print_report(report: &Report, json: bool) -> Result<(), String> {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(report).map_err(|e| e.to_string())?
+        );
+    } else {
+        print!("{}", data_model::report::render_text(report));
     }
     Ok(())
 }

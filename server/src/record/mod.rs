@@ -12,9 +12,10 @@
 //! client receives changes: the units come from the tables layer's own metering, which
 //! runs for every call whether or not the client asked for ConsumedCapacity.
 //!
-//! The file is bounded: when it reaches half of `max_bytes` it is closed (its `end` line
-//! written), renamed to `FILE.1` (replacing an older one) and a new `FILE` is begun, so the
-//! recording never holds more than `max_bytes` on disk.
+//! The file is bounded: before a line would take it past half of `max_bytes` it is closed
+//! (its `end` line written), renamed to `FILE.1` (replacing an older one) and a new `FILE`
+//! is begun, so the recording never holds more than `max_bytes` on disk. A line that could
+//! not fit in a file of its own (a body near half the cap) is dropped and counted.
 
 mod extract;
 pub mod format;
@@ -270,5 +271,131 @@ impl Recorder {
             counters.recorded_total.load(Ordering::Relaxed),
             counters.dropped_total.load(Ordering::Relaxed),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format::{parse_line, Line};
+    use super::*;
+    use shoal_model::ApiError;
+
+    /// Knows no tables and answers every call with `{}`.
+    struct Empty;
+
+    impl DynamoHandler for Empty {
+        fn handle(&self, _: &str, _: &[u8], _: Option<&str>) -> Result<Vec<u8>, ApiError> {
+            Ok(b"{}".to_vec())
+        }
+        fn operations(&self) -> &[&'static str] {
+            &["GetItem"]
+        }
+    }
+
+    fn call(request: Bytes) -> Captured {
+        Captured {
+            started: Instant::now(),
+            latency_us: 5,
+            operation: "GetItem",
+            request,
+            answer: Some(Bytes::from_static(b"{}")),
+            error: None,
+            units: Some(0.5),
+        }
+    }
+
+    fn lines(path: &std::path::Path) -> Vec<Line> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .filter_map(parse_line)
+            .collect()
+    }
+
+    #[test]
+    fn the_file_rotates_at_half_its_cap_and_never_holds_more() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("calls.jsonl");
+        let recorder = Recorder::new(Arc::new(Empty));
+        let options = RecordOptions {
+            path: path.clone(),
+            max_bytes: MAX_BYTES_MIN,
+            hash_keys: false,
+        };
+        recorder.start(options.clone()).unwrap();
+        assert!(recorder.start(options).is_err(), "two recordings at once");
+        let body = Bytes::from(format!(
+            "{{\"TableName\":\"T\",\"Key\":{{\"k\":{{\"S\":\"{}\"}}}}}}",
+            "v".repeat(1000)
+        ));
+        let recording = recorder.current().unwrap();
+        // About 1.1 KB a line: 1,500 lines are over three halves of the cap.
+        for _ in 0..1500 {
+            recording.capture(call(body.clone()));
+        }
+        drop(recording);
+        let summary = recorder.stop().unwrap();
+        assert!(recorder.current().is_none());
+        assert_eq!(summary["records"], 1500, "{summary}");
+        assert_eq!(summary["dropped"], 0, "{summary}");
+        assert!(summary["files"].as_u64().unwrap() >= 3, "{summary}");
+        let rotated = dir.path().join("calls.jsonl.1");
+        let on_disk =
+            std::fs::metadata(&path).unwrap().len() + std::fs::metadata(&rotated).unwrap().len();
+        assert!(on_disk <= MAX_BYTES_MIN, "{on_disk}");
+        // Each file opens with its start line and closes with its end line.
+        for file in [&rotated, &path] {
+            let lines = lines(file);
+            assert!(
+                matches!(lines.first(), Some(Line::Start(_))),
+                "{}",
+                file.display()
+            );
+            match lines.last() {
+                Some(Line::End(end)) => {
+                    let requests = lines
+                        .iter()
+                        .filter(|l| matches!(l, Line::Request(_)))
+                        .count();
+                    assert_eq!(end.records, requests as u64);
+                }
+                other => panic!("{}: ends with {other:?}", file.display()),
+            }
+        }
+        match &lines(&path)[0] {
+            Line::Start(start) => assert!(start.part >= 2, "{start:?}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_call_the_queue_has_no_room_for_is_dropped_and_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("calls.jsonl");
+        let recorder = Recorder::new(Arc::new(Empty));
+        recorder
+            .start(RecordOptions {
+                path: path.clone(),
+                max_bytes: MAX_BYTES_DEFAULT,
+                hash_keys: true,
+            })
+            .unwrap();
+        let recording = recorder.current().unwrap();
+        recording.capture(call(Bytes::from(vec![b' '; QUEUE_BYTES_MAX + 1])));
+        recording.capture(call(Bytes::from_static(b"{}")));
+        drop(recording);
+        let mut metrics = String::new();
+        recorder.render_metrics(&mut metrics);
+        assert!(
+            metrics.contains("shoal_record_dropped_total 1\n"),
+            "{metrics}"
+        );
+        let summary = recorder.stop().unwrap();
+        assert_eq!(summary["dropped"], 1, "{summary}");
+        assert_eq!(summary["records"], 1, "{summary}");
+        match lines(&path).last() {
+            Some(Line::End(end)) => assert_eq!((end.records, end.dropped), (1, 1)),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -16,6 +16,8 @@ use super::format::{End, Line, Start, TableLine, VERSION};
 use super::{Captured, Counters, RecordOptions};
 use crate::handler::DynamoHandler;
 
+/// Room kept for a file's `end` line (about 70 bytes).
+const END_LINE_BYTES_MAX: u64 = 128;
 /// Most tables described into a file's head.
 const TABLES_DESCRIBED_MAX: usize = 1_000;
 
@@ -40,6 +42,8 @@ pub struct Writer {
     file_bytes: u64,
     /// Request lines in the current file.
     file_records: u64,
+    /// Bytes of the current file's head (start and table lines).
+    head_bytes: u64,
     part: u32,
     hashed: bool,
     started: Instant,
@@ -79,6 +83,7 @@ impl Writer {
             part_bytes_max: options.max_bytes / 2,
             file_bytes: 0,
             file_records: 0,
+            head_bytes: 0,
             part: 0,
             hashed: hash_key.is_some(),
             started,
@@ -165,14 +170,19 @@ impl Writer {
         for (_, table) in self.descriptions.clone() {
             self.write(&Line::Table(TableLine { at_us, table }))?;
         }
+        self.head_bytes = self.file_bytes;
         Ok(())
     }
 
     fn write(&mut self, line: &Line) -> Result<(), String> {
         let mut text = serde_json::to_vec(line).map_err(|e| e.to_string())?;
         text.push(b'\n');
+        self.write_text(&text)
+    }
+
+    fn write_text(&mut self, text: &[u8]) -> Result<(), String> {
         self.file
-            .write_all(&text)
+            .write_all(text)
             .map_err(|e| format!("cannot write {}: {e}", self.path.display()))?;
         self.file_bytes += text.len() as u64;
         self.summary.bytes += text.len() as u64;
@@ -192,6 +202,16 @@ impl Writer {
         self.file
             .flush()
             .map_err(|e| format!("cannot write {}: {e}", self.path.display()))
+    }
+
+    /// Appends a line, rotating first if it would take the file (with its end line) past
+    /// half the cap.
+    fn append(&mut self, text: &[u8], counters: &Counters) -> Result<(), String> {
+        let room = self.part_bytes_max.saturating_sub(END_LINE_BYTES_MAX);
+        if self.file_bytes + text.len() as u64 > room {
+            self.rotate(counters)?;
+        }
+        self.write_text(text)
     }
 
     /// Closes the file, moves it to `FILE.1` and begins a new one.
@@ -231,21 +251,32 @@ impl Writer {
         let changed_table = matches!(captured.operation, "CreateTable" | "UpdateTable")
             && captured.answer.is_some();
         let table = line.table.clone();
-        self.write(&Line::Request(Box::new(line)))?;
+        let mut text =
+            serde_json::to_vec(&Line::Request(Box::new(line))).map_err(|e| e.to_string())?;
+        text.push(b'\n');
+        // The file stays under half the cap, its end line included: it rotates first when
+        // this line would take it over. A line that could never fit is not written.
+        let room = self.part_bytes_max.saturating_sub(END_LINE_BYTES_MAX);
+        if text.len() as u64 + self.head_bytes > room {
+            counters.dropped_in_file.fetch_add(1, Ordering::Relaxed);
+            counters.dropped_total.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        self.append(&text, counters)?;
         self.file_records += 1;
         self.summary.records += 1;
         counters.recorded_total.fetch_add(1, Ordering::Relaxed);
         if changed_table {
             if let Some(description) = table.and_then(|name| self.describe(&name)) {
                 let at_us = self.at_us();
-                self.write(&Line::Table(TableLine {
+                let line = Line::Table(TableLine {
                     at_us,
                     table: description,
-                }))?;
+                });
+                let mut text = serde_json::to_vec(&line).map_err(|e| e.to_string())?;
+                text.push(b'\n');
+                self.append(&text, counters)?;
             }
-        }
-        if self.file_bytes >= self.part_bytes_max {
-            self.rotate(counters)?;
         }
         Ok(())
     }

@@ -518,17 +518,7 @@ pub fn run(
             worker.run(deadline, budget, rate, &progress)
         }));
     }
-    let mut stats = RunStats {
-        patterns: vec![PatternStats::default(); patterns.len()],
-        ..RunStats::default()
-    };
-    for worker in workers {
-        let part = worker.join().map_err(|_| "a worker panicked".to_string())?;
-        merge(&mut stats, part);
-    }
-    stats.elapsed = started.elapsed();
-    stats.interrupted = STOP.load(Ordering::Relaxed);
-    Ok(stats)
+    joined(workers, patterns.len(), started)
 }
 
 /// One recorded request to send again.
@@ -604,8 +594,17 @@ pub fn replay(
             stats
         }));
     }
+    joined(workers, patterns.len(), started)
+}
+
+/// The workers' stats merged, once each has ended.
+fn joined(
+    workers: Vec<std::thread::JoinHandle<RunStats>>,
+    patterns: usize,
+    started: Instant,
+) -> Result<RunStats, String> {
     let mut stats = RunStats {
-        patterns: vec![PatternStats::default(); patterns.len()],
+        patterns: vec![PatternStats::default(); patterns],
         ..RunStats::default()
     };
     for worker in workers {

@@ -557,14 +557,7 @@ fn build(
                 };
                 generators.insert(
                     filler_name.clone(),
-                    Generator {
-                        kind: GeneratorKind::String,
-                        prefix: String::new(),
-                        length: Some([filler(low), filler(high).max(filler(low))]),
-                        range: None,
-                        cardinality: None,
-                        distribution: Distribution::Uniform,
-                    },
+                    filler_generator(filler(low), filler(high)),
                 );
                 item.insert(FILLER_ATTRIBUTE.into(), typed("S", &filler_name));
                 put_items
@@ -629,28 +622,23 @@ fn build(
             .and_then(Value::as_object)
             .cloned()
             .unwrap_or_default();
-        if let Some((attribute, kind)) = &keys.hash {
+        // Loaded items spread uniformly over the partition keys, in sequence on the sort key.
+        let key_generators = [(&keys.hash, true), (&keys.range, false)];
+        for (key, is_hash) in key_generators {
+            let Some((attribute, kind)) = key else {
+                continue;
+            };
             let generator_name = format!("{}_load_{}", slug(attribute), slug(table));
             let space = spaces
                 .get(&(table.clone(), attribute.clone()))
                 .cloned()
                 .unwrap_or_default();
-            generators.insert(
-                generator_name.clone(),
-                fit::generator_like(&space, Distribution::Uniform),
-            );
-            item.insert(attribute.clone(), typed(kind, &generator_name));
-        }
-        if let Some((attribute, kind)) = &keys.range {
-            let generator_name = format!("{}_load_{}", slug(attribute), slug(table));
-            let space = spaces
-                .get(&(table.clone(), attribute.clone()))
-                .cloned()
-                .unwrap_or_default();
-            generators.insert(
-                generator_name.clone(),
-                sort_key_generator(&space, kind, SortBehaviour::Sequential),
-            );
+            let generator = if is_hash {
+                fit::generator_like(&space, Distribution::Uniform)
+            } else {
+                sort_key_generator(&space, kind, SortBehaviour::Sequential)
+            };
+            generators.insert(generator_name.clone(), generator);
             item.insert(attribute.clone(), typed(kind, &generator_name));
         }
         if !item.contains_key(FILLER_ATTRIBUTE) {
@@ -658,17 +646,7 @@ fn build(
             let base = item_base_bytes(&item, &generators) + FILLER_ATTRIBUTE.len() as u64;
             let generator_name = format!("{FILLER_ATTRIBUTE}_load_{}", slug(table));
             let length = average.saturating_sub(base).max(1) as u32;
-            generators.insert(
-                generator_name.clone(),
-                Generator {
-                    kind: GeneratorKind::String,
-                    prefix: String::new(),
-                    length: Some([length, length]),
-                    range: None,
-                    cardinality: None,
-                    distribution: Distribution::Uniform,
-                },
-            );
+            generators.insert(generator_name.clone(), filler_generator(length, length));
             item.insert(FILLER_ATTRIBUTE.into(), typed("S", &generator_name));
         }
         loads.push(Load {
@@ -702,6 +680,18 @@ fn build(
         seconds,
         partitions: Vec::new(),
         group_keys: Vec::new(),
+    }
+}
+
+/// The filler attribute's generator: text of `low` to `high` characters.
+fn filler_generator(low: u32, high: u32) -> Generator {
+    Generator {
+        kind: GeneratorKind::String,
+        prefix: String::new(),
+        length: Some([low, high.max(low)]),
+        range: None,
+        cardinality: None,
+        distribution: Distribution::Uniform,
     }
 }
 

@@ -21,7 +21,7 @@ use shoal_server::record::format::Line;
 
 use super::model_from::{group_key, model_from};
 use super::read::each_line;
-use crate::bench::data_model::report::{self, Report};
+use crate::bench::data_model::report::Report;
 use crate::bench::data_model::run::{self, Progress, Replayed};
 use crate::client::target::Target;
 
@@ -134,20 +134,5 @@ pub fn replay(options: &ReplayOptions) -> Result<Report, String> {
     for note in &fitted.skipped {
         eprintln!("shoal: not replayed: {note}");
     }
-    let stats = stats?;
-    let mut client = target.client()?;
-    let mut descriptions = Vec::new();
-    for create in &model.tables {
-        let body = serde_json::json!({"TableName": create["TableName"]}).to_string();
-        if let Ok(answer) = client.call("DescribeTable", body.as_bytes()) {
-            descriptions.push(serde_json::from_slice(&answer).unwrap_or_default());
-        }
-    }
-    Ok(report::build(
-        &model,
-        &target.describe(),
-        &patterns,
-        stats,
-        &descriptions,
-    ))
+    crate::bench::data_model::report_of(&model, &target, &patterns, stats?)
 }
