@@ -268,3 +268,69 @@ fn a_hashed_recording_keeps_no_value_and_still_makes_a_model() {
     .unwrap();
     assert!(refused.contains("--record-hash-keys"), "{refused}");
 }
+
+#[test]
+fn the_admin_api_records_a_running_server_and_the_model_loads_what_was_there() {
+    use shoal::client::target::Target;
+    use shoal::client::ConnectOptions;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::spawn(&["serve", "--port", "0", "--in-memory", "--admin"]);
+    let target = Target::endpoint(&server.endpoint, &ConnectOptions::default()).unwrap();
+    let mut client = target.client().unwrap();
+    let create = serde_json::json!({
+        "TableName": "Notes", "BillingMode": "PAY_PER_REQUEST",
+        "AttributeDefinitions": [{"AttributeName": "id", "AttributeType": "S"}],
+        "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}]
+    });
+    client
+        .call("CreateTable", create.to_string().as_bytes())
+        .unwrap();
+    let put = |n: u32| {
+        serde_json::json!({"TableName": "Notes", "Item": {"id": {"S": format!("n#{n}")},
+            "text": {"S": "x".repeat(500)}}})
+        .to_string()
+    };
+    for n in 0..50 {
+        client.call("PutItem", put(n).as_bytes()).unwrap();
+    }
+    let file = dir.path().join("live.jsonl");
+    let start = serde_json::json!({"file": file}).to_string();
+    let (status, answer) = http_request(&server.endpoint, "POST", "/shoal/record", &start);
+    assert_eq!(status, 200, "{answer}");
+    let (status, again) = http_request(&server.endpoint, "POST", "/shoal/record", &start);
+    assert_eq!(status, 400, "a second recording: {again}");
+    for n in 0..40 {
+        let get = serde_json::json!({"TableName": "Notes", "Key": {"id": {"S": format!("n#{}", n % 10)}}});
+        client.call("GetItem", get.to_string().as_bytes()).unwrap();
+    }
+    let (_, status_text) = http_request(&server.endpoint, "GET", "/shoal/record", "");
+    let status_json: Value = serde_json::from_str(&status_text).unwrap();
+    assert_eq!(status_json["recording"], true, "{status_text}");
+    let (status, summary) = http_request(&server.endpoint, "DELETE", "/shoal/record", "");
+    assert_eq!(status, 200, "{summary}");
+    let (status, _) = http_request(&server.endpoint, "DELETE", "/shoal/record", "");
+    assert_eq!(status, 404, "nothing left to stop");
+    let metrics = crate::sdk_server::http_get(&server.endpoint, "/metrics");
+    assert!(
+        metrics.contains("shoal_record_requests_total 40"),
+        "{metrics}"
+    );
+    server.stop();
+    let fitted = model_from(&[&file], "live").unwrap();
+    assert_eq!(fitted.patterns.len(), 1);
+    let get = &fitted.patterns[0];
+    assert_eq!((get.name.as_str(), get.calls), ("GetItem Notes", 40));
+    assert!(
+        (get.units_per_call - 0.5).abs() < 1e-9,
+        "{}",
+        get.units_per_call
+    );
+    // Ten keys, each read four times: named outright with their shares.
+    match &fitted.model.generators["id_p0"].distribution {
+        Distribution::Named(named) => assert_eq!(named.len(), 10, "{named:?}"),
+        other => panic!("{other:?}"),
+    }
+    // The table held 50 items when the recording began: the model loads 50.
+    assert_eq!(fitted.model.load.len(), 1);
+    assert_eq!(fitted.model.load[0].count, 50);
+}
