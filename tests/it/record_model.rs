@@ -293,13 +293,19 @@ fn the_admin_api_records_a_running_server_and_the_model_loads_what_was_there() {
     for n in 0..50 {
         client.call("PutItem", put(n).as_bytes()).unwrap();
     }
+    let probe = serde_json::json!({"TableName": "Notes", "Key": {"id": {"S": "n#1"}}}).to_string();
+    let unrecorded = client.call("GetItem", probe.as_bytes()).unwrap();
     let file = dir.path().join("live.jsonl");
     let start = serde_json::json!({"file": file}).to_string();
     let (status, answer) = http_request(&server.endpoint, "POST", "/shoal/record", &start);
     assert_eq!(status, 200, "{answer}");
     let (status, again) = http_request(&server.endpoint, "POST", "/shoal/record", &start);
     assert_eq!(status, 400, "a second recording: {again}");
-    for n in 0..40 {
+    // The client sees the same answer while recorded: no ConsumedCapacity it did not ask for.
+    let recorded = client.call("GetItem", probe.as_bytes()).unwrap();
+    assert_eq!(recorded, unrecorded);
+    assert!(!String::from_utf8_lossy(&recorded).contains("ConsumedCapacity"));
+    for n in 0..39 {
         let get = serde_json::json!({"TableName": "Notes", "Key": {"id": {"S": format!("n#{}", n % 10)}}});
         client.call("GetItem", get.to_string().as_bytes()).unwrap();
     }
