@@ -350,6 +350,19 @@ fn keys_of(table: &Value) -> Keys {
     }
 }
 
+/// The counts of a key space (every space a pattern draws from was counted; `empty`
+/// otherwise).
+fn space_of<'a>(
+    spaces: &'a BTreeMap<(String, String), Counts>,
+    table: &str,
+    attribute: &str,
+    empty: &'a Counts,
+) -> &'a Counts {
+    spaces
+        .get(&(table.to_string(), attribute.to_string()))
+        .unwrap_or(empty)
+}
+
 /// A generator name safe in `${…}`.
 fn slug(text: &str) -> String {
     text.chars()
@@ -407,6 +420,7 @@ fn build(
             merge((table.clone(), attribute.clone()), counts);
         }
     }
+    let no_space = Counts::default();
     let mut generators: BTreeMap<String, Generator> = BTreeMap::new();
     let mut patterns = Vec::new();
     let mut recorded = Vec::new();
@@ -450,7 +464,7 @@ fn build(
             None => keys.hash.clone(),
         };
         let pk_generator = hash.as_ref().map(|(attribute, _)| {
-            let space = &spaces[&(table.clone(), attribute.clone())];
+            let space = space_of(&spaces, &table, attribute, &no_space);
             let generator_name = format!("{}_{tag}", slug(attribute));
             let generator = if fit::is_small_set(&group.pk) {
                 fit::named_all(&group.pk)
@@ -506,7 +520,7 @@ fn build(
         );
         let sort_key = keys.range.as_ref().filter(|_| names_an_item);
         let sort_generator = sort_key.map(|(attribute, kind)| {
-            let space = &spaces[&(table.clone(), attribute.clone())];
+            let space = space_of(&spaces, &table, attribute, &no_space);
             let generator_name = format!("{}_{tag}", slug(attribute));
             let generator = if line.op == "PutItem" {
                 sort_key_generator(space, kind, group.sk_order.behaviour())
@@ -539,7 +553,7 @@ fn build(
                     let generator = if fit::is_small_set(counts) {
                         fit::named_all(counts)
                     } else {
-                        let space = &spaces[&(table.clone(), attribute.clone())];
+                        let space = space_of(&spaces, &table, attribute, &no_space);
                         fit::generator_like(space, fit::distribution(counts))
                     };
                     generators.insert(generator_name.clone(), generator);
@@ -629,14 +643,11 @@ fn build(
                 continue;
             };
             let generator_name = format!("{}_load_{}", slug(attribute), slug(table));
-            let space = spaces
-                .get(&(table.clone(), attribute.clone()))
-                .cloned()
-                .unwrap_or_default();
+            let space = space_of(&spaces, table, attribute, &no_space);
             let generator = if is_hash {
-                fit::generator_like(&space, Distribution::Uniform)
+                fit::generator_like(space, Distribution::Uniform)
             } else {
-                sort_key_generator(&space, kind, SortBehaviour::Sequential)
+                sort_key_generator(space, kind, SortBehaviour::Sequential)
             };
             generators.insert(generator_name.clone(), generator);
             item.insert(attribute.clone(), typed(kind, &generator_name));
