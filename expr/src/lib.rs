@@ -58,6 +58,7 @@ mod parser;
 pub mod partiql;
 mod projection;
 mod reserved;
+mod shape;
 mod update;
 mod validate;
 
@@ -73,5 +74,6 @@ pub use document::{extract_paths, resolve};
 pub use key_condition::{KeyAttribute, KeyCondition, KeySchemaView, SortKeyCondition};
 pub use parser::{EXPRESSION_SIZE_BYTES_MAX, IN_OPERAND_COUNT_MAX, OPERATOR_COUNT_MAX};
 pub use projection::Projection;
+pub use shape::shape;
 pub use shoal_model::ScalarType;
 pub use update::{Update, UpdateOutcome, INCORRECT_DATA_TYPE};

@@ -9,6 +9,12 @@
 //!   `GET /shoal/contributors?table=T[&index=I][&minutes=M][&top=N]`: their most accessed
 //!   and most throttled keys over the last M minutes (default 5, at most 10), N per rule
 //!   (default 10, at most 100).
+//! - `GET /shoal/record`: whether a recording runs, its file, records and dropped calls.
+//! - `POST /shoal/record` with `{"file": PATH, "max_bytes"?: N, "hash_keys"?: BOOL}`: starts
+//!   recording every call into PATH (a file the server writes; see the `record` module); 400
+//!   while one runs.
+//! - `DELETE /shoal/record`: stops it, once the queued calls are written; answers the
+//!   recording's `records`, `dropped`, `bytes` and `files`.
 //! - `POST /shoal/crash` with `{"mode": "kill" | "power-loss"}`: ends the process at once,
 //!   without an answer (see [`CrashMode`]).
 //!
@@ -19,6 +25,7 @@
 use crate::body::read_body;
 use crate::faults::{FaultInjector, FaultRule, RuleSet};
 use crate::handler::{CrashMode, DynamoHandler};
+use crate::record::{RecordOptions, Recorder, MAX_BYTES_DEFAULT};
 use crate::response::response;
 use bytes::Bytes;
 use http::request::Parts;
@@ -27,6 +34,8 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use serde_json::{json, Value};
 use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Where the admin API lives.
@@ -35,11 +44,13 @@ pub const ADMIN_PATH_PREFIX: &str = "/shoal/";
 const FAULTS_PATH: &str = "/shoal/faults";
 const CRASH_PATH: &str = "/shoal/crash";
 const CONTRIBUTORS_PATH: &str = "/shoal/contributors";
+const RECORD_PATH: &str = "/shoal/record";
 const JSON_CONTENT_TYPE: &str = "application/json";
 
 /// What an admin request may use.
 pub struct AdminContext<'a> {
     pub faults: &'a FaultInjector,
+    pub recorder: &'a Arc<Recorder>,
     pub handler: &'a dyn DynamoHandler,
     pub allow_remote: bool,
     pub body_bytes_max: usize,
@@ -107,6 +118,30 @@ pub async fn answer(
             Err((StatusCode::METHOD_NOT_ALLOWED, "use GET".to_owned()))
         } else {
             contributors(context.handler, parts.uri.query().unwrap_or(""))
+        }
+    } else if path == RECORD_PATH {
+        match *method {
+            Method::GET => Ok(context.recorder.status()),
+            Method::POST => match record_options(&text) {
+                Ok(options) => context
+                    .recorder
+                    .start(options)
+                    .map_err(|error| (StatusCode::BAD_REQUEST, error)),
+                Err(error) => Err((StatusCode::BAD_REQUEST, error)),
+            },
+            Method::DELETE => {
+                // Stopping waits for the writer to drain the queue: off the runtime's threads.
+                let recorder = Arc::clone(context.recorder);
+                match tokio::task::spawn_blocking(move || recorder.stop()).await {
+                    Ok(Some(summary)) => Ok(summary),
+                    Ok(None) => Err((StatusCode::NOT_FOUND, "no recording runs".to_owned())),
+                    Err(error) => Err((StatusCode::INTERNAL_SERVER_ERROR, error.to_string())),
+                }
+            }
+            _ => Err((
+                StatusCode::METHOD_NOT_ALLOWED,
+                "use GET, POST or DELETE".to_owned(),
+            )),
         }
     } else if path == CRASH_PATH {
         if *method != Method::POST {
@@ -189,6 +224,28 @@ fn add_rules(faults: &FaultInjector, text: &[u8]) -> Result<Value, (StatusCode, 
     .map_err(|error| bad(error.to_string()))?;
     let added = faults.add(set).map_err(bad)?;
     Ok(json!({"rules": added}))
+}
+
+/// `{"file": PATH, "max_bytes"?: N, "hash_keys"?: BOOL}`.
+fn record_options(text: &[u8]) -> Result<RecordOptions, String> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct RecordRequest {
+        file: PathBuf,
+        #[serde(default)]
+        max_bytes: Option<u64>,
+        #[serde(default)]
+        hash_keys: bool,
+    }
+    serde_json::from_slice::<RecordRequest>(text)
+        .map(|request| RecordOptions {
+            path: request.file,
+            max_bytes: request.max_bytes.unwrap_or(MAX_BYTES_DEFAULT),
+            hash_keys: request.hash_keys,
+        })
+        .map_err(|error| {
+            format!("expected {{\"file\": PATH, \"max_bytes\"?: N, \"hash_keys\"?: BOOL}}: {error}")
+        })
 }
 
 fn crash_mode(text: &[u8]) -> Result<CrashMode, String> {

@@ -157,6 +157,9 @@ pub struct ServerConfig {
     pub admin_allow_remote: bool,
     /// Fault rules in force from the start (`--faults FILE`), admin API or not.
     pub faults: RuleSet,
+    /// Record every call from the start (`--record FILE`); the admin API can also start
+    /// and stop a recording.
+    pub record: Option<crate::record::RecordOptions>,
 }
 
 impl Default for ServerConfig {
@@ -179,6 +182,7 @@ impl Default for ServerConfig {
             admin: false,
             admin_allow_remote: false,
             faults: RuleSet::default(),
+            record: None,
         }
     }
 }

@@ -64,15 +64,21 @@ impl DynamoHandler for EngineHandler {
         body: &[u8],
         region: Option<&str>,
     ) -> Result<Vec<u8>, ApiError> {
-        let answer = self
+        self.database
+            .execute_json_text_in_region(region, operation, body)
+            .map(|answer| served_body(operation, answer))
+    }
+
+    fn handle_charged(
+        &self,
+        operation: &str,
+        body: &[u8],
+        region: Option<&str>,
+    ) -> (Result<Vec<u8>, ApiError>, Option<f64>) {
+        let (answer, units) = self
             .database
-            .execute_json_text_in_region(region, operation, body)?;
-        // DynamoDB answers these two with an empty body, not `{}`: their output shape has no
-        // members. The embedded API keeps its `{}` (an empty output object).
-        if empty_body_operation(operation) {
-            return Ok(Vec::new());
-        }
-        Ok(answer)
+            .execute_json_text_charged(region, operation, body);
+        (answer.map(|answer| served_body(operation, answer)), units)
     }
 
     fn operations(&self) -> &[&'static str] {
@@ -227,6 +233,17 @@ shoal_corrupt_reads_total {failures}
             place.offset,
             escape_label(&place.holds)
         );
+    }
+}
+
+/// The body served for `operation`'s answer: DynamoDB answers TagResource and UntagResource
+/// with an empty body, not `{}` (their output shape has no members); the embedded API keeps
+/// its `{}` (an empty output object).
+fn served_body(operation: &str, answer: Vec<u8>) -> Vec<u8> {
+    if empty_body_operation(operation) {
+        Vec::new()
+    } else {
+        answer
     }
 }
 

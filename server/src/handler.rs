@@ -51,6 +51,19 @@ pub trait DynamoHandler: Send + Sync + 'static {
         region: Option<&str>,
     ) -> Result<Vec<u8>, ApiError>;
 
+    /// [`DynamoHandler::handle`], also giving the capacity units the call was charged
+    /// (tables and indexes together), whether or not the request asked for them: what a
+    /// recording writes. The answer must be exactly `handle`'s. The default knows no
+    /// capacity.
+    fn handle_charged(
+        &self,
+        operation: &str,
+        body: &[u8],
+        region: Option<&str>,
+    ) -> (Result<Vec<u8>, ApiError>, Option<f64>) {
+        (self.handle(operation, body, region), None)
+    }
+
     /// The operation names this handler knows; any other target is answered with
     /// `UnknownOperationException` without calling the handler.
     fn operations(&self) -> &[&'static str];

@@ -78,6 +78,7 @@ pub mod faults;
 pub mod handler;
 pub mod metrics;
 mod open_files;
+pub mod record;
 pub mod request;
 pub mod response;
 mod serve;

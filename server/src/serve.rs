@@ -12,6 +12,7 @@ use crate::faults::{Decision, FaultInjector};
 use crate::handler::{DynamoHandler, StorageHealth};
 use crate::metrics::{Metrics, Outcome};
 use crate::open_files;
+use crate::record::{Captured, Recorder};
 use crate::request::{check_head_size, decode_api_request, route, Route, NOT_FOUND_BODY};
 use crate::response::{
     close_connection, error_response, new_request_id, response, AMZ_JSON_CONTENT_TYPE,
@@ -62,6 +63,8 @@ pub enum ServerError {
     },
     #[error("fault rules: {0}")]
     Faults(String),
+    #[error("recording: {0}")]
+    Record(String),
 }
 
 /// Marks a response that a fault rule turned into a dropped connection: the service
@@ -95,6 +98,12 @@ pub async fn serve(
         .faults
         .add(state.config.faults.clone())
         .map_err(ServerError::Faults)?;
+    if let Some(options) = &state.config.record {
+        state
+            .recorder
+            .start(options.clone())
+            .map_err(ServerError::Record)?;
+    }
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
@@ -133,6 +142,9 @@ pub async fn serve(
             tracing::warn!("shutdown grace period over; abandoning open connections");
         }
     }
+    // The recording's queued calls are written and its file closed with its `end` line.
+    let recorder = Arc::clone(&state.recorder);
+    let _ = tokio::task::spawn_blocking(move || recorder.stop()).await;
     Ok(())
 }
 
@@ -253,6 +265,7 @@ struct ServerState {
     default_host: String,
     /// Turns on the blocking pool: without them every waiting write would hold a thread.
     handler_turns: Arc<Semaphore>,
+    recorder: Arc<Recorder>,
 }
 
 impl ServerState {
@@ -266,6 +279,7 @@ impl ServerState {
             faults: FaultInjector::new(&operations),
             default_host: format!("dynamodb.{region}.amazonaws.com"),
             handler_turns: Arc::new(Semaphore::new(config.handler_threads.max(1))),
+            recorder: Arc::new(Recorder::new(Arc::clone(&handler))),
             handler,
             operations,
             config,
@@ -319,6 +333,7 @@ async fn answer(
     if state.config.admin && parts.uri.path().starts_with(ADMIN_PATH_PREFIX) {
         let context = AdminContext {
             faults: &state.faults,
+            recorder: &state.recorder,
             handler: state.handler.as_ref(),
             allow_remote: state.config.admin_allow_remote,
             body_bytes_max: state.config.body_bytes_max,
@@ -353,6 +368,7 @@ async fn answer(
             state.metrics.render(&mut page);
             state.admissions.render_metrics(&mut page);
             state.faults.render_metrics(&mut page);
+            state.recorder.render_metrics(&mut page);
             state.handler.render_metrics(&mut page);
             (
                 response(
@@ -531,54 +547,93 @@ async fn handle_api(
             None => {}
         }
     }
+    // While recording, the handler also gives the units the call was charged; the answer
+    // is the same either way.
+    let recording = state.recorder.is_active();
+    let call = move |handler: &dyn DynamoHandler, body: &[u8], region: Option<&str>| {
+        if recording {
+            handler.handle_charged(operation, body, region)
+        } else {
+            (handler.handle(operation, body, region), None)
+        }
+    };
+    // The request's own bytes, or the `{}` a blank body stands for. Told apart by identity
+    // (address and length), not by length: a two-byte blank body is as long as `{}`.
+    let owned_body = || {
+        if std::ptr::eq(decoded.body, &content[..]) {
+            content.clone()
+        } else {
+            Bytes::copy_from_slice(decoded.body)
+        }
+    };
     let result = if handler.runs_inline(operation) {
         // A panic must still become a 500 rather than a dropped connection, as it does on the
         // blocking pool.
         std::panic::catch_unwind(AssertUnwindSafe(|| {
-            handler.handle(operation, decoded.body, region.as_deref())
+            call(handler.as_ref(), decoded.body, region.as_deref())
         }))
         .map_err(|_| "handler panicked".to_string())
     } else {
-        // The blocking pool needs an owned body: the request's own bytes, or the `{}` a blank
-        // body stands for. Told apart by identity (address and length), not by length: a
-        // two-byte blank body is as long as `{}`.
-        let body = if std::ptr::eq(decoded.body, &content[..]) {
-            content.clone()
-        } else {
-            Bytes::copy_from_slice(decoded.body)
-        };
+        // The blocking pool needs an owned body.
+        let body = owned_body();
         match Arc::clone(&state.handler_turns).acquire_owned().await {
             // The turn moves into the call, so it ends when the call does, even if the
             // client has gone and this future was dropped.
             Ok(turn) => tokio::task::spawn_blocking(move || {
                 let _turn = turn;
-                handler.handle(operation, &body, region.as_deref())
+                call(handler.as_ref(), &body, region.as_deref())
             })
             .await
             .map_err(|join_error| join_error.to_string()),
             Err(closed) => Err(closed.to_string()),
         }
     };
+    let (result, units) = match result {
+        Ok((answer, units)) => (Ok(answer), units),
+        Err(panic) => (Err(panic), None),
+    };
     let result = match error_after_apply {
         // The operation ran; its answer is replaced, whatever it was.
         Some(error) => result.map(|_| Err(error)),
         None => result,
     };
+    let latency = started.elapsed();
+    let recording = if recording {
+        state.recorder.current()
+    } else {
+        None
+    };
+    let record = |answer: Option<Bytes>, error: Option<&'static str>| {
+        if let Some(recording) = &recording {
+            recording.capture(Captured {
+                started,
+                latency_us: u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
+                operation,
+                request: owned_body(),
+                answer,
+                error,
+                units,
+            });
+        }
+    };
     let (response, outcome) = match result {
         Ok(Ok(body)) => {
+            let body = Bytes::from(body);
+            record(Some(body.clone()), None);
             let ok = response(StatusCode::OK, AMZ_JSON_CONTENT_TYPE, body, request_id);
             (ok, Outcome::Success)
         }
-        Ok(Err(error)) => (error_response(&error, request_id), outcome_of(&error)),
+        Ok(Err(error)) => {
+            record(None, Some(error.code.name()));
+            (error_response(&error, request_id), outcome_of(&error))
+        }
         Err(panic) => {
             tracing::error!(operation, request_id, error = %panic, "handler panicked");
             let error = ApiError::internal_server_error();
             (error_response(&error, request_id), Outcome::ServerError)
         }
     };
-    state
-        .metrics
-        .record_operation(operation, outcome, started.elapsed());
+    state.metrics.record_operation(operation, outcome, latency);
     (response, Some(operation))
 }
 

@@ -5,6 +5,7 @@
 
 pub mod data_model;
 pub mod loadgen;
+pub mod recording;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -64,6 +65,42 @@ pub struct BenchArgs {
 
 #[derive(Subcommand)]
 enum BenchCommand {
+    /// Sends a recording's requests (made without --record-hash-keys) again to an endpoint —
+    /// a Shoal with a changed schema, `--capacity enforce`, DynamoDB — in their order and at
+    /// their recorded pace (or --fast), and reports per access pattern as a model run does.
+    Replay {
+        /// The recording: FILE, or FILE.1 FILE (oldest first).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// The endpoint to send them to.
+        #[arg(long)]
+        endpoint: String,
+        /// As fast as the endpoint answers, instead of at the recorded pace.
+        #[arg(long)]
+        fast: bool,
+        /// Requests in flight at once.
+        #[arg(long, default_value_t = 4)]
+        concurrency: usize,
+        /// Delete and create the recorded tables first (no items are loaded).
+        #[arg(long)]
+        create_tables: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Fits a data model to a recording of `shoal serve --record FILE`: calls grouped into
+    /// access patterns by operation, table, index and expression shape, each with its rate,
+    /// partition-key distribution (uniform, Zipf, or named hot keys), sort-key behaviour
+    /// and item sizes, and the tables as created. Prints the model file (JSON) to stdout;
+    /// run it with `shoal bench --model`, `plan` or `compare`.
+    ModelFrom {
+        /// The recording: FILE, or FILE.1 FILE to take in a rotated part too (oldest first).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// The model's name (default: the recording's file name).
+        #[arg(long)]
+        name: Option<String>,
+    },
     /// Runs a model file and answers at what multiple of its rate, and where, the design
     /// first throttles or first fills a 10 GB item collection: every limit (each hot
     /// partition of a table or GSI, each provisioned table and GSI, on-demand limits, item
@@ -123,6 +160,32 @@ enum BenchCommand {
 /// `shoal bench`.
 pub fn run(args: BenchArgs) -> Result<(), String> {
     match args.command {
+        Some(BenchCommand::ModelFrom { files, name }) => return bench_model_from(&files, name),
+        Some(BenchCommand::Replay {
+            files,
+            endpoint,
+            fast,
+            concurrency,
+            create_tables,
+            json,
+        }) => {
+            if !(1..=data_model::model::CONCURRENCY_MAX).contains(&concurrency) {
+                return Err(format!(
+                    "--concurrency must be 1..={}",
+                    data_model::model::CONCURRENCY_MAX
+                ));
+            }
+            data_model::stop_on_interrupt();
+            let report = recording::replay::replay(&recording::replay::ReplayOptions {
+                files,
+                endpoint,
+                paced: !fast,
+                concurrency,
+                create_tables,
+                progress: true,
+            })?;
+            return print_report(&report, json);
+        }
         Some(BenchCommand::Compare {
             first,
             second,
@@ -183,6 +246,30 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     Ok(())
 }
 
+fn bench_model_from(files: &[PathBuf], name: Option<String>) -> Result<(), String> {
+    let name = name.unwrap_or_else(|| {
+        files.last().and_then(|f| f.file_stem()).map_or_else(
+            || "recording".to_string(),
+            |s| s.to_string_lossy().into_owned(),
+        )
+    });
+    let fitted = recording::model_from::model_from(files, &name)?;
+    for note in &fitted.skipped {
+        eprintln!("shoal: not modelled: {note}");
+    }
+    if fitted.dropped > 0 {
+        eprintln!(
+            "shoal: the recording dropped {} calls (its writer fell behind): rates are low by as much",
+            fitted.dropped
+        );
+    }
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&fitted.model).map_err(|e| e.to_string())?
+    );
+    Ok(())
+}
+
 fn read_model(path: &Path) -> Result<Model, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -218,14 +305,7 @@ fn bench_model(
         std::fs::write(html, data_model::html::render(&report))
             .map_err(|e| format!("cannot write {}: {e}", html.display()))?;
     }
-    if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
-        );
-    } else {
-        print!("{}", data_model::report::render_text(&report));
-    }
+    print_report(&report, json)?;
     // A pattern that fails is no measure of the design: say so in the exit code, after the
     // report that shows why.
     if !allow_errors && !report.failing_patterns.is_empty() {
@@ -234,6 +314,19 @@ fn bench_model(
             data_model::report::ERROR_SHARE_MAX * 100.0,
             report.failing_patterns.join(", ")
         ));
+    }
+    Ok(())
+}
+
+/// Prints a report: as JSON, or as the terminal's text.
+fn print_report(report: &Report, json: bool) -> Result<(), String> {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(report).map_err(|e| e.to_string())?
+        );
+    } else {
+        print!("{}", data_model::report::render_text(report));
     }
     Ok(())
 }

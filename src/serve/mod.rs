@@ -128,6 +128,21 @@ pub struct ServeArgs {
     /// Seed of the lags drawn from a `MIN-MAX` range: the same seed draws the same lags.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub lag_seed: u64,
+    /// Record every call into FILE (JSON lines: operation, table, index, expression shapes,
+    /// keys, sizes, capacity, latency; the request bodies too unless --record-hash-keys), for
+    /// `shoal bench model-from` and `shoal bench replay` (docs/DATA-MODEL-BENCH.md). Off the
+    /// request's path: when the writer falls behind, calls go unrecorded and are counted.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// The most bytes the recording holds on disk: FILE is moved to FILE.1 (replacing it)
+    /// when it reaches half of this (default 1 GiB, at least 1 MiB).
+    #[arg(long, value_name = "BYTES", requires = "record", default_value_t = shoal_server::record::MAX_BYTES_DEFAULT, value_parser = parse_record_bytes)]
+    pub record_max_bytes: u64,
+    /// Record keyed hashes (HMAC-SHA256 under a key drawn at start and never written) of
+    /// key and value texts instead of the texts, and no request bodies: the recording makes
+    /// a model but cannot be replayed, and no data leaves in it.
+    #[arg(long, requires = "record")]
+    pub record_hash_keys: bool,
     /// Writes on an item of an in-flight transaction fail as DynamoDB's do
     /// (TransactionConflictException, or a TransactionConflict cancellation reason) instead
     /// of waiting for it.
@@ -196,6 +211,17 @@ pub fn parse_count(text: &str) -> Result<u64, String> {
     match text.parse::<u64>() {
         Ok(count) if count >= 1 => Ok(count),
         _ => Err("must be a whole number of at least 1".to_string()),
+    }
+}
+
+/// `--record-max-bytes`: a byte count of at least [`shoal_server::record::MAX_BYTES_MIN`].
+fn parse_record_bytes(text: &str) -> Result<u64, String> {
+    let minimum = shoal_server::record::MAX_BYTES_MIN;
+    match text.parse::<u64>() {
+        Ok(bytes) if bytes >= minimum => Ok(bytes),
+        _ => Err(format!(
+            "must be a whole number of bytes, at least {minimum}"
+        )),
     }
 }
 
@@ -299,6 +325,11 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         admin: args.admin,
         admin_allow_remote: args.admin_allow_remote,
         faults,
+        record: args.record.map(|path| shoal_server::record::RecordOptions {
+            path,
+            max_bytes: args.record_max_bytes,
+            hash_keys: args.record_hash_keys,
+        }),
         ..ServerConfig::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -57,6 +57,22 @@ impl Database {
         crate::core::region::with_region(region, || self.execute_json_text(operation, body))
     }
 
+    /// [`Database::execute_json_text_in_region`], also giving the capacity units the call
+    /// was charged (tables and indexes, the TOTAL a client would be told, a failed
+    /// condition's charge included), or None for an operation that is not metered. For a
+    /// recorder: the answer is the one the client gets, whether it asked for
+    /// ConsumedCapacity or not.
+    pub fn execute_json_text_charged(
+        &self,
+        region: Option<&str>,
+        operation: &str,
+        body: &[u8],
+    ) -> (Result<Vec<u8>, ApiError>, Option<f64>) {
+        let _ = crate::capacity::metering::take_charged();
+        let result = self.execute_json_text_in_region(region, operation, body);
+        (result, crate::capacity::metering::take_charged())
+    }
+
     /// Capacity units consumed per table through [`Database::execute`] and
     /// [`Database::execute_json_text`] since open.
     pub fn consumed_capacity(&self) -> Vec<(String, CapacityTotals)> {
@@ -263,11 +279,18 @@ impl Database {
                         ..ConsumedCapacity::default()
                     };
                     self.capacity.meter.record(Metered::Write, &[consumed]);
+                    crate::capacity::metering::note_charged(charged.write_units);
                 }
                 return Err(error);
             }
         };
         if metered {
+            let units = response
+                .consumed_capacity()
+                .iter()
+                .map(|entry| entry.capacity_units)
+                .sum();
+            crate::capacity::metering::note_charged(units);
             if let Some(kind) = kind_of(&response) {
                 self.capacity
                     .meter

@@ -32,6 +32,7 @@ mod loadgen;
 mod model_agreement;
 mod model_bench;
 mod model_report_browser;
+mod record_model;
 mod scenarios;
 mod scenarios_http;
 mod streams_cli;

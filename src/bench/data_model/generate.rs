@@ -40,7 +40,15 @@ struct Compiled {
 enum Picker {
     Uniform,
     Zipf(Zipf),
-    Hot { share: f64, keys: u64 },
+    Hot {
+        share: f64,
+        keys: u64,
+    },
+    /// Named values with their cumulative shares; past the last, uniform.
+    Named {
+        values: Vec<String>,
+        cumulative: Vec<f64>,
+    },
 }
 
 impl Generators {
@@ -67,7 +75,7 @@ impl Generators {
     fn pick(&self, index: usize, rng: &mut StdRng) -> u64 {
         let generator = &self.compiled[index];
         match &generator.picker {
-            Picker::Uniform => rng.random_range(0..generator.cardinality),
+            Picker::Uniform | Picker::Named { .. } => rng.random_range(0..generator.cardinality),
             Picker::Zipf(zipf) => zipf.sample(rng) - 1,
             Picker::Hot { share, keys } => {
                 if rng.random::<f64>() < *share {
@@ -84,6 +92,13 @@ impl Generators {
         use std::fmt::Write;
         out.clear();
         let generator = &self.compiled[index];
+        if let Picker::Named { values, cumulative } = &generator.picker {
+            let draw = rng.random::<f64>();
+            if let Some(named) = cumulative.iter().position(|share| draw < *share) {
+                out.push_str(&values[named]);
+                return;
+            }
+        }
         out.push_str(&generator.prefix);
         match generator.kind {
             GeneratorKind::String => {
@@ -140,6 +155,16 @@ impl Compiled {
             Distribution::Uniform => Picker::Uniform,
             Distribution::Zipf(s) => Picker::Zipf(Zipf::new(cardinality, s)),
             Distribution::Hot { share, keys } => Picker::Hot { share, keys },
+            Distribution::Named(ref named) => Picker::Named {
+                values: named.iter().map(|n| n.value.clone()).collect(),
+                cumulative: named
+                    .iter()
+                    .scan(0.0, |sum, n| {
+                        *sum += n.share;
+                        Some(*sum)
+                    })
+                    .collect(),
+            },
         };
         Compiled {
             kind: generator.kind,
@@ -408,6 +433,44 @@ mod tests {
             let share = f64::from(*count) / 100_000.0;
             assert!((0.09..0.11).contains(&share), "{n}: {share}");
         }
+    }
+
+    #[test]
+    fn named_values_come_out_verbatim_at_their_shares() {
+        let generators = Generators::new(&BTreeMap::from([(
+            "status".to_string(),
+            generator(
+                serde_json::json!({"type": "string", "prefix": "s#", "cardinality": 50,
+                "distribution": {"named": [{"value": "PENDING", "share": 0.6}, {"value": "SHIPPED", "share": 0.3}]}}),
+            ),
+        )]));
+        let mut rng = StdRng::seed_from_u64(3);
+        let mut counts: BTreeMap<String, u32> = BTreeMap::new();
+        let mut out = String::new();
+        for _ in 0..100_000 {
+            generators.draw(0, &mut rng, &mut out);
+            *counts.entry(out.clone()).or_default() += 1;
+        }
+        let share = |v: &str| f64::from(counts[v]) / 100_000.0;
+        assert!(
+            (0.59..0.61).contains(&share("PENDING")),
+            "{}",
+            share("PENDING")
+        );
+        assert!(
+            (0.29..0.31).contains(&share("SHIPPED")),
+            "{}",
+            share("SHIPPED")
+        );
+        // The other tenth spreads over the 50 generated values, all with the prefix.
+        let rest: Vec<_> = counts
+            .keys()
+            .filter(|k| !k.ends_with("ED") && !k.ends_with("NG"))
+            .collect();
+        assert!(
+            rest.len() > 40 && rest.iter().all(|k| k.starts_with("s#")),
+            "{rest:?}"
+        );
     }
 
     #[test]

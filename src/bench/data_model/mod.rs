@@ -61,7 +61,17 @@ pub fn run_model(model: &Model, options: &BenchOptions) -> Result<Report, String
         stats.loaded_items = loaded.items;
         stats.load_retries = loaded.retries;
     }
-    let stats = stats?;
+    report_of(model, &target, &patterns, stats?)
+}
+
+/// The report of a run of `model`'s patterns on `target`, with its tables as DescribeTable
+/// describes them after the run.
+pub(crate) fn report_of(
+    model: &Model,
+    target: &Target,
+    patterns: &[run::CompiledPattern],
+    stats: run::RunStats,
+) -> Result<Report, String> {
     let mut client = target.client()?;
     let mut descriptions = Vec::new();
     for create in &model.tables {
@@ -73,20 +83,20 @@ pub fn run_model(model: &Model, options: &BenchOptions) -> Result<Report, String
     Ok(report::build(
         model,
         &target.describe(),
-        &patterns,
+        patterns,
         stats,
         &descriptions,
     ))
 }
 
-type ProgressDisplay = (
+pub(crate) type ProgressDisplay = (
     indicatif::ProgressBar,
     Arc<std::sync::atomic::AtomicBool>,
     std::thread::JoinHandle<()>,
 );
 
 /// A progress bar with live operations per second and errors, redrawn five times a second.
-fn spawn_progress(model: &Model, progress: &Arc<Progress>) -> ProgressDisplay {
+pub(crate) fn spawn_progress(model: &Model, progress: &Arc<Progress>) -> ProgressDisplay {
     let length = match (model.run.seconds, model.run.operations) {
         (Some(seconds), _) => Some((seconds * 10.0) as u64),
         (None, operations) => operations,

@@ -8,15 +8,15 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// A whole model file.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub struct Model {
     /// Shown in the report.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// CreateTable requests, as sent to DynamoDB.
     pub tables: Vec<Value>,
@@ -36,32 +36,32 @@ pub struct Model {
 }
 
 /// How one placeholder's values are made.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub struct Generator {
     /// What values look like.
     #[serde(rename = "type")]
     pub kind: GeneratorKind,
     /// Text before every value (`user#`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub prefix: String,
     /// For `string`: the length range in characters, inclusive (default [8, 8]).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub length: Option<[u32; 2]>,
     /// For `number`: the value range, inclusive (default [0, 1000000]).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub range: Option<[i64; 2]>,
     /// How many distinct values there are (default: as many as the range or length allow,
     /// capped at 2^32). Values are numbered 0..cardinality; the distribution picks a number.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cardinality: Option<u64>,
     /// How a value is picked among the `cardinality` values (default uniform).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Distribution::is_uniform")]
     pub distribution: Distribution,
 }
 
 /// The kinds of value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GeneratorKind {
     /// Text of `length` characters; value number n always gives the same text.
@@ -77,7 +77,7 @@ pub enum GeneratorKind {
 }
 
 /// How a value number is picked.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub enum Distribution {
     /// Every value equally likely.
@@ -87,10 +87,29 @@ pub enum Distribution {
     Zipf(f64),
     /// `share` (0..1) of draws go to the first `keys` values; the rest are uniform.
     Hot { share: f64, keys: u64 },
+    /// These values, verbatim (no prefix), each with its share of the draws (shares summing
+    /// to at most 1); the rest of the draws are uniform over the generator's values. How
+    /// `shoal bench model-from` writes a recording's hot keys by name.
+    Named(Vec<NamedValue>),
+}
+
+impl Distribution {
+    /// The default (left out when a model is written).
+    pub fn is_uniform(&self) -> bool {
+        *self == Distribution::Uniform
+    }
+}
+
+/// A value of a [`Distribution::Named`] and its share of the draws.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct NamedValue {
+    pub value: String,
+    pub share: f64,
 }
 
 /// Items loaded into a table before the run.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub struct Load {
     pub table: String,
@@ -100,7 +119,7 @@ pub struct Load {
 }
 
 /// One access pattern.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub struct Pattern {
     pub name: String,
@@ -110,10 +129,10 @@ pub struct Pattern {
     /// Its request body, with placeholders.
     pub request: Value,
     /// Relative share of the run's operations (default 1); ignored if `rate` is given.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weight: Option<f64>,
     /// Operations per second for this pattern alone.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<f64>,
 }
 
@@ -124,32 +143,32 @@ pub const ATTEMPTS_DEFAULT: u32 = 10;
 pub const ATTEMPTS_MAX: u32 = 20;
 
 /// The run phase.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub struct Run {
     /// How long it runs (seconds); at least one of `seconds` and `operations`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seconds: Option<f64>,
     /// How many operations it runs.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operations: Option<u64>,
     /// Concurrent workers (default 4).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<usize>,
     /// Total operations per second for the weighted patterns (default: as fast as it goes).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<f64>,
     /// The seed of every random draw (default 1): the same model runs the same requests.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
     /// Attempts of one call when it is throttled or a batch leaves items unprocessed, as
     /// the SDKs' `max_attempts` (default 10, botocore's for DynamoDB; 1 never retries).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempts: Option<u32>,
 }
 
 /// Prices for the cost estimate, in US dollars.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub struct Prices {
     /// Which price list (shown in the report).
@@ -301,6 +320,24 @@ impl Generator {
             Distribution::Hot { share, keys } => {
                 if !(0.0..=1.0).contains(&share) || keys == 0 {
                     return Err("hot needs a share in 0..=1 and at least one key".into());
+                }
+            }
+            Distribution::Named(ref values) => {
+                let total: f64 = values.iter().map(|v| v.share).sum();
+                if values.is_empty()
+                    || values
+                        .iter()
+                        .any(|v| !(v.share >= 0.0 && v.share.is_finite()))
+                    || total > 1.0 + 1e-3
+                {
+                    return Err(
+                        "named needs at least one value, shares ≥ 0 summing to at most 1".into(),
+                    );
+                }
+                if self.kind == GeneratorKind::Number {
+                    if let Some(v) = values.iter().find(|v| v.value.parse::<f64>().is_err()) {
+                        return Err(format!("named value `{}` is not a number", v.value));
+                    }
                 }
             }
         }

@@ -513,12 +513,98 @@ pub fn run(
                 started,
                 concurrency,
                 attempts,
+                given_key: None,
             };
             worker.run(deadline, budget, rate, &progress)
         }));
     }
+    joined(workers, patterns.len(), started)
+}
+
+/// One recorded request to send again.
+pub struct Replayed {
+    /// The pattern it belongs to.
+    pub pattern: usize,
+    /// When it was sent, from the recording's first request.
+    pub at: Duration,
+    pub body: Vec<u8>,
+    /// Its partition key text, if it names one.
+    pub key: Option<String>,
+}
+
+/// Sends `requests` (in order, from a bounded channel fed as the recording is read) from
+/// `concurrency` workers: each at its recorded time when `paced`, else as fast as the target
+/// answers. Records what every answer cost, as a run does.
+pub fn replay(
+    target: &Target,
+    patterns: &Arc<Vec<CompiledPattern>>,
+    requests: std::sync::mpsc::Receiver<Replayed>,
+    concurrency: usize,
+    paced: bool,
+    progress: &Arc<Progress>,
+) -> Result<RunStats, String> {
+    let generators = Arc::new(Generators::new(&BTreeMap::new()));
+    let requests = Arc::new(std::sync::Mutex::new(requests));
+    let started = Instant::now();
+    let mut workers = Vec::with_capacity(concurrency);
+    for _ in 0..concurrency.max(1) {
+        let mut worker = Worker {
+            client: target.client()?,
+            generators: Arc::clone(&generators),
+            patterns: Arc::clone(patterns),
+            rng: StdRng::seed_from_u64(1),
+            body: Vec::new(),
+            key: String::new(),
+            started,
+            concurrency,
+            attempts: 1,
+            given_key: None,
+        };
+        let requests = Arc::clone(&requests);
+        let progress = Arc::clone(progress);
+        workers.push(std::thread::spawn(move || {
+            let mut stats = RunStats {
+                patterns: vec![PatternStats::default(); worker.patterns.len()],
+                ..RunStats::default()
+            };
+            let mut draws = Draws::new(&worker.generators);
+            loop {
+                if STOP.load(Ordering::Relaxed) {
+                    break;
+                }
+                // The lock is held only to take the next request: they leave in order.
+                let next = requests
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .recv();
+                let Ok(next) = next else {
+                    break;
+                };
+                if paced {
+                    let due = started + next.at;
+                    let now = Instant::now();
+                    if due > now {
+                        std::thread::sleep(due - now);
+                    }
+                }
+                worker.body = next.body;
+                worker.given_key = next.key;
+                worker.send(next.pattern, &mut draws, &mut stats, &progress);
+            }
+            stats
+        }));
+    }
+    joined(workers, patterns.len(), started)
+}
+
+/// The workers' stats merged, once each has ended.
+fn joined(
+    workers: Vec<std::thread::JoinHandle<RunStats>>,
+    patterns: usize,
+    started: Instant,
+) -> Result<RunStats, String> {
     let mut stats = RunStats {
-        patterns: vec![PatternStats::default(); patterns.len()],
+        patterns: vec![PatternStats::default(); patterns],
         ..RunStats::default()
     };
     for worker in workers {
@@ -648,6 +734,8 @@ struct Worker {
     concurrency: usize,
     /// Attempts of one call (`run.attempts`).
     attempts: u32,
+    /// The partition key of the request being replayed (None: drawn from the template).
+    given_key: Option<String>,
 }
 
 impl Worker {
@@ -747,6 +835,12 @@ impl Worker {
         pattern
             .template
             .render(&self.generators, draws, &mut self.rng, &mut self.body);
+        self.send(index, draws, stats, progress);
+    }
+
+    /// Sends `self.body` as a call of pattern `index` and records what it cost.
+    fn send(&mut self, index: usize, draws: &mut Draws, stats: &mut RunStats, progress: &Progress) {
+        let pattern = &self.patterns[index];
         // As the AWS SDKs do: a throttled (or 5xx) answer is sent again after a back-off, and
         // so are a batch's unprocessed items or keys, up to `run.attempts` attempts. The
         // latency is the whole call's, back-offs included, as the application would see it.
@@ -960,7 +1054,11 @@ impl Worker {
         // table's, or a GSI's for a read through it) and, for a write, each GSI's.
         let mut loads: Vec<(String, String, f64)> = Vec::new();
         if let Some((target, key)) = &pattern.partition {
-            key.render_text(&self.generators, draws, &mut self.rng, &mut self.key);
+            match &self.given_key {
+                // A replayed request names its own partition key.
+                Some(given) => given.clone_into(&mut self.key),
+                None => key.render_text(&self.generators, draws, &mut self.rng, &mut self.key),
+            }
             // A GSI's partition carries the GSI's units; a table's, the table's and its LSIs'.
             let units = match gsi_units.get(target) {
                 Some(units) => *units,

@@ -4,6 +4,7 @@
 //! (removing it from the response again unless the client asked for it) and adds it here,
 //! so the totals cover every request, not only those that requested ConsumedCapacity.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 
 use parking_lot::Mutex;
@@ -81,4 +82,20 @@ impl CapacityMeter {
             .map(|(name, totals)| (name.clone(), *totals))
             .collect()
     }
+}
+
+thread_local! {
+    /// The units the last metered call on this thread was charged, summed over its tables
+    /// and indexes, until [`take_charged`] takes them.
+    static CHARGED: Cell<Option<f64>> = const { Cell::new(None) };
+}
+
+/// Notes `units` charged to the call running on this thread.
+pub(crate) fn note_charged(units: f64) {
+    CHARGED.with(|charged| charged.set(Some(charged.get().unwrap_or(0.0) + units)));
+}
+
+/// The units charged on this thread since the last call, if a metered call ran.
+pub(crate) fn take_charged() -> Option<f64> {
+    CHARGED.with(Cell::take)
 }

@@ -1,0 +1,629 @@
+//! What a recorded call's request and answer say, as a [`RequestLine`]: run on the writer
+//! thread, never on the request's path.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{Map, Value};
+use shoal_expr::{Context, KeyAttribute, KeySchemaView};
+use shoal_model::{AttributeValue, ScalarType};
+
+use super::format::{RequestLine, Scalar, Shapes};
+use crate::sigv4::hmac_sha256;
+
+/// The expression parameters kept as sent.
+const EXPRESSION_PARAMETERS: [&str; 5] = [
+    "KeyConditionExpression",
+    "FilterExpression",
+    "ConditionExpression",
+    "UpdateExpression",
+    "ProjectionExpression",
+];
+/// The request parameters kept as sent: none holds data.
+const KEPT_PARAMETERS: [&str; 5] = [
+    "ConsistentRead",
+    "Limit",
+    "ScanIndexForward",
+    "Select",
+    "ReturnValues",
+];
+/// Most ExpressionAttributeValues recorded per request.
+const VALUES_MAX: usize = 32;
+/// Most tables whose last sort key is remembered (for `sk_order`).
+const SORT_KEYS_TRACKED_MAX: usize = 10_000;
+
+/// A table's keys, from its description.
+#[derive(Debug, Clone, Default)]
+pub struct TableKeys {
+    pub hash: Option<(String, String)>,
+    pub range: Option<(String, String)>,
+    /// Each index's (hash, range) attribute names.
+    pub indexes: BTreeMap<String, (Option<String>, Option<String>)>,
+    /// Attributes that key an index and not the table.
+    pub index_attributes: BTreeSet<String>,
+    /// Attribute types from AttributeDefinitions.
+    pub types: BTreeMap<String, String>,
+}
+
+impl TableKeys {
+    /// The keys a DescribeTable `Table` names.
+    pub fn of(table: &Value) -> TableKeys {
+        let types: BTreeMap<String, String> = table["AttributeDefinitions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|d| {
+                Some((
+                    d["AttributeName"].as_str()?.to_string(),
+                    d["AttributeType"].as_str()?.to_string(),
+                ))
+            })
+            .collect();
+        let key = |schema: &Value, kind: &str| -> Option<String> {
+            schema.as_array()?.iter().find(|k| k["KeyType"] == kind)?["AttributeName"]
+                .as_str()
+                .map(str::to_string)
+        };
+        let typed = |name: Option<String>| {
+            name.map(|n| {
+                let t = types.get(&n).cloned().unwrap_or_else(|| "S".to_string());
+                (n, t)
+            })
+        };
+        let hash = typed(key(&table["KeySchema"], "HASH"));
+        let range = typed(key(&table["KeySchema"], "RANGE"));
+        let mut indexes = BTreeMap::new();
+        let mut index_attributes = BTreeSet::new();
+        for index in table["GlobalSecondaryIndexes"]
+            .as_array()
+            .into_iter()
+            .chain(table["LocalSecondaryIndexes"].as_array())
+            .flatten()
+        {
+            let Some(name) = index["IndexName"].as_str() else {
+                continue;
+            };
+            let (h, r) = (
+                key(&index["KeySchema"], "HASH"),
+                key(&index["KeySchema"], "RANGE"),
+            );
+            for attribute in h.iter().chain(r.iter()) {
+                let is_table_key = [&hash, &range]
+                    .iter()
+                    .any(|k| k.as_ref().is_some_and(|(n, _)| n == attribute));
+                if !is_table_key {
+                    index_attributes.insert(attribute.clone());
+                }
+            }
+            indexes.insert(name.to_string(), (h, r));
+        }
+        TableKeys {
+            hash,
+            range,
+            indexes,
+            index_attributes,
+            types,
+        }
+    }
+
+    /// The key schema a Query of `index` (or of the table) runs on.
+    fn view(&self, index: Option<&str>) -> Option<KeySchemaView> {
+        let attribute = |name: &str| KeyAttribute {
+            name: name.to_string(),
+            scalar_type: match self.types.get(name).map(String::as_str) {
+                Some("N") => ScalarType::N,
+                Some("B") => ScalarType::B,
+                _ => ScalarType::S,
+            },
+        };
+        let (hash, range) = match index {
+            None => (
+                self.hash.as_ref().map(|(n, _)| n.clone()),
+                self.range.as_ref().map(|(n, _)| n.clone()),
+            ),
+            Some(index) => self.indexes.get(index)?.clone(),
+        };
+        Some(KeySchemaView {
+            hash_key: attribute(&hash?),
+            range_key: range.as_deref().map(attribute),
+        })
+    }
+}
+
+/// What the writer knows between calls.
+pub struct Extractor {
+    pub tables: HashMap<String, TableKeys>,
+    /// The HMAC key of hashed texts; None records texts as they are.
+    hash_key: Option<[u8; 32]>,
+    pub keep_bodies: bool,
+    /// Each table's last written sort key.
+    last_sort_key: HashMap<String, AttributeValue>,
+}
+
+/// One call as the request path handed it over.
+pub struct Call<'a> {
+    pub at_us: u64,
+    pub operation: &'a str,
+    pub request: &'a [u8],
+    /// The answer's body when the call succeeded.
+    pub answer: Option<&'a [u8]>,
+    pub error: Option<&'a str>,
+    pub units: Option<f64>,
+    pub latency_us: u64,
+}
+
+impl Extractor {
+    pub fn new(hash_key: Option<[u8; 32]>) -> Extractor {
+        Extractor {
+            tables: HashMap::new(),
+            keep_bodies: hash_key.is_none(),
+            hash_key,
+            last_sort_key: HashMap::new(),
+        }
+    }
+
+    /// A value's text for the file: as is, or its keyed hash.
+    fn text(&self, value: &AttributeValue) -> Option<Scalar> {
+        let (kind, text) = scalar_text(value)?;
+        let value = match &self.hash_key {
+            None => text,
+            Some(key) => {
+                let mac = hmac_sha256(key, format!("{kind}{text}").as_bytes());
+                format!("h{}", hex::encode(&mac[..8]))
+            }
+        };
+        Some(Scalar {
+            kind: kind.to_string(),
+            value,
+        })
+    }
+
+    /// The line of one call.
+    pub fn line(&mut self, call: &Call<'_>) -> RequestLine {
+        let mut line = RequestLine {
+            at_us: call.at_us,
+            op: call.operation.to_string(),
+            units: call.units,
+            latency_us: call.latency_us,
+            error: call.error.map(str::to_string),
+            ..RequestLine::default()
+        };
+        let Ok(Value::Object(request)) = serde_json::from_slice::<Value>(call.request) else {
+            return line;
+        };
+        line.table = table_of(call.operation, &request);
+        line.index = request
+            .get("IndexName")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let names: BTreeMap<String, String> = request
+            .get("ExpressionAttributeNames")
+            .and_then(|n| serde_json::from_value(n.clone()).ok())
+            .unwrap_or_default();
+        let values: BTreeMap<String, AttributeValue> = request
+            .get("ExpressionAttributeValues")
+            .and_then(Value::as_object)
+            .map(|values| {
+                values
+                    .iter()
+                    .filter_map(|(k, v)| Some((k.clone(), AttributeValue::from_json(v).ok()?)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        line.shape = shapes(&request, &names);
+        for parameter in EXPRESSION_PARAMETERS {
+            if let Some(text) = request.get(parameter).and_then(Value::as_str) {
+                line.expressions
+                    .insert(parameter.to_string(), text.to_string());
+            }
+        }
+        for parameter in KEPT_PARAMETERS {
+            if let Some(value) = request.get(parameter) {
+                line.params.insert(parameter.to_string(), value.clone());
+            }
+        }
+        line.names = names.clone();
+        for (name, value) in values.iter().take(VALUES_MAX) {
+            if let Some(scalar) = self.text(value) {
+                line.values.insert(name.clone(), scalar);
+            }
+        }
+        let keys = line
+            .table
+            .as_ref()
+            .and_then(|t| self.tables.get(t))
+            .cloned();
+        if let Some(keys) = &keys {
+            self.keys(call.operation, &request, keys, &names, &values, &mut line);
+        }
+        if let Some(answer) = call.answer {
+            answer_sizes(call.operation, &request, answer, &mut line);
+        }
+        if self.keep_bodies {
+            line.body = Some(Value::Object(request));
+        }
+        line
+    }
+
+    /// `pk`, `sk` and the written item's attributes.
+    fn keys(
+        &mut self,
+        operation: &str,
+        request: &Map<String, Value>,
+        keys: &TableKeys,
+        names: &BTreeMap<String, String>,
+        values: &BTreeMap<String, AttributeValue>,
+        line: &mut RequestLine,
+    ) {
+        let item = match operation {
+            "GetItem" | "DeleteItem" | "UpdateItem" => request.get("Key"),
+            "PutItem" => request.get("Item"),
+            "Query" => {
+                let text = request
+                    .get("KeyConditionExpression")
+                    .and_then(Value::as_str);
+                let view = keys.view(line.index.as_deref());
+                if let (Some(text), Some(view)) = (text, view) {
+                    let names = (!names.is_empty()).then_some(names);
+                    let values = (!values.is_empty()).then_some(values);
+                    if let Ok(mut context) = Context::new(names, values) {
+                        if let Ok(condition) = context.parse_key_condition(text, &view) {
+                            if let Some(scalar) = self.text(&condition.hash_value) {
+                                line.pk = Some(scalar.value);
+                                line.pk_type = Some(scalar.kind);
+                            }
+                        }
+                    }
+                }
+                None
+            }
+            _ => None,
+        };
+        let Some(item) = item.and_then(Value::as_object) else {
+            return;
+        };
+        let attribute = |name: &str| {
+            item.get(name)
+                .and_then(|v| AttributeValue::from_json(v).ok())
+        };
+        if let Some(value) = keys.hash.as_ref().and_then(|(name, _)| attribute(name)) {
+            if let Some(scalar) = self.text(&value) {
+                line.pk = Some(scalar.value);
+                line.pk_type = Some(scalar.kind);
+            }
+        }
+        if let Some(value) = keys.range.as_ref().and_then(|(name, _)| attribute(name)) {
+            if let Some(scalar) = self.text(&value) {
+                line.sk = Some(scalar.value);
+                line.sk_type = Some(scalar.kind);
+            }
+            let writes = matches!(operation, "PutItem" | "UpdateItem" | "DeleteItem");
+            if writes {
+                line.sk_time = looks_like_time(&value);
+                let table = line.table.clone().unwrap_or_default();
+                if let Some(previous) = self.last_sort_key.get(&table) {
+                    line.sk_order = Some(order(previous, &value).to_string());
+                }
+                if self.last_sort_key.len() < SORT_KEYS_TRACKED_MAX
+                    || self.last_sort_key.contains_key(&table)
+                {
+                    self.last_sort_key.insert(table, value);
+                }
+            }
+        }
+        if operation == "PutItem" {
+            for (name, json) in item {
+                if let Ok(value) = AttributeValue::from_json(json) {
+                    line.attributes
+                        .insert(name.clone(), type_letter(&value).to_string());
+                    if keys.index_attributes.contains(name) {
+                        if let Some(scalar) = self.text(&value) {
+                            line.index_keys.insert(name.clone(), scalar);
+                        }
+                    }
+                }
+            }
+            if let Ok(item) = shoal_model::item_from_json(&Value::Object(item.clone())) {
+                line.item_bytes = Some(shoal_model::item_size_bytes(&item) as u64);
+            }
+        }
+    }
+}
+
+/// The table a request names: its `TableName`, or a batch's or transaction's first.
+fn table_of(operation: &str, request: &Map<String, Value>) -> Option<String> {
+    if let Some(name) = request.get("TableName").and_then(Value::as_str) {
+        return Some(name.to_string());
+    }
+    match operation {
+        "BatchWriteItem" | "BatchGetItem" => request
+            .get("RequestItems")?
+            .as_object()?
+            .keys()
+            .next()
+            .cloned(),
+        "TransactWriteItems" | "TransactGetItems" => request
+            .get("TransactItems")?
+            .as_array()?
+            .first()?
+            .as_object()?
+            .values()
+            .next()?
+            .get("TableName")?
+            .as_str()
+            .map(str::to_string),
+        _ => None,
+    }
+}
+
+/// Every expression parameter's shape.
+fn shapes(request: &Map<String, Value>, names: &BTreeMap<String, String>) -> Shapes {
+    let shape = |parameter: &str| {
+        request
+            .get(parameter)
+            .and_then(Value::as_str)
+            .map(|text| shoal_expr::shape(text, |name| names.get(name).cloned()))
+    };
+    Shapes {
+        key_condition: shape("KeyConditionExpression"),
+        filter: shape("FilterExpression"),
+        condition: shape("ConditionExpression"),
+        update: shape("UpdateExpression"),
+        projection: shape("ProjectionExpression"),
+    }
+}
+
+/// Sizes of what a successful call returned (or, for BatchWriteItem, how many items it
+/// sent).
+fn answer_sizes(
+    operation: &str,
+    request: &Map<String, Value>,
+    answer: &[u8],
+    line: &mut RequestLine,
+) {
+    let size = |item: &Value| {
+        shoal_model::item_from_json(item)
+            .map(|item| shoal_model::item_size_bytes(&item) as u64)
+            .unwrap_or(0)
+    };
+    match operation {
+        "GetItem" | "Query" | "Scan" | "BatchGetItem" => {
+            let Ok(answer) = serde_json::from_slice::<Value>(answer) else {
+                return;
+            };
+            let items: Vec<&Value> = match operation {
+                "GetItem" => answer.get("Item").into_iter().collect(),
+                "BatchGetItem" => answer["Responses"]
+                    .as_object()
+                    .into_iter()
+                    .flat_map(|tables| tables.values())
+                    .filter_map(Value::as_array)
+                    .flatten()
+                    .collect(),
+                _ => answer["Items"].as_array().into_iter().flatten().collect(),
+            };
+            line.items = Some(items.len() as u64);
+            line.item_bytes = Some(items.into_iter().map(size).sum());
+        }
+        "BatchWriteItem" => {
+            let count = request
+                .get("RequestItems")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flat_map(|tables| tables.values())
+                .filter_map(Value::as_array)
+                .map(Vec::len)
+                .sum::<usize>();
+            line.items = Some(count as u64);
+        }
+        _ => {}
+    }
+}
+
+fn type_letter(value: &AttributeValue) -> &'static str {
+    match value {
+        AttributeValue::S(_) => "S",
+        AttributeValue::N(_) => "N",
+        AttributeValue::B(_) => "B",
+        AttributeValue::Bool(_) => "BOOL",
+        AttributeValue::Null => "NULL",
+        AttributeValue::Ss(_) => "SS",
+        AttributeValue::Ns(_) => "NS",
+        AttributeValue::Bs(_) => "BS",
+        AttributeValue::L(_) => "L",
+        AttributeValue::M(_) => "M",
+    }
+}
+
+/// A scalar's type letter and text (binary in base64); None for other values.
+fn scalar_text(value: &AttributeValue) -> Option<(&'static str, String)> {
+    match value.to_json() {
+        Value::Object(map) => {
+            let (kind, inner) = map.into_iter().next()?;
+            let kind = match kind.as_str() {
+                "S" => "S",
+                "N" => "N",
+                "B" => "B",
+                "BOOL" => "BOOL",
+                _ => return None,
+            };
+            let text = match inner {
+                Value::String(text) => text,
+                other => other.to_string(),
+            };
+            Some((kind, text))
+        }
+        _ => None,
+    }
+}
+
+/// How `value` compares with `previous`: numbers as numbers, the rest by their text.
+fn order(previous: &AttributeValue, value: &AttributeValue) -> &'static str {
+    let ordering = match (scalar_text(previous), scalar_text(value)) {
+        (Some(("N", a)), Some(("N", b))) => match (a.parse::<f64>(), b.parse::<f64>()) {
+            (Ok(a), Ok(b)) => a.partial_cmp(&b),
+            _ => Some(a.cmp(&b)),
+        },
+        (Some((_, a)), Some((_, b))) => Some(a.as_bytes().cmp(b.as_bytes())),
+        _ => None,
+    };
+    match ordering {
+        Some(std::cmp::Ordering::Less) => "up",
+        Some(std::cmp::Ordering::Greater) => "down",
+        _ => "same",
+    }
+}
+
+/// A number of seconds or milliseconds within ten years of now, or text that begins with a
+/// `YYYY-MM-DD` date.
+fn looks_like_time(value: &AttributeValue) -> bool {
+    const TEN_YEARS_SECONDS: f64 = 10.0 * 365.25 * 86_400.0;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    match scalar_text(value) {
+        Some(("N", text)) => text.parse::<f64>().is_ok_and(|n| {
+            (n - now).abs() < TEN_YEARS_SECONDS || (n / 1000.0 - now).abs() < TEN_YEARS_SECONDS
+        }),
+        Some(("S", text)) => {
+            let bytes = text.as_bytes();
+            bytes.len() >= 10
+                && bytes[..4].iter().all(u8::is_ascii_digit)
+                && bytes[4] == b'-'
+                && bytes[5..7].iter().all(u8::is_ascii_digit)
+                && bytes[7] == b'-'
+                && bytes[8..10].iter().all(u8::is_ascii_digit)
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn orders() -> Value {
+        json!({
+            "TableName": "Orders",
+            "AttributeDefinitions": [
+                {"AttributeName": "customer", "AttributeType": "S"},
+                {"AttributeName": "placed", "AttributeType": "N"},
+                {"AttributeName": "status", "AttributeType": "S"}
+            ],
+            "KeySchema": [
+                {"AttributeName": "customer", "KeyType": "HASH"},
+                {"AttributeName": "placed", "KeyType": "RANGE"}
+            ],
+            "GlobalSecondaryIndexes": [{
+                "IndexName": "ByStatus",
+                "KeySchema": [{"AttributeName": "status", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "KEYS_ONLY"}
+            }]
+        })
+    }
+
+    fn call<'a>(operation: &'a str, request: &'a [u8], answer: Option<&'a [u8]>) -> Call<'a> {
+        Call {
+            at_us: 7,
+            operation,
+            request,
+            answer,
+            error: None,
+            units: Some(1.0),
+            latency_us: 30,
+        }
+    }
+
+    #[test]
+    fn a_put_gives_its_keys_index_keys_size_and_sort_order() {
+        let mut extractor = Extractor::new(None);
+        extractor
+            .tables
+            .insert("Orders".into(), TableKeys::of(&orders()));
+        let put = |placed: u64| {
+            json!({"TableName": "Orders", "Item": {
+                "customer": {"S": "c#1"}, "placed": {"N": placed.to_string()},
+                "status": {"S": "PENDING"}, "note": {"S": "hello"}}})
+            .to_string()
+        };
+        let first = put(10);
+        let line = extractor.line(&call("PutItem", first.as_bytes(), Some(b"{}")));
+        assert_eq!(line.table.as_deref(), Some("Orders"));
+        assert_eq!(line.pk.as_deref(), Some("c#1"));
+        assert_eq!(line.sk.as_deref(), Some("10"));
+        assert_eq!(line.sk_type.as_deref(), Some("N"));
+        assert_eq!(line.sk_order, None);
+        assert_eq!(line.index_keys["status"].value, "PENDING");
+        assert_eq!(line.attributes["note"], "S");
+        // The model crate's own size of the item.
+        let expected = shoal_model::item_size_bytes(
+            &shoal_model::item_from_json(&serde_json::from_str::<Value>(&first).unwrap()["Item"])
+                .unwrap(),
+        );
+        assert_eq!(line.item_bytes, Some(expected as u64));
+        assert!(line.body.is_some());
+        let second = put(9);
+        let line = extractor.line(&call("PutItem", second.as_bytes(), None));
+        assert_eq!(line.sk_order.as_deref(), Some("down"));
+        let third = put(11);
+        let line = extractor.line(&call("PutItem", third.as_bytes(), None));
+        assert_eq!(line.sk_order.as_deref(), Some("up"));
+    }
+
+    #[test]
+    fn a_query_gives_its_partition_key_shape_and_returned_sizes() {
+        let mut extractor = Extractor::new(None);
+        extractor
+            .tables
+            .insert("Orders".into(), TableKeys::of(&orders()));
+        let query = json!({"TableName": "Orders", "IndexName": "ByStatus",
+            "KeyConditionExpression": "#s = :st",
+            "ExpressionAttributeNames": {"#s": "status"},
+            "ExpressionAttributeValues": {":st": {"S": "PENDING"}}})
+        .to_string();
+        let answer =
+            json!({"Items": [{"customer": {"S": "c#1"}}, {"customer": {"S": "c#22"}}], "Count": 2})
+                .to_string();
+        let line = extractor.line(&call("Query", query.as_bytes(), Some(answer.as_bytes())));
+        assert_eq!(line.index.as_deref(), Some("ByStatus"));
+        assert_eq!(line.shape.key_condition.as_deref(), Some("status = ?"));
+        assert_eq!(line.pk.as_deref(), Some("PENDING"));
+        assert_eq!(line.items, Some(2));
+        assert_eq!(line.item_bytes, Some(8 + 3 + 8 + 4));
+        assert_eq!(line.values[":st"].value, "PENDING");
+    }
+
+    #[test]
+    fn hashed_keys_hide_every_value_and_the_body() {
+        let mut extractor = Extractor::new(Some([7; 32]));
+        extractor
+            .tables
+            .insert("Orders".into(), TableKeys::of(&orders()));
+        let get =
+            json!({"TableName": "Orders", "Key": {"customer": {"S": "c#1"}, "placed": {"N": "5"}}})
+                .to_string();
+        let line = extractor.line(&call("GetItem", get.as_bytes(), None));
+        let pk = line.pk.clone().unwrap();
+        assert!(pk.starts_with('h') && pk.len() == 17, "{pk}");
+        assert!(!pk.contains("c#1"));
+        assert_eq!(line.body, None);
+        let text = serde_json::to_string(&line).unwrap();
+        assert!(!text.contains("c#1"), "{text}");
+        // The same value hashes the same; another value does not.
+        let again = extractor.line(&call("GetItem", get.as_bytes(), None));
+        assert_eq!(again.pk, line.pk);
+        let other = get.replace("c#1", "c#2");
+        assert_ne!(
+            extractor.line(&call("GetItem", other.as_bytes(), None)).pk,
+            line.pk
+        );
+        // Another recording's key hashes the value differently.
+        let mut elsewhere = Extractor::new(Some([8; 32]));
+        elsewhere.tables = extractor.tables.clone();
+        assert_ne!(
+            elsewhere.line(&call("GetItem", get.as_bytes(), None)).pk,
+            line.pk
+        );
+    }
+}

@@ -1,0 +1,195 @@
+//! The recording file: what `shoal serve --record FILE` (or `POST /shoal/record`) writes, and
+//! what `shoal bench model-from` and `shoal bench replay` read.
+//!
+//! # Format
+//!
+//! UTF-8 text, one JSON object per line (JSON lines), each with a `kind`:
+//!
+//! - `start`, the first line of every file: `version` (1), `time_ms` (when the file was
+//!   begun, milliseconds since the Unix epoch), `part` (0 for the first file of a recording,
+//!   one more for each file begun by rotation), `hashed_keys` (true when key and value texts
+//!   are keyed hashes, below), `bodies` (true when each request line carries its `body`).
+//! - `table`: a table as DescribeTable described it (`table`: DescribeTable's `Table`
+//!   object, unchanged), written for every table when a file is begun and again after each
+//!   successful CreateTable or UpdateTable; `at_us` as below.
+//! - `request`: one call that reached the operation handler (requests refused earlier — bad
+//!   JSON, unknown target, authentication, a fault rule that answers in its place — are not
+//!   recorded):
+//!   - `at_us`: microseconds from the recording's start to the call's start (a rotated
+//!     file goes on counting from the same start);
+//!   - `op`: the operation (`PutItem`, …); `table`: the table it names (a batch's or
+//!     transaction's first); `index`: the index a Query or Scan names, if any;
+//!   - `shape`: the expressions' shapes by parameter (`key_condition`, `filter`,
+//!     `condition`, `update`, `projection`): the expression with every value placeholder
+//!     written `?` and every name placeholder replaced by its attribute name
+//!     (`status = ?`), so that neither values nor a client's placeholder names show;
+//!   - `expressions`: the expression parameters as sent (`KeyConditionExpression`, …, by
+//!     parameter name) and `names`, the request's ExpressionAttributeNames: an expression
+//!     holds placeholders, never values, so both are kept even with hashed keys;
+//!     `params`: the request's `ConsistentRead`, `Limit`, `ScanIndexForward`, `Select` and
+//!     `ReturnValues`, as sent;
+//!   - `pk` and `sk`: the partition and sort key values the request addresses (a Key, an
+//!     Item's keys, a Query's partition-key equality; `sk` for single-item calls only),
+//!     with `pk_type` and `sk_type` (`S`, `N` or `B`). A value is its text: a string as is,
+//!     a number as written, binary in base64; with hashed keys, `h` and 16 hexadecimal
+//!     digits of HMAC-SHA256 under a key drawn when the recording starts and never written
+//!     anywhere, so equal values hash equal within one recording and nothing else can be
+//!     learnt from them;
+//!   - `sk_order`: for a write with a sort key, how its value compares with the previous
+//!     write's sort key on the same table, compared before any hashing (numbers as numbers,
+//!     strings and binary by bytes): `up`, `down` or `same` (absent for a table's first);
+//!     `sk_time`: true when the sort key looks like a time (a number of seconds or
+//!     milliseconds within ten years of now, or text beginning `YYYY-MM-DD`);
+//!   - `values`: each scalar (`S`, `N`, `B`, `BOOL`) of ExpressionAttributeValues by
+//!     placeholder name, as `{"type", "value"}` (value text, hashed with hashed keys; at most
+//!     32 per request);
+//!   - `index_keys`: for PutItem, the item's values of attributes that key a secondary index
+//!     (not the table), by attribute name, as `{"type", "value"}` (hashed with hashed keys);
+//!     `attributes`: the PutItem item's attribute names with their types (no values);
+//!   - `item_bytes`: bytes of the item written (PutItem) or of the items returned (GetItem,
+//!     Query, Scan, BatchGetItem), in DynamoDB's item size; `items`: items returned, or
+//!     written by a BatchWriteItem;
+//!   - `units`: the capacity units the call was charged, tables and indexes together (read
+//!     units for reads, write units for writes; a failed condition's charge included),
+//!     whether or not the client asked for ConsumedCapacity; absent for unmetered calls;
+//!   - `latency_us`: microseconds from the handler's turn to its answer;
+//!   - `error`: the exception name when the call failed (`ConditionalCheckFailedException`,
+//!     …);
+//!   - `body`: the request body, unless keys are hashed (a body holds every value).
+//! - `end`, the last line of a file closed by stopping or rotation (a file whose server was
+//!   killed has none): `records` (request lines in the file), `dropped` (requests not
+//!   recorded while this file was open because the queue to the writer was full),
+//!   `time_ms`.
+//!
+//! Members without a value are left out. Readers must skip kinds and members they do not
+//! know: later versions may add some.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The format version `start` lines carry.
+pub const VERSION: u32 = 1;
+
+/// One line of a recording.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Line {
+    Start(Start),
+    Table(TableLine),
+    Request(Box<RequestLine>),
+    End(End),
+}
+
+/// The first line of a file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Start {
+    pub version: u32,
+    pub time_ms: u64,
+    pub part: u32,
+    pub hashed_keys: bool,
+    pub bodies: bool,
+}
+
+/// A table's description.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TableLine {
+    pub at_us: u64,
+    pub table: Value,
+}
+
+/// A scalar's type and text (or hash).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Scalar {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub value: String,
+}
+
+/// The expression shapes of a request, by parameter.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Shapes {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_condition: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub projection: Option<String>,
+}
+
+impl Shapes {
+    pub fn is_empty(&self) -> bool {
+        *self == Shapes::default()
+    }
+}
+
+/// One recorded call.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RequestLine {
+    pub at_us: u64,
+    pub op: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<String>,
+    #[serde(default, skip_serializing_if = "Shapes::is_empty")]
+    pub shape: Shapes,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub expressions: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub names: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pk: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pk_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sk: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sk_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sk_order: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sk_time: bool,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub values: BTreeMap<String, Scalar>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub index_keys: BTreeMap<String, Scalar>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub attributes: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub units: Option<f64>,
+    pub latency_us: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<Value>,
+}
+
+/// The last line of a closed file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct End {
+    pub records: u64,
+    pub dropped: u64,
+    pub time_ms: u64,
+}
+
+/// Reads one line; None for a blank line, a kind this version does not know, or a line
+/// that does not parse (the last line of a file whose server was killed may be cut short).
+pub fn parse_line(text: &str) -> Option<Line> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    serde_json::from_str(text).ok()
+}

@@ -1,0 +1,401 @@
+//! Recording the traffic a server answers (`shoal serve --record FILE`, or the admin API's
+//! `/shoal/record`), for `shoal bench model-from` (a data model of the traffic) and `shoal
+//! bench replay` (the same requests again).
+//!
+//! The request path only hands each finished call — its operation, the request's and the
+//! answer's bytes (reference-counted, not copied), the units it was charged, its latency —
+//! to a bounded queue ([`QUEUE_RECORDS_MAX`] calls and [`QUEUE_BYTES_MAX`] bytes of bodies);
+//! one writer thread (`writer.rs`) parses them, works out what a line holds (`extract.rs`)
+//! and appends it to the file (`format.rs` describes the file). When the queue is full the
+//! call is not recorded: the client is never held up, and the dropped calls are counted, in
+//! `/metrics` (`shoal_record_dropped_total`) and in the file's `end` line. Nothing the
+//! client receives changes: the units come from the tables layer's own metering, which
+//! runs for every call whether or not the client asked for ConsumedCapacity.
+//!
+//! The file is bounded: before a line would take it past half of `max_bytes` it is closed
+//! (its `end` line written), renamed to `FILE.1` (replacing an older one) and a new `FILE`
+//! is begun, so the recording never holds more than `max_bytes` on disk. A line that could
+//! not fit in a file of its own (a body near half the cap) is dropped and counted.
+
+mod extract;
+pub mod format;
+mod writer;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use bytes::Bytes;
+use parking_lot::{Mutex, RwLock};
+use serde_json::{json, Value};
+
+use crate::handler::DynamoHandler;
+
+/// Calls the queue to the writer holds at most.
+pub const QUEUE_RECORDS_MAX: usize = 65_536;
+/// Bytes of request and answer bodies the queue holds at most.
+pub const QUEUE_BYTES_MAX: usize = 64 << 20;
+/// The smallest `max_bytes` a recording accepts.
+pub const MAX_BYTES_MIN: u64 = 1 << 20;
+/// `max_bytes` when none is given: 1 GiB.
+pub const MAX_BYTES_DEFAULT: u64 = 1 << 30;
+
+/// How to record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordOptions {
+    pub path: PathBuf,
+    /// The most bytes the recording holds on disk (`FILE` and `FILE.1` together).
+    pub max_bytes: u64,
+    /// Write keyed hashes of key and value texts, and no request bodies.
+    pub hash_keys: bool,
+}
+
+/// One finished call, as the request path hands it over.
+pub struct Captured {
+    pub started: Instant,
+    pub latency_us: u64,
+    pub operation: &'static str,
+    pub request: Bytes,
+    /// The answer's body, when the call succeeded.
+    pub answer: Option<Bytes>,
+    pub error: Option<&'static str>,
+    pub units: Option<f64>,
+}
+
+impl Captured {
+    fn bytes(&self) -> usize {
+        self.request.len() + self.answer.as_ref().map_or(0, Bytes::len)
+    }
+}
+
+/// Counters the request path and the writer share.
+#[derive(Default)]
+struct Counters {
+    queued_bytes: AtomicUsize,
+    /// Dropped since the current file was begun (the writer takes it for the `end` line).
+    dropped_in_file: AtomicU64,
+    dropped_total: AtomicU64,
+    recorded_total: AtomicU64,
+}
+
+/// A recording in progress: where the request path sends calls.
+pub struct Recording {
+    sender: SyncSender<Captured>,
+    counters: Arc<Counters>,
+    started: Instant,
+}
+
+impl Recording {
+    /// Queues `call` for the writer, or counts it dropped when the queue is full: never
+    /// waits.
+    pub fn capture(&self, call: Captured) {
+        let bytes = call.bytes();
+        let queued = self
+            .counters
+            .queued_bytes
+            .fetch_add(bytes, Ordering::Relaxed);
+        if queued + bytes > QUEUE_BYTES_MAX {
+            self.counters
+                .queued_bytes
+                .fetch_sub(bytes, Ordering::Relaxed);
+            self.dropped();
+            return;
+        }
+        match self.sender.try_send(call) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                self.counters
+                    .queued_bytes
+                    .fetch_sub(bytes, Ordering::Relaxed);
+                self.dropped();
+            }
+        }
+    }
+
+    fn dropped(&self) {
+        self.counters
+            .dropped_in_file
+            .fetch_add(1, Ordering::Relaxed);
+        self.counters.dropped_total.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+struct Running {
+    recording: Arc<Recording>,
+    thread: JoinHandle<writer::Summary>,
+    options: RecordOptions,
+}
+
+/// The server's recorder: at most one recording at a time.
+pub struct Recorder {
+    active: AtomicBool,
+    running: RwLock<Option<Running>>,
+    /// Serialises start and stop.
+    control: Mutex<()>,
+    handler: Arc<dyn DynamoHandler>,
+    counters: RwLock<Arc<Counters>>,
+}
+
+impl Recorder {
+    pub fn new(handler: Arc<dyn DynamoHandler>) -> Recorder {
+        Recorder {
+            active: AtomicBool::new(false),
+            running: RwLock::new(None),
+            control: Mutex::new(()),
+            handler,
+            counters: RwLock::new(Arc::new(Counters::default())),
+        }
+    }
+
+    /// Whether a recording is in progress (one relaxed load: the request path asks it on
+    /// every call).
+    pub fn is_active(&self) -> bool {
+        self.active.load(Ordering::Relaxed)
+    }
+
+    /// The recording in progress, if any.
+    pub fn current(&self) -> Option<Arc<Recording>> {
+        if !self.is_active() {
+            return None;
+        }
+        self.running
+            .read()
+            .as_ref()
+            .map(|running| Arc::clone(&running.recording))
+    }
+
+    /// Starts recording as `options` say; refused while another recording runs, or when the
+    /// file cannot be created.
+    pub fn start(&self, options: RecordOptions) -> Result<Value, String> {
+        let _control = self.control.lock();
+        if self.running.read().is_some() {
+            return Err("a recording is already running: stop it first".into());
+        }
+        if options.max_bytes < MAX_BYTES_MIN {
+            return Err(format!(
+                "max_bytes must be at least {MAX_BYTES_MIN}, not {}",
+                options.max_bytes
+            ));
+        }
+        let hash_key = options.hash_keys.then(rand::random::<[u8; 32]>);
+        let counters = Arc::new(Counters::default());
+        let started = Instant::now();
+        let file = writer::Writer::create(&options, hash_key, started, Arc::clone(&self.handler))?;
+        let (sender, receiver) = sync_channel(QUEUE_RECORDS_MAX);
+        let thread = {
+            let counters = Arc::clone(&counters);
+            std::thread::Builder::new()
+                .name("shoal-record".into())
+                .spawn(move || file.run(&receiver, &counters))
+                .map_err(|e| format!("cannot start the recording's writer: {e}"))?
+        };
+        let recording = Arc::new(Recording {
+            sender,
+            counters: Arc::clone(&counters),
+            started,
+        });
+        *self.counters.write() = counters;
+        *self.running.write() = Some(Running {
+            recording,
+            thread,
+            options: options.clone(),
+        });
+        self.active.store(true, Ordering::Relaxed);
+        tracing::info!(path = %options.path.display(), hash_keys = options.hash_keys, "recording requests");
+        Ok(self.status())
+    }
+
+    /// Stops the recording in progress: the calls already queued are written, then the
+    /// file's `end` line. Blocks until then (call it off the async runtime's threads). None
+    /// when no recording ran.
+    pub fn stop(&self) -> Option<Value> {
+        let _control = self.control.lock();
+        self.active.store(false, Ordering::Relaxed);
+        let running = self.running.write().take()?;
+        let path = running.options.path.display().to_string();
+        // The writer ends once every sender is gone: this one, and those of calls in flight.
+        drop(running.recording);
+        let summary = running.thread.join().unwrap_or_else(|_| writer::Summary {
+            error: Some("the recording's writer panicked".into()),
+            ..writer::Summary::default()
+        });
+        tracing::info!(
+            path,
+            records = summary.records,
+            dropped = summary.dropped,
+            "recording stopped"
+        );
+        Some(json!({
+            "file": path,
+            "records": summary.records,
+            "dropped": summary.dropped,
+            "bytes": summary.bytes,
+            "files": summary.files,
+            "error": summary.error,
+        }))
+    }
+
+    /// What `GET /shoal/record` answers.
+    pub fn status(&self) -> Value {
+        let counters = Arc::clone(&self.counters.read());
+        match self.running.read().as_ref() {
+            Some(running) => json!({
+                "recording": true,
+                "file": running.options.path.display().to_string(),
+                "max_bytes": running.options.max_bytes,
+                "hash_keys": running.options.hash_keys,
+                "seconds": running.recording.started.elapsed().as_secs_f64(),
+                "records": counters.recorded_total.load(Ordering::Relaxed),
+                "dropped": counters.dropped_total.load(Ordering::Relaxed),
+            }),
+            None => json!({"recording": false}),
+        }
+    }
+
+    /// Appends the recorder's families to `/metrics`.
+    pub fn render_metrics(&self, out: &mut String) {
+        use std::fmt::Write;
+        let counters = Arc::clone(&self.counters.read());
+        let _ = write!(
+            out,
+            "# HELP shoal_recording 1 while requests are being recorded.\n\
+             # TYPE shoal_recording gauge\nshoal_recording {}\n\
+             # HELP shoal_record_requests_total Requests written to the current or last recording.\n\
+             # TYPE shoal_record_requests_total counter\nshoal_record_requests_total {}\n\
+             # HELP shoal_record_dropped_total Requests not recorded because the queue to the writer was full.\n\
+             # TYPE shoal_record_dropped_total counter\nshoal_record_dropped_total {}\n",
+            u8::from(self.is_active()),
+            counters.recorded_total.load(Ordering::Relaxed),
+            counters.dropped_total.load(Ordering::Relaxed),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format::{parse_line, Line};
+    use super::*;
+    use shoal_model::ApiError;
+
+    /// Knows no tables and answers every call with `{}`.
+    struct Empty;
+
+    impl DynamoHandler for Empty {
+        fn handle(&self, _: &str, _: &[u8], _: Option<&str>) -> Result<Vec<u8>, ApiError> {
+            Ok(b"{}".to_vec())
+        }
+        fn operations(&self) -> &[&'static str] {
+            &["GetItem"]
+        }
+    }
+
+    fn call(request: Bytes) -> Captured {
+        Captured {
+            started: Instant::now(),
+            latency_us: 5,
+            operation: "GetItem",
+            request,
+            answer: Some(Bytes::from_static(b"{}")),
+            error: None,
+            units: Some(0.5),
+        }
+    }
+
+    fn lines(path: &std::path::Path) -> Vec<Line> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .filter_map(parse_line)
+            .collect()
+    }
+
+    #[test]
+    fn the_file_rotates_at_half_its_cap_and_never_holds_more() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("calls.jsonl");
+        let recorder = Recorder::new(Arc::new(Empty));
+        let options = RecordOptions {
+            path: path.clone(),
+            max_bytes: MAX_BYTES_MIN,
+            hash_keys: false,
+        };
+        recorder.start(options.clone()).unwrap();
+        assert!(recorder.start(options).is_err(), "two recordings at once");
+        let body = Bytes::from(format!(
+            "{{\"TableName\":\"T\",\"Key\":{{\"k\":{{\"S\":\"{}\"}}}}}}",
+            "v".repeat(1000)
+        ));
+        let recording = recorder.current().unwrap();
+        // About 1.1 KB a line: 1,500 lines are over three halves of the cap.
+        for _ in 0..1500 {
+            recording.capture(call(body.clone()));
+        }
+        drop(recording);
+        let summary = recorder.stop().unwrap();
+        assert!(recorder.current().is_none());
+        assert_eq!(summary["records"], 1500, "{summary}");
+        assert_eq!(summary["dropped"], 0, "{summary}");
+        assert!(summary["files"].as_u64().unwrap() >= 3, "{summary}");
+        let rotated = dir.path().join("calls.jsonl.1");
+        let on_disk =
+            std::fs::metadata(&path).unwrap().len() + std::fs::metadata(&rotated).unwrap().len();
+        assert!(on_disk <= MAX_BYTES_MIN, "{on_disk}");
+        // Each file opens with its start line and closes with its end line.
+        for file in [&rotated, &path] {
+            let lines = lines(file);
+            assert!(
+                matches!(lines.first(), Some(Line::Start(_))),
+                "{}",
+                file.display()
+            );
+            match lines.last() {
+                Some(Line::End(end)) => {
+                    let requests = lines
+                        .iter()
+                        .filter(|l| matches!(l, Line::Request(_)))
+                        .count();
+                    assert_eq!(end.records, requests as u64);
+                }
+                other => panic!("{}: ends with {other:?}", file.display()),
+            }
+        }
+        match &lines(&path)[0] {
+            Line::Start(start) => assert!(start.part >= 2, "{start:?}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_call_the_queue_has_no_room_for_is_dropped_and_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("calls.jsonl");
+        let recorder = Recorder::new(Arc::new(Empty));
+        recorder
+            .start(RecordOptions {
+                path: path.clone(),
+                max_bytes: MAX_BYTES_DEFAULT,
+                hash_keys: true,
+            })
+            .unwrap();
+        let recording = recorder.current().unwrap();
+        recording.capture(call(Bytes::from(vec![b' '; QUEUE_BYTES_MAX + 1])));
+        recording.capture(call(Bytes::from_static(b"{}")));
+        drop(recording);
+        let mut metrics = String::new();
+        recorder.render_metrics(&mut metrics);
+        assert!(
+            metrics.contains("shoal_record_dropped_total 1\n"),
+            "{metrics}"
+        );
+        let summary = recorder.stop().unwrap();
+        assert_eq!(summary["dropped"], 1, "{summary}");
+        assert_eq!(summary["records"], 1, "{summary}");
+        match lines(&path).last() {
+            Some(Line::End(end)) => assert_eq!((end.records, end.dropped), (1, 1)),
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -1,0 +1,310 @@
+//! The recording's writer thread: takes calls off the queue, turns each into a line
+//! (`extract.rs`) and appends it, rotating the file at half the recording's byte cap.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+
+use super::extract::{Call, Extractor, TableKeys};
+use super::format::{End, Line, Start, TableLine, VERSION};
+use super::{Captured, Counters, RecordOptions};
+use crate::handler::DynamoHandler;
+
+/// Room kept for a file's `end` line (about 70 bytes).
+const END_LINE_BYTES_MAX: u64 = 128;
+/// Most tables described into a file's head.
+const TABLES_DESCRIBED_MAX: usize = 1_000;
+
+/// How a recording ended.
+#[derive(Debug, Default)]
+pub struct Summary {
+    pub records: u64,
+    pub dropped: u64,
+    /// Bytes written, over every file.
+    pub bytes: u64,
+    pub files: u32,
+    /// Why the writer stopped early (a failed write): the calls after it were dropped.
+    pub error: Option<String>,
+}
+
+pub struct Writer {
+    path: PathBuf,
+    rotated_path: PathBuf,
+    part_bytes_max: u64,
+    file: BufWriter<File>,
+    /// Bytes in the current file.
+    file_bytes: u64,
+    /// Request lines in the current file.
+    file_records: u64,
+    /// Bytes of the current file's head (start and table lines).
+    head_bytes: u64,
+    part: u32,
+    hashed: bool,
+    started: Instant,
+    handler: Arc<dyn DynamoHandler>,
+    extractor: Extractor,
+    /// The last description of each table, for the head of a rotated file.
+    descriptions: Vec<(String, Value)>,
+    summary: Summary,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+fn open(path: &PathBuf) -> Result<BufWriter<File>, String> {
+    File::create(path)
+        .map(|file| BufWriter::with_capacity(1 << 20, file))
+        .map_err(|e| format!("cannot create {}: {e}", path.display()))
+}
+
+impl Writer {
+    /// Creates the file and writes its head: the `start` line and every table.
+    pub fn create(
+        options: &RecordOptions,
+        hash_key: Option<[u8; 32]>,
+        started: Instant,
+        handler: Arc<dyn DynamoHandler>,
+    ) -> Result<Writer, String> {
+        let mut rotated = options.path.clone().into_os_string();
+        rotated.push(".1");
+        let mut writer = Writer {
+            file: open(&options.path)?,
+            path: options.path.clone(),
+            rotated_path: PathBuf::from(rotated),
+            part_bytes_max: options.max_bytes / 2,
+            file_bytes: 0,
+            file_records: 0,
+            head_bytes: 0,
+            part: 0,
+            hashed: hash_key.is_some(),
+            started,
+            handler,
+            extractor: Extractor::new(hash_key),
+            descriptions: Vec::new(),
+            summary: Summary::default(),
+        };
+        for name in writer.table_names() {
+            writer.describe(&name);
+        }
+        writer.head()?;
+        writer.summary.files = 1;
+        Ok(writer)
+    }
+
+    /// Every table's name (ListTables, page by page).
+    fn table_names(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        let mut start: Option<String> = None;
+        while names.len() < TABLES_DESCRIBED_MAX {
+            let mut request = json!({});
+            if let Some(start) = &start {
+                request["ExclusiveStartTableName"] = json!(start);
+            }
+            let Ok(answer) =
+                self.handler
+                    .handle("ListTables", request.to_string().as_bytes(), None)
+            else {
+                break;
+            };
+            let answer: Value = serde_json::from_slice(&answer).unwrap_or_default();
+            names.extend(
+                answer["TableNames"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|n| n.as_str().map(str::to_string)),
+            );
+            match answer["LastEvaluatedTableName"].as_str() {
+                Some(last) => start = Some(last.to_string()),
+                None => break,
+            }
+        }
+        names.truncate(TABLES_DESCRIBED_MAX);
+        names
+    }
+
+    /// Describes table `name` into the cache; the description, if it has one.
+    fn describe(&mut self, name: &str) -> Option<Value> {
+        let request = json!({"TableName": name}).to_string();
+        let answer = self
+            .handler
+            .handle("DescribeTable", request.as_bytes(), None)
+            .ok()?;
+        let table = serde_json::from_slice::<Value>(&answer).ok()?["Table"].take();
+        self.extractor
+            .tables
+            .insert(name.to_string(), TableKeys::of(&table));
+        let room = self.descriptions.len() < TABLES_DESCRIBED_MAX;
+        match self.descriptions.iter_mut().find(|(n, _)| n == name) {
+            Some((_, slot)) => *slot = table.clone(),
+            None if room => self.descriptions.push((name.to_string(), table.clone())),
+            None => {}
+        }
+        Some(table)
+    }
+
+    fn at_us(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX)
+    }
+
+    /// A file's first lines: `start` and every known table.
+    fn head(&mut self) -> Result<(), String> {
+        let start = Line::Start(Start {
+            version: VERSION,
+            time_ms: now_ms(),
+            part: self.part,
+            hashed_keys: self.hashed,
+            bodies: !self.hashed,
+        });
+        self.write(&start)?;
+        let at_us = self.at_us();
+        for (_, table) in self.descriptions.clone() {
+            self.write(&Line::Table(TableLine { at_us, table }))?;
+        }
+        self.head_bytes = self.file_bytes;
+        Ok(())
+    }
+
+    fn write(&mut self, line: &Line) -> Result<(), String> {
+        let mut text = serde_json::to_vec(line).map_err(|e| e.to_string())?;
+        text.push(b'\n');
+        self.write_text(&text)
+    }
+
+    fn write_text(&mut self, text: &[u8]) -> Result<(), String> {
+        self.file
+            .write_all(text)
+            .map_err(|e| format!("cannot write {}: {e}", self.path.display()))?;
+        self.file_bytes += text.len() as u64;
+        self.summary.bytes += text.len() as u64;
+        Ok(())
+    }
+
+    /// Closes the current file with its `end` line.
+    fn end(&mut self, counters: &Counters) -> Result<(), String> {
+        let dropped = counters.dropped_in_file.swap(0, Ordering::Relaxed);
+        self.summary.dropped += dropped;
+        let end = Line::End(End {
+            records: self.file_records,
+            dropped,
+            time_ms: now_ms(),
+        });
+        self.write(&end)?;
+        self.file
+            .flush()
+            .map_err(|e| format!("cannot write {}: {e}", self.path.display()))
+    }
+
+    /// Appends a line, rotating first if it would take the file (with its end line) past
+    /// half the cap.
+    fn append(&mut self, text: &[u8], counters: &Counters) -> Result<(), String> {
+        let room = self.part_bytes_max.saturating_sub(END_LINE_BYTES_MAX);
+        if self.file_bytes + text.len() as u64 > room {
+            self.rotate(counters)?;
+        }
+        self.write_text(text)
+    }
+
+    /// Closes the file, moves it to `FILE.1` and begins a new one.
+    fn rotate(&mut self, counters: &Counters) -> Result<(), String> {
+        self.end(counters)?;
+        std::fs::rename(&self.path, &self.rotated_path)
+            .map_err(|e| format!("cannot rotate {}: {e}", self.path.display()))?;
+        self.file = open(&self.path)?;
+        self.file_bytes = 0;
+        self.file_records = 0;
+        self.part += 1;
+        self.summary.files += 1;
+        self.head()
+    }
+
+    fn one(&mut self, captured: Captured, counters: &Counters) -> Result<(), String> {
+        counters
+            .queued_bytes
+            .fetch_sub(captured.bytes(), Ordering::Relaxed);
+        let at_us = u64::try_from(
+            captured
+                .started
+                .saturating_duration_since(self.started)
+                .as_micros(),
+        )
+        .unwrap_or(u64::MAX);
+        let call = Call {
+            at_us,
+            operation: captured.operation,
+            request: &captured.request,
+            answer: captured.answer.as_deref(),
+            error: captured.error,
+            units: captured.units,
+            latency_us: captured.latency_us,
+        };
+        let line = self.extractor.line(&call);
+        let changed_table = matches!(captured.operation, "CreateTable" | "UpdateTable")
+            && captured.answer.is_some();
+        let table = line.table.clone();
+        let mut text =
+            serde_json::to_vec(&Line::Request(Box::new(line))).map_err(|e| e.to_string())?;
+        text.push(b'\n');
+        // The file stays under half the cap, its end line included: it rotates first when
+        // this line would take it over. A line that could never fit is not written.
+        let room = self.part_bytes_max.saturating_sub(END_LINE_BYTES_MAX);
+        if text.len() as u64 + self.head_bytes > room {
+            counters.dropped_in_file.fetch_add(1, Ordering::Relaxed);
+            counters.dropped_total.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        self.append(&text, counters)?;
+        self.file_records += 1;
+        self.summary.records += 1;
+        counters.recorded_total.fetch_add(1, Ordering::Relaxed);
+        if changed_table {
+            if let Some(description) = table.and_then(|name| self.describe(&name)) {
+                let at_us = self.at_us();
+                let line = Line::Table(TableLine {
+                    at_us,
+                    table: description,
+                });
+                let mut text = serde_json::to_vec(&line).map_err(|e| e.to_string())?;
+                text.push(b'\n');
+                self.append(&text, counters)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes calls until every sender is gone, then the `end` line.
+    pub fn run(mut self, receiver: &Receiver<Captured>, counters: &Counters) -> Summary {
+        let mut failed = None;
+        for captured in receiver.iter() {
+            if failed.is_some() {
+                // Written no more: counted as dropped.
+                counters
+                    .queued_bytes
+                    .fetch_sub(captured.bytes(), Ordering::Relaxed);
+                counters.dropped_total.fetch_add(1, Ordering::Relaxed);
+                self.summary.dropped += 1;
+                continue;
+            }
+            if let Err(error) = self.one(captured, counters) {
+                tracing::error!(%error, "recording stopped writing");
+                failed = Some(error);
+            }
+        }
+        if failed.is_none() {
+            if let Err(error) = self.end(counters) {
+                failed = Some(error);
+            }
+        }
+        self.summary.error = failed;
+        self.summary
+    }
+}

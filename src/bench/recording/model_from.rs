@@ -1,0 +1,773 @@
+//! `shoal bench model-from FILE`: a data model from a recording. Calls are grouped into
+//! access patterns by operation, table, index and expression shapes; each pattern gets its
+//! rate, its key distributions (`fit.rs`), its item sizes, and a request template built
+//! from its expressions as sent; the tables are the recording's CreateTable requests made
+//! from their descriptions, loaded with as many items as they held when the recording began.
+//! The result is an ordinary model file (`data_model::model`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use serde_json::{json, Map, Value};
+use shoal_server::record::format::{Line, RequestLine};
+
+use super::fit::{self, Counts, SortBehaviour, SortOrder};
+use super::read::each_line;
+use crate::bench::data_model::model::{
+    Distribution, Generator, GeneratorKind, Load, Model, Pattern, Prices, Run, OPERATIONS,
+};
+
+/// Item sizes kept per pattern (the first ones).
+const SIZE_SAMPLES_MAX: usize = 100_000;
+/// Most items a generated load writes per table.
+const LOAD_ITEMS_MAX: u64 = 1_000_000;
+/// The attribute that carries an item's bytes beyond its keys.
+pub const FILLER_ATTRIBUTE: &str = "payload";
+/// Operations fitted into patterns; batches, transactions and PartiQL are not (yet).
+const FITTED: [&str; 6] = [
+    "GetItem",
+    "PutItem",
+    "UpdateItem",
+    "DeleteItem",
+    "Query",
+    "Scan",
+];
+
+/// What one access pattern of the recording did: the figures its model must reproduce.
+#[derive(Debug, Clone, Default)]
+pub struct RecordedPattern {
+    pub name: String,
+    pub operation: String,
+    pub table: String,
+    /// `table` or `table/gsi` (an LSI's partitions are its table's).
+    pub partition_target: String,
+    pub calls: u64,
+    pub rate: f64,
+    /// Capacity units charged per call (mean), tables and indexes together.
+    pub units_per_call: f64,
+    /// Partition key texts with their share of the pattern's calls.
+    pub key_shares: Vec<(String, f64)>,
+    pub distinct_keys: u64,
+    pub errors: u64,
+}
+
+/// A model and what the recording did.
+pub struct ModelFromRecording {
+    pub model: Model,
+    pub patterns: Vec<RecordedPattern>,
+    /// Groups of calls not made into patterns, with why.
+    pub skipped: Vec<String>,
+    pub hashed_keys: bool,
+    pub dropped: u64,
+    pub seconds: f64,
+    /// Units charged per partition (`table` or `table/gsi`, key text) over the recording,
+    /// hottest first: a call's units all counted on the partition its key names (a write's
+    /// GSI units too), so two recordings compare like with like.
+    pub partitions: Vec<(String, String, f64)>,
+    /// Each pattern's [`group_key`] with its index in the model's patterns.
+    pub group_keys: Vec<(String, usize)>,
+}
+
+/// Partitions counted at most.
+const PARTITIONS_TRACKED_MAX: usize = 1_000_000;
+
+#[derive(Default)]
+struct Group {
+    first: RequestLine,
+    calls: u64,
+    pk: Counts,
+    sk: Counts,
+    sk_order: SortOrder,
+    values: BTreeMap<String, Counts>,
+    index_keys: BTreeMap<String, Counts>,
+    sizes: Vec<u64>,
+    units: f64,
+    errors: u64,
+    /// Calls whose value placeholder held the partition key's value.
+    pk_placeholder: HashMap<String, u64>,
+}
+
+/// The access pattern a call belongs to: its operation, table, index, expression shapes and
+/// read consistency.
+pub fn group_key(line: &RequestLine) -> String {
+    serde_json::to_string(&(
+        &line.op,
+        &line.table,
+        &line.index,
+        &line.shape,
+        line.params.get("ConsistentRead"),
+    ))
+    .unwrap_or_default()
+}
+
+/// A pattern's readable name: "Query Orders by ByStatus where status = ?".
+fn pattern_name(line: &RequestLine) -> String {
+    let table = line.table.as_deref().unwrap_or("?");
+    let mut name = format!("{} {table}", line.op);
+    if let Some(index) = &line.index {
+        name.push_str(&format!(" by {index}"));
+    }
+    let shape = &line.shape;
+    if let Some(key) = &shape.key_condition {
+        name.push_str(&format!(" where {key}"));
+    }
+    if let Some(update) = &shape.update {
+        name.push_str(&format!(" {update}"));
+    }
+    if let Some(filter) = &shape.filter {
+        name.push_str(&format!(" filter {filter}"));
+    }
+    if let Some(condition) = &shape.condition {
+        name.push_str(&format!(" if {condition}"));
+    }
+    if let Some(projection) = &shape.projection {
+        name.push_str(&format!(" get {projection}"));
+    }
+    if line.params.get("ConsistentRead") == Some(&Value::Bool(true)) {
+        name.push_str(" (consistent)");
+    }
+    name
+}
+
+/// Reads `paths` and fits a model to them; `name` names the model.
+pub fn model_from(paths: &[impl AsRef<Path>], name: &str) -> Result<ModelFromRecording, String> {
+    let mut tables: Vec<(String, Value)> = Vec::new();
+    let mut groups: Vec<Group> = Vec::new();
+    let mut by_key: HashMap<String, usize> = HashMap::new();
+    let mut other_operations: BTreeMap<String, u64> = BTreeMap::new();
+    let (mut first_us, mut last_us) = (u64::MAX, 0u64);
+    let mut hashed = false;
+    let mut dropped = 0;
+    let mut starts = 0;
+    let mut partitions: HashMap<(String, Option<String>, String), f64> = HashMap::new();
+    each_line(paths, |line| match line {
+        Line::Start(start) => {
+            starts += 1;
+            hashed |= start.hashed_keys;
+        }
+        Line::End(end) => dropped += end.dropped,
+        Line::Table(table) => {
+            let name = table.table["TableName"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            // The first description of a table is the one as created (or as the recording
+            // found it, with its item count then).
+            if !name.is_empty() && !tables.iter().any(|(n, _)| *n == name) {
+                tables.push((name, table.table));
+            }
+        }
+        Line::Request(line) => {
+            first_us = first_us.min(line.at_us);
+            last_us = last_us.max(line.at_us);
+            if !FITTED.contains(&line.op.as_str()) || line.table.is_none() {
+                *other_operations.entry(line.op.clone()).or_default() += 1;
+                return;
+            }
+            if let (Some(table), Some(pk)) = (&line.table, &line.pk) {
+                let key = (table.clone(), line.index.clone(), pk.clone());
+                if partitions.len() < PARTITIONS_TRACKED_MAX || partitions.contains_key(&key) {
+                    *partitions.entry(key).or_default() += line.units.unwrap_or(0.0);
+                }
+            }
+            let key = group_key(&line);
+            let index = *by_key.entry(key).or_insert_with(|| {
+                groups.push(Group {
+                    first: RequestLine {
+                        body: None,
+                        ..(*line).clone()
+                    },
+                    ..Group::default()
+                });
+                groups.len() - 1
+            });
+            add(&mut groups[index], &line);
+        }
+    })?;
+    if starts == 0 {
+        return Err(
+            "not a recording: no `start` line (record with `shoal serve --record FILE`)".into(),
+        );
+    }
+    let seconds = if first_us == u64::MAX {
+        1.0
+    } else {
+        ((last_us - first_us) as f64 / 1e6).max(1.0)
+    };
+    let mut skipped: Vec<String> = other_operations
+        .iter()
+        .filter(|(op, _)| OPERATIONS.contains(&op.as_str()))
+        .map(|(op, calls)| {
+            format!("{op}: {calls} calls (batches, transactions and PartiQL are not fitted)")
+        })
+        .collect();
+    groups.retain(|group| {
+        let known = tables
+            .iter()
+            .any(|(n, _)| Some(n) == group.first.table.as_ref());
+        if !known {
+            skipped.push(format!(
+                "{}: {} calls on a table the recording never described",
+                pattern_name(&group.first),
+                group.calls
+            ));
+        }
+        known
+    });
+    if groups.is_empty() {
+        return Err("the recording holds no data-plane calls on a described table to model".into());
+    }
+    let mut fitted = build(name, &tables, &groups, seconds, hashed, dropped, skipped);
+    fitted.group_keys = groups
+        .iter()
+        .enumerate()
+        .map(|(index, group)| (group_key(&group.first), index))
+        .collect();
+    let mut listed: Vec<(String, String, f64)> = partitions
+        .into_iter()
+        .map(|((table, index, key), units)| {
+            let local = tables
+                .iter()
+                .find(|(n, _)| *n == table)
+                .is_some_and(|(_, t)| {
+                    index
+                        .as_ref()
+                        .is_some_and(|i| keys_of(t).local_indexes.contains(i))
+                });
+            let target = match index {
+                Some(index) if !local => format!("{table}/{index}"),
+                _ => table,
+            };
+            (target, key, units)
+        })
+        .collect();
+    listed.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.1.cmp(&b.1)));
+    fitted.partitions = listed;
+    Ok(fitted)
+}
+
+fn add(group: &mut Group, line: &RequestLine) {
+    group.calls += 1;
+    if line.error.is_some() {
+        group.errors += 1;
+    }
+    group.units += line.units.unwrap_or(0.0);
+    if let (Some(pk), Some(kind)) = (&line.pk, &line.pk_type) {
+        group.pk.add(pk, kind);
+        for (placeholder, value) in &line.values {
+            if value.value == *pk {
+                *group.pk_placeholder.entry(placeholder.clone()).or_default() += 1;
+            }
+        }
+    }
+    if let (Some(sk), Some(kind)) = (&line.sk, &line.sk_type) {
+        group.sk.add(sk, kind);
+        group.sk_order.writes += 1;
+        match line.sk_order.as_deref() {
+            Some("up") => group.sk_order.up += 1,
+            Some("down") => group.sk_order.down += 1,
+            Some("same") => group.sk_order.same += 1,
+            _ => {}
+        }
+        if line.sk_time {
+            group.sk_order.time_like += 1;
+        }
+    }
+    for (placeholder, value) in &line.values {
+        group
+            .values
+            .entry(placeholder.clone())
+            .or_default()
+            .add(&value.value, &value.kind);
+    }
+    for (attribute, value) in &line.index_keys {
+        group
+            .index_keys
+            .entry(attribute.clone())
+            .or_default()
+            .add(&value.value, &value.kind);
+    }
+    let size_of_write = line.op == "PutItem";
+    if let (true, Some(bytes)) = (size_of_write, line.item_bytes) {
+        if group.sizes.len() < SIZE_SAMPLES_MAX {
+            group.sizes.push(bytes);
+        }
+    }
+}
+
+/// A table's key attributes (hash, range) with their types, and each index's.
+struct Keys {
+    hash: Option<(String, String)>,
+    range: Option<(String, String)>,
+    index_hash: BTreeMap<String, String>,
+    local_indexes: Vec<String>,
+}
+
+fn keys_of(table: &Value) -> Keys {
+    let type_of = |name: &str| {
+        table["AttributeDefinitions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|d| d["AttributeName"] == name)
+            .and_then(|d| d["AttributeType"].as_str())
+            .unwrap_or("S")
+            .to_string()
+    };
+    let key = |schema: &Value, kind: &str| {
+        schema
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|k| k["KeyType"] == kind)
+            .and_then(|k| k["AttributeName"].as_str())
+            .map(|n| (n.to_string(), type_of(n)))
+    };
+    let mut index_hash = BTreeMap::new();
+    for index in table["GlobalSecondaryIndexes"]
+        .as_array()
+        .into_iter()
+        .chain(table["LocalSecondaryIndexes"].as_array())
+        .flatten()
+    {
+        if let (Some(name), Some((hash, _))) = (
+            index["IndexName"].as_str(),
+            key(&index["KeySchema"], "HASH"),
+        ) {
+            index_hash.insert(name.to_string(), hash);
+        }
+    }
+    Keys {
+        hash: key(&table["KeySchema"], "HASH"),
+        range: key(&table["KeySchema"], "RANGE"),
+        index_hash,
+        local_indexes: table["LocalSecondaryIndexes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|i| i["IndexName"].as_str().map(str::to_string))
+            .collect(),
+    }
+}
+
+/// The counts of a key space (every space a pattern draws from was counted; `empty`
+/// otherwise).
+fn space_of<'a>(
+    spaces: &'a BTreeMap<(String, String), Counts>,
+    table: &str,
+    attribute: &str,
+    empty: &'a Counts,
+) -> &'a Counts {
+    spaces
+        .get(&(table.to_string(), attribute.to_string()))
+        .unwrap_or(empty)
+}
+
+/// A generator name safe in `${…}`.
+fn slug(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
+}
+
+/// `{"S": "${name}"}` and the like.
+fn typed(kind: &str, generator: &str) -> Value {
+    json!({ kind: format!("${{{generator}}}") })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build(
+    name: &str,
+    tables: &[(String, Value)],
+    groups: &[Group],
+    seconds: f64,
+    hashed: bool,
+    dropped: u64,
+    skipped: Vec<String>,
+) -> ModelFromRecording {
+    let described: BTreeMap<&str, &Value> = tables.iter().map(|(n, t)| (n.as_str(), t)).collect();
+    // Each key space (a table's or index's key attribute) over every pattern that draws from
+    // it: one prefix, length and count of values, so that patterns meet the same items.
+    let mut spaces: BTreeMap<(String, String), Counts> = BTreeMap::new();
+    let mut merge = |space: (String, String), counts: &Counts| {
+        let merged = spaces.entry(space).or_default();
+        if merged.kind.is_empty() {
+            merged.kind = counts.kind.clone();
+        }
+        for (value, count) in &counts.by_value {
+            *merged.by_value.entry(value.clone()).or_default() += count;
+        }
+        merged.draws += counts.draws;
+        merged.untracked += counts.untracked;
+    };
+    for group in groups {
+        let table = group.first.table.clone().unwrap_or_default();
+        let Some(description) = described.get(table.as_str()) else {
+            continue;
+        };
+        let keys = keys_of(description);
+        let hash = match &group.first.index {
+            Some(index) => keys.index_hash.get(index).cloned(),
+            None => keys.hash.as_ref().map(|(n, _)| n.clone()),
+        };
+        if let Some(hash) = hash {
+            merge((table.clone(), hash), &group.pk);
+        }
+        if let Some((range, _)) = &keys.range {
+            merge((table.clone(), range.clone()), &group.sk);
+        }
+        for (attribute, counts) in &group.index_keys {
+            merge((table.clone(), attribute.clone()), counts);
+        }
+    }
+    let no_space = Counts::default();
+    let mut generators: BTreeMap<String, Generator> = BTreeMap::new();
+    let mut patterns = Vec::new();
+    let mut recorded = Vec::new();
+    let mut names_taken: BTreeMap<String, u32> = BTreeMap::new();
+    // The PutItem pattern of each table, whose item the load reuses.
+    let mut put_items: BTreeMap<String, Value> = BTreeMap::new();
+    for (number, group) in groups.iter().enumerate() {
+        let line = &group.first;
+        let table = line.table.clone().unwrap_or_default();
+        let Some(description) = described.get(table.as_str()) else {
+            continue;
+        };
+        let keys = keys_of(description);
+        let mut pattern_name = pattern_name(line);
+        let taken = names_taken.entry(pattern_name.clone()).or_default();
+        *taken += 1;
+        if *taken > 1 {
+            pattern_name = format!("{pattern_name} ({taken})");
+        }
+        let tag = format!("p{number}");
+        let mut request = Map::new();
+        request.insert("TableName".into(), json!(table));
+        if let Some(index) = &line.index {
+            request.insert("IndexName".into(), json!(index));
+        }
+        for (parameter, text) in &line.expressions {
+            request.insert(parameter.clone(), json!(text));
+        }
+        if !line.names.is_empty() {
+            request.insert("ExpressionAttributeNames".into(), json!(line.names));
+        }
+        for (parameter, value) in &line.params {
+            request.insert(parameter.clone(), value.clone());
+        }
+        // The partition key's generator: the key space's shape, this pattern's skew.
+        let hash = match &line.index {
+            Some(index) => keys
+                .index_hash
+                .get(index)
+                .map(|h| (h.clone(), group.pk.kind.clone())),
+            None => keys.hash.clone(),
+        };
+        let pk_generator = hash.as_ref().map(|(attribute, _)| {
+            let space = space_of(&spaces, &table, attribute, &no_space);
+            let generator_name = format!("{}_{tag}", slug(attribute));
+            let generator = if fit::is_small_set(&group.pk) {
+                fit::named_all(&group.pk)
+            } else {
+                fit::generator_like(space, fit::distribution(&group.pk))
+            };
+            generators.insert(generator_name.clone(), generator);
+            generator_name
+        });
+        let pk_placeholder = group
+            .pk_placeholder
+            .iter()
+            .max_by_key(|(_, calls)| **calls)
+            .filter(|(_, calls)| **calls * 2 >= group.calls)
+            .map(|(p, _)| p.clone());
+        let mut values = Map::new();
+        for (placeholder, counts) in &group.values {
+            let kind = counts.kind.as_str();
+            let generator_name = match (&pk_placeholder, &pk_generator) {
+                (Some(p), Some(g)) if p == placeholder => g.clone(),
+                _ => {
+                    let generator_name =
+                        format!("{}_{tag}", slug(placeholder.trim_start_matches(':')));
+                    let generator = if fit::is_small_set(counts) {
+                        fit::named_all(counts)
+                    } else {
+                        fit::generator_like(counts, fit::distribution(counts))
+                    };
+                    generators.insert(generator_name.clone(), generator);
+                    generator_name
+                }
+            };
+            let value = match kind {
+                "BOOL" => {
+                    let most = counts
+                        .by_value
+                        .iter()
+                        .max_by_key(|(_, c)| **c)
+                        .map(|(v, _)| v == "true");
+                    json!({"BOOL": most.unwrap_or(true)})
+                }
+                "B" => json!({"B": "AA=="}),
+                _ => typed(kind, &generator_name),
+            };
+            values.insert(placeholder.clone(), value);
+        }
+        if !values.is_empty() {
+            request.insert("ExpressionAttributeValues".into(), Value::Object(values));
+        }
+        let names_an_item = matches!(
+            line.op.as_str(),
+            "GetItem" | "PutItem" | "UpdateItem" | "DeleteItem"
+        );
+        let sort_key = keys.range.as_ref().filter(|_| names_an_item);
+        let sort_generator = sort_key.map(|(attribute, kind)| {
+            let space = space_of(&spaces, &table, attribute, &no_space);
+            let generator_name = format!("{}_{tag}", slug(attribute));
+            let generator = if line.op == "PutItem" {
+                sort_key_generator(space, kind, group.sk_order.behaviour())
+            } else if fit::is_small_set(&group.sk) {
+                fit::named_all(&group.sk)
+            } else {
+                fit::generator_like(space, fit::distribution(&group.sk))
+            };
+            generators.insert(generator_name.clone(), generator);
+            (attribute.clone(), kind.clone(), generator_name)
+        });
+        let key_item = |pk_generator: &Option<String>| {
+            let mut key = Map::new();
+            if let (Some((attribute, kind)), Some(generator)) = (&keys.hash, pk_generator) {
+                key.insert(attribute.clone(), typed(kind, generator));
+            }
+            if let Some((attribute, kind, generator)) = &sort_generator {
+                key.insert(attribute.clone(), typed(kind, generator));
+            }
+            key
+        };
+        match line.op.as_str() {
+            "GetItem" | "UpdateItem" | "DeleteItem" => {
+                request.insert("Key".into(), Value::Object(key_item(&pk_generator)));
+            }
+            "PutItem" => {
+                let mut item = key_item(&pk_generator);
+                for (attribute, counts) in &group.index_keys {
+                    let generator_name = format!("{}_{tag}", slug(attribute));
+                    let generator = if fit::is_small_set(counts) {
+                        fit::named_all(counts)
+                    } else {
+                        let space = space_of(&spaces, &table, attribute, &no_space);
+                        fit::generator_like(space, fit::distribution(counts))
+                    };
+                    generators.insert(generator_name.clone(), generator);
+                    item.insert(attribute.clone(), typed(&counts.kind, &generator_name));
+                }
+                let mut sizes = group.sizes.clone();
+                let base = item_base_bytes(&item, &generators);
+                let low = fit::percentile(&mut sizes, 10.0);
+                let high = fit::percentile(&mut sizes, 90.0);
+                let filler_name = format!("{FILLER_ATTRIBUTE}_{tag}");
+                let filler = |bytes: u64| {
+                    bytes
+                        .saturating_sub(base + FILLER_ATTRIBUTE.len() as u64)
+                        .max(1) as u32
+                };
+                generators.insert(
+                    filler_name.clone(),
+                    filler_generator(filler(low), filler(high)),
+                );
+                item.insert(FILLER_ATTRIBUTE.into(), typed("S", &filler_name));
+                put_items
+                    .entry(table.clone())
+                    .or_insert_with(|| Value::Object(item.clone()));
+                request.insert("Item".into(), Value::Object(item));
+            }
+            _ => {}
+        }
+        let rate = group.calls as f64 / seconds;
+        let partition_target = match &line.index {
+            Some(index) if !keys.local_indexes.contains(index) => format!("{table}/{index}"),
+            _ => table.clone(),
+        };
+        let draws = group.pk.draws.max(1) as f64;
+        let mut key_shares: Vec<(String, f64)> = group
+            .pk
+            .by_value
+            .iter()
+            .map(|(k, c)| (k.clone(), *c as f64 / draws))
+            .collect();
+        key_shares.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        key_shares.truncate(20);
+        recorded.push(RecordedPattern {
+            name: pattern_name.clone(),
+            operation: line.op.clone(),
+            table: table.clone(),
+            partition_target,
+            calls: group.calls,
+            rate,
+            units_per_call: group.units / group.calls.max(1) as f64,
+            key_shares,
+            distinct_keys: group.pk.by_value.len() as u64,
+            errors: group.errors,
+        });
+        patterns.push(Pattern {
+            name: pattern_name,
+            operation: line.op.clone(),
+            request: Value::Object(request),
+            weight: None,
+            rate: Some((rate * 1000.0).round().max(1.0) / 1000.0),
+        });
+    }
+    // Tables as created, loaded with the items they held when the recording began.
+    let used: Vec<&str> = recorded.iter().map(|p| p.table.as_str()).collect();
+    let mut creates = Vec::new();
+    let mut loads = Vec::new();
+    for (table, description) in tables.iter().filter(|(n, _)| used.contains(&n.as_str())) {
+        if let Ok(create) = crate::transfer::schema::create_table_request(description, table) {
+            creates.push(create);
+        }
+        let count = description["ItemCount"]
+            .as_u64()
+            .unwrap_or(0)
+            .min(LOAD_ITEMS_MAX);
+        if count == 0 {
+            continue;
+        }
+        let keys = keys_of(description);
+        let mut item = put_items
+            .get(table)
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        // Loaded items spread uniformly over the partition keys, in sequence on the sort key.
+        let key_generators = [(&keys.hash, true), (&keys.range, false)];
+        for (key, is_hash) in key_generators {
+            let Some((attribute, kind)) = key else {
+                continue;
+            };
+            let generator_name = format!("{}_load_{}", slug(attribute), slug(table));
+            let space = space_of(&spaces, table, attribute, &no_space);
+            let generator = if is_hash {
+                fit::generator_like(space, Distribution::Uniform)
+            } else {
+                sort_key_generator(space, kind, SortBehaviour::Sequential)
+            };
+            generators.insert(generator_name.clone(), generator);
+            item.insert(attribute.clone(), typed(kind, &generator_name));
+        }
+        if !item.contains_key(FILLER_ATTRIBUTE) {
+            let average = description["TableSizeBytes"].as_u64().unwrap_or(0) / count.max(1);
+            let base = item_base_bytes(&item, &generators) + FILLER_ATTRIBUTE.len() as u64;
+            let generator_name = format!("{FILLER_ATTRIBUTE}_load_{}", slug(table));
+            let length = average.saturating_sub(base).max(1) as u32;
+            generators.insert(generator_name.clone(), filler_generator(length, length));
+            item.insert(FILLER_ATTRIBUTE.into(), typed("S", &generator_name));
+        }
+        loads.push(Load {
+            table: table.clone(),
+            count,
+            item: Value::Object(item),
+        });
+    }
+    let model = Model {
+        name: Some(name.to_string()),
+        tables: creates,
+        generators,
+        load: loads,
+        patterns,
+        run: Run {
+            seconds: Some((seconds * 10.0).round() / 10.0),
+            operations: None,
+            concurrency: Some(4),
+            rate: None,
+            seed: Some(1),
+            attempts: None,
+        },
+        prices: Prices::default(),
+    };
+    ModelFromRecording {
+        model,
+        patterns: recorded,
+        skipped,
+        hashed_keys: hashed,
+        dropped,
+        seconds,
+        partitions: Vec::new(),
+        group_keys: Vec::new(),
+    }
+}
+
+/// The filler attribute's generator: text of `low` to `high` characters.
+fn filler_generator(low: u32, high: u32) -> Generator {
+    Generator {
+        kind: GeneratorKind::String,
+        prefix: String::new(),
+        length: Some([low, high.max(low)]),
+        range: None,
+        cardinality: None,
+        distribution: Distribution::Uniform,
+    }
+}
+
+/// A write's sort key generator for how its values moved.
+fn sort_key_generator(space: &Counts, kind: &str, behaviour: SortBehaviour) -> Generator {
+    let prefix = if kind == "S" {
+        fit::common_prefix(space.by_value.keys().map(String::as_str))
+    } else {
+        String::new()
+    };
+    let plain = |kind| Generator {
+        kind,
+        prefix: prefix.clone(),
+        length: None,
+        range: None,
+        cardinality: None,
+        distribution: Distribution::Uniform,
+    };
+    match behaviour {
+        SortBehaviour::Sequential => plain(GeneratorKind::Sequence),
+        SortBehaviour::TimeOrdered => plain(GeneratorKind::Timestamp),
+        SortBehaviour::Random if kind == "S" => fit::generator_like(space, Distribution::Uniform),
+        SortBehaviour::Random => Generator {
+            kind: GeneratorKind::Number,
+            ..fit::generator_like(space, Distribution::Uniform)
+        },
+    }
+}
+
+/// About how many bytes an item's attributes other than the filler take: each name, and
+/// each generated value's typical length.
+fn item_base_bytes(item: &Map<String, Value>, generators: &BTreeMap<String, Generator>) -> u64 {
+    item.iter()
+        .map(|(name, value)| {
+            let text = value
+                .as_object()
+                .and_then(|v| v.values().next())
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let generated = text
+                .strip_prefix("${")
+                .and_then(|t| t.strip_suffix('}'))
+                .and_then(|g| generators.get(g))
+                .map_or(text.len() as u64, typical_length);
+            name.len() as u64 + generated
+        })
+        .sum()
+}
+
+/// A generator's typical value length in bytes.
+fn typical_length(generator: &Generator) -> u64 {
+    let prefix = generator.prefix.len() as u64;
+    match generator.kind {
+        GeneratorKind::String => {
+            let [low, high] = generator.length.unwrap_or([8, 8]);
+            prefix + u64::from(low + high) / 2
+        }
+        GeneratorKind::Number => {
+            let [low, high] = generator.range.unwrap_or([0, 1_000_000]);
+            // DynamoDB sizes a number by its digits: about one byte per two, plus one.
+            let digits = high.abs().max(low.abs()).max(1).to_string().len() as u64;
+            digits.div_ceil(2) + 1
+        }
+        GeneratorKind::Sequence => prefix + 6,
+        GeneratorKind::Timestamp => prefix + 13,
+        GeneratorKind::Uuid => 36,
+    }
+}

@@ -1,0 +1,342 @@
+//! Recording traffic and turning it into a model, round trip: a known synthetic workload (a
+//! model file) runs against `shoal serve --record`; `model-from` fits a model to the
+//! recording; the fitted model runs against a second recording server; both recordings,
+//! read by the same code, must agree on each pattern's capacity per call, key skew and
+//! hottest partition within the tolerances docs/DATA-MODEL-BENCH.md states. The fit itself
+//! must find what the synthetic model was built with: the named hot key and its share, a
+//! Zipf exponent, sequential sort keys, a small set of statuses.
+
+use std::path::Path;
+
+use serde_json::Value;
+use shoal::bench::data_model::model::{Distribution, GeneratorKind, Model};
+use shoal::bench::data_model::{run_model, BenchOptions};
+use shoal::bench::recording::model_from::{model_from, ModelFromRecording};
+use shoal::bench::recording::replay::{replay, ReplayOptions};
+
+use crate::sdk_server::{http_request, Server};
+
+/// Per-call capacity of a pattern: the fitted model's within this share of the recording's.
+const UNITS_TOLERANCE: f64 = 0.10;
+/// A key's share of a pattern's calls, or a partition's of its table's units: within this
+/// (absolute).
+const SHARE_TOLERANCE: f64 = 0.06;
+
+/// The synthetic workload of docs/DATA-MODEL-BENCH.md's recording example: orders by
+/// customer, placed in sequence, with a KEYS_ONLY GSI on status. Puts go 40% to one
+/// customer, gets follow a Zipf law, queries by status and by customer take a few items.
+fn synthetic() -> Value {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/models/recording/shop-traffic.json"
+    );
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Runs `model` against a fresh `shoal serve --record FILE` and fits a model to what it
+/// recorded.
+fn record(dir: &Path, model: &Model, extra: &[&str]) -> ModelFromRecording {
+    let file = dir.join("traffic.jsonl");
+    let file_text = file.to_str().unwrap().to_string();
+    let mut args = vec![
+        "serve",
+        "--port",
+        "0",
+        "--in-memory",
+        "--admin",
+        "--record",
+        &file_text,
+    ];
+    args.extend_from_slice(extra);
+    let server = Server::spawn(&args);
+    let options = BenchOptions {
+        endpoint: Some(server.endpoint.clone()),
+        progress: false,
+        database: None,
+    };
+    let report = run_model(model, &options).expect("the model runs");
+    assert!(
+        report.failing_patterns.is_empty(),
+        "{:?}",
+        report.failing_patterns
+    );
+    // Stopping through the admin API writes the queued calls and the `end` line.
+    let (status, answer) = http_request(&server.endpoint, "DELETE", "/shoal/record", "");
+    assert_eq!(status, 200, "{answer}");
+    let summary: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(summary["dropped"], 0, "{summary}");
+    assert!(summary["records"].as_u64().unwrap() >= 3000, "{summary}");
+    server.stop();
+    model_from(&[&file], "fitted").expect("a model from the recording")
+}
+
+fn pattern<'a>(
+    fitted: &'a ModelFromRecording,
+    prefix: &str,
+) -> &'a shoal::bench::recording::model_from::RecordedPattern {
+    fitted
+        .patterns
+        .iter()
+        .find(|p| p.name.starts_with(prefix))
+        .unwrap_or_else(|| {
+            let names: Vec<_> = fitted.patterns.iter().map(|p| &p.name).collect();
+            panic!("no pattern {prefix}: {names:?}")
+        })
+}
+
+#[test]
+fn a_recorded_workload_round_trips_through_its_fitted_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let synthetic = Model::parse(&synthetic().to_string()).unwrap();
+    let first_dir = dir.path().join("first");
+    std::fs::create_dir_all(&first_dir).unwrap();
+    let recorded = record(&first_dir, &synthetic, &[]);
+
+    // The patterns, named by their shape.
+    let names: Vec<&str> = recorded.patterns.iter().map(|p| p.name.as_str()).collect();
+    for expected in [
+        "PutItem Orders",
+        "GetItem Orders",
+        "Query Orders by ByStatus where status = ?",
+        "Query Orders where customer = ?",
+    ] {
+        assert!(names.contains(&expected), "{expected} not in {names:?}");
+    }
+    // The load phase's BatchWriteItem is not a pattern, and is said so.
+    let fitted = &recorded.model;
+    let text = serde_json::to_string_pretty(fitted).unwrap();
+    let reparsed = Model::parse(&text).expect("model-from writes an ordinary model file");
+    assert_eq!(reparsed.patterns.len(), 4, "{text}");
+
+    // The fit found what the synthetic model was made of.
+    let generator_of = |pattern: &str, attribute: &str| {
+        let pattern = fitted.patterns.iter().find(|p| p.name == pattern).unwrap();
+        let holder = match pattern.operation.as_str() {
+            "PutItem" => &pattern.request["Item"][attribute],
+            "GetItem" => &pattern.request["Key"][attribute],
+            _ => &pattern.request["ExpressionAttributeValues"][attribute],
+        };
+        let text = holder
+            .as_object()
+            .unwrap()
+            .values()
+            .next()
+            .unwrap()
+            .as_str()
+            .unwrap();
+        let name = text.trim_start_matches("${").trim_end_matches('}');
+        fitted.generators[name].clone()
+    };
+    let put_customer = generator_of("PutItem Orders", "customer");
+    match &put_customer.distribution {
+        Distribution::Named(named) => {
+            assert_eq!(named.len(), 1, "{named:?}");
+            assert_eq!(named[0].value, "c#xxxxxxx0");
+            // 40% hot, plus the hot key's share of the uniform rest (0.6 / 200).
+            assert!(
+                (named[0].share - 0.403).abs() < SHARE_TOLERANCE,
+                "{named:?}"
+            );
+        }
+        other => panic!("the put's customer: {other:?}"),
+    }
+    let get_customer = generator_of("GetItem Orders", "customer");
+    match get_customer.distribution {
+        Distribution::Zipf(s) => assert!((0.8..=1.4).contains(&s), "zipf {s}"),
+        other => panic!("the get's customer: {other:?}"),
+    }
+    assert_eq!(
+        generator_of("PutItem Orders", "placed").kind,
+        GeneratorKind::Sequence
+    );
+    match generator_of("PutItem Orders", "status").distribution {
+        Distribution::Named(named) => assert_eq!(named.len(), 3, "{named:?}"),
+        other => panic!("the status: {other:?}"),
+    }
+
+    // The fitted model, run against a second recording server, does what the first did.
+    let second_dir = dir.path().join("second");
+    std::fs::create_dir_all(&second_dir).unwrap();
+    let mut rerun = reparsed.clone();
+    rerun.run.seconds = None;
+    rerun.run.operations = Some(3000);
+    // One worker: the same draws in the same order on every run.
+    rerun.run.concurrency = Some(1);
+    let again = record(&second_dir, &rerun, &[]);
+    for original in &recorded.patterns {
+        let reproduced = pattern(&again, &original.name);
+        let units = (reproduced.units_per_call - original.units_per_call).abs();
+        assert!(
+            units <= UNITS_TOLERANCE * original.units_per_call,
+            "{}: {} units per call, recorded {}",
+            original.name,
+            reproduced.units_per_call,
+            original.units_per_call
+        );
+        let top = |p: &shoal::bench::recording::model_from::RecordedPattern| {
+            p.key_shares.first().map_or(0.0, |(_, share)| *share)
+        };
+        assert!(
+            (top(reproduced) - top(original)).abs() <= SHARE_TOLERANCE,
+            "{}: top key share {} against {}",
+            original.name,
+            top(reproduced),
+            top(original)
+        );
+    }
+    // The hottest partition of the table is the same key, with the same share of its units.
+    let hottest = |fitted: &ModelFromRecording| {
+        let total: f64 = fitted
+            .partitions
+            .iter()
+            .filter(|p| p.0 == "Orders")
+            .map(|p| p.2)
+            .sum();
+        let (_, key, units) = fitted
+            .partitions
+            .iter()
+            .find(|p| p.0 == "Orders")
+            .unwrap()
+            .clone();
+        (key, units / total)
+    };
+    // The first recording, replayed exactly into a fresh server, costs what it cost.
+    let target = Server::spawn(&["serve", "--port", "0", "--in-memory"]);
+    let report = replay(&ReplayOptions {
+        files: vec![first_dir.join("traffic.jsonl")],
+        endpoint: target.endpoint.clone(),
+        paced: false,
+        concurrency: 1,
+        create_tables: true,
+        progress: false,
+    })
+    .expect("the replay runs");
+    target.stop();
+    assert_eq!(report.patterns.len(), 4);
+    for original in &recorded.patterns {
+        let replayed = report
+            .patterns
+            .iter()
+            .find(|p| p.name == original.name)
+            .unwrap_or_else(|| panic!("{} not replayed", original.name));
+        assert_eq!(replayed.operations, original.calls, "{}", original.name);
+        let units = replayed.read_units_per_call_with_indexes()
+            + replayed.write_units_per_call_with_indexes();
+        assert!(
+            (units - original.units_per_call).abs() < 1e-9,
+            "{}: replayed {units} units per call, recorded {}",
+            original.name,
+            original.units_per_call
+        );
+    }
+    let (first_key, first_share) = hottest(&recorded);
+    let (second_key, second_share) = hottest(&again);
+    assert_eq!(first_key, "c#xxxxxxx0");
+    assert_eq!(second_key, first_key);
+    assert!(
+        (first_share - second_share).abs() <= SHARE_TOLERANCE,
+        "{first_share} against {second_share}"
+    );
+}
+
+#[test]
+fn a_hashed_recording_keeps_no_value_and_still_makes_a_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let synthetic = Model::parse(&synthetic().to_string()).unwrap();
+    let recorded = record(dir.path(), &synthetic, &["--record-hash-keys"]);
+    assert!(recorded.hashed_keys);
+    let text = std::fs::read_to_string(dir.path().join("traffic.jsonl")).unwrap();
+    for value in ["c#xxxxxxx0", "Sxxxxxx0", "\"body\""] {
+        assert!(!text.contains(value), "the recording holds {value}");
+    }
+    // The skew survives hashing: the put's hot customer is still one key at about 40%.
+    let put = pattern(&recorded, "PutItem Orders");
+    let (key, share) = &put.key_shares[0];
+    assert!(key.starts_with('h') && key.len() == 17, "{key}");
+    assert!((share - 0.403).abs() < SHARE_TOLERANCE, "{share}");
+    Model::parse(&serde_json::to_string(&recorded.model).unwrap()).expect("a model file");
+    // It cannot be replayed: it holds no bodies.
+    let refused = replay(&ReplayOptions {
+        files: vec![dir.path().join("traffic.jsonl")],
+        endpoint: "http://127.0.0.1:9".into(),
+        paced: false,
+        concurrency: 1,
+        create_tables: false,
+        progress: false,
+    })
+    .err()
+    .unwrap();
+    assert!(refused.contains("--record-hash-keys"), "{refused}");
+}
+
+#[test]
+fn the_admin_api_records_a_running_server_and_the_model_loads_what_was_there() {
+    use shoal::client::target::Target;
+    use shoal::client::ConnectOptions;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::spawn(&["serve", "--port", "0", "--in-memory", "--admin"]);
+    let target = Target::endpoint(&server.endpoint, &ConnectOptions::default()).unwrap();
+    let mut client = target.client().unwrap();
+    let create = serde_json::json!({
+        "TableName": "Notes", "BillingMode": "PAY_PER_REQUEST",
+        "AttributeDefinitions": [{"AttributeName": "id", "AttributeType": "S"}],
+        "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}]
+    });
+    client
+        .call("CreateTable", create.to_string().as_bytes())
+        .unwrap();
+    let put = |n: u32| {
+        serde_json::json!({"TableName": "Notes", "Item": {"id": {"S": format!("n#{n}")},
+            "text": {"S": "x".repeat(500)}}})
+        .to_string()
+    };
+    for n in 0..50 {
+        client.call("PutItem", put(n).as_bytes()).unwrap();
+    }
+    let probe = serde_json::json!({"TableName": "Notes", "Key": {"id": {"S": "n#1"}}}).to_string();
+    let unrecorded = client.call("GetItem", probe.as_bytes()).unwrap();
+    let file = dir.path().join("live.jsonl");
+    let start = serde_json::json!({"file": file}).to_string();
+    let (status, answer) = http_request(&server.endpoint, "POST", "/shoal/record", &start);
+    assert_eq!(status, 200, "{answer}");
+    let (status, again) = http_request(&server.endpoint, "POST", "/shoal/record", &start);
+    assert_eq!(status, 400, "a second recording: {again}");
+    // The client sees the same answer while recorded: no ConsumedCapacity it did not ask for.
+    let recorded = client.call("GetItem", probe.as_bytes()).unwrap();
+    assert_eq!(recorded, unrecorded);
+    assert!(!String::from_utf8_lossy(&recorded).contains("ConsumedCapacity"));
+    for n in 0..39 {
+        let get = serde_json::json!({"TableName": "Notes", "Key": {"id": {"S": format!("n#{}", n % 10)}}});
+        client.call("GetItem", get.to_string().as_bytes()).unwrap();
+    }
+    let (_, status_text) = http_request(&server.endpoint, "GET", "/shoal/record", "");
+    let status_json: Value = serde_json::from_str(&status_text).unwrap();
+    assert_eq!(status_json["recording"], true, "{status_text}");
+    let (status, summary) = http_request(&server.endpoint, "DELETE", "/shoal/record", "");
+    assert_eq!(status, 200, "{summary}");
+    let (status, _) = http_request(&server.endpoint, "DELETE", "/shoal/record", "");
+    assert_eq!(status, 404, "nothing left to stop");
+    let metrics = crate::sdk_server::http_get(&server.endpoint, "/metrics");
+    assert!(
+        metrics.contains("shoal_record_requests_total 40"),
+        "{metrics}"
+    );
+    server.stop();
+    let fitted = model_from(&[&file], "live").unwrap();
+    assert_eq!(fitted.patterns.len(), 1);
+    let get = &fitted.patterns[0];
+    assert_eq!((get.name.as_str(), get.calls), ("GetItem Notes", 40));
+    assert!(
+        (get.units_per_call - 0.5).abs() < 1e-9,
+        "{}",
+        get.units_per_call
+    );
+    // Ten keys, each read four times: named outright with their shares.
+    match &fitted.model.generators["id_p0"].distribution {
+        Distribution::Named(named) => assert_eq!(named.len(), 10, "{named:?}"),
+        other => panic!("{other:?}"),
+    }
+    // The table held 50 items when the recording began: the model loads 50.
+    assert_eq!(fitted.model.load.len(), 1);
+    assert_eq!(fitted.model.load[0].count, 50);
+}
