@@ -1,7 +1,7 @@
 //! Real files: what production uses.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Seek, SeekFrom, Write};
 use std::ops::Range;
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
@@ -51,6 +51,15 @@ impl WritableFile for RealWritable {
 
     fn set_len(&self, len_bytes: u64) -> io::Result<()> {
         self.file.set_len(len_bytes)
+    }
+
+    /// A failed `write_all` may have moved the descriptor's offset past `position` by the
+    /// bytes it did write: both are set back with the length.
+    fn rewind(&self, len_bytes: u64) -> io::Result<()> {
+        self.file.set_len(len_bytes)?;
+        (&self.file).seek(SeekFrom::Start(len_bytes))?;
+        self.position.store(len_bytes, Ordering::Relaxed);
+        Ok(())
     }
 
     fn start_writeback(&self, offset: u64, len: u64) -> io::Result<()> {
@@ -260,6 +269,20 @@ mod tests {
         fs.remove(&sub.join("file")).unwrap();
         fs.remove_dir(&sub).unwrap();
         assert!(!fs.exists(&sub));
+    }
+
+    #[test]
+    fn rewind_takes_back_the_tail_and_the_next_write_goes_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("file");
+        let fs = RealFs;
+        let file = fs.create(&path).unwrap();
+        file.write_all(b"abcdef").unwrap();
+        file.rewind(3).unwrap();
+        assert_eq!(file.position(), 3);
+        file.write_all(b"XY").unwrap();
+        file.sync_data().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"abcXY");
     }
 
     #[test]
