@@ -43,6 +43,8 @@ pub use real::RealFs;
 /// run concurrently with each other: the caller serialises them.
 pub trait WritableFile: Send + Sync {
     /// Writes `data` at the current position and advances it. Not durable until `sync_data`.
+    /// A write that fails may have written a prefix of `data` (a full disk takes what fits):
+    /// the position then stands after that prefix, as a descriptor's offset does.
     fn write_all(&self, data: &[u8]) -> io::Result<()>;
     /// Makes durable (fdatasync) at least every byte whose write returned before this call
     /// began; bytes written while it runs may or may not be. The file's directory entry is

@@ -31,7 +31,13 @@ struct RealWritable {
 
 impl WritableFile for RealWritable {
     fn write_all(&self, data: &[u8]) -> io::Result<()> {
-        (&self.file).write_all(data)?;
+        if let Err(error) = (&self.file).write_all(data) {
+            // Part of `data` may be written: the position follows the descriptor's offset.
+            if let Ok(offset) = (&self.file).stream_position() {
+                self.position.store(offset, Ordering::Relaxed);
+            }
+            return Err(error);
+        }
         self.position
             .fetch_add(data.len() as u64, Ordering::Relaxed);
         Ok(())
@@ -53,8 +59,6 @@ impl WritableFile for RealWritable {
         self.file.set_len(len_bytes)
     }
 
-    /// A failed `write_all` may have moved the descriptor's offset past `position` by the
-    /// bytes it did write: both are set back with the length.
     fn rewind(&self, len_bytes: u64) -> io::Result<()> {
         self.file.set_len(len_bytes)?;
         (&self.file).seek(SeekFrom::Start(len_bytes))?;

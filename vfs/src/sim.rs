@@ -437,29 +437,38 @@ impl SimWritable {
     }
 }
 
-impl WritableFile for SimWritable {
-    /// A write that fails for want of room leaves the position where it was, with the part
-    /// that fitted written past it, as a real file's position counter does.
-    fn write_all(&self, data: &[u8]) -> io::Result<()> {
-        let start = self.position.load(AtomicOrdering::Relaxed);
-        self.write_at(start, data)?;
-        self.position
-            .store(start + data.len() as u64, AtomicOrdering::Relaxed);
-        Ok(())
-    }
+/// What a write did: the bytes it wrote from the start of its data, and how it ended.
+struct Written {
+    bytes: usize,
+    result: io::Result<()>,
+}
 
-    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
-        let mut state = self.lock_for_change("write")?;
-        let start = usize::try_from(offset).map_err(io::Error::other)?;
+impl SimWritable {
+    /// Writes `data` at `offset`, or the part of it that fits on the disk.
+    fn write_at_counting(&self, offset: u64, data: &[u8]) -> Written {
+        let failed = |error| Written {
+            bytes: 0,
+            result: Err(error),
+        };
+        let mut state = match self.lock_for_change("write") {
+            Ok(state) => state,
+            Err(error) => return failed(error),
+        };
+        let Ok(start) = usize::try_from(offset) else {
+            return failed(io::Error::from(io::ErrorKind::InvalidInput));
+        };
         let space_left = state.space_left();
-        let inode = state.inode_mut(self.inode)?;
-        // Bytes up to the file's length overwrite; past it each byte needs room, and only
-        // what fits is written (a short write, then ENOSPC).
-        let room_end = u64::try_from(inode.current.len().max(start))
-            .unwrap_or(u64::MAX)
-            .saturating_add(space_left);
+        let inode = match state.inode_mut(self.inode) {
+            Ok(inode) => inode,
+            Err(error) => return failed(error),
+        };
+        // Bytes up to the file's length overwrite; past it each byte needs room (a hole
+        // too), and only what fits is written: a short write, then ENOSPC.
+        let room_end = usize::try_from(space_left).map_or(usize::MAX, |space| {
+            inode.current.len().saturating_add(space)
+        });
         let wanted_end = start + data.len();
-        let end = usize::try_from(room_end).map_or(wanted_end, |room| room.min(wanted_end));
+        let end = wanted_end.min(room_end.max(start));
         if end > start {
             if inode.current.len() < end {
                 inode.current.resize(end, 0);
@@ -471,10 +480,30 @@ impl WritableFile for SimWritable {
             });
             state.counters.bytes_written += (end - start) as u64;
         }
-        if end < wanted_end {
-            return Err(no_space());
+        Written {
+            bytes: end - start,
+            result: if end < wanted_end {
+                Err(no_space())
+            } else {
+                Ok(())
+            },
         }
-        Ok(())
+    }
+}
+
+impl WritableFile for SimWritable {
+    /// A write that fails for want of room leaves the position after the part that fitted,
+    /// as a real descriptor's offset does.
+    fn write_all(&self, data: &[u8]) -> io::Result<()> {
+        let start = self.position.load(AtomicOrdering::Relaxed);
+        let written = self.write_at_counting(start, data);
+        self.position
+            .store(start + written.bytes as u64, AtomicOrdering::Relaxed);
+        written.result
+    }
+
+    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        self.write_at_counting(offset, data).result
     }
 
     /// Makes durable what the file holds when the state lock is taken: every write that
@@ -1065,7 +1094,7 @@ mod tests {
         assert!(crate::is_no_space(&error), "{error}");
         assert_eq!(error.kind(), io::ErrorKind::StorageFull);
         assert_eq!(read(&sim, &file()), b"0123456789abcd");
-        assert_eq!(handle.position(), 10);
+        assert_eq!(handle.position(), 14);
         assert_eq!(sim.used_bytes(), 14);
         // Overwrites within the file, syncs and set_len cuts need no room.
         handle.write_at(0, b"ZZ").unwrap();
