@@ -278,6 +278,27 @@ async fn half_sent_bodies(
     streams
 }
 
+/// Opens `count` connections from `source` of which every other one sends half a request
+/// head, the rest nothing; each then waits.
+async fn silent_and_half_heads(
+    source: &str,
+    server: std::net::SocketAddr,
+    count: usize,
+) -> Vec<TcpStream> {
+    let mut streams = Vec::new();
+    for index in 0..count {
+        let mut stream = connect_from(source, server).await;
+        if index % 2 == 0 {
+            stream
+                .write_all(b"POST / HTTP/1.1\r\nHost: x\r\nX-Amz-Tar")
+                .await
+                .unwrap();
+        }
+        streams.push(stream);
+    }
+    streams
+}
+
 /// Waits until `/metrics` shows `busy` requests in flight besides its own.
 async fn wait_for_busy(server: std::net::SocketAddr, busy: usize) {
     for _ in 0..500 {
@@ -513,17 +534,7 @@ async fn a_flood_of_idle_and_half_sent_heads_leaves_new_clients_served() {
     })
     .await;
     // Five times the limit of connections that send nothing, or half a head, and wait.
-    let mut flood = Vec::new();
-    for index in 0..5 * LIMIT {
-        let mut stream = connect_from("127.0.0.2", server.address).await;
-        if index % 2 == 0 {
-            stream
-                .write_all(b"POST / HTTP/1.1\r\nHost: x\r\nX-Amz-Tar")
-                .await
-                .unwrap();
-        }
-        flood.push(stream);
-    }
+    let flood = silent_and_half_heads("127.0.0.2", server.address, 5 * LIMIT).await;
     for source in ["127.0.0.3", "127.0.0.2"] {
         for _ in 0..5 {
             assert_eq!(served_within_bound(source, server.address).await, 200);
@@ -565,16 +576,7 @@ async fn a_flood_from_five_addresses_leaves_a_thousand_concurrent_clients_served
         "127.0.0.5",
         "127.0.0.6",
     ] {
-        for index in 0..PER_ADDRESS / 2 {
-            let mut stream = connect_from(source, server.address).await;
-            if index % 2 == 0 {
-                stream
-                    .write_all(b"POST / HTTP/1.1\r\nHost: x\r\nX-Amz-Tar")
-                    .await
-                    .unwrap();
-            }
-            flood.push(stream);
-        }
+        flood.extend(silent_and_half_heads(source, server.address, PER_ADDRESS / 2).await);
         flood.extend(half_sent_bodies(source, server.address, PER_ADDRESS).await);
     }
     // A thousand well-behaved clients at once, from one address, each a new connection.
