@@ -38,6 +38,7 @@ use shoal_compaction::{pick, IterError, Job, PolicyOptions};
 use crate::compact_job::{self, ClaimedJob, JobOutcome};
 use crate::compact_schedule::{JobClaim, RunningJob, TreeReservation, RUNNING_JOBS_MAX};
 use crate::error::DbError;
+use crate::out_of_space::{Backoff, Work};
 use crate::shared::Shared;
 use crate::superversion::SuperVersion;
 use crate::version::{levels_view, TreeId, TreeVersion};
@@ -254,7 +255,16 @@ fn run_claimed(shared: &Shared, claimed: ClaimedJob, claim: JobClaim<'_>) -> Res
     drop(claimed);
     drop(claim);
     match result {
-        Ok(JobOutcome::Installed | JobOutcome::Abandoned) => Ok(()),
+        Ok(JobOutcome::Installed | JobOutcome::Abandoned) => {
+            shared.out_of_space.succeeded(Work::Compaction);
+            Ok(())
+        }
+        // The outputs are removed and the version unchanged: the job can be run again once
+        // there is room (`out_of_space.rs`); `compaction_loop` waits before it does.
+        Err(error) if error.is_no_space() => {
+            shared.out_of_space.failed(Work::Compaction, &error);
+            Err(error)
+        }
         Err(error) => {
             // Like a failed flush: the state of the files involved is unknown (an fsync may
             // have failed), so nothing is retried and writes stop. Reads go on.
@@ -275,6 +285,7 @@ pub(crate) fn compaction_loop(shared: &Shared) {
             }
             seen_requests = state.requests;
         }
+        let mut backoff = Backoff::new();
         loop {
             if shared.shutting_down.load(Ordering::Acquire) {
                 return;
@@ -282,6 +293,12 @@ pub(crate) fn compaction_loop(shared: &Shared) {
             match compact_once(shared) {
                 Ok(true) => continue,
                 Ok(false) => break,
+                // Recorded by run_claimed; the policy picks the job again after the wait.
+                Err(error) if error.is_no_space() => {
+                    if !shared.sleep_before_retry(backoff.next_wait()) {
+                        return;
+                    }
+                }
                 // Recorded as the background error by compact_once; nothing more to do.
                 Err(_) => return,
             }

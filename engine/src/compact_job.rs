@@ -21,7 +21,8 @@
 //!
 //! A failure before step 3 removes the outputs (they were never named). A failure *in* step 3
 //! leaves everything on disk: the install may have reached the disk, so the outputs may be
-//! live. A trivial move is step 3 alone: the file is relinked one level down, not rewritten.
+//! live; unless it is `ManifestError::NoSpace`, which says CURRENT was never switched, so
+//! the outputs are removed and the job can run again (`out_of_space.rs`). A trivial move is step 3 alone: the file is relinked one level down, not rewritten.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -253,9 +254,16 @@ fn install(
     // `apply` re-checks the level rules, so an output that overlapped its neighbours (or two
     // outputs sharing a user key) would be refused here rather than corrupt reads.
     let next = current.version.apply(&edits)?;
-    // From here the outputs may be named by the durable version even if install fails.
+    // From here the outputs may be named by the durable version even if install fails...
     outputs.keep();
-    manifest.install(&next)?;
+    if let Err(error) = manifest.install(&next) {
+        if let manifest::ManifestError::NoSpace { .. } = error {
+            // ...except when the disk was full: CURRENT was never switched, so nothing names
+            // them, and they go when `outputs` does, giving back their room.
+            outputs.kept = false;
+        }
+        return Err(error.into());
+    }
 
     let mut guard = shared.superversion.write();
     let mut sv = (**guard).clone();
@@ -406,17 +414,10 @@ impl Drop for OutputFiles<'_> {
         }
         // The unfinished file's handle goes first, then its name.
         self.writing = None;
-        self.shared.files.forget(self.created.iter().copied());
-        for number in &self.created {
-            let path = self.shared.dir.join(manifest::sst_file_name(*number));
-            if !self.shared.fs.exists(&path) {
-                continue;
-            }
-            if let Err(error) = self.shared.fs.remove(&path) {
-                // Harmless: an unreferenced file is removed by the next open.
-                tracing::warn!(%error, file = %path.display(), "could not remove a discarded compaction output");
-            }
-        }
+        let shared = self.shared;
+        shared
+            .files
+            .remove_unnamed(&shared.fs, &shared.dir, &self.created);
     }
 }
 

@@ -36,9 +36,10 @@ use crate::batch::{BatchEntries, WriteBatch};
 use crate::compact;
 use crate::compact_schedule::Scheduler;
 use crate::error::DbError;
-use crate::manifest::{self, Manifest};
+use crate::manifest::{self, Manifest, ManifestError};
 use crate::memtable::{Memtable, MemtableEntry, MemtableInserter};
 pub use crate::options::{CompactionFilter, DbOptions, VersionRetention};
+use crate::out_of_space::{Backoff, Work};
 use crate::pacer::WritePacer;
 use crate::shared::{FlushState, Shared};
 use crate::sstable::{PointLookup, Table, TableBuilder, TableOptions};
@@ -269,6 +270,7 @@ impl Db {
             next_file_number: AtomicU64::new(next_file_number),
             snapshots: Mutex::new(BTreeMap::new()),
             background_error: Mutex::new(None),
+            out_of_space: Default::default(),
             files,
             counters: Counters::default(),
             compaction: Scheduler::default(),
@@ -373,7 +375,17 @@ impl Db {
         self.slow_down_for_compaction(&batch);
         let payload_bytes = batch.payload().len() as u64;
         // The batch moves into the WAL's queue: no copy of the payload on the write path.
-        let first_seq = self.wal.commit(batch)?;
+        let first_seq = match self.wal.commit(batch) {
+            Ok(first_seq) => first_seq,
+            Err(error) => {
+                // The log refused this commit and is as it was: the next commit is the retry.
+                if error.is_no_space() {
+                    self.shared.out_of_space.failed(Work::Commit, &error);
+                }
+                return Err(error.into());
+            }
+        };
+        self.shared.out_of_space.succeeded(Work::Commit);
         Counters::add(&self.shared.counters.user_bytes_written, payload_bytes);
         Ok(first_seq)
     }
@@ -431,6 +443,12 @@ impl Db {
             }
             if let Some(reason) = self.shared.background_error.lock().clone() {
                 return Err(DbError::Poisoned(reason));
+            }
+            // The flush this write waits for cannot get disk space: answer now rather than
+            // hold the writer until an operator frees some.
+            if self.shared.out_of_space.is_failing(Work::Flush) {
+                let reason = self.shared.out_of_space.reason().unwrap_or_default();
+                return Err(DbError::NoSpace(reason));
             }
             let mut state = self.shared.flush_state.lock();
             let seen = state.completed;
@@ -702,7 +720,14 @@ impl Db {
         self.wal.live_bytes()
     }
 
-    /// Why writes are refused, if they are.
+    /// Why the disk is full for the database, if it is: a commit was refused or a flush or
+    /// compaction could not write its files, and they are being retried; writes resume by
+    /// themselves once space is freed (`out_of_space.rs`). Cleared when the work succeeds.
+    pub fn out_of_space(&self) -> Option<String> {
+        self.shared.out_of_space.reason()
+    }
+
+    /// Why writes are refused for good (until a restart), if they are.
     pub fn poisoned(&self) -> Option<String> {
         self.shared
             .background_error
@@ -896,10 +921,22 @@ fn flusher_loop(shared: &Arc<Shared>, wal: &Wal<WriteBatch, MemtableApplier>) {
         if shared.shutting_down.load(Ordering::Acquire) {
             return;
         }
+        let mut backoff = Backoff::new();
         loop {
             match flush_one(shared, wal) {
-                Ok(true) => continue,
+                Ok(true) => {
+                    shared.out_of_space.succeeded(Work::Flush);
+                    continue;
+                }
                 Ok(false) => break,
+                // Nothing durable changed and the memtable is still there: the same flush,
+                // into a new file, once there is room (`out_of_space.rs`).
+                Err(error) if error.is_no_space() => {
+                    shared.out_of_space.failed(Work::Flush, &error);
+                    if !shared.sleep_before_retry(backoff.next_wait()) {
+                        return;
+                    }
+                }
                 Err(error) => {
                     shared.set_background_error(error.to_string());
                     return;
@@ -974,7 +1011,14 @@ pub(crate) fn flush_one(
             shared.next_file_number.load(Ordering::Acquire),
         ));
         let next = current.version.apply(&edits)?;
-        manifest.install(&next)?;
+        if let Err(error) = manifest.install(&next) {
+            if let (ManifestError::NoSpace { .. }, Some((number, _))) = (&error, &table) {
+                // The version is unchanged (the install never switched CURRENT): the new
+                // file is named by nothing, and goes with its table.
+                shared.files.mark_obsolete([*number]);
+            }
+            return Err(error.into());
+        }
         let installed_last_seq = next.last_seq;
 
         let mut guard = shared.superversion.write();
@@ -1028,13 +1072,40 @@ fn write_sstable(
     shared: &Shared,
     memtable: &Arc<Memtable>,
 ) -> Result<(FileMeta, (u64, Arc<Table>)), DbError> {
-    use shoal_compaction::InternalIterator;
-
     let number = shared.next_file_number.fetch_add(1, Ordering::AcqRel);
     let path = shared.dir.join(manifest::sst_file_name(number));
+    let properties = match build_sstable(shared, memtable, &path) {
+        Ok(properties) => properties,
+        Err(error) => {
+            // Named by no version: removed now, so that a full disk gets its room back.
+            shared
+                .files
+                .remove_unnamed(&shared.fs, &shared.dir, &[number]);
+            return Err(error);
+        }
+    };
+    let meta = file_meta(number, &properties);
+    let table = open_table(
+        &shared.fs,
+        &shared.dir,
+        number,
+        shared.options.bloom_prefix,
+        &shared.files,
+    )?;
+    Ok((meta, (number, table)))
+}
+
+/// Writes `memtable` into a new SSTable at `path`, file and directory synced.
+fn build_sstable(
+    shared: &Shared,
+    memtable: &Arc<Memtable>,
+    path: &std::path::Path,
+) -> Result<crate::sstable::TableProperties, DbError> {
+    use shoal_compaction::InternalIterator;
+
     let file = shared
         .files
-        .create_table(&shared.fs, &path)
+        .create_table(&shared.fs, path)
         .map_err(|e| DbError::io(format!("creating {}", path.display()), e))?;
     let mut builder = TableBuilder::new(
         file,
@@ -1055,15 +1126,7 @@ fn write_sstable(
         .fs
         .sync_dir(&shared.dir)
         .map_err(|e| DbError::io(format!("syncing {}", shared.dir.display()), e))?;
-    let meta = file_meta(number, &properties);
-    let table = open_table(
-        &shared.fs,
-        &shared.dir,
-        number,
-        shared.options.bloom_prefix,
-        &shared.files,
-    )?;
-    Ok((meta, (number, table)))
+    Ok(properties)
 }
 
 /// A key's newest visible value, searching newest data first, read by `read_value` where it

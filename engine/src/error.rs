@@ -28,10 +28,14 @@ pub enum DbError {
     Batch(#[from] BatchError),
     #[error(transparent)]
     Iter(#[from] IterError),
-    /// A background flush failed to write or sync: like a WAL fsync failure, this is never
-    /// retried (the state of the failed file is unknown), so writes are refused from then on.
+    /// A background flush or compaction failed (an fsync, an I/O error, damaged input):
+    /// like a WAL fsync failure, this is never retried, so writes are refused from then on.
     #[error("database refuses writes after a background failure: {0}")]
     Poisoned(String),
+    /// A write would wait for a flush that cannot get disk space; the flush is retried, and
+    /// writes resume once space is freed (`out_of_space.rs`).
+    #[error("write refused: {0}")]
+    NoSpace(String),
     #[error("no tree with id {0}")]
     UnknownTree(TreeId),
     #[error("a tree named {0:?} already exists")]
@@ -43,6 +47,23 @@ pub enum DbError {
 }
 
 impl DbError {
+    /// Whether this failure is a full disk that left every durable structure as it was, so
+    /// that the work can be done again once space is freed (`out_of_space.rs`): the WAL's
+    /// refusal of a commit, a manifest switch that could not write its new files, and any
+    /// failure of a new SSTable's file (which is thrown away). Not a poisoned WAL or manifest,
+    /// whatever first poisoned them.
+    pub fn is_no_space(&self) -> bool {
+        match self {
+            DbError::Wal(error) => error.is_no_space(),
+            DbError::Manifest(error) => matches!(error, ManifestError::NoSpace { .. }),
+            DbError::Sst(SstError::Io(error)) | DbError::Io { source: error, .. } => {
+                shoal_vfs::is_no_space(error)
+            }
+            DbError::NoSpace(_) => true,
+            _ => false,
+        }
+    }
+
     pub fn io(context: impl Into<String>, source: std::io::Error) -> DbError {
         DbError::Io {
             context: context.into(),

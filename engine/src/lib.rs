@@ -73,6 +73,7 @@ pub mod error;
 pub mod manifest;
 pub mod memtable;
 mod options;
+mod out_of_space;
 mod pacer;
 pub mod read;
 mod shared;

@@ -144,6 +144,11 @@ pub enum ManifestError {
     Corruption { file: PathBuf, detail: String },
     #[error("{dir} has no CURRENT but holds data ({detail}); refusing to start empty over it")]
     MissingCurrent { dir: PathBuf, detail: String },
+    /// An install could not write its new files for want of disk space. CURRENT still names
+    /// the manifest it named, so the version is unchanged and the manifest is not poisoned:
+    /// the install can be made again once space is freed.
+    #[error("no disk space to write {path}: {source}")]
+    NoSpace { path: PathBuf, source: io::Error },
     /// An earlier install failed part-way; the on-disk state is unknown until reopened.
     #[error("manifest is unusable after an earlier failed install: {0}")]
     Poisoned(String),
@@ -217,6 +222,20 @@ fn io_error(path: &Path) -> impl FnOnce(io::Error) -> ManifestError + '_ {
     move |source| ManifestError::Io {
         path: path.to_path_buf(),
         source,
+    }
+}
+
+/// [`io_error`] for a create or a write, which may find the disk full.
+fn write_error(path: &Path) -> impl FnOnce(io::Error) -> ManifestError + '_ {
+    move |source| {
+        if shoal_vfs::is_no_space(&source) {
+            ManifestError::NoSpace {
+                path: path.to_path_buf(),
+                source,
+            }
+        } else {
+            io_error(path)(source)
+        }
     }
 }
 
@@ -318,7 +337,12 @@ impl Manifest {
     /// Durably installs `version` (which must pass [`Version::check`]): writes
     /// `MANIFEST-<current+1>`, syncs it and the directory, writes CURRENT.tmp, syncs it,
     /// renames it to CURRENT, syncs the directory, then removes the old manifest. Returns Ok
-    /// only once the switch is durable. Any I/O error poisons the manifest (module docs).
+    /// only once the switch is durable. Any I/O error poisons the manifest (module docs),
+    /// except [`ManifestError::NoSpace`]: a create or write of the new manifest or of
+    /// CURRENT.tmp that found the disk full happened before the rename, so CURRENT still
+    /// names the old manifest, and the same install can be made again over those two files
+    /// (`create` truncates them). A failed fsync poisons whatever its code: after one, what
+    /// the file holds is unknown.
     pub fn install(&mut self, version: &Version) -> Result<(), ManifestError> {
         if let Some(reason) = &self.poisoned {
             return Err(ManifestError::Poisoned(reason.clone()));
@@ -327,7 +351,21 @@ impl Manifest {
         let number = self.current_number + 1;
         let encoded = encode_version(number, version)?;
         if let Err(error) = self.switch_to(number, &encoded) {
-            self.poisoned = Some(error.to_string());
+            if let ManifestError::NoSpace { .. } = error {
+                // Give back the room the half-written files took; garbage either way, which
+                // the next open removes if this does not.
+                for name in [
+                    manifest_file_name(number),
+                    CURRENT_TMP_FILE_NAME.to_string(),
+                ] {
+                    let path = shoal_vfs::child(&self.dir, &name);
+                    if self.fs.exists(&path) {
+                        let _ = self.fs.remove(&path);
+                    }
+                }
+            } else {
+                self.poisoned = Some(error.to_string());
+            }
             return Err(error);
         }
         let previous = std::mem::replace(&mut self.current_number, number);
@@ -358,8 +396,8 @@ impl Manifest {
     }
 
     fn write_synced(&self, path: &Path, bytes: &[u8]) -> Result<(), ManifestError> {
-        let file = self.fs.create(path).map_err(io_error(path))?;
-        file.write_all(bytes).map_err(io_error(path))?;
+        let file = self.fs.create(path).map_err(write_error(path))?;
+        file.write_all(bytes).map_err(write_error(path))?;
         file.sync_data().map_err(io_error(path))
     }
 

@@ -14,6 +14,7 @@ use shoal_vfs::Fs;
 use crate::compact_schedule::Scheduler;
 use crate::manifest::Manifest;
 use crate::options::DbOptions;
+use crate::out_of_space::OutOfSpace;
 use crate::pacer::WritePacer;
 use crate::stats::Counters;
 use crate::superversion::SuperVersion;
@@ -35,6 +36,8 @@ pub(crate) struct Shared {
     pub(crate) snapshots: Mutex<BTreeMap<u64, usize>>,
     /// Set when background work failed; writes are refused from then on.
     pub(crate) background_error: Mutex<Option<String>>,
+    /// Work that failed for want of disk space and is being retried (`out_of_space.rs`).
+    pub(crate) out_of_space: OutOfSpace,
     /// Open SSTables' deletion marks (files go when their last reader does).
     pub(crate) files: FileRegistry,
     pub(crate) counters: Counters,
@@ -65,6 +68,27 @@ impl Shared {
         let mut state = self.flush_state.lock();
         state.requests += 1;
         self.flush_wakeup.notify_all();
+    }
+
+    /// Sleeps up to `wait` before a retry of work that ran out of space; false if the
+    /// database is shutting down meanwhile (the flusher's wake-ups end the sleep early only
+    /// then, so a stream of flush requests cannot turn the back-off into a busy loop).
+    pub(crate) fn sleep_before_retry(&self, wait: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now() + wait;
+        let mut state = self.flush_state.lock();
+        while !self
+            .shutting_down
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
+            if self
+                .flush_wakeup
+                .wait_until(&mut state, deadline)
+                .timed_out()
+            {
+                return true;
+            }
+        }
+        false
     }
 
     pub(crate) fn set_background_error(&self, reason: String) {

@@ -162,6 +162,22 @@ impl FileRegistry {
         }
     }
 
+    /// Removes the SSTables `numbers` of `dir`, which never entered a version (a failed or
+    /// abandoned flush or compaction), and stops tracking them. The caller has dropped its
+    /// handles. A removal that fails only leaves garbage for the next open's cleanup.
+    pub(crate) fn remove_unnamed(&self, fs: &Fs, dir: &Path, numbers: &[u64]) {
+        self.forget(numbers.iter().copied());
+        for number in numbers {
+            let path = dir.join(manifest::sst_file_name(*number));
+            if !fs.exists(&path) {
+                continue;
+            }
+            if let Err(error) = fs.remove(&path) {
+                tracing::warn!(%error, file = %path.display(), "could not remove an SSTable no version names");
+            }
+        }
+    }
+
     /// How many obsolete files have been removed (or kept for reuse) so far.
     pub(crate) fn removed_files(&self) -> u64 {
         self.removed_files.load(Ordering::Relaxed)

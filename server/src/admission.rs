@@ -12,8 +12,13 @@
 //! - `connections_max` open connections in all, which bounds file descriptors and memory. A
 //!   connection accepted at the limit first closes the connection idle the longest (oldest
 //!   idle first: the one its client is least likely to reuse, since the SDKs' pools hand out
-//!   their most recently used connection). It is refused only when every open connection is
-//!   busy.
+//!   their most recently used connection). With none idle, it closes the connection that has
+//!   been waiting for the rest of its request body the longest (answered a
+//!   SerializationException, as at the body deadline): a client that sends half a body holds
+//!   a busy place, and enough of them from a few addresses (each under the per-address limit)
+//!   would otherwise fill the server for the whole body deadline. A request whose body has
+//!   arrived is never cut off. It is refused only when every open connection has a whole
+//!   request in flight.
 //! - `busy_per_client_max` busy connections from one client address, so that one client
 //!   sending its bodies slowly cannot hold every busy slot. Checked when a request starts;
 //!   over it, that request is refused.
@@ -52,6 +57,9 @@ const EVICTION_BATCH: usize = 64;
 /// other value; stamps grow, so a smaller one has been idle longer).
 const BUSY: u64 = 0;
 const CLOSING: u64 = u64::MAX;
+/// Set in the idle stamp of a connection that has not sent a request yet, so that it sorts
+/// after every connection idle between requests (see [`Admissions::admit`]).
+const NEVER_USED: u64 = 1 << 62;
 
 /// What to do with an accepted connection.
 pub enum Admission {
@@ -103,16 +111,24 @@ pub enum IdleClosure {
     ConnectionLimit,
     /// Accepting failed for want of file descriptors.
     OpenFiles,
+    /// A new connection came in at `connections_max` with none idle, and this one was
+    /// waiting for the rest of its request body the longest.
+    SlowBody,
 }
 
 impl IdleClosure {
-    const ALL: [IdleClosure; 2] = [IdleClosure::ConnectionLimit, IdleClosure::OpenFiles];
+    const ALL: [IdleClosure; 3] = [
+        IdleClosure::ConnectionLimit,
+        IdleClosure::OpenFiles,
+        IdleClosure::SlowBody,
+    ];
 
     /// The `reason` label of `shoal_idle_connections_closed_total`.
     pub fn label(self) -> &'static str {
         match self {
             IdleClosure::ConnectionLimit => "connection_limit",
             IdleClosure::OpenFiles => "open_files",
+            IdleClosure::SlowBody => "slow_body",
         }
     }
 
@@ -164,6 +180,11 @@ struct ConnectionState {
     /// Asks the connection's task to close it gracefully (hyper closes an idle connection at
     /// once and finishes a request in flight first).
     close: Notify,
+    /// 0, or the stamp taken when its request began waiting for the rest of its body
+    /// ([`BusyConnection::receiving_body`]); [`CLOSING`] once chosen to make room.
+    receiving_since: AtomicU64,
+    /// Tells the request reading its body that the connection was chosen to make room.
+    stop_receiving: Notify,
     client_busy: Arc<AtomicUsize>,
 }
 
@@ -216,8 +237,16 @@ impl Admissions {
         if registry.shutting_down {
             return Admission::Close;
         }
+        // Who makes room, in order: a connection idle between requests (its client has been
+        // served and reconnects if it needs to), the one waiting the longest for the rest of
+        // its body, then one that has sent no request yet. New connections come last, or a
+        // burst of new clients would close each other before their requests arrive (in a
+        // flood of half bodies, 508 of 1,000 concurrent clients were closed unanswered so);
+        // a flood's silent or half-head connections are older than they, so they go first.
         let room = registry.counted.len() < self.connections_max
-            || self.close_oldest_idle(&mut registry, IdleClosure::ConnectionLimit);
+            || self.close_oldest_idle(&mut registry, IdleClosure::ConnectionLimit, NEVER_USED)
+            || self.close_oldest_receiving(&mut registry)
+            || self.close_oldest_idle(&mut registry, IdleClosure::ConnectionLimit, CLOSING);
         if !room {
             drop(registry);
             return match self.refusal_permit() {
@@ -241,8 +270,10 @@ impl Admissions {
         let state = Arc::new(ConnectionState {
             id,
             client,
-            activity: AtomicU64::new(self.next_idle_stamp()),
+            activity: AtomicU64::new(NEVER_USED | self.next_idle_stamp()),
             close: Notify::new(),
+            receiving_since: AtomicU64::new(0),
+            stop_receiving: Notify::new(),
             client_busy: Arc::clone(&client_entry.busy),
         });
         registry.counted.insert(id, Arc::clone(&state));
@@ -265,14 +296,24 @@ impl Admissions {
     /// counting toward `connections_max` at once.
     pub fn close_an_idle_connection(&self, reason: IdleClosure) -> bool {
         let mut registry = self.lock();
-        self.close_oldest_idle(&mut registry, reason)
+        self.close_oldest_idle(&mut registry, reason, CLOSING)
     }
 
-    fn close_oldest_idle(&self, registry: &mut Registry, reason: IdleClosure) -> bool {
+    /// Closes the connection idle the longest among those whose stamp is below `below`
+    /// ([`NEVER_USED`]: only connections idle between requests; [`CLOSING`]: any).
+    fn close_oldest_idle(&self, registry: &mut Registry, reason: IdleClosure, below: u64) -> bool {
         // Two rounds: the queue, then a fresh scan. A queued connection that has been busy
         // since its stamp was taken (or has closed) fails the exchange and is skipped: it is
-        // no longer among the oldest idle.
+        // no longer among the oldest idle. The queue is in stamp order: a front at or past
+        // `below` means none before it qualifies, and the queue is rebuilt.
         for _round in 0..2 {
+            if registry
+                .oldest_idle
+                .front()
+                .is_some_and(|(stamp, _)| *stamp >= below)
+            {
+                registry.oldest_idle.clear();
+            }
             while let Some((stamp, state)) = registry.oldest_idle.pop_front() {
                 let chosen = state
                     .activity
@@ -290,7 +331,8 @@ impl Admissions {
                 .values()
                 .filter_map(|state| {
                     let activity = state.activity.load(Ordering::Acquire);
-                    (activity != BUSY && activity != CLOSING).then(|| (activity, Arc::clone(state)))
+                    (activity != BUSY && activity != CLOSING && activity < below)
+                        .then(|| (activity, Arc::clone(state)))
                 })
                 .collect();
             if idle.is_empty() {
@@ -304,6 +346,37 @@ impl Admissions {
             registry.oldest_idle.extend(idle);
         }
         false
+    }
+
+    /// Closes the connection that has waited the longest for the rest of its request body, if
+    /// any is waiting (module docs); it stops counting toward `connections_max` at once.
+    fn close_oldest_receiving(&self, registry: &mut Registry) -> bool {
+        let oldest = registry
+            .counted
+            .values()
+            .filter_map(|state| {
+                let since = state.receiving_since.load(Ordering::Acquire);
+                (since != 0 && since != CLOSING).then_some((since, state))
+            })
+            .min_by_key(|(since, _)| *since);
+        let Some((since, state)) = oldest else {
+            return false;
+        };
+        // Fails if its body arrived meanwhile: then it is not chosen, and nothing is closed.
+        if state
+            .receiving_since
+            .compare_exchange(since, CLOSING, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return false;
+        }
+        let state = Arc::clone(state);
+        registry.counted.remove(&state.id);
+        state.stop_receiving.notify_one();
+        state.close.notify_one();
+        self.idle_closure_counts[IdleClosure::SlowBody.index()].fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(client = %state.client, "closing a connection still waiting for its request body");
+        true
     }
 
     /// Starts shutdown: no connection is served any more, and every open one is asked to
@@ -445,9 +518,56 @@ impl ConnectionSlot {
         self.state.close.notified().await;
     }
 
+    /// Marks the connection's request as waiting for the rest of its body until the guard
+    /// drops, which makes the connection the last resort to close when the server is full
+    /// (module docs).
+    pub fn receiving_body(&self) -> ReceivingBody {
+        let state = Arc::clone(&self.state);
+        // A connection chosen to close while its head was still arriving no longer counts,
+        // so nothing would choose it again: it does not wait for its body at all.
+        let since = if state.activity.load(Ordering::Acquire) == CLOSING {
+            CLOSING
+        } else {
+            self.admissions.next_idle_stamp()
+        };
+        state.receiving_since.store(since, Ordering::Release);
+        ReceivingBody { state }
+    }
+
     /// The refusal text for this connection's client.
     pub fn refusal_text(&self, refusal: Refusal) -> String {
         self.admissions.refusal_text(refusal, self.state.client)
+    }
+}
+
+/// A request waiting for its body; see [`ConnectionSlot::receiving_body`].
+pub struct ReceivingBody {
+    state: Arc<ConnectionState>,
+}
+
+impl ReceivingBody {
+    /// Completes when the connection is chosen to make room: the request is to be answered
+    /// at once and the connection closed.
+    pub async fn stopped(&self) {
+        let stopped = self.state.stop_receiving.notified();
+        tokio::pin!(stopped);
+        stopped.as_mut().enable();
+        if self.state.receiving_since.load(Ordering::Acquire) == CLOSING {
+            return;
+        }
+        stopped.await;
+    }
+}
+
+impl Drop for ReceivingBody {
+    fn drop(&mut self) {
+        // A connection chosen meanwhile stays chosen (it no longer counts toward the limit).
+        let _ =
+            self.state
+                .receiving_since
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |since| {
+                    (since != CLOSING).then_some(0)
+                });
     }
 }
 
@@ -539,14 +659,16 @@ mod tests {
         let oldest = served(admissions.admit(client));
         let middle = served(admissions.admit(client));
         let newest = served(admissions.admit(client));
-        // `oldest` serves a request and goes idle again: it is now the newest idle one.
+        // `oldest` serves a request and goes idle again: idle between requests, it goes
+        // before the connections that have sent none, whatever their age.
         drop(oldest.begin_request().unwrap());
         let fourth = served(admissions.admit(client));
-        assert!(close_was_requested(&middle));
-        assert!(!close_was_requested(&oldest) && !close_was_requested(&newest));
+        assert!(close_was_requested(&oldest));
+        assert!(!close_was_requested(&middle) && !close_was_requested(&newest));
+        // Then those, oldest first.
         let fifth = served(admissions.admit(client));
-        assert!(close_was_requested(&newest));
-        assert!(!close_was_requested(&oldest) && !close_was_requested(&fourth));
+        assert!(close_was_requested(&middle));
+        assert!(!close_was_requested(&newest) && !close_was_requested(&fourth));
         assert_eq!(
             admissions.idle_closure_counts[IdleClosure::ConnectionLimit.index()]
                 .load(Ordering::Relaxed),
@@ -571,6 +693,43 @@ mod tests {
         assert!(close_was_requested(&second));
         assert!(!close_was_requested(&first));
         drop((first_busy, third));
+    }
+
+    #[tokio::test]
+    async fn with_none_idle_the_longest_wait_for_a_body_makes_room() {
+        let admissions = Admissions::new(3, 100);
+        let client = address("127.0.0.2");
+        let slots: Vec<_> = (0..3).map(|_| served(admissions.admit(client))).collect();
+        let busy: Vec<_> = slots
+            .iter()
+            .map(|slot| slot.begin_request().unwrap())
+            .collect();
+        // The first has its whole body (it waited, then the body came); the other two wait,
+        // the third since longer than the second.
+        drop(slots[0].receiving_body());
+        let third_waiting = slots[2].receiving_body();
+        let second_waiting = slots[1].receiving_body();
+        let fourth = served(admissions.admit(address("127.0.0.3")));
+        tokio::time::timeout(Duration::from_secs(10), slots[2].close_requested())
+            .await
+            .expect("its connection is asked to close");
+        tokio::time::timeout(Duration::from_secs(10), third_waiting.stopped())
+            .await
+            .expect("the chosen request hears it");
+        assert_eq!(
+            admissions.idle_closure_counts[IdleClosure::SlowBody.index()].load(Ordering::Relaxed),
+            1
+        );
+        // Its body arriving now changes nothing: it is no longer counted.
+        drop(third_waiting);
+        let fifth = served(admissions.admit(client));
+        // The second gets its body before anyone else comes: a whole request in flight is
+        // never cut off, so the next connection is refused.
+        drop(second_waiting);
+        let fourth_busy = fourth.begin_request().unwrap();
+        let fifth_busy = fifth.begin_request().unwrap();
+        assert!(matches!(admissions.admit(client), Admission::Refuse(_)));
+        drop((busy, fourth_busy, fifth_busy));
     }
 
     #[test]

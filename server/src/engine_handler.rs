@@ -108,6 +108,8 @@ impl DynamoHandler for EngineHandler {
             Health::Degraded { places, reads } => StorageHealth::Degraded(format!(
                 "{reads} reads met {places} damaged SSTable places (shoal_corrupt_blocks in /metrics; docs/RECOVERY.md)"
             )),
+            // Not a 503: a restart frees no space, and writes come back by themselves.
+            Health::OutOfSpace { reason } => StorageHealth::Degraded(reason),
             Health::WritesRefused { reason } => StorageHealth::WritesRefused(reason),
         }
     }
@@ -141,10 +143,13 @@ impl DynamoHandler for EngineHandler {
 
     fn render_metrics(&self, out: &mut String) {
         let writes_accepted = u8::from(self.database.lsm().poisoned().is_none());
+        let disk_full = u8::from(self.database.lsm().out_of_space().is_some());
         let _ = write!(
             out,
             "# HELP shoal_writes_accepted 1 while writes are accepted; 0 after a failed sync, flush or compaction (GET / answers 503).\n\
-             # TYPE shoal_writes_accepted gauge\nshoal_writes_accepted {writes_accepted}\n"
+             # TYPE shoal_writes_accepted gauge\nshoal_writes_accepted {writes_accepted}\n\
+             # HELP shoal_disk_full 1 while a write, flush or compaction waits for disk space (GET / answers degraded); writes resume by themselves once space is freed.\n\
+             # TYPE shoal_disk_full gauge\nshoal_disk_full {disk_full}\n"
         );
         let wal = self.database.lsm().wal_stats();
         // Writing to a String cannot fail.

@@ -180,7 +180,13 @@ fn serve_connection(
         let slot = Arc::clone(&service_slot);
         async move {
             let response = match slot.begin_request() {
-                Ok(_busy) => handle_http(&request_state, request, peer).await,
+                Ok(_busy) => {
+                    let mut request = request;
+                    request
+                        .extensions_mut()
+                        .insert(BodyWatch(Arc::clone(&slot)));
+                    handle_http(&request_state, request, peer).await
+                }
                 Err(refusal) => refuse_request(&request_state, request, slot.refusal_text(refusal)),
             };
             if response.extensions().get::<DropConnection>().is_some() {
@@ -253,6 +259,11 @@ fn refuse_request(
     let error = ApiError::new(ErrorCode::ServiceUnavailable, text);
     close_connection(error_response(&error, &new_request_id()))
 }
+
+/// The connection a request came on, in its extensions, so that reading its body can be
+/// watched (`ConnectionSlot::receiving_body`).
+#[derive(Clone)]
+struct BodyWatch(Arc<ConnectionSlot>);
 
 struct ServerState {
     handler: Arc<dyn DynamoHandler>,
@@ -461,7 +472,29 @@ async fn handle_api(
         let answer = refuse_body(state, parts, body, declared_length, deadline, request_id);
         return (answer, None);
     }
-    let sent = match read_body(&mut body, body_bytes_max, deadline).await {
+    // While the body is on its way the connection may be closed to make room for another
+    // (`admission.rs`): a client that sent half a body is answered as at the deadline.
+    let watch = parts
+        .extensions
+        .get::<BodyWatch>()
+        .map(|watch| watch.0.receiving_body());
+    let read = read_body(&mut body, body_bytes_max, deadline);
+    let read = match &watch {
+        Some(watch) => tokio::select! {
+            read = read => read,
+            () = watch.stopped() => {
+                state.metrics.record_rejection("BodyReadTimeout");
+                let error = ApiError::serialization(
+                    "The request body was not received before the server, at its connection \
+                     limit, needed the connection for another client",
+                );
+                return (close_connection(error_response(&error, request_id)), None);
+            }
+        },
+        None => read.await,
+    };
+    drop(watch);
+    let sent = match read {
         Ok(sent) => sent,
         Err(BodyError::TooLarge) => {
             let answer = refuse_body(state, parts, body, None, deadline, request_id);

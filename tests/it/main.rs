@@ -12,6 +12,7 @@ mod corruption_cli;
 mod crash_test_app;
 mod crash_test_cli;
 mod crash_test_server;
+mod disk_full;
 mod dynamodb_local_cli;
 mod e2e_backups_sdk;
 mod e2e_capacity_sdk;

@@ -43,6 +43,8 @@ pub use real::RealFs;
 /// run concurrently with each other: the caller serialises them.
 pub trait WritableFile: Send + Sync {
     /// Writes `data` at the current position and advances it. Not durable until `sync_data`.
+    /// A write that fails may have written a prefix of `data` (a full disk takes what fits):
+    /// the position then stands after that prefix, as a descriptor's offset does.
     fn write_all(&self, data: &[u8]) -> io::Result<()>;
     /// Makes durable (fdatasync) at least every byte whose write returned before this call
     /// began; bytes written while it runs may or may not be. The file's directory entry is
@@ -59,6 +61,18 @@ pub trait WritableFile: Send + Sync {
         Err(io::Error::new(
             io::ErrorKind::Unsupported,
             "set_len is not supported by this file",
+        ))
+    }
+    /// Takes back everything written at or past `len_bytes`, a write that failed part-way
+    /// included: cuts the file to `len_bytes` and moves the write position there. Not durable
+    /// until `sync_data`. How the WAL undoes a group write that ran out of space (its
+    /// `writer.rs` says why). The default refuses, and a caller that meets the refusal must
+    /// treat the file as unusable.
+    fn rewind(&self, len_bytes: u64) -> io::Result<()> {
+        let _ = len_bytes;
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "rewind is not supported by this file",
         ))
     }
     /// Writes `data` at `offset` without moving the write position: how a WAL segment is
@@ -167,6 +181,18 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     fn link_count(&self, path: &Path) -> io::Result<u64>;
     /// Removes the empty directory `dir`, durably.
     fn remove_dir(&self, dir: &Path) -> io::Result<()>;
+}
+
+/// Whether `error` says the disk (or the user's quota) is full: `ENOSPC` or `EDQUOT`. Such a
+/// failure of a write, a create or an allocation means the bytes asked for were not all
+/// written, and nothing else went wrong: once space is freed, the same work can be done again
+/// into a new file (or after [`WritableFile::rewind`]). The same code from an fsync is no such
+/// promise (the kernel may have dropped the dirty pages), so callers look at what failed too.
+pub fn is_no_space(error: &io::Error) -> bool {
+    matches!(
+        error.kind(),
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
+    ) || matches!(error.raw_os_error(), Some(code) if code == libc::ENOSPC || code == libc::EDQUOT)
 }
 
 /// Shared handle to a file system.

@@ -1,7 +1,7 @@
 //! Real files: what production uses.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Seek, SeekFrom, Write};
 use std::ops::Range;
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
@@ -31,7 +31,13 @@ struct RealWritable {
 
 impl WritableFile for RealWritable {
     fn write_all(&self, data: &[u8]) -> io::Result<()> {
-        (&self.file).write_all(data)?;
+        if let Err(error) = (&self.file).write_all(data) {
+            // Part of `data` may be written: the position follows the descriptor's offset.
+            if let Ok(offset) = (&self.file).stream_position() {
+                self.position.store(offset, Ordering::Relaxed);
+            }
+            return Err(error);
+        }
         self.position
             .fetch_add(data.len() as u64, Ordering::Relaxed);
         Ok(())
@@ -51,6 +57,13 @@ impl WritableFile for RealWritable {
 
     fn set_len(&self, len_bytes: u64) -> io::Result<()> {
         self.file.set_len(len_bytes)
+    }
+
+    fn rewind(&self, len_bytes: u64) -> io::Result<()> {
+        self.file.set_len(len_bytes)?;
+        (&self.file).seek(SeekFrom::Start(len_bytes))?;
+        self.position.store(len_bytes, Ordering::Relaxed);
+        Ok(())
     }
 
     fn start_writeback(&self, offset: u64, len: u64) -> io::Result<()> {
@@ -260,6 +273,20 @@ mod tests {
         fs.remove(&sub.join("file")).unwrap();
         fs.remove_dir(&sub).unwrap();
         assert!(!fs.exists(&sub));
+    }
+
+    #[test]
+    fn rewind_takes_back_the_tail_and_the_next_write_goes_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("file");
+        let fs = RealFs;
+        let file = fs.create(&path).unwrap();
+        file.write_all(b"abcdef").unwrap();
+        file.rewind(3).unwrap();
+        assert_eq!(file.position(), 3);
+        file.write_all(b"XY").unwrap();
+        file.sync_data().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"abcXY");
     }
 
     #[test]

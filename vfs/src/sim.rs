@@ -89,6 +89,10 @@ struct SimState {
     /// fails every mutating call and changes nothing, as if the power went out at that
     /// instant; the test then calls `power_loss` to decide what survived.
     mutations_left: Option<u64>,
+    /// Most bytes the files may hold together (None: no limit); see [`SimFs::set_space_bytes`].
+    space_bytes: Option<u64>,
+    /// Mutating calls still allowed before the disk fills up; see [`SimFs::full_after`].
+    full_in: Option<u64>,
     sync_latency: std::time::Duration,
     counters: SimCounters,
 }
@@ -124,9 +128,50 @@ fn split(path: &Path) -> io::Result<(PathBuf, String)> {
     Ok((dir, name.to_string()))
 }
 
+fn no_space() -> io::Error {
+    io::Error::from_raw_os_error(libc::ENOSPC)
+}
+
 impl SimState {
+    /// Bytes the files named in some directory hold (a file with two names counts once).
+    fn used_bytes(&self) -> u64 {
+        let mut ids: Vec<InodeId> = self
+            .directories
+            .values()
+            .flat_map(|directory| directory.live.values().copied())
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids.iter()
+            .filter_map(|id| self.inodes.get(id))
+            .map(|inode| inode.current.len() as u64)
+            .sum()
+    }
+
+    /// How many bytes a file may still grow by (u64::MAX without a limit).
+    fn space_left(&self) -> u64 {
+        match self.space_bytes {
+            Some(space) => space.saturating_sub(self.used_bytes()),
+            None => u64::MAX,
+        }
+    }
+
+    /// Counts down [`SimFs::full_after`]: the call that reaches zero finds the disk full.
+    fn count_towards_full(&mut self) {
+        match self.full_in {
+            Some(0) => {}
+            Some(ref mut left) => *left -= 1,
+            None => return,
+        }
+        if self.full_in == Some(0) {
+            self.full_in = None;
+            self.space_bytes = Some(self.used_bytes());
+        }
+    }
+
     /// Spends one mutating call of the freeze budget, or fails if the disk is frozen.
     fn spend_mutation(&mut self) -> io::Result<()> {
+        self.count_towards_full();
         match self.mutations_left {
             Some(0) => Err(injected("frozen disk (simulated power cut)")),
             Some(ref mut left) => {
@@ -193,6 +238,36 @@ impl SimFs {
     /// follow it with [`SimFs::power_loss`]. `None` lifts the limit.
     pub fn freeze_after(&self, mutations: Option<u64>) {
         self.state.lock().mutations_left = mutations;
+    }
+
+    /// Gives the disk room for `bytes` bytes of file contents in all (None: no limit), like a
+    /// small disk: a write that would grow the files past it writes the part that fits and
+    /// fails with `ENOSPC` (`io::ErrorKind::StorageFull`), as a real file system's `write(2)`
+    /// does. Overwrites within a file's length, syncs, renames and removals need no room and
+    /// go on. Raising it (or `None`) is an operator freeing space.
+    pub fn set_space_bytes(&self, bytes: Option<u64>) {
+        let mut state = self.state.lock();
+        state.space_bytes = bytes;
+        state.full_in = None;
+    }
+
+    /// Lets `mutations` more mutating calls through as usual, then fills the disk: from the
+    /// next call on, the room is what the files hold at that instant, so any write that grows
+    /// a file fails with `ENOSPC` until [`SimFs::set_space_bytes`] makes room. This puts
+    /// "the disk filled up" at an exact point inside an operation, as
+    /// [`SimFs::freeze_after`] does a power cut. `None` cancels a countdown still running.
+    pub fn full_after(&self, mutations: Option<u64>) {
+        let mut state = self.state.lock();
+        state.full_in = mutations;
+        if mutations == Some(0) {
+            state.full_in = None;
+            state.space_bytes = Some(state.used_bytes());
+        }
+    }
+
+    /// Bytes the files hold now, as [`SimFs::set_space_bytes`] counts them.
+    pub fn used_bytes(&self) -> u64 {
+        self.state.lock().used_bytes()
     }
 
     /// Makes every `sync_data` take at least `latency` (slept without holding any lock), like
@@ -362,30 +437,73 @@ impl SimWritable {
     }
 }
 
+/// What a write did: the bytes it wrote from the start of its data, and how it ended.
+struct Written {
+    bytes: usize,
+    result: io::Result<()>,
+}
+
+impl SimWritable {
+    /// Writes `data` at `offset`, or the part of it that fits on the disk.
+    fn write_at_counting(&self, offset: u64, data: &[u8]) -> Written {
+        let failed = |error| Written {
+            bytes: 0,
+            result: Err(error),
+        };
+        let mut state = match self.lock_for_change("write") {
+            Ok(state) => state,
+            Err(error) => return failed(error),
+        };
+        let Ok(start) = usize::try_from(offset) else {
+            return failed(io::Error::from(io::ErrorKind::InvalidInput));
+        };
+        let space_left = state.space_left();
+        let inode = match state.inode_mut(self.inode) {
+            Ok(inode) => inode,
+            Err(error) => return failed(error),
+        };
+        // Bytes up to the file's length overwrite; past it each byte needs room (a hole
+        // too), and only what fits is written: a short write, then ENOSPC.
+        let room_end = usize::try_from(space_left).map_or(usize::MAX, |space| {
+            inode.current.len().saturating_add(space)
+        });
+        let wanted_end = start + data.len();
+        let end = wanted_end.min(room_end.max(start));
+        if end > start {
+            if inode.current.len() < end {
+                inode.current.resize(end, 0);
+            }
+            inode.current[start..end].copy_from_slice(&data[..end - start]);
+            inode.dirty = Some(match inode.dirty {
+                Some((low, high)) => (low.min(start), high.max(end)),
+                None => (start, end),
+            });
+            state.counters.bytes_written += (end - start) as u64;
+        }
+        Written {
+            bytes: end - start,
+            result: if end < wanted_end {
+                Err(no_space())
+            } else {
+                Ok(())
+            },
+        }
+    }
+}
+
 impl WritableFile for SimWritable {
+    /// A write that fails for want of room leaves the position after the part that fitted,
+    /// as a real descriptor's offset does.
     fn write_all(&self, data: &[u8]) -> io::Result<()> {
         let start = self.position.load(AtomicOrdering::Relaxed);
-        self.write_at(start, data)?;
+        let written = self.write_at_counting(start, data);
         self.position
-            .store(start + data.len() as u64, AtomicOrdering::Relaxed);
-        Ok(())
+            .store(start + written.bytes as u64, AtomicOrdering::Relaxed);
+        written.result
     }
 
     fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
-        let mut state = self.lock_for_change("write")?;
-        let start = usize::try_from(offset).map_err(io::Error::other)?;
-        let end = start + data.len();
-        let inode = state.inode_mut(self.inode)?;
-        if inode.current.len() < end {
-            inode.current.resize(end, 0);
-        }
-        inode.current[start..end].copy_from_slice(data);
-        inode.dirty = Some(match inode.dirty {
-            Some((low, high)) => (low.min(start), high.max(end)),
-            None => (start, end),
-        });
-        state.counters.bytes_written += data.len() as u64;
-        Ok(())
+        self.write_at_counting(offset, data).result
     }
 
     /// Makes durable what the file holds when the state lock is taken: every write that
@@ -430,8 +548,12 @@ impl WritableFile for SimWritable {
     fn set_len(&self, len_bytes: u64) -> io::Result<()> {
         let mut state = self.lock_for_change("set_len")?;
         let len = usize::try_from(len_bytes).map_err(io::Error::other)?;
+        let space_left = state.space_left();
         let inode = state.inode_mut(self.inode)?;
         let old_len = inode.current.len();
+        if len.saturating_sub(old_len) as u64 > space_left {
+            return Err(no_space());
+        }
         inode.current.resize(len, 0);
         if len > old_len {
             // The zeros are new contents to sync like written bytes.
@@ -440,6 +562,13 @@ impl WritableFile for SimWritable {
                 None => (old_len, len),
             });
         }
+        Ok(())
+    }
+
+    /// Cuts the current contents (as `set_len`) and moves the position back.
+    fn rewind(&self, len_bytes: u64) -> io::Result<()> {
+        self.set_len(len_bytes)?;
+        self.position.store(len_bytes, AtomicOrdering::Relaxed);
         Ok(())
     }
 }
@@ -953,6 +1082,57 @@ mod tests {
         fresh.write_all(b"z").unwrap();
         fresh.sync_data().unwrap();
         assert_eq!(read(&sim, &file()), b"z");
+    }
+
+    #[test]
+    fn a_full_disk_writes_what_fits_then_refuses_growth_until_space_is_freed() {
+        let sim = SimFs::new();
+        let handle = durable_file(&sim, b"0123456789");
+        sim.set_space_bytes(Some(14));
+        // Four bytes fit: a short write, then ENOSPC, with the position left where it was.
+        let error = handle.write_all(b"abcdefgh").unwrap_err();
+        assert!(crate::is_no_space(&error), "{error}");
+        assert_eq!(error.kind(), io::ErrorKind::StorageFull);
+        assert_eq!(read(&sim, &file()), b"0123456789abcd");
+        assert_eq!(handle.position(), 14);
+        assert_eq!(sim.used_bytes(), 14);
+        // Overwrites within the file, syncs and set_len cuts need no room.
+        handle.write_at(0, b"ZZ").unwrap();
+        handle.sync_data().unwrap();
+        assert!(handle.set_len(20).is_err());
+        // The part written by the failed call is taken back; its room comes back with it.
+        handle.rewind(10).unwrap();
+        assert_eq!(read(&sim, &file()), b"ZZ23456789");
+        assert!(crate::is_no_space(
+            &sim.create(&dir().join("b"))
+                .unwrap()
+                .write_all(b"12345")
+                .unwrap_err()
+        ));
+        // Freeing space: the same write goes through.
+        sim.set_space_bytes(None);
+        handle.write_all(b"abcdefgh").unwrap();
+        assert_eq!(read(&sim, &file()), b"ZZ23456789abcdefgh");
+    }
+
+    #[test]
+    fn full_after_fills_the_disk_at_an_exact_call() {
+        let sim = SimFs::new();
+        let handle = durable_file(&sim, b"abc");
+        sim.full_after(Some(2));
+        handle.write_all(b"d").unwrap();
+        handle.sync_data().unwrap();
+        // The third mutating call finds the disk full: the room is what the files held.
+        assert!(crate::is_no_space(&handle.write_all(b"e").unwrap_err()));
+        assert_eq!(sim.used_bytes(), 4);
+        // Removing a file frees its room.
+        let other = sim.create(&dir().join("b")).unwrap();
+        assert!(other.write_all(b"x").is_err());
+        sim.remove(&file()).unwrap();
+        other.write_all(b"wxyz").unwrap();
+        assert!(other.write_all(b"!").is_err());
+        sim.set_space_bytes(None);
+        other.write_all(b"!").unwrap();
     }
 
     #[test]

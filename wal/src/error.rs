@@ -9,6 +9,17 @@ pub enum WalError {
     /// An earlier write or sync failed; the WAL accepts no more writes. Reads elsewhere go on.
     #[error("the write-ahead log accepts no more writes since an earlier failure: {0}")]
     Poisoned(String),
+    /// The disk is full: `action` could not get the room it needed. Nothing of the batches
+    /// the call carried is kept (the log was cut back to its last whole record), none was
+    /// applied or acknowledged, and the log is not poisoned: once space is freed the next
+    /// commit succeeds (`writer.rs`, "Running out of space").
+    #[error("write-ahead log is out of disk space: {action} {path}: {source}")]
+    NoSpace {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
     /// An I/O call failed.
     #[error("write-ahead log I/O error: {action} {path}: {source}")]
     Io {
@@ -40,12 +51,40 @@ pub enum WalError {
 }
 
 impl WalError {
+    /// The failure of a call that writes, creates, renames or allocates: `NoSpace` when the
+    /// disk is full, which says no more than that the bytes asked for were not all written.
     pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+        let path = path.into();
+        if shoal_vfs::is_no_space(&source) {
+            return WalError::NoSpace {
+                action,
+                path,
+                source,
+            };
+        }
+        WalError::Io {
+            action,
+            path,
+            source,
+        }
+    }
+
+    /// The failure of an fdatasync or directory fsync: always `Io`, whatever its code. After
+    /// a failed fsync the kernel may have dropped the dirty pages it could not write and a
+    /// retry can succeed without them (DESIGN.md §5), so even `ENOSPC` there is no promise
+    /// that nothing was lost, and the log is poisoned.
+    pub(crate) fn sync(action: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
         WalError::Io {
             action,
             path: path.into(),
             source,
         }
+    }
+
+    /// Whether this is [`WalError::NoSpace`]: the log is intact and a later commit, once
+    /// space is freed, succeeds.
+    pub fn is_no_space(&self) -> bool {
+        matches!(self, WalError::NoSpace { .. })
     }
 
     /// A copy for handing one failure to every member of a group (io::Error is not Clone).
@@ -57,6 +96,15 @@ impl WalError {
                 path,
                 source,
             } => WalError::Io {
+                action,
+                path: path.clone(),
+                source: io::Error::new(source.kind(), source.to_string()),
+            },
+            WalError::NoSpace {
+                action,
+                path,
+                source,
+            } => WalError::NoSpace {
                 action,
                 path: path.clone(),
                 source: io::Error::new(source.kind(), source.to_string()),

@@ -195,7 +195,7 @@ pub fn recover<E: From<WalError>>(
     }
     if !discarded.is_empty() || removed_recycled {
         fs.sync_dir(dir)
-            .map_err(|source| WalError::io("fsync directory", dir, source))?;
+            .map_err(|source| WalError::sync("fsync directory", dir, source))?;
     }
 
     let next_seq = live
@@ -229,6 +229,7 @@ pub fn recover<E: From<WalError>>(
         allocated_bytes,
         has_batches: false,
         next_seq,
+        rotate_next: false,
         buffer: Vec::new(),
     };
     Ok((writer, SegmentCatalog { live, recycled }))

@@ -155,8 +155,13 @@ pub fn start_segment(
             let file = fs
                 .create(&path)
                 .map_err(|source| WalError::io("create", &path, source))?;
-            preallocate(file.as_ref(), options.preallocate_first_bytes())
-                .map_err(|source| WalError::io("preallocate", &path, source))?;
+            let zeros_bytes = options.preallocate_first_bytes();
+            if zeros_bytes > 0 {
+                preallocate(file.as_ref(), zeros_bytes)
+                    .map_err(|source| WalError::io("preallocate", &path, source))?;
+                file.sync_data()
+                    .map_err(|source| WalError::sync("fdatasync", &path, source))?;
+            }
         }
     }
     let file = if mapped_bytes > 0 {
@@ -177,9 +182,9 @@ pub fn start_segment(
     file.write_all(&header)
         .map_err(|source| WalError::io("write", &path, source))?;
     file.sync_data()
-        .map_err(|source| WalError::io("fdatasync", &path, source))?;
+        .map_err(|source| WalError::sync("fdatasync", &path, source))?;
     fs.sync_dir(dir)
-        .map_err(|source| WalError::io("fsync directory", dir, source))?;
+        .map_err(|source| WalError::sync("fsync directory", dir, source))?;
     let allocated_bytes = fs
         .file_size(&path)
         .map_err(|source| WalError::io("size of", &path, source))?;
@@ -209,13 +214,12 @@ pub fn extend_preallocation(
         offset += chunk;
     }
     file.sync_data()
-        .map_err(|source| WalError::io("fdatasync", path, source))
+        .map_err(|source| WalError::sync("fdatasync", path, source))
 }
 
+/// Writes `size_bytes` zeros (not synced: the caller syncs, so that a failed sync is told
+/// from a full disk).
 fn preallocate(file: &dyn WritableFile, size_bytes: u64) -> std::io::Result<()> {
-    if size_bytes == 0 {
-        return Ok(());
-    }
     let zeros = vec![0u8; PREALLOCATE_CHUNK_BYTES];
     let mut remaining = size_bytes;
     while remaining > 0 {
@@ -223,7 +227,7 @@ fn preallocate(file: &dyn WritableFile, size_bytes: u64) -> std::io::Result<()> 
         file.write_all(&zeros[..chunk])?;
         remaining -= chunk as u64;
     }
-    file.sync_data()
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,6 +1,34 @@
 //! The part of the WAL that writes: the current segment, rotation, syncing, releasing old
 //! segments and poisoning. It knows nothing of batches' types or of the commit queue; the
 //! group leader (in `lib.rs`) calls it while holding the writer lock.
+//!
+//! # Poisoning, and running out of space
+//!
+//! A failed fsync poisons the log for good: the kernel may have dropped the pages it could
+//! not write, and a later fsync would succeed without them (DESIGN.md §5). So does any
+//! failure whose effect on the file is unknown (an I/O error of a write).
+//!
+//! A full disk (`ENOSPC`, `EDQUOT`) is different: a write, create, allocation or rename that
+//! meets it did not get the room it asked for, and nothing else went wrong. Such a failure
+//! is answered with [`WalError::NoSpace`] and the log stays open, provided it is left exactly
+//! as it was before the group:
+//!
+//! - In the zero-fill ahead of the writer (`extend_preallocation`) and in starting the next
+//!   segment (`rotate`), no record is written: the current segment is untouched. A next
+//!   segment that was started part-way is never written to: the next group rotates again
+//!   (`rotate_next`), and the new attempt creates the file afresh or renames a recycled one
+//!   over it. After a crash in between, the half-started segment is what a crash inside a
+//!   rotation leaves, which replay handles.
+//! - In the group's own write, the part that fitted may be in the file: complete records of
+//!   the group among it. Those batches were not applied and their callers get the error, so
+//!   they must never be replayed either, nor stay ahead of the next group's records, whose
+//!   sequence numbers they would share. The segment is therefore cut back to the end of the
+//!   last whole record before the group (`WritableFile::rewind`) and that cut is fdatasynced
+//!   *before* the error is returned: once a caller has been told its write failed, no crash
+//!   can bring it back. If the cut or its fdatasync fails, nobody knows what the segment
+//!   holds, and the log is poisoned instead.
+//!
+//! In every case the group's sequence numbers are not used: the next group gets them.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -42,6 +70,9 @@ pub struct SegmentWriter {
     pub has_batches: bool,
     /// Sequence number the next batch gets.
     pub next_seq: u64,
+    /// A rotation failed for want of space: the next group starts a new segment, whatever
+    /// its size (module docs).
+    pub rotate_next: bool,
     /// Reused for encoding each group.
     pub buffer: Vec<u8>,
 }
@@ -120,12 +151,42 @@ impl Log {
     }
 
     /// Runs an I/O step; a failure poisons the log, because after a failed write or fsync
-    /// nobody knows what reached the disk (and retrying an fsync can falsely succeed).
+    /// nobody knows what reached the disk (and retrying an fsync can falsely succeed). Except
+    /// [`WalError::NoSpace`], from a step that leaves the log as it was (module docs): the
+    /// caller passes only such steps' results here, or takes the group back first.
     fn poison_on_error<T>(&self, result: Result<T, WalError>) -> Result<T, WalError> {
         if let Err(error) = &result {
-            self.poison(error);
+            if !error.is_no_space() {
+                self.poison(error);
+            }
         }
         result
+    }
+
+    /// After the group's write failed at `writer.position`: a full disk takes the part that
+    /// fitted back out of the segment, durably, and leaves the log open; anything else, or a
+    /// failure to take it back, poisons the log (module docs). Returns the error to answer.
+    fn take_back_group(&self, writer: &mut SegmentWriter, error: WalError) -> WalError {
+        if !error.is_no_space() {
+            self.poison(&error);
+            return error;
+        }
+        let path = segment_path(&self.dir, writer.number);
+        let taken_back = writer
+            .file
+            .rewind(writer.position)
+            .map_err(|source| WalError::sync("cut back a group that did not fit in", &path, source))
+            .and_then(|()| self.fdatasync(writer.file.as_ref(), writer.number));
+        if let Err(cut_error) = taken_back {
+            self.poison(&cut_error);
+            return cut_error;
+        }
+        // The cut also dropped any zeros allocated past the position.
+        writer.allocated_bytes = writer.allocated_bytes.min(writer.position);
+        writer.writeback_offset = writer.writeback_offset.min(writer.position);
+        writer.synced_offset = writer.position;
+        tracing::warn!(%error, "write-ahead log out of space; the failed group was taken back");
+        error
     }
 
     /// Writes `entries` as one group with one write call, syncs in Sync mode, and returns the
@@ -140,8 +201,9 @@ impl Log {
             .iter()
             .map(|entry| (HEADER_BYTES + entry.payload.len()) as u64)
             .sum();
-        if writer.has_batches
-            && writer.position.saturating_add(group_bytes) > self.options.segment_size_bytes
+        if writer.rotate_next
+            || writer.has_batches
+                && writer.position.saturating_add(group_bytes) > self.options.segment_size_bytes
         {
             let rotated = self.rotate(writer);
             self.poison_on_error(rotated)?;
@@ -177,7 +239,9 @@ impl Log {
         let written = writer.file.write_all(&writer.buffer).map_err(|source| {
             WalError::io("write", segment_path(&self.dir, writer.number), source)
         });
-        self.poison_on_error(written)?;
+        if let Err(error) = written {
+            return Err(self.take_back_group(writer, error));
+        }
         if writer.buffer.capacity() > BUFFER_RETAINED_BYTES_MAX {
             writer.buffer = Vec::new();
         }
@@ -261,8 +325,9 @@ impl Log {
 
     /// fdatasyncs segment `number` through `file`, counting it.
     fn fdatasync(&self, file: &dyn WritableFile, number: u64) -> Result<(), WalError> {
-        file.sync_data()
-            .map_err(|source| WalError::io("fdatasync", segment_path(&self.dir, number), source))?;
+        file.sync_data().map_err(|source| {
+            WalError::sync("fdatasync", segment_path(&self.dir, number), source)
+        })?;
         self.counters.syncs.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
@@ -333,6 +398,14 @@ impl Log {
         if writer.synced_offset != writer.position {
             self.sync_writer(writer)?;
         }
+        let started = self.start_next_segment(writer);
+        // A next segment may have been started part-way: it must not be left behind the
+        // one still written to (module docs), so the next group rotates again.
+        writer.rotate_next = started.is_err();
+        started
+    }
+
+    fn start_next_segment(&self, writer: &mut SegmentWriter) -> Result<(), WalError> {
         // Numbers only grow: the current one is the largest any WAL file has had.
         let number = writer.number + 1;
         let source = SegmentSource::next(&mut self.catalog.lock().recycled);
@@ -399,7 +472,7 @@ impl Log {
         }
         self.fs
             .sync_dir(&self.dir)
-            .map_err(|source| WalError::io("fsync directory", &self.dir, source))?;
+            .map_err(|source| WalError::sync("fsync directory", &self.dir, source))?;
         if recycle {
             self.catalog.lock().recycled.push_back(segment.number);
         }

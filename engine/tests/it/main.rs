@@ -16,6 +16,7 @@ mod lsm_wal_cap;
 mod manifest_codec;
 mod manifest_crash;
 mod manifest_realfs;
+mod no_space;
 mod retention;
 mod seq_floor_crash;
 mod sequenced_crash;

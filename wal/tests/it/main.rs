@@ -8,6 +8,7 @@ mod concurrency;
 mod corruption;
 mod durability;
 mod lose_unsynced;
+mod no_space;
 mod poison;
 mod power_loss;
 mod replay;
