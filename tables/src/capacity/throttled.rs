@@ -54,8 +54,9 @@ pub(crate) trait OneTableRequest {
     fn index_name(&self) -> Option<&str> {
         None
     }
-    /// The partition key value it reads or writes (None: every partition, or unknown).
-    fn partition(&self, table: &TableDef) -> Option<AttributeValue>;
+    /// The partition key value it reads or writes (None: every partition, or unknown); a
+    /// Query of a multi-attribute GSI names every HASH component.
+    fn partition(&self, table: &TableDef) -> Option<PartitionValue>;
     /// What a write writes, as known before it runs (None: a read).
     fn written(&self) -> Option<Written<'_>> {
         None
@@ -82,9 +83,13 @@ pub(crate) enum Written<'a> {
     StoredAt(Option<&'a Item>),
 }
 
+/// The partition key value of a table (one attribute) or of a GSI (its HASH components in
+/// schema order).
+pub(crate) type PartitionValue = Vec<AttributeValue>;
+
 /// The partition key value of an item or key.
-fn partition_of(table: &TableDef, item: Option<&Item>) -> Option<AttributeValue> {
-    item?.get(&table.key.hash.name).cloned()
+fn partition_of(table: &TableDef, item: Option<&Item>) -> Option<PartitionValue> {
+    Some(vec![item?.get(&table.key.hash.name)?.clone()])
 }
 
 macro_rules! one_table_request {
@@ -97,7 +102,7 @@ macro_rules! one_table_request {
             $(fn index_name(&self) -> Option<&str> {
                 self.$index.as_deref()
             })?
-            fn partition(&self, $table: &TableDef) -> Option<AttributeValue> {
+            fn partition(&self, $table: &TableDef) -> Option<PartitionValue> {
                 let $request = self;
                 $partition
             }
@@ -280,7 +285,7 @@ impl Database {
             table: &table,
             kind: I::KIND,
             index: index.as_deref(),
-            partition: partition.as_ref(),
+            partition: partition.as_deref(),
             index_partitions: &index_partitions,
         };
         self.capacity
@@ -329,14 +334,14 @@ impl Database {
         consumed: Option<&mut Vec<ConsumedCapacity>>,
         total: bool,
         kind: Metered,
-        processed: &[(Arc<TableDef>, Option<AttributeValue>)],
+        processed: &[(Arc<TableDef>, Option<PartitionValue>)],
     ) {
         for entry in consumed.into_iter().flatten() {
             let units = units_of(entry);
             if total {
                 as_total(entry);
             }
-            let items: Vec<&(Arc<TableDef>, Option<AttributeValue>)> = processed
+            let items: Vec<&(Arc<TableDef>, Option<PartitionValue>)> = processed
                 .iter()
                 .filter(|(table, _)| table.name == entry.table_name)
                 .collect();
@@ -357,7 +362,7 @@ impl Database {
                     table,
                     kind,
                     index: None,
-                    partition: partition.as_ref(),
+                    partition: partition.as_deref(),
                     index_partitions: &[],
                 };
                 self.capacity.throttle.charge_partition(&demand, share);
@@ -373,14 +378,14 @@ impl Database {
         kind: Metered,
         item: Option<&Item>,
         written: Option<Written<'_>>,
-    ) -> (Option<AttributeValue>, Result<(), Refusal>) {
+    ) -> (Option<PartitionValue>, Result<(), Refusal>) {
         let partition = partition_of(table, item);
         let index_partitions = self.index_partitions_before(table, written);
         let demand = Demand {
             table,
             kind,
             index: None,
-            partition: partition.as_ref(),
+            partition: partition.as_deref(),
             index_partitions: &index_partitions,
         };
         let checked = self.capacity.throttle.check(&demand);
@@ -623,7 +628,7 @@ impl Database {
         actions: &[Action<'_>],
         kind: Metered,
     ) -> (
-        Vec<(Arc<TableDef>, Option<AttributeValue>)>,
+        Vec<(Arc<TableDef>, Option<PartitionValue>)>,
         Vec<Option<Refusal>>,
     ) {
         let mut processed = Vec::new();
