@@ -876,3 +876,58 @@ fn index_writes_are_charged_and_checked() {
     let report = db.check().unwrap();
     assert!(report.is_sound(), "{report:?}");
 }
+
+/// Waits until every GSI of `table` is ACTIVE (restores rebuild or link them).
+fn wait_for_indexes(db: &Database, table: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let description = call(db, "DescribeTable", json!({"TableName": table}));
+        let indexes = description["Table"]["GlobalSecondaryIndexes"].as_array();
+        if indexes.is_some_and(|all| all.iter().all(|gsi| gsi["IndexStatus"] == "ACTIVE")) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{description}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn backups_and_point_in_time_restores_carry_the_key_and_its_entries() {
+    let db = seeded();
+    call(
+        &db,
+        "UpdateContinuousBackups",
+        json!({"TableName": "Tbl",
+               "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": true}}),
+    );
+    let arn = call(
+        &db,
+        "CreateBackup",
+        json!({"TableName": "Tbl", "BackupName": "composite"}),
+    )["BackupDetails"]["BackupArn"]
+        .clone();
+    call(
+        &db,
+        "RestoreTableFromBackup",
+        json!({"TargetTableName": "FromBackup", "BackupArn": arn}),
+    );
+    call(
+        &db,
+        "RestoreTableToPointInTime",
+        json!({"SourceTableName": "Tbl", "TargetTableName": "FromPitr",
+               "UseLatestRestorableTime": true}),
+    );
+    let schema = describe(&db)["GlobalSecondaryIndexes"][0]["KeySchema"].clone();
+    for target in ["FromBackup", "FromPitr"] {
+        wait_for_indexes(&db, target);
+        let restored = call(&db, "DescribeTable", json!({"TableName": target}));
+        assert_eq!(
+            restored["Table"]["GlobalSecondaryIndexes"][0]["KeySchema"], schema,
+            "{target}"
+        );
+        let mut request = query("h1 = :h1 AND h2 = :h2 AND r1 = :y", json!({":y": s("y")}));
+        request["TableName"] = json!(target);
+        assert_eq!(ps(&db, request), ["i3", "i4"], "{target}");
+    }
+    assert!(db.check().unwrap().is_sound());
+}

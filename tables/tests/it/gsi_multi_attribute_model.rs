@@ -203,9 +203,7 @@ fn satisfies(position: usize, i: usize, op: Op, v: usize, high: usize) -> bool {
 fn condition(query: &Query) -> Option<(String, Value)> {
     let mut text = vec!["h2 = :h2".to_string(), "h1 = :h1".to_string()];
     let mut values = json!({":h1": s(H1[query.h1]), ":h2": n(H2[query.h2])});
-    let names = ["r1", "r2", "r3"];
-    for position in 0..query.named {
-        let name = names[position];
+    for (position, name) in ["r1", "r2", "r3"].into_iter().enumerate().take(query.named) {
         let value = format!(":v{position}");
         values[&value] = range_value(position, query.values[position]);
         if position + 1 < query.named {
@@ -248,14 +246,14 @@ fn expected(items: &[Row], query: &Query) -> Vec<String> {
                 return None;
             }
             let tuple = [r1, r2, r3];
-            for position in 0..query.named {
+            for (position, value) in tuple.into_iter().enumerate().take(query.named) {
                 let last = position + 1 == query.named;
                 let (op, v) = if last {
                     (query.op, query.values[position])
                 } else {
                     (Op::Eq, query.values[position])
                 };
-                if !satisfies(position, tuple[position], op, v, query.high) {
+                if !satisfies(position, value, op, v, query.high) {
                     return None;
                 }
             }
