@@ -583,30 +583,20 @@ mod tests {
 
     #[test]
     fn multi_attribute_keys_name_what_lacks_an_equality() {
-        assert_eq!(
-            message(parse_multi("a = :s")),
-            "HASH key attributes h1,h2 must have equality conditions specified in the query"
-        );
-        assert_eq!(
-            message(parse_multi("h1 > :s AND h2 = :n")),
-            "HASH key attributes h1 must have equality conditions specified in the query"
-        );
-        assert_eq!(
-            message(parse_multi("h1 = :s AND h2 = :n AND a = :s AND c = :s")),
-            "RANGE key attributes b must have equality conditions specified in the query because a condition is present on key attribute c"
-        );
-        assert_eq!(
-            message(parse_multi("h1 = :s AND h2 = :n AND a > :s AND c = :s")),
-            "RANGE key attributes a,b must have equality conditions specified in the query because a condition is present on key attribute c"
-        );
-        assert_eq!(
-            message(parse_multi("h1 = :n AND h2 = :n")),
-            "One or more parameter values were invalid: Condition parameter type does not match schema type"
-        );
-        assert_eq!(
-            message(parse_multi("h1 = :s AND h2 = :n AND z = :s")),
-            "Query key condition not supported"
-        );
+        let range = |names: &str, on: &str| {
+            format!("RANGE key attributes {names} must have equality conditions specified in the query because a condition is present on key attribute {on}")
+        };
+        let cases = [
+            ("a = :s", "HASH key attributes h1,h2 must have equality conditions specified in the query".to_string()),
+            ("h1 > :s AND h2 = :n", "HASH key attributes h1 must have equality conditions specified in the query".to_string()),
+            ("h1 = :s AND h2 = :n AND a = :s AND c = :s", range("b", "c")),
+            ("h1 = :s AND h2 = :n AND a > :s AND c = :s", range("a,b", "c")),
+            ("h1 = :n AND h2 = :n", "One or more parameter values were invalid: Condition parameter type does not match schema type".to_string()),
+            ("h1 = :s AND h2 = :n AND z = :s", "Query key condition not supported".to_string()),
+        ];
+        for (condition, expected) in cases {
+            assert_eq!(message(parse_multi(condition)), expected, "{condition}");
+        }
     }
 
     #[test]
