@@ -21,11 +21,31 @@ pub struct KeyAttribute {
     pub scalar_type: ScalarType,
 }
 
-/// The key schema of the table or index a Query runs on.
+/// The key schema of the table or index a Query runs on. A GSI with a multi-attribute key
+/// (SPEC-3 §1) has up to 3 more HASH and 3 more RANGE attributes after the first of each,
+/// in schema order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeySchemaView {
     pub hash_key: KeyAttribute,
     pub range_key: Option<KeyAttribute>,
+    pub more_hash_keys: Vec<KeyAttribute>,
+    pub more_range_keys: Vec<KeyAttribute>,
+}
+
+impl KeySchemaView {
+    /// A schema of one HASH and at most one RANGE attribute.
+    pub fn new(hash_key: KeyAttribute, range_key: Option<KeyAttribute>) -> KeySchemaView {
+        KeySchemaView {
+            hash_key,
+            range_key,
+            more_hash_keys: Vec::new(),
+            more_range_keys: Vec::new(),
+        }
+    }
+
+    fn is_multi_attribute(&self) -> bool {
+        !self.more_hash_keys.is_empty() || !self.more_range_keys.is_empty()
+    }
 }
 
 /// The condition on the sort key.
@@ -81,11 +101,27 @@ impl SortKeyCondition {
 }
 
 /// A validated key condition.
+///
+/// On a multi-attribute key, `more_hash_values` are the values of HASH attributes 2..m,
+/// `range_equalities` the values the RANGE attributes R1..Rk-1 equal, and `sort` the
+/// condition on Rk (k = `range_equalities.len() + 1`); on other keys both lists are empty
+/// and `sort` conditions the one sort key.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KeyCondition {
-    /// The partition-key value (always an equality).
+    /// The partition-key value (always an equality); the first HASH attribute's.
     pub hash_value: AttributeValue,
+    pub more_hash_values: Vec<AttributeValue>,
+    pub range_equalities: Vec<AttributeValue>,
     pub sort: Option<SortKeyCondition>,
+}
+
+impl KeyCondition {
+    /// Every HASH value, in schema order.
+    pub fn hash_values(&self) -> Vec<&AttributeValue> {
+        std::iter::once(&self.hash_value)
+            .chain(&self.more_hash_values)
+            .collect()
+    }
 }
 
 fn key_condition_error(message: &str) -> ApiError {
@@ -217,6 +253,9 @@ impl KeyCondition {
                 ));
             }
         }
+        if schema.is_multi_attribute() {
+            return KeyCondition::multi_attribute(predicates, schema);
+        }
         let hash_name = schema.hash_key.name.as_str();
         let Some(hash_predicate) = predicates
             .iter()
@@ -253,6 +292,107 @@ impl KeyCondition {
         }
         Ok(KeyCondition {
             hash_value: hash_value.clone(),
+            more_hash_values: Vec::new(),
+            range_equalities: Vec::new(),
+            sort,
+        })
+    }
+
+    /// The rules of a multi-attribute key (SPEC-3 §1.4), in the order they are reported:
+    /// an equality on every HASH attribute, their types, no other attribute, then a prefix
+    /// R1..Rk of the RANGE attributes with equalities on all but Rk, and their types.
+    /// Clause order does not matter: conditions are taken in schema order.
+    fn multi_attribute(
+        predicates: Vec<(String, SortKeyCondition)>,
+        schema: &KeySchemaView,
+    ) -> Result<KeyCondition, ApiError> {
+        let predicate = |name: &str| {
+            predicates
+                .iter()
+                .find_map(|(n, predicate)| (n == name).then_some(predicate))
+        };
+        let hash_keys: Vec<&KeyAttribute> = std::iter::once(&schema.hash_key)
+            .chain(&schema.more_hash_keys)
+            .collect();
+        let range_keys: Vec<&KeyAttribute> = schema
+            .range_key
+            .iter()
+            .chain(&schema.more_range_keys)
+            .collect();
+        let not_equality =
+            |key: &&KeyAttribute| !matches!(predicate(&key.name), Some(SortKeyCondition::Eq(_)));
+        let names = |keys: &[&KeyAttribute]| {
+            keys.iter()
+                .map(|k| k.name.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let unequal_hash: Vec<&KeyAttribute> =
+            hash_keys.iter().copied().filter(not_equality).collect();
+        if !unequal_hash.is_empty() {
+            return Err(ApiError::validation(format!(
+                "HASH key attributes {} must have equality conditions specified in the query",
+                names(&unequal_hash)
+            )));
+        }
+        let mut hash_values = Vec::with_capacity(hash_keys.len());
+        for key in &hash_keys {
+            if let Some(SortKeyCondition::Eq(value)) = predicate(&key.name) {
+                if !has_type(key.scalar_type, value) {
+                    return Err(type_mismatch());
+                }
+                hash_values.push(value.clone());
+            }
+        }
+        let is_key = |name: &str| hash_keys.iter().chain(&range_keys).any(|k| k.name == name);
+        if predicates.iter().any(|(name, _)| !is_key(name)) {
+            return Err(not_supported());
+        }
+        let last = range_keys
+            .iter()
+            .rposition(|key| predicate(&key.name).is_some());
+        let mut range_equalities = Vec::new();
+        let mut sort = None;
+        if let Some(last) = last {
+            let unequal_before: Vec<&KeyAttribute> = range_keys[..last]
+                .iter()
+                .copied()
+                .filter(not_equality)
+                .collect();
+            if !unequal_before.is_empty() {
+                return Err(ApiError::validation(format!(
+                    "RANGE key attributes {} must have equality conditions specified in the query because a condition is present on key attribute {}",
+                    names(&unequal_before),
+                    range_keys[last].name
+                )));
+            }
+            for key in &range_keys[..=last] {
+                let Some(condition) = predicate(&key.name) else {
+                    continue;
+                };
+                if !condition
+                    .values()
+                    .into_iter()
+                    .all(|value| has_type(key.scalar_type, value))
+                {
+                    return Err(type_mismatch());
+                }
+            }
+            for key in &range_keys[..last] {
+                if let Some(SortKeyCondition::Eq(value)) = predicate(&key.name) {
+                    range_equalities.push(value.clone());
+                }
+            }
+            sort = predicate(&range_keys[last].name).cloned();
+        }
+        let mut hash_values = hash_values.into_iter();
+        let Some(hash_value) = hash_values.next() else {
+            return Err(not_supported());
+        };
+        Ok(KeyCondition {
+            hash_value,
+            more_hash_values: hash_values.collect(),
+            range_equalities,
             sort,
         })
     }
@@ -272,16 +412,16 @@ mod tests {
     use crate::test_support::{message, value, Maps};
 
     fn schema(range_type: Option<ScalarType>) -> KeySchemaView {
-        KeySchemaView {
-            hash_key: KeyAttribute {
+        KeySchemaView::new(
+            KeyAttribute {
                 name: "pk".to_string(),
                 scalar_type: ScalarType::S,
             },
-            range_key: range_type.map(|scalar_type| KeyAttribute {
+            range_type.map(|scalar_type| KeyAttribute {
                 name: "sk".to_string(),
                 scalar_type,
             }),
-        }
+        )
     }
 
     fn maps() -> Maps {
@@ -393,6 +533,70 @@ mod tests {
             .parse_condition("begins_with(x, :s)", crate::ConditionKind::Filter)
             .unwrap();
         assert!(context.finish().is_ok());
+    }
+
+    /// HASH h1 (S), h2 (N); RANGE a, b, c (S).
+    fn multi() -> KeySchemaView {
+        let key = |name: &str, scalar_type| KeyAttribute {
+            name: name.to_string(),
+            scalar_type,
+        };
+        KeySchemaView {
+            hash_key: key("h1", ScalarType::S),
+            range_key: Some(key("a", ScalarType::S)),
+            more_hash_keys: vec![key("h2", ScalarType::N)],
+            more_range_keys: vec![key("b", ScalarType::S), key("c", ScalarType::S)],
+        }
+    }
+
+    fn parse_multi(text: &str) -> Result<KeyCondition, ApiError> {
+        let maps = Maps::new(
+            "",
+            r#"{":s": {"S": "s"}, ":t": {"S": "t"}, ":n": {"N": "1"}}"#,
+        );
+        let mut context = maps.context();
+        context.parse_key_condition(text, &multi())
+    }
+
+    #[test]
+    fn multi_attribute_keys_take_a_range_prefix_in_schema_order() {
+        let parsed = parse_multi("b < :t AND h2 = :n AND a = :s AND h1 = :s").unwrap();
+        assert_eq!(
+            parsed.hash_values(),
+            [&value(r#"{"S": "s"}"#), &value(r#"{"N": "1"}"#)]
+        );
+        assert_eq!(parsed.range_equalities, [value(r#"{"S": "s"}"#)]);
+        assert_eq!(
+            parsed.sort,
+            Some(SortKeyCondition::Lt(value(r#"{"S": "t"}"#)))
+        );
+        let hash_only = parse_multi("h1 = :s AND h2 = :n").unwrap();
+        assert!(hash_only.range_equalities.is_empty() && hash_only.sort.is_none());
+        let all_equal =
+            parse_multi("h1 = :s AND h2 = :n AND a = :s AND b = :s AND c = :t").unwrap();
+        assert_eq!(all_equal.range_equalities.len(), 2);
+        assert_eq!(
+            all_equal.sort,
+            Some(SortKeyCondition::Eq(value(r#"{"S": "t"}"#)))
+        );
+    }
+
+    #[test]
+    fn multi_attribute_keys_name_what_lacks_an_equality() {
+        let range = |names: &str, on: &str| {
+            format!("RANGE key attributes {names} must have equality conditions specified in the query because a condition is present on key attribute {on}")
+        };
+        let cases = [
+            ("a = :s", "HASH key attributes h1,h2 must have equality conditions specified in the query".to_string()),
+            ("h1 > :s AND h2 = :n", "HASH key attributes h1 must have equality conditions specified in the query".to_string()),
+            ("h1 = :s AND h2 = :n AND a = :s AND c = :s", range("b", "c")),
+            ("h1 = :s AND h2 = :n AND a > :s AND c = :s", range("a,b", "c")),
+            ("h1 = :n AND h2 = :n", "One or more parameter values were invalid: Condition parameter type does not match schema type".to_string()),
+            ("h1 = :s AND h2 = :n AND z = :s", "Query key condition not supported".to_string()),
+        ];
+        for (condition, expected) in cases {
+            assert_eq!(message(parse_multi(condition)), expected, "{condition}");
+        }
     }
 
     #[test]

@@ -857,16 +857,16 @@ mod tests {
 
     #[test]
     fn key_conditions_use_the_key_rules() {
-        let schema = KeySchemaView {
-            hash_key: KeyAttribute {
+        let schema = KeySchemaView::new(
+            KeyAttribute {
                 name: "pk".to_string(),
                 scalar_type: ScalarType::S,
             },
-            range_key: Some(KeyAttribute {
+            Some(KeyAttribute {
                 name: "sk".to_string(),
                 scalar_type: ScalarType::N,
             }),
-        };
+        );
         let parsed = key_conditions(
             &filter(vec![
                 ("pk", ComparisonOperator::Eq, vec![r#"{"S": "p"}"#]),

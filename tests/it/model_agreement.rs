@@ -640,6 +640,57 @@ fn a_low_cardinality_gsi_throttles_in_both_and_its_spread_neighbour_in_neither()
     );
 }
 
+/// The same with a GSI whose key has two HASH attributes (SPEC-3 §1): its entries are
+/// placed by both, so one value of each is one hot partition, while six values of the
+/// second spread the same writes over six partitions in the report and on the server.
+#[test]
+fn a_multi_attribute_gsi_partition_is_placed_by_every_hash_attribute() {
+    let with_second_hash = |second_cardinality: u64| {
+        let mut model = Case {
+            provisioned: None,
+            lsi: false,
+            gsis: vec![(1, true, true)],
+            hot_share: 0.0,
+            item_bytes: 2_500,
+            write_rate: 850.0,
+            read_rate: 0.0,
+            consistent: false,
+            seed: 5,
+        }
+        .model();
+        model["generators"]["second"] =
+            json!({"type": "string", "prefix": "x#", "cardinality": second_cardinality});
+        let table = &mut model["tables"][0];
+        table["AttributeDefinitions"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"AttributeName": "gx", "AttributeType": "S"}));
+        table["GlobalSecondaryIndexes"][0]["KeySchema"]
+            .as_array_mut()
+            .unwrap()
+            .insert(1, json!({"AttributeName": "gx", "KeyType": "HASH"}));
+        model["patterns"][0]["request"]["Item"]["gx"] = json!({"S": "${second}"});
+        model["load"][0]["item"]["gx"] = json!({"S": "${second}"});
+        model
+    };
+    let checked = check_agreement(with_second_hash(1));
+    assert!(
+        checked
+            .must_throttle
+            .iter()
+            .any(|c| c.starts_with("Gen/ByG0 writes") && c.contains("|x#")),
+        "{checked:?}"
+    );
+    let checked = check_agreement(with_second_hash(6));
+    assert!(
+        checked
+            .must_pass
+            .iter()
+            .any(|c| c.starts_with("Gen/ByG0 writes")),
+        "{checked:?}"
+    );
+}
+
 /// Generated cases once failed here: every part provisioned with 1 unit, so the table and a
 /// GSI (whose ALL projection takes as many units as the table) run out together and the
 /// server counts each refusal under whichever it checked first. The writes of both are

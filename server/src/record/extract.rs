@@ -123,10 +123,12 @@ impl TableKeys {
             ),
             Some(index) => self.indexes.get(index)?.clone(),
         };
-        Some(KeySchemaView {
-            hash_key: attribute(&hash?),
-            range_key: range.as_deref().map(attribute),
-        })
+        // A recording names one HASH and one RANGE attribute per index: a multi-attribute
+        // GSI key's further components are not followed.
+        Some(KeySchemaView::new(
+            attribute(&hash?),
+            range.as_deref().map(attribute),
+        ))
     }
 }
 

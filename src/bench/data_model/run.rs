@@ -50,8 +50,9 @@ pub struct CompiledPattern {
     partition: Option<(String, Template)>,
     pub reads: bool,
     /// A single-item write to a table with GSIs: each GSI (`table/index`) and its partition
-    /// key attribute, to find the GSI partitions the write's index units land on.
-    gsi_keys: Vec<(String, String)>,
+    /// key attributes (several for a multi-attribute key), to find the GSI partitions the
+    /// write's index units land on.
+    gsi_keys: Vec<(String, Vec<String>)>,
     /// What the write's `Attributes` answer holds.
     returned: Returned,
     /// A batch or transaction: its items' partitions are read off each request it sends.
@@ -206,8 +207,9 @@ fn is_read(operation: &str) -> bool {
     )
 }
 
-/// The hash key of a table (or of one of its indexes) in a model's CreateTable requests.
-fn hash_key(tables: &[Value], table: &str, index: Option<&str>) -> Option<String> {
+/// The hash key of a table (or of one of its indexes) in a model's CreateTable requests:
+/// every HASH attribute in schema order (several for a GSI with a multi-attribute key).
+fn hash_keys(tables: &[Value], table: &str, index: Option<&str>) -> Option<Vec<String>> {
     let create = tables.iter().find(|t| t["TableName"] == table)?;
     let schema = match index {
         None => &create["KeySchema"],
@@ -220,13 +222,31 @@ fn hash_key(tables: &[Value], table: &str, index: Option<&str>) -> Option<String
             &all.into_iter().find(|i| i["IndexName"] == index)?["KeySchema"]
         }
     };
-    schema.as_array()?.iter().find(|k| k["KeyType"] == "HASH")?["AttributeName"]
-        .as_str()
-        .map(str::to_string)
+    hash_names(schema)
 }
 
-/// Each GSI of `table` (`table/index`) with its partition key attribute.
-fn global_index_keys(tables: &[Value], table: &str) -> Vec<(String, String)> {
+/// The HASH attribute names of a KeySchema, in order; None without any.
+fn hash_names(schema: &Value) -> Option<Vec<String>> {
+    let names: Vec<String> = schema
+        .as_array()?
+        .iter()
+        .filter(|k| k["KeyType"] == "HASH")
+        .filter_map(|k| k["AttributeName"].as_str().map(str::to_string))
+        .collect();
+    (!names.is_empty()).then_some(names)
+}
+
+/// How the report names a partition whose key has several HASH attributes: their texts
+/// joined, in schema order. None when any is missing (the item is in no partition).
+fn joined_partition_text(texts: impl IntoIterator<Item = Option<String>>) -> Option<String> {
+    texts
+        .into_iter()
+        .collect::<Option<Vec<String>>>()
+        .map(|texts| texts.join("|"))
+}
+
+/// Each GSI of `table` (`table/index`) with its partition key attributes.
+fn global_index_keys(tables: &[Value], table: &str) -> Vec<(String, Vec<String>)> {
     tables
         .iter()
         .filter(|t| t["TableName"] == table)
@@ -234,12 +254,7 @@ fn global_index_keys(tables: &[Value], table: &str) -> Vec<(String, String)> {
         .flatten()
         .filter_map(|gsi| {
             let index = gsi["IndexName"].as_str()?;
-            let hash = gsi["KeySchema"]
-                .as_array()?
-                .iter()
-                .find(|k| k["KeyType"] == "HASH")?["AttributeName"]
-                .as_str()?;
-            Some((format!("{table}/{index}"), hash.to_string()))
+            Some((format!("{table}/{index}"), hash_names(&gsi["KeySchema"])?))
         })
         .collect()
 }
@@ -272,7 +287,8 @@ fn partition_text(pattern: &Pattern, tables: &[Value]) -> Option<(String, String
     let request = &pattern.request;
     let table = request["TableName"].as_str()?;
     let index = request["IndexName"].as_str();
-    let hash = hash_key(tables, table, index)?;
+    let hashes = hash_keys(tables, table, index)?;
+    let hash = hashes.first()?;
     let target = match index {
         Some(index) if !is_local_index(tables, table, index) => format!("{table}/{index}"),
         // An LSI's partition key is its table's: its entries live on the table's partitions.
@@ -280,26 +296,28 @@ fn partition_text(pattern: &Pattern, tables: &[Value]) -> Option<(String, String
     };
     let scalar = scalar_text;
     match pattern.operation.as_str() {
-        "GetItem" | "DeleteItem" | "UpdateItem" => Some((target, scalar(&request["Key"][&hash])?)),
-        "PutItem" => Some((target, scalar(&request["Item"][&hash])?)),
+        "GetItem" | "DeleteItem" | "UpdateItem" => Some((target, scalar(&request["Key"][hash])?)),
+        "PutItem" => Some((target, scalar(&request["Item"][hash])?)),
         "Query" => {
             let condition = request["KeyConditionExpression"].as_str()?;
             let names = &request["ExpressionAttributeNames"];
-            for clause in condition.split(" AND ").chain(condition.split(" and ")) {
-                let Some((left, right)) = clause.split_once('=') else {
-                    continue;
-                };
-                let left = left.trim().trim_start_matches('(');
-                let right = right.trim().trim_end_matches(')');
-                let name = names[left].as_str().unwrap_or(left);
-                if name == hash && right.starts_with(':') {
-                    return Some((
-                        target,
-                        scalar(&request["ExpressionAttributeValues"][right])?,
-                    ));
+            // The value each HASH attribute is set equal to.
+            let equal_to = |hash: &str| {
+                for clause in condition.split(" AND ").chain(condition.split(" and ")) {
+                    let Some((left, right)) = clause.split_once('=') else {
+                        continue;
+                    };
+                    let left = left.trim().trim_start_matches('(');
+                    let right = right.trim().trim_end_matches(')');
+                    let name = names[left].as_str().unwrap_or(left);
+                    if name == hash && right.starts_with(':') {
+                        return scalar(&request["ExpressionAttributeValues"][right]);
+                    }
                 }
-            }
-            None
+                None
+            };
+            let text = joined_partition_text(hashes.iter().map(|hash| equal_to(hash)))?;
+            Some((target, text))
         }
         _ => None,
     }
@@ -324,7 +342,8 @@ pub fn compile(model: &Model, generators: &Generators) -> Result<Vec<CompiledPat
         .iter()
         .filter_map(|create| {
             let table = create["TableName"].as_str()?;
-            Some((table.to_string(), hash_key(&model.tables, table, None)?))
+            let hash = hash_keys(&model.tables, table, None)?.into_iter().next()?;
+            Some((table.to_string(), hash))
         })
         .collect();
     for pattern in &model.patterns {
@@ -1134,13 +1153,16 @@ fn gsi_loads(
         _ => None,
     };
     let mut loads = Vec::new();
-    for (target, hash) in &pattern.gsi_keys {
+    for (target, hashes) in &pattern.gsi_keys {
         let units = gsi_units.get(target).copied().unwrap_or(0.0);
         if units <= 0.0 {
             continue;
         }
-        let old = before.and_then(|item| scalar_text(&item[hash]));
-        let new = after.as_ref().and_then(|item| scalar_text(&item[hash]));
+        let text = |item: &Value| {
+            joined_partition_text(hashes.iter().map(|hash| scalar_text(&item[hash])))
+        };
+        let old = before.and_then(text);
+        let new = after.as_ref().and_then(text);
         match (old, new) {
             (Some(old), Some(new)) if old != new => {
                 loads.push((target.clone(), old, units / 2.0));

@@ -509,7 +509,7 @@ pub struct Demand<'a> {
     /// and every GSI.
     pub index: Option<&'a str>,
     /// The partition key value read or written (None: a scan, over every partition).
-    pub partition: Option<&'a AttributeValue>,
+    pub partition: Option<&'a [AttributeValue]>,
     /// The GSI partitions a write will write, as known before it runs
     /// ([`index_partitions_of`]); empty for reads.
     pub index_partitions: &'a [IndexPartition],
@@ -540,13 +540,15 @@ pub fn index_partitions_of(table: &TableDef, item: &shoal_model::Item) -> Vec<In
         .iter()
         .filter(|gsi| gsi.status != IndexStatus::Deleting)
         .filter_map(|gsi| {
-            let value = item.get(&gsi.key.hash.name)?;
-            if !gsi.key.hash.accepts(value) {
-                return None;
-            }
+            // Every HASH component of a multi-attribute key places the entry.
+            let values = gsi
+                .key
+                .hash_attributes()
+                .map(|a| item.get(&a.name).filter(|value| a.accepts(value)))
+                .collect::<Option<Vec<_>>>()?;
             Some(IndexPartition {
                 index: gsi.name.clone(),
-                value: keys::partition_prefix(value).ok()?,
+                value: keys::partition_prefix_of(&values).ok()?,
             })
         })
         .collect()
@@ -577,8 +579,9 @@ pub fn index_partition_units(
                 _ => {}
             }
         }
+        let hash_types: Vec<_> = gsi.key.hash_attributes().map(|a| a.scalar_type()).collect();
         let prefix = |key: &Vec<u8>| -> Option<Vec<u8>> {
-            let len = keys::gsi_partition_prefix_len(key, gsi.key.hash.scalar_type()).ok()?;
+            let len = keys::gsi_partition_prefix_len(key, &hash_types).ok()?;
             key.get(..len).map(<[u8]>::to_vec)
         };
         let (before, after) = (removed.and_then(prefix), added.and_then(prefix));
@@ -765,7 +768,8 @@ fn resources_of(demand: &Demand<'_>) -> Vec<(ResourceKey, Limit)> {
 /// The partition bucket a request draws from: the table's partition, or the GSI's for a
 /// read through a GSI. The limit is that of the table or GSI (it decides the exception).
 fn partition_of(demand: &Demand<'_>) -> Option<(PartitionKey, Limit)> {
-    let value = keys::partition_prefix(demand.partition?).ok()?;
+    let components: Vec<&AttributeValue> = demand.partition?.iter().collect();
+    let value = keys::partition_prefix_of(&components).ok()?;
     let gsi = match demand.kind {
         Metered::Read => demand.index.and_then(|name| {
             demand
@@ -977,10 +981,7 @@ mod tests {
         use crate::core::catalog::{KeyAttribute, KeySchema, Projection, CATALOG_FORMAT};
         let gsi = |name: &str, hash: &str, tree| GlobalIndexDef {
             name: name.into(),
-            key: KeySchema {
-                hash: KeyAttribute::new(hash, shoal_model::ScalarType::S),
-                range: None,
-            },
+            key: KeySchema::new(KeyAttribute::new(hash, shoal_model::ScalarType::S), None),
             projection: Projection::All,
             tree,
             status: IndexStatus::Active,
@@ -992,10 +993,7 @@ mod tests {
             name: "T".into(),
             id: "id".into(),
             created_at_millis: 0,
-            key: KeySchema {
-                hash: KeyAttribute::new("pk", shoal_model::ScalarType::S),
-                range: None,
-            },
+            key: KeySchema::new(KeyAttribute::new("pk", shoal_model::ScalarType::S), None),
             attribute_definitions: vec![],
             billing: BillingMode::PayPerRequest,
             tree: 1,

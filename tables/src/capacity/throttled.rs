@@ -46,7 +46,7 @@ const TOTAL: &str = "TOTAL";
 /// An item a batch or transaction processed: its table, partition key and sort key values.
 type Processed = (
     Arc<TableDef>,
-    Option<AttributeValue>,
+    Option<PartitionValue>,
     Option<AttributeValue>,
 );
 
@@ -61,8 +61,9 @@ pub(crate) trait OneTableRequest {
     fn index_name(&self) -> Option<&str> {
         None
     }
-    /// The partition key value it reads or writes (None: every partition, or unknown).
-    fn partition(&self, table: &TableDef) -> Option<AttributeValue>;
+    /// The partition key value it reads or writes (None: every partition, or unknown); a
+    /// Query of a multi-attribute GSI names every HASH component.
+    fn partition(&self, table: &TableDef) -> Option<PartitionValue>;
     /// The sort key value of the one item it reads or writes (None: not one item, or a
     /// table without a sort key): Contributor Insights' item rules count it.
     fn sort(&self, _table: &TableDef) -> Option<AttributeValue> {
@@ -94,9 +95,13 @@ pub(crate) enum Written<'a> {
     StoredAt(Option<&'a Item>),
 }
 
+/// The partition key value of a table (one attribute) or of a GSI (its HASH components in
+/// schema order).
+pub(crate) type PartitionValue = Vec<AttributeValue>;
+
 /// The partition key value of an item or key.
-fn partition_of(table: &TableDef, item: Option<&Item>) -> Option<AttributeValue> {
-    item?.get(&table.key.hash.name).cloned()
+fn partition_of(table: &TableDef, item: Option<&Item>) -> Option<PartitionValue> {
+    Some(vec![item?.get(&table.key.hash.name)?.clone()])
 }
 
 /// The sort key value of an item or key (None for a table without one).
@@ -114,7 +119,7 @@ macro_rules! one_table_request {
             $(fn index_name(&self) -> Option<&str> {
                 self.$index.as_deref()
             })?
-            fn partition(&self, $table: &TableDef) -> Option<AttributeValue> {
+            fn partition(&self, $table: &TableDef) -> Option<PartitionValue> {
                 let $request = self;
                 $partition
             }
@@ -404,7 +409,7 @@ impl Database {
             table: &table,
             kind: I::KIND,
             index: index.as_deref(),
-            partition: partition.as_ref(),
+            partition: partition.as_deref(),
             index_partitions: &index_partitions,
         };
         self.check_demand(&demand, sort.as_ref())
@@ -474,7 +479,7 @@ impl Database {
                     table,
                     kind,
                     index: None,
-                    partition: partition.as_ref(),
+                    partition: partition.as_deref(),
                     index_partitions: &[],
                 };
                 if self.capacity.throttle.enforcing() {
@@ -501,7 +506,7 @@ impl Database {
             table,
             kind,
             index: None,
-            partition: partition.as_ref(),
+            partition: partition.as_deref(),
             index_partitions: &index_partitions,
         };
         let checked = self.check_demand(&demand, sort.as_ref());

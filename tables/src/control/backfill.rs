@@ -442,14 +442,13 @@ fn entry_of<'a>(
     if !backfill_indexes(gsi, item) {
         return Ok(None);
     }
-    let value = |name: &str| item.get(name);
-    let (Some(table_pk), Some(gsi_pk)) = (value(&table.key.hash.name), value(&gsi.key.hash.name))
-    else {
+    let Some(table_pk) = item.get(&table.key.hash.name) else {
         return Ok(None);
     };
-    let table_sk = table.key.range.as_ref().and_then(|r| value(&r.name));
-    let gsi_sk = gsi.key.range.as_ref().and_then(|r| value(&r.name));
-    let key = keys::gsi_key(gsi_pk, gsi_sk, table_pk, table_sk).map_err(internal)?;
+    let table_sk = table.key.range.as_ref().and_then(|r| item.get(&r.name));
+    let Some(key) = index::gsi_entry_key(gsi, item, table_pk, table_sk)? else {
+        return Ok(None);
+    };
     let projected = index::project(table, &gsi.key, &gsi.projection, item);
     Ok(Some((key, projected)))
 }

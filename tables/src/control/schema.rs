@@ -32,7 +32,8 @@ use crate::api::control::{
 };
 use crate::core::catalog::{
     BillingMode, CapacitySettings, KeyAttribute, KeySchema, LocalIndexDef, OnDemandLimits,
-    Projection, StreamViewType, TableClass, TableSettings, Throughput,
+    Projection, StreamViewType, TableClass, TableSettings, Throughput, KEY_HASH_ATTRIBUTES_MAX,
+    KEY_RANGE_ATTRIBUTES_MAX,
 };
 
 /// Local secondary indexes per table.
@@ -137,7 +138,7 @@ pub fn validate_create_table(request: &CreateTableRequest) -> Result<TableSchema
         "table",
     )?;
     let definitions = attribute_definitions(definitions)?;
-    let key = key_schema_of(key_schema, &definitions)?;
+    let key = key_schema_of(key_schema, &definitions, false)?;
 
     let mut index_names = BTreeSet::new();
     let mut used: BTreeSet<&str> = key
@@ -298,9 +299,12 @@ fn render_key_schema(elements: &[KeySchemaElement]) -> String {
     format!("[{}]", rendered.join(", "))
 }
 
+/// `max_elements`: 2 for a table or LSI key; None for a GSI key, whose API member has no
+/// maximum since multi-attribute keys (their counts are semantic rules, `key_schema_of`).
 fn key_schema_problems(
     elements: Option<&[KeySchemaElement]>,
     path: &str,
+    max_elements: Option<usize>,
     problems: &mut Vec<String>,
 ) {
     let Some(elements) = elements else {
@@ -310,11 +314,11 @@ fn key_schema_problems(
     if elements.is_empty() {
         problems.push(violation(Some("[]"), path, &length_at_least(1)));
     }
-    if elements.len() > 2 {
+    if let Some(max) = max_elements.filter(|max| elements.len() > *max) {
         problems.push(violation(
             Some(&render_key_schema(elements)),
             path,
-            &length_at_most(2),
+            &length_at_most(max),
         ));
     }
     for (position, element) in elements.iter().enumerate() {
@@ -338,12 +342,18 @@ fn key_schema_problems(
 fn index_problems(
     name: Option<&str>,
     key_schema: Option<&[KeySchemaElement]>,
+    max_key_elements: Option<usize>,
     projection: Option<&ProjectionRequest>,
     member: &str,
     problems: &mut Vec<String>,
 ) {
     name_problems(name, &format!("{member}.indexName"), problems);
-    key_schema_problems(key_schema, &format!("{member}.keySchema"), problems);
+    key_schema_problems(
+        key_schema,
+        &format!("{member}.keySchema"),
+        max_key_elements,
+        problems,
+    );
     projection_problems(projection, &format!("{member}.projection"), problems);
 }
 
@@ -440,7 +450,12 @@ fn constraint_problems(request: &CreateTableRequest) -> Vec<String> {
             &mut problems,
         );
     }
-    key_schema_problems(request.key_schema.as_deref(), "keySchema", &mut problems);
+    key_schema_problems(
+        request.key_schema.as_deref(),
+        "keySchema",
+        Some(2),
+        &mut problems,
+    );
     if let Some(spec) = &request.stream_specification {
         crate::streams::lifecycle::specification_problems(spec, &mut problems);
     }
@@ -449,6 +464,7 @@ fn constraint_problems(request: &CreateTableRequest) -> Vec<String> {
         index_problems(
             index.index_name.as_deref(),
             index.key_schema.as_deref(),
+            Some(2),
             index.projection.as_ref(),
             &member,
             &mut problems,
@@ -464,6 +480,7 @@ fn constraint_problems(request: &CreateTableRequest) -> Vec<String> {
         index_problems(
             index.index_name.as_deref(),
             index.key_schema.as_deref(),
+            None,
             index.projection.as_ref(),
             &member,
             &mut problems,
@@ -617,15 +634,25 @@ fn attribute_definitions(
     Ok(out)
 }
 
-/// Checks a key schema against the definitions (table, LSI and GSI rules alike).
+/// Checks a key schema against the definitions (table, LSI and GSI rules alike). A GSI
+/// key (`global`) beyond one HASH and one RANGE attribute follows the multi-attribute
+/// rules of [`multi_attribute_key_schema`]; every other key, the classic ones.
 fn key_schema_of(
     elements: &[KeySchemaElement],
     definitions: &[KeyAttribute],
+    global: bool,
 ) -> Result<KeySchema, ApiError> {
     let names: Vec<&str> = elements
         .iter()
         .map(|e| e.attribute_name.as_deref().unwrap_or_default())
         .collect();
+    let hash_count = elements
+        .iter()
+        .filter(|e| e.key_type.as_deref() == Some("HASH"))
+        .count();
+    if global && (elements.len() > 2 || hash_count > 1) {
+        return multi_attribute_key_schema(elements, &names, definitions);
+    }
     if names.len() == 2 && names[0] == names[1] {
         return Err(ApiError::validation(
             "Invalid KeySchema: Some index key attribute have no definition",
@@ -661,12 +688,81 @@ fn key_schema_of(
             "Invalid KeySchema: The KeySchema is empty",
         ));
     };
-    Ok(KeySchema {
-        hash: attribute(hash)?,
-        range: match names.get(1) {
+    Ok(KeySchema::new(
+        attribute(hash)?,
+        match names.get(1) {
             Some(name) => Some(attribute(name)?),
             None => None,
         },
+    ))
+}
+
+/// A GSI key of several HASH or RANGE attributes (SPEC-3 §1.1), checked in the order
+/// DynamoDB reports: the first element, the count of each kind, HASH before RANGE,
+/// duplicate names, then the definitions. The list order is the component order.
+fn multi_attribute_key_schema(
+    elements: &[KeySchemaElement],
+    names: &[&str],
+    definitions: &[KeyAttribute],
+) -> Result<KeySchema, ApiError> {
+    let is_hash = |e: &KeySchemaElement| e.key_type.as_deref() == Some("HASH");
+    if !elements.first().is_some_and(is_hash) {
+        return Err(ApiError::validation(
+            "Invalid KeySchema: The first KeySchemaElement is not a HASH key type",
+        ));
+    }
+    let hash_count = elements.iter().filter(|e| is_hash(e)).count();
+    let range_count = elements.len() - hash_count;
+    for (count, max, kind) in [
+        (hash_count, KEY_HASH_ATTRIBUTES_MAX, "HASH"),
+        (range_count, KEY_RANGE_ATTRIBUTES_MAX, "RANGE"),
+    ] {
+        if count > max {
+            return Err(invalid(format!(
+                "The KeySchema exceeds the maximum allowed number of {kind} key attributes"
+            )));
+        }
+    }
+    if elements[hash_count..].iter().any(is_hash) {
+        return Err(invalid(
+            "All HASH key attributes must precede RANGE key attributes in the KeySchema",
+        ));
+    }
+    let mut seen = BTreeSet::new();
+    if !names.iter().all(|name| seen.insert(*name)) {
+        return Err(ApiError::validation(
+            "The KeySchema contains multiple key attributes with the same name",
+        ));
+    }
+    let definition = |name: &str| definitions.iter().find(|d| d.name == name).cloned();
+    let missing: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| definition(n).is_none())
+        .collect();
+    if !missing.is_empty() {
+        let defined: Vec<&str> = definitions.iter().map(|d| d.name.as_str()).collect();
+        return Err(invalid(format!(
+            "Some index key attributes are not defined in AttributeDefinitions. Keys: [{}], AttributeDefinitions: [{}]",
+            missing.join(", "),
+            defined.join(", ")
+        )));
+    }
+    let mut attributes = names.iter().filter_map(|name| definition(name));
+    let (Some(hash), more_hash) = (
+        attributes.next(),
+        attributes.by_ref().take(hash_count - 1).collect(),
+    ) else {
+        return Err(ApiError::validation(
+            "Invalid KeySchema: The KeySchema is empty",
+        ));
+    };
+    let range = attributes.next();
+    Ok(KeySchema {
+        hash,
+        range,
+        more_hash,
+        more_range: attributes.collect(),
     })
 }
 
@@ -742,7 +838,11 @@ fn local_indexes(
     let mut out = Vec::with_capacity(indexes.len());
     for (position, index) in indexes.iter().enumerate() {
         let name = index.index_name.clone().unwrap_or_default();
-        let key = key_schema_of(index.key_schema.as_deref().unwrap_or_default(), definitions)?;
+        let key = key_schema_of(
+            index.key_schema.as_deref().unwrap_or_default(),
+            definitions,
+            false,
+        )?;
         if key.range.is_none() {
             return Err(invalid(format!(
                 "Index KeySchema does not have a range key for index: {name}"
@@ -787,7 +887,11 @@ fn global_indexes(
     let mut out = Vec::with_capacity(indexes.len());
     for index in indexes {
         let name = index.index_name.clone().unwrap_or_default();
-        let key = key_schema_of(index.key_schema.as_deref().unwrap_or_default(), definitions)?;
+        let key = key_schema_of(
+            index.key_schema.as_deref().unwrap_or_default(),
+            definitions,
+            true,
+        )?;
         let projection = projection_of(index.projection.as_ref(), &name)?;
         let throughput = match (billing, &index.provisioned_throughput) {
             (BillingMode::PayPerRequest, Some(_)) => {

@@ -32,8 +32,8 @@ use crate::api::control::{
 };
 use crate::control::schema::{self, TableSchema};
 use crate::core::catalog::{
-    metadata_key, BillingMode, CapacitySettings, GlobalIndexDef, IndexStatus, KeySchema,
-    OnDemandLimits, Projection, TableDef, Throughput, CATALOG_FORMAT,
+    metadata_key, BillingMode, CapacitySettings, GlobalIndexDef, IndexStatus, KeyAttribute,
+    KeySchema, OnDemandLimits, Projection, TableDef, Throughput, CATALOG_FORMAT,
 };
 use crate::core::clock::epoch_seconds;
 use crate::core::clock::now_millis;
@@ -330,16 +330,16 @@ pub(crate) fn table_def(
     }
 }
 
+/// The KeySchema as declared: every HASH element, then every RANGE one, in schema order.
 pub(crate) fn key_schema_elements(key: &KeySchema) -> Vec<KeySchemaElement> {
-    let element = |name: &str, key_type: &str| KeySchemaElement {
-        attribute_name: Some(name.to_string()),
+    let element = |attribute: &KeyAttribute, key_type: &str| KeySchemaElement {
+        attribute_name: Some(attribute.name.clone()),
         key_type: Some(key_type.to_string()),
     };
-    let mut elements = vec![element(&key.hash.name, "HASH")];
-    if let Some(range) = &key.range {
-        elements.push(element(&range.name, "RANGE"));
-    }
-    elements
+    key.hash_attributes()
+        .map(|a| element(a, "HASH"))
+        .chain(key.range_attributes().map(|a| element(a, "RANGE")))
+        .collect()
 }
 
 pub(crate) fn projection_description(projection: &Projection) -> ProjectionDescription {

@@ -46,8 +46,7 @@ use shoal_model::{ApiError, ErrorCode, ScalarType};
 use crate::api::common::{table_name_of, validation_errors};
 use crate::api::constraint::{enum_value_set, violation};
 use crate::api::control::{
-    AttributeDefinition, CreateTableRequest, DescribeTableRequest, KeySchemaElement,
-    ProvisionedThroughput,
+    AttributeDefinition, CreateTableRequest, DescribeTableRequest, ProvisionedThroughput,
 };
 use crate::api::update_table::{
     CreateGlobalSecondaryIndexAction, UpdateTableRequest, UpdateTableResponse,
@@ -693,7 +692,7 @@ fn validate_create(
                 })
                 .collect(),
         ),
-        key_schema: Some(table_key_elements(table)),
+        key_schema: Some(crate::control::tables::key_schema_elements(&table.key)),
         local_secondary_indexes: None,
         global_secondary_indexes: Some(vec![action.clone()]),
         billing_mode: Some(
@@ -740,16 +739,4 @@ fn render_definition(name: &str, ty: ScalarType) -> String {
         "AttributeDefinition(attributeName={name}, attributeType={})",
         ty.as_str()
     )
-}
-
-fn table_key_elements(table: &TableDef) -> Vec<KeySchemaElement> {
-    let element = |name: &str, key_type: &str| KeySchemaElement {
-        attribute_name: Some(name.to_string()),
-        key_type: Some(key_type.to_string()),
-    };
-    let mut elements = vec![element(&table.key.hash.name, "HASH")];
-    if let Some(range) = &table.key.range {
-        elements.push(element(&range.name, "RANGE"));
-    }
-    elements
 }

@@ -98,20 +98,62 @@ impl KeyAttribute {
 }
 
 /// A primary key or index key schema: hash key and optional range key.
+///
+/// A GSI key may have up to 4 HASH and 4 RANGE attributes (multi-attribute keys, SPEC-3
+/// §1): `hash` and `range` are the first of each, `more_hash` and `more_range` the rest in
+/// schema order (`more_range` only when `range` is set). Tables and LSIs never have more.
+/// The extra lists are left out of the stored JSON when empty, so definitions stored
+/// before multi-attribute keys read unchanged and single-attribute ones are written as
+/// before.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeySchema {
     pub hash: KeyAttribute,
     pub range: Option<KeyAttribute>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_hash: Vec<KeyAttribute>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_range: Vec<KeyAttribute>,
 }
 
+/// HASH attributes of a multi-attribute GSI key, at most.
+pub const KEY_HASH_ATTRIBUTES_MAX: usize = 4;
+/// RANGE attributes of a multi-attribute GSI key, at most.
+pub const KEY_RANGE_ATTRIBUTES_MAX: usize = 4;
+
 impl KeySchema {
-    /// The key attribute names, hash first.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        std::iter::once(self.hash.name.as_str()).chain(self.range.as_ref().map(|r| r.name.as_str()))
+    /// A key of one hash attribute and at most one range attribute.
+    pub fn new(hash: KeyAttribute, range: Option<KeyAttribute>) -> KeySchema {
+        KeySchema {
+            hash,
+            range,
+            more_hash: Vec::new(),
+            more_range: Vec::new(),
+        }
     }
 
+    /// The key attribute names in schema order: every HASH attribute, then every RANGE one.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.attributes().map(|a| a.name.as_str())
+    }
+
+    /// The key attributes in schema order: every HASH attribute, then every RANGE one.
     pub fn attributes(&self) -> impl Iterator<Item = &KeyAttribute> {
-        std::iter::once(&self.hash).chain(self.range.as_ref())
+        self.hash_attributes().chain(self.range_attributes())
+    }
+
+    /// The HASH attributes in schema order (one, or up to 4 on a GSI).
+    pub fn hash_attributes(&self) -> impl Iterator<Item = &KeyAttribute> {
+        std::iter::once(&self.hash).chain(self.more_hash.iter())
+    }
+
+    /// The RANGE attributes in schema order (none, one, or up to 4 on a GSI).
+    pub fn range_attributes(&self) -> impl Iterator<Item = &KeyAttribute> {
+        self.range.iter().chain(self.more_range.iter())
+    }
+
+    /// Whether the key has more than one HASH or more than one RANGE attribute.
+    pub fn is_multi_attribute(&self) -> bool {
+        !self.more_hash.is_empty() || !self.more_range.is_empty()
     }
 }
 
@@ -568,10 +610,7 @@ mod tests {
             name: "T".into(),
             id: "id".into(),
             created_at_millis: 0,
-            key: KeySchema {
-                hash: KeyAttribute::new("pk", ScalarType::S),
-                range: None,
-            },
+            key: KeySchema::new(KeyAttribute::new("pk", ScalarType::S), None),
             attribute_definitions: vec![KeyAttribute::new("pk", ScalarType::S)],
             billing: BillingMode::PayPerRequest,
             tree: 1,

@@ -350,6 +350,7 @@ impl Checker<'_> {
             return Ok(());
         }
         let gsi = &table.global_indexes[position];
+        let gsi_types: Vec<_> = gsi.key.attributes().map(|a| a.scalar_type()).collect();
         let scope = format!("global index {}", gsi.name);
         self.progress
             .locating(Some(format!("table {}, {scope}", table.name)));
@@ -361,13 +362,8 @@ impl Checker<'_> {
         while !self.report.is_full() && cursor.advance().map_err(internal)? {
             let key = cursor.key();
             let entry = decode_item(cursor.value()).map_err(internal)?;
-            let base_key = keys::base_key_of_gsi_entry(
-                key,
-                gsi.key.hash.scalar_type(),
-                gsi.key.range.as_ref().map(|r| r.scalar_type()),
-                table.key.hash.scalar_type(),
-            )
-            .ok();
+            let base_key =
+                keys::base_key_of_gsi_entry(key, &gsi_types, table.key.hash.scalar_type()).ok();
             found += self.trace(
                 table,
                 Some(IndexRef::Global(position)),

@@ -8,7 +8,7 @@
 
 use shoal_model::{ApiError, AttributeValue, Item};
 
-use crate::core::catalog::{GlobalIndexDef, KeySchema, Projection, TableDef};
+use crate::core::catalog::{GlobalIndexDef, KeyAttribute, KeySchema, Projection, TableDef};
 use crate::core::item_codec::encode_attributes;
 use crate::core::keys;
 
@@ -78,17 +78,9 @@ pub fn entries_for<'a>(table: &TableDef, item: &'a Item) -> Result<Vec<IndexEntr
         ));
     }
     for (position, gsi) in table.global_indexes.iter().enumerate() {
-        let Some(gsi_pk) = item.get(&gsi.key.hash.name) else {
+        let Some(key) = gsi_entry_key(gsi, item, table_pk, table_sk)? else {
             continue;
         };
-        let gsi_sk = match &gsi.key.range {
-            Some(range) => match item.get(&range.name) {
-                Some(value) => Some(value),
-                None => continue,
-            },
-            None => None,
-        };
-        let key = keys::gsi_key(gsi_pk, gsi_sk, table_pk, table_sk).map_err(internal)?;
         entries.push(entry(
             IndexRef::Global(position),
             key,
@@ -99,6 +91,31 @@ pub fn entries_for<'a>(table: &TableDef, item: &'a Item) -> Result<Vec<IndexEntr
         ));
     }
     Ok(entries)
+}
+
+/// The storage key of `item`'s entry in `gsi`, or None when the item lacks any of the
+/// index's key attributes (HASH or RANGE, every component of a multi-attribute key: such
+/// an item is not in the index). The write path and the backfill both build keys here.
+pub fn gsi_entry_key(
+    gsi: &GlobalIndexDef,
+    item: &Item,
+    table_pk: &AttributeValue,
+    table_sk: Option<&AttributeValue>,
+) -> Result<Option<Vec<u8>>, ApiError> {
+    let values = |attributes: &mut dyn Iterator<Item = &KeyAttribute>| {
+        attributes
+            .map(|a| item.get(&a.name))
+            .collect::<Option<Vec<&AttributeValue>>>()
+    };
+    let (Some(hash), Some(range)) = (
+        values(&mut gsi.key.hash_attributes()),
+        values(&mut gsi.key.range_attributes()),
+    ) else {
+        return Ok(None);
+    };
+    keys::gsi_key_of(&hash, &range, table_pk, table_sk)
+        .map(Some)
+        .map_err(internal)
 }
 
 fn entry<'a>(
@@ -226,7 +243,9 @@ pub fn check_index_keys(table: &TableDef, item: &Item, via_update: bool) -> Resu
         .collect();
     indexes.sort_by(|a, b| a.0.cmp(b.0));
     for (index_name, key) in indexes {
+        let hash_count = key.hash_attributes().count();
         for (position, attribute) in key.attributes().enumerate() {
+            let is_hash = position < hash_count;
             // The table's own key attributes are checked (with their own texts) elsewhere.
             if table.key.names().any(|n| n == attribute.name) {
                 continue;
@@ -260,13 +279,17 @@ pub fn check_index_keys(table: &TableDef, item: &Item, via_update: bool) -> Resu
                     )
                 }));
             }
-            let limit = if position == 0 {
+            if !single_side(key, is_hash) {
+                // Measured as a sum below.
+                continue;
+            }
+            let limit = if is_hash {
                 HASH_KEY_BYTES_MAX
             } else {
                 RANGE_KEY_BYTES_MAX
             };
             if key_value_bytes(value) > limit {
-                return Err(ApiError::validation(if position == 0 {
+                return Err(ApiError::validation(if is_hash {
                     format!(
                         "One or more parameter values were invalid: Size of hashkey has exceeded the maximum size limit of{HASH_KEY_BYTES_MAX} bytes"
                     )
@@ -277,8 +300,53 @@ pub fn check_index_keys(table: &TableDef, item: &Item, via_update: bool) -> Resu
                 }));
             }
         }
+        if let Some(message) = aggregate_size_problem(key, item, index_name) {
+            return Err(ApiError::validation(message));
+        }
     }
     Ok(())
+}
+
+/// Whether one side (HASH or RANGE) of `key` is a single attribute, measured on its own.
+fn single_side(key: &KeySchema, hash: bool) -> bool {
+    if hash {
+        key.more_hash.is_empty()
+    } else {
+        key.more_range.is_empty()
+    }
+}
+
+/// The size rule of a side with several attributes (SPEC-3 §1.3, DynamoDB Local's rule):
+/// the sum of the present HASH components may not exceed 2048 bytes, of the RANGE
+/// components 1024 bytes. A side of one attribute keeps its own per-value rule.
+fn aggregate_size_problem(key: &KeySchema, item: &Item, index_name: &str) -> Option<String> {
+    let sides = [
+        (false, "HASH", HASH_KEY_BYTES_MAX),
+        (true, "RANGE", RANGE_KEY_BYTES_MAX),
+    ];
+    for (range, kind, limit) in sides {
+        if single_side(key, !range) {
+            continue;
+        }
+        let attributes: Vec<&KeyAttribute> = if range {
+            key.range_attributes().collect()
+        } else {
+            key.hash_attributes().collect()
+        };
+        let size: usize = attributes
+            .iter()
+            .filter_map(|a| item.get(&a.name))
+            .map(key_value_bytes)
+            .sum();
+        if size > limit {
+            let names: Vec<&str> = attributes.iter().map(|a| a.name.as_str()).collect();
+            return Some(format!(
+                "Aggregate size for {kind} key attributes {} of index {index_name} has exceeded limit {limit} bytes, with actual size {size} bytes",
+                names.join(",")
+            ));
+        }
+    }
+    None
 }
 
 /// Size of a key value as the key limits measure it (S: UTF-8 bytes, B: bytes, N: its
@@ -303,14 +371,16 @@ fn internal(error: shoal_model::keycodec::KeyCodecError) -> ApiError {
 /// the declared type, not an empty S/B, within the key size limits. Items failing this are
 /// left out of the index (SPEC §2.3); writes never store such items once the index exists.
 pub fn backfill_indexes(gsi: &GlobalIndexDef, item: &Item) -> bool {
+    let hash_count = gsi.key.hash_attributes().count();
     gsi.key
         .attributes()
         .enumerate()
         .all(|(position, attribute)| {
-            let limit = if position == 0 {
-                HASH_KEY_BYTES_MAX
-            } else {
-                RANGE_KEY_BYTES_MAX
+            let is_hash = position < hash_count;
+            let limit = match (is_hash, single_side(&gsi.key, is_hash)) {
+                (true, true) => HASH_KEY_BYTES_MAX,
+                (false, true) => RANGE_KEY_BYTES_MAX,
+                (_, false) => usize::MAX,
             };
             item.get(&attribute.name).is_some_and(|value| {
                 attribute.accepts(value)
@@ -318,6 +388,7 @@ pub fn backfill_indexes(gsi: &GlobalIndexDef, item: &Item) -> bool {
                     && key_value_bytes(value) <= limit
             })
         })
+        && aggregate_size_problem(&gsi.key, item, &gsi.name).is_none()
 }
 
 #[cfg(test)]
@@ -330,9 +401,11 @@ mod tests {
     use shoal_model::ScalarType;
 
     fn table() -> TableDef {
-        let key = |h: &str, r: Option<&str>| KeySchema {
-            hash: KeyAttribute::new(h, ScalarType::S),
-            range: r.map(|r| KeyAttribute::new(r, ScalarType::S)),
+        let key = |h: &str, r: Option<&str>| {
+            KeySchema::new(
+                KeyAttribute::new(h, ScalarType::S),
+                r.map(|r| KeyAttribute::new(r, ScalarType::S)),
+            )
         };
         TableDef {
             format: CATALOG_FORMAT,
@@ -490,10 +563,10 @@ mod tests {
     fn city_age_gsi() -> GlobalIndexDef {
         GlobalIndexDef {
             name: "ByCity".into(),
-            key: KeySchema {
-                hash: KeyAttribute::new("city", ScalarType::S),
-                range: Some(KeyAttribute::new("age", ScalarType::N)),
-            },
+            key: KeySchema::new(
+                KeyAttribute::new("city", ScalarType::S),
+                Some(KeyAttribute::new("age", ScalarType::N)),
+            ),
             projection: Projection::All,
             tree: 2,
             status: IndexStatus::Creating { backfilling: true },

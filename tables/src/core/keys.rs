@@ -9,6 +9,22 @@
 //! GSI tree:    hash64(gsi pk) | gsi pk | gsi sk | table pk | table sk    (ties ordered by table key)
 //! ```
 //!
+//! A GSI with a multi-attribute key (SPEC-3 §1: HASH attributes H1..Hm, m ≤ 4, and RANGE
+//! attributes R1..Rn, n ≤ 4) stores its entries under
+//!
+//! ```text
+//! GSI tree:    hash64(H1..Hm) | H1 | … | Hm | R1 | … | Rn | table pk | table sk
+//! ```
+//!
+//! where `H1 | … | Hm` is the concatenation of each component's own encoding (each keeps
+//! its type, S, N or B) and `hash64` runs over those concatenated bytes. Because every
+//! component encoding is self-delimiting and order-preserving, byte order of the
+//! concatenation is the tuple order DynamoDB sorts by: R1 first, then R2 among equal R1,
+//! and so on, each by its own type. One HASH and at most one RANGE attribute is the
+//! single-attribute layout above byte for byte, so GSIs stored before multi-attribute keys
+//! existed read unchanged. A query's equality conditions on R1..Rk-1 extend the partition
+//! prefix, and its condition on Rk becomes a [`sort_range`] after it.
+//!
 //! `hash64` is 8 bytes, big-endian; every other component is a key value in the
 //! order-preserving, self-delimiting encoding of `shoal_model::keycodec`, so byte order is
 //! DynamoDB order and a key can be decoded back into attribute values (LastEvaluatedKey).
@@ -61,8 +77,16 @@ pub fn encode_value(value: &AttributeValue, out: &mut Vec<u8>) -> Result<(), Key
 /// `hash64(pk) | pk`: the prefix every key of one item collection (or one GSI partition)
 /// starts with.
 pub fn partition_prefix(pk: &AttributeValue) -> Result<Vec<u8>, KeyCodecError> {
-    let mut encoded = Vec::with_capacity(24);
-    encode_key_value(pk, &mut encoded)?;
+    partition_prefix_of(&[pk])
+}
+
+/// `hash64(H1..Hm) | H1 | … | Hm`: the prefix of one partition of a GSI whose HASH key has
+/// the components `hash` (one for every table and single-attribute GSI).
+pub fn partition_prefix_of(hash: &[&AttributeValue]) -> Result<Vec<u8>, KeyCodecError> {
+    let mut encoded = Vec::with_capacity(24 * hash.len());
+    for value in hash {
+        encode_key_value(value, &mut encoded)?;
+    }
     let mut out = Vec::with_capacity(HASH_BYTES + encoded.len() + 24);
     out.extend_from_slice(&hash64(&encoded).to_be_bytes());
     out.extend_from_slice(&encoded);
@@ -116,9 +140,21 @@ pub fn gsi_key(
     table_pk: &AttributeValue,
     table_sk: Option<&AttributeValue>,
 ) -> Result<Vec<u8>, KeyCodecError> {
-    let mut key = partition_prefix(gsi_pk)?;
-    if let Some(sk) = gsi_sk {
-        encode_key_value(sk, &mut key)?;
+    let range: Vec<&AttributeValue> = gsi_sk.into_iter().collect();
+    gsi_key_of(&[gsi_pk], &range, table_pk, table_sk)
+}
+
+/// The key of a GSI entry whose key has the HASH components `hash` and the RANGE
+/// components `range`, in schema order (see the module docs).
+pub fn gsi_key_of(
+    hash: &[&AttributeValue],
+    range: &[&AttributeValue],
+    table_pk: &AttributeValue,
+    table_sk: Option<&AttributeValue>,
+) -> Result<Vec<u8>, KeyCodecError> {
+    let mut key = partition_prefix_of(hash)?;
+    for value in range {
+        encode_key_value(value, &mut key)?;
     }
     encode_key_value(table_pk, &mut key)?;
     if let Some(sk) = table_sk {
@@ -137,13 +173,18 @@ pub fn split_table_key(key: &[u8], pk_type: ScalarType) -> Result<(usize, u8), K
 }
 
 /// The length of `hash64(gsi pk) | gsi pk` in a GSI-tree key: the partition prefix
-/// ([`partition_prefix`]) of the GSI partition the entry lives on.
+/// ([`partition_prefix_of`]) of the GSI partition the entry lives on. `gsi_hash_types`
+/// are the types of the HASH components in schema order.
 pub fn gsi_partition_prefix_len(
     key: &[u8],
-    gsi_hash_type: ScalarType,
+    gsi_hash_types: &[ScalarType],
 ) -> Result<usize, KeyCodecError> {
-    let encoded_pk = key.get(HASH_BYTES..).ok_or(KeyCodecError::Truncated)?;
-    Ok(HASH_BYTES + encoded_key_value_len(encoded_pk, gsi_hash_type)?)
+    let mut len = HASH_BYTES;
+    for ty in gsi_hash_types {
+        let rest = key.get(len..).ok_or(KeyCodecError::Truncated)?;
+        len += encoded_key_value_len(rest, *ty)?;
+    }
+    Ok(len)
 }
 
 /// The key of the base item an LSI entry was derived from: the entry's key is
@@ -166,16 +207,16 @@ pub fn base_key_of_lsi_entry(
 
 /// The key of the base item a GSI entry was derived from: the entry's key is
 /// `hash64(gsi pk) | gsi pk | gsi sk | table pk | table sk`, the item's
-/// `hash64(table pk) | table pk | 0x00 | table sk`.
+/// `hash64(table pk) | table pk | 0x00 | table sk`. `gsi_types` are the types of every
+/// GSI key component (HASH then RANGE, schema order).
 pub fn base_key_of_gsi_entry(
     key: &[u8],
-    gsi_hash_type: ScalarType,
-    gsi_range_type: Option<ScalarType>,
+    gsi_types: &[ScalarType],
     table_hash_type: ScalarType,
 ) -> Result<Vec<u8>, KeyCodecError> {
     let mut rest = key.get(HASH_BYTES..).ok_or(KeyCodecError::Truncated)?;
-    for ty in std::iter::once(gsi_hash_type).chain(gsi_range_type) {
-        rest = &rest[encoded_key_value_len(rest, ty)?..];
+    for ty in gsi_types {
+        rest = &rest[encoded_key_value_len(rest, *ty)?..];
     }
     let (table_pk, table_sk) = rest.split_at(encoded_key_value_len(rest, table_hash_type)?);
     let mut base = Vec::with_capacity(HASH_BYTES + rest.len() + 1);
@@ -374,10 +415,10 @@ mod tests {
         for (gsi_pk, gsi_sk) in [(s("PENDING"), Some(n("7"))), (n("-1.5"), None)] {
             let key = gsi_key(&gsi_pk, gsi_sk.as_ref(), &s("item"), Some(&n("3"))).unwrap();
             let ty = gsi_pk.as_scalar_type().unwrap();
-            let len = gsi_partition_prefix_len(&key, ty).unwrap();
+            let len = gsi_partition_prefix_len(&key, &[ty]).unwrap();
             assert_eq!(key[..len], partition_prefix(&gsi_pk).unwrap());
         }
-        assert!(gsi_partition_prefix_len(&[0; 4], ScalarType::S).is_err());
+        assert!(gsi_partition_prefix_len(&[0; 4], &[ScalarType::S]).is_err());
     }
 
     #[test]
@@ -455,18 +496,18 @@ mod tests {
         );
         let gsi = gsi_key(&n("7"), Some(&s("g")), &pk, Some(&sk)).unwrap();
         assert_eq!(
-            base_key_of_gsi_entry(&gsi, ScalarType::N, Some(ScalarType::S), ScalarType::S).unwrap(),
+            base_key_of_gsi_entry(&gsi, &[ScalarType::N, ScalarType::S], ScalarType::S).unwrap(),
             base
         );
         // Without sort keys on either side.
         let hash_only = gsi_key(&s("g"), None, &pk, None).unwrap();
         assert_eq!(
-            base_key_of_gsi_entry(&hash_only, ScalarType::S, None, ScalarType::S).unwrap(),
+            base_key_of_gsi_entry(&hash_only, &[ScalarType::S], ScalarType::S).unwrap(),
             base_key(&pk, None).unwrap()
         );
         // A key too short for its schema is an error, not a panic.
         assert!(
-            base_key_of_gsi_entry(&gsi[..HASH_BYTES], ScalarType::N, None, ScalarType::S).is_err()
+            base_key_of_gsi_entry(&gsi[..HASH_BYTES], &[ScalarType::N], ScalarType::S).is_err()
         );
         assert!(base_key_of_lsi_entry(&lsi[..prefix_len], prefix_len, ScalarType::S).is_err());
     }

@@ -777,10 +777,10 @@ mod tests {
     }
 
     fn schema(hash: &str, range: Option<&str>) -> KeySchema {
-        KeySchema {
-            hash: KeyAttribute::new(hash, ScalarType::S),
-            range: range.map(|r| KeyAttribute::new(r, ScalarType::S)),
-        }
+        KeySchema::new(
+            KeyAttribute::new(hash, ScalarType::S),
+            range.map(|r| KeyAttribute::new(r, ScalarType::S)),
+        )
     }
 
     /// The scenario table of capacity-index-writes.json: pk/sk, LSI ByL on l (KEYS_ONLY),

@@ -233,7 +233,7 @@ impl Contributors {
         &self,
         table: &TableDef,
         index: Option<&str>,
-        partition: &AttributeValue,
+        partition: &[AttributeValue],
         sort: Option<&AttributeValue>,
         units: f64,
     ) {
@@ -247,13 +247,13 @@ impl Contributors {
         &self,
         table: &TableDef,
         index: Option<&str>,
-        partition: &AttributeValue,
+        partition: &[AttributeValue],
         sort: Option<&AttributeValue>,
     ) {
         self.add(table, index, partition, sort, true, 1.0);
     }
 
-    /// Write units put on a GSI partition known only by its encoded key (`keys::partition_prefix`).
+    /// Write units put on a GSI partition known only by its encoded key (`core::keys`).
     pub(crate) fn accessed_encoded_partition(
         &self,
         table: &TableDef,
@@ -264,22 +264,29 @@ impl Contributors {
         let Some(gsi) = table.global_indexes.iter().find(|gsi| gsi.name == index) else {
             return;
         };
-        // The hash of the encoded value comes first (8 bytes), then the value.
-        let kind = match gsi.key.hash.ty {
-            ScalarTypeDef::S => ScalarType::S,
-            ScalarTypeDef::N => ScalarType::N,
-            ScalarTypeDef::B => ScalarType::B,
-        };
-        if let Some(Ok((value, _))) = encoded.get(8..).map(|rest| decode_key_value(rest, kind)) {
-            self.accessed(table, Some(index), &value, None, write_units * 3.0);
+        // The hash of the encoded values comes first (8 bytes), then each HASH component.
+        let mut rest = encoded.get(8..).unwrap_or_default();
+        let mut values = Vec::new();
+        for attribute in gsi.key.hash_attributes() {
+            let kind = match attribute.ty {
+                ScalarTypeDef::S => ScalarType::S,
+                ScalarTypeDef::N => ScalarType::N,
+                ScalarTypeDef::B => ScalarType::B,
+            };
+            let Ok((value, used)) = decode_key_value(rest, kind) else {
+                return;
+            };
+            values.push(value);
+            rest = rest.get(used..).unwrap_or_default();
         }
+        self.accessed(table, Some(index), &values, None, write_units * 3.0);
     }
 
     fn add(
         &self,
         table: &TableDef,
         index: Option<&str>,
-        partition: &AttributeValue,
+        partition: &[AttributeValue],
         sort: Option<&AttributeValue>,
         throttle: bool,
         amount: f64,
@@ -300,7 +307,8 @@ impl Contributors {
             return;
         }
         let entry = followed.entry(key).or_default();
-        let partition_text = key_text(partition);
+        // A multi-attribute GSI partition is named by its HASH components in schema order.
+        let partition_text = partition.iter().map(key_text).collect::<Vec<_>>().join("|");
         for rule in Rule::ALL {
             if rule.counts_throttles() != throttle || !rule.exists(true, throttled_only) {
                 continue;

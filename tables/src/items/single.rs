@@ -482,9 +482,11 @@ mod tests {
     use shoal_model::ScalarType;
 
     fn table() -> TableDef {
-        let schema = |hash: &str, range: Option<&str>| KeySchema {
-            hash: KeyAttribute::new(hash, ScalarType::S),
-            range: range.map(|r| KeyAttribute::new(r, ScalarType::S)),
+        let schema = |hash: &str, range: Option<&str>| {
+            KeySchema::new(
+                KeyAttribute::new(hash, ScalarType::S),
+                range.map(|r| KeyAttribute::new(r, ScalarType::S)),
+            )
         };
         TableDef {
             format: CATALOG_FORMAT,

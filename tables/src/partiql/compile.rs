@@ -674,12 +674,30 @@ pub(crate) struct CompiledSelect {
     pub projection: Option<Vec<Path>>,
 }
 
+/// PartiQL reads no index with a multi-attribute key (SPEC-3 §1.5): refused after the
+/// statement parsed and before any rule of its WHERE clause.
+pub(crate) fn refuse_multi_attribute_index(
+    table: &TableDef,
+    index: Option<&str>,
+) -> Result<(), ApiError> {
+    let multi = index
+        .and_then(|name| table.global_index(name))
+        .is_some_and(|gsi| gsi.key.is_multi_attribute());
+    if multi {
+        return Err(ApiError::validation(
+            "PartiQL statements cannot be executed on tables with multi-attribute HASH keys or multi-attribute RANGE keys.",
+        ));
+    }
+    Ok(())
+}
+
 /// The key schema a SELECT reads by: the table's, or its named index's (with the index's
 /// projection).
 fn read_schema<'t>(
     table: &'t TableDef,
     index: Option<&str>,
 ) -> Result<(&'t KeySchema, Option<&'t IndexProjection>, bool), ApiError> {
+    refuse_multi_attribute_index(table, index)?;
     let Some(index) = index else {
         return Ok((&table.key, None, false));
     };

@@ -33,7 +33,7 @@ use crate::core::catalog::{
     GlobalIndexDef, IndexStatus, KeyAttribute, KeySchema, LocalIndexDef, Projection, TableDef,
 };
 use crate::core::error::internal;
-use crate::core::index::projects;
+use crate::core::index::{self, projects};
 use crate::core::item_codec::decode_item;
 use crate::core::keys;
 use crate::core::units::{read_blocks, read_units, ReadConsistency, READ_UNIT_BYTES};
@@ -183,12 +183,10 @@ impl<'t> ReadTarget<'t> {
                     .ok_or_else(|| internal(format!("index {} has no sort key", lsi.name)))?;
                 keys::lsi_key(table_pk, lsi.section, lsi_sk, table_sk)
             }
-            ReadTarget::Global(gsi) => keys::gsi_key(
-                value(&gsi.key.hash)?,
-                optional(gsi.key.range.as_ref())?,
-                table_pk,
-                table_sk,
-            ),
+            ReadTarget::Global(gsi) => {
+                return index::gsi_entry_key(gsi, position, table_pk, table_sk)?
+                    .ok_or_else(|| internal(format!("start key lacks a key of {}", gsi.name)));
+            }
         };
         key.map_err(internal)
     }

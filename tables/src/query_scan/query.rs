@@ -203,7 +203,10 @@ impl Database {
 
 /// The partition key value a Query reads, for capacity emulation: None when its key
 /// condition does not parse (the Query itself then answers why).
-pub(crate) fn query_partition(table: &TableDef, request: &QueryRequest) -> Option<AttributeValue> {
+pub(crate) fn query_partition(
+    table: &TableDef,
+    request: &QueryRequest,
+) -> Option<Vec<AttributeValue>> {
     let target = ReadTarget::resolve(table, request.index_name.as_deref()).ok()?;
     let view = schema_view(target.key_schema(table));
     let mut context = Context::new(
@@ -218,7 +221,7 @@ pub(crate) fn query_partition(table: &TableDef, request: &QueryRequest) -> Optio
         (None, Some(conditions)) => legacy::key_conditions(conditions, &view).ok()?,
         (None, None) => return None,
     };
-    Some(key_condition.hash_value)
+    Some(key_condition.hash_values().into_iter().cloned().collect())
 }
 
 /// The key condition's rules that need no key schema (syntax, placeholders, operators,
@@ -231,13 +234,13 @@ fn check_key_condition_alone(
     request: &QueryRequest,
     key_conditions: Option<&std::collections::BTreeMap<String, legacy::LegacyCondition>>,
 ) -> Result<(), ApiError> {
-    let nameless = KeySchemaView {
-        hash_key: shoal_expr::KeyAttribute {
+    let nameless = KeySchemaView::new(
+        shoal_expr::KeyAttribute {
             name: String::new(),
             scalar_type: shoal_model::ScalarType::S,
         },
-        range_key: None,
-    };
+        None,
+    );
     let checked = match (&request.key_condition_expression, key_conditions) {
         (Some(text), _) => context.parse_key_condition(text, &nameless),
         (None, Some(conditions)) => legacy::key_conditions(conditions, &nameless),
@@ -263,6 +266,8 @@ fn schema_view(schema: &KeySchema) -> KeySchemaView {
     KeySchemaView {
         hash_key: view(&schema.hash),
         range_key: schema.range.as_ref().map(view),
+        more_hash_keys: schema.more_hash.iter().map(view).collect(),
+        more_range_keys: schema.more_range.iter().map(view).collect(),
     }
 }
 
@@ -287,11 +292,17 @@ fn query_range(
     target: ReadTarget<'_>,
     condition: &KeyCondition,
 ) -> Result<KeyRange, ApiError> {
-    let mut prefix = keys::partition_prefix(&condition.hash_value).map_err(internal)?;
+    let mut prefix = keys::partition_prefix_of(&condition.hash_values()).map_err(internal)?;
     match target {
         ReadTarget::Table => prefix.push(keys::SECTION_BASE),
         ReadTarget::Local(lsi) => prefix.push(lsi.section),
-        ReadTarget::Global(_) => {}
+        ReadTarget::Global(_) => {
+            // Equalities on R1..Rk-1 of a multi-attribute key narrow the prefix; the
+            // condition on Rk ranges after it (`keys` module docs).
+            for value in &condition.range_equalities {
+                keys::encode_value(value, &mut prefix).map_err(internal)?;
+            }
+        }
     }
     debug_assert!(table.key.range.is_some() || !matches!(target, ReadTarget::Local(_)));
     keys::sort_range(&prefix, condition.sort.as_ref()).map_err(internal)
@@ -316,11 +327,26 @@ fn check_query_start_key(
     if reads_one_item(table, target) {
         return Err(ApiError::validation(CANNOT_BE_RESTARTED));
     }
-    let sort_matches = match (&condition.sort, &schema.range) {
-        (Some(sort), Some(range)) => start_key.get(&range.name).is_some_and(|v| sort.matches(v)),
-        _ => true,
-    };
-    if start_key.get(&schema.hash.name) != Some(&condition.hash_value) {
+    // The RANGE attributes the condition names: equalities on the first ones (a
+    // multi-attribute key's prefix), then the sort condition.
+    let mut ranges = schema.range_attributes();
+    let equalities_match = condition
+        .range_equalities
+        .iter()
+        .zip(ranges.by_ref())
+        .all(|(value, range)| start_key.get(&range.name) == Some(value));
+    let sort_matches = equalities_match
+        && match (&condition.sort, ranges.next()) {
+            (Some(sort), Some(range)) => {
+                start_key.get(&range.name).is_some_and(|v| sort.matches(v))
+            }
+            _ => true,
+        };
+    let hash_matches = schema
+        .hash_attributes()
+        .zip(condition.hash_values())
+        .all(|(hash, value)| start_key.get(&hash.name) == Some(value));
+    if !hash_matches {
         // A GSI entry whose sort part still fits names no row of this query at all.
         return Err(ApiError::validation(
             if matches!(target, ReadTarget::Global(_)) && sort_matches {

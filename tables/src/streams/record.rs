@@ -455,10 +455,7 @@ mod tests {
             name: "T".into(),
             id: "id".into(),
             created_at_millis: 0,
-            key: KeySchema {
-                hash: KeyAttribute::new("pk", ScalarType::S),
-                range: None,
-            },
+            key: KeySchema::new(KeyAttribute::new("pk", ScalarType::S), None),
             attribute_definitions: vec![],
             billing: BillingMode::PayPerRequest,
             tree: 1,

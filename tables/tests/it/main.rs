@@ -26,6 +26,8 @@ mod control_transient;
 mod dispatch_text;
 mod eventual_consistency;
 mod export;
+mod gsi_multi_attribute;
+mod gsi_multi_attribute_model;
 mod gsi_online_backfill;
 mod gsi_online_crash;
 mod gsi_online_rules;
