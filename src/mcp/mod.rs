@@ -76,14 +76,20 @@ pub fn run(args: McpArgs) -> Result<(), String> {
         }
     };
     let handler = ShoalMcp::new(target, endpoint);
+    // An endpoint's idle clients each own a runtime, which may not be dropped inside the
+    // async runtime: this reference is the last one, dropped after the runtime.
+    let last = handler.clone();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         match http {
             Some((address, token)) => transport::serve_http(handler, address, token).await,
             None => transport::serve_stdio(handler).await,
         }
-    })
+    });
+    drop(runtime);
+    drop(last);
+    served
 }

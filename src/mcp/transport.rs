@@ -16,6 +16,7 @@ use hyper_util::rt::TokioIo;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::ServiceExt;
+use shoal_server::sigv4::signatures_equal;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
@@ -64,18 +65,13 @@ pub fn check_token(address: SocketAddr, token: Option<String>) -> Result<String,
     }
 }
 
-/// Whether `header` is `Bearer <token>`, compared in time independent of where they differ.
+/// Whether `header` is `Bearer <token>`, compared in time independent of where they differ
+/// (as SigV4 signatures are).
 fn authorized(header: Option<&[u8]>, token: &str) -> bool {
-    let expected = format!("Bearer {token}");
-    let Some(header) = header else {
-        return false;
-    };
-    header.len() == expected.len()
-        && header
-            .iter()
-            .zip(expected.as_bytes())
-            .fold(0u8, |differ, (a, b)| differ | (a ^ b))
-            == 0
+    match header.map(std::str::from_utf8) {
+        Some(Ok(header)) => signatures_equal(&format!("Bearer {token}"), header),
+        _ => false,
+    }
 }
 
 type Body = BoxBody<Bytes, Infallible>;
