@@ -1,7 +1,9 @@
 //! The `shoal` command-line tool: the command line and its dispatch. Each command is a module
-//! of its own: `serve`, `health` and `streams` here, the others in the library (`shoal::`).
+//! of its own: `serve`, `health`, `streams` and `mcp` here, the others in the library
+//! (`shoal::`).
 
 mod health;
+mod mcp;
 mod serve;
 mod streams;
 
@@ -37,6 +39,9 @@ Data:
 Testing:
   bench       Runs a data-model file (capacity, cost, hot partitions), or a fixed load
   crash-test  Crashes a server or your application under load and checks what survived
+
+Agents:
+  mcp         Serves Shoal's tools to AI agents over the Model Context Protocol
 
 Run `shoal help COMMAND` for a command's flags.";
 
@@ -92,6 +97,10 @@ enum Command {
     /// Reads an export (DynamoDB's or Shoal's) into a table: a new table of a data
     /// directory, or a table of any endpoint.
     Import(transfer::cli::ImportArgs),
+    /// Serves the Model Context Protocol (stdio, or streamable HTTP with a bearer token) so
+    /// an AI agent can use Shoal: a tool per DynamoDB operation, the data-model bench, its
+    /// capacity plan and cost, a table's partitions, stream tails, fault rules, crash tests.
+    Mcp(mcp::McpArgs),
     /// The child `crash-test --mode kill` runs and kills.
     #[command(hide = true)]
     CrashTestChild(crash_test::CrashTestChildArgs),
@@ -136,6 +145,7 @@ fn main() -> ExitCode {
         Command::Export(args) => transfer::cli::export(args),
         Command::Import(args) => transfer::cli::import(args),
         Command::CrashTest(args) => crash_test::command(args),
+        Command::Mcp(args) => mcp::run(args),
         Command::CrashTestChild(args) => crash_test::child_command(args),
         Command::CrashWriter(args) => crash_test::writer::command(args),
     };
@@ -222,6 +232,7 @@ mod tests {
         assert_eq!(sorted_listed, sorted_visible);
         let help = Cli::command().render_help().to_string();
         assert!(help.contains("Testing:\n  bench"), "{help}");
+        assert!(help.contains("Agents:\n  mcp"), "{help}");
         assert!(!help.contains("crash-writer"), "{help}");
     }
 

@@ -198,6 +198,27 @@ impl Connection {
                 )
             }
         };
+        self.exchange(head, body).await
+    }
+
+    /// Sends `method path` with a JSON `body` (no DynamoDB target, never signed): the admin
+    /// API of `shoal serve --admin` (`/shoal/faults`). Returns the HTTP status and the body.
+    pub async fn json_request(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: &[u8],
+    ) -> Result<(u16, Vec<u8>), String> {
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            self.host_header,
+            body.len()
+        );
+        self.exchange(head, body).await
+    }
+
+    /// Writes one request (`head` ends with its blank line) and reads its answer.
+    async fn exchange(&mut self, head: String, body: &[u8]) -> Result<(u16, Vec<u8>), String> {
         let mut request = head.into_bytes();
         request.extend_from_slice(body);
         let stream = self.reader.get_mut();

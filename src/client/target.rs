@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use shoal_tables::Database;
 
-use super::{ConnectOptions, Connection, Connector, DYNAMODB_TARGET_PREFIX};
+use super::{ConnectOptions, Connection, Connector, DYNAMODB_TARGET_PREFIX, STREAMS_TARGET_PREFIX};
 
 /// A refused request: its exception name (`ValidationException`, …) and message.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -156,8 +156,13 @@ impl Client {
                 runtime,
                 connection,
             } => {
-                let answer =
-                    runtime.block_on(connection.call_text(DYNAMODB_TARGET_PREFIX, operation, body));
+                // The Streams operations are answered under their own target prefix only.
+                let prefix = if shoal_tables::STREAMS_OPERATIONS.contains(&operation) {
+                    STREAMS_TARGET_PREFIX
+                } else {
+                    DYNAMODB_TARGET_PREFIX
+                };
+                let answer = runtime.block_on(connection.call_text(prefix, operation, body));
                 match answer {
                     Ok((200, body)) => Ok(body),
                     Ok((status, body)) => Err(error_of(status, &body)),

@@ -31,6 +31,7 @@ mod e2e_ttl_sdk;
 mod kill9;
 mod kill9_streams;
 mod loadgen;
+mod mcp;
 mod model_agreement;
 mod model_bench;
 mod model_report_browser;
