@@ -157,7 +157,17 @@ pub struct ServerConfig {
     pub admin_allow_remote: bool,
     /// Fault rules in force from the start (`--faults FILE`), admin API or not.
     pub faults: RuleSet,
+    /// Serve the web console at `/shoal/console` (`console/`), and with it the admin API it
+    /// calls, under the admin API's loopback rule.
+    pub console: bool,
+    /// Turns a saved `shoal bench --json` report into the page `--html` writes, for the
+    /// console's `POST /shoal/bench-report`; the bench lives in the `shoal` binary, which
+    /// hands it over. `None`: that call answers 404.
+    pub bench_report: Option<BenchReportRenderer>,
 }
+
+/// The bench's report renderer: JSON report text in, HTML page (or why not) out.
+pub type BenchReportRenderer = fn(&[u8]) -> Result<String, String>;
 
 impl Default for ServerConfig {
     fn default() -> ServerConfig {
@@ -179,6 +189,8 @@ impl Default for ServerConfig {
             admin: false,
             admin_allow_remote: false,
             faults: RuleSet::default(),
+            console: false,
+            bench_report: None,
         }
     }
 }
