@@ -233,6 +233,7 @@ async function route() {
   // When the page was drawn, in ms since the document started loading: what the page-load
   // figure reads.
   main.dataset.drawnAt = String(Math.round(performance.now()));
+  main.dataset.drawMs = String(Math.round(performance.now() - started));
   status('drawn in ' + Math.round(performance.now() - started) + ' ms');
 }
 
