@@ -55,6 +55,8 @@ pub enum ErrorCode {
     ImportNotFoundException,
     /// The legacy global tables operations: no global table (version 2017.11.29) has the name.
     GlobalTableNotFoundException,
+    /// A resource-based policy that is not there (SPEC-3 §5).
+    PolicyNotFoundException,
     InternalServerError,
     /// HTTP 503: the service cannot take the request now (only injected faults send it).
     ServiceUnavailable,
@@ -107,6 +109,7 @@ impl ErrorCode {
             ErrorCode::ImportConflictException => "ImportConflictException",
             ErrorCode::ImportNotFoundException => "ImportNotFoundException",
             ErrorCode::GlobalTableNotFoundException => "GlobalTableNotFoundException",
+            ErrorCode::PolicyNotFoundException => "PolicyNotFoundException",
             ErrorCode::InternalServerError => "InternalServerError",
             ErrorCode::ServiceUnavailable => "ServiceUnavailable",
         }
@@ -254,6 +257,8 @@ impl ErrorCode {
             InvalidExportTimeException,
             ImportConflictException,
             ImportNotFoundException,
+            GlobalTableNotFoundException,
+            PolicyNotFoundException,
             InternalServerError,
             ServiceUnavailable,
         ]
@@ -334,15 +339,15 @@ pub fn type_error_wording(serde_text: &str) -> Option<String> {
     } else if found.starts_with("string") {
         "STRING_VALUE"
     } else if found == "boolean `true`" {
-        "VALUE_TRUE"
+        "TRUE_VALUE"
     } else if found == "boolean `false`" {
-        "VALUE_FALSE"
+        "FALSE_VALUE"
     } else if found == "sequence" {
         "START_ARRAY"
     } else if found == "map" {
         "START_OBJECT"
     } else if found == "null" || found == "unit value" {
-        "VALUE_NULL"
+        "NULL_VALUE"
     } else {
         return None;
     };

@@ -288,16 +288,17 @@ fn decode_base64(payload: &Value) -> Result<Vec<u8>, ApiError> {
         .map_err(|_| ApiError::serialization(BAD_BASE64_MESSAGE))
 }
 
-fn encode_base64(bytes: &[u8]) -> String {
+/// Base64 (standard alphabet, padded), as DynamoDB JSON writes binary values.
+pub fn encode_base64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 /// The AWS JSON protocol's name for a JSON token, used in its SerializationException texts.
 fn json_kind(json: &Value) -> &'static str {
     match json {
-        Value::Null => "VALUE_NULL",
-        Value::Bool(true) => "VALUE_TRUE",
-        Value::Bool(false) => "VALUE_FALSE",
+        Value::Null => "NULL_VALUE",
+        Value::Bool(true) => "TRUE_VALUE",
+        Value::Bool(false) => "FALSE_VALUE",
         Value::Number(_) => "NUMBER_VALUE",
         Value::String(_) => "STRING_VALUE",
         Value::Array(_) => "START_ARRAY",

@@ -5,6 +5,10 @@
 //! - `POST /shoal/faults`: adds a rule (a rule object) or rules (a rule set,
 //!   `{"seed"?: N, "rules": [...]}`; a seed restarts the draws).
 //! - `DELETE /shoal/faults`: removes every rule; `DELETE /shoal/faults/ID` removes one.
+//! - `GET /shoal/contributors`: the tables and GSIs with Contributor Insights enabled;
+//!   `GET /shoal/contributors?table=T[&index=I][&minutes=M][&top=N]`: their most accessed
+//!   and most throttled keys over the last M minutes (default 5, at most 10), N per rule
+//!   (default 10, at most 100).
 //! - `POST /shoal/crash` with `{"mode": "kill" | "power-loss"}`: ends the process at once,
 //!   without an answer (see [`CrashMode`]).
 //! - `GET /shoal/settings`: the testing knobs the server was started with (capacity
@@ -43,6 +47,7 @@ const COLLECTIONS_PATH: &str = "/shoal/collections";
 /// Collections `GET /shoal/collections` lists when the request names no `limit`.
 const COLLECTIONS_LIMIT_DEFAULT: usize = 20;
 const BENCH_REPORT_PATH: &str = "/shoal/bench-report";
+const CONTRIBUTORS_PATH: &str = "/shoal/contributors";
 const JSON_CONTENT_TYPE: &str = "application/json";
 
 /// What an admin request may use.
@@ -117,6 +122,12 @@ pub async fn answer(
             Ok(json!({}))
         } else {
             Err((StatusCode::NOT_FOUND, format!("no rule has id {id:?}")))
+        }
+    } else if path == CONTRIBUTORS_PATH {
+        if *method != Method::GET {
+            Err((StatusCode::METHOD_NOT_ALLOWED, "use GET".to_owned()))
+        } else {
+            contributors(context.handler, parts.uri.query().unwrap_or(""))
         }
     } else if path == CRASH_PATH {
         if *method != Method::POST {
@@ -220,6 +231,46 @@ fn query_parameter(query: &str, name: &str) -> Option<String> {
         rest = tail;
     }
     String::from_utf8(bytes).ok()
+}
+
+/// Contributor Insights' rankings (`table`, `index`, `minutes`, `top` in the query).
+fn contributors(handler: &dyn DynamoHandler, query: &str) -> Result<Value, (StatusCode, String)> {
+    let mut table = None;
+    let mut index = None;
+    let mut minutes = 5u64;
+    let mut top = 10usize;
+    for pair in query.split('&').filter(|pair| !pair.is_empty()) {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let number = || {
+            value.parse::<u64>().map_err(|_| {
+                (
+                    StatusCode::BAD_REQUEST,
+                    format!("{name} must be a whole number, not {value:?}"),
+                )
+            })
+        };
+        match name {
+            "table" => table = Some(value),
+            "index" => index = Some(value),
+            "minutes" => minutes = number()?,
+            "top" => top = number()? as usize,
+            _ => {
+                return Err((
+                    StatusCode::BAD_REQUEST,
+                    format!("unknown parameter {name:?}: use table, index, minutes and top"),
+                ))
+            }
+        }
+    }
+    handler
+        .contributors(table, index, minutes, top)
+        .ok_or_else(|| {
+            let named = match index {
+                Some(index) => format!("table {:?} has no GSI {index:?}", table.unwrap_or("")),
+                None => format!("no table {:?}", table.unwrap_or("")),
+            };
+            (StatusCode::NOT_FOUND, named)
+        })
 }
 
 /// A rule object adds one rule; an object with `rules` is a rule set.

@@ -18,9 +18,47 @@ pub struct EngineHandler {
     database: Arc<Database>,
 }
 
+/// Contributors per rule on the /metrics page: the top few over the last minutes, so the
+/// page stays small whatever the key space.
+const METRICS_CONTRIBUTORS_TOP: usize = 5;
+const METRICS_CONTRIBUTORS_MINUTES: u64 = 5;
+
 impl EngineHandler {
     pub fn new(database: Arc<Database>) -> EngineHandler {
         EngineHandler { database }
+    }
+
+    /// Contributor Insights' top keys of every table and GSI with insights enabled:
+    /// `shoal_contributor_insights_value{table,index,rule,key}` (consumed throughput units
+    /// for PKC/SKC, throttled requests for PKT/SKT; an item's key is `pk/sk`).
+    fn render_contributors(&self, out: &mut String) {
+        out.push_str(
+            "# HELP shoal_contributor_insights_value Contributor Insights: top keys over the last 5 minutes (3 x write units + read units, or throttled requests).\n\
+             # TYPE shoal_contributor_insights_value gauge\n",
+        );
+        for (table, index) in self.database.contributors_followed() {
+            let Some(rules) = self.database.contributors_report(
+                &table,
+                index.as_deref(),
+                METRICS_CONTRIBUTORS_MINUTES,
+                METRICS_CONTRIBUTORS_TOP,
+            ) else {
+                continue;
+            };
+            for rule in rules {
+                for contributor in rule.contributors {
+                    let _ = writeln!(
+                        out,
+                        "shoal_contributor_insights_value{{table=\"{}\",index=\"{}\",rule=\"{}\",key=\"{}\"}} {}",
+                        escape_label(&table),
+                        escape_label(index.as_deref().unwrap_or("")),
+                        rule.rule,
+                        escape_label(&contributor.keys.join("/")),
+                        contributor.value
+                    );
+                }
+            }
+        }
     }
 }
 
@@ -116,6 +154,33 @@ impl DynamoHandler for EngineHandler {
         }
     }
 
+    fn contributors(
+        &self,
+        table: Option<&str>,
+        index: Option<&str>,
+        minutes: u64,
+        top: usize,
+    ) -> Option<serde_json::Value> {
+        let Some(table) = table else {
+            let followed: Vec<serde_json::Value> = self
+                .database
+                .contributors_followed()
+                .into_iter()
+                .map(|(table, index)| serde_json::json!({"table": table, "index": index}))
+                .collect();
+            return Some(serde_json::json!({ "followed": followed }));
+        };
+        let rules = self
+            .database
+            .contributors_report(table, index, minutes, top)?;
+        Some(serde_json::json!({
+            "table": table,
+            "index": index,
+            "minutes": minutes,
+            "rules": rules,
+        }))
+    }
+
     fn render_metrics(&self, out: &mut String) {
         let writes_accepted = u8::from(self.database.lsm().poisoned().is_none());
         let _ = write!(
@@ -158,6 +223,7 @@ impl DynamoHandler for EngineHandler {
             );
         }
         render_throttled(&self.database.throttled_requests(), out);
+        self.render_contributors(out);
         let stats = self.database.lsm().stats();
         out.push_str("# TYPE shoal_sstable_files gauge\n");
         for (level, files) in stats.level_files.iter().enumerate() {

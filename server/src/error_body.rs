@@ -46,6 +46,7 @@ pub fn error_namespace(code: ErrorCode) -> &'static str {
         | ErrorCode::ImportConflictException
         | ErrorCode::ImportNotFoundException
         | ErrorCode::GlobalTableNotFoundException
+        | ErrorCode::PolicyNotFoundException
         | ErrorCode::InternalServerError
         | ErrorCode::ServiceUnavailable => "com.amazonaws.dynamodb.v20120810",
     }

@@ -93,6 +93,20 @@ pub trait DynamoHandler: Send + Sync + 'static {
         Err("this server keeps no item collections".to_owned())
     }
 
+    /// Contributor Insights' rankings of table `table` (or its GSI `index`) over the last
+    /// `minutes` minutes, `top` keys per rule, as JSON (`GET /shoal/contributors`); None if
+    /// there is no such table or index. `table` None: the tables and indexes followed.
+    /// The default knows no tables.
+    fn contributors(
+        &self,
+        _table: Option<&str>,
+        _index: Option<&str>,
+        _minutes: u64,
+        _top: usize,
+    ) -> Option<serde_json::Value> {
+        None
+    }
+
     /// The storage's health, which `GET /` answers. The default knows no storage.
     fn health(&self) -> StorageHealth {
         StorageHealth::Healthy

@@ -143,6 +143,8 @@ impl Database {
             database.options.clock.now_millis(),
         )
         .map_err(|e| DbError::Poisoned(e.message))?;
+        // Contributor Insights enabled before the restart counts again from now.
+        database.recount_observing();
         database.start_upkeep()?;
         Ok(database)
     }

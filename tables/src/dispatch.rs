@@ -84,6 +84,20 @@ impl Database {
             "DescribeImport" => Ok(encoding.encode(&self.describe_import(body.decode()?)?)),
             "ListImports" => Ok(encoding.encode(&self.list_imports(body.decode()?)?)),
             "TagResource" => Ok(encoding.encode(&self.tag_resource(body.decode()?)?)),
+            "UpdateContributorInsights" => {
+                Ok(encoding.encode(&self.update_contributor_insights(body.decode()?)?))
+            }
+            "DescribeContributorInsights" => {
+                Ok(encoding.encode(&self.describe_contributor_insights(body.decode()?)?))
+            }
+            "ListContributorInsights" => {
+                Ok(encoding.encode(&self.list_contributor_insights(body.decode()?)?))
+            }
+            "PutResourcePolicy" => Ok(encoding.encode(&self.put_resource_policy(body.decode()?)?)),
+            "GetResourcePolicy" => Ok(encoding.encode(&self.get_resource_policy(body.decode()?)?)),
+            "DeleteResourcePolicy" => {
+                Ok(encoding.encode(&self.delete_resource_policy(body.decode()?)?))
+            }
             "UntagResource" => Ok(encoding.encode(&self.untag_resource(body.decode()?)?)),
             "ListTagsOfResource" => {
                 Ok(encoding.encode(&self.list_tags_of_resource(body.decode()?)?))
@@ -232,7 +246,7 @@ impl Database {
         B: RequestBody,
         E: Encoding,
     {
-        let mut input: I = body.decode()?;
+        let mut input: I = body.decode_naming_expressions(I::EXPRESSION_MEMBERS)?;
         let requested = input.return_consumed_capacity();
         let client_asked = requested.as_deref().is_some_and(|r| r != "NONE");
         if metered && !client_asked {
@@ -314,6 +328,12 @@ pub const SUPPORTED_OPERATIONS: &[&str] = &[
     "TagResource",
     "UntagResource",
     "ListTagsOfResource",
+    "UpdateContributorInsights",
+    "DescribeContributorInsights",
+    "ListContributorInsights",
+    "PutResourcePolicy",
+    "GetResourcePolicy",
+    "DeleteResourcePolicy",
     "DescribeLimits",
     "DescribeEndpoints",
     "DescribeContinuousBackups",
@@ -344,16 +364,10 @@ pub const SUPPORTED_OPERATIONS: &[&str] = &[
     "CancelBulkOperation",
     "DescribeTableReplicaAutoScaling",
     "UpdateTableReplicaAutoScaling",
-    "DescribeContributorInsights",
-    "UpdateContributorInsights",
-    "ListContributorInsights",
     "EnableKinesisStreamingDestination",
     "DisableKinesisStreamingDestination",
     "DescribeKinesisStreamingDestination",
     "UpdateKinesisStreamingDestination",
-    "PutResourcePolicy",
-    "GetResourcePolicy",
-    "DeleteResourcePolicy",
     // control: add names above this line
     "PutItem",
     "GetItem",
@@ -379,12 +393,15 @@ pub const SUPPORTED_OPERATIONS: &[&str] = &[
 
 /// A data-plane input: its ReturnConsumedCapacity, as the client sent it.
 trait MeteredInput {
+    /// The expression members of the request that ExpressionAttributeNames may serve.
+    const EXPRESSION_MEMBERS: &'static [&'static str] = &[];
     fn return_consumed_capacity(&mut self) -> &mut Option<String>;
 }
 
 macro_rules! metered_inputs {
-    ($($input:ty),*) => {$(
+    ($($input:ty $(: $members:expr)?),*) => {$(
         impl MeteredInput for $input {
+            $(const EXPRESSION_MEMBERS: &'static [&'static str] = $members;)?
             fn return_consumed_capacity(&mut self) -> &mut Option<String> {
                 &mut self.return_consumed_capacity
             }
@@ -393,16 +410,16 @@ macro_rules! metered_inputs {
 }
 
 metered_inputs!(
-    PutItemInput,
-    GetItemInput,
-    UpdateItemInput,
-    DeleteItemInput,
+    PutItemInput: &["ConditionExpression"],
+    GetItemInput: &["ProjectionExpression"],
+    UpdateItemInput: &["UpdateExpression", "ConditionExpression"],
+    DeleteItemInput: &["ConditionExpression"],
     BatchWriteItemInput,
     BatchGetItemInput,
     TransactWriteItemsInput,
     TransactGetItemsInput,
-    QueryRequest,
-    ScanRequest,
+    QueryRequest: &["KeyConditionExpression", "FilterExpression", "ProjectionExpression"],
+    ScanRequest: &["FilterExpression", "ProjectionExpression"],
     ExecuteStatementInput,
     BatchExecuteStatementInput,
     ExecuteTransactionInput
@@ -411,12 +428,54 @@ metered_inputs!(
 /// Where a request's input comes from.
 trait RequestBody {
     fn decode<T: DeserializeOwned>(self) -> Result<T, ApiError>;
+
+    /// Decodes a request whose ExpressionAttributeNames may serve `expressions`: DynamoDB
+    /// refuses names given without any of them ("… can only be specified when using
+    /// expressions") before it looks at the attribute values, so when an attribute value
+    /// fails to decode (empty, two types, …) that refusal comes first. The names are looked
+    /// for only when decoding has failed: a good request pays nothing.
+    fn decode_naming_expressions<T: DeserializeOwned>(
+        self,
+        expressions: &[&str],
+    ) -> Result<T, ApiError>;
+}
+
+/// Whether `body` holds ExpressionAttributeNames but none of `expressions`.
+fn names_alone(body: &Value, expressions: &[&str]) -> bool {
+    !expressions.is_empty()
+        && body
+            .get("ExpressionAttributeNames")
+            .is_some_and(|names| !names.is_null())
+        && expressions
+            .iter()
+            .all(|member| body.get(*member).is_none_or(Value::is_null))
+}
+
+/// `error`, a decoding error, or the refusal of names given alone when it is a
+/// ValidationException (an attribute value's) and they are.
+fn names_refused_first(error: ApiError, names_alone: bool) -> ApiError {
+    if names_alone && error.code == ErrorCode::ValidationException {
+        ApiError::validation(
+            "ExpressionAttributeNames can only be specified when using expressions",
+        )
+    } else {
+        error
+    }
 }
 
 /// A parsed body (embedded callers, the scenario runner).
 impl RequestBody for Value {
     fn decode<T: DeserializeOwned>(self) -> Result<T, ApiError> {
         decode(self)
+    }
+
+    fn decode_naming_expressions<T: DeserializeOwned>(
+        self,
+        expressions: &[&str],
+    ) -> Result<T, ApiError> {
+        // Read before the body is consumed: a few map lookups.
+        let alone = names_alone(&self, expressions);
+        decode(self).map_err(|error| names_refused_first(error, alone))
     }
 }
 
@@ -435,6 +494,23 @@ impl RequestBody for JsonText<'_> {
         let value: Value =
             serde_json::from_slice(self.0).map_err(|_| ApiError::malformed_json())?;
         decode(value)
+    }
+
+    fn decode_naming_expressions<T: DeserializeOwned>(
+        self,
+        expressions: &[&str],
+    ) -> Result<T, ApiError> {
+        let is_object = self.0.trim_ascii_start().first() == Some(&b'{');
+        if is_object {
+            if let Ok(input) = serde_json::from_slice(self.0) {
+                return Ok(input);
+            }
+        }
+        let value: Value =
+            serde_json::from_slice(self.0).map_err(|_| ApiError::malformed_json())?;
+        // The error path only: the parsed body is consulted before it is consumed.
+        let alone = names_alone(&value, expressions);
+        decode(value).map_err(|error| names_refused_first(error, alone))
     }
 }
 

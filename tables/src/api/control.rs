@@ -113,7 +113,8 @@ pub struct CreateTableRequest {
     #[serde(rename = "SSESpecification")]
     pub sse_specification: Option<serde_json::Value>,
     pub warm_throughput: Option<serde_json::Value>,
-    pub resource_policy: Option<serde_json::Value>,
+    /// A resource-based policy to attach (a JSON document as a string; `policies`).
+    pub resource_policy: Option<String>,
 }
 
 /// `ProvisionedThroughputDescription` (zeros for on-demand tables).

@@ -14,13 +14,16 @@ pub(crate) struct CapacityState {
     /// Throttling's buckets ([`throttle`]), enforced only when
     /// `EmulationOptions::capacity` says so.
     pub(crate) throttle: throttle::Throttle,
+    /// Contributor Insights' counters, fed by the same charges (`insights`).
+    pub(crate) contributors: crate::insights::contributors::Contributors,
 }
 
 impl CapacityState {
     pub(crate) fn new(mode: throttle::CapacityMode, clock: Clock) -> CapacityState {
         CapacityState {
             meter: Default::default(),
-            throttle: throttle::Throttle::new(mode, clock),
+            throttle: throttle::Throttle::new(mode, clock.clone()),
+            contributors: crate::insights::contributors::Contributors::new(clock),
         }
     }
 }

@@ -43,6 +43,13 @@ use crate::query_scan::query::query_partition;
 const INDEXES: &str = "INDEXES";
 const TOTAL: &str = "TOTAL";
 
+/// An item a batch or transaction processed: its table, partition key and sort key values.
+type Processed = (
+    Arc<TableDef>,
+    Option<AttributeValue>,
+    Option<AttributeValue>,
+);
+
 /// A transaction action as checked: its table name, its key or item, and what it writes.
 type Action<'a> = (Option<&'a str>, Option<&'a Item>, Option<Written<'a>>);
 
@@ -56,6 +63,11 @@ pub(crate) trait OneTableRequest {
     }
     /// The partition key value it reads or writes (None: every partition, or unknown).
     fn partition(&self, table: &TableDef) -> Option<AttributeValue>;
+    /// The sort key value of the one item it reads or writes (None: not one item, or a
+    /// table without a sort key): Contributor Insights' item rules count it.
+    fn sort(&self, _table: &TableDef) -> Option<AttributeValue> {
+        None
+    }
     /// What a write writes, as known before it runs (None: a read).
     fn written(&self) -> Option<Written<'_>> {
         None
@@ -87,8 +99,13 @@ fn partition_of(table: &TableDef, item: Option<&Item>) -> Option<AttributeValue>
     item?.get(&table.key.hash.name).cloned()
 }
 
+/// The sort key value of an item or key (None for a table without one).
+fn sort_of(table: &TableDef, item: Option<&Item>) -> Option<AttributeValue> {
+    item?.get(&table.key.range.as_ref()?.name).cloned()
+}
+
 macro_rules! one_table_request {
-    ($input:ty, $kind:expr, |$request:ident, $table:ident| $partition:expr $(, index: $index:ident)? $(, written: $written:expr)?) => {
+    ($input:ty, $kind:expr, |$request:ident, $table:ident| $partition:expr $(, sort: $sort:expr)? $(, index: $index:ident)? $(, written: $written:expr)?) => {
         impl OneTableRequest for $input {
             const KIND: Metered = $kind;
             fn table_name(&self) -> Option<&str> {
@@ -101,6 +118,10 @@ macro_rules! one_table_request {
                 let $request = self;
                 $partition
             }
+            $(fn sort(&self, $table: &TableDef) -> Option<AttributeValue> {
+                let $request = self;
+                $sort
+            })?
             $(fn written(&self) -> Option<Written<'_>> {
                 let $request = self;
                 Some($written)
@@ -113,15 +134,16 @@ macro_rules! one_table_request {
 }
 
 one_table_request!(PutItemInput, Metered::Write, |r, t| partition_of(t, r.item.as_ref()),
+    sort: sort_of(t, r.item.as_ref()),
     written: Written::Item(r.item.as_ref()));
 one_table_request!(UpdateItemInput, Metered::Write, |r, t| partition_of(t, r.key.as_ref()),
+    sort: sort_of(t, r.key.as_ref()),
     written: Written::StoredAt(r.key.as_ref()));
 one_table_request!(DeleteItemInput, Metered::Write, |r, t| partition_of(t, r.key.as_ref()),
+    sort: sort_of(t, r.key.as_ref()),
     written: Written::StoredAt(r.key.as_ref()));
-one_table_request!(GetItemInput, Metered::Read, |r, t| partition_of(
-    t,
-    r.key.as_ref()
-));
+one_table_request!(GetItemInput, Metered::Read, |r, t| partition_of(t, r.key.as_ref()),
+    sort: sort_of(t, r.key.as_ref()));
 one_table_request!(QueryRequest, Metered::Read, |r, t| query_partition(t, r), index: index_name);
 one_table_request!(ScanRequest, Metered::Read, |_r, _t| None, index: index_name);
 
@@ -211,6 +233,105 @@ fn partition_units(demand: &Demand<'_>, consumed: &Consumed) -> f64 {
 }
 
 impl Database {
+    /// Whether requests go through the capacity code at all: while capacity is enforced,
+    /// or while some table or index has Contributor Insights enabled.
+    fn capacity_observed(&self) -> bool {
+        self.capacity.throttle.enforcing() || self.capacity.contributors.observing()
+    }
+
+    /// Refuses a demand whose buckets are in debt, when capacity is enforced; a refusal is
+    /// counted by Contributor Insights (`sort`: the one item's sort key, if any). GSI
+    /// write throttling is not counted there (SPEC-3 §3): a write counts on its table.
+    fn check_demand(
+        &self,
+        demand: &Demand<'_>,
+        sort: Option<&AttributeValue>,
+    ) -> Result<(), Refusal> {
+        if !self.capacity_observed() {
+            return Ok(());
+        }
+        let checked = self.capacity.throttle.check(demand);
+        if checked.is_err() {
+            if let Some(partition) = demand.partition {
+                let index = match demand.kind {
+                    Metered::Read => demand.index,
+                    Metered::Write => None,
+                };
+                self.capacity
+                    .contributors
+                    .throttled(demand.table, index, partition, sort);
+            }
+        }
+        checked
+    }
+
+    /// Charges what a request consumed: its table's and GSIs' buckets (when enforced) and
+    /// its partition's, and Contributor Insights' count of that partition (and item).
+    fn charge_demand(
+        &self,
+        demand: &Demand<'_>,
+        sort: Option<&AttributeValue>,
+        consumed: &Consumed,
+        partition_units: f64,
+    ) {
+        if self.capacity.throttle.enforcing() {
+            self.capacity.throttle.charge(demand, consumed);
+            self.capacity
+                .throttle
+                .charge_partition(demand, partition_units);
+        }
+        self.count_contributor(demand, sort, partition_units);
+    }
+
+    /// Contributor Insights' count of one request's units on its partition (3 × write
+    /// units + read units).
+    fn count_contributor(&self, demand: &Demand<'_>, sort: Option<&AttributeValue>, units: f64) {
+        let Some(partition) = demand.partition else {
+            return;
+        };
+        if !self.capacity.contributors.observing() {
+            return;
+        }
+        let (index, weighted) = match demand.kind {
+            Metered::Read => (demand.index, units),
+            Metered::Write => (None, units * 3.0),
+        };
+        // A Query through an LSI counts on the table, as its units do.
+        let index =
+            index.filter(|name| demand.table.global_indexes.iter().any(|g| g.name == *name));
+        let sort = if index.is_some() { None } else { sort };
+        self.capacity
+            .contributors
+            .accessed(demand.table, index, partition, sort, weighted);
+    }
+
+    /// Charges the units writes put on GSI partitions: their buckets (when enforced) and
+    /// Contributor Insights' count of those GSIs' partition keys.
+    fn charge_index_partitions(&self, table: Option<&TableDef>, charges: &[IndexPartitionUnits]) {
+        if self.capacity.throttle.enforcing() {
+            self.capacity.throttle.charge_index_partitions(charges);
+        }
+        if !self.capacity.contributors.observing() {
+            return;
+        }
+        for charge in charges {
+            let owner = match table {
+                Some(table) => Some(table.clone()),
+                None => self
+                    .throttled_table(Some(&charge.table))
+                    .map(|t| TableDef::clone(&t)),
+            };
+            if let Some(owner) = owner {
+                self.capacity.contributors.accessed_encoded_partition(
+                    &owner,
+                    &charge.partition.index,
+                    &charge.partition.value,
+                    charge.units,
+                );
+            }
+        }
+    }
+
     /// The table a request names, if it exists (a request naming none is left to the
     /// operation, which refuses it).
     fn throttled_table(&self, name: Option<&str>) -> Option<Arc<TableDef>> {
@@ -218,14 +339,14 @@ impl Database {
     }
 
     /// Where committed plans of `table` put their GSI units; nothing (and no work) unless
-    /// capacity is enforced.
+    /// capacity is enforced or Contributor Insights follows some table.
     pub(crate) fn index_partition_units<'p>(
         &self,
         table: &TableDef,
         plans: impl IntoIterator<Item = &'p WritePlan>,
     ) -> Vec<IndexPartitionUnits> {
         let mut units = Vec::new();
-        if self.capacity.throttle.enforcing() && !table.global_indexes.is_empty() {
+        if self.capacity_observed() && !table.global_indexes.is_empty() {
             for plan in plans {
                 index_partition_units(table, plan, &mut units);
             }
@@ -242,7 +363,9 @@ impl Database {
         table: &TableDef,
         written: Option<Written<'_>>,
     ) -> Vec<IndexPartition> {
-        if table.global_indexes.is_empty() {
+        // Only throttling checks GSI partitions before a write; Contributor Insights counts
+        // what the write reports after it.
+        if table.global_indexes.is_empty() || !self.capacity.throttle.enforcing() {
             return Vec::new();
         }
         match written {
@@ -267,13 +390,14 @@ impl Database {
         I: OneTableRequest,
         O: OneCapacity,
     {
-        if !self.capacity.throttle.enforcing() {
+        if !self.capacity_observed() {
             return operation(input);
         }
         let Some(table) = self.throttled_table(input.table_name()) else {
             return operation(input);
         };
         let partition = input.partition(&table);
+        let sort = input.sort(&table);
         let index = input.index_name().map(str::to_string);
         let index_partitions = self.index_partitions_before(&table, input.written());
         let demand = Demand {
@@ -283,9 +407,7 @@ impl Database {
             partition: partition.as_ref(),
             index_partitions: &index_partitions,
         };
-        self.capacity
-            .throttle
-            .check(&demand)
+        self.check_demand(&demand, sort.as_ref())
             .map_err(|refusal| refusal.error())?;
         let total = ask_per_index(input.return_consumed_capacity());
         let mut output = match operation(input) {
@@ -298,23 +420,16 @@ impl Database {
                         table_units: charged.write_units,
                         index_units: BTreeMap::new(),
                     };
-                    self.capacity.throttle.charge(&demand, &units);
-                    self.capacity
-                        .throttle
-                        .charge_partition(&demand, charged.write_units);
+                    self.charge_demand(&demand, sort.as_ref(), &units, charged.write_units);
                 }
                 return Err(error);
             }
         };
-        self.capacity
-            .throttle
-            .charge_index_partitions(&output.take_index_partition_units());
+        self.charge_index_partitions(Some(&table), &output.take_index_partition_units());
         if let Some(consumed) = output.consumed_capacity() {
             let units = units_of(consumed);
-            self.capacity.throttle.charge(&demand, &units);
-            self.capacity
-                .throttle
-                .charge_partition(&demand, partition_units(&demand, &units));
+            let partition_units = partition_units(&demand, &units);
+            self.charge_demand(&demand, sort.as_ref(), &units, partition_units);
             if total {
                 as_total(consumed);
             }
@@ -329,18 +444,18 @@ impl Database {
         consumed: Option<&mut Vec<ConsumedCapacity>>,
         total: bool,
         kind: Metered,
-        processed: &[(Arc<TableDef>, Option<AttributeValue>)],
+        processed: &[Processed],
     ) {
         for entry in consumed.into_iter().flatten() {
             let units = units_of(entry);
             if total {
                 as_total(entry);
             }
-            let items: Vec<&(Arc<TableDef>, Option<AttributeValue>)> = processed
+            let items: Vec<&Processed> = processed
                 .iter()
-                .filter(|(table, _)| table.name == entry.table_name)
+                .filter(|(table, ..)| table.name == entry.table_name)
                 .collect();
-            let Some((table, _)) = items.first() else {
+            let Some((table, ..)) = items.first() else {
                 continue;
             };
             let demand = Demand {
@@ -350,9 +465,11 @@ impl Database {
                 partition: None,
                 index_partitions: &[],
             };
-            self.capacity.throttle.charge(&demand, &units);
+            if self.capacity.throttle.enforcing() {
+                self.capacity.throttle.charge(&demand, &units);
+            }
             let share = units.table_units / items.len() as f64;
-            for (table, partition) in items {
+            for (table, partition, sort) in items {
                 let demand = Demand {
                     table,
                     kind,
@@ -360,7 +477,10 @@ impl Database {
                     partition: partition.as_ref(),
                     index_partitions: &[],
                 };
-                self.capacity.throttle.charge_partition(&demand, share);
+                if self.capacity.throttle.enforcing() {
+                    self.capacity.throttle.charge_partition(&demand, share);
+                }
+                self.count_contributor(&demand, sort.as_ref(), share);
             }
         }
     }
@@ -373,8 +493,9 @@ impl Database {
         kind: Metered,
         item: Option<&Item>,
         written: Option<Written<'_>>,
-    ) -> (Option<AttributeValue>, Result<(), Refusal>) {
+    ) -> (Processed, Result<(), Refusal>) {
         let partition = partition_of(table, item);
+        let sort = sort_of(table, item);
         let index_partitions = self.index_partitions_before(table, written);
         let demand = Demand {
             table,
@@ -383,8 +504,8 @@ impl Database {
             partition: partition.as_ref(),
             index_partitions: &index_partitions,
         };
-        let checked = self.capacity.throttle.check(&demand);
-        (partition, checked)
+        let checked = self.check_demand(&demand, sort.as_ref());
+        ((Arc::clone(table), partition, sort), checked)
     }
 
     /// BatchWriteItem under capacity emulation: refused items come back unprocessed.
@@ -392,7 +513,7 @@ impl Database {
         &self,
         mut input: BatchWriteItemInput,
     ) -> Result<BatchWriteItemOutput, ApiError> {
-        if !self.capacity.throttle.enforcing() {
+        if !self.capacity_observed() {
             return self.batch_write_item(input);
         }
         let Some(request_items) = input.request_items.take() else {
@@ -415,11 +536,10 @@ impl Database {
                     }
                     (None, None) => (None, Written::Item(None)),
                 };
-                let (partition, checked) =
-                    self.check_item(&table, Metered::Write, item, Some(written));
+                let (item, checked) = self.check_item(&table, Metered::Write, item, Some(written));
                 match checked {
                     Ok(()) => {
-                        processed.push((Arc::clone(&table), partition));
+                        processed.push(item);
                         admitted.entry(name.clone()).or_default().push(request);
                     }
                     Err(refusal) => {
@@ -437,9 +557,7 @@ impl Database {
         input.request_items = Some(admitted);
         let total = ask_per_index(&mut input.return_consumed_capacity);
         let mut output = self.batch_write_item(input)?;
-        self.capacity
-            .throttle
-            .charge_index_partitions(&output.index_partition_units);
+        self.charge_index_partitions(None, &output.index_partition_units);
         output.index_partition_units.clear();
         self.charge_per_table(
             output.consumed_capacity.as_mut(),
@@ -462,7 +580,7 @@ impl Database {
         &self,
         mut input: BatchGetItemInput,
     ) -> Result<BatchGetItemOutput, ApiError> {
-        if !self.capacity.throttle.enforcing() {
+        if !self.capacity_observed() {
             return self.batch_get_item(input);
         }
         let Some(request_items) = input.request_items.take() else {
@@ -479,10 +597,10 @@ impl Database {
             };
             let keys = std::mem::take(&mut request.keys);
             for key in keys {
-                let (partition, checked) = self.check_item(&table, Metered::Read, Some(&key), None);
+                let (item, checked) = self.check_item(&table, Metered::Read, Some(&key), None);
                 let target = match checked {
                     Ok(()) => {
-                        processed.push((Arc::clone(&table), partition));
+                        processed.push(item);
                         &mut admitted
                     }
                     Err(refusal) => {
@@ -527,7 +645,7 @@ impl Database {
         &self,
         mut input: TransactWriteItemsInput,
     ) -> Result<TransactWriteItemsOutput, ApiError> {
-        if !self.capacity.throttle.enforcing() {
+        if !self.capacity_observed() {
             return self.transact_write_items(input);
         }
         let actions: Vec<Action<'_>> = input
@@ -570,9 +688,7 @@ impl Database {
         }
         let total = ask_per_index(&mut input.return_consumed_capacity);
         let mut output = self.transact_write_items(input)?;
-        self.capacity
-            .throttle
-            .charge_index_partitions(&output.index_partition_units);
+        self.charge_index_partitions(None, &output.index_partition_units);
         output.index_partition_units.clear();
         self.charge_per_table(
             output.consumed_capacity.as_mut(),
@@ -588,7 +704,7 @@ impl Database {
         &self,
         mut input: TransactGetItemsInput,
     ) -> Result<TransactGetItemsOutput, ApiError> {
-        if !self.capacity.throttle.enforcing() {
+        if !self.capacity_observed() {
             return self.transact_get_items(input);
         }
         let actions: Vec<Action<'_>> = input
@@ -617,15 +733,11 @@ impl Database {
 
     /// Checks each action of a transaction: the partitions of the actions on existing
     /// tables, and each action's refusal if any.
-    #[allow(clippy::type_complexity)]
     fn check_actions(
         &self,
         actions: &[Action<'_>],
         kind: Metered,
-    ) -> (
-        Vec<(Arc<TableDef>, Option<AttributeValue>)>,
-        Vec<Option<Refusal>>,
-    ) {
+    ) -> (Vec<Processed>, Vec<Option<Refusal>>) {
         let mut processed = Vec::new();
         let mut refusals = Vec::with_capacity(actions.len());
         for (name, item, written) in actions {
@@ -633,9 +745,9 @@ impl Database {
                 refusals.push(None);
                 continue;
             };
-            let (partition, checked) = self.check_item(&table, kind, *item, *written);
+            let (item, checked) = self.check_item(&table, kind, *item, *written);
             refusals.push(checked.err());
-            processed.push((table, partition));
+            processed.push(item);
         }
         (processed, refusals)
     }

@@ -14,25 +14,16 @@ pub const NOT_OFFERED: &[(&str, &str)] = &[
     ("CancelBulkOperation", BULK),
     ("DescribeTableReplicaAutoScaling", REPLICAS),
     ("UpdateTableReplicaAutoScaling", REPLICAS),
-    ("DescribeContributorInsights", CONTRIBUTOR_INSIGHTS),
-    ("UpdateContributorInsights", CONTRIBUTOR_INSIGHTS),
-    ("ListContributorInsights", CONTRIBUTOR_INSIGHTS),
     ("EnableKinesisStreamingDestination", KINESIS),
     ("DisableKinesisStreamingDestination", KINESIS),
     ("DescribeKinesisStreamingDestination", KINESIS),
     ("UpdateKinesisStreamingDestination", KINESIS),
-    ("PutResourcePolicy", POLICIES),
-    ("GetResourcePolicy", POLICIES),
-    ("DeleteResourcePolicy", POLICIES),
 ];
 
 const VECTORS: &str = "vector indexes are not implemented; Query and Scan read a table";
 const BULK: &str = "bulk operations are not implemented; ImportTable creates a table from exported files, and `shoal import` loads them";
 const REPLICAS: &str = "global table replicas are not implemented; DescribeTable and UpdateTable show and set a table's throughput";
-const CONTRIBUTOR_INSIGHTS: &str = "Contributor Insights is not implemented; the capacity meter (/metrics) counts units per table, and `shoal bench --model` reports the hottest partitions";
 const KINESIS: &str = "Kinesis streaming destinations are not implemented; DynamoDB Streams (ListStreams, GetShardIterator, GetRecords, `shoal streams tail`) carry the same changes";
-const POLICIES: &str =
-    "resource-based policies are not implemented (Shoal has no IAM to enforce them)";
 
 /// The refusal of `operation` if it is one of [`NOT_OFFERED`].
 pub fn refusal(operation: &str) -> Option<ApiError> {

@@ -18,7 +18,7 @@
 //! Enum value sets in constraint messages are listed alphabetically, as DynamoDB does
 //! (`[B, N, S]`, verified).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use shoal_model::{ApiError, ScalarType};
 
@@ -186,6 +186,7 @@ pub fn validate_create_table(request: &CreateTableRequest) -> Result<TableSchema
         .map(table_class_of)
         .transpose()?;
     let tags = crate::tags::tags_on_create(request.tags.as_deref())?;
+    let resource_policy = crate::policies::policy_on_create(request.resource_policy.as_deref())?;
 
     Ok(TableSchema {
         name: name.to_string(),
@@ -206,6 +207,9 @@ pub fn validate_create_table(request: &CreateTableRequest) -> Result<TableSchema
                 ..CapacitySettings::default()
             },
             point_in_time_recovery: None,
+            resource_policy,
+            stream_policies: BTreeMap::new(),
+            contributor_insights: Vec::new(),
         },
     })
 }
@@ -233,9 +237,6 @@ fn unimplemented_members(request: &CreateTableRequest) -> Vec<&'static str> {
     }
     if non_empty(&request.warm_throughput) {
         members.push("WarmThroughput");
-    }
-    if non_empty(&request.resource_policy) {
-        members.push("ResourcePolicy");
     }
     members
 }

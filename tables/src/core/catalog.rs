@@ -323,6 +323,40 @@ pub struct TableSettings {
     /// Point-in-time recovery, while enabled (`backups::pitr`).
     #[serde(default)]
     pub point_in_time_recovery: Option<PointInTimeRecoveryDef>,
+    /// The table's resource-based policy (`policies`), stored and never enforced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_policy: Option<StoredPolicy>,
+    /// Each stream's resource-based policy, by stream label: a slot of its own per stream.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub stream_policies: BTreeMap<String, StoredPolicy>,
+    /// Contributor Insights of the table (`index: None`) and of its GSIs, once configured
+    /// (`insights`); a resource never configured has no entry.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub contributor_insights: Vec<InsightsDef>,
+}
+
+/// A resource-based policy as stored (SPEC-3 §5): the document minified, and its revision
+/// id, the time of the change that stored it in epoch milliseconds (as text, as AWS gives
+/// it), larger than every earlier revision of the same slot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredPolicy {
+    pub document: String,
+    pub revision_id: String,
+}
+
+/// Contributor Insights of a table or one of its GSIs (SPEC-3 §3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InsightsDef {
+    /// The GSI, or None for the table itself.
+    pub index: Option<String>,
+    pub enabled: bool,
+    /// `ACCESSED_AND_THROTTLED_KEYS` or `THROTTLED_KEYS`.
+    pub mode: String,
+    /// When it was last enabled or disabled (epoch milliseconds): ENABLING and DISABLING
+    /// last the transient-status delay from here.
+    pub changed_at_millis: u64,
+    /// When the current rules were created (epoch milliseconds): part of their names.
+    pub rules_created_at_millis: u64,
 }
 
 /// Point-in-time recovery of a table (SPEC-2 §6.2): how far back a restore may go, and

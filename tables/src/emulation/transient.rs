@@ -62,6 +62,11 @@ impl Transitions {
         }
     }
 
+    /// How long a transient status lasts (zero: not at all).
+    pub fn delay(&self) -> Duration {
+        self.delay
+    }
+
     /// Whether statuses are delayed at all.
     pub fn enabled(&self) -> bool {
         !self.delay.is_zero()

@@ -192,7 +192,7 @@ fn not_null(member: &str) -> String {
 }
 
 /// The member constraints of `ResourceArn` (required, 1..=1283 characters).
-fn arn_problems(arn: Option<&str>, problems: &mut Vec<String>) {
+pub(crate) fn arn_problems(arn: Option<&str>, problems: &mut Vec<String>) {
     match arn {
         None => problems.push(not_null("resourceArn")),
         Some("") => problems.push(violation(Some(""), "resourceArn", &length_at_least(1))),

@@ -568,7 +568,6 @@ fn members_shoal_does_not_implement_yet_are_refused_by_name_and_defaults_are_acc
             json!({"Enabled": true, "SSEType": "KMS"}),
         ),
         ("WarmThroughput", json!({"ReadUnitsPerSecond": 12000})),
-        ("ResourcePolicy", json!("{\"Version\": \"2012-10-17\"}")),
     ];
     for (member, value) in refused {
         assert_message(

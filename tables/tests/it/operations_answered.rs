@@ -116,15 +116,14 @@ fn an_operation_not_implemented_is_refused_naming_it_and_what_is_offered_instead
     let db = open();
     let (code, message) = refused(
         &db,
-        "DescribeContributorInsights",
-        json!({"TableName": "T"}),
+        "DescribeKinesisStreamingDestination",
+        json!({"TableName": "Table"}),
     );
     assert_eq!(code, ErrorCode::ValidationException);
     assert!(
-        message.starts_with("DescribeContributorInsights is not offered by Shoal: "),
+        message.starts_with("DescribeKinesisStreamingDestination is not offered by Shoal: "),
         "{message}"
     );
-    assert!(message.contains("/metrics"), "{message}");
     let (_, message) = refused(&db, "EnableKinesisStreamingDestination", json!({}));
     assert!(message.contains("DynamoDB Streams"), "{message}");
     let (_, message) = refused(&db, "SearchVectors", json!({}));

@@ -299,7 +299,7 @@ fn serialization_errors_in_dynamodb_s_words() {
         (
             "GetItem",
             r#"{"TableName":true,"Key":{"k":{"S":"a"}}}"#,
-            "VALUE_TRUE cannot be converted to String",
+            "TRUE_VALUE cannot be converted to String",
         ),
         (
             "GetItem",
@@ -548,4 +548,59 @@ fn query_and_scan_report_their_constraint_violations_together() {
             "{operation} {body}"
         );
     }
+}
+
+/// DynamoDB refuses ExpressionAttributeNames given without an expression before it looks at
+/// the attribute values, so that refusal wins over an empty or two-typed value; with an
+/// expression present, the value's own refusal stands (the neighbouring case). The same
+/// through the embedded API's parsed bodies.
+#[test]
+fn names_without_an_expression_are_refused_before_a_bad_attribute_value() {
+    let db = open();
+    const NAMES_ALONE: &str =
+        "ExpressionAttributeNames can only be specified when using expressions";
+    for (operation, body) in [
+        (
+            "PutItem",
+            r##"{"TableName":"Tbl","Item":{"k":{"S":"a"},"x":{}},"ExpressionAttributeNames":{"#x":"x"}}"##,
+        ),
+        (
+            "GetItem",
+            r##"{"TableName":"Tbl","Key":{"k":{}},"ExpressionAttributeNames":{"#x":"x"}}"##,
+        ),
+        (
+            "DeleteItem",
+            r##"{"TableName":"Tbl","Key":{"k":{"S":"a","N":"1"}},"ExpressionAttributeNames":{"#x":"x"}}"##,
+        ),
+        (
+            "UpdateItem",
+            r##"{"TableName":"Tbl","Key":{"k":{}},"ExpressionAttributeNames":{"#x":"x"}}"##,
+        ),
+        (
+            "Query",
+            r##"{"TableName":"Tbl","ExclusiveStartKey":{"k":{}},"ExpressionAttributeNames":{"#x":"x"}}"##,
+        ),
+    ] {
+        assert_eq!(
+            error(&db, operation, body).message,
+            NAMES_ALONE,
+            "{operation}"
+        );
+        let parsed: Value = serde_json::from_str(body).unwrap();
+        assert_eq!(
+            db.execute(operation, parsed).unwrap_err().message,
+            NAMES_ALONE,
+            "{operation}, parsed"
+        );
+    }
+    let with_condition = r##"{"TableName":"Tbl","Item":{"k":{"S":"a"},"x":{}},"ConditionExpression":"attribute_exists(#x)","ExpressionAttributeNames":{"#x":"x"}}"##;
+    assert_eq!(
+        error(&db, "PutItem", with_condition).message,
+        shoal_model::json::EMPTY_VALUE_MESSAGE
+    );
+    let without_names = r#"{"TableName":"Tbl","Item":{"k":{"S":"a"},"x":{}}}"#;
+    assert_eq!(
+        error(&db, "PutItem", without_names).message,
+        shoal_model::json::EMPTY_VALUE_MESSAGE
+    );
 }
