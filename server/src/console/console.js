@@ -854,38 +854,76 @@ async function capacityPage() {
     h('h1', { text: 'Capacity and heat' }),
     h('p', { class: 'muted', text: 'Consumed units per second and throttled requests, from the server\'s /metrics (the meter every request goes through; throttling with --capacity enforce). Indexes appear once throttled.' }),
     out,
-    h('h2', { text: 'Hottest partition keys' }),
+    h('h2', { text: 'Hottest keys' }),
     heat,
   ];
 }
 
-// The hottest partition keys, from the admin API's contributor insights when the server
-// has them.
+// The hottest keys, from Contributor Insights (the admin API's /shoal/contributors), of
+// each table and GSI that has it on, and a form to turn it on (UpdateContributorInsights).
+const RULES = {
+  PKC: 'most accessed partition keys (3 × write units + read units)',
+  PKT: 'most throttled partition keys (requests)',
+  SKC: 'most accessed items (3 × write units + read units)',
+  SKT: 'most throttled items (requests)',
+};
+const HOT_FOLLOWED_MAX = 20;  // tables and indexes whose rankings one refresh reads
+const HOT_TOP = 10;           // keys per rule
+
 async function hotKeys(out, stopped) {
-  let tables = [];
+  const rankings = h('div', { id: 'hot-rankings' });
+  const choice = h('select', { name: 'insights-table', 'aria-label': 'Table' });
+  const said = h('span', { 'aria-live': 'polite' });
   try {
-    tables = (await call('ListTables', { Limit: 20 })).TableNames || [];
+    const names = (await call('ListTables', { Limit: 100 })).TableNames || [];
+    choice.replaceChildren(...names.map((name) => h('option', { value: name, text: name })));
   } catch (error) {
-    out.replaceChildren(errorBox(error));
-    return;
+    said.replaceChildren(errorBox(error));
   }
-  const tick = async () => {
-    if (stopped()) return;
-    const parts = [];
-    for (const name of tables) {
-      try {
-        const found = await adminJson('GET', 'contributors?' + new URLSearchParams({ table: name }));
-        parts.push(h('h3', { text: name }), pre(found));
-      } catch (error) {
-        if (error.status === 404) {
-          out.replaceChildren(h('p', { class: 'muted', id: 'hot-keys-missing', text: 'This server keeps no per-key heat (no /shoal/contributors).' }));
-          return;
-        }
-        parts.push(errorBox(error));
-      }
+  const form = h('form', { class: 'row', onsubmit: async (event) => {
+    event.preventDefault();
+    try {
+      const answer = await call('UpdateContributorInsights', { TableName: choice.value, ContributorInsightsAction: 'ENABLE' });
+      said.textContent = choice.value + ': ' + (answer.ContributorInsightsStatus || 'ENABLING').toLowerCase();
+      tick();
+    } catch (error) {
+      said.replaceChildren(errorBox(error));
     }
-    out.replaceChildren(...parts);
-    if (!stopped()) setTimeout(tick, POLL_MS * 4);
+  } }, field('Turn Contributor Insights on for', choice),
+  h('button', { type: 'submit', id: 'enable-insights', text: 'Turn on' }), said);
+  out.replaceChildren(rankings, form);
+  let timer = null;
+  const tick = async () => {
+    clearTimeout(timer);
+    if (stopped()) return;
+    try {
+      const followed = ((await adminJson('GET', 'contributors')).followed || []).slice(0, HOT_FOLLOWED_MAX);
+      const parts = [];
+      for (const { table: name, index } of followed) {
+        const query = { table: name, minutes: '5', top: String(HOT_TOP) };
+        if (index) query.index = index;
+        const report = await adminJson('GET', 'contributors?' + new URLSearchParams(query));
+        const where = name + (index ? ' / ' + index : '');
+        parts.push(h('h3', { text: where + ' (last ' + report.minutes + ' minutes)' }));
+        for (const rule of report.rules || []) {
+          const rows = (rule.contributors || []).map((c) => h('tr', { 'data-hot': name + ':' + (index || '') + ':' + rule.rule },
+            h('td', { class: 'cell', text: (c.keys || []).join(' / ') }),
+            num(decimal.format(c.value)),
+            num(decimal.format(c.overcount_max || 0))));
+          parts.push(rows.length
+            ? table([RULES[rule.rule] || rule.rule, 'Value#', 'Overcount at most#'], rows)
+            : h('p', { class: 'muted', text: 'No ' + (RULES[rule.rule] || rule.rule) + ' yet.' }));
+        }
+      }
+      if (stopped()) return;
+      rankings.replaceChildren(...(parts.length ? parts
+        : [h('p', { class: 'muted', id: 'hot-keys-off', text: 'Contributor Insights is off for every table and index: turn it on below, and the keys used most appear here.' })]));
+    } catch (error) {
+      rankings.replaceChildren(error.status === 404
+        ? h('p', { class: 'muted', id: 'hot-keys-missing', text: 'This server keeps no per-key heat (no /shoal/contributors).' })
+        : errorBox(error));
+    }
+    if (!stopped()) timer = setTimeout(tick, POLL_MS * 2);
   };
   tick();
 }
