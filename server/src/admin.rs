@@ -17,12 +17,20 @@
 //!   recording's `records`, `dropped`, `bytes` and `files`.
 //! - `POST /shoal/crash` with `{"mode": "kill" | "power-loss"}`: ends the process at once,
 //!   without an answer (see [`CrashMode`]).
+//! - `GET /shoal/settings`: the testing knobs the server was started with (capacity
+//!   emulation, GSI lag, stale reads, conflicts, streams, Time to Live), from the handler,
+//!   and whether remote admin clients are allowed.
+//! - `POST /shoal/bench-report` with a saved `shoal bench --json` report: the page
+//!   `--html` writes for it (`text/html`), when the server was given the renderer.
+//! - `GET /shoal/console…`: the web console's files (`console` module), with `--console`.
 //!
 //! Answers are JSON; errors are `{"error": "<text>"}` with 400, 403, 404 or 405. A client
 //! whose address is not loopback gets 403 unless the server allows remote admin clients:
 //! these calls change what every client sees, and one of them ends the server.
 
 use crate::body::read_body;
+use crate::config::BenchReportRenderer;
+use crate::console;
 use crate::faults::{FaultInjector, FaultRule, RuleSet};
 use crate::handler::{CrashMode, DynamoHandler};
 use crate::record::{RecordOptions, Recorder, MAX_BYTES_DEFAULT};
@@ -43,6 +51,11 @@ pub const ADMIN_PATH_PREFIX: &str = "/shoal/";
 
 const FAULTS_PATH: &str = "/shoal/faults";
 const CRASH_PATH: &str = "/shoal/crash";
+const SETTINGS_PATH: &str = "/shoal/settings";
+const COLLECTIONS_PATH: &str = "/shoal/collections";
+/// Collections `GET /shoal/collections` lists when the request names no `limit`.
+const COLLECTIONS_LIMIT_DEFAULT: usize = 20;
+const BENCH_REPORT_PATH: &str = "/shoal/bench-report";
 const CONTRIBUTORS_PATH: &str = "/shoal/contributors";
 const RECORD_PATH: &str = "/shoal/record";
 const JSON_CONTENT_TYPE: &str = "application/json";
@@ -55,6 +68,9 @@ pub struct AdminContext<'a> {
     pub allow_remote: bool,
     pub body_bytes_max: usize,
     pub body_read_timeout: Duration,
+    /// Whether the console's files are served.
+    pub console: bool,
+    pub bench_report: Option<BenchReportRenderer>,
 }
 
 /// Whether `peer` may use the admin API: any client with `allow_remote`, else loopback
@@ -80,6 +96,11 @@ pub async fn answer(
         );
     }
     let path = parts.uri.path();
+    if context.console && console::is_console_path(path) {
+        if let Some(file) = console::answer(parts, request_id) {
+            return file;
+        }
+    }
     let deadline = tokio::time::Instant::now() + context.body_read_timeout;
     let text = match read_body(&mut body, context.body_bytes_max, deadline).await {
         Ok(text) => text,
@@ -155,6 +176,38 @@ pub async fn answer(
                 Err(error) => Err((StatusCode::BAD_REQUEST, error)),
             }
         }
+    } else if path == SETTINGS_PATH {
+        if *method != Method::GET {
+            Err((StatusCode::METHOD_NOT_ALLOWED, "use GET".to_owned()))
+        } else {
+            let mut settings = context.handler.settings();
+            if let Some(object) = settings.as_object_mut() {
+                object.insert("admin_allow_remote".into(), context.allow_remote.into());
+            }
+            Ok(settings)
+        }
+    } else if path == COLLECTIONS_PATH {
+        if *method != Method::GET {
+            Err((StatusCode::METHOD_NOT_ALLOWED, "use GET".to_owned()))
+        } else {
+            item_collections(context.handler, parts.uri.query().unwrap_or(""))
+        }
+    } else if path == BENCH_REPORT_PATH {
+        match (method, context.bench_report) {
+            (&Method::POST, Some(render)) => {
+                return match render(&text) {
+                    Ok(page) => {
+                        response(StatusCode::OK, "text/html; charset=utf-8", page, request_id)
+                    }
+                    Err(error) => refusal(StatusCode::BAD_REQUEST, &error, request_id),
+                };
+            }
+            (&Method::POST, None) => Err((
+                StatusCode::NOT_FOUND,
+                "this server renders no bench reports".to_owned(),
+            )),
+            _ => Err((StatusCode::METHOD_NOT_ALLOWED, "use POST".to_owned())),
+        }
     } else {
         Err((StatusCode::NOT_FOUND, format!("no admin call at {path}")))
     };
@@ -167,6 +220,52 @@ pub async fn answer(
         ),
         Err((status, message)) => refusal(status, &message, request_id),
     }
+}
+
+/// `GET /shoal/collections?table=NAME[&limit=N][&after=NEXT]`.
+fn item_collections(
+    handler: &dyn DynamoHandler,
+    query: &str,
+) -> Result<Value, (StatusCode, String)> {
+    let bad = |error: String| (StatusCode::BAD_REQUEST, error);
+    let table = query_parameter(query, "table").ok_or_else(|| bad("name a table".to_owned()))?;
+    let limit = match query_parameter(query, "limit") {
+        None => COLLECTIONS_LIMIT_DEFAULT,
+        Some(text) => text
+            .parse::<usize>()
+            .map_err(|_| bad(format!("limit must be a count, not {text:?}")))?,
+    };
+    let after = query_parameter(query, "after");
+    handler
+        .item_collections(&table, after.as_deref(), limit)
+        .map_err(bad)
+}
+
+/// The value of `name` in a query string, percent-decoded (`+` is a blank); `None` when it
+/// is absent or does not decode to UTF-8.
+fn query_parameter(query: &str, name: &str) -> Option<String> {
+    let raw = query
+        .split('&')
+        .filter_map(|pair| pair.split_once('=').or(Some((pair, ""))))
+        .find(|(key, _)| *key == name)?
+        .1;
+    let mut bytes = Vec::with_capacity(raw.len());
+    let mut rest = raw.as_bytes();
+    while let Some((&byte, tail)) = rest.split_first() {
+        match byte {
+            b'+' => bytes.push(b' '),
+            b'%' => {
+                let hex = tail.get(..2)?;
+                let text = std::str::from_utf8(hex).ok()?;
+                bytes.push(u8::from_str_radix(text, 16).ok()?);
+                rest = &tail[2..];
+                continue;
+            }
+            other => bytes.push(other),
+        }
+        rest = tail;
+    }
+    String::from_utf8(bytes).ok()
 }
 
 /// Contributor Insights' rankings (`table`, `index`, `minutes`, `top` in the query).
@@ -283,6 +382,22 @@ mod tests {
             assert!(!admits(false, remote.parse().unwrap()), "{remote}");
             assert!(admits(true, remote.parse().unwrap()), "{remote}");
         }
+    }
+
+    #[test]
+    fn query_parameters_are_percent_decoded() {
+        let query = "table=My%20Table.v2&limit=5&flag&bad=%zz&plus=a+b";
+        assert_eq!(
+            query_parameter(query, "table").as_deref(),
+            Some("My Table.v2")
+        );
+        assert_eq!(query_parameter(query, "limit").as_deref(), Some("5"));
+        assert_eq!(query_parameter(query, "flag").as_deref(), Some(""));
+        assert_eq!(query_parameter(query, "plus").as_deref(), Some("a b"));
+        assert_eq!(query_parameter(query, "bad"), None);
+        assert_eq!(query_parameter(query, "missing"), None);
+        assert_eq!(query_parameter("t=%e2%82", "t"), None);
+        assert_eq!(query_parameter("t=%4", "t"), None);
     }
 
     #[test]

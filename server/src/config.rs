@@ -160,7 +160,17 @@ pub struct ServerConfig {
     /// Record every call from the start (`--record FILE`); the admin API can also start
     /// and stop a recording.
     pub record: Option<crate::record::RecordOptions>,
+    /// Serve the web console at `/shoal/console` (`console/`), and with it the admin API it
+    /// calls, under the admin API's loopback rule.
+    pub console: bool,
+    /// Turns a saved `shoal bench --json` report into the page `--html` writes, for the
+    /// console's `POST /shoal/bench-report`; the bench lives in the `shoal` binary, which
+    /// hands it over. `None`: that call answers 404.
+    pub bench_report: Option<BenchReportRenderer>,
 }
+
+/// The bench's report renderer: JSON report text in, HTML page (or why not) out.
+pub type BenchReportRenderer = fn(&[u8]) -> Result<String, String>;
 
 impl Default for ServerConfig {
     fn default() -> ServerConfig {
@@ -183,6 +193,8 @@ impl Default for ServerConfig {
             admin_allow_remote: false,
             faults: RuleSet::default(),
             record: None,
+            console: false,
+            bench_report: None,
         }
     }
 }

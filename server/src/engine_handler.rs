@@ -8,6 +8,11 @@ use shoal_tables::Database;
 
 use crate::handler::{kill_this_process, CrashMode, DynamoHandler};
 
+/// Item collections one `GET /shoal/collections` steps through at most (two reads each).
+const COLLECTIONS_VISITED_MAX: usize = 10_000;
+/// Collections one answer lists at most.
+const COLLECTIONS_LISTED_MAX: usize = 100;
+
 /// Serves a [`Database`] over DynamoDB's protocol.
 pub struct EngineHandler {
     database: Arc<Database>,
@@ -98,6 +103,49 @@ impl DynamoHandler for EngineHandler {
             }
         }
         kill_this_process()
+    }
+
+    fn item_collections(
+        &self,
+        table: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<serde_json::Value, String> {
+        let after = after
+            .map(hex::decode)
+            .transpose()
+            .map_err(|_| "after must be the hex text of an earlier answer's next".to_owned())?;
+        let walk = self
+            .database
+            .largest_item_collections(
+                table,
+                after.as_deref(),
+                COLLECTIONS_VISITED_MAX,
+                limit.min(COLLECTIONS_LISTED_MAX),
+            )
+            .map_err(|error| error.message)?;
+        let collections: Vec<serde_json::Value> = walk
+            .largest
+            .iter()
+            .map(|found| {
+                serde_json::json!({
+                    "key": found.partition_key.to_json(),
+                    "size_bytes": found.record.size_bytes,
+                    "item_count": found.record.item_count,
+                })
+            })
+            .collect();
+        Ok(serde_json::json!({
+            "collections": collections,
+            "scanned": walk.visited,
+            "complete": walk.next.is_none(),
+            "next": walk.next.map(hex::encode),
+            "limit_bytes": self.database.options().limits.item_collection_size_limit_bytes,
+        }))
+    }
+
+    fn settings(&self) -> serde_json::Value {
+        settings_of(self.database.options())
     }
 
     fn health(&self) -> crate::handler::StorageHealth {
@@ -213,6 +261,37 @@ impl DynamoHandler for EngineHandler {
         );
         render_corruption(&self.database.corruption_report(), out);
     }
+}
+
+/// The knobs of `options` a test may have set: `GET /shoal/settings`. Lags are
+/// `{"min_ms", "max_ms"}` (equal when fixed), or null when off.
+fn settings_of(options: &shoal_tables::Options) -> serde_json::Value {
+    let lag = |lag: Option<shoal_tables::Lag>| {
+        lag.map(|lag| {
+            serde_json::json!({
+                "min_ms": u64::try_from(lag.min.as_millis()).unwrap_or(u64::MAX),
+                "max_ms": u64::try_from(lag.max.as_millis()).unwrap_or(u64::MAX),
+            })
+        })
+    };
+    let emulation = &options.emulation;
+    serde_json::json!({
+        "capacity": match emulation.capacity {
+            shoal_tables::capacity::throttle::CapacityMode::Enforce => "enforce",
+            shoal_tables::capacity::throttle::CapacityMode::Off => "off",
+        },
+        "gsi_lag": lag(emulation.gsi_lag),
+        "eventual_reads": lag(emulation.eventual_read_lag),
+        "lag_seed": emulation.lag_seed,
+        "transaction_conflicts": emulation.transaction_conflicts,
+        "write_hold_ms": u64::try_from(emulation.write_hold.as_millis()).unwrap_or(u64::MAX),
+        "transient_status_seconds": emulation.transient_status_delay.as_secs_f64(),
+        "stream_retention_seconds": options.streams.retention.as_secs(),
+        "stream_shard_seconds": options.streams.shard_duration.as_secs(),
+        "stream_shard_records": options.streams.shard_records_max,
+        "ttl_sweep_seconds": options.time_to_live.sweep_interval.as_secs_f64(),
+        "item_collection_limit_bytes": options.limits.item_collection_size_limit_bytes,
+    })
 }
 
 /// Failed SSTable reads (checksum or structure) and the damaged places, by what they hold:
@@ -368,6 +447,27 @@ mod tests {
             r#"{"TableName": "Tagged", "Item": {"pk": {"S": "a"}}}"#,
         );
         assert_eq!(put.unwrap(), b"{}");
+    }
+
+    #[test]
+    fn settings_name_the_lags_and_the_capacity_mode() {
+        let mut options = shoal_tables::Options::default();
+        options.emulation.gsi_lag = Some(shoal_tables::Lag {
+            min: std::time::Duration::from_millis(10),
+            max: std::time::Duration::from_millis(900),
+        });
+        options.emulation.capacity = shoal_tables::capacity::throttle::CapacityMode::Enforce;
+        let settings = settings_of(&options);
+        assert_eq!(
+            settings["gsi_lag"],
+            serde_json::json!({"min_ms": 10, "max_ms": 900})
+        );
+        assert_eq!(settings["eventual_reads"], serde_json::Value::Null);
+        assert_eq!(settings["capacity"], "enforce");
+        let defaults = settings_of(&shoal_tables::Options::default());
+        assert_eq!(defaults["capacity"], "off");
+        assert_eq!(defaults["gsi_lag"], serde_json::Value::Null);
+        assert_eq!(defaults["item_collection_limit_bytes"], 10u64 << 30);
     }
 
     #[test]

@@ -87,6 +87,25 @@ pub trait DynamoHandler: Send + Sync + 'static {
     /// `# TYPE` line per metric family, names prefixed `shoal_`). The default adds nothing.
     fn render_metrics(&self, _out: &mut String) {}
 
+    /// The testing knobs in force, as a JSON object, for the admin API's
+    /// `GET /shoal/settings` (the console shows them). The default knows none.
+    fn settings(&self) -> serde_json::Value {
+        serde_json::json!({})
+    }
+
+    /// The largest item collections of `table` for the admin API's `GET
+    /// /shoal/collections`: at most `limit`, from a walk bounded per call that starts
+    /// `after` the position a previous answer's `next` named. The default keeps none.
+    fn item_collections(
+        &self,
+        table: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<serde_json::Value, String> {
+        let _ = (table, after, limit);
+        Err("this server keeps no item collections".to_owned())
+    }
+
     /// Contributor Insights' rankings of table `table` (or its GSI `index`) over the last
     /// `minutes` minutes, `top` keys per rule, as JSON (`GET /shoal/contributors`); None if
     /// there is no such table or index. `table` None: the tables and indexes followed.

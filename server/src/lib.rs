@@ -70,6 +70,7 @@ mod amz_date;
 pub mod auth;
 mod body;
 pub mod config;
+mod console;
 mod content_encoding;
 mod cors;
 mod engine_handler;

@@ -341,7 +341,9 @@ async fn answer(
     if let Err(error) = check_head_size(parts, state.config.header_bytes_max) {
         return (reject(state, error, request_id), None);
     }
-    if state.config.admin && parts.uri.path().starts_with(ADMIN_PATH_PREFIX) {
+    // The console calls the admin API, so it comes with it.
+    let admin = state.config.admin || state.config.console;
+    if admin && parts.uri.path().starts_with(ADMIN_PATH_PREFIX) {
         let context = AdminContext {
             faults: &state.faults,
             recorder: &state.recorder,
@@ -349,6 +351,8 @@ async fn answer(
             allow_remote: state.config.admin_allow_remote,
             body_bytes_max: state.config.body_bytes_max,
             body_read_timeout: state.config.body_read_timeout,
+            console: state.config.console,
+            bench_report: state.config.bench_report,
         };
         return (
             admin::answer(&context, parts, body, peer.ip(), request_id).await,

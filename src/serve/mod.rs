@@ -90,9 +90,14 @@ pub struct ServeArgs {
     /// --admin-allow-remote.
     #[arg(long)]
     pub admin: bool,
-    /// Let clients whose address is not loopback use the admin API.
-    #[arg(long, requires = "admin")]
+    /// Let clients whose address is not loopback use the admin API (and the console).
+    #[arg(long)]
     pub admin_allow_remote: bool,
+    /// Serve the web console at http://HOST:PORT/shoal/console (docs/CONSOLE.md): tables,
+    /// items, streams, capacity, fault rules, bench reports. It calls the admin API, so
+    /// this turns that on too; loopback clients only, unless --admin-allow-remote.
+    #[arg(long)]
+    pub console: bool,
     /// Fault rules in force from the start (JSON, docs/TESTING-TOOLS.md); no need for
     /// --admin.
     #[arg(long, value_name = "FILE")]
@@ -300,6 +305,9 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         },
         None => AuthMode::AcceptAnyWellFormed,
     };
+    if args.admin_allow_remote && !args.admin && !args.console {
+        return Err("--admin-allow-remote needs --admin or --console".to_string());
+    }
     let faults = match &args.faults {
         Some(path) => load_fault_rules(path)?,
         None => RuleSet::default(),
@@ -330,6 +338,8 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
             max_bytes: args.record_max_bytes,
             hash_keys: args.record_hash_keys,
         }),
+        console: args.console,
+        bench_report: Some(shoal::bench::data_model::html::render_json),
         ..ServerConfig::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -346,6 +356,10 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         let address = listener.local_addr().map_err(|e| e.to_string())?;
         // The line scripts and tests wait for before sending requests.
         println!("shoal listening on http://{address}");
+        if config.console {
+            // On the log, not stdout: scripts may stop reading stdout after the line above.
+            tracing::info!("console at http://{address}/shoal/console");
+        }
         tracing::info!(%address, "serving DynamoDB's protocol");
         database.set_endpoint_address(endpoint_address(address));
         let handler = Arc::new(EngineHandler::new(Arc::clone(&database)));
@@ -489,6 +503,13 @@ mod tests {
             (None, 1000)
         );
         assert!(parse("shoal serve --pitr-clock-ms 5").is_err());
+    }
+
+    #[test]
+    fn the_console_is_off_unless_asked_for() {
+        assert!(!serve_args("shoal serve").console);
+        let serve = serve_args("shoal serve --console --admin-allow-remote");
+        assert!(serve.console && serve.admin_allow_remote && !serve.admin);
     }
 
     #[test]

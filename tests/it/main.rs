@@ -7,6 +7,7 @@ mod scenario_runner;
 mod sdk_server;
 
 mod bench_endpoint;
+mod console_browser;
 mod copy_cli;
 mod corruption_cli;
 mod crash_test_app;

@@ -5,6 +5,7 @@
 
 mod support;
 
+mod console;
 mod content_encoding;
 mod limits;
 mod sigv4_verify;

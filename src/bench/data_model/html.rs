@@ -266,6 +266,14 @@ fn prices(report: &Report) -> Prices {
     }
 }
 
+/// The page of a report saved with `--json` (its text): what the console shows when one is
+/// opened there (`shoal serve --console`).
+pub fn render_json(text: &[u8]) -> Result<String, String> {
+    let report: Report = serde_json::from_slice(text)
+        .map_err(|error| format!("not a shoal bench --json report: {error}"))?;
+    Ok(render(&report))
+}
+
 /// The page.
 pub fn render(report: &Report) -> String {
     let mut page = String::new();

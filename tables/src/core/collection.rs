@@ -28,7 +28,9 @@ use crate::api::common::ItemCollectionMetrics;
 use crate::core::catalog::TableDef;
 use crate::core::error::internal;
 use crate::core::keys;
-use shoal_engine::{Db, Snapshot};
+use crate::core::store::Core;
+use shoal_engine::{Db, Direction, Snapshot};
+use std::ops::Bound;
 
 /// Length of a stored record.
 pub const RECORD_BYTES: usize = 16;
@@ -164,6 +166,112 @@ pub fn metrics(table: &TableDef, pk: &AttributeValue, size_bytes: u64) -> ItemCo
         item_collection_key,
         size_estimate_range_gb: size_estimate_range_gb(size_bytes),
     }
+}
+
+/// One item collection and its size record, as [`Core::largest_item_collections`] finds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CollectionSize {
+    pub partition_key: AttributeValue,
+    pub record: CollectionRecord,
+}
+
+/// What one walk of [`Core::largest_item_collections`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CollectionWalk {
+    /// The largest collections met, largest first.
+    pub largest: Vec<CollectionSize>,
+    /// Collections met.
+    pub visited: usize,
+    /// Where the next walk starts (an opaque position), when this one stopped at its bound.
+    pub next: Option<Vec<u8>>,
+}
+
+impl Core {
+    /// The `limit` largest item collections of table `name` among at most `visit_max` met
+    /// after `after` (a walk's `next`; `None`: from the first), at one snapshot. The walk
+    /// steps from collection to collection, one range read for the next partition's first
+    /// key and one point read of its record, never through the items themselves. A table
+    /// without a local secondary index keeps no records: every collection then shows as
+    /// empty and none is listed.
+    pub fn largest_item_collections(
+        &self,
+        name: &str,
+        after: Option<&[u8]>,
+        visit_max: usize,
+        limit: usize,
+    ) -> Result<CollectionWalk, ApiError> {
+        let table = self.table(name)?;
+        let db = &self.db;
+        let snapshot = db.snapshot();
+        let pk_type = table.key.hash.scalar_type();
+        let mut position: Option<Vec<u8>> = after.map(<[u8]>::to_vec);
+        let mut largest: Vec<CollectionSize> = Vec::new();
+        let mut visited = 0;
+        let next = loop {
+            if visited >= visit_max {
+                break position;
+            }
+            let lower = match &position {
+                Some(key) => Bound::Excluded(key.as_slice()),
+                None => Bound::Unbounded,
+            };
+            let mut cursor = db
+                .iter(
+                    table.tree,
+                    lower,
+                    Bound::Unbounded,
+                    Direction::Forward,
+                    Some(&snapshot),
+                )
+                .map_err(internal)?;
+            if !cursor.advance().map_err(internal)? {
+                break None;
+            }
+            let key = cursor.key();
+            let (prefix_len, _) = keys::split_table_key(key, pk_type).map_err(internal)?;
+            // The record sorts after every other key of its collection: the next read
+            // starts past it, at the next partition.
+            let mut record_key = key[..prefix_len].to_vec();
+            record_key.push(keys::SECTION_COLLECTION);
+            drop(cursor);
+            visited += 1;
+            let record = db
+                .get_with(
+                    table.tree,
+                    &record_key,
+                    Some(&snapshot),
+                    CollectionRecord::decode,
+                )
+                .map_err(internal)?
+                .transpose()
+                .map_err(internal)?;
+            if let Some(record) = record {
+                let encoded = &record_key[keys::HASH_BYTES..prefix_len];
+                let (partition_key, _) =
+                    shoal_model::keycodec::decode_key_value(encoded, pk_type).map_err(internal)?;
+                largest.push(CollectionSize {
+                    partition_key,
+                    record,
+                });
+                if largest.len() > limit.saturating_mul(2).max(64) {
+                    keep_largest(&mut largest, limit);
+                }
+            }
+            position = Some(record_key);
+        };
+        keep_largest(&mut largest, limit);
+        Ok(CollectionWalk {
+            largest,
+            visited,
+            next,
+        })
+    }
+}
+
+/// Keeps the `limit` largest, largest first.
+fn keep_largest(collections: &mut Vec<CollectionSize>, limit: usize) {
+    collections.sort_by_key(|c| std::cmp::Reverse(c.record.size_bytes));
+    collections.truncate(limit);
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ mod batch_ops;
 mod capacity_throttle;
 mod check_corruption;
 mod check_memory;
+mod collection_walk;
 mod control_billing;
 mod control_crash;
 mod control_create;
