@@ -535,7 +535,7 @@ impl Database {
     /// Refuses a restore onto a table that exists (TableAlreadyExistsException) or is being
     /// created or deleted. The caller holds `catalog_change`.
     pub(crate) fn refuse_taken_target(&self, target: &str) -> Result<(), ApiError> {
-        if self.catalog.read().contains_key(target) {
+        if self.find_table(target).is_some() {
             return Err(ApiError::new(
                 ErrorCode::TableAlreadyExistsException,
                 format!("Table already exists: {target}"),

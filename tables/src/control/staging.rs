@@ -165,7 +165,7 @@ impl Database {
         // unsynced (nothing could see them), and this sync covers them all.
         self.db.sync_wal().map_err(internal)?;
         let mut edits = vec![VersionEdit::SetMetadata {
-            key: metadata_key(&staged.table.name),
+            key: metadata_key(&staged.table.catalog_key()),
             value: Some(bytes),
         }];
         edits.extend(extra);

@@ -61,7 +61,7 @@ impl Database {
     ) -> Result<CreateTableResponse, ApiError> {
         let schema = schema::validate_create_table(&request)?;
         let _change = self.catalog_change.lock();
-        if self.catalog.read().contains_key(&schema.name) {
+        if self.find_table(&schema.name).is_some() {
             return Err(ApiError::new(
                 ErrorCode::ResourceInUseException,
                 format!("Table already exists: {}", schema.name),
@@ -203,7 +203,7 @@ impl Database {
         // Within 1..=100 after the checks above.
         let limit = request.limit.unwrap_or(LIST_TABLES_LIMIT_MAX) as usize;
         // Tables still DELETING (`emulation::transient`) are listed too.
-        let mut all: BTreeSet<String> = self.catalog.read().keys().cloned().collect();
+        let mut all: BTreeSet<String> = self.table_names().into_iter().collect();
         all.extend(self.emulation.transitions.deleting());
         let lower = match request.exclusive_start_table_name.as_deref() {
             Some(start) => Bound::Excluded(start),
@@ -252,7 +252,7 @@ impl Database {
             .drop_trees_with(
                 &trees,
                 vec![VersionEdit::SetMetadata {
-                    key: metadata_key(&table.name),
+                    key: metadata_key(&table.catalog_key()),
                     value: None,
                 }],
             )
@@ -310,6 +310,8 @@ pub(crate) fn table_def(
         time_to_live: None,
         time_to_live_changed_at_millis: None,
         settings: schema.settings.clone(),
+        region: None,
+        replication: None,
         global_indexes: schema
             .global_indexes
             .iter()
