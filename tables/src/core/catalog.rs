@@ -336,13 +336,24 @@ pub struct TableDef {
 /// format is described).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReplicationDef {
-    /// Every member's Region, this one's included, in the order they joined.
-    pub members: Vec<String>,
+    /// Every member, this one included, in the order they joined.
+    pub members: Vec<MemberDef>,
     /// This member's own state.
     pub status: ReplicaStatus,
     /// This member's replication tree: its outgoing queues and the stamp of each item's
     /// last write.
     pub tree: TreeId,
+    /// While CREATING: the TableId of the member it is filled from.
+    #[serde(default)]
+    pub source: Option<String>,
+}
+
+/// One member of a global table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberDef {
+    pub region: String,
+    /// Its TableId: what queues for it are keyed by.
+    pub table_id: String,
 }
 
 /// Where a member is in its life (DescribeTable's `ReplicaStatus`).

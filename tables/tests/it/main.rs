@@ -26,6 +26,7 @@ mod control_transient;
 mod dispatch_text;
 mod eventual_consistency;
 mod export;
+mod global_tables;
 mod gsi_online_backfill;
 mod gsi_online_crash;
 mod gsi_online_rules;
