@@ -776,6 +776,10 @@ impl<'a> Overrides<'a> {
         table.streams = Vec::new();
         table.time_to_live = None;
         table.time_to_live_changed_at_millis = None;
+        // A restore is a table of its own, shared by every Region as a new table is, even
+        // when its source was a member of a global table.
+        table.region = None;
+        table.replication = None;
         table.settings = TableSettings {
             table_class: source.settings.table_class,
             ..TableSettings::default()

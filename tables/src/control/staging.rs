@@ -70,6 +70,7 @@ pub(crate) fn owned_trees(
         owned.extend(table.global_indexes.iter().map(|gsi| gsi.tree));
         owned.extend(table.streams.iter().map(|stream| stream.tree));
         owned.extend(table.time_to_live.iter().map(|ttl| ttl.tree));
+        owned.extend(table.replication.iter().map(|replication| replication.tree));
     }
     owned
 }

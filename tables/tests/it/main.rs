@@ -27,6 +27,7 @@ mod dispatch_text;
 mod eventual_consistency;
 mod export;
 mod global_tables;
+mod global_tables_crash;
 mod gsi_online_backfill;
 mod gsi_online_crash;
 mod gsi_online_rules;
