@@ -7,6 +7,10 @@
 //! - `DELETE /shoal/faults`: removes every rule; `DELETE /shoal/faults/ID` removes one.
 //! - `POST /shoal/crash` with `{"mode": "kill" | "power-loss"}`: ends the process at once,
 //!   without an answer (see [`CrashMode`]).
+//! - `GET /shoal/replication`: global tables' replication — the lag, the Regions cut off,
+//!   each link's backlog and lag. `POST /shoal/replication` with `{"cut": "<region>"}`
+//!   (replication to and from it pauses), `{"heal": "<region>"}` or `{"lagMs": "MS" |
+//!   "MIN-MAX"}` changes it and answers the same.
 //!
 //! Answers are JSON; errors are `{"error": "<text>"}` with 400, 403, 404 or 405. A client
 //! whose address is not loopback gets 403 unless the server allows remote admin clients:
@@ -30,6 +34,7 @@ pub const ADMIN_PATH_PREFIX: &str = "/shoal/";
 
 const FAULTS_PATH: &str = "/shoal/faults";
 const CRASH_PATH: &str = "/shoal/crash";
+const REPLICATION_PATH: &str = "/shoal/replication";
 const JSON_CONTENT_TYPE: &str = "application/json";
 
 /// What an admin request may use.
@@ -108,6 +113,21 @@ pub async fn answer(
                 }
                 Err(error) => Err((StatusCode::BAD_REQUEST, error)),
             }
+        }
+    } else if path == REPLICATION_PATH {
+        match *method {
+            Method::GET => context
+                .handler
+                .replication(None)
+                .map_err(|error| (StatusCode::NOT_FOUND, error)),
+            Method::POST => match serde_json::from_slice::<Value>(&text) {
+                Ok(change) => context
+                    .handler
+                    .replication(Some(&change))
+                    .map_err(|error| (StatusCode::BAD_REQUEST, error)),
+                Err(error) => Err((StatusCode::BAD_REQUEST, format!("not JSON: {error}"))),
+            },
+            _ => Err((StatusCode::METHOD_NOT_ALLOWED, "use GET or POST".to_owned())),
         }
     } else {
         Err((StatusCode::NOT_FOUND, format!("no admin call at {path}")))

@@ -40,11 +40,16 @@ fn options() -> shoal_tables::Options {
     options
 }
 
-fn try_call(db: &Database, region: &str, operation: &str, request: Value) -> Result<Value, String> {
+pub(crate) fn try_call(
+    db: &Database,
+    region: &str,
+    operation: &str,
+    request: Value,
+) -> Result<Value, String> {
     call(db, region, operation, &request).map_err(|(code, message)| format!("{code}: {message}"))
 }
 
-fn create(db: &Database) -> Result<(), String> {
+pub(crate) fn create(db: &Database) -> Result<(), String> {
     try_call(
         db,
         A,
@@ -129,9 +134,13 @@ fn stream_values(db: &Database, region: &str) -> Result<BTreeMap<String, usize>,
 
 /// What the test wrote: per key, every write in the order made, and whether it was
 /// acknowledged (None for a delete).
-type Writes = BTreeMap<String, Vec<(Option<String>, bool)>>;
+pub(crate) type Writes = BTreeMap<String, Vec<(Option<String>, bool)>>;
 
-fn verify(db: &Database, writes: &Writes, unstreamed_in_a: &[String]) -> Result<(), String> {
+pub(crate) fn verify(
+    db: &Database,
+    writes: &Writes,
+    unstreamed_in_a: &[String],
+) -> Result<(), String> {
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while !db.replication_settled().map_err(|e| e.message)? {
         if std::time::Instant::now() > deadline {

@@ -28,6 +28,7 @@ mod eventual_consistency;
 mod export;
 mod global_tables;
 mod global_tables_crash;
+mod global_tables_model;
 mod gsi_online_backfill;
 mod gsi_online_crash;
 mod gsi_online_rules;
