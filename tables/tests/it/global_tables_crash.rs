@@ -49,27 +49,10 @@ pub(crate) fn try_call(
     call(db, region, operation, &request).map_err(|(code, message)| format!("{code}: {message}"))
 }
 
+/// Table `Crash` in Region A, as `global_tables` creates its tables (pk, GSI ByG on g).
 pub(crate) fn create(db: &Database) -> Result<(), String> {
-    try_call(
-        db,
-        A,
-        "CreateTable",
-        json!({
-            "TableName": "Crash",
-            "AttributeDefinitions": [
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "g", "AttributeType": "S"}
-            ],
-            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
-            "GlobalSecondaryIndexes": [{
-                "IndexName": "ByG",
-                "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
-                "Projection": {"ProjectionType": "ALL"}
-            }],
-            "BillingMode": "PAY_PER_REQUEST"
-        }),
-    )
-    .map(drop)
+    crate::global_tables::create_table(db, A, "Crash");
+    Ok(())
 }
 
 /// The value of every key in `region`.
