@@ -230,8 +230,6 @@ pub struct TableDescription {
 pub struct ReplicaDescription {
     pub region_name: String,
     pub replica_status: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub replica_status_percent_progress: Option<String>,
 }
 
 /// `RestoreSummary` of a restored table's description.

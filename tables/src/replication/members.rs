@@ -475,8 +475,6 @@ impl Database {
                 ReplicaDescription {
                     region_name: member.region.clone(),
                     replica_status: status.as_str().to_string(),
-                    replica_status_percent_progress: (status == ReplicaStatus::Creating)
-                        .then(|| "0".to_string()),
                 }
             })
             .collect();
