@@ -23,6 +23,10 @@
 //! - `POST /shoal/bench-report` with a saved `shoal bench --json` report: the page
 //!   `--html` writes for it (`text/html`), when the server was given the renderer.
 //! - `GET /shoal/console…`: the web console's files (`console` module), with `--console`.
+//! - `GET /shoal/replication`: global tables' replication — the lag, the Regions cut off,
+//!   each link's backlog and lag. `POST /shoal/replication` with `{"cut": "<region>"}`
+//!   (replication to and from it pauses), `{"heal": "<region>"}` or `{"lagMs": "MS" |
+//!   "MIN-MAX"}` changes it and answers the same.
 //!
 //! Answers are JSON; errors are `{"error": "<text>"}` with 400, 403, 404 or 405. A client
 //! whose address is not loopback gets 403 unless the server allows remote admin clients:
@@ -58,6 +62,7 @@ const COLLECTIONS_LIMIT_DEFAULT: usize = 20;
 const BENCH_REPORT_PATH: &str = "/shoal/bench-report";
 const CONTRIBUTORS_PATH: &str = "/shoal/contributors";
 const RECORD_PATH: &str = "/shoal/record";
+const REPLICATION_PATH: &str = "/shoal/replication";
 const JSON_CONTENT_TYPE: &str = "application/json";
 
 /// What an admin request may use.
@@ -207,6 +212,21 @@ pub async fn answer(
                 "this server renders no bench reports".to_owned(),
             )),
             _ => Err((StatusCode::METHOD_NOT_ALLOWED, "use POST".to_owned())),
+        }
+    } else if path == REPLICATION_PATH {
+        match *method {
+            Method::GET => context
+                .handler
+                .replication(None)
+                .map_err(|error| (StatusCode::NOT_FOUND, error)),
+            Method::POST => match serde_json::from_slice::<Value>(&text) {
+                Ok(change) => context
+                    .handler
+                    .replication(Some(&change))
+                    .map_err(|error| (StatusCode::BAD_REQUEST, error)),
+                Err(error) => Err((StatusCode::BAD_REQUEST, format!("not JSON: {error}"))),
+            },
+            _ => Err((StatusCode::METHOD_NOT_ALLOWED, "use GET or POST".to_owned())),
         }
     } else {
         Err((StatusCode::NOT_FOUND, format!("no admin call at {path}")))

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use shoal_model::ApiError;
-use shoal_tables::Database;
+use shoal_tables::{Database, Lag, ReplicationLink};
 
 use crate::handler::{kill_this_process, CrashMode, DynamoHandler};
 
@@ -189,6 +189,39 @@ impl DynamoHandler for EngineHandler {
         }))
     }
 
+    fn replication(&self, change: Option<&serde_json::Value>) -> Result<serde_json::Value, String> {
+        if let Some(change) = change {
+            let text = |member: &str| change.get(member).and_then(serde_json::Value::as_str);
+            match (text("cut"), text("heal"), text("lagMs")) {
+                (Some(region), None, None) => self.database.cut_region(region),
+                (None, Some(region), None) => self.database.heal_region(region),
+                (None, None, Some(lag)) => self.database.set_replication_lag(Lag::parse(lag)?),
+                _ => {
+                    return Err(
+                        "send exactly one of {\"cut\": REGION}, {\"heal\": REGION} or {\"lagMs\": \"MS|MIN-MAX\"}"
+                            .to_owned(),
+                    )
+                }
+            }
+        }
+        let lag = self.database.replication_lag();
+        let links = self
+            .database
+            .replication_links()
+            .map_err(|error| error.message)?;
+        Ok(serde_json::json!({
+            "lagMs": {"min": lag.min.as_millis() as u64, "max": lag.max.as_millis() as u64},
+            "cut": self.database.cut_regions(),
+            "links": links.iter().map(|link| serde_json::json!({
+                "table": link.table,
+                "from": link.from,
+                "to": link.to,
+                "backlog": link.backlog,
+                "lagMs": link.lag.as_millis() as u64,
+            })).collect::<Vec<_>>(),
+        }))
+    }
+
     fn render_metrics(&self, out: &mut String) {
         let writes_accepted = u8::from(self.database.lsm().poisoned().is_none());
         let disk_full = u8::from(self.database.lsm().out_of_space().is_some());
@@ -214,6 +247,34 @@ impl DynamoHandler for EngineHandler {
             wal.bytes_written,
             self.database.lsm().wal_live_bytes(),
         );
+        // Global tables: each link's queued changes and the age of its oldest.
+        if let Ok(links) = self.database.replication_links() {
+            let families: [(&str, &str, LinkFigure); 2] = [
+                (
+                    "shoal_replication_backlog",
+                    "Changes queued for a replica, per table and direction.",
+                    |link| link.backlog.to_string(),
+                ),
+                (
+                    "shoal_replication_lag_seconds",
+                    "Age of the oldest change queued for a replica (0 when none is).",
+                    |link| format!("{:.3}", link.lag.as_secs_f64()),
+                ),
+            ];
+            for (name, help, value) in families {
+                let _ = write!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n");
+                for link in &links {
+                    let _ = writeln!(
+                        out,
+                        "{name}{{table=\"{}\",from=\"{}\",to=\"{}\"}} {}",
+                        escape_label(&link.table),
+                        escape_label(&link.from),
+                        escape_label(&link.to),
+                        value(link)
+                    );
+                }
+            }
+        }
         out.push_str("# TYPE shoal_consumed_read_capacity_units_total counter\n");
         let consumed = self.database.consumed_capacity();
         for (table, totals) in &consumed {
@@ -337,6 +398,9 @@ fn empty_body_operation(operation: &str) -> bool {
 }
 
 /// Table names are `[a-zA-Z0-9_.-]+`, but escape as Prometheus requires anyway.
+/// One figure of a replication link, as /metrics prints it.
+type LinkFigure = fn(&ReplicationLink) -> String;
+
 fn escape_label(value: &str) -> String {
     value
         .replace('\\', "\\\\")

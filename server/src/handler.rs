@@ -83,6 +83,15 @@ pub trait DynamoHandler: Send + Sync + 'static {
         kill_this_process()
     }
 
+    /// The admin API's replication knobs (`/shoal/replication`): with no `change`, the
+    /// state (lag, Regions cut off, each link's backlog and lag); with one
+    /// (`{"cut": R}`, `{"heal": R}` or `{"lagMs": "MS|MIN-MAX"}`), applies it and answers the
+    /// state. The default knows no global tables.
+    fn replication(&self, change: Option<&serde_json::Value>) -> Result<serde_json::Value, String> {
+        let _ = change;
+        Err("this server has no global tables".to_owned())
+    }
+
     /// Appends engine statistics to the `/metrics` page, in Prometheus text format (one
     /// `# TYPE` line per metric family, names prefixed `shoal_`). The default adds nothing.
     fn render_metrics(&self, _out: &mut String) {}

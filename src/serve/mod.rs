@@ -17,8 +17,8 @@ use shoal_server::faults::{parse_rule_set, RuleSet};
 use shoal_server::{AuthMode, CorsOrigins, EngineHandler, ServerConfig};
 use shoal_tables::capacity::throttle::CapacityMode;
 use shoal_tables::{
-    BackupOptions, Database, EmulationOptions, Lag, Options, StorageOptions, StreamOptions,
-    TimeToLiveOptions, TransferOptions,
+    BackupOptions, Database, EmulationOptions, Lag, Options, ReplicationOptions, StorageOptions,
+    StreamOptions, TimeToLiveOptions, TransferOptions,
 };
 
 #[derive(Args)]
@@ -130,6 +130,11 @@ pub struct ServeArgs {
     /// always see the latest. Off by default.
     #[arg(long, value_name = "MS|MIN-MAX", value_parser = Lag::parse)]
     pub eventual_reads: Option<Lag>,
+    /// Global tables: a write reaches the other Regions' replicas this long after it, in
+    /// milliseconds: `MS` or `MIN-MAX` (drawn per write). Default 100-400. The admin API's
+    /// `/shoal/replication` changes it at run time.
+    #[arg(long, value_name = "MS|MIN-MAX", value_parser = Lag::parse)]
+    pub replication_lag_ms: Option<Lag>,
     /// Seed of the lags drawn from a `MIN-MAX` range: the same seed draws the same lags.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub lag_seed: u64,
@@ -293,6 +298,11 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         backups: BackupOptions {
             pitr_window: args.pitr_window_seconds.map(Duration::from_secs),
             pitr_clock_interval: Duration::from_millis(args.pitr_clock_ms),
+        },
+        replication: ReplicationOptions {
+            lag: args
+                .replication_lag_ms
+                .unwrap_or(shoal_tables::replication::REPLICATION_LAG_DEFAULT),
         },
         ..Options::default()
     };
@@ -476,6 +486,15 @@ mod tests {
         assert_eq!(serve.write_hold_ms, 40);
         let defaults = serve_args("shoal serve");
         assert_eq!((defaults.gsi_lag, defaults.eventual_reads), (None, None));
+        assert_eq!(defaults.replication_lag_ms, None);
+        let serve = serve_args("shoal serve --replication-lag-ms 5-50");
+        assert_eq!(
+            serve.replication_lag_ms,
+            Some(Lag {
+                min: Duration::from_millis(5),
+                max: Duration::from_millis(50)
+            })
+        );
         assert!(!defaults.transaction_conflicts);
         assert!(parse("shoal serve --gsi-lag 900-10").is_err());
     }

@@ -22,6 +22,8 @@ use crate::emulation::EmulationState;
 use crate::items::transact::TokenTable;
 use crate::options::Options;
 use crate::partiql::statements::StatementCache;
+use crate::replication::feature::ReplicationLog;
+use crate::replication::ReplicationState;
 use crate::streams::lifecycle::{self, Streams};
 use crate::streams::record::StreamRetention;
 use crate::transfer::TransferState;
@@ -55,6 +57,9 @@ pub struct Database {
     /// The upkeep thread (stream shards and retention, Time to Live sweeps, the
     /// point-in-time clock), started with the first feature that needs it; stopped on drop.
     pub(crate) upkeep: Mutex<Option<crate::upkeep::Upkeep>>,
+    /// Global tables' replication thread and knobs, also a registered feature
+    /// (`replication`).
+    pub(crate) replication: ReplicationState,
 }
 
 impl Database {
@@ -95,12 +100,16 @@ impl Database {
         let capacity = CapacityState::new(options.emulation.capacity, options.clock.clone());
         let transfer = TransferState::open(&db, options.upkeep)?;
         let streams = Arc::new(Streams::new(retention));
+        let replication = ReplicationState::new(&options.replication);
         // The features that ride on writes and on the catalog (`core::feature`), in the
         // order their hooks run.
         let features = Features::new(vec![
             Arc::clone(&streams) as Arc<dyn Feature>,
             Arc::new(crate::ttl::TimeToLive),
             Arc::clone(&backups.pitr) as Arc<dyn Feature>,
+            Arc::new(ReplicationLog {
+                wakeup: Arc::clone(&replication.wakeup),
+            }),
         ]);
         let core = Core::new(
             db,
@@ -119,6 +128,7 @@ impl Database {
             capacity,
             emulation,
             upkeep: Mutex::new(None),
+            replication,
         };
         database.reload_catalog()?;
         // Before statistics are loaded (their records of dropped trees then go too): the
@@ -146,6 +156,10 @@ impl Database {
         // Contributor Insights enabled before the restart counts again from now.
         database.recount_observing();
         database.start_upkeep()?;
+        // Queues left by a close or a crash drain, replicas left CREATING are filled again.
+        database
+            .resume_replication()
+            .map_err(|e| DbError::Poisoned(e.message))?;
         Ok(database)
     }
 
@@ -165,6 +179,7 @@ impl Database {
             capacity: CapacityState::new(CapacityMode::Off, self.options.clock.clone()),
             emulation: self.emulation.share(),
             upkeep: Mutex::new(None),
+            replication: self.replication.share(),
         }
     }
 

@@ -13,7 +13,8 @@
 //! - The features, a folder each: [`streams`], [`ttl`], [`backups`] (with point-in-time
 //!   recovery), [`transfer`] (import and export), [`partiql`], [`capacity`] (metering,
 //!   billing, throttling), [`emulation`] (GSI lag, stale reads, transaction conflicts,
-//!   transient statuses) and [`tags`]; [`upkeep`] runs their work on a timer.
+//!   transient statuses), [`tags`] and [`replication`] (global tables); [`upkeep`] runs
+//!   their work on a timer.
 
 pub mod api;
 pub mod backups;
@@ -29,6 +30,7 @@ pub mod options;
 pub mod partiql;
 pub mod policies;
 pub mod query_scan;
+pub mod replication;
 pub mod streams;
 pub mod tags;
 pub mod transfer;
@@ -42,6 +44,8 @@ pub use dispatch::{never_waits, STREAMS_OPERATIONS, SUPPORTED_OPERATIONS};
 pub use emulation::lag::Lag;
 pub use emulation::EmulationOptions;
 pub use options::{LimitOptions, Options, StorageOptions};
+pub use replication::status::ReplicationLink;
+pub use replication::ReplicationOptions;
 pub use shoal_wal::Durability;
 pub use streams::api::{StreamReader, StreamStart};
 pub use streams::record::{EventName, StreamRecord};

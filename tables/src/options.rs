@@ -14,6 +14,7 @@
 //! # assert!(options.upkeep);
 //! ```
 
+use crate::replication::ReplicationOptions;
 use std::sync::Arc;
 
 use shoal_engine::{CompactionFilter, DbOptions, VersionRetention};
@@ -47,6 +48,8 @@ pub struct Options {
     pub backups: BackupOptions,
     /// Where exports go and imports come from.
     pub transfer: TransferOptions,
+    /// Global tables: how long replication takes.
+    pub replication: ReplicationOptions,
     /// DynamoDB behaviours a test can ask for: throttling, lags, transaction conflicts,
     /// transient statuses. All off by default, as in DynamoDB Local.
     pub emulation: EmulationOptions,
@@ -69,6 +72,7 @@ impl Default for Options {
             time_to_live: TimeToLiveOptions::default(),
             backups: BackupOptions::default(),
             transfer: TransferOptions::default(),
+            replication: ReplicationOptions::default(),
             emulation: EmulationOptions::default(),
             clock: Clock::system(),
             upkeep: true,

@@ -20,6 +20,7 @@ mod e2e_capacity_sdk;
 mod e2e_consistency_sdk;
 mod e2e_export_sdk;
 mod e2e_faults_sdk;
+mod e2e_global_tables_sdk;
 mod e2e_import_sdk;
 mod e2e_insights_sdk;
 mod e2e_multi_attribute_gsi_sdk;

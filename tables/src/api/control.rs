@@ -215,6 +215,22 @@ pub struct TableDescription {
     /// In the answer of a restore (`backups::on_demand`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub restore_summary: Option<RestoreSummary>,
+    /// A member of a global table's (SPEC-3 §2.2, `replication`): absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub global_table_version: Option<String>,
+    /// The other members, never this one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<Vec<ReplicaDescription>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub global_table_settings_replication_mode: Option<String>,
+}
+
+/// One other member of a global table, in DescribeTable's `Replicas`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct ReplicaDescription {
+    pub region_name: String,
+    pub replica_status: String,
 }
 
 /// `RestoreSummary` of a restored table's description.

@@ -2,8 +2,8 @@
 //! of global secondary indexes, streams, billing mode and throughput, deletion protection
 //! and table class.
 //!
-//! Members Shoal does not act on through UpdateTable (`SSESpecification`, `WarmThroughput`,
-//! `ReplicaUpdates`, …) are decoded so that a request using them
+//! `ReplicaUpdates` is read by `replication::members`. Members Shoal does not act on
+//! through UpdateTable (`SSESpecification`, `WarmThroughput`, …) are decoded so that a request using them
 //! gets a clear ValidationException rather than being silently ignored
 //! (docs/COMPATIBILITY.md).
 
@@ -34,6 +34,7 @@ pub struct UpdateTableRequest {
     pub multi_region_consistency: Option<serde_json::Value>,
     pub replica_transit_role_arn: Option<serde_json::Value>,
     pub multi_account_replica_ready: Option<serde_json::Value>,
+    pub global_table_witness_updates: Option<serde_json::Value>,
 }
 
 /// One member of `GlobalSecondaryIndexUpdates`: exactly one action.

@@ -535,7 +535,7 @@ impl Database {
     /// Refuses a restore onto a table that exists (TableAlreadyExistsException) or is being
     /// created or deleted. The caller holds `catalog_change`.
     pub(crate) fn refuse_taken_target(&self, target: &str) -> Result<(), ApiError> {
-        if self.catalog.read().contains_key(target) {
+        if self.find_table(target).is_some() {
             return Err(ApiError::new(
                 ErrorCode::TableAlreadyExistsException,
                 format!("Table already exists: {target}"),
@@ -776,6 +776,10 @@ impl<'a> Overrides<'a> {
         table.streams = Vec::new();
         table.time_to_live = None;
         table.time_to_live_changed_at_millis = None;
+        // A restore is a table of its own, shared by every Region as a new table is, even
+        // when its source was a member of a global table.
+        table.region = None;
+        table.replication = None;
         table.settings = TableSettings {
             table_class: source.settings.table_class,
             ..TableSettings::default()

@@ -502,7 +502,7 @@ fn set_status(context: &Context, target: &Target, status: IndexStatus) -> Result
     context
         .db
         .apply_edits(vec![VersionEdit::SetMetadata {
-            key: metadata_key(&changed.name),
+            key: metadata_key(&changed.catalog_key()),
             value: Some(bytes),
         }])
         .map_err(internal)?;

@@ -22,7 +22,7 @@ pub const NOT_OFFERED: &[(&str, &str)] = &[
 
 const VECTORS: &str = "vector indexes are not implemented; Query and Scan read a table";
 const BULK: &str = "bulk operations are not implemented; ImportTable creates a table from exported files, and `shoal import` loads them";
-const REPLICAS: &str = "global table replicas are not implemented; DescribeTable and UpdateTable show and set a table's throughput";
+const REPLICAS: &str = "replica auto scaling is not implemented; DescribeTable shows each replica and UpdateTable sets a table's throughput";
 const KINESIS: &str = "Kinesis streaming destinations are not implemented; DynamoDB Streams (ListStreams, GetShardIterator, GetRecords, `shoal streams tail`) carry the same changes";
 
 /// The refusal of `operation` if it is one of [`NOT_OFFERED`].

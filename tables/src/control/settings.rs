@@ -64,7 +64,7 @@ impl Database {
     /// backup and export operations answer that (not ResourceNotFoundException) for a table
     /// that does not exist.
     pub(crate) fn backed_up_table(&self, name: &str) -> Result<Arc<TableDef>, ApiError> {
-        self.catalog.read().get(name).cloned().ok_or_else(|| {
+        self.find_table(name).ok_or_else(|| {
             ApiError::new(
                 ErrorCode::TableNotFoundException,
                 format!("Table not found: {name}"),

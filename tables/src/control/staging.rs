@@ -70,6 +70,7 @@ pub(crate) fn owned_trees(
         owned.extend(table.global_indexes.iter().map(|gsi| gsi.tree));
         owned.extend(table.streams.iter().map(|stream| stream.tree));
         owned.extend(table.time_to_live.iter().map(|ttl| ttl.tree));
+        owned.extend(table.replication.iter().map(|replication| replication.tree));
     }
     owned
 }
@@ -165,7 +166,7 @@ impl Database {
         // unsynced (nothing could see them), and this sync covers them all.
         self.db.sync_wal().map_err(internal)?;
         let mut edits = vec![VersionEdit::SetMetadata {
-            key: metadata_key(&staged.table.name),
+            key: metadata_key(&staged.table.catalog_key()),
             value: Some(bytes),
         }];
         edits.extend(extra);

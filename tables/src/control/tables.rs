@@ -61,7 +61,7 @@ impl Database {
     ) -> Result<CreateTableResponse, ApiError> {
         let schema = schema::validate_create_table(&request)?;
         let _change = self.catalog_change.lock();
-        if self.catalog.read().contains_key(&schema.name) {
+        if self.find_table(&schema.name).is_some() {
             return Err(ApiError::new(
                 ErrorCode::ResourceInUseException,
                 format!("Table already exists: {}", schema.name),
@@ -167,6 +167,7 @@ impl Database {
             }
             _ => describe(&table, &stats, "ACTIVE"),
         };
+        self.describe_members(&table, &mut description);
         if let Some(index) = transition.and_then(|t| t.creating_index) {
             for gsi in description.global_secondary_indexes.iter_mut().flatten() {
                 if gsi.index_name == index && gsi.index_status == "ACTIVE" {
@@ -203,7 +204,7 @@ impl Database {
         // Within 1..=100 after the checks above.
         let limit = request.limit.unwrap_or(LIST_TABLES_LIMIT_MAX) as usize;
         // Tables still DELETING (`emulation::transient`) are listed too.
-        let mut all: BTreeSet<String> = self.catalog.read().keys().cloned().collect();
+        let mut all: BTreeSet<String> = self.table_names().into_iter().collect();
         all.extend(self.emulation.transitions.deleting());
         let lower = match request.exclusive_start_table_name.as_deref() {
             Some(start) => Bound::Excluded(start),
@@ -236,34 +237,7 @@ impl Database {
             return Err(ApiError::validation(DELETION_PROTECTED_MESSAGE));
         }
         self.emulation.transitions.refuse_change(name)?;
-        if table.settings.point_in_time_recovery.is_some() {
-            // Before the drop: a crash between the two leaves the table and its backup,
-            // and the retried DeleteTable takes no second one.
-            self.take_deleted_table_backup(&table)?;
-        }
-        let stats = self.table_stats(&table);
-        let mut trees = vec![table.tree];
-        trees.extend(table.global_indexes.iter().map(|gsi| gsi.tree));
-        // The table's streams go with it (docs/COMPATIBILITY.md: DynamoDB keeps them
-        // readable for 24 hours).
-        trees.extend(table.streams.iter().map(|stream| stream.tree));
-        trees.extend(table.time_to_live.iter().map(|ttl| ttl.tree));
-        self.db
-            .drop_trees_with(
-                &trees,
-                vec![VersionEdit::SetMetadata {
-                    key: metadata_key(&table.name),
-                    value: None,
-                }],
-            )
-            .map_err(internal)?;
-        self.reload_catalog().map_err(internal)?;
-        // The records go after the table: a crash between leaves records of no table, which
-        // the next open removes.
-        let mut batch = WriteBatch::new();
-        stats::remove_all(self.stats.tree()?, table.tree, &mut batch)?;
-        self.db.write(batch).map_err(internal)?;
-        self.stats.forget(table.tree);
+        let stats = self.drop_table(&table)?;
         let mut description = describe(&table, &stats, "DELETING");
         description.key_schema = None;
         description.attribute_definitions = None;
@@ -282,6 +256,40 @@ impl Database {
         Ok(DeleteTableResponse {
             table_description: description,
         })
+    }
+
+    /// Drops `table`'s trees and its catalog entry in one durable change (a member of a
+    /// global table leaves its group in the same change, `replication::members`), after a
+    /// SYSTEM backup of it if it has point-in-time recovery, and returns its last
+    /// statistics. The caller holds `catalog_change`.
+    pub(crate) fn drop_table(&self, table: &TableDef) -> Result<TableStats, ApiError> {
+        if table.settings.point_in_time_recovery.is_some() {
+            // Before the drop: a crash between the two leaves the table and its backup,
+            // and the retried DeleteTable takes no second one.
+            self.take_deleted_table_backup(table)?;
+        }
+        let stats = self.table_stats(table);
+        let mut trees = vec![table.tree];
+        trees.extend(table.global_indexes.iter().map(|gsi| gsi.tree));
+        // The table's streams go with it (docs/COMPATIBILITY.md: DynamoDB keeps them
+        // readable for 24 hours).
+        trees.extend(table.streams.iter().map(|stream| stream.tree));
+        trees.extend(table.time_to_live.iter().map(|ttl| ttl.tree));
+        let (group_trees, mut edits) = self.leave_group(table)?;
+        trees.extend(group_trees);
+        edits.push(VersionEdit::SetMetadata {
+            key: metadata_key(&table.catalog_key()),
+            value: None,
+        });
+        self.db.drop_trees_with(&trees, edits).map_err(internal)?;
+        self.reload_catalog().map_err(internal)?;
+        // The records go after the table: a crash between leaves records of no table, which
+        // the next open removes.
+        let mut batch = WriteBatch::new();
+        stats::remove_all(self.stats.tree()?, table.tree, &mut batch)?;
+        self.db.write(batch).map_err(internal)?;
+        self.stats.forget(table.tree);
+        Ok(stats)
     }
 }
 
@@ -310,6 +318,8 @@ pub(crate) fn table_def(
         time_to_live: None,
         time_to_live_changed_at_millis: None,
         settings: schema.settings.clone(),
+        region: None,
+        replication: None,
         global_indexes: schema
             .global_indexes
             .iter()
@@ -507,6 +517,9 @@ pub(crate) fn describe(
                 .map(epoch_seconds),
         }),
         restore_summary: None,
+        global_table_version: None,
+        replicas: None,
+        global_table_settings_replication_mode: None,
     }
 }
 

@@ -61,6 +61,7 @@ use crate::core::clock::now_millis;
 use crate::core::error::internal;
 use crate::database::Database;
 use crate::emulation::transient::TransientStatus;
+use crate::replication::members::{parse_replica_updates, ReplicaChange, REPLICA_ALONE_MESSAGE};
 use crate::streams::lifecycle::{self, StreamChange};
 use shoal_engine::TreeId;
 
@@ -111,6 +112,8 @@ enum TableChange<'r> {
     },
     DeletionProtection(bool),
     TableClass(TableClass),
+    /// ReplicaUpdates: a replica created or deleted (`replication::members`).
+    Replicas(ReplicaChange),
 }
 
 /// The one GSI Create or Delete of a request.
@@ -145,6 +148,11 @@ impl Database {
             match validate_request(&request, Some(&table))? {
                 TableChange::None => (None, "ACTIVE"),
                 TableChange::Stream(stream_change) => {
+                    if table.replication.is_some() {
+                        return Err(ApiError::validation(format!(
+                            "{INVALID} Disabling Stream is not allowed for a Global Table replica."
+                        )));
+                    }
                     self.change_stream(&table, stream_change)?;
                     (None, "UPDATING")
                 }
@@ -188,6 +196,10 @@ impl Database {
                 }
                 TableChange::TableClass(class) => {
                     self.change_table_class(&table, class)?;
+                    (None, "UPDATING")
+                }
+                TableChange::Replicas(change) => {
+                    self.change_replicas(&table, &change)?;
                     (None, "UPDATING")
                 }
             }
@@ -513,6 +525,33 @@ fn validate_request<'r>(
             .map(|(member, present, _)| (*member, *present))
             .collect();
         return Err(ApiError::validation(nothing_to_update_message(&present)));
+    }
+    if let Some(witnesses) = request.global_table_witness_updates.as_ref() {
+        if asks(&Some(witnesses.clone())) {
+            return Err(ApiError::validation(
+                "Shoal does not support GlobalTableWitnessUpdates: multi-Region strong consistency (MultiRegionConsistency STRONG) is not implemented",
+            ));
+        }
+    }
+    if asking.contains(&"ReplicaUpdates") {
+        if asking
+            .iter()
+            .any(|member| !["ReplicaUpdates", "MultiRegionConsistency"].contains(member))
+        {
+            return Err(ApiError::validation(REPLICA_ALONE_MESSAGE));
+        }
+        if request
+            .multi_region_consistency
+            .as_ref()
+            .is_some_and(|mode| mode.as_str() != Some("EVENTUAL"))
+        {
+            return Err(ApiError::validation(
+                "Shoal does not support MultiRegionConsistency STRONG (multi-Region strong consistency); global tables replicate asynchronously (EVENTUAL)",
+            ));
+        }
+        if let Some(updates) = request.replica_updates.as_ref() {
+            return Ok(TableChange::Replicas(parse_replica_updates(updates)?));
+        }
     }
     let alone = asking.len() == 1;
     for (member, what) in [

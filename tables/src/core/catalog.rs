@@ -21,13 +21,52 @@ pub const CATALOG_FORMAT: u32 = 1;
 /// Prefix of the manifest metadata keys holding table definitions.
 pub const METADATA_PREFIX: &str = "table/";
 
-/// The metadata key of a table's definition.
-pub fn metadata_key(table_name: &str) -> String {
-    format!("{METADATA_PREFIX}{table_name}")
+/// The metadata key of a table's definition, by its catalog key ([`TableDef::catalog_key`]).
+pub fn metadata_key(catalog_key: &str) -> String {
+    format!("{METADATA_PREFIX}{catalog_key}")
 }
 
-/// Table definitions by name.
+/// Table definitions by catalog key ([`TableDef::catalog_key`]).
 pub type Catalog = BTreeMap<String, Arc<TableDef>>;
+
+/// Separates a table's name from its Region in the catalog key of a table kept in one
+/// Region only. No table name holds it (names are `[a-zA-Z0-9_.-]`).
+const REGION_SEPARATOR: char = '@';
+
+/// The catalog key of table `name` kept in `region` only (None: in every Region).
+pub fn catalog_key(name: &str, region: Option<&str>) -> String {
+    match region {
+        Some(region) => format!("{name}{REGION_SEPARATOR}{region}"),
+        None => name.to_string(),
+    }
+}
+
+/// The table a request sent to `region` means by `name`: the one kept in that Region if
+/// there is one, else the one every Region shares (how every table is kept until it joins a
+/// global table, `replication`).
+pub fn resolve<'c>(catalog: &'c Catalog, name: &str, region: &str) -> Option<&'c Arc<TableDef>> {
+    catalog
+        .get(&catalog_key(name, Some(region)))
+        .or_else(|| catalog.get(name))
+}
+
+/// The current entry of the table `table` is a definition of (on every write: no key is
+/// built for a table every Region shares).
+pub fn entry_of<'c>(catalog: &'c Catalog, table: &TableDef) -> Option<&'c Arc<TableDef>> {
+    match table.region {
+        None => catalog.get(&table.name),
+        Some(_) => catalog.get(&table.catalog_key()),
+    }
+}
+
+/// The names of the tables a request sent to `region` sees, in byte order, once each.
+pub fn visible_names(catalog: &Catalog, region: &str) -> BTreeSet<String> {
+    catalog
+        .values()
+        .filter(|table| table.region.as_deref().is_none_or(|r| r == region))
+        .map(|table| table.name.clone())
+        .collect()
+}
 
 /// The catalog as stored in the current durable version of `db`.
 pub(crate) fn read_catalog(db: &Db) -> Result<Catalog, DbError> {
@@ -38,7 +77,7 @@ pub(crate) fn read_catalog(db: &Db) -> Result<Catalog, DbError> {
             let table = TableDef::from_metadata(bytes).map_err(|e| {
                 DbError::Poisoned(format!("catalog entry {key} cannot be read: {e}"))
             })?;
-            catalog.insert(table.name.clone(), Arc::new(table));
+            catalog.insert(table.catalog_key(), Arc::new(table));
         }
     }
     Ok(catalog)
@@ -324,6 +363,56 @@ pub struct TableDef {
     /// existed (the defaults: no tags, unprotected, class never given).
     #[serde(default)]
     pub settings: TableSettings,
+    /// The one Region this table is kept in, once it has been part of a global table
+    /// (SPEC-3 §2); None: a table every Region shares, as Shoal keeps tables otherwise.
+    #[serde(default)]
+    pub region: Option<String>,
+    /// Its global table, while it is a member of one (`replication`).
+    #[serde(default)]
+    pub replication: Option<ReplicationDef>,
+}
+
+/// A table's membership in a global table (SPEC-3 §2, version 2019.11.21): every member is
+/// a table of the same name in its own Region ([`TableDef::region`]), and each copies its
+/// writes to the others through its replication tree (`replication`, where the tree's
+/// format is described).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplicationDef {
+    /// Every member, this one included, in the order they joined.
+    pub members: Vec<MemberDef>,
+    /// This member's own state.
+    pub status: ReplicaStatus,
+    /// This member's replication tree: its outgoing queues and the stamp of each item's
+    /// last write.
+    pub tree: TreeId,
+    /// While CREATING: the TableId of the member it is filled from.
+    #[serde(default)]
+    pub source: Option<String>,
+}
+
+/// One member of a global table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberDef {
+    pub region: String,
+    /// Its TableId: what queues for it are keyed by.
+    pub table_id: String,
+}
+
+/// Where a member is in its life (DescribeTable's `ReplicaStatus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReplicaStatus {
+    /// Being filled with the source's items.
+    Creating,
+    Active,
+}
+
+impl ReplicaStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReplicaStatus::Creating => "CREATING",
+            ReplicaStatus::Active => "ACTIVE",
+        }
+    }
 }
 
 /// Time to Live of a table: which attribute holds each item's expiry time, and the expiry
@@ -528,6 +617,12 @@ impl StreamDef {
 }
 
 impl TableDef {
+    /// The key of the table's entry in the catalog: its name, or its name and Region when
+    /// it is kept in one Region only.
+    pub fn catalog_key(&self) -> String {
+        catalog_key(&self.name, self.region.as_deref())
+    }
+
     /// The enabled stream every write adds its record to, if any.
     pub fn enabled_stream(&self) -> Option<&StreamDef> {
         self.streams.last().filter(|stream| stream.is_enabled())
@@ -620,6 +715,8 @@ mod tests {
             time_to_live: None,
             time_to_live_changed_at_millis: None,
             settings: TableSettings::default(),
+            region: None,
+            replication: None,
         };
         let mut stored: serde_json::Value =
             serde_json::from_slice(&table.to_metadata().unwrap()).unwrap();
@@ -629,6 +726,8 @@ mod tests {
             "streams",
             "time_to_live",
             "time_to_live_changed_at_millis",
+            "region",
+            "replication",
         ] {
             stored.as_object_mut().unwrap().remove(member);
         }

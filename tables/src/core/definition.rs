@@ -24,7 +24,7 @@ pub(crate) fn new_definition_edits(
     match table.to_metadata() {
         Ok(bytes) => {
             let edit = VersionEdit::SetMetadata {
-                key: metadata_key(&table.name),
+                key: metadata_key(&table.catalog_key()),
                 value: Some(bytes),
             };
             *stored = Some(table);
@@ -73,7 +73,7 @@ impl Core {
             .drop_trees_with(
                 trees,
                 vec![VersionEdit::SetMetadata {
-                    key: metadata_key(&changed.name),
+                    key: metadata_key(&changed.catalog_key()),
                     value: Some(bytes),
                 }],
             )
@@ -104,7 +104,7 @@ impl Core {
                     Ok(bytes) => {
                         stored = true;
                         vec![VersionEdit::SetMetadata {
-                            key: metadata_key(&changed.name),
+                            key: metadata_key(&changed.catalog_key()),
                             value: Some(bytes),
                         }]
                     }

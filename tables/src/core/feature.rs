@@ -36,6 +36,9 @@ pub enum Initiator {
     Client,
     /// The service itself (Time to Live deleting an expired item).
     Service,
+    /// Replication, applying a write another Region made (`replication`): its stream
+    /// record is a plain change, and it is not queued again.
+    Replication,
 }
 
 /// One item change being planned: `old` is the stored item (None if absent), `new` the item

@@ -56,10 +56,12 @@ pub enum Mutation {
         tree: TreeId,
         key: Vec<u8>,
     },
-    /// A put whose key is the sequence number the engine gives the write (a log of
-    /// changes, such as a stream's records, ordered as the writes committed).
+    /// A put whose key is `prefix` followed by the sequence number the engine gives the
+    /// write (a log of changes, such as a stream's records or a replication queue, ordered
+    /// as the writes committed).
     PutSequenced {
         tree: TreeId,
+        prefix: Vec<u8>,
         value: Vec<u8>,
     },
 }
@@ -70,7 +72,9 @@ impl Mutation {
         match self {
             Mutation::Put { key, value, .. } => entry_bytes(key.len(), Some(value.len())),
             Mutation::Delete { key, .. } => entry_bytes(key.len(), None),
-            Mutation::PutSequenced { value, .. } => entry_bytes(8, Some(value.len())),
+            Mutation::PutSequenced { prefix, value, .. } => {
+                entry_bytes(prefix.len() + 8, Some(value.len()))
+            }
         }
     }
 

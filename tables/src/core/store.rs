@@ -10,10 +10,11 @@ use shoal_engine::{Db, DbError, TreeId};
 use shoal_model::ApiError;
 
 use crate::api::common::{data_table_not_found, table_not_found};
-use crate::core::catalog::{read_catalog, Catalog, TableDef};
+use crate::core::catalog::{read_catalog, resolve, visible_names, Catalog, TableDef};
 use crate::core::error::internal;
 use crate::core::feature::Features;
 use crate::core::locks::CollectionLocks;
+use crate::core::region;
 use crate::core::stats::{self, TableStatistics};
 
 /// The state of the tables every operation and feature works on.
@@ -64,28 +65,28 @@ impl Core {
         Ok(())
     }
 
-    /// The definition of table `name`, or ResourceNotFoundException.
+    /// The definition of the table a request in the current Region (`core::region`) means
+    /// by `name` (`catalog::resolve`), if any.
+    pub fn find_table(&self, name: &str) -> Option<Arc<TableDef>> {
+        resolve(&self.catalog.read(), name, &region::current()).cloned()
+    }
+
+    /// The definition of table `name` (in the current Region), or ResourceNotFoundException.
     pub fn table(&self, name: &str) -> Result<Arc<TableDef>, ApiError> {
-        self.catalog
-            .read()
-            .get(name)
-            .cloned()
-            .ok_or_else(|| table_not_found(name))
+        self.find_table(name).ok_or_else(|| table_not_found(name))
     }
 
     /// The definition of table `name` for a data-plane operation, whose missing table is
     /// [`data_table_not_found`].
     pub(crate) fn data_table(&self, name: &str) -> Result<Arc<TableDef>, ApiError> {
-        self.catalog
-            .read()
-            .get(name)
-            .cloned()
-            .ok_or_else(data_table_not_found)
+        self.find_table(name).ok_or_else(data_table_not_found)
     }
 
-    /// Names of all tables, in byte order.
+    /// Names of the tables the current Region sees, in byte order.
     pub fn table_names(&self) -> Vec<String> {
-        self.catalog.read().keys().cloned().collect()
+        visible_names(&self.catalog.read(), &region::current())
+            .into_iter()
+            .collect()
     }
 
     /// The underlying LSM database (statistics, snapshots, checks).

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use shoal_model::{ApiError, AttributeValue, ErrorCode, Item};
 
-use crate::core::catalog::{IndexStatus, KeyAttribute, TableDef};
+use crate::core::catalog::{entry_of, IndexStatus, KeyAttribute, TableDef};
 use crate::core::clock::now_millis;
 use crate::core::collection::{self, CollectionDelta, CollectionRecord};
 use crate::core::error::internal;
@@ -542,9 +542,11 @@ impl Core {
                 let added = match mutation {
                     Mutation::Put { tree, key, value } => batch.put(*tree, key, value),
                     Mutation::Delete { tree, key } => batch.delete(*tree, key),
-                    Mutation::PutSequenced { tree, value } => {
-                        batch.put_sequenced(*tree, &[], value)
-                    }
+                    Mutation::PutSequenced {
+                        tree,
+                        prefix,
+                        value,
+                    } => batch.put_sequenced(*tree, prefix, value),
                 };
                 added.map_err(internal)?;
             }
@@ -586,7 +588,7 @@ impl Core {
     /// run again from the start ([`replanning`]) with the new definition.
     fn check_definition_current(&self, table: &TableDef) -> Result<(), ApiError> {
         let catalog = self.catalog.read();
-        let Some(current) = catalog.get(&table.name) else {
+        let Some(current) = entry_of(&catalog, table) else {
             return Err(crate::api::common::data_table_not_found());
         };
         let same_indexes = self
@@ -814,6 +816,8 @@ mod tests {
             time_to_live: None,
             time_to_live_changed_at_millis: None,
             settings: Default::default(),
+            region: None,
+            replication: None,
         }
     }
 

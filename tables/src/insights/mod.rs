@@ -327,8 +327,7 @@ impl Database {
 
     /// The table, checking that `index` (if any) is one of its GSIs (an LSI is not).
     fn insights_table(&self, name: &str, index: Option<&str>) -> Result<TableDef, ApiError> {
-        let catalog = self.catalog.read();
-        let Some(table) = catalog.get(name) else {
+        let Some(table) = self.find_table(name) else {
             return Err(ApiError::new(
                 ErrorCode::ResourceNotFoundException,
                 format!("Requested resource not found: Table: {name} not found"),
@@ -344,7 +343,7 @@ impl Database {
                 ));
             }
         }
-        Ok(TableDef::clone(table))
+        Ok(TableDef::clone(&table))
     }
 
     /// ENABLE needs an ACTIVE table, and an ACTIVE GSI.

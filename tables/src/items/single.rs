@@ -511,6 +511,8 @@ mod tests {
             time_to_live: None,
             time_to_live_changed_at_millis: None,
             settings: Default::default(),
+            region: None,
+            replication: None,
         }
     }
 

@@ -154,8 +154,7 @@ impl Database {
     /// The table `resource` names, or ResourceNotFoundException; a stream must be one of
     /// the table's streams still within retention.
     fn policy_table(&self, arn: &str, resource: Resource<'_>) -> Result<TableDef, ApiError> {
-        let catalog = self.catalog.read();
-        let Some(table) = catalog.get(resource.table_name()) else {
+        let Some(table) = self.find_table(resource.table_name()) else {
             return Err(ApiError::new(
                 ErrorCode::ResourceNotFoundException,
                 format!(
@@ -172,7 +171,7 @@ impl Database {
                 ));
             }
         }
-        Ok(TableDef::clone(table))
+        Ok(TableDef::clone(&table))
     }
 }
 

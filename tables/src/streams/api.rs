@@ -22,7 +22,7 @@ use crate::api::streams::{
     Record, SequenceNumberRange, Shard, StreamDescription, StreamRecordBody, StreamSummary,
 };
 use crate::control::tables::key_schema_elements;
-use crate::core::catalog::{ShardDef, StreamDef, TableDef};
+use crate::core::catalog::{resolve, ShardDef, StreamDef, TableDef};
 use crate::core::clock::{epoch_seconds, now_millis};
 use crate::core::region;
 use crate::database::Database;
@@ -159,8 +159,9 @@ impl Database {
         };
         let limit = request.limit.unwrap_or(LIST_LIMIT_MAX) as usize;
         let catalog = self.catalog.read();
+        let here = region::current();
         if let Some(name) = request.table_name.as_deref() {
-            if !catalog.contains_key(name) {
+            if resolve(&catalog, name, &here).is_none() {
                 return Err(crate::api::common::table_not_found(name));
             }
         }
@@ -173,6 +174,9 @@ impl Database {
                     .table_name
                     .as_deref()
                     .is_none_or(|n| n == table.name)
+                    // The tables this Region sees, not those another Region keeps.
+                    && resolve(&catalog, &table.name, &here)
+                        .is_some_and(|seen| Arc::ptr_eq(seen, table))
             })
             .flat_map(|table| {
                 table

@@ -31,6 +31,7 @@ impl Feature for Streams {
         );
         if let Some(value) = record {
             mutations.push(Mutation::PutSequenced {
+                prefix: Vec::new(),
                 tree: stream.tree,
                 value,
             });

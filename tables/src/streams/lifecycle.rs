@@ -25,11 +25,11 @@ use shoal_model::{ApiError, ErrorCode};
 
 use crate::api::constraint::{enum_value_set, validation_errors, violation, NOT_NULL};
 use crate::api::streams::StreamSpecification;
-use crate::core::catalog::Catalog;
+use crate::core::catalog::{entry_of, resolve, Catalog};
 use crate::core::catalog::{ShardDef, StreamDef, StreamViewType, TableDef};
 use crate::core::clock::now_millis;
 use crate::core::error::internal;
-use crate::core::region::table_arn;
+use crate::core::region::{self, table_arn};
 use crate::database::Database;
 use crate::streams::record::StreamRetention;
 
@@ -449,7 +449,7 @@ impl Database {
             }
             let _change = self.catalog_change.lock();
             // Re-read under the lock: the table may have changed or gone meanwhile.
-            let Some(current) = catalog.read().get(&table.name).cloned() else {
+            let Some(current) = entry_of(&catalog.read(), &table).cloned() else {
                 continue;
             };
             let mut changed = (*current).clone();
@@ -561,7 +561,9 @@ pub(crate) fn find_stream(
             format!("Requested resource not found: Stream: {arn} not found"),
         )
     };
-    let table = catalog.get(table_name).cloned().ok_or_else(not_found)?;
+    let table = resolve(catalog, table_name, &region::current())
+        .cloned()
+        .ok_or_else(not_found)?;
     let position = table
         .streams
         .iter()

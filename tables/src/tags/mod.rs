@@ -176,14 +176,15 @@ impl Database {
                 format!("Requested resource not found: ResourcArn: {arn} not found"),
             )
         };
-        let catalog = self.catalog.read();
-        let table = catalog.get(resource.table_name()).ok_or_else(not_found)?;
+        let table = self
+            .find_table(resource.table_name())
+            .ok_or_else(not_found)?;
         if let Resource::Stream { label, .. } = resource {
             if !table.streams.iter().any(|stream| stream.label == label) {
                 return Err(not_found());
             }
         }
-        Ok(TableDef::clone(table))
+        Ok(TableDef::clone(&table))
     }
 }
 

@@ -618,7 +618,7 @@ impl Database {
             }
         }
         let name = checked.schema.name.clone();
-        let table_exists = self.catalog.read().contains_key(&name)
+        let table_exists = self.find_table(&name).is_some()
             || self
                 .transfer
                 .imports

@@ -277,6 +277,13 @@ impl Database {
         let Some(ttl) = &table.time_to_live else {
             return Ok(0);
         };
+        // A global table's items expire in its first member only; the others receive the
+        // deletes by replication (SPEC-3 §2.4, `replication`).
+        if let Some(replication) = &table.replication {
+            if replication.members.first().map(|m| &m.table_id) != Some(&table.id) {
+                return Ok(0);
+            }
+        }
         let now_seconds = self.options.clock.now_millis() / 1000;
         let upper = now_seconds.to_be_bytes();
         let mut lower = now_seconds

@@ -312,10 +312,10 @@ fn unsupported_members_are_named() {
     create(&db);
     let (code, message) = error(
         &db,
-        json!({"TableName": "Tbl", "ReplicaUpdates": [{"Create": {"RegionName": "eu-west-1"}}]}),
+        json!({"TableName": "Tbl", "ReplicaTransitRoleArn": "arn:aws:iam::000000000000:role/r"}),
     );
     assert_eq!(code, ErrorCode::ValidationException);
-    assert!(message.contains("ReplicaUpdates"), "{message}");
+    assert!(message.contains("ReplicaTransitRoleArn"), "{message}");
     let (code, message) = error(
         &db,
         json!({"TableName": "Tbl", "GlobalSecondaryIndexUpdates": [{"Update": {

@@ -1,0 +1,486 @@
+//! UpdateTable `ReplicaUpdates` (SPEC-3 §2.1): replicas created in and deleted from other
+//! Regions, with §2.1's rules and texts; what leaving a group does to the other members
+//! (ReplicaUpdates Delete and DeleteTable of a member, §2.3); and DescribeTable's global
+//! table members (§2.2).
+//!
+//! A Create is two durable steps: the source's stream enabled when it has none
+//! (`NEW_AND_OLD_IMAGES`, §2.1; a crash after it leaves a table with a stream, which is
+//! what a retried Create needs anyway), then ONE version change that creates the replica's
+//! trees (table, GSIs, stream, expiry index, replication tree, and the source's replication
+//! tree when it joins its first group) and stores every member's new definition: the new
+//! replica CREATING with the TableId it is filled from, the source kept in its Region from
+//! then on (its catalog entry moves from `T` to `T@region` in the same change), and each
+//! member's list of members. A crash leaves the group as it was or the replica whole and
+//! CREATING; the replication thread fills a CREATING replica (`worker`), again from the
+//! start after a crash, which the items' stamps make harmless (`apply`).
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use shoal_engine::version::VersionEdit;
+use shoal_engine::TreeId;
+use shoal_model::{ApiError, ErrorCode};
+
+use crate::api::common::validation_errors;
+use crate::api::constraint::{violation, NOT_NULL};
+use crate::api::control::{ReplicaDescription, TableDescription};
+use crate::control::tables::{gsi_tree_name, new_table_id};
+use crate::core::catalog::{
+    catalog_key, metadata_key, IndexStatus, MemberDef, ReplicaStatus, ReplicationDef,
+    StreamViewType, TableDef, TimeToLiveDef,
+};
+use crate::core::clock::now_millis;
+use crate::core::error::internal;
+use crate::core::region;
+use crate::core::stats;
+use crate::database::Database;
+use crate::replication::regions::{is_supported, unsupported_message};
+use crate::replication::tree::tree_name;
+use crate::streams::lifecycle::StreamChange;
+use shoal_engine::WriteBatch;
+
+/// DescribeTable's `GlobalTableVersion` of a member.
+pub const GLOBAL_TABLE_VERSION: &str = "2019.11.21";
+/// DescribeTable's `GlobalTableSettingsReplicationMode` of a member.
+pub const SETTINGS_REPLICATION_MODE: &str = "ENABLED_WITH_OVERRIDES";
+
+const INVALID: &str = "One or more parameter values were invalid:";
+/// Text of ReplicaUpdates beside another change (checked before the table is read).
+pub const REPLICA_ALONE_MESSAGE: &str = "One or more parameter values were invalid: Replica modification must be the only operation in the request";
+const TWO_CREATES_OR_DELETES: &str =
+    "Update table operation with more than one create or delete replica actions not allowed";
+const MIXED_ACTIONS: &str =
+    "Update table operation with more than one type of replica actions not allowed.";
+const SAME_REGION_TWICE: &str = "Cannot target multiple regions with the same action";
+const NO_ACTIONS: &str =
+    "There are no actions specified in the Replica Update Action of the request.";
+const LOCAL_REGION: &str = "Cannot add or delete the local region through ReplicaUpdates. Use CreateTable, DeleteTable, or UpdateTable as required.";
+
+/// One member of `ReplicaUpdates` as sent.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct ReplicationGroupUpdate {
+    create: Option<ReplicaAction>,
+    update: Option<ReplicaAction>,
+    delete: Option<ReplicaAction>,
+    disassociate: Option<ReplicaAction>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct ReplicaAction {
+    region_name: Option<String>,
+    /// What else the action holds (overrides; `DisassociationMode`).
+    #[serde(flatten)]
+    settings: BTreeMap<String, serde_json::Value>,
+}
+
+/// What a valid ReplicaUpdates asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ReplicaChange {
+    Create(String),
+    Delete(String),
+}
+
+/// Reads `ReplicaUpdates` and checks what the request alone decides: shapes, member
+/// constraints, action counts, a Region named twice, an Update without settings.
+pub(crate) fn parse_replica_updates(value: &serde_json::Value) -> Result<ReplicaChange, ApiError> {
+    let updates: Vec<ReplicationGroupUpdate> =
+        serde_json::from_value(value.clone()).map_err(|_| {
+            ApiError::new(
+                ErrorCode::SerializationException,
+                "Unexpected value for ReplicaUpdates: a list of ReplicationGroupUpdate structures is expected",
+            )
+        })?;
+    let mut problems = Vec::new();
+    for (position, update) in updates.iter().enumerate() {
+        for (member, action) in [
+            ("create", &update.create),
+            ("update", &update.update),
+            ("delete", &update.delete),
+            ("disassociate", &update.disassociate),
+        ] {
+            if let Some(action) = action {
+                if action.region_name.is_none() {
+                    problems.push(violation(
+                        None,
+                        &format!("replicaUpdates.{}.member.{member}.regionName", position + 1),
+                        NOT_NULL,
+                    ));
+                }
+            }
+        }
+    }
+    if !problems.is_empty() {
+        return Err(validation_errors(&problems));
+    }
+    // (kind, region), identical Creates merged.
+    let mut actions: Vec<(&str, &str, &ReplicaAction)> = Vec::new();
+    for update in &updates {
+        let present: Vec<(&str, &ReplicaAction)> = [
+            ("Create", &update.create),
+            ("Update", &update.update),
+            ("Delete", &update.delete),
+            ("Disassociate", &update.disassociate),
+        ]
+        .into_iter()
+        .filter_map(|(kind, action)| Some((kind, action.as_ref()?)))
+        .collect();
+        let [(kind, action)] = present.as_slice() else {
+            return Err(ApiError::validation(format!(
+                "{INVALID} One of ReplicationGroupUpdate.Create, ReplicationGroupUpdate.Update or ReplicationGroupUpdate.Delete must be specified"
+            )));
+        };
+        let region = action.region_name.as_deref().unwrap_or_default();
+        let duplicate = actions.iter().any(|(k, r, a)| {
+            *k == "Create" && *kind == "Create" && *r == region && a.settings == action.settings
+        });
+        if !duplicate {
+            actions.push((kind, region, action));
+        }
+    }
+    let first_kind = actions.first().map(|(kind, _, _)| *kind);
+    if actions.iter().any(|(kind, _, _)| Some(*kind) != first_kind) {
+        return Err(ApiError::validation(MIXED_ACTIONS));
+    }
+    let mut regions: Vec<&str> = actions.iter().map(|(_, region, _)| *region).collect();
+    regions.sort_unstable();
+    if regions.windows(2).any(|pair| pair[0] == pair[1]) {
+        return Err(ApiError::validation(SAME_REGION_TWICE));
+    }
+    if actions.len() > 1 && matches!(first_kind, Some("Create" | "Delete")) {
+        return Err(ApiError::validation(TWO_CREATES_OR_DELETES));
+    }
+    let Some((kind, region, action)) = actions.into_iter().next() else {
+        return Err(ApiError::validation(NO_ACTIONS));
+    };
+    match kind {
+        "Create" if action.settings.is_empty() => Ok(ReplicaChange::Create(region.to_string())),
+        "Create" => Err(ApiError::validation(format!(
+            "Shoal does not support replica settings overrides ({}) in ReplicaUpdates Create; every replica has the table's settings",
+            action.settings.keys().cloned().collect::<Vec<_>>().join(", ")
+        ))),
+        "Delete" => Ok(ReplicaChange::Delete(region.to_string())),
+        "Update" if action.settings.is_empty() => Err(ApiError::validation(NO_ACTIONS)),
+        "Update" => Err(ApiError::validation(
+            "Shoal does not support ReplicaUpdates Update (per-replica throughput and table class overrides); every replica has the table's settings",
+        )),
+        _ => Err(ApiError::validation(
+            "Shoal does not support ReplicaUpdates Disassociate; delete the replica with ReplicaUpdates Delete or DeleteTable instead",
+        )),
+    }
+}
+
+impl Database {
+    /// Carries out a ReplicaUpdates Create or Delete on `table`, the caller's member (or
+    /// regional table). The caller holds `catalog_change`.
+    pub(crate) fn change_replicas(
+        &self,
+        table: &TableDef,
+        change: &ReplicaChange,
+    ) -> Result<(), ApiError> {
+        let local = table.region.clone().unwrap_or_else(region::current);
+        let (ReplicaChange::Create(target) | ReplicaChange::Delete(target)) = change;
+        if *target == local {
+            return Err(ApiError::validation(LOCAL_REGION));
+        }
+        let members: Vec<MemberDef> = table
+            .replication
+            .as_ref()
+            .map(|r| r.members.clone())
+            .unwrap_or_default();
+        let is_member = members.iter().any(|member| member.region == *target);
+        if let ReplicaChange::Create(_) = change {
+            if !is_supported(target) {
+                return Err(ApiError::validation(unsupported_message(target)));
+            }
+        }
+        let catalog = self.catalog.read().clone();
+        let taken = crate::core::catalog::resolve(&catalog, &table.name, target)
+            .is_some_and(|there| there.id != table.id);
+        if let ReplicaChange::Create(_) = change {
+            if is_member || taken {
+                return Err(ApiError::validation(format!(
+                    "Failed to create a the new replica of table with name: \u{2018}{}\u{2019} because one or more replicas already existed as tables.",
+                    table.name
+                )));
+            }
+        } else if !is_member {
+            return Err(ApiError::validation(format!(
+                "Update global table operation failed because one or more replicas were not part of the global table. Please retry the request without these replicas: [{target}]."
+            )));
+        }
+        for member in &members {
+            let creating = catalog
+                .get(&catalog_key(&table.name, Some(&member.region)))
+                .and_then(|m| m.replication.as_ref())
+                .is_some_and(|r| r.status == ReplicaStatus::Creating);
+            if creating {
+                return Err(ApiError::validation(format!(
+                    "Create/Update/Delete of replica is not allowed while the replica is being added to table with name: \u{2018}{}\u{2019} in region: \u{2018}{}\u{2019}.",
+                    table.name, member.region
+                )));
+            }
+        }
+        match change {
+            ReplicaChange::Create(target) => self.create_replica(table, &local, target),
+            ReplicaChange::Delete(target) => {
+                let Some(replica) = catalog.get(&catalog_key(&table.name, Some(target))) else {
+                    return Err(internal("a member's table is missing from the catalog"));
+                };
+                if replica.settings.deletion_protection {
+                    return Err(ApiError::validation(format!(
+                        "Cannot delete table {} in region {target} because it has deletion protection enabled. Disable deletion protection first.",
+                        table.name
+                    )));
+                }
+                self.drop_table(replica)?;
+                tracing::info!(table = %table.name, region = %target, "replica deleted");
+                Ok(())
+            }
+        }
+    }
+
+    /// Creates the replica of `source` (kept in `local`) in `target` (module docs).
+    fn create_replica(&self, source: &TableDef, local: &str, target: &str) -> Result<(), ApiError> {
+        let source = if source.enabled_stream().is_none() {
+            self.change_stream(
+                source,
+                StreamChange::Enable(StreamViewType::NewAndOldImages),
+            )?;
+            self.catalog
+                .read()
+                .get(&source.catalog_key())
+                .cloned()
+                .ok_or_else(|| internal("the table went away while its stream was enabled"))?
+        } else {
+            std::sync::Arc::new(source.clone())
+        };
+        let view_type = source
+            .enabled_stream()
+            .map_or(StreamViewType::NewAndOldImages, |stream| stream.view_type);
+        let now = now_millis();
+        let replica_id = new_table_id();
+
+        let mut members = source
+            .replication
+            .as_ref()
+            .map(|r| r.members.clone())
+            .unwrap_or_else(|| {
+                vec![MemberDef {
+                    region: local.to_string(),
+                    table_id: source.id.clone(),
+                }]
+            });
+        members.push(MemberDef {
+            region: target.to_string(),
+            table_id: replica_id.clone(),
+        });
+
+        // The replica: the source's schema, indexes, stream view, Time to Live and
+        // group-wide settings; its regional settings (tags, deletion protection, PITR)
+        // start from the defaults.
+        let mut replica = source.as_ref().clone();
+        replica.id = replica_id.clone();
+        replica.created_at_millis = now;
+        replica.region = Some(target.to_string());
+        replica.streams = Vec::new();
+        replica.settings.tags = BTreeMap::new();
+        replica.settings.deletion_protection = false;
+        replica.settings.point_in_time_recovery = None;
+        for gsi in &mut replica.global_indexes {
+            // Filled by the write path as the replica is, so complete when it is ACTIVE.
+            gsi.status = IndexStatus::Active;
+        }
+        let mut tree_names = vec![replica_id.clone()];
+        tree_names.extend(
+            replica
+                .global_indexes
+                .iter()
+                .map(|gsi| gsi_tree_name(&replica_id, &gsi.name)),
+        );
+        let stream_position = tree_names.len();
+        tree_names.push(self.stream_for_new_table(&mut replica, view_type));
+        let ttl_position = replica.time_to_live.as_ref().map(|_| {
+            tree_names.push(format!("{replica_id}/ttl/{now}"));
+            tree_names.len() - 1
+        });
+        let replica_tree_position = tree_names.len();
+        tree_names.push(tree_name(&replica_id));
+        let source_tree_position = source.replication.is_none().then(|| {
+            tree_names.push(tree_name(&source.id));
+            tree_names.len() - 1
+        });
+        replica.replication = Some(ReplicationDef {
+            members: members.clone(),
+            status: ReplicaStatus::Creating,
+            tree: 0,
+            source: Some(source.id.clone()),
+        });
+
+        let mut changed_source = source.as_ref().clone();
+        changed_source.region = Some(local.to_string());
+        let source_tree = source.replication.as_ref().map_or(0, |r| r.tree);
+        changed_source.replication = Some(ReplicationDef {
+            members: members.clone(),
+            status: ReplicaStatus::Active,
+            tree: source_tree,
+            source: None,
+        });
+        let others: Vec<TableDef> = members
+            .iter()
+            .filter(|m| m.table_id != source.id && m.table_id != replica_id)
+            .filter_map(|m| {
+                let mut other = TableDef::clone(
+                    self.catalog
+                        .read()
+                        .get(&catalog_key(&source.name, Some(&m.region)))?,
+                );
+                if let Some(replication) = other.replication.as_mut() {
+                    replication.members = members.clone();
+                }
+                Some(other)
+            })
+            .collect();
+        // Fail before touching storage if a definition cannot be stored.
+        replica.to_metadata().map_err(internal)?;
+        changed_source.to_metadata().map_err(internal)?;
+
+        let old_source_key = source.catalog_key();
+        let mut stored = false;
+        let ids = self
+            .db
+            .create_trees_with(&tree_names, |ids| {
+                let tree = |position: usize| ids.get(position).copied().unwrap_or_default();
+                replica.tree = tree(0);
+                for (position, gsi) in replica.global_indexes.iter_mut().enumerate() {
+                    gsi.tree = tree(position + 1);
+                }
+                Database::stream_tree_created(&mut replica, tree(stream_position));
+                if let (Some(position), Some(ttl)) = (ttl_position, replica.time_to_live.as_mut()) {
+                    *ttl = TimeToLiveDef {
+                        attribute_name: ttl.attribute_name.clone(),
+                        tree: tree(position),
+                        // Every item reaches the replica through the write path, which
+                        // keeps the expiry index.
+                        backfilled: true,
+                    };
+                }
+                if let Some(replication) = replica.replication.as_mut() {
+                    replication.tree = tree(replica_tree_position);
+                }
+                if let (Some(position), Some(replication)) =
+                    (source_tree_position, changed_source.replication.as_mut())
+                {
+                    replication.tree = tree(position);
+                }
+                let mut edits = Vec::new();
+                if old_source_key != changed_source.catalog_key() {
+                    edits.push(VersionEdit::SetMetadata {
+                        key: metadata_key(&old_source_key),
+                        value: None,
+                    });
+                }
+                for table in [&replica, &changed_source].into_iter().chain(&others) {
+                    match table.to_metadata() {
+                        Ok(bytes) => edits.push(VersionEdit::SetMetadata {
+                            key: metadata_key(&table.catalog_key()),
+                            value: Some(bytes),
+                        }),
+                        Err(_) => return Vec::new(),
+                    }
+                }
+                stored = true;
+                edits
+            })
+            .map_err(internal)?;
+        if !stored {
+            self.db
+                .drop_trees_with(&ids, Vec::new())
+                .map_err(internal)?;
+            return Err(internal("the replica's definition could not be stored"));
+        }
+        self.reload_catalog().map_err(internal)?;
+        // Its statistics are complete (empty) from the start, as CreateTable's.
+        let mut batch = WriteBatch::new();
+        stats::mark_maintained(self.stats.tree()?, &replica, &mut batch)?;
+        self.db.write(batch).map_err(internal)?;
+        self.reload_catalog().map_err(internal)?;
+        self.start_upkeep().map_err(internal)?;
+        self.replication.start(self)?;
+        tracing::info!(table = %source.name, from = %local, to = %target, "replica created; backfill starts");
+        Ok(())
+    }
+
+    /// What taking `leaving` out of its global table changes besides its own trees: the
+    /// other members' definitions (edits), and the replication trees that go (its own, and
+    /// the last other member's when that one is left alone, which stays a table of its
+    /// Region with its stream enabled, SPEC-3 §2.1).
+    pub(crate) fn leave_group(
+        &self,
+        leaving: &TableDef,
+    ) -> Result<(Vec<TreeId>, Vec<VersionEdit>), ApiError> {
+        let Some(replication) = &leaving.replication else {
+            return Ok((Vec::new(), Vec::new()));
+        };
+        let mut trees = vec![replication.tree];
+        let mut edits = Vec::new();
+        let members: Vec<MemberDef> = replication
+            .members
+            .iter()
+            .filter(|m| m.table_id != leaving.id)
+            .cloned()
+            .collect();
+        for member in &members {
+            let Some(other) = self
+                .catalog
+                .read()
+                .get(&catalog_key(&leaving.name, Some(&member.region)))
+                .cloned()
+            else {
+                continue;
+            };
+            let mut other = TableDef::clone(&other);
+            if members.len() == 1 {
+                if let Some(replication) = other.replication.take() {
+                    trees.push(replication.tree);
+                }
+            } else if let Some(replication) = other.replication.as_mut() {
+                replication.members = members.clone();
+            }
+            edits.push(VersionEdit::SetMetadata {
+                key: metadata_key(&other.catalog_key()),
+                value: Some(other.to_metadata().map_err(internal)?),
+            });
+        }
+        Ok((trees, edits))
+    }
+
+    /// Adds DescribeTable's global table members to `description` of `table` (SPEC-3
+    /// §2.2): nothing for a table in no group.
+    pub(crate) fn describe_members(&self, table: &TableDef, description: &mut TableDescription) {
+        let Some(replication) = &table.replication else {
+            return;
+        };
+        let catalog = self.catalog.read();
+        let replicas = replication
+            .members
+            .iter()
+            .filter(|member| member.table_id != table.id)
+            .map(|member| {
+                let status = catalog
+                    .get(&catalog_key(&table.name, Some(&member.region)))
+                    .and_then(|m| m.replication.as_ref())
+                    .map_or(ReplicaStatus::Creating, |r| r.status);
+                ReplicaDescription {
+                    region_name: member.region.clone(),
+                    replica_status: status.as_str().to_string(),
+                }
+            })
+            .collect();
+        description.global_table_version = Some(GLOBAL_TABLE_VERSION.to_string());
+        description.replicas = Some(replicas);
+        description.global_table_settings_replication_mode =
+            Some(SETTINGS_REPLICATION_MODE.to_string());
+    }
+}
