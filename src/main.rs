@@ -211,6 +211,51 @@ mod tests {
         assert!(missing.is_empty(), "without a description: {missing:?}");
     }
 
+    /// The help of every visible command, at every depth, as `tests/help.txt` holds it: a
+    /// change of any help text shows in review as a change of that file. After a change on
+    /// purpose, `SHOAL_UPDATE_HELP=1 cargo test --bin shoal help_texts` rewrites it.
+    #[test]
+    fn help_texts_match_their_snapshot() {
+        use clap::CommandFactory;
+        fn walk(command: &mut clap::Command, path: &str, out: &mut String) {
+            out.push_str(&format!("==== {path} --help\n{}\n", command.render_help()));
+            let names: Vec<String> = command
+                .get_subcommands()
+                .filter(|sub| !sub.is_hide_set() && sub.get_name() != "help")
+                .map(|sub| sub.get_name().to_string())
+                .collect();
+            for name in names {
+                if let Some(sub) = command.find_subcommand_mut(&name) {
+                    walk(sub, &format!("{path} {name}"), out);
+                }
+            }
+        }
+        // A fixed width, so the wrapping does not follow the terminal the tests run in.
+        let mut root = Cli::command().term_width(100);
+        root.build();
+        let mut rendered = String::new();
+        walk(&mut root, "shoal", &mut rendered);
+        let snapshot = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/help.txt");
+        if std::env::var_os("SHOAL_UPDATE_HELP").is_some() {
+            std::fs::write(&snapshot, &rendered).unwrap();
+            return;
+        }
+        let expected = std::fs::read_to_string(&snapshot).unwrap_or_default();
+        if expected != rendered {
+            let first = expected
+                .lines()
+                .zip(rendered.lines())
+                .position(|(a, b)| a != b)
+                .unwrap_or(expected.lines().count().min(rendered.lines().count()));
+            panic!(
+                "the help texts differ from tests/help.txt from line {}: {:?}; if the change is \
+                 meant, rewrite it with SHOAL_UPDATE_HELP=1 cargo test --bin shoal help_texts",
+                first + 1,
+                rendered.lines().nth(first)
+            );
+        }
+    }
+
     /// `shoal --help`'s groups name each visible command once, and no other.
     #[test]
     fn the_grouped_command_list_names_every_visible_command_once() {

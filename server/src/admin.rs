@@ -63,6 +63,17 @@ const BENCH_REPORT_PATH: &str = "/shoal/bench-report";
 const CONTRIBUTORS_PATH: &str = "/shoal/contributors";
 const RECORD_PATH: &str = "/shoal/record";
 const REPLICATION_PATH: &str = "/shoal/replication";
+/// Every admin call's path, named by the answer to a path that is none of them.
+const ADMIN_CALLS: &[&str] = &[
+    FAULTS_PATH,
+    CONTRIBUTORS_PATH,
+    RECORD_PATH,
+    REPLICATION_PATH,
+    SETTINGS_PATH,
+    COLLECTIONS_PATH,
+    BENCH_REPORT_PATH,
+    CRASH_PATH,
+];
 const JSON_CONTENT_TYPE: &str = "application/json";
 
 /// What an admin request may use.
@@ -229,7 +240,13 @@ pub async fn answer(
             _ => Err((StatusCode::METHOD_NOT_ALLOWED, "use GET or POST".to_owned())),
         }
     } else {
-        Err((StatusCode::NOT_FOUND, format!("no admin call at {path}")))
+        Err((
+            StatusCode::NOT_FOUND,
+            format!(
+                "no admin call at {path}: the admin API has {} (docs/TESTING-TOOLS.md)",
+                ADMIN_CALLS.join(", ")
+            ),
+        ))
     };
     match result {
         Ok(body) => response(

@@ -77,6 +77,39 @@ const OPERATIONS: &[Operation] = &[
         "Tells whether Time to Live is enabled and on which attribute.",
     ),
     op(
+        "UpdateContributorInsights",
+        &["TableName", "ContributorInsightsAction"],
+        "Turns Contributor Insights on (ENABLE) or off (DISABLE) for a table or one of its GSIs \
+         (IndexName); ContributorInsightsMode ACCESSED_AND_THROTTLED_KEYS or THROTTLED_KEYS. \
+         Shoal then counts the most accessed and most throttled keys.",
+    ),
+    op(
+        "DescribeContributorInsights",
+        &["TableName"],
+        "Shows whether Contributor Insights is on for a table or GSI, its mode and rule names.",
+    ),
+    op(
+        "ListContributorInsights",
+        &[],
+        "Lists the tables and GSIs with Contributor Insights on (optionally of one TableName).",
+    ),
+    op(
+        "PutResourcePolicy",
+        &["ResourceArn", "Policy"],
+        "Attaches a resource-based policy (an IAM JSON document as a string) to a table or \
+         stream ARN; returns its RevisionId. Shoal stores policies and does not enforce them.",
+    ),
+    op(
+        "GetResourcePolicy",
+        &["ResourceArn"],
+        "Returns the resource-based policy of a table or stream ARN and its RevisionId.",
+    ),
+    op(
+        "DeleteResourcePolicy",
+        &["ResourceArn"],
+        "Removes the resource-based policy of a table or stream ARN.",
+    ),
+    op(
         "TagResource",
         &["ResourceArn", "Tags"],
         "Adds tags [{Key, Value}] to a table (by its ARN).",

@@ -72,10 +72,13 @@ async fn without_the_console_its_paths_are_unknown() {
     .await;
     let page = request(&server, "GET", "/shoal/console", "").await;
     assert_eq!(page.status, 404);
-    assert!(page.json()["error"]
-        .as_str()
-        .unwrap()
-        .contains("/shoal/console"));
+    let error = page.json()["error"].as_str().unwrap().to_owned();
+    assert!(error.contains("/shoal/console"), "{error}");
+    // The answer names the calls there are.
+    assert!(
+        error.contains("the admin API has /shoal/faults, "),
+        "{error}"
+    );
     server.stop().await;
 }
 

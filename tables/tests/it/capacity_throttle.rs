@@ -17,7 +17,8 @@ use shoal_tables::{Clock, Database, EmulationOptions, Options, StorageOptions};
 /// Any moment: the clock only has to stand still unless the test moves it.
 const START_MILLIS: u64 = 1_800_000_000_000;
 
-fn open(capacity: CapacityMode) -> (Database, Arc<AtomicU64>) {
+/// A database whose clock the test moves (`START_MILLIS` at first); also Contributor Insights' tests'.
+pub(crate) fn open(capacity: CapacityMode) -> (Database, Arc<AtomicU64>) {
     let now = Arc::new(AtomicU64::new(START_MILLIS));
     let clock_now = Arc::clone(&now);
     let db = Database::open_in_memory(Options {

@@ -3,36 +3,15 @@
 //! DynamoDB's capacity rules: accessed keys rank by 3 × write units + read units, throttled
 //! keys by refused requests.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use serde_json::{json, Value};
 use shoal_model::ErrorCode;
 use shoal_tables::capacity::throttle::CapacityMode;
 use shoal_tables::insights::contributors::RuleReport;
-use shoal_tables::{Clock, Database, EmulationOptions, Options, StorageOptions};
+use shoal_tables::Database;
 
-const START_MILLIS: u64 = 1_800_000_000_000;
-
-fn open(capacity: CapacityMode) -> (Database, Arc<AtomicU64>) {
-    let now = Arc::new(AtomicU64::new(START_MILLIS));
-    let clock_now = Arc::clone(&now);
-    let db = Database::open_in_memory(Options {
-        storage: StorageOptions {
-            memtable_size_bytes: 4 << 20,
-            wal_segment_size_bytes: 1 << 20,
-            ..StorageOptions::default()
-        },
-        emulation: EmulationOptions {
-            capacity,
-            ..EmulationOptions::default()
-        },
-        clock: Clock::from_fn(move || clock_now.load(Ordering::SeqCst)),
-        ..Options::default()
-    })
-    .unwrap();
-    (db, now)
-}
+use crate::capacity_throttle::open;
 
 /// Orders(pk S, sk S) with GSI ByStatus(status S), provisioned 1000/`write` units.
 fn create(db: &Database, write: u64) {

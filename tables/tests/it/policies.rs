@@ -5,20 +5,11 @@
 
 use serde_json::{json, Value};
 use shoal_model::ErrorCode;
-use shoal_tables::{Database, Durability, Options, StorageOptions};
+use shoal_tables::Database;
+
+use crate::tags::options;
 
 const ARN: &str = "arn:aws:dynamodb:us-east-1:000000000000:table/Guarded";
-
-fn options() -> Options {
-    Options {
-        storage: StorageOptions {
-            durability: Durability::None,
-            wal_segment_size_bytes: 1 << 20,
-            memtable_size_bytes: 1 << 20,
-        },
-        ..Options::default()
-    }
-}
 
 fn create_request() -> Value {
     json!({

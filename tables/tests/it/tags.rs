@@ -8,7 +8,8 @@ use shoal_tables::{Database, Durability, Options, StorageOptions};
 
 const ARN: &str = "arn:aws:dynamodb:ddblocal:000000000000:table/Tagged";
 
-fn options() -> Options {
+/// Small in-memory storage without durability; also the resource-policy tests'.
+pub(crate) fn options() -> Options {
     Options {
         storage: StorageOptions {
             durability: Durability::None,
