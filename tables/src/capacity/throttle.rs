@@ -641,8 +641,13 @@ impl Throttle {
         self.mode == CapacityMode::Enforce
     }
 
-    /// Refuses a request whose buckets are in debt.
+    /// Refuses a request whose buckets are in debt; never while capacity is not enforced.
+    /// (Every method here does nothing then: the capacity code also runs for Contributor
+    /// Insights alone, which needs no bucket.)
     pub fn check(&self, demand: &Demand<'_>) -> Result<(), Refusal> {
+        if !self.enforcing() {
+            return Ok(());
+        }
         let resources = resources_of(demand);
         let mut partitions: Vec<(PartitionKey, Limit)> = partition_of(demand).into_iter().collect();
         partitions.extend(index_partitions_written(demand));
@@ -652,6 +657,9 @@ impl Throttle {
 
     /// Charges what a request consumed to its table's and GSIs' buckets.
     pub fn charge(&self, demand: &Demand<'_>, consumed: &Consumed) {
+        if !self.enforcing() {
+            return;
+        }
         let now = self.clock.now_millis();
         let mut buckets = self.buckets.lock();
         for (key, limit) in resources_of(demand) {
@@ -667,7 +675,7 @@ impl Throttle {
 
     /// Charges `units` to the bucket of the partition key value a request read or wrote.
     pub fn charge_partition(&self, demand: &Demand<'_>, units: f64) {
-        if units <= 0.0 {
+        if units <= 0.0 || !self.enforcing() {
             return;
         }
         if let Some((key, _)) = partition_of(demand) {
@@ -678,7 +686,7 @@ impl Throttle {
 
     /// Charges the units writes put on GSI partitions ([`index_partition_units`]).
     pub fn charge_index_partitions(&self, charges: &[IndexPartitionUnits]) {
-        if charges.is_empty() {
+        if charges.is_empty() || !self.enforcing() {
             return;
         }
         let now = self.clock.now_millis();

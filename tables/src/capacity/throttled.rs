@@ -244,7 +244,7 @@ impl Database {
         self.capacity.throttle.enforcing() || self.capacity.contributors.observing()
     }
 
-    /// Refuses a demand whose buckets are in debt, when capacity is enforced; a refusal is
+    /// Refuses a demand whose buckets are in debt (only while capacity is enforced); a refusal is
     /// counted by Contributor Insights (`sort`: the one item's sort key, if any). GSI
     /// write throttling is not counted there (SPEC-3 §3): a write counts on its table.
     fn check_demand(
@@ -252,9 +252,6 @@ impl Database {
         demand: &Demand<'_>,
         sort: Option<&AttributeValue>,
     ) -> Result<(), Refusal> {
-        if !self.capacity_observed() {
-            return Ok(());
-        }
         let checked = self.capacity.throttle.check(demand);
         if checked.is_err() {
             if let Some(partition) = demand.partition {
@@ -270,7 +267,7 @@ impl Database {
         checked
     }
 
-    /// Charges what a request consumed: its table's and GSIs' buckets (when enforced) and
+    /// Charges what a request consumed: its table's and GSIs' buckets (while enforced) and
     /// its partition's, and Contributor Insights' count of that partition (and item).
     fn charge_demand(
         &self,
@@ -279,12 +276,10 @@ impl Database {
         consumed: &Consumed,
         partition_units: f64,
     ) {
-        if self.capacity.throttle.enforcing() {
-            self.capacity.throttle.charge(demand, consumed);
-            self.capacity
-                .throttle
-                .charge_partition(demand, partition_units);
-        }
+        self.capacity.throttle.charge(demand, consumed);
+        self.capacity
+            .throttle
+            .charge_partition(demand, partition_units);
         self.count_contributor(demand, sort, partition_units);
     }
 
@@ -313,27 +308,28 @@ impl Database {
     /// Charges the units writes put on GSI partitions: their buckets (when enforced) and
     /// Contributor Insights' count of those GSIs' partition keys.
     fn charge_index_partitions(&self, table: Option<&TableDef>, charges: &[IndexPartitionUnits]) {
-        if self.capacity.throttle.enforcing() {
-            self.capacity.throttle.charge_index_partitions(charges);
-        }
+        self.capacity.throttle.charge_index_partitions(charges);
         if !self.capacity.contributors.observing() {
             return;
         }
         for charge in charges {
+            let looked_up;
             let owner = match table {
-                Some(table) => Some(table.clone()),
-                None => self
-                    .throttled_table(Some(&charge.table))
-                    .map(|t| TableDef::clone(&t)),
+                Some(table) => table,
+                None => match self.throttled_table(Some(&charge.table)) {
+                    Some(found) => {
+                        looked_up = found;
+                        &looked_up
+                    }
+                    None => continue,
+                },
             };
-            if let Some(owner) = owner {
-                self.capacity.contributors.accessed_encoded_partition(
-                    &owner,
-                    &charge.partition.index,
-                    &charge.partition.value,
-                    charge.units,
-                );
-            }
+            self.capacity.contributors.accessed_encoded_partition(
+                owner,
+                &charge.partition.index,
+                &charge.partition.value,
+                charge.units,
+            );
         }
     }
 
@@ -470,9 +466,7 @@ impl Database {
                 partition: None,
                 index_partitions: &[],
             };
-            if self.capacity.throttle.enforcing() {
-                self.capacity.throttle.charge(&demand, &units);
-            }
+            self.capacity.throttle.charge(&demand, &units);
             let share = units.table_units / items.len() as f64;
             for (table, partition, sort) in items {
                 let demand = Demand {
@@ -482,9 +476,7 @@ impl Database {
                     partition: partition.as_deref(),
                     index_partitions: &[],
                 };
-                if self.capacity.throttle.enforcing() {
-                    self.capacity.throttle.charge_partition(&demand, share);
-                }
+                self.capacity.throttle.charge_partition(&demand, share);
                 self.count_contributor(&demand, sort.as_ref(), share);
             }
         }
