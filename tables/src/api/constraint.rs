@@ -103,6 +103,26 @@ impl Violations {
         name_violations(name, "tableName", 1, &mut self.problems);
     }
 
+    /// An IndexName member, when present (see [`name_violations`]).
+    pub fn index_name(&mut self, name: Option<&str>) {
+        if let Some(name) = name {
+            name_violations(Some(name), "indexName", NAME_LENGTH_MIN, &mut self.problems);
+        }
+    }
+
+    /// A whole-number member, when present, must lie within `min..=max`.
+    pub fn within(&mut self, value: Option<i64>, path: &str, min: i64, max: i64) {
+        match value {
+            Some(v) if v < min => {
+                self.push(violation(Some(&v.to_string()), path, &value_at_least(min)))
+            }
+            Some(v) if v > max => {
+                self.push(violation(Some(&v.to_string()), path, &value_at_most(max)))
+            }
+            _ => {}
+        }
+    }
+
     pub fn not_null(&mut self, path: &str, present: bool) {
         if !present {
             self.push(violation(None, path, NOT_NULL));

@@ -108,18 +108,7 @@ fn shared_constraints(
     index_name: Option<&str>,
 ) {
     problems.table_name(crate::api::common::name_in_table_member(table_name));
-    if let Some(index_name) = index_name {
-        let mut index_problems = Vec::new();
-        constraint::name_violations(
-            Some(index_name),
-            "indexName",
-            constraint::NAME_LENGTH_MIN,
-            &mut index_problems,
-        );
-        index_problems
-            .into_iter()
-            .for_each(|problem| problems.push(problem));
-    }
+    problems.index_name(index_name);
 }
 
 fn limit_constraint(problems: &mut constraint::Violations, limit: Option<i64>) {
@@ -177,26 +166,13 @@ pub(crate) fn scan_constraints(request: &ScanRequest) -> Result<(), ApiError> {
         "returnConsumedCapacity",
         &crate::api::common::RETURN_CONSUMED_CAPACITY,
     );
-    let mut range = |value: Option<i64>, member: &str, min: i64, max: i64| match value {
-        Some(v) if v < min => problems.push(constraint::violation(
-            Some(&v.to_string()),
-            member,
-            &constraint::value_at_least(min),
-        )),
-        Some(v) if v > max => problems.push(constraint::violation(
-            Some(&v.to_string()),
-            member,
-            &constraint::value_at_most(max),
-        )),
-        _ => {}
-    };
-    range(
+    problems.within(
         request.total_segments,
         "totalSegments",
         1,
         TOTAL_SEGMENTS_MAX,
     );
-    range(request.segment, "segment", 0, TOTAL_SEGMENTS_MAX - 1);
+    problems.within(request.segment, "segment", 0, TOTAL_SEGMENTS_MAX - 1);
     problems.finish()
 }
 

@@ -23,11 +23,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
 use serde::Serialize;
-use shoal_model::decode_key_value;
 use shoal_model::{AttributeValue, ScalarType};
 
-use crate::core::catalog::{ScalarTypeDef, TableDef};
+use crate::core::catalog::TableDef;
 use crate::core::clock::Clock;
+use crate::core::keys;
 
 /// Minutes of history kept per table or index.
 pub const WINDOW_MINUTES: u64 = 10;
@@ -264,21 +264,18 @@ impl Contributors {
         let Some(gsi) = table.global_indexes.iter().find(|gsi| gsi.name == index) else {
             return;
         };
-        // The hash of the encoded values comes first (8 bytes), then each HASH component.
-        let mut rest = encoded.get(8..).unwrap_or_default();
-        let mut values = Vec::new();
-        for attribute in gsi.key.hash_attributes() {
-            let kind = match attribute.ty {
-                ScalarTypeDef::S => ScalarType::S,
-                ScalarTypeDef::N => ScalarType::N,
-                ScalarTypeDef::B => ScalarType::B,
-            };
-            let Ok((value, used)) = decode_key_value(rest, kind) else {
-                return;
-            };
-            values.push(value);
-            rest = rest.get(used..).unwrap_or_default();
-        }
+        // The hash of the encoded values comes first, then each HASH component.
+        let types: Vec<ScalarType> = gsi
+            .key
+            .hash_attributes()
+            .map(|attribute| attribute.scalar_type())
+            .collect();
+        let Some(Ok(values)) = encoded
+            .get(keys::HASH_BYTES..)
+            .map(|rest| keys::decode_values(rest, &types))
+        else {
+            return;
+        };
         self.accessed(table, Some(index), &values, None, write_units * 3.0);
     }
 

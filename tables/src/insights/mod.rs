@@ -13,12 +13,12 @@
 
 pub mod contributors;
 
+use std::sync::Arc;
+
 use shoal_model::{ApiError, ErrorCode};
 
 use crate::api::common::{name_in_table_member, table_name_of};
-use crate::api::constraint::{
-    name_violations, value_at_least, value_at_most, violation, Violations,
-};
+use crate::api::constraint::Violations;
 use crate::api::insights::{
     ContributorInsightsSummary, DescribeContributorInsightsRequest,
     DescribeContributorInsightsResponse, ListContributorInsightsRequest,
@@ -65,7 +65,7 @@ impl Database {
     ) -> Result<UpdateContributorInsightsResponse, ApiError> {
         let mut violations = Violations::default();
         violations.table_name(name_in_table_member(request.table_name.as_deref()));
-        index_name_problems(request.index_name.as_deref(), &mut violations);
+        violations.index_name(request.index_name.as_deref());
         violations.not_null(
             "contributorInsightsAction",
             request.contributor_insights_action.is_some(),
@@ -125,7 +125,7 @@ impl Database {
         };
         let answer = match &changed {
             Some(changed) => {
-                let mut stored = table.clone();
+                let mut stored = TableDef::clone(&table);
                 stored
                     .settings
                     .contributor_insights
@@ -168,7 +168,7 @@ impl Database {
     ) -> Result<DescribeContributorInsightsResponse, ApiError> {
         let mut violations = Violations::default();
         violations.table_name(name_in_table_member(request.table_name.as_deref()));
-        index_name_problems(request.index_name.as_deref(), &mut violations);
+        violations.index_name(request.index_name.as_deref());
         violations.finish()?;
         let name = table_name_of(request.table_name.as_deref())?;
         let index = request.index_name.as_deref();
@@ -202,26 +202,10 @@ impl Database {
         if let Some(name) = request.table_name.as_deref() {
             violations.table_name(name_in_table_member(Some(name)));
         }
-        if let Some(max) = request.max_results {
-            if max > LIST_RESULTS_MAX {
-                violations.push(violation(
-                    Some(&max.to_string()),
-                    "maxResults",
-                    &value_at_most(LIST_RESULTS_MAX),
-                ));
-            } else if max < 1 {
-                violations.push(violation(
-                    Some(&max.to_string()),
-                    "maxResults",
-                    &value_at_least(1),
-                ));
-            }
-        }
+        violations.within(request.max_results, "maxResults", 1, LIST_RESULTS_MAX);
         violations.finish()?;
-        let tables: Vec<std::sync::Arc<TableDef>> = match request.table_name.as_deref() {
-            Some(name) => vec![self
-                .insights_table(table_name_of(Some(name))?, None)?
-                .into()],
+        let tables: Vec<Arc<TableDef>> = match request.table_name.as_deref() {
+            Some(name) => vec![self.insights_table(table_name_of(Some(name))?, None)?],
             None => self.catalog.read().values().cloned().collect(),
         };
         let delay_millis = self.insights_delay_millis();
@@ -326,7 +310,7 @@ impl Database {
     }
 
     /// The table, checking that `index` (if any) is one of its GSIs (an LSI is not).
-    fn insights_table(&self, name: &str, index: Option<&str>) -> Result<TableDef, ApiError> {
+    fn insights_table(&self, name: &str, index: Option<&str>) -> Result<Arc<TableDef>, ApiError> {
         let Some(table) = self.find_table(name) else {
             return Err(ApiError::new(
                 ErrorCode::ResourceNotFoundException,
@@ -343,7 +327,7 @@ impl Database {
                 ));
             }
         }
-        Ok(TableDef::clone(&table))
+        Ok(table)
     }
 
     /// ENABLE needs an ACTIVE table, and an ACTIVE GSI.
@@ -372,16 +356,6 @@ impl Database {
             }
         }
         Ok(())
-    }
-}
-
-fn index_name_problems(index: Option<&str>, violations: &mut Violations) {
-    if let Some(index) = index {
-        let mut problems = Vec::new();
-        name_violations(Some(index), "indexName", 3, &mut problems);
-        for problem in problems {
-            violations.push(problem);
-        }
     }
 }
 

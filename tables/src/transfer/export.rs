@@ -215,16 +215,12 @@ impl Database {
         request: ListExportsRequest,
     ) -> Result<ListExportsResponse, ApiError> {
         let mut problems = Violations::default();
-        if let Some(max) = request.max_results {
-            if !(1..=LIST_EXPORTS_MAX_RESULTS).contains(&max) {
-                let rule = if max < 1 {
-                    crate::api::constraint::value_at_least(1)
-                } else {
-                    crate::api::constraint::value_at_most(LIST_EXPORTS_MAX_RESULTS)
-                };
-                problems.push(violation(Some(&max.to_string()), "maxResults", &rule));
-            }
-        }
+        problems.within(
+            request.max_results,
+            "maxResults",
+            1,
+            LIST_EXPORTS_MAX_RESULTS,
+        );
         if let Some(arn) = request.table_arn.as_deref() {
             arn_constraints(&mut problems, Some(arn), "tableArn", 1);
         }
