@@ -29,7 +29,7 @@ use crate::api::policies::{
 use crate::core::catalog::{StoredPolicy, TableDef};
 use crate::core::clock::now_millis;
 use crate::database::Database;
-use crate::tags::{arn_problems, resource_of, Resource};
+use crate::tags::{arn_problems, resource_in, Resource};
 
 /// Largest policy document, in bytes, whitespace included.
 pub const POLICY_BYTES_MAX: usize = 20_480;
@@ -188,18 +188,13 @@ pub(crate) fn policy_on_create(policy: Option<&str>) -> Result<Option<StoredPoli
         .transpose()
 }
 
-/// What a policy ARN names: a table or a stream (an index's ARN is refused). The partition
-/// and region are checked with the policy operations' own text; an ARN of any region names
-/// the same table, as for tags.
+/// What a policy ARN names: a table or a stream (an index's ARN is refused); an ARN of any
+/// region names the same table, as for tags, and another partition or no region gets the
+/// policy operations' own text.
 fn policy_resource<'a>(arn: &'a str, operation: &str) -> Result<Resource<'a>, ApiError> {
-    let resource = resource_of(arn, operation).map_err(|error| {
-        if error.message.starts_with("Invalid TableArn") {
-            ApiError::validation(format!("{INVALID} Invalid resource Arn: {arn}"))
-        } else {
-            error
-        }
-    })?;
-    Ok(resource)
+    resource_in(arn, operation, |arn| {
+        ApiError::validation(format!("{INVALID} Invalid resource Arn: {arn}"))
+    })
 }
 
 fn expected_revision_problems(expected: Option<&str>, problems: &mut Vec<String>) {

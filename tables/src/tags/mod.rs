@@ -209,6 +209,20 @@ pub(crate) fn arn_problems(arn: Option<&str>, problems: &mut Vec<String>) {
 /// What `arn` names, or why it names nothing Shoal can tag. `operation` is quoted by the
 /// AccessDeniedException of another account's ARN.
 pub(crate) fn resource_of<'a>(arn: &'a str, operation: &str) -> Result<Resource<'a>, ApiError> {
+    resource_in(arn, operation, |arn| {
+        ApiError::validation(format!(
+            "Invalid TableArn: Invalid ResourceArn provided as input {arn}"
+        ))
+    })
+}
+
+/// [`resource_of`], with `elsewhere` the refusal of an ARN of another partition or of no
+/// region (its text differs between the operations that take ARNs).
+pub(crate) fn resource_in<'a>(
+    arn: &'a str,
+    operation: &str,
+    elsewhere: impl FnOnce(&str) -> ApiError,
+) -> Result<Resource<'a>, ApiError> {
     let Some(rest) = arn.strip_prefix("arn:") else {
         return Err(ApiError::validation(format!(
             "{INVALID} ARNs must start with 'arn:': {arn}"
@@ -241,9 +255,7 @@ pub(crate) fn resource_of<'a>(arn: &'a str, operation: &str) -> Result<Resource<
         return Err(only_table_or_stream());
     }
     if partition != "aws" || region.is_empty() {
-        return Err(ApiError::validation(format!(
-            "Invalid TableArn: Invalid ResourceArn provided as input {arn}"
-        )));
+        return Err(elsewhere(arn));
     }
     if account != ARN_ACCOUNT {
         return Err(ApiError::new(
