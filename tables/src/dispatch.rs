@@ -449,8 +449,10 @@ metered_inputs!(
 );
 
 /// Where a request's input comes from.
-trait RequestBody {
-    fn decode<T: DeserializeOwned>(self) -> Result<T, ApiError>;
+trait RequestBody: Sized {
+    fn decode<T: DeserializeOwned>(self) -> Result<T, ApiError> {
+        self.decode_naming_expressions(&[])
+    }
 
     /// Decodes a request whose ExpressionAttributeNames may serve `expressions`: DynamoDB
     /// refuses names given without any of them ("… can only be specified when using
@@ -488,10 +490,6 @@ fn names_refused_first(error: ApiError, names_alone: bool) -> ApiError {
 
 /// A parsed body (embedded callers, the scenario runner).
 impl RequestBody for Value {
-    fn decode<T: DeserializeOwned>(self) -> Result<T, ApiError> {
-        decode(self)
-    }
-
     fn decode_naming_expressions<T: DeserializeOwned>(
         self,
         expressions: &[&str],
@@ -507,18 +505,6 @@ impl RequestBody for Value {
 struct JsonText<'a>(&'a [u8]);
 
 impl RequestBody for JsonText<'_> {
-    fn decode<T: DeserializeOwned>(self) -> Result<T, ApiError> {
-        let is_object = self.0.trim_ascii_start().first() == Some(&b'{');
-        if is_object {
-            if let Ok(input) = serde_json::from_slice(self.0) {
-                return Ok(input);
-            }
-        }
-        let value: Value =
-            serde_json::from_slice(self.0).map_err(|_| ApiError::malformed_json())?;
-        decode(value)
-    }
-
     fn decode_naming_expressions<T: DeserializeOwned>(
         self,
         expressions: &[&str],
