@@ -3,27 +3,19 @@
 //! policies (put, read and deleted by the SDK).
 
 use aws_sdk_dynamodb::types::{
-    AttributeValue, BillingMode, ContributorInsightsAction, ContributorInsightsStatus, KeyType,
+    AttributeValue, ContributorInsightsAction, ContributorInsightsStatus,
 };
 use serde_json::Value;
 
 use crate::sdk_server;
-use sdk_server::{definition, key_element, Server};
+use sdk_server::{create_pk_table, Server};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn contributor_insights_rank_the_keys_the_sdk_wrote() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path(), &["--admin"]);
     let client = server.client();
-    client
-        .create_table()
-        .table_name("Events")
-        .attribute_definitions(definition("id"))
-        .key_schema(key_element("id", KeyType::Hash))
-        .billing_mode(BillingMode::PayPerRequest)
-        .send()
-        .await
-        .expect("create table");
+    create_pk_table(&client, "Events").await;
     let enabled = client
         .update_contributor_insights()
         .table_name("Events")
@@ -52,7 +44,7 @@ async fn contributor_insights_rank_the_keys_the_sdk_wrote() {
             client
                 .put_item()
                 .table_name("Events")
-                .item("id", AttributeValue::S(key.to_owned()))
+                .item("pk", AttributeValue::S(key.to_owned()))
                 .send()
                 .await
                 .expect("put");
@@ -100,15 +92,7 @@ async fn a_resource_policy_is_put_read_and_deleted_through_the_sdk() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path(), &[]);
     let client = server.client();
-    let created = client
-        .create_table()
-        .table_name("Guarded")
-        .attribute_definitions(definition("id"))
-        .key_schema(key_element("id", KeyType::Hash))
-        .billing_mode(BillingMode::PayPerRequest)
-        .send()
-        .await
-        .expect("create table");
+    let created = create_pk_table(&client, "Guarded").await;
     let arn = created
         .table_description()
         .and_then(|d| d.table_arn())
