@@ -971,3 +971,111 @@ fn the_check_finds_a_missing_or_moved_composite_entry() {
         report.problems
     );
 }
+
+#[test]
+fn transactions_index_sparsely_and_cancel_on_a_wrong_component() {
+    let db = two_by_two();
+    let all = query("h1 = :h1 AND h2 = :h2", json!({}));
+    let mut sparse = item("sparse", "a", 1, "x", 2);
+    sparse.as_object_mut().unwrap().remove("h2");
+    put(&db, "Tbl", json!({"p": s("later"), "x": s("data")}));
+    call(
+        &db,
+        "TransactWriteItems",
+        json!({"TransactItems": [
+            {"Put": {"TableName": "Tbl", "Item": item("full", "a", 1, "x", 2)}},
+            {"Put": {"TableName": "Tbl", "Item": sparse}},
+            {"Update": {"TableName": "Tbl", "Key": {"p": s("later")},
+                        "UpdateExpression": "SET h1 = :h1, h2 = :h2, r1 = :r1, r2 = :r2",
+                        "ExpressionAttributeValues": {":h1": s("a"), ":h2": n(1), ":r1": s("y"), ":r2": n(0)}}}
+        ]}),
+    );
+    // The item missing h2 is in the table, not in the index; the update completed a tuple.
+    assert_eq!(ps(&db, all.clone()), ["full", "later"]);
+    let scan = call(&db, "Scan", json!({"TableName": "Tbl"}));
+    assert_eq!(scan["Count"], json!(3));
+
+    // REMOVE of one RANGE component drops the entry; a Delete drops the other.
+    call(
+        &db,
+        "TransactWriteItems",
+        json!({"TransactItems": [
+            {"Update": {"TableName": "Tbl", "Key": {"p": s("full")}, "UpdateExpression": "REMOVE r2"}},
+            {"Delete": {"TableName": "Tbl", "Key": {"p": s("later")}}}
+        ]}),
+    );
+    assert!(ps(&db, all.clone()).is_empty());
+
+    // A wrong-typed component cancels the transaction with a ValidationError reason for
+    // that action and None for the others; nothing of it is written.
+    let mut bad = item("bad", "a", 1, "x", 2);
+    bad["h2"] = s("1");
+    let error = db
+        .execute(
+            "TransactWriteItems",
+            json!({"TransactItems": [
+                {"Put": {"TableName": "Tbl", "Item": item("good", "a", 1, "x", 3)}},
+                {"Put": {"TableName": "Tbl", "Item": bad}}
+            ]}),
+        )
+        .unwrap_err();
+    assert_eq!(error.code.name(), "TransactionCanceledException");
+    let reasons = error.extra.as_ref().unwrap()["CancellationReasons"].clone();
+    assert_eq!(
+        reasons,
+        json!([
+            {"Code": "None"},
+            {"Code": "ValidationError", "Message": "One or more parameter values were invalid: Type mismatch for Index Key h2 Expected: N Actual: S IndexName: gsi"}
+        ])
+    );
+    assert!(ps(&db, all).is_empty());
+    let scan = call(&db, "Scan", json!({"TableName": "Tbl"}));
+    assert_eq!(strings(scan["Items"].as_array().unwrap(), "p").len(), 2);
+    assert!(db.check().unwrap().is_sound());
+}
+
+#[test]
+fn stream_records_carry_the_table_key_only() {
+    let db = database();
+    let mut request = create_request(
+        json!([key("h1", "HASH"), key("h2", "HASH"), key("r1", "RANGE")]),
+        &[("h1", "S"), ("h2", "N"), ("r1", "S")],
+    );
+    request["StreamSpecification"] =
+        json!({"StreamEnabled": true, "StreamViewType": "NEW_AND_OLD_IMAGES"});
+    let arn = call(&db, "CreateTable", request)["TableDescription"]["LatestStreamArn"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    put(&db, "Tbl", item("i1", "a", 1, "x", 2));
+    // A sparse item (no r1) still has its record: streams follow the table, not the index.
+    put(&db, "Tbl", json!({"p": s("i2"), "h1": s("a"), "h2": n(1)}));
+    call(
+        &db,
+        "UpdateItem",
+        json!({"TableName": "Tbl", "Key": {"p": s("i1")}, "UpdateExpression": "SET h2 = :h2",
+               "ExpressionAttributeValues": {":h2": n(5)}}),
+    );
+    call(
+        &db,
+        "DeleteItem",
+        json!({"TableName": "Tbl", "Key": {"p": s("i2")}}),
+    );
+    let records = crate::streams::all_records(&db, &arn);
+    let events: Vec<&str> = records
+        .iter()
+        .map(|r| r["eventName"].as_str().unwrap())
+        .collect();
+    assert_eq!(events, ["INSERT", "INSERT", "MODIFY", "REMOVE"]);
+    for record in &records {
+        let change = &record["dynamodb"];
+        let key_names: Vec<&String> = change["Keys"].as_object().unwrap().keys().collect();
+        assert_eq!(key_names, ["p"], "{record}");
+    }
+    let modify = &records[2]["dynamodb"];
+    assert_eq!(modify["OldImage"]["h2"], n(1));
+    assert_eq!(modify["NewImage"]["h2"], n(5));
+    assert_eq!(modify["NewImage"]["r1"], s("x"));
+    assert_eq!(records[3]["dynamodb"]["OldImage"]["p"], s("i2"));
+    assert!(db.check().unwrap().is_sound());
+}

@@ -35,7 +35,7 @@ fn create(db: &Database, view: &str) -> Value {
 }
 
 /// Every record of the stream's shards, read with GetRecords from TRIM_HORIZON.
-fn all_records(db: &Database, arn: &str) -> Vec<Value> {
+pub(crate) fn all_records(db: &Database, arn: &str) -> Vec<Value> {
     let description = call(db, "DescribeStream", json!({"StreamArn": arn}));
     let mut records = Vec::new();
     for shard in description["StreamDescription"]["Shards"]
