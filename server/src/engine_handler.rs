@@ -294,6 +294,28 @@ impl DynamoHandler for EngineHandler {
                 totals.write_units
             );
         }
+        // Each index's arm (its own reads; the writes that maintain it), also counted in its
+        // table's total above.
+        let per_index = self.database.consumed_capacity_per_index();
+        for (name, writes) in [
+            ("shoal_index_consumed_read_capacity_units_total", false),
+            ("shoal_index_consumed_write_capacity_units_total", true),
+        ] {
+            let _ = writeln!(out, "# TYPE {name} counter");
+            for (table, index, totals) in &per_index {
+                let units = if writes {
+                    totals.write_units
+                } else {
+                    totals.read_units
+                };
+                let _ = writeln!(
+                    out,
+                    "{name}{{table=\"{}\",index=\"{}\"}} {units}",
+                    escape_label(table),
+                    escape_label(index),
+                );
+            }
+        }
         render_throttled(&self.database.throttled_requests(), out);
         self.render_contributors(out);
         let stats = self.database.lsm().stats();

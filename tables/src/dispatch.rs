@@ -21,7 +21,7 @@ use crate::api::transact::{
     TransactWriteItemsOutput,
 };
 use crate::api::{decode, encode};
-use crate::capacity::metering::{CapacityTotals, Metered};
+use crate::capacity::metering::{self, CapacityTotals, Metered};
 use crate::database::Database;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -68,15 +68,21 @@ impl Database {
         operation: &str,
         body: &[u8],
     ) -> (Result<Vec<u8>, ApiError>, Option<f64>) {
-        let _ = crate::capacity::metering::take_charged();
+        let _ = metering::take_charged();
         let result = self.execute_json_text_in_region(region, operation, body);
-        (result, crate::capacity::metering::take_charged())
+        (result, metering::take_charged())
     }
 
     /// Capacity units consumed per table through [`Database::execute`] and
     /// [`Database::execute_json_text`] since open.
     pub fn consumed_capacity(&self) -> Vec<(String, CapacityTotals)> {
         self.capacity.meter.totals()
+    }
+
+    /// Capacity consumed through each index since the database was opened, as (table,
+    /// index, totals), in name order: the index arms of every metered request.
+    pub fn consumed_capacity_per_index(&self) -> Vec<(String, String, CapacityTotals)> {
+        self.capacity.meter.index_totals()
     }
 
     fn dispatch<B: RequestBody, E: Encoding>(
@@ -265,8 +271,11 @@ impl Database {
         let mut input: I = body.decode_naming_expressions(I::EXPRESSION_MEMBERS)?;
         let requested = input.return_consumed_capacity();
         let client_asked = requested.as_deref().is_some_and(|r| r != "NONE");
+        // The meter keeps totals per index too, so it asks for INDEXES and gives the client
+        // the shape it asked for afterwards.
+        let to_total = metered && metering::ask_per_index(requested);
         if metered && !client_asked {
-            *requested = Some("TOTAL".to_string());
+            *requested = Some(metering::INDEXES.to_string());
         }
         let mut response = match operation(input) {
             Ok(response) => response,
@@ -279,7 +288,7 @@ impl Database {
                         ..ConsumedCapacity::default()
                     };
                     self.capacity.meter.record(Metered::Write, &[consumed]);
-                    crate::capacity::metering::note_charged(charged.write_units);
+                    metering::note_charged(charged.write_units);
                 }
                 return Err(error);
             }
@@ -290,7 +299,7 @@ impl Database {
                 .iter()
                 .map(|entry| entry.capacity_units)
                 .sum();
-            crate::capacity::metering::note_charged(units);
+            metering::note_charged(units);
             if let Some(kind) = kind_of(&response) {
                 self.capacity
                     .meter
@@ -298,6 +307,11 @@ impl Database {
             }
             if !client_asked {
                 response.clear_consumed_capacity();
+            } else if to_total {
+                response
+                    .consumed_capacity_mut()
+                    .iter_mut()
+                    .for_each(metering::as_total);
             }
         }
         Ok(encoding.encode(&response))
@@ -554,6 +568,7 @@ impl Encoding for ToJsonText {
 /// A data-plane response: the capacity it reports, for metering.
 trait CarriesCapacity {
     fn consumed_capacity(&self) -> &[ConsumedCapacity];
+    fn consumed_capacity_mut(&mut self) -> &mut [ConsumedCapacity];
     fn clear_consumed_capacity(&mut self);
 }
 
@@ -563,6 +578,9 @@ macro_rules! carries_one_capacity {
         impl CarriesCapacity for $response {
             fn consumed_capacity(&self) -> &[ConsumedCapacity] {
                 self.consumed_capacity.as_slice()
+            }
+            fn consumed_capacity_mut(&mut self) -> &mut [ConsumedCapacity] {
+                self.consumed_capacity.as_mut_slice()
             }
             fn clear_consumed_capacity(&mut self) {
                 self.consumed_capacity = None;
@@ -577,6 +595,9 @@ macro_rules! carries_capacity_per_table {
         impl CarriesCapacity for $response {
             fn consumed_capacity(&self) -> &[ConsumedCapacity] {
                 self.consumed_capacity.as_deref().unwrap_or(&[])
+            }
+            fn consumed_capacity_mut(&mut self) -> &mut [ConsumedCapacity] {
+                self.consumed_capacity.as_deref_mut().unwrap_or(&mut [])
             }
             fn clear_consumed_capacity(&mut self) {
                 self.consumed_capacity = None;

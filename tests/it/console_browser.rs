@@ -658,6 +658,11 @@ fn the_console_shows_and_changes_a_live_server_in_a_browser() {
     browser.open(&format!("{console}#/capacity"));
     let capacity_row = browser.shown("tr[data-capacity=\"Orders\"]");
     assert!(capacity_row.contains("Orders"), "{capacity_row}");
+    // Each index has its own row: the 45 puts wrote an entry to each (1 WCU apiece).
+    for index in ["ByStatus", "ByPlaced"] {
+        let index_row = browser.shown(&format!("tr[data-capacity=\"Orders/{index}\"]"));
+        assert!(index_row.contains(index), "{index_row}");
+    }
     browser.shown("#hot-keys-off");
     browser.click("select[name=insights-table] option[value=Orders]");
     browser.click("#enable-insights");

@@ -773,11 +773,12 @@ async function streamPage(name, params) {
 function parseMetrics(text) {
   const series = [];
   for (const line of text.split('\n')) {
-    const match = /^(shoal_(?:consumed_(?:read|write)_capacity_units_total|throttled_(?:read|write)_requests_total))\{([^}]*)\} (\S+)$/.exec(line);
+    const match = /^shoal_(index_)?((?:consumed_(?:read|write)_capacity_units_total|throttled_(?:read|write)_requests_total))\{([^}]*)\} (\S+)$/.exec(line);
     if (!match) continue;
     const labels = {};
-    for (const pair of match[2].matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[pair[1]] = pair[2].replace(/\\(.)/g, '$1');
-    series.push({ name: match[1], labels, value: Number(match[3]) });
+    for (const pair of match[3].matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[pair[1]] = pair[2].replace(/\\(.)/g, '$1');
+    // An index's arm (shoal_index_consumed_…) goes in the index's row under the table's name.
+    series.push({ name: 'shoal_' + match[2], labels, value: Number(match[4]) });
   }
   return series;
 }
@@ -852,7 +853,7 @@ async function capacityPage() {
   hotKeys(heat, () => stopped);
   return [
     h('h1', { text: 'Capacity and heat' }),
-    h('p', { class: 'muted', text: 'Consumed units per second and throttled requests, from the server\'s /metrics (the meter every request goes through; throttling with --capacity enforce). Indexes appear once throttled.' }),
+    h('p', { class: 'muted', text: 'Consumed units per second and throttled requests, from the server\'s /metrics (the meter every request goes through; throttling with --capacity enforce). A table row counts every arm; an index row only its own: reads of the index and the writes that maintain it.' }),
     out,
     h('h2', { text: 'Hottest keys' }),
     heat,

@@ -1,8 +1,10 @@
-//! Consumed capacity per table, for monitoring (the server's `/metrics`).
+//! Consumed capacity per table and per index, for monitoring (the server's `/metrics` and
+//! the console).
 //!
-//! `Database::execute` asks every data-plane operation for its TOTAL consumed capacity
-//! (removing it from the response again unless the client asked for it) and adds it here,
-//! so the totals cover every request, not only those that requested ConsumedCapacity.
+//! `Database::execute` asks every data-plane operation for its consumed capacity per index
+//! (INDEXES), adds it here, and gives the client what it asked for: nothing, TOTAL's shape
+//! (the arms removed) or INDEXES. So the totals cover every request, not only those that
+//! requested ConsumedCapacity.
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
@@ -11,8 +13,13 @@ use parking_lot::Mutex;
 
 use crate::api::common::ConsumedCapacity;
 
-/// Tables tracked at most; the meter never grows past this (deleted tables' totals stay).
+/// Tables, and indexes, tracked at most; the meter never grows past this (deleted tables'
+/// totals stay).
 const TABLES_MAX: usize = 10_000;
+const INDEXES_MAX: usize = 10_000;
+
+pub(crate) const INDEXES: &str = "INDEXES";
+const TOTAL: &str = "TOTAL";
 
 /// Units consumed by one table since the database was opened.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -43,33 +50,64 @@ impl Metered {
     }
 }
 
-/// Running totals per table.
+impl CapacityTotals {
+    fn add(&mut self, kind: Metered, units: f64) {
+        match kind {
+            Metered::Read => self.read_units += units,
+            Metered::Write => self.write_units += units,
+        }
+    }
+}
+
+/// Running totals per table (every arm included: what TOTAL reports) and per index (its
+/// arm of INDEXES).
 #[derive(Debug, Default)]
 pub struct CapacityMeter {
-    totals: Mutex<BTreeMap<String, CapacityTotals>>,
+    totals: Mutex<Totals>,
+}
+
+#[derive(Debug, Default)]
+struct Totals {
+    tables: BTreeMap<String, CapacityTotals>,
+    /// (table, index) → the index's arm.
+    indexes: BTreeMap<(String, String), CapacityTotals>,
 }
 
 impl CapacityMeter {
-    /// Adds the capacity entries of one response.
+    /// Adds the capacity entries of one response, the index arms when it carries them.
     pub(crate) fn record(&self, kind: Metered, consumed: &[ConsumedCapacity]) {
         if consumed.is_empty() {
             return;
         }
         let mut totals = self.totals.lock();
+        let totals = &mut *totals;
         for entry in consumed {
             // Every request comes here: the table's name is copied only the first time.
-            if !totals.contains_key(&entry.table_name) {
-                if totals.len() >= TABLES_MAX {
+            if !totals.tables.contains_key(&entry.table_name) {
+                if totals.tables.len() >= TABLES_MAX {
                     continue;
                 }
-                totals.insert(entry.table_name.clone(), CapacityTotals::default());
+                totals
+                    .tables
+                    .insert(entry.table_name.clone(), CapacityTotals::default());
             }
-            let Some(slot) = totals.get_mut(&entry.table_name) else {
-                continue;
-            };
-            match kind {
-                Metered::Read => slot.read_units += entry.capacity_units,
-                Metered::Write => slot.write_units += entry.capacity_units,
+            if let Some(slot) = totals.tables.get_mut(&entry.table_name) {
+                slot.add(kind, entry.capacity_units);
+            }
+            let arms = [
+                &entry.local_secondary_indexes,
+                &entry.global_secondary_indexes,
+            ];
+            for (index, arm) in arms.into_iter().flatten().flatten() {
+                let key = (entry.table_name.clone(), index.clone());
+                if totals.indexes.len() >= INDEXES_MAX && !totals.indexes.contains_key(&key) {
+                    continue;
+                }
+                totals
+                    .indexes
+                    .entry(key)
+                    .or_default()
+                    .add(kind, arm.capacity_units);
             }
         }
     }
@@ -78,10 +116,39 @@ impl CapacityMeter {
     pub fn totals(&self) -> Vec<(String, CapacityTotals)> {
         self.totals
             .lock()
+            .tables
             .iter()
             .map(|(name, totals)| (name.clone(), *totals))
             .collect()
     }
+
+    /// The totals per index as (table, index, totals), in name order.
+    pub fn index_totals(&self) -> Vec<(String, String, CapacityTotals)> {
+        self.totals
+            .lock()
+            .indexes
+            .iter()
+            .map(|((table, index), totals)| (table.clone(), index.clone(), *totals))
+            .collect()
+    }
+}
+
+/// Asks for capacity per index when the client asked for TOTAL; returns whether the answer
+/// must be put back into TOTAL's shape ([`as_total`]). Any other value is left for the
+/// operation to accept or refuse.
+pub(crate) fn ask_per_index(requested: &mut Option<String>) -> bool {
+    if requested.as_deref() == Some(TOTAL) {
+        *requested = Some(INDEXES.to_string());
+        return true;
+    }
+    false
+}
+
+/// TOTAL's shape of an INDEXES answer: the same totals without the arms.
+pub(crate) fn as_total(consumed: &mut ConsumedCapacity) {
+    consumed.table = None;
+    consumed.local_secondary_indexes = None;
+    consumed.global_secondary_indexes = None;
 }
 
 thread_local! {

@@ -28,7 +28,7 @@ use crate::api::transact::{
     TransactGetItemsInput, TransactGetItemsOutput, TransactWriteItemsInput,
     TransactWriteItemsOutput,
 };
-use crate::capacity::metering::Metered;
+use crate::capacity::metering::{as_total, ask_per_index, Metered};
 use crate::capacity::throttle::{
     index_partition_units, index_partitions_of, Consumed, Demand, IndexPartition,
     IndexPartitionUnits, Refusal,
@@ -39,9 +39,6 @@ use crate::core::write::key_from_request;
 use crate::database::Database;
 use crate::items::transact::throttled_cancellation;
 use crate::query_scan::query::query_partition;
-
-const INDEXES: &str = "INDEXES";
-const TOTAL: &str = "TOTAL";
 
 /// An item a batch or transaction processed: its table, partition key and sort key values.
 type Processed = (
@@ -173,17 +170,6 @@ impl OneCapacity for QueryResponse {
     }
 }
 
-/// Asks for capacity per index when the client asked for TOTAL (or nothing: metering asks
-/// for TOTAL then); returns whether the answer must be put back into TOTAL's shape. Any
-/// other value is left for the operation to accept or refuse.
-fn ask_per_index(requested: &mut Option<String>) -> bool {
-    if requested.as_deref() == Some(TOTAL) {
-        *requested = Some(INDEXES.to_string());
-        return true;
-    }
-    false
-}
-
 /// The units of one ConsumedCapacity: the table's (its LSIs' included) and each GSI's.
 fn units_of(consumed: &ConsumedCapacity) -> Consumed {
     let arms = consumed.table.is_some()
@@ -215,13 +201,6 @@ fn units_of(consumed: &ConsumedCapacity) -> Consumed {
         table_units,
         index_units,
     }
-}
-
-/// TOTAL's shape of an INDEXES answer: the same totals without the arms.
-fn as_total(consumed: &mut ConsumedCapacity) {
-    consumed.table = None;
-    consumed.local_secondary_indexes = None;
-    consumed.global_secondary_indexes = None;
 }
 
 /// The units a demand's partition was charged: the GSI's for a read through a GSI, the

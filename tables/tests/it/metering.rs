@@ -126,3 +126,94 @@ fn writes_whose_condition_fails_are_metered_as_dynamodb_charges_them() {
     );
     assert_eq!(written(&db), 12.0);
 }
+
+/// The meter keeps each index's arm: by DynamoDB's rules (SPEC §5) a put of an item under
+/// 1 KB that a GSI (ALL) and an LSI (ALL) both hold costs 1 WCU on the table and 1 on each
+/// index (3 in all); a Query of the GSI reading 3 such items (under 4 KB together) costs
+/// 0.5 RCU (eventually consistent), all on the GSI's arm. The answers keep the shape asked
+/// for: nothing, TOTAL without arms, INDEXES with them.
+#[test]
+fn index_arms_are_metered_and_answers_keep_the_shape_asked_for() {
+    let db = Database::open_in_memory(Options::default()).unwrap();
+    db.execute(
+        "CreateTable",
+        json!({
+            "TableName": "Tbl",
+            "AttributeDefinitions": [
+                {"AttributeName": "p", "AttributeType": "S"},
+                {"AttributeName": "s", "AttributeType": "S"},
+                {"AttributeName": "l", "AttributeType": "S"},
+                {"AttributeName": "g", "AttributeType": "S"}
+            ],
+            "KeySchema": [{"AttributeName": "p", "KeyType": "HASH"}, {"AttributeName": "s", "KeyType": "RANGE"}],
+            "LocalSecondaryIndexes": [{"IndexName": "Lsi", "KeySchema": [
+                {"AttributeName": "p", "KeyType": "HASH"}, {"AttributeName": "l", "KeyType": "RANGE"}],
+                "Projection": {"ProjectionType": "ALL"}}],
+            "GlobalSecondaryIndexes": [{"IndexName": "Gsi", "KeySchema": [
+                {"AttributeName": "g", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "ALL"}}],
+            "BillingMode": "PAY_PER_REQUEST"
+        }),
+    )
+    .unwrap();
+    let item = |s: &str| json!({"p": {"S": "p"}, "s": {"S": s}, "l": {"S": "l"}, "g": {"S": "g"}});
+    let unasked = db
+        .execute("PutItem", json!({"TableName": "Tbl", "Item": item("1")}))
+        .unwrap();
+    assert!(unasked.get("ConsumedCapacity").is_none(), "{unasked}");
+    let total = db
+        .execute(
+            "PutItem",
+            json!({"TableName": "Tbl", "Item": item("2"), "ReturnConsumedCapacity": "TOTAL"}),
+        )
+        .unwrap();
+    assert_eq!(
+        total["ConsumedCapacity"],
+        json!({"TableName": "Tbl", "CapacityUnits": 3.0}),
+        "TOTAL keeps its shape"
+    );
+    let indexes = db
+        .execute(
+            "PutItem",
+            json!({"TableName": "Tbl", "Item": item("3"), "ReturnConsumedCapacity": "INDEXES"}),
+        )
+        .unwrap();
+    assert_eq!(
+        indexes["ConsumedCapacity"]["GlobalSecondaryIndexes"]["Gsi"]["CapacityUnits"],
+        json!(1.0)
+    );
+    assert_eq!(
+        indexes["ConsumedCapacity"]["LocalSecondaryIndexes"]["Lsi"]["CapacityUnits"],
+        json!(1.0)
+    );
+    let query = db
+        .execute(
+            "Query",
+            json!({"TableName": "Tbl", "IndexName": "Gsi", "KeyConditionExpression": "g = :g",
+                   "ExpressionAttributeValues": {":g": {"S": "g"}}, "ReturnConsumedCapacity": "TOTAL"}),
+        )
+        .unwrap();
+    assert_eq!(query["Count"], json!(3));
+    assert_eq!(
+        query["ConsumedCapacity"],
+        json!({"TableName": "Tbl", "CapacityUnits": 0.5})
+    );
+    let per_index: Vec<(String, String, f64, f64)> = db
+        .consumed_capacity_per_index()
+        .into_iter()
+        .map(|(table, index, totals)| (table, index, totals.read_units, totals.write_units))
+        .collect();
+    assert_eq!(
+        per_index,
+        [
+            ("Tbl".to_string(), "Gsi".to_string(), 0.5, 3.0),
+            ("Tbl".to_string(), "Lsi".to_string(), 0.0, 3.0)
+        ]
+    );
+    let (table, totals) = &db.consumed_capacity()[0];
+    assert_eq!(
+        (table.as_str(), totals.read_units, totals.write_units),
+        ("Tbl", 0.5, 9.0),
+        "the table's total counts every arm"
+    );
+}
