@@ -449,6 +449,37 @@ mod tests {
     }
 
     #[test]
+    fn null_takes_only_true() {
+        // SPEC §1.1: false is a ValidationException with its own text; a payload that is
+        // no boolean is a wrong JSON type, the protocol's SerializationException (SPEC §7).
+        assert_validation(json!({"NULL": false}), NULL_FALSE_MESSAGE);
+        for (payload, message) in [
+            (
+                json!({"NULL": "no"}),
+                "STRING_VALUE cannot be converted to Boolean",
+            ),
+            (
+                json!({"NULL": "true"}),
+                "STRING_VALUE cannot be converted to Boolean",
+            ),
+            (
+                json!({"NULL": 0}),
+                "NUMBER_VALUE cannot be converted to Boolean",
+            ),
+        ] {
+            assert_serialization(payload.clone());
+            assert_eq!(decode_error(payload).message, message);
+        }
+        // The neighbours: NULL true, and BOOL, which takes false as well as true.
+        assert_eq!(decode(json!({"NULL": true})), AttributeValue::Null);
+        assert_eq!(decode(json!({"BOOL": false})), AttributeValue::Bool(false));
+        assert_eq!(
+            decode_error(json!({"BOOL": "no"})).message,
+            "STRING_VALUE cannot be converted to Boolean"
+        );
+    }
+
+    #[test]
     fn set_errors() {
         assert_validation(json!({"SS": []}), EMPTY_STRING_SET_MESSAGE);
         assert_validation(json!({"NS": []}), EMPTY_NUMBER_SET_MESSAGE);

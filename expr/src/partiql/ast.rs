@@ -4,7 +4,7 @@
 //! `(a + 1)` start alike); what may stand where is checked when a statement is compiled onto
 //! DynamoDB's operations, which is also where parameters are bound.
 
-use shoal_model::AttributeValue;
+use shoal_model::{ApiError, AttributeValue};
 
 use crate::ast::Path;
 
@@ -34,6 +34,26 @@ pub struct Select {
     pub target: Target,
     pub condition: Option<Node>,
     pub order_by: Vec<OrderBy>,
+    /// The first function call in the projection (`SELECT COUNT(*) FROM t`), which
+    /// `projection` leaves out: the statement parses, and is refused by
+    /// [`Select::refuse_function_in_projection`] once the table has been read.
+    pub function_in_projection: Option<Position>,
+}
+
+impl Select {
+    /// SPEC-2 §3.3's refusal of a function in a projection (an aggregate such as `COUNT(*)`
+    /// included), at the function name's position. DynamoDB reports it after what the
+    /// table decides first: a missing table, an index with a multi-attribute key (SPEC-3
+    /// §1.5).
+    pub fn refuse_function_in_projection(&self) -> Result<(), ApiError> {
+        match self.function_in_projection {
+            Some(at) => Err(ApiError::validation(format!(
+                "Unexpected path component at 1:{}:{}",
+                at.column, at.length
+            ))),
+            None => Ok(()),
+        }
+    }
 }
 
 /// One `ORDER BY` term.

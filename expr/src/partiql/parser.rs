@@ -95,13 +95,10 @@ pub fn parse_with_parameter_count(text: &str) -> Result<(Statement, usize), ApiE
         at: 0,
         parameters: 0,
         depth: 0,
-        refused_projection: None,
+        function_in_projection: None,
     };
     let statement = parser.statement()?;
     parser.end()?;
-    if let Some(error) = parser.refused_projection.take() {
-        return Err(error);
-    }
     Ok((statement, parser.parameters))
 }
 
@@ -110,9 +107,10 @@ struct Parser<'s> {
     at: usize,
     parameters: usize,
     depth: usize,
-    /// A function call in a SELECT's projection (`SELECT COUNT(*) FROM t`): refused once the
-    /// whole statement has parsed, so a syntax error or an alias anywhere wins, as on AWS.
-    refused_projection: Option<ApiError>,
+    /// The first function call in the SELECT being parsed's projection (`SELECT COUNT(*)
+    /// FROM t`): kept in the statement and refused once its table has been read, so a
+    /// syntax error or an alias anywhere, and what the table decides, win, as on AWS.
+    function_in_projection: Option<Position>,
 }
 
 impl<'s> Parser<'s> {
@@ -295,9 +293,9 @@ impl<'s> Parser<'s> {
         let projection = if self.eat(&TokenKind::Operator("*")) {
             None
         } else {
-            let mut paths = vec![self.projection_path()?];
+            let mut paths: Vec<Path> = self.projection_path()?.into_iter().collect();
             while self.eat(&TokenKind::Comma) {
-                paths.push(self.projection_path()?);
+                paths.extend(self.projection_path()?);
             }
             Some(paths)
         };
@@ -332,21 +330,20 @@ impl<'s> Parser<'s> {
             target,
             condition,
             order_by,
+            function_in_projection: self.function_in_projection.take(),
         })
     }
 
-    /// A projected path; a function call there (an aggregate such as `COUNT(*)` included)
-    /// is refused at its name's position once the statement has parsed.
-    fn projection_path(&mut self) -> Result<Path, ApiError> {
+    /// A projected path, or None for a function call there (an aggregate such as
+    /// `COUNT(*)` included), whose position is kept for the statement's refusal.
+    fn projection_path(&mut self) -> Result<Option<Path>, ApiError> {
         let token = self.peek().clone();
         if matches!(token.kind, TokenKind::Word(_)) && self.peek_at(1).kind == TokenKind::OpenParen
         {
-            if self.refused_projection.is_none() {
-                self.refused_projection = Some(ApiError::validation(format!(
-                    "Unexpected path component at 1:{}:{}",
-                    token.column, token.length
-                )));
-            }
+            self.function_in_projection.get_or_insert(Position {
+                column: token.column,
+                length: token.length,
+            });
             // Skip the call: its name, then everything up to its balancing `)`.
             self.advance();
             let mut depth = 0usize;
@@ -362,10 +359,9 @@ impl<'s> Parser<'s> {
                     break;
                 }
             }
-            // A stand-in: the statement is refused once parsed, so it is never used.
-            return Ok(Path::top_level(""));
+            return Ok(None);
         }
-        self.path()
+        self.path().map(Some)
     }
 
     /// `FROM "T"` or `FROM "T"."Idx"` of a SELECT (an expression position: a missing table

@@ -26,6 +26,14 @@ fn select(statement: &str) -> Select {
     }
 }
 
+/// The refusal of a statement that parses with a function in its projection.
+fn projection_refusal(statement: &str) -> String {
+    match select(statement).refuse_function_in_projection() {
+        Ok(()) => panic!("{statement:?} has no function in its projection"),
+        Err(error) => error.message,
+    }
+}
+
 fn names(path: &crate::ast::Path) -> Vec<String> {
     path.elements()
         .iter()
@@ -67,7 +75,7 @@ fn quoted_text_and_columns_count_characters() {
     );
     // Columns count characters, not bytes.
     assert_eq!(
-        error_of(r#"SELECT "é", size(a) FROM t"#),
+        projection_refusal(r#"SELECT "é", size(a) FROM t"#),
         "Unexpected path component at 1:13:4"
     );
 }
@@ -234,15 +242,16 @@ fn spec_texts_for_malformed_statements() {
     }
     assert_eq!(error_of("x IS INT4"), "Unsupported operation: IsType");
     assert_eq!(
-        error_of("SELECT size(a) FROM t"),
+        projection_refusal("SELECT size(a) FROM t"),
         "Unexpected path component at 1:8:4"
     );
 }
 
 #[test]
-fn aggregates_in_a_projection_are_path_components_refused_after_parsing() {
+fn aggregates_in_a_projection_parse_and_are_refused_as_path_components() {
     // SPEC-2 §3.3's text for a function in a projection; DynamoDB answers the same for
-    // COUNT(*) and the other aggregates, at the aggregate's column and length.
+    // COUNT(*) and the other aggregates, at the aggregate's column and length. The statement
+    // parses (the refusal waits for the table, SPEC-3 §1.5) and keeps only real paths.
     for (statement, position) in [
         ("SELECT COUNT(*) FROM t", "1:8:5"),
         ("SELECT count(*) FROM t", "1:8:5"),
@@ -253,11 +262,14 @@ fn aggregates_in_a_projection_are_path_components_refused_after_parsing() {
         ("SELECT pk, COUNT(*) FROM t", "1:12:5"),
     ] {
         assert_eq!(
-            error_of(statement),
+            projection_refusal(statement),
             format!("Unexpected path component at {position}"),
             "{statement}"
         );
     }
+    let mixed = select("SELECT pk, COUNT(*), sk FROM t");
+    let kept: Vec<Vec<String>> = mixed.projection.iter().flatten().map(names).collect();
+    assert_eq!(kept, [vec!["pk".to_string()], vec!["sk".to_string()]]);
     // The whole statement is read first: an alias or a syntax error after it wins.
     assert_eq!(
         error_of(r#"SELECT COUNT(*) FROM "t" t"#),
@@ -271,8 +283,20 @@ fn aggregates_in_a_projection_are_path_components_refused_after_parsing() {
         error_of("SELECT COUNT(*) FROM t WHERE pk = 1 foo"),
         nwf("Unexpected token after expression")
     );
-    // A quoted name that reads like an aggregate is a plain attribute.
-    assert!(parse_statement(r#"SELECT "COUNT" FROM t"#).is_ok());
+    // The neighbours: a quoted name that reads like an aggregate is a plain attribute, and
+    // `*` and plain paths are no function.
+    for statement in [
+        r#"SELECT "COUNT" FROM t"#,
+        "SELECT * FROM t",
+        "SELECT a, b.c FROM t",
+    ] {
+        let parsed = select(statement);
+        assert_eq!(parsed.function_in_projection, None, "{statement}");
+        assert!(
+            parsed.refuse_function_in_projection().is_ok(),
+            "{statement}"
+        );
+    }
 }
 
 #[test]

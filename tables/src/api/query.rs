@@ -3,9 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 use shoal_expr::legacy::{self, ComparisonOperator, ConditionalOperator};
-use shoal_model::{ApiError, AttributeValue, Item};
+use shoal_model::{ApiError, AttributeValue, ErrorCode, Item};
 
 pub(crate) use crate::api::common::table_name_of;
 use crate::api::common::{parse_enum, ConsumedCapacity};
@@ -29,6 +29,7 @@ pub struct QueryRequest {
     pub limit: Option<i64>,
     pub consistent_read: Option<bool>,
     pub scan_index_forward: Option<bool>,
+    #[serde(default, deserialize_with = "start_key")]
     pub exclusive_start_key: Option<Item>,
     pub return_consumed_capacity: Option<String>,
     pub key_condition_expression: Option<String>,
@@ -52,6 +53,7 @@ pub struct ScanRequest {
     pub select: Option<String>,
     pub limit: Option<i64>,
     pub consistent_read: Option<bool>,
+    #[serde(default, deserialize_with = "start_key")]
     pub exclusive_start_key: Option<Item>,
     pub return_consumed_capacity: Option<String>,
     pub segment: Option<i64>,
@@ -64,6 +66,30 @@ pub struct ScanRequest {
     pub scan_filter: Option<BTreeMap<String, LegacyCondition>>,
     pub conditional_operator: Option<String>,
     pub attributes_to_get: Option<Vec<String>>,
+}
+
+/// The start of every refusal of an ExclusiveStartKey (SPEC §4.2).
+pub(crate) const INVALID_START_KEY: &str = "The provided starting key is invalid";
+
+/// Decodes an `ExclusiveStartKey`. DynamoDB words a refusal of one of its attribute values
+/// (empty, two types, a bad number, …) as a refusal of the starting key, the value's own
+/// text after a colon, as it does for the key's shape on a Scan (SPEC §4.2); a value of the
+/// wrong JSON type stays the protocol's SerializationException.
+fn start_key<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Item>, D::Error> {
+    let Some(json) = Option::<serde_json::Value>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    shoal_model::item_from_json(&json)
+        .map(Some)
+        .map_err(|error| {
+            let error = match error.code {
+                ErrorCode::ValidationException => {
+                    ApiError::validation(format!("{INVALID_START_KEY}: {}", error.message))
+                }
+                _ => error,
+            };
+            serde::de::Error::custom(error.to_serde_message())
+        })
 }
 
 /// The answer to a Query or a Scan: one page.

@@ -675,12 +675,13 @@ pub(crate) struct CompiledSelect {
 }
 
 /// PartiQL reads no index with a multi-attribute key (SPEC-3 §1.5): refused after the
-/// statement parsed and before any rule of its WHERE clause.
-pub(crate) fn refuse_multi_attribute_index(
-    table: &TableDef,
-    index: Option<&str>,
-) -> Result<(), ApiError> {
-    let multi = index
+/// statement parsed and before any rule of its WHERE clause, and before a function in its
+/// projection (`COUNT(*)`), which is refused next.
+pub(crate) fn refuse_unreadable_select(select: &Select, table: &TableDef) -> Result<(), ApiError> {
+    let multi = select
+        .target
+        .index
+        .as_deref()
         .and_then(|name| table.global_index(name))
         .is_some_and(|gsi| gsi.key.is_multi_attribute());
     if multi {
@@ -688,7 +689,7 @@ pub(crate) fn refuse_multi_attribute_index(
             "PartiQL statements cannot be executed on tables with multi-attribute HASH keys or multi-attribute RANGE keys.",
         ));
     }
-    Ok(())
+    select.refuse_function_in_projection()
 }
 
 /// The key schema a SELECT reads by: the table's, or its named index's (with the index's
@@ -697,7 +698,6 @@ fn read_schema<'t>(
     table: &'t TableDef,
     index: Option<&str>,
 ) -> Result<(&'t KeySchema, Option<&'t IndexProjection>, bool), ApiError> {
-    refuse_multi_attribute_index(table, index)?;
     let Some(index) = index else {
         return Ok((&table.key, None, false));
     };
@@ -717,6 +717,7 @@ pub(crate) fn compile_select(
     parameters: &[AttributeValue],
     consistent_read: Option<bool>,
 ) -> Result<CompiledSelect, ApiError> {
+    refuse_unreadable_select(select, table)?;
     let index = select.target.index.as_deref();
     let (key, index_projection, global) = read_schema(table, index)?;
     if let (true, Some(projection), Some(paths)) = (global, index_projection, &select.projection) {
@@ -1317,6 +1318,7 @@ pub(crate) fn compile_exists(
     table: &TableDef,
     parameters: &[AttributeValue],
 ) -> Result<(Item, String, NameMap, ValueMap), ApiError> {
+    select.refuse_function_in_projection()?;
     let (key, rest) = key_and_condition(select.condition.as_ref(), table, parameters)?;
     if rest.is_empty() || select.target.index.is_some() {
         return Err(ApiError::validation(

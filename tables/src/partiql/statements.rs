@@ -32,7 +32,7 @@ use crate::core::catalog::TableDef;
 use crate::database::Database;
 use crate::partiql::compile::{
     compile_delete, compile_exists, compile_insert, compile_select, compile_update,
-    key_and_condition, project, refuse_multi_attribute_index, CompiledSelect, SelectPlan,
+    key_and_condition, project, refuse_unreadable_select, CompiledSelect, SelectPlan,
     PARAMETER_COUNT_MESSAGE,
 };
 
@@ -784,7 +784,7 @@ fn whole_key_get(
     refusal: &str,
 ) -> Result<GetItemInput, ApiError> {
     let refused = || ApiError::validation(refusal);
-    refuse_multi_attribute_index(table, select.target.index.as_deref())?;
+    refuse_unreadable_select(select, table)?;
     if select.target.index.is_some() {
         return Err(refused());
     }

@@ -16,7 +16,7 @@ use crate::api::common::ReturnConsumedCapacity;
 use crate::api::query::{
     attributes_to_get, check_expression_parameters, check_index_name, check_limit,
     conditional_operator, legacy_conditions, query_constraints, table_name_of, QueryRequest,
-    QueryResponse,
+    QueryResponse, INVALID_START_KEY,
 };
 use crate::core::catalog::{KeySchema, TableDef};
 use crate::core::error::internal;
@@ -30,8 +30,7 @@ use shoal_engine::Direction;
 const NO_KEY_CONDITION: &str =
     "Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.";
 
-/// The ExclusiveStartKey error of a Query.
-const INVALID_START_KEY: &str = "The provided starting key is invalid";
+/// SPEC §4.2's refusal of a start key that no row of the query could follow.
 const CANNOT_BE_RESTARTED: &str = "The query can return at most one row and cannot be restarted";
 
 impl Database {

@@ -827,16 +827,36 @@ fn partiql_refuses_multi_attribute_indexes_only() {
         statement(r#"SELECT * FROM "Tbl"."gsi" WHERE"#)
     )
     .starts_with("Statement wasn't well formed"));
+    // SPEC-3 §1.5: the refusal comes before that of COUNT(*) in the projection; on the
+    // table itself COUNT(*) keeps SPEC-2 §3.3's path-component text.
+    assert_eq!(
+        validation(
+            &db,
+            "ExecuteStatement",
+            statement(r#"SELECT COUNT(*) FROM "Tbl"."gsi" WHERE h1 = 'a' AND h2 = 1"#)
+        ),
+        refusal
+    );
+    assert_eq!(
+        validation(
+            &db,
+            "ExecuteStatement",
+            statement(r#"SELECT COUNT(*) FROM "Tbl" WHERE p = 'i1'"#)
+        ),
+        "Unexpected path component at 1:8:5"
+    );
     let batch = call(
         &db,
         "BatchExecuteStatement",
         json!({"Statements": [
             {"Statement": r#"SELECT * FROM "Tbl"."gsi" WHERE h1 = 'a' AND h2 = 1"#},
-            {"Statement": r#"SELECT * FROM "Tbl" WHERE p = 'i1'"#}
+            {"Statement": r#"SELECT * FROM "Tbl" WHERE p = 'i1'"#},
+            {"Statement": r#"SELECT COUNT(*) FROM "Tbl"."gsi" WHERE h1 = 'a' AND h2 = 1"#}
         ]}),
     );
     assert_eq!(batch["Responses"][0]["Error"]["Message"], refusal);
     assert_eq!(batch["Responses"][1]["Item"]["p"], s("i1"));
+    assert_eq!(batch["Responses"][2]["Error"]["Message"], refusal);
     // The base table still reads and writes.
     call(
         &db,

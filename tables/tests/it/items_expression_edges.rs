@@ -59,6 +59,16 @@ fn appends_past_the_end_are_stored_and_returned_where_they_landed() {
         stored["a"],
         json!({"M": {"c": {"L": [{"N": "0"}, {"S": "x"}, {"S": "y"}]}}})
     );
+    // The neighbour in one expression: a SET inside the list still returns the element it
+    // replaced and the one it wrote; the append beside it only its new element.
+    assert_eq!(
+        update("SET lst[1] = :x, lst[9] = :y", "UPDATED_OLD")["Attributes"],
+        json!({"lst": {"L": [{"N": "1"}]}})
+    );
+    assert_eq!(
+        update("SET lst[1] = :x, lst[9] = :y", "UPDATED_NEW")["Attributes"],
+        json!({"lst": {"L": [{"S": "x"}, {"S": "y"}]}})
+    );
 }
 
 #[test]

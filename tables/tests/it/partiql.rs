@@ -409,7 +409,7 @@ fn spec_texts() {
         "Unrecognized function: exists at 1:27:6"
     );
     // Aggregates: refused as tokens in an expression, as path components in a projection
-    // (before the table is even looked up).
+    // (once the table has been found: a missing one is not found, SPEC-3 §1.5's order).
     assert_eq!(
         validation(&db, "SELECT * FROM Music WHERE COUNT(ss) > 1"),
         "Unsupported token in expression: count at 1:27:5"
@@ -422,10 +422,19 @@ fn spec_texts() {
         validation(&db, "SELECT COUNT(*) FROM Music"),
         "Unexpected path component at 1:8:5"
     );
+    let (code, message) = run(&db, "SELECT COUNT(*) FROM Nowhere").unwrap_err();
     assert_eq!(
-        validation(&db, "SELECT COUNT(*) FROM Nowhere"),
-        "Unexpected path component at 1:8:5"
+        (code.as_str(), message.as_str()),
+        ("ResourceNotFoundException", "Requested resource not found")
     );
+    // The neighbouring projections run unchanged.
+    run(&db, "SELECT * FROM Music WHERE Artist = 'a'").unwrap();
+    run(
+        &db,
+        "SELECT Artist, SongTitle FROM Music WHERE Artist = 'a'",
+    )
+    .unwrap();
+    run(&db, r#"SELECT "COUNT" FROM Music WHERE Artist = 'a'"#).unwrap();
     assert_eq!(
         validation(
             &db,

@@ -604,3 +604,89 @@ fn names_without_an_expression_are_refused_before_a_bad_attribute_value() {
         shoal_model::json::EMPTY_VALUE_MESSAGE
     );
 }
+
+/// An ExclusiveStartKey whose attribute value DynamoDB refuses (empty, two types, a bad
+/// number, a false NULL) is refused as a starting key, the value's text after a colon
+/// (SPEC §4.2's `The provided starting key is invalid` family), on Query and Scan alike.
+/// The neighbours keep their texts: the same value elsewhere (ExpressionAttributeValues, a
+/// GetItem key), a start key value of the wrong JSON type (the protocol's
+/// SerializationException), and a well-formed start key that does not fit the schema.
+#[test]
+fn bad_start_key_values_are_refused_as_starting_keys() {
+    let db = open();
+    let query = |start: &str| {
+        format!(
+            r#"{{"TableName":"Tbl","KeyConditionExpression":"k = :k","ExpressionAttributeValues":{{":k":{{"S":"a"}}}},"ExclusiveStartKey":{start}}}"#
+        )
+    };
+    let scan = |start: &str| format!(r#"{{"TableName":"Tbl","ExclusiveStartKey":{start}}}"#);
+    for (start, message) in [
+        (
+            r#"{"k":{}}"#,
+            shoal_model::json::EMPTY_VALUE_MESSAGE.to_string(),
+        ),
+        (
+            r#"{"k":{"S":"a","N":"1"}}"#,
+            shoal_model::json::SEVERAL_TYPES_MESSAGE.to_string(),
+        ),
+        (
+            r#"{"k":{"N":"x"}}"#,
+            "The parameter cannot be converted to a numeric value: x".to_string(),
+        ),
+        (
+            r#"{"k":{"S":"a"},"x":{"NULL":false}}"#,
+            shoal_model::json::NULL_FALSE_MESSAGE.to_string(),
+        ),
+    ] {
+        let expected = format!("The provided starting key is invalid: {message}");
+        for (operation, body) in [("Query", query(start)), ("Scan", scan(start))] {
+            let answer = error(&db, operation, &body);
+            assert_eq!(
+                (answer.code, answer.message.as_str()),
+                (ErrorCode::ValidationException, expected.as_str()),
+                "{operation} {body}"
+            );
+            let parsed: Value = serde_json::from_str(&body).unwrap();
+            assert_eq!(
+                db.execute(operation, parsed).unwrap_err().message,
+                expected,
+                "{operation} {body}, parsed"
+            );
+        }
+    }
+
+    // The same empty value elsewhere keeps its own text.
+    let empty = shoal_model::json::EMPTY_VALUE_MESSAGE;
+    let elsewhere = [
+        (
+            "Query",
+            r#"{"TableName":"Tbl","KeyConditionExpression":"k = :k","ExpressionAttributeValues":{":k":{}}}"#,
+        ),
+        ("GetItem", r#"{"TableName":"Tbl","Key":{"k":{}}}"#),
+    ];
+    for (operation, body) in elsewhere {
+        assert_eq!(error(&db, operation, body).message, empty, "{operation}");
+    }
+    // A value of the wrong JSON type is the protocol's SerializationException, unprefixed.
+    let wrong_type = r#"{"k":{"N":5}}"#;
+    for (operation, body) in [("Query", query(wrong_type)), ("Scan", scan(wrong_type))] {
+        let answer = error(&db, operation, &body);
+        assert_eq!(
+            (answer.code, answer.message.as_str()),
+            (
+                ErrorCode::SerializationException,
+                "NUMBER_VALUE cannot be converted to String"
+            ),
+            "{operation} {body}"
+        );
+    }
+    // A well-formed start key that does not fit the schema: the texts of the shape check.
+    assert_eq!(
+        error(&db, "Query", &query(r#"{"k":{"N":"1"}}"#)).message,
+        "The provided starting key is invalid"
+    );
+    assert_eq!(
+        error(&db, "Scan", &scan(r#"{"k":{"S":"a"},"x":{"S":"b"}}"#)).message,
+        "The provided starting key is invalid: The provided key element does not match the schema"
+    );
+}
