@@ -623,76 +623,86 @@ impl Admissions {
                 .sum();
             (registry.live, busy)
         };
-        // Writing to a String cannot fail; the fmt::Results are ignored for that reason.
-        let _ = writeln!(
+        let unlabelled = |value: usize| [(String::new(), value as u64)];
+        write_family(
             out,
-            "# HELP shoal_open_connections Client connections open now."
+            "shoal_open_connections",
+            "gauge",
+            "Client connections open now.",
+            unlabelled(live),
         );
-        let _ = writeln!(out, "# TYPE shoal_open_connections gauge");
-        let _ = writeln!(out, "shoal_open_connections {live}");
-        let _ = writeln!(
+        write_family(
             out,
-            "# HELP shoal_busy_connections Client connections with a request in flight now."
+            "shoal_busy_connections",
+            "gauge",
+            "Client connections with a request in flight now.",
+            unlabelled(busy),
         );
-        let _ = writeln!(out, "# TYPE shoal_busy_connections gauge");
-        let _ = writeln!(out, "shoal_busy_connections {busy}");
-        let _ = writeln!(
+        write_family(
             out,
-            "# HELP shoal_idle_connections_closed_total Idle connections closed to make room."
+            "shoal_idle_connections_closed_total",
+            "counter",
+            "Idle connections closed to make room.",
+            IdleClosure::ALL.map(|reason| {
+                (
+                    format!("reason=\"{}\"", reason.label()),
+                    self.idle_closure_counts[reason.index()].load(Ordering::Relaxed),
+                )
+            }),
         );
-        let _ = writeln!(out, "# TYPE shoal_idle_connections_closed_total counter");
-        for reason in IdleClosure::ALL {
-            let _ = writeln!(
-                out,
-                "shoal_idle_connections_closed_total{{reason=\"{}\"}} {}",
-                reason.label(),
-                self.idle_closure_counts[reason.index()].load(Ordering::Relaxed)
-            );
-        }
-        let _ = writeln!(
+        let by_limit = |value: &dyn Fn(Limit) -> u64| {
+            Limit::ALL.map(|limit| (format!("limit=\"{}\"", limit.label()), value(limit)))
+        };
+        write_family(
             out,
-            "# HELP shoal_queued_connections Clients waiting for a place now, by the limit they \
-             wait at."
+            "shoal_queued_connections",
+            "gauge",
+            "Clients waiting for a place now, by the limit they wait at.",
+            by_limit(&|limit| self.queued_now[limit.index()].load(Ordering::Relaxed) as u64),
         );
-        let _ = writeln!(out, "# TYPE shoal_queued_connections gauge");
-        for limit in Limit::ALL {
-            let _ = writeln!(
-                out,
-                "shoal_queued_connections{{limit=\"{}\"}} {}",
-                limit.label(),
-                self.queued_now[limit.index()].load(Ordering::Relaxed)
-            );
-        }
-        let _ = writeln!(
+        write_family(
             out,
-            "# HELP shoal_queued_connections_total Clients that waited for a place, by limit."
+            "shoal_queued_connections_total",
+            "counter",
+            "Clients that waited for a place, by limit.",
+            by_limit(&|limit| self.queued_counts[limit.index()].load(Ordering::Relaxed)),
         );
-        let _ = writeln!(out, "# TYPE shoal_queued_connections_total counter");
-        for limit in Limit::ALL {
-            let _ = writeln!(
-                out,
-                "shoal_queued_connections_total{{limit=\"{}\"}} {}",
-                limit.label(),
-                self.queued_counts[limit.index()].load(Ordering::Relaxed)
-            );
-        }
-        let _ = writeln!(
-            out,
-            "# HELP shoal_throttled_connections_total Clients answered ThrottlingException at a \
-             connection limit, by limit and reason."
-        );
-        let _ = writeln!(out, "# TYPE shoal_throttled_connections_total counter");
-        for limit in Limit::ALL {
-            for reason in Throttle::ALL {
+        let throttles = Limit::ALL.into_iter().flat_map(|limit| {
+            Throttle::ALL.map(|reason| {
                 let throttled = Throttled { limit, reason };
-                let _ = writeln!(
-                    out,
-                    "shoal_throttled_connections_total{{limit=\"{}\",reason=\"{}\"}} {}",
-                    limit.label(),
-                    reason.label(),
-                    self.throttle_counts[throttled.index()].load(Ordering::Relaxed)
-                );
-            }
+                (
+                    format!("limit=\"{}\",reason=\"{}\"", limit.label(), reason.label()),
+                    self.throttle_counts[throttled.index()].load(Ordering::Relaxed),
+                )
+            })
+        });
+        write_family(
+            out,
+            "shoal_throttled_connections_total",
+            "counter",
+            "Clients answered ThrottlingException at a connection limit, by limit and reason.",
+            throttles,
+        );
+    }
+}
+
+/// Appends a metric family in Prometheus text format: its help and type lines, then a line
+/// per sample (its labels, as rendered between the braces, or none, and its value).
+fn write_family(
+    out: &mut String,
+    name: &str,
+    kind: &str,
+    help: &str,
+    samples: impl IntoIterator<Item = (String, u64)>,
+) {
+    // Writing to a String cannot fail; the fmt::Results are ignored for that reason.
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+    for (labels, value) in samples {
+        if labels.is_empty() {
+            let _ = writeln!(out, "{name} {value}");
+        } else {
+            let _ = writeln!(out, "{name}{{{labels}}} {value}");
         }
     }
 }
@@ -851,11 +861,25 @@ mod tests {
 
     /// Admissions with a queue of two and a wait longer than any test.
     fn admissions(connections_max: usize, busy_per_client_max: usize) -> Arc<Admissions> {
+        queueing(
+            connections_max,
+            busy_per_client_max,
+            2,
+            Duration::from_secs(60),
+        )
+    }
+
+    fn queueing(
+        connections_max: usize,
+        busy_per_client_max: usize,
+        queued_max: usize,
+        queue_wait_max: Duration,
+    ) -> Arc<Admissions> {
         Admissions::new(AdmissionLimits {
             connections_max,
             busy_per_client_max,
-            queued_max: 2,
-            queue_wait_max: Duration::from_secs(60),
+            queued_max,
+            queue_wait_max,
         })
     }
 
@@ -945,12 +969,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_connection_whose_wait_runs_out_is_throttled() {
-        let admissions = Admissions::new(AdmissionLimits {
-            connections_max: 1,
-            busy_per_client_max: 100,
-            queued_max: 2,
-            queue_wait_max: Duration::from_millis(50),
-        });
+        let admissions = queueing(1, 100, 2, Duration::from_millis(50));
         let client = address("127.0.0.1");
         let only = served(admissions.admit(client));
         let busy = only.begin_request().await.unwrap();
@@ -1108,12 +1127,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_request_whose_wait_runs_out_is_throttled() {
-        let admissions = Admissions::new(AdmissionLimits {
-            connections_max: 100,
-            busy_per_client_max: 1,
-            queued_max: 2,
-            queue_wait_max: Duration::from_millis(50),
-        });
+        let admissions = queueing(100, 1, 2, Duration::from_millis(50));
         let client = address("127.0.0.2");
         let first = served(admissions.admit(client));
         let second = served(admissions.admit(client));
@@ -1131,12 +1145,7 @@ mod tests {
 
     #[tokio::test]
     async fn metrics_count_open_busy_closed_queued_and_throttled() {
-        let admissions = Admissions::new(AdmissionLimits {
-            connections_max: 1,
-            busy_per_client_max: 1,
-            queued_max: 1,
-            queue_wait_max: Duration::from_secs(60),
-        });
+        let admissions = queueing(1, 1, 1, Duration::from_secs(60));
         let client = address("127.0.0.1");
         let first = served(admissions.admit(client));
         let second = served(admissions.admit(client));
