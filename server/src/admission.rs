@@ -174,8 +174,9 @@ pub enum IdleClosure {
     ConnectionLimit,
     /// Accepting failed for want of file descriptors.
     OpenFiles,
-    /// A new connection came in at `connections_max` with none idle, and this one was
-    /// waiting for the rest of its request body the longest.
+    /// This one was waiting for the rest of its request body the longest when a new
+    /// connection came in at `connections_max` with none idle, or when a request from its
+    /// address came in at `busy_per_client_max`.
     SlowBody,
 }
 
