@@ -1,4 +1,5 @@
-//! Which connections are served, and which idle ones are closed to make room.
+//! Which connections are served, which idle ones are closed to make room, and which clients
+//! wait for a place.
 //!
 //! Idle connections never cause a refusal. A connection is *busy* while a request is in
 //! flight on it (from the moment hyper hands the request to the service, with its body still
@@ -17,18 +18,22 @@
 //!   SerializationException, as at the body deadline): a client that sends half a body holds
 //!   a busy place, and enough of them from a few addresses (each under the per-address limit)
 //!   would otherwise fill the server for the whole body deadline. A request whose body has
-//!   arrived is never cut off. It is refused only when every open connection has a whole
-//!   request in flight.
+//!   arrived is never cut off. When every open connection has a whole request in flight, the
+//!   new connection waits for a place (below).
 //! - `busy_per_client_max` busy connections from one client address, so that one client
 //!   sending its bodies slowly cannot hold every busy slot. Checked when a request starts;
-//!   over it, that request is refused.
+//!   at it, the request first closes its address's connection that has waited the longest
+//!   for the rest of a body, if one has, then waits for a place (below), in arrival order.
 //!
-//! A refused client is answered `503 ServiceUnavailable` with a text naming the limit, and
-//! `Connection: close`; the AWS SDKs retry a 503 with backoff. Refusals being answered have a
-//! small pool of their own ([`REFUSALS_IN_FLIGHT_MAX`]); a connection refused at accept that
-//! finds that pool full is closed at once (and a refused request's unread body is not waited
-//! for), so a flood costs the server nothing but accepts. Refusals are
-//! counted by reason and logged at most once per [`REFUSAL_LOG_INTERVAL`] per reason.
+//! Waiting: at most `queued_max` clients wait at once, at both limits together, each for at
+//! most `queue_wait_max`. A client that finds the queue full, or whose wait runs out, is
+//! throttled: answered DynamoDB's `ThrottlingException` (HTTP 400, which the AWS SDKs retry
+//! with backoff) and its connection closed. A connection that waits at `connections_max` is
+//! accepted and held, its request unread, until a place frees. Connections throttled at
+//! `connections_max` have a small pool of their own ([`REFUSALS_IN_FLIGHT_MAX`]); when it is
+//! full the server stops accepting until it has room, so that later clients wait in the
+//! listen backlog rather than go unanswered. Throttles are counted by limit and reason and
+//! logged at most once per [`REFUSAL_LOG_INTERVAL`] per kind.
 //!
 //! Each connection's activity is one atomic word, so starting and ending a request takes no
 //! lock; the registry's lock is taken when a connection opens or closes and to pick idle
@@ -43,11 +48,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
-/// Connections being answered a refusal at once, at most.
+/// Connections being answered a throttle at accept at once, at most.
 pub const REFUSALS_IN_FLIGHT_MAX: usize = 64;
 
-/// At most one log line per refusal reason in this long; the next line says how many
-/// refusals it did not log.
+/// At most one log line per kind of throttle in this long; the next line says how many it
+/// did not log.
 pub const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(10);
 
 /// How many of the oldest idle connections one scan of the registry queues for closing.
@@ -61,46 +66,104 @@ const CLOSING: u64 = u64::MAX;
 /// after every connection idle between requests (see [`Admissions::admit`]).
 const NEVER_USED: u64 = 1 << 62;
 
+/// The limits of the server's connections and of the wait for a place.
+#[derive(Debug, Clone, Copy)]
+pub struct AdmissionLimits {
+    pub connections_max: usize,
+    pub busy_per_client_max: usize,
+    /// Clients waiting for a place at once, at both limits together.
+    pub queued_max: usize,
+    /// How long a client waits for a place before it is throttled.
+    pub queue_wait_max: Duration,
+}
+
 /// What to do with an accepted connection.
 pub enum Admission {
     /// Serve it; it leaves the registry when the slot is dropped.
     Serve(Arc<ConnectionSlot>),
-    /// Every open connection is busy: answer its request with the refusal, then close it.
-    Refuse(OwnedSemaphorePermit),
-    /// Close it at once (the refusals' own pool is full too).
+    /// Every open connection has a whole request in flight: hold it while it waits for a
+    /// place ([`Admissions::wait_for_place`]); the place in the queue is its own.
+    Queue(QueuePlace),
+    /// No place, and the queue is full (or the wait ran out): answer its request with a
+    /// `ThrottlingException`, then close it.
+    Throttle,
+    /// Close it at once (the server is shutting down).
     Close,
 }
 
-/// Why a client was refused.
+/// The limit a client waits at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
-    /// The server holds `connections_max` connections and every one is busy.
-    EveryConnectionBusy,
-    /// The client's address has `busy_per_client_max` requests in flight.
+pub enum Limit {
+    /// `connections_max`, every open connection with a whole request in flight.
+    Connections,
+    /// `busy_per_client_max`, its address with that many requests in flight.
     ClientBusy,
-    /// As `EveryConnectionBusy`, but so many refusals are being answered that this
-    /// connection was closed without one.
-    RefusalsPending,
 }
 
-impl Refusal {
-    const ALL: [Refusal; 3] = [
-        Refusal::EveryConnectionBusy,
-        Refusal::ClientBusy,
-        Refusal::RefusalsPending,
-    ];
+impl Limit {
+    const ALL: [Limit; 2] = [Limit::Connections, Limit::ClientBusy];
 
-    /// The `reason` label of `shoal_rejected_connections_total`.
+    /// The `limit` label of the queue's metrics.
     pub fn label(self) -> &'static str {
         match self {
-            Refusal::EveryConnectionBusy => "every_connection_busy",
-            Refusal::ClientBusy => "client_busy",
-            Refusal::RefusalsPending => "refusals_pending",
+            Limit::Connections => "connections_max",
+            Limit::ClientBusy => "busy_connections_per_client",
         }
     }
 
     fn index(self) -> usize {
         self as usize
+    }
+}
+
+/// Why a client was throttled rather than served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Throttle {
+    /// `queued_max` clients were waiting already.
+    QueueFull,
+    /// No place freed within `queue_wait_max`.
+    WaitOver,
+}
+
+impl Throttle {
+    const ALL: [Throttle; 2] = [Throttle::QueueFull, Throttle::WaitOver];
+
+    /// The `reason` label of `shoal_throttled_connections_total`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Throttle::QueueFull => "queue_full",
+            Throttle::WaitOver => "wait_over",
+        }
+    }
+}
+
+/// A client throttled at a limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Throttled {
+    pub limit: Limit,
+    pub reason: Throttle,
+}
+
+impl Throttled {
+    /// Its place among the throttle counters.
+    fn index(self) -> usize {
+        self.limit.index() * Throttle::ALL.len() + self.reason as usize
+    }
+}
+
+/// How many kinds of throttle there are (limits times reasons).
+const THROTTLE_KINDS: usize = Limit::ALL.len() * Throttle::ALL.len();
+
+/// A client's place in the queue; it leaves the queue when this drops.
+pub struct QueuePlace {
+    admissions: Arc<Admissions>,
+    limit: Limit,
+}
+
+impl Drop for QueuePlace {
+    fn drop(&mut self) {
+        self.admissions.queued_all.fetch_sub(1, Ordering::SeqCst);
+        self.admissions.queued_now[self.limit.index()].fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -111,8 +174,9 @@ pub enum IdleClosure {
     ConnectionLimit,
     /// Accepting failed for want of file descriptors.
     OpenFiles,
-    /// A new connection came in at `connections_max` with none idle, and this one was
-    /// waiting for the rest of its request body the longest.
+    /// This one was waiting for the rest of its request body the longest when a new
+    /// connection came in at `connections_max` with none idle, or when a request from its
+    /// address came in at `busy_per_client_max`.
     SlowBody,
 }
 
@@ -139,15 +203,23 @@ impl IdleClosure {
 
 /// The server's connections and their limits.
 pub struct Admissions {
-    connections_max: usize,
-    busy_per_client_max: usize,
+    limits: AdmissionLimits,
     registry: Mutex<Registry>,
     /// The next idle stamp (starts at 1: 0 is [`BUSY`]).
     idle_clock: AtomicU64,
     refusals_in_flight: Arc<Semaphore>,
-    refusal_counts: [AtomicU64; Refusal::ALL.len()],
-    refusal_logs: [RateLimitedLog; Refusal::ALL.len()],
+    /// Clients waiting for a place now, at both limits together (at most `queued_max`).
+    queued_all: AtomicUsize,
+    /// The same, by limit.
+    queued_now: [AtomicUsize; Limit::ALL.len()],
+    /// Clients that waited for a place, by limit.
+    queued_counts: [AtomicU64; Limit::ALL.len()],
+    throttle_counts: [AtomicU64; THROTTLE_KINDS],
+    throttle_logs: [RateLimitedLog; THROTTLE_KINDS],
     idle_closure_counts: [AtomicU64; IdleClosure::ALL.len()],
+    /// Woken (one waiter at a time) when a place may have freed for a connection waiting at
+    /// `connections_max`: a connection ended, went idle, or began waiting for a body.
+    place_freed: Notify,
     /// Woken when the last connection ends (for shutdown).
     all_ended: Notify,
 }
@@ -168,8 +240,9 @@ struct Registry {
 
 struct Client {
     connections: usize,
-    /// Requests in flight from this address; shared with its connections.
-    busy: Arc<AtomicUsize>,
+    /// A place per request this address may have in flight; shared with its connections.
+    /// Its waiters are served in arrival order.
+    busy: Arc<Semaphore>,
 }
 
 struct ConnectionState {
@@ -185,7 +258,7 @@ struct ConnectionState {
     receiving_since: AtomicU64,
     /// Tells the request reading its body that the connection was chosen to make room.
     stop_receiving: Notify,
-    client_busy: Arc<AtomicUsize>,
+    client_busy: Arc<Semaphore>,
 }
 
 /// A served connection's place in the registry; dropped when the connection ends.
@@ -197,13 +270,19 @@ pub struct ConnectionSlot {
 /// A request in flight on a connection; dropping it makes the connection idle again.
 pub struct BusyConnection<'a> {
     slot: &'a ConnectionSlot,
+    /// The request's place among its address's requests in flight.
+    _client_place: OwnedSemaphorePermit,
 }
 
 impl Admissions {
-    pub fn new(connections_max: usize, busy_per_client_max: usize) -> Arc<Admissions> {
+    pub fn new(limits: AdmissionLimits) -> Arc<Admissions> {
+        let limits = AdmissionLimits {
+            // A semaphore holds at most this many places; no address has as many requests.
+            busy_per_client_max: limits.busy_per_client_max.min(Semaphore::MAX_PERMITS),
+            ..limits
+        };
         Arc::new(Admissions {
-            connections_max,
-            busy_per_client_max,
+            limits,
             registry: Mutex::new(Registry {
                 next_id: 0,
                 counted: HashMap::new(),
@@ -214,9 +293,13 @@ impl Admissions {
             }),
             idle_clock: AtomicU64::new(1),
             refusals_in_flight: Arc::new(Semaphore::new(REFUSALS_IN_FLIGHT_MAX)),
-            refusal_counts: Default::default(),
-            refusal_logs: Default::default(),
+            queued_all: AtomicUsize::new(0),
+            queued_now: Default::default(),
+            queued_counts: Default::default(),
+            throttle_counts: Default::default(),
+            throttle_logs: Default::default(),
             idle_closure_counts: Default::default(),
+            place_freed: Notify::new(),
             all_ended: Notify::new(),
         })
     }
@@ -233,6 +316,44 @@ impl Admissions {
 
     /// Decides for a connection from `client`.
     pub fn admit(self: &Arc<Self>, client: IpAddr) -> Admission {
+        match self.take_place(client) {
+            Admission::Throttle => match self.enter_queue(Limit::Connections) {
+                Some(place) => Admission::Queue(place),
+                None => {
+                    self.throttle(Limit::Connections, Throttle::QueueFull, client);
+                    Admission::Throttle
+                }
+            },
+            decided => decided,
+        }
+    }
+
+    /// Waits, for at most `queue_wait_max`, for a place for a connection from `client` that
+    /// was queued at accept (its caller holds its [`QueuePlace`] meanwhile): [`Admission::Serve`]
+    /// once one frees, [`Admission::Throttle`] if none did (counted), [`Admission::Close`] at
+    /// shutdown.
+    pub async fn wait_for_place(self: &Arc<Self>, client: IpAddr) -> Admission {
+        let deadline = tokio::time::Instant::now() + self.limits.queue_wait_max;
+        loop {
+            let freed = self.place_freed.notified();
+            tokio::pin!(freed);
+            // Registered before the check, so a place freed between the two is not missed.
+            freed.as_mut().enable();
+            match self.take_place(client) {
+                Admission::Throttle => {}
+                decided => return decided,
+            }
+            if tokio::time::timeout_at(deadline, freed).await.is_err() {
+                self.throttle(Limit::Connections, Throttle::WaitOver, client);
+                return Admission::Throttle;
+            }
+        }
+    }
+
+    /// A place for a connection from `client`, making room if it must: [`Admission::Serve`],
+    /// [`Admission::Close`] at shutdown, or [`Admission::Throttle`] when every open
+    /// connection has a whole request in flight.
+    fn take_place(self: &Arc<Self>, client: IpAddr) -> Admission {
         let mut registry = self.lock();
         if registry.shutting_down {
             return Admission::Close;
@@ -243,28 +364,19 @@ impl Admissions {
         // burst of new clients would close each other before their requests arrive (in a
         // flood of half bodies, 508 of 1,000 concurrent clients were closed unanswered so);
         // a flood's silent or half-head connections are older than they, so they go first.
-        let room = registry.counted.len() < self.connections_max
+        let room = registry.counted.len() < self.limits.connections_max
             || self.close_oldest_idle(&mut registry, IdleClosure::ConnectionLimit, NEVER_USED)
-            || self.close_oldest_receiving(&mut registry)
+            || self.close_oldest_receiving(&mut registry, None)
             || self.close_oldest_idle(&mut registry, IdleClosure::ConnectionLimit, CLOSING);
         if !room {
-            drop(registry);
-            return match self.refusal_permit() {
-                Some(permit) => {
-                    self.count_refusal(Refusal::EveryConnectionBusy, client);
-                    Admission::Refuse(permit)
-                }
-                None => {
-                    self.count_refusal(Refusal::RefusalsPending, client);
-                    Admission::Close
-                }
-            };
+            return Admission::Throttle;
         }
         let id = registry.next_id;
         registry.next_id += 1;
+        let busy_per_client_max = self.limits.busy_per_client_max;
         let client_entry = registry.clients.entry(client).or_insert_with(|| Client {
             connections: 0,
-            busy: Arc::new(AtomicUsize::new(0)),
+            busy: Arc::new(Semaphore::new(busy_per_client_max)),
         });
         client_entry.connections += 1;
         let state = Arc::new(ConnectionState {
@@ -284,11 +396,54 @@ impl Admissions {
         }))
     }
 
-    /// A place in the refusals' pool, if it has one: held while a refused client is
-    /// answered, so that refusals cannot hold connections without bound.
-    pub fn refusal_permit(&self) -> Option<OwnedSemaphorePermit> {
+    /// A place in the queue at `limit`, unless `queued_max` clients are waiting already.
+    fn enter_queue(self: &Arc<Self>, limit: Limit) -> Option<QueuePlace> {
+        self.queued_all
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |queued| {
+                (queued < self.limits.queued_max).then_some(queued + 1)
+            })
+            .ok()?;
+        self.queued_now[limit.index()].fetch_add(1, Ordering::SeqCst);
+        self.queued_counts[limit.index()].fetch_add(1, Ordering::Relaxed);
+        Some(QueuePlace {
+            admissions: Arc::clone(self),
+            limit,
+        })
+    }
+
+    /// Wakes a connection waiting at `connections_max`, if any waits, to look for a place.
+    fn place_may_have_freed(&self) {
+        if self.queued_now[Limit::Connections.index()].load(Ordering::SeqCst) > 0 {
+            self.place_freed.notify_one();
+        }
+    }
+
+    /// Waits, in arrival order and for at most `queue_wait_max`, for a place among the
+    /// requests in flight from the connection's address, after closing the one of them that
+    /// has waited the longest for the rest of its body, if one has (module docs).
+    async fn wait_for_client_place(
+        self: &Arc<Self>,
+        state: &ConnectionState,
+    ) -> Result<OwnedSemaphorePermit, Throttled> {
+        let Some(_place) = self.enter_queue(Limit::ClientBusy) else {
+            return Err(self.throttle(Limit::ClientBusy, Throttle::QueueFull, state.client));
+        };
+        self.close_oldest_receiving(&mut self.lock(), Some(state.client));
+        let place = Arc::clone(&state.client_busy).acquire_owned();
+        match tokio::time::timeout(self.limits.queue_wait_max, place).await {
+            Ok(Ok(place)) => Ok(place),
+            // `Err(Closed)` cannot happen (the semaphore is never closed); it throttles too.
+            _ => Err(self.throttle(Limit::ClientBusy, Throttle::WaitOver, state.client)),
+        }
+    }
+
+    /// A place in the pool of connections being answered a throttle at accept, once it has
+    /// one, so that those cannot hold descriptors without bound (`None` cannot happen: the
+    /// pool is never closed).
+    pub async fn wait_for_refusal_permit(&self) -> Option<OwnedSemaphorePermit> {
         Arc::clone(&self.refusals_in_flight)
-            .try_acquire_owned()
+            .acquire_owned()
+            .await
             .ok()
     }
 
@@ -348,12 +503,14 @@ impl Admissions {
         false
     }
 
-    /// Closes the connection that has waited the longest for the rest of its request body, if
-    /// any is waiting (module docs); it stops counting toward `connections_max` at once.
-    fn close_oldest_receiving(&self, registry: &mut Registry) -> bool {
+    /// Closes the connection that has waited the longest for the rest of its request body
+    /// (among `only_client`'s, if given), if any is waiting (module docs); it stops counting
+    /// toward `connections_max` at once.
+    fn close_oldest_receiving(&self, registry: &mut Registry, only_client: Option<IpAddr>) -> bool {
         let oldest = registry
             .counted
             .values()
+            .filter(|state| only_client.is_none_or(|client| state.client == client))
             .filter_map(|state| {
                 let since = state.receiving_since.load(Ordering::Acquire);
                 (since != 0 && since != CLOSING).then_some((since, state))
@@ -389,6 +546,8 @@ impl Admissions {
         }
         registry.counted.clear();
         registry.oldest_idle.clear();
+        // Connections waiting for a place look again, and find the server shutting down.
+        self.place_freed.notify_waiters();
     }
 
     /// Completes once no connection is left (after [`Admissions::close_all`]).
@@ -405,35 +564,47 @@ impl Admissions {
         }
     }
 
-    /// Counts a refusal and logs it, at most once per [`REFUSAL_LOG_INTERVAL`] per reason.
-    fn count_refusal(&self, refusal: Refusal, client: IpAddr) {
-        self.refusal_counts[refusal.index()].fetch_add(1, Ordering::Relaxed);
-        if let Some(unlogged) = self.refusal_logs[refusal.index()].take_turn() {
+    /// Counts a throttle and logs it, at most once per [`REFUSAL_LOG_INTERVAL`] per kind.
+    fn throttle(&self, limit: Limit, reason: Throttle, client: IpAddr) -> Throttled {
+        let throttled = Throttled { limit, reason };
+        self.throttle_counts[throttled.index()].fetch_add(1, Ordering::Relaxed);
+        if let Some(unlogged) = self.throttle_logs[throttled.index()].take_turn() {
             tracing::warn!(
                 %client,
-                reason = refusal.label(),
-                connections_max = self.connections_max,
-                busy_per_client_max = self.busy_per_client_max,
+                limit = limit.label(),
+                reason = reason.label(),
                 unlogged_since_last_line = unlogged,
-                "refused a client: {}",
-                self.refusal_text(refusal, client)
+                "throttled a client: {}",
+                self.throttle_text(throttled, client)
             );
         }
+        throttled
     }
 
-    /// What a refused client reads: the limit, and the flag that raises it.
-    pub fn refusal_text(&self, refusal: Refusal, client: IpAddr) -> String {
-        match refusal {
-            Refusal::EveryConnectionBusy | Refusal::RefusalsPending => format!(
-                "The server holds its limit of {} open connections, and every one is busy \
-                 with a request. Retry shortly (shoal serve --connections-max raises the \
-                 limit).",
-                self.connections_max
+    /// Why a client was throttled, for the log: the limit, the queue, and the flag that
+    /// raises the limit.
+    fn throttle_text(&self, throttled: Throttled, client: IpAddr) -> String {
+        let AdmissionLimits {
+            connections_max,
+            busy_per_client_max,
+            queued_max,
+            queue_wait_max,
+        } = self.limits;
+        let at_limit = match throttled.limit {
+            Limit::Connections => format!(
+                "the server holds its limit of {connections_max} open connections, every one \
+                 with a request in flight (shoal serve --connections-max raises it)"
             ),
-            Refusal::ClientBusy => format!(
-                "{client} has {} requests in flight, the most one client address may have. \
-                 Retry shortly (shoal serve --busy-connections-per-client raises the limit).",
-                self.busy_per_client_max
+            Limit::ClientBusy => format!(
+                "{client} has {busy_per_client_max} requests in flight, the most one client \
+                 address may have (shoal serve --busy-connections-per-client raises it)"
+            ),
+        };
+        match throttled.reason {
+            Throttle::QueueFull => format!("{at_limit}, and {queued_max} clients wait already"),
+            Throttle::WaitOver => format!(
+                "{at_limit}, and no place freed within {} s",
+                queue_wait_max.as_secs_f64()
             ),
         }
     }
@@ -445,71 +616,120 @@ impl Admissions {
             let busy: usize = registry
                 .clients
                 .values()
-                .map(|client| client.busy.load(Ordering::Relaxed))
+                .map(|client| {
+                    self.limits
+                        .busy_per_client_max
+                        .saturating_sub(client.busy.available_permits())
+                })
                 .sum();
             (registry.live, busy)
         };
-        // Writing to a String cannot fail; the fmt::Results are ignored for that reason.
-        let _ = writeln!(
+        let unlabelled = |value: usize| [(String::new(), value as u64)];
+        write_family(
             out,
-            "# HELP shoal_open_connections Client connections open now."
+            "shoal_open_connections",
+            "gauge",
+            "Client connections open now.",
+            unlabelled(live),
         );
-        let _ = writeln!(out, "# TYPE shoal_open_connections gauge");
-        let _ = writeln!(out, "shoal_open_connections {live}");
-        let _ = writeln!(
+        write_family(
             out,
-            "# HELP shoal_busy_connections Client connections with a request in flight now."
+            "shoal_busy_connections",
+            "gauge",
+            "Client connections with a request in flight now.",
+            unlabelled(busy),
         );
-        let _ = writeln!(out, "# TYPE shoal_busy_connections gauge");
-        let _ = writeln!(out, "shoal_busy_connections {busy}");
-        let _ = writeln!(
+        write_family(
             out,
-            "# HELP shoal_idle_connections_closed_total Idle connections closed to make room."
+            "shoal_idle_connections_closed_total",
+            "counter",
+            "Idle connections closed to make room.",
+            IdleClosure::ALL.map(|reason| {
+                (
+                    format!("reason=\"{}\"", reason.label()),
+                    self.idle_closure_counts[reason.index()].load(Ordering::Relaxed),
+                )
+            }),
         );
-        let _ = writeln!(out, "# TYPE shoal_idle_connections_closed_total counter");
-        for reason in IdleClosure::ALL {
-            let _ = writeln!(
-                out,
-                "shoal_idle_connections_closed_total{{reason=\"{}\"}} {}",
-                reason.label(),
-                self.idle_closure_counts[reason.index()].load(Ordering::Relaxed)
-            );
-        }
-        let _ = writeln!(
+        let by_limit = |value: &dyn Fn(Limit) -> u64| {
+            Limit::ALL.map(|limit| (format!("limit=\"{}\"", limit.label()), value(limit)))
+        };
+        write_family(
             out,
-            "# HELP shoal_rejected_connections_total Clients refused at a connection limit."
+            "shoal_queued_connections",
+            "gauge",
+            "Clients waiting for a place now, by the limit they wait at.",
+            by_limit(&|limit| self.queued_now[limit.index()].load(Ordering::Relaxed) as u64),
         );
-        let _ = writeln!(out, "# TYPE shoal_rejected_connections_total counter");
-        for reason in Refusal::ALL {
-            let _ = writeln!(
-                out,
-                "shoal_rejected_connections_total{{reason=\"{}\"}} {}",
-                reason.label(),
-                self.refusal_counts[reason.index()].load(Ordering::Relaxed)
-            );
+        write_family(
+            out,
+            "shoal_queued_connections_total",
+            "counter",
+            "Clients that waited for a place, by limit.",
+            by_limit(&|limit| self.queued_counts[limit.index()].load(Ordering::Relaxed)),
+        );
+        let throttles = Limit::ALL.into_iter().flat_map(|limit| {
+            Throttle::ALL.map(|reason| {
+                let throttled = Throttled { limit, reason };
+                (
+                    format!("limit=\"{}\",reason=\"{}\"", limit.label(), reason.label()),
+                    self.throttle_counts[throttled.index()].load(Ordering::Relaxed),
+                )
+            })
+        });
+        write_family(
+            out,
+            "shoal_throttled_connections_total",
+            "counter",
+            "Clients answered ThrottlingException at a connection limit, by limit and reason.",
+            throttles,
+        );
+    }
+}
+
+/// Appends a metric family in Prometheus text format: its help and type lines, then a line
+/// per sample (its labels, as rendered between the braces, or none, and its value).
+fn write_family(
+    out: &mut String,
+    name: &str,
+    kind: &str,
+    help: &str,
+    samples: impl IntoIterator<Item = (String, u64)>,
+) {
+    // Writing to a String cannot fail; the fmt::Results are ignored for that reason.
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+    for (labels, value) in samples {
+        if labels.is_empty() {
+            let _ = writeln!(out, "{name} {value}");
+        } else {
+            let _ = writeln!(out, "{name}{{{labels}}} {value}");
         }
     }
 }
 
 impl ConnectionSlot {
-    /// Marks the connection busy for a request, unless its client address already has
-    /// `busy_per_client_max` requests in flight.
-    pub fn begin_request(&self) -> Result<BusyConnection<'_>, Refusal> {
+    /// Marks the connection busy for a request, once its client address has a place for it:
+    /// at once, or after waiting in the queue; throttled if the queue is full or the wait
+    /// runs out.
+    pub async fn begin_request(&self) -> Result<BusyConnection<'_>, Throttled> {
         let state = &self.state;
-        let busy_before = state.client_busy.fetch_add(1, Ordering::AcqRel);
-        if busy_before >= self.admissions.busy_per_client_max {
-            state.client_busy.fetch_sub(1, Ordering::AcqRel);
-            self.admissions
-                .count_refusal(Refusal::ClientBusy, state.client);
-            return Err(Refusal::ClientBusy);
-        }
-        // A connection chosen to close stays so: hyper finishes this request, then closes it.
+        // Busy from here on, even while it waits: a connection with a request waiting is not
+        // idle, and is not closed to make room. A connection chosen to close stays so: hyper
+        // finishes this request, then closes it.
         let _ = state
             .activity
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |activity| {
                 (activity != CLOSING).then_some(BUSY)
             });
-        Ok(BusyConnection { slot: self })
+        let client_place = match Arc::clone(&state.client_busy).try_acquire_owned() {
+            Ok(place) => place,
+            Err(_) => self.admissions.wait_for_client_place(state).await?,
+        };
+        Ok(BusyConnection {
+            slot: self,
+            _client_place: client_place,
+        })
     }
 
     /// Completes when the server asks this connection to close (to make room, or at
@@ -531,12 +751,8 @@ impl ConnectionSlot {
             self.admissions.next_idle_stamp()
         };
         state.receiving_since.store(since, Ordering::Release);
+        self.admissions.place_may_have_freed();
         ReceivingBody { state }
-    }
-
-    /// The refusal text for this connection's client.
-    pub fn refusal_text(&self, refusal: Refusal) -> String {
-        self.admissions.refusal_text(refusal, self.state.client)
     }
 }
 
@@ -573,12 +789,13 @@ impl Drop for ReceivingBody {
 
 impl Drop for BusyConnection<'_> {
     fn drop(&mut self) {
+        // The address's place goes back when `_client_place` drops, after this.
         let state = &self.slot.state;
-        state.client_busy.fetch_sub(1, Ordering::AcqRel);
         let stamp = self.slot.admissions.next_idle_stamp();
         let _ = state
             .activity
             .compare_exchange(BUSY, stamp, Ordering::AcqRel, Ordering::Acquire);
+        self.slot.admissions.place_may_have_freed();
     }
 }
 
@@ -588,7 +805,7 @@ impl Drop for ConnectionSlot {
         // A queued stamp of this connection can no longer be chosen.
         state.activity.store(CLOSING, Ordering::Release);
         let mut registry = self.admissions.lock();
-        registry.counted.remove(&state.id);
+        let was_counted = registry.counted.remove(&state.id).is_some();
         if let Some(client) = registry.clients.get_mut(&state.client) {
             client.connections -= 1;
             if client.connections == 0 {
@@ -599,6 +816,10 @@ impl Drop for ConnectionSlot {
         registry.live -= 1;
         if registry.live == 0 {
             self.admissions.all_ended.notify_waiters();
+        }
+        drop(registry);
+        if was_counted {
+            self.admissions.place_may_have_freed();
         }
     }
 }
@@ -639,11 +860,43 @@ mod tests {
         text.parse().unwrap()
     }
 
+    /// Admissions with a queue of two and a wait longer than any test.
+    fn admissions(connections_max: usize, busy_per_client_max: usize) -> Arc<Admissions> {
+        queueing(
+            connections_max,
+            busy_per_client_max,
+            2,
+            Duration::from_secs(60),
+        )
+    }
+
+    fn queueing(
+        connections_max: usize,
+        busy_per_client_max: usize,
+        queued_max: usize,
+        queue_wait_max: Duration,
+    ) -> Arc<Admissions> {
+        Admissions::new(AdmissionLimits {
+            connections_max,
+            busy_per_client_max,
+            queued_max,
+            queue_wait_max,
+        })
+    }
+
     fn served(admission: Admission) -> Arc<ConnectionSlot> {
         match admission {
             Admission::Serve(slot) => slot,
-            Admission::Refuse(_) => panic!("refused"),
+            Admission::Queue(_) => panic!("queued"),
+            Admission::Throttle => panic!("throttled"),
             Admission::Close => panic!("closed"),
+        }
+    }
+
+    fn queued(admission: Admission) -> QueuePlace {
+        match admission {
+            Admission::Queue(place) => place,
+            _ => panic!("not queued"),
         }
     }
 
@@ -652,16 +905,20 @@ mod tests {
         slot.state.activity.load(Ordering::Acquire) == CLOSING
     }
 
-    #[test]
-    fn idle_connections_at_the_limit_make_room_oldest_first() {
-        let admissions = Admissions::new(3, 100);
+    fn throttle_count(admissions: &Admissions, limit: Limit, reason: Throttle) -> u64 {
+        admissions.throttle_counts[Throttled { limit, reason }.index()].load(Ordering::Relaxed)
+    }
+
+    #[tokio::test]
+    async fn idle_connections_at_the_limit_make_room_oldest_first() {
+        let admissions = admissions(3, 100);
         let client = address("127.0.0.1");
         let oldest = served(admissions.admit(client));
         let middle = served(admissions.admit(client));
         let newest = served(admissions.admit(client));
         // `oldest` serves a request and goes idle again: idle between requests, it goes
         // before the connections that have sent none, whatever their age.
-        drop(oldest.begin_request().unwrap());
+        drop(oldest.begin_request().await.unwrap());
         let fourth = served(admissions.admit(client));
         assert!(close_was_requested(&oldest));
         assert!(!close_was_requested(&middle) && !close_was_requested(&newest));
@@ -677,33 +934,67 @@ mod tests {
         drop(fifth);
     }
 
-    #[test]
-    fn only_busy_connections_refuse_a_new_one() {
-        let admissions = Admissions::new(2, 100);
+    #[tokio::test]
+    async fn with_every_connection_busy_a_new_one_waits_for_a_place() {
+        let admissions = admissions(2, 100);
         let client = address("127.0.0.1");
         let first = served(admissions.admit(client));
         let second = served(admissions.admit(client));
-        let first_busy = first.begin_request().unwrap();
-        let second_busy = second.begin_request().unwrap();
-        assert!(matches!(admissions.admit(client), Admission::Refuse(_)));
+        let first_busy = first.begin_request().await.unwrap();
+        let second_busy = second.begin_request().await.unwrap();
+        // Two wait (the queue's bound); the next one is throttled at once.
+        let waiting = queued(admissions.admit(client));
+        let also_waiting = queued(admissions.admit(client));
+        assert!(matches!(admissions.admit(client), Admission::Throttle));
+        assert_eq!(
+            throttle_count(&admissions, Limit::Connections, Throttle::QueueFull),
+            1
+        );
         assert!(!close_was_requested(&first) && !close_was_requested(&second));
-        // One request ends: its connection is idle, and it makes room.
+        // One request ends: its connection is idle, and makes room for the first waiting.
+        let waiter = {
+            let admissions = Arc::clone(&admissions);
+            tokio::spawn(async move { served(admissions.wait_for_place(client).await) })
+        };
         drop(second_busy);
-        let third = served(admissions.admit(client));
+        let third = tokio::time::timeout(Duration::from_secs(10), waiter)
+            .await
+            .expect("a freed place reaches the waiting connection")
+            .unwrap();
         assert!(close_was_requested(&second));
         assert!(!close_was_requested(&first));
-        drop((first_busy, third));
+        drop(waiting);
+        assert_eq!(admissions.queued_all.load(Ordering::SeqCst), 1);
+        drop((first_busy, third, also_waiting));
+    }
+
+    #[tokio::test]
+    async fn a_connection_whose_wait_runs_out_is_throttled() {
+        let admissions = queueing(1, 100, 2, Duration::from_millis(50));
+        let client = address("127.0.0.1");
+        let only = served(admissions.admit(client));
+        let busy = only.begin_request().await.unwrap();
+        let place = queued(admissions.admit(client));
+        assert!(matches!(
+            admissions.wait_for_place(client).await,
+            Admission::Throttle
+        ));
+        assert_eq!(
+            throttle_count(&admissions, Limit::Connections, Throttle::WaitOver),
+            1
+        );
+        drop((place, busy));
     }
 
     #[tokio::test]
     async fn with_none_idle_the_longest_wait_for_a_body_makes_room() {
-        let admissions = Admissions::new(3, 100);
+        let admissions = admissions(3, 100);
         let client = address("127.0.0.2");
         let slots: Vec<_> = (0..3).map(|_| served(admissions.admit(client))).collect();
-        let busy: Vec<_> = slots
-            .iter()
-            .map(|slot| slot.begin_request().unwrap())
-            .collect();
+        let mut busy = Vec::new();
+        for slot in &slots {
+            busy.push(slot.begin_request().await.unwrap());
+        }
         // The first has its whole body (it waited, then the body came); the other two wait,
         // the third since longer than the second.
         drop(slots[0].receiving_body());
@@ -724,17 +1015,17 @@ mod tests {
         drop(third_waiting);
         let fifth = served(admissions.admit(client));
         // The second gets its body before anyone else comes: a whole request in flight is
-        // never cut off, so the next connection is refused.
+        // never cut off, so the next connection waits.
         drop(second_waiting);
-        let fourth_busy = fourth.begin_request().unwrap();
-        let fifth_busy = fifth.begin_request().unwrap();
-        assert!(matches!(admissions.admit(client), Admission::Refuse(_)));
+        let fourth_busy = fourth.begin_request().await.unwrap();
+        let fifth_busy = fifth.begin_request().await.unwrap();
+        assert!(matches!(admissions.admit(client), Admission::Queue(_)));
         drop((busy, fourth_busy, fifth_busy));
     }
 
-    #[test]
-    fn a_connection_that_went_busy_after_it_was_queued_is_not_closed() {
-        let admissions = Admissions::new(2, 100);
+    #[tokio::test]
+    async fn a_connection_that_went_busy_after_it_was_queued_is_not_closed() {
+        let admissions = admissions(2, 100);
         let client = address("127.0.0.1");
         let first = served(admissions.admit(client));
         let second = served(admissions.admit(client));
@@ -742,60 +1033,126 @@ mod tests {
         let third = served(admissions.admit(client));
         assert!(close_was_requested(&first));
         // `second` is queued with its old stamp, but is busy now: the next pick skips it
-        // and, finding nobody idle, refuses.
-        let second_busy = second.begin_request().unwrap();
-        let third_busy = third.begin_request().unwrap();
-        assert!(matches!(admissions.admit(client), Admission::Refuse(_)));
+        // and, finding nobody idle, the new connection waits.
+        let second_busy = second.begin_request().await.unwrap();
+        let third_busy = third.begin_request().await.unwrap();
+        assert!(matches!(admissions.admit(client), Admission::Queue(_)));
         assert!(!close_was_requested(&second));
         drop((second_busy, third_busy));
     }
 
-    #[test]
-    fn each_client_address_has_its_own_busy_limit() {
-        let admissions = Admissions::new(100, 2);
+    #[tokio::test]
+    async fn each_client_address_has_its_own_busy_limit_and_waits_at_it_in_order() {
+        let admissions = admissions(100, 2);
         let first = address("127.0.0.2");
         let second = address("127.0.0.3");
-        let connections: Vec<_> = (0..3).map(|_| served(admissions.admit(first))).collect();
-        let one = connections[0].begin_request().unwrap();
-        let two = connections[1].begin_request().unwrap();
+        let connections: Vec<_> = (0..5).map(|_| served(admissions.admit(first))).collect();
+        let one = connections[0].begin_request().await.unwrap();
+        let two = connections[1].begin_request().await.unwrap();
+        // Two more wait (the queue's bound), the next is throttled.
+        let third = connections[2].begin_request();
+        let fourth = connections[3].begin_request();
+        tokio::pin!(third, fourth);
+        for waiting in [third.as_mut(), fourth.as_mut()] {
+            assert!(tokio::time::timeout(Duration::from_millis(20), waiting)
+                .await
+                .is_err());
+        }
         assert_eq!(
-            connections[2].begin_request().err(),
-            Some(Refusal::ClientBusy)
+            connections[4].begin_request().await.err(),
+            Some(Throttled {
+                limit: Limit::ClientBusy,
+                reason: Throttle::QueueFull
+            })
         );
         // Another address is not held to the first one's count.
         let other = served(admissions.admit(second));
-        let other_busy = other.begin_request().unwrap();
-        // A request that ends frees its place.
+        let other_busy = other.begin_request().await.unwrap();
+        // A request that ends hands its place to the one waiting the longest.
         drop(one);
-        let three = connections[2].begin_request().unwrap();
-        assert_eq!(
-            admissions.refusal_counts[Refusal::ClientBusy.index()].load(Ordering::Relaxed),
-            1
+        let three = tokio::time::timeout(Duration::from_secs(10), third)
+            .await
+            .expect("the first waiting gets the place")
+            .unwrap();
+        assert!(
+            tokio::time::timeout(Duration::from_millis(20), fourth.as_mut())
+                .await
+                .is_err()
         );
-        drop((two, three, other_busy));
+        drop(two);
+        let four = tokio::time::timeout(Duration::from_secs(10), fourth)
+            .await
+            .expect("the second waiting gets the next")
+            .unwrap();
+        assert_eq!(
+            admissions.queued_counts[Limit::ClientBusy.index()].load(Ordering::Relaxed),
+            2
+        );
+        drop((three, four, other_busy));
     }
 
-    #[test]
-    fn closes_once_the_refusals_pool_is_full() {
-        let admissions = Admissions::new(0, 1);
+    #[tokio::test]
+    async fn a_request_at_its_address_limit_closes_that_addresses_oldest_half_body() {
+        let admissions = admissions(100, 2);
+        let slow = address("127.0.0.2");
+        let connections: Vec<_> = (0..3).map(|_| served(admissions.admit(slow))).collect();
+        let other = served(admissions.admit(address("127.0.0.3")));
+        let other_busy = other.begin_request().await.unwrap();
+        let other_waiting = other.receiving_body();
+        let half_body = {
+            let busy = connections[0].begin_request().await.unwrap();
+            let waiting = connections[0].receiving_body();
+            (busy, waiting)
+        };
+        let whole = connections[1].begin_request().await.unwrap();
+        let third = connections[2].begin_request();
+        tokio::pin!(third);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(20), third.as_mut())
+                .await
+                .is_err()
+        );
+        // The half body of its own address was chosen (not the other address's, older), and
+        // its place goes to the waiting request once it is answered.
+        tokio::time::timeout(Duration::from_secs(10), half_body.1.stopped())
+            .await
+            .expect("the half body is stopped");
+        assert_ne!(other.state.receiving_since.load(Ordering::Acquire), CLOSING);
+        drop(half_body);
+        let three = tokio::time::timeout(Duration::from_secs(10), third)
+            .await
+            .expect("the freed place reaches the waiting request")
+            .unwrap();
+        drop((three, whole, other_waiting, other_busy));
+    }
+
+    #[tokio::test]
+    async fn a_request_whose_wait_runs_out_is_throttled() {
+        let admissions = queueing(100, 1, 2, Duration::from_millis(50));
         let client = address("127.0.0.2");
-        let held: Vec<Admission> = (0..REFUSALS_IN_FLIGHT_MAX)
-            .map(|_| admissions.admit(client))
-            .collect();
-        assert!(held
-            .iter()
-            .all(|admission| matches!(admission, Admission::Refuse(_))));
-        assert!(matches!(admissions.admit(client), Admission::Close));
+        let first = served(admissions.admit(client));
+        let second = served(admissions.admit(client));
+        let busy = first.begin_request().await.unwrap();
+        assert_eq!(
+            second.begin_request().await.err(),
+            Some(Throttled {
+                limit: Limit::ClientBusy,
+                reason: Throttle::WaitOver
+            })
+        );
+        assert_eq!(admissions.queued_all.load(Ordering::SeqCst), 0);
+        drop(busy);
     }
 
-    #[test]
-    fn metrics_count_open_busy_closed_and_refused() {
-        let admissions = Admissions::new(1, 1);
+    #[tokio::test]
+    async fn metrics_count_open_busy_closed_queued_and_throttled() {
+        let admissions = queueing(1, 1, 1, Duration::from_secs(60));
         let client = address("127.0.0.1");
         let first = served(admissions.admit(client));
         let second = served(admissions.admit(client));
-        let busy = second.begin_request().unwrap();
-        assert!(matches!(admissions.admit(client), Admission::Refuse(_)));
+        let busy = second.begin_request().await.unwrap();
+        let place = queued(admissions.admit(client));
+        assert!(matches!(admissions.admit(client), Admission::Throttle));
         let mut page = String::new();
         admissions.render_metrics(&mut page);
         for line in [
@@ -804,23 +1161,29 @@ mod tests {
             "shoal_busy_connections 1",
             "shoal_idle_connections_closed_total{reason=\"connection_limit\"} 1",
             "shoal_idle_connections_closed_total{reason=\"open_files\"} 0",
-            "shoal_rejected_connections_total{reason=\"every_connection_busy\"} 1",
-            "shoal_rejected_connections_total{reason=\"client_busy\"} 0",
+            "shoal_queued_connections{limit=\"connections_max\"} 1",
+            "shoal_queued_connections{limit=\"busy_connections_per_client\"} 0",
+            "shoal_queued_connections_total{limit=\"connections_max\"} 1",
+            "shoal_throttled_connections_total{limit=\"connections_max\",reason=\"queue_full\"} 1",
+            "shoal_throttled_connections_total{limit=\"connections_max\",reason=\"wait_over\"} 0",
+            "shoal_throttled_connections_total{limit=\"busy_connections_per_client\",reason=\"queue_full\"} 0",
         ] {
             assert!(page.lines().any(|l| l == line), "missing {line}\n{page}");
         }
-        drop(busy);
+        drop((busy, place));
         drop((first, second));
         let mut page = String::new();
         admissions.render_metrics(&mut page);
-        assert!(
-            page.lines().any(|l| l == "shoal_open_connections 0"),
-            "{page}"
-        );
+        for line in [
+            "shoal_open_connections 0",
+            "shoal_queued_connections{limit=\"connections_max\"} 0",
+        ] {
+            assert!(page.lines().any(|l| l == line), "missing {line}\n{page}");
+        }
     }
 
     #[test]
-    fn refusals_are_logged_once_per_interval() {
+    fn throttles_are_logged_once_per_interval() {
         let log = RateLimitedLog::default();
         assert_eq!(log.take_turn(), Some(0));
         assert_eq!(log.take_turn(), None);
@@ -831,7 +1194,7 @@ mod tests {
 
     #[tokio::test]
     async fn shutdown_waits_for_every_connection() {
-        let admissions = Admissions::new(10, 10);
+        let admissions = admissions(10, 10);
         let slot = served(admissions.admit(address("127.0.0.1")));
         admissions.close_all();
         // The connection was asked to close: its request-to-close completes at once.

@@ -29,13 +29,22 @@ pub const HEADER_BYTES_MAX_DEFAULT: usize = 16 * 1024;
 /// Connections open at once by default, idle ones included: far more than a test suite's
 /// clients leave in their pools (a client per test, each keeping its connections alive),
 /// which all come from 127.0.0.1. At the limit, idle connections are closed to make room;
-/// only busy ones can make the server refuse a client.
+/// only busy ones can make a client wait.
 pub const CONNECTIONS_MAX_DEFAULT: usize = 8192;
 
 /// Requests one client address may have in flight at once by default: half the default
 /// total, so that one client sending bodies slowly cannot hold every connection, and still
 /// thousands for the clients of one machine, which all share 127.0.0.1.
 pub const BUSY_CONNECTIONS_PER_CLIENT_MAX_DEFAULT: usize = CONNECTIONS_MAX_DEFAULT / 2;
+
+/// Clients waiting for a place at once by default, at both connection limits together:
+/// requests at their address's busy limit, and connections accepted while every open one has
+/// a whole request in flight. One more is throttled at once.
+pub const QUEUED_CONNECTIONS_MAX_DEFAULT: usize = 1024;
+
+/// How long a client waits for a place by default before it is throttled: a few times what
+/// a request takes under load, well within the SDKs' own timeouts.
+pub const QUEUE_WAIT_MAX_DEFAULT: Duration = Duration::from_secs(5);
 
 /// Operations on the blocking pool at once by default: enough for group commit to gather
 /// many writers into each fsync, few enough that the threads' stacks stay small.
@@ -130,12 +139,18 @@ pub struct ServerConfig {
     /// DynamoDB error body. hyper refuses a head over four times this itself (`431`, no body).
     pub header_bytes_max: usize,
     /// Connections open at once, idle ones included. A new connection at the limit closes
-    /// the connection idle the longest; it is refused (`503`) only if every one is busy.
+    /// the connection idle the longest; it waits for a place only if every one is busy.
     /// Lowered at start if the open-files limit cannot hold it.
     pub connections_max: usize,
-    /// Requests one client address may have in flight (busy connections); one more is
-    /// refused (`503`) and its connection closed. Idle connections do not count.
+    /// Requests one client address may have in flight (busy connections); one more waits
+    /// for a place (after closing that address's connection waiting the longest for a body,
+    /// if any). Idle connections do not count.
     pub busy_connections_per_client_max: usize,
+    /// Clients waiting for a place at once, at both limits together; one more is answered a
+    /// `ThrottlingException` and its connection closed.
+    pub queued_connections_max: usize,
+    /// How long a client waits for a place before it is answered a `ThrottlingException`.
+    pub queue_wait_max: Duration,
     /// A client that has not sent its request headers within this time is disconnected; an
     /// idle keep-alive connection waiting for its next request is closed after it too.
     pub header_read_timeout: Duration,
@@ -183,6 +198,8 @@ impl Default for ServerConfig {
             header_bytes_max: HEADER_BYTES_MAX_DEFAULT,
             connections_max: CONNECTIONS_MAX_DEFAULT,
             busy_connections_per_client_max: BUSY_CONNECTIONS_PER_CLIENT_MAX_DEFAULT,
+            queued_connections_max: QUEUED_CONNECTIONS_MAX_DEFAULT,
+            queue_wait_max: QUEUE_WAIT_MAX_DEFAULT,
             header_read_timeout: Duration::from_secs(30),
             body_read_timeout: Duration::from_secs(30),
             handler_threads: HANDLER_THREADS_DEFAULT,

@@ -57,10 +57,11 @@
 //! itself refuses a head over four times that with a bare `431`, and malformed framing (a
 //! `Content-Length` that is not a number) with a bare `400`, before the service sees the
 //! request. Connections: `connections_max` open in all (idle ones are closed, oldest first,
-//! to make room for new ones; a new one is refused only when every open one is busy) and
-//! `busy_connections_per_client_max` requests in flight per client address (one more is
-//! refused); a refusal is `503 ServiceUnavailable` with a text naming the limit, and the
-//! connection is closed (the `admission` module). Slow clients: `header_read_timeout` (which
+//! to make room for new ones; a new one waits for a place only when every open one is busy)
+//! and `busy_connections_per_client_max` requests in flight per client address (one more
+//! waits); at most `queued_connections_max` clients wait, each for `queue_wait_max`, and past
+//! either a client is answered DynamoDB's `ThrottlingException` and its connection closed
+//! (the `admission` module). Slow clients: `header_read_timeout` (which
 //! also closes idle keep-alive connections) and `body_read_timeout`. Shutdown: `shutdown_grace`. Only HTTP/1.1 is served, which is what the
 //! AWS SDKs use for DynamoDB.
 
@@ -91,6 +92,7 @@ pub use config::{
 pub use engine_handler::EngineHandler;
 pub use error_body::{error_namespace, error_type};
 pub use handler::{DynamoHandler, StorageHealth};
+pub use open_files::raise_open_files_limit;
 pub use serve::{bind, serve, ServerError};
 
 /// Date helpers for signing requests (`X-Amz-Date` format).

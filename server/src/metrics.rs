@@ -10,8 +10,9 @@
 //!   code (or `NotFound`, `RequestTooLarge`).
 //!
 //! The connection families (`shoal_open_connections`, `shoal_busy_connections`,
-//! `shoal_idle_connections_closed_total{reason}`, `shoal_rejected_connections_total{reason}`)
-//! are the `admission` module's.
+//! `shoal_idle_connections_closed_total{reason}`, `shoal_queued_connections{limit}`,
+//! `shoal_queued_connections_total{limit}`, `shoal_throttled_connections_total{limit,
+//! reason}`) are the `admission` module's.
 //!
 //! Label sets are bounded: operations are fixed when the server starts and reasons are error
 //! code names.

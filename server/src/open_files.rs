@@ -8,25 +8,18 @@
 //! warning says so.
 
 /// Descriptors kept for everything but client connections: the data directory's files
-/// (log segments, SSTables, the manifest), the listener, connections being refused, and the
-/// runtime's own.
+/// (log segments, SSTables, the manifest), the listener, connections waiting for a place or
+/// being throttled, and the runtime's own.
 pub const DESCRIPTORS_RESERVED: u64 = 1024;
 
 /// Raises the soft limit on open files to fit `connections_wanted` connections and the
 /// reserve, as far as the hard limit allows, and returns how many connections fit.
 pub fn fit_connections(connections_wanted: usize) -> usize {
     let wanted = (connections_wanted as u64).saturating_add(DESCRIPTORS_RESERVED);
-    let Some((soft, hard)) = open_files_limit() else {
+    let Some((available, hard)) = raise_open_files_limit(wanted) else {
         // Unknown limit: nothing to raise, nothing to fit to.
         return connections_wanted;
     };
-    let mut available = soft;
-    if soft < wanted {
-        let raised = wanted.min(hard);
-        if set_open_files_limit(raised, hard) {
-            available = raised;
-        }
-    }
     let fitting = usize::try_from(available.saturating_sub(DESCRIPTORS_RESERVED))
         .unwrap_or(usize::MAX)
         .max(1);
@@ -41,6 +34,19 @@ pub fn fit_connections(connections_wanted: usize) -> usize {
         );
     }
     fitting.min(connections_wanted)
+}
+
+/// Raises the soft limit on open files to `wanted` if it is lower, as far as the hard limit
+/// allows, and returns the soft and hard limits then; `None` for unlimited or unknown.
+pub fn raise_open_files_limit(wanted: u64) -> Option<(u64, u64)> {
+    let (soft, hard) = open_files_limit()?;
+    if soft < wanted {
+        let raised = wanted.min(hard);
+        if set_open_files_limit(raised, hard) {
+            return Some((raised, hard));
+        }
+    }
+    Some((soft, hard))
 }
 
 /// The soft and hard limits on open files; `None` for unlimited or unknown.

@@ -2,7 +2,9 @@
 //! pipeline and the handler, and shutting down gracefully.
 
 use crate::admin::{self, AdminContext, ADMIN_PATH_PREFIX};
-use crate::admission::{Admission, Admissions, ConnectionSlot, IdleClosure, Refusal};
+use crate::admission::{
+    Admission, AdmissionLimits, Admissions, ConnectionSlot, IdleClosure, QueuePlace,
+};
 use crate::auth::AuthPolicy;
 use crate::body::{discard_rest, read_body, BodyError};
 use crate::config::ServerConfig;
@@ -28,7 +30,7 @@ use hyper::body::{Body as _, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use shoal_model::{ApiError, ErrorCode};
+use shoal_model::ApiError;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -50,7 +52,8 @@ const ACCEPT_DESCRIPTOR_PAUSE: Duration = Duration::from_millis(1);
 /// without a body); between the two the service answers `400` with DynamoDB's error body.
 const HYPER_HEAD_SIZE_FACTOR: usize = 4;
 
-/// How long a connection refused at accept has to send the request its refusal answers.
+/// How long a throttled client has to send the request (at accept) or the rest of the body
+/// (at its address's limit) that its throttle answers.
 const REFUSED_READ_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Why the server could not start.
@@ -129,7 +132,19 @@ pub async fn serve(
         };
         match state.admissions.admit(peer.ip()) {
             Admission::Serve(slot) => serve_connection(&state, stream, peer, slot),
-            Admission::Refuse(permit) => refuse_connection(&state, stream, peer, permit),
+            Admission::Queue(place) => queue_connection(&state, stream, peer, place),
+            Admission::Throttle => {
+                // With the throttles' pool full, accepting pauses until it has room: this
+                // client waits here, and later ones in the listen backlog, rather than going
+                // unanswered.
+                let permit = tokio::select! {
+                    () = &mut shutdown => break,
+                    permit = state.admissions.wait_for_refusal_permit() => permit,
+                };
+                if let Some(permit) = permit {
+                    tokio::spawn(throttle_connection(Arc::clone(&state), stream, permit));
+                }
+            }
             // Dropping the stream closes it.
             Admission::Close => {}
         }
@@ -179,7 +194,7 @@ fn serve_connection(
         let request_state = Arc::clone(&connection_state);
         let slot = Arc::clone(&service_slot);
         async move {
-            let response = match slot.begin_request() {
+            let response = match slot.begin_request().await {
                 Ok(_busy) => {
                     let mut request = request;
                     request
@@ -187,7 +202,7 @@ fn serve_connection(
                         .insert(BodyWatch(Arc::clone(&slot)));
                     handle_http(&request_state, request, peer).await
                 }
-                Err(refusal) => refuse_request(&request_state, request, slot.refusal_text(refusal)),
+                Err(_throttled) => throttle_request(&request_state, request).await,
             };
             if response.extensions().get::<DropConnection>().is_some() {
                 return Err(DroppedByFault);
@@ -214,50 +229,67 @@ fn serve_connection(
     });
 }
 
-/// Answers the connection's first request with the refusal and closes it; a client that
-/// sends nothing is dropped after [`REFUSED_READ_TIMEOUT`].
-fn refuse_connection(
+/// Holds a connection accepted while every open one had a whole request in flight until a
+/// place frees (then serves it), or its wait runs out (then throttles it); its place in the
+/// queue is held until then, so that the queue's bound counts it.
+fn queue_connection(
     state: &Arc<ServerState>,
     stream: TcpStream,
     peer: SocketAddr,
+    place: QueuePlace,
+) {
+    let state = Arc::clone(state);
+    tokio::spawn(async move {
+        match state.admissions.wait_for_place(peer.ip()).await {
+            Admission::Serve(slot) => serve_connection(&state, stream, peer, slot),
+            Admission::Throttle => {
+                if let Some(permit) = state.admissions.wait_for_refusal_permit().await {
+                    throttle_connection(Arc::clone(&state), stream, permit).await;
+                }
+            }
+            // Shutting down: dropping the stream closes it.
+            Admission::Queue(_) | Admission::Close => {}
+        }
+        drop(place);
+    });
+}
+
+/// Answers the connection's first request as [`throttle_request`] does and closes it; a
+/// client that sends no request within [`REFUSED_READ_TIMEOUT`] is dropped. `permit` is its
+/// place in the throttles' pool.
+async fn throttle_connection(
+    state: Arc<ServerState>,
+    stream: TcpStream,
     permit: OwnedSemaphorePermit,
 ) {
-    let text = state
-        .admissions
-        .refusal_text(Refusal::EveryConnectionBusy, peer.ip());
-    let service = service_fn(move |_request| {
-        let error = ApiError::new(ErrorCode::ServiceUnavailable, text.clone());
-        let answer = close_connection(error_response(&error, &new_request_id()));
-        async { Ok::<_, Infallible>(answer) }
+    let service_state = Arc::clone(&state);
+    let service = service_fn(move |request| {
+        let state = Arc::clone(&service_state);
+        async move { Ok::<_, Infallible>(throttle_request(&state, request).await) }
     });
     let read_timeout = state.config.header_read_timeout.min(REFUSED_READ_TIMEOUT);
     let connection = http1_builder(&state.config, read_timeout)
         .keep_alive(false)
         .serve_connection(TokioIo::new(stream), service);
-    tokio::spawn(async move {
-        let _ = tokio::time::timeout(REFUSED_READ_TIMEOUT, connection).await;
-        drop(permit);
-    });
+    // The head's time, then the body's.
+    let _ = tokio::time::timeout(2 * REFUSED_READ_TIMEOUT, connection).await;
+    drop(permit);
 }
 
-/// Refuses a request its client may not have in flight now (`503 ServiceUnavailable`, which
-/// the SDKs retry) and closes the connection after the answer. The body is read and dropped
-/// in the background, so the client reads the answer rather than a reset, but only for
-/// [`REFUSED_READ_TIMEOUT`] and only while the refusals' pool has room: a client refused for
-/// sending its bodies slowly must not hold a connection for each refusal.
-fn refuse_request(
+/// Answers a request throttled at its address's limit with DynamoDB's `ThrottlingException`
+/// (which the SDKs retry) and closes the connection after it. The rest of the body is read
+/// and dropped first, for at most [`REFUSED_READ_TIMEOUT`], so that the client reads the
+/// answer rather than a reset; the connection, busy meanwhile, bounds how many do so.
+async fn throttle_request(
     state: &ServerState,
     request: Request<Incoming>,
-    text: String,
 ) -> Response<Full<Bytes>> {
-    let (parts, body) = request.into_parts();
-    if let Some(permit) = state.admissions.refusal_permit() {
+    let (parts, mut body) = request.into_parts();
+    if let Some(discard_max) = body_to_discard(state, &parts, &body, declared_length(&parts)) {
         let deadline = tokio::time::Instant::now() + REFUSED_READ_TIMEOUT;
-        let declared = declared_length(&parts);
-        discard_unread_body(state, &parts, body, declared, deadline, Some(permit));
+        discard_rest(&mut body, discard_max, deadline).await;
     }
-    let error = ApiError::new(ErrorCode::ServiceUnavailable, text);
-    close_connection(error_response(&error, &new_request_id()))
+    close_connection(error_response(&ApiError::throttling(), &new_request_id()))
 }
 
 /// The connection a request came on, in its extensions, so that reading its body can be
@@ -285,7 +317,12 @@ impl ServerState {
         let region = config.region.as_deref().unwrap_or("us-east-1");
         let connections_max = open_files::fit_connections(config.connections_max);
         ServerState {
-            admissions: Admissions::new(connections_max, config.busy_connections_per_client_max),
+            admissions: Admissions::new(AdmissionLimits {
+                connections_max,
+                busy_per_client_max: config.busy_connections_per_client_max,
+                queued_max: config.queued_connections_max,
+                queue_wait_max: config.queue_wait_max,
+            }),
             metrics: Metrics::new(&operations),
             faults: FaultInjector::new(&operations),
             default_host: format!("dynamodb.{region}.amazonaws.com"),
@@ -707,38 +744,47 @@ fn refuse_body(
     deadline: tokio::time::Instant,
     request_id: &str,
 ) -> Response<Full<Bytes>> {
-    discard_unread_body(state, parts, body, declared_length, deadline, None);
+    discard_unread_body(state, parts, body, declared_length, deadline);
     close_connection(too_large(state, request_id))
 }
 
 /// For a request answered without reading its body: what is left of the body is read and
 /// dropped in the background, up to twice the cap and until the body deadline, before the
 /// connection closes. Closing with the client's bytes unread would make the kernel reset the
-/// connection, and a client still sending would lose the answer. A client that sent `Expect:
-/// 100-continue` has sent nothing yet and is not asked to. `permit`, if any, is held until
-/// the body is read.
+/// connection, and a client still sending would lose the answer.
 fn discard_unread_body(
     state: &ServerState,
     parts: &Parts,
     mut body: Incoming,
     declared_length: Option<u64>,
     deadline: tokio::time::Instant,
-    permit: Option<OwnedSemaphorePermit>,
 ) {
+    if let Some(discard_max) = body_to_discard(state, parts, &body, declared_length) {
+        tokio::spawn(async move {
+            discard_rest(&mut body, discard_max, deadline).await;
+        });
+    }
+}
+
+/// How many bytes of a request's unread body to read and drop before closing its connection
+/// (see [`discard_unread_body`]), or `None` if none are to be: none are left, the client sent
+/// `Expect: 100-continue` (it has sent nothing yet and is not asked to), or it declared more
+/// than twice the cap.
+fn body_to_discard(
+    state: &ServerState,
+    parts: &Parts,
+    body: &Incoming,
+    declared_length: Option<u64>,
+) -> Option<u64> {
     let discard_max = (state.config.body_bytes_max as u64).saturating_mul(2);
     let waits_for_continue = parts
         .headers
         .get(EXPECT)
         .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"100-continue"));
-    if !waits_for_continue
+    (!waits_for_continue
         && !body.is_end_stream()
-        && declared_length.is_none_or(|length| length <= discard_max)
-    {
-        tokio::spawn(async move {
-            discard_rest(&mut body, discard_max, deadline).await;
-            drop(permit);
-        });
-    }
+        && declared_length.is_none_or(|length| length <= discard_max))
+    .then_some(discard_max)
 }
 
 /// 413 with a DynamoDB-style body.

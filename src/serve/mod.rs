@@ -73,12 +73,14 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 30, value_parser = parse_seconds)]
     pub body_read_timeout_seconds: u64,
     /// Connections open at once, idle keep-alive ones included. At the limit a new
-    /// connection closes the one idle the longest; it is refused (503) only if every open
-    /// connection has a request in flight.
+    /// connection closes the one idle the longest; it waits for a place only if every open
+    /// connection has a request in flight (then up to 5 s, 1,024 waiting at most; past
+    /// either it is answered ThrottlingException).
     #[arg(long, value_name = "N", default_value_t = CONNECTIONS_MAX_DEFAULT as u64, value_parser = parse_count)]
     pub connections_max: u64,
     /// Requests one client address may have in flight at once (idle connections do not
-    /// count); one more is refused (503). Clients on this machine all share 127.0.0.1.
+    /// count); one more waits for a place, as at --connections-max. Clients on this machine
+    /// all share 127.0.0.1.
     #[arg(long, alias = "connections-per-client", value_name = "N", default_value_t = BUSY_CONNECTIONS_PER_CLIENT_MAX_DEFAULT as u64, value_parser = parse_count)]
     pub busy_connections_per_client: u64,
     /// Operations that may block (writes waiting on the log's fsync) running at once; the

@@ -706,9 +706,13 @@ async fn a_client_per_test_in_a_long_suite_is_never_refused() {
             assert_eq!(read.item().unwrap()["n"], n("3"));
             clients_left_behind.push(client);
         }
-        for reason in ["every_connection_busy", "client_busy", "refusals_pending"] {
-            let line = format!("shoal_rejected_connections_total{{reason=\"{reason}\"}}");
-            assert_eq!(metric(&server, &line), 0.0, "{line} {limits:?}");
+        for limit in ["connections_max", "busy_connections_per_client"] {
+            for reason in ["queue_full", "wait_over"] {
+                let line = format!(
+                    "shoal_throttled_connections_total{{limit=\"{limit}\",reason=\"{reason}\"}}"
+                );
+                assert_eq!(metric(&server, &line), 0.0, "{line} {limits:?}");
+            }
         }
         let open = metric(&server, "shoal_open_connections");
         let closed = metric(

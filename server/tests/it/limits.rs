@@ -1,9 +1,10 @@
 //! The transport's limits over real sockets: request head and body sizes, slow clients,
-//! idle connections, and connections per client and in all.
+//! idle connections, connections per client and in all, and the queue for a place.
 
 use crate::support;
+use shoal_server::config::{BUSY_CONNECTIONS_PER_CLIENT_MAX_DEFAULT, CONNECTIONS_MAX_DEFAULT};
 use shoal_server::ServerConfig;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use support::{
     api_call, api_call_keep_alive, connect_from, post, read_response, send_raw, TestServer,
     DUMMY_AUTHORIZATION, EXCHANGE_TIMEOUT,
@@ -219,24 +220,47 @@ async fn idle_keep_alive_connections_are_closed() {
 /// "Connection limits").
 const SERVED_WITHIN: Duration = Duration::from_secs(2);
 
-/// Sends a request over a connection that is over a limit and checks it is refused as the
-/// docs/RUNNING.md says: `503 ServiceUnavailable` with a text naming the limit, then closed.
-async fn assert_refused(mut stream: TcpStream, text: &str) {
-    // The server may already have answered and closed: the answer is what matters.
-    let _ = stream.write_all(&api_call("GetItem", "{}")).await;
-    let mut received = Vec::new();
-    let _ = tokio::time::timeout(EXCHANGE_TIMEOUT, stream.read_to_end(&mut received))
-        .await
-        .expect("no answer in time");
-    let response = support::parse_response(&received);
-    assert_eq!(response.status, 503);
+/// Tests that open thousands of sockets take turns, so that together they stay within the
+/// process's open-files limit.
+static SOCKET_HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Checks `response` is the throttle docs/RUNNING.md describes: DynamoDB's
+/// `ThrottlingException` (400, its text), then the connection closed.
+fn assert_throttled(response: &support::RawResponse) {
+    assert_eq!(response.status, 400);
     response.assert_standard_headers();
     assert_eq!(
         response.json()["__type"],
-        "com.amazonaws.dynamodb.v20120810#ServiceUnavailable"
+        "com.amazonaws.dynamodb.v20120810#ThrottlingException"
     );
-    assert_eq!(response.json()["message"], text);
+    assert_eq!(
+        response.json()["message"],
+        "Rate of requests exceeds the allowed throughput."
+    );
     assert_eq!(response.header("connection"), Some("close"));
+}
+
+/// Whether `received` is the throttle of [`assert_throttled`].
+fn is_throttle(received: &[u8]) -> bool {
+    received.starts_with(b"HTTP/1.1 400")
+        && String::from_utf8_lossy(received).contains("#ThrottlingException")
+}
+
+/// Sends `request` on a new connection from `source` without reading the answer yet.
+async fn send_from(source: &str, server: std::net::SocketAddr, request: &[u8]) -> TcpStream {
+    let mut stream = connect_from(source, server).await;
+    stream.write_all(request).await.unwrap();
+    stream
+}
+
+/// Reads what the server sends on `stream` until it closes it.
+async fn read_until_closed(stream: &mut TcpStream) -> Vec<u8> {
+    let mut received = Vec::new();
+    tokio::time::timeout(EXCHANGE_TIMEOUT, stream.read_to_end(&mut received))
+        .await
+        .expect("no answer in time")
+        .unwrap();
+    received
 }
 
 /// Sends `request` on `stream` and reads its answer's status.
@@ -334,35 +358,31 @@ async fn idle_keep_alive(
     idle
 }
 
-/// Checks `/metrics` counts no refusal of any kind.
-async fn assert_nobody_refused(server: std::net::SocketAddr) {
-    for reason in ["every_connection_busy", "client_busy", "refusals_pending"] {
-        assert_eq!(rejected(server, reason).await, 0.0, "{reason}");
-    }
-}
-
-/// Retries a GetItem on new connections from `source` until one is answered 200 (for a
-/// place that is being freed).
-async fn served_again(source: &str, server: std::net::SocketAddr) {
-    for _ in 0..50 {
-        let mut stream = connect_from(source, server).await;
-        let _ = stream.write_all(&api_call("GetItem", "{}")).await;
-        let mut received = Vec::new();
-        let _ = tokio::time::timeout(EXCHANGE_TIMEOUT, stream.read_to_end(&mut received))
-            .await
-            .expect("no answer in time");
-        if received.starts_with(b"HTTP/1.1 200") {
-            return;
+/// Checks `/metrics` counts no throttle of any kind.
+async fn assert_nobody_throttled(server: std::net::SocketAddr) {
+    for limit in ["connections_max", "busy_connections_per_client"] {
+        for reason in ["queue_full", "wait_over"] {
+            assert_eq!(
+                throttled(server, limit, reason).await,
+                0.0,
+                "{limit} {reason}"
+            );
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    panic!("the freed place was never reused");
 }
 
-async fn rejected(server: std::net::SocketAddr, reason: &str) -> f64 {
+async fn throttled(server: std::net::SocketAddr, limit: &str, reason: &str) -> f64 {
     support::metric(
         server,
-        &format!("shoal_rejected_connections_total{{reason=\"{reason}\"}}"),
+        &format!("shoal_throttled_connections_total{{limit=\"{limit}\",reason=\"{reason}\"}}"),
+    )
+    .await
+}
+
+async fn queued_now(server: std::net::SocketAddr, limit: &str) -> f64 {
+    support::metric(
+        server,
+        &format!("shoal_queued_connections{{limit=\"{limit}\"}}"),
     )
     .await
 }
@@ -377,6 +397,7 @@ async fn idle_closed(server: std::net::SocketAddr) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_thousand_idle_keep_alive_connections_are_never_refused() {
+    let _turn = SOCKET_HEAVY.lock().await;
     let server = TestServer::start(ServerConfig::default()).await;
     let request = api_call_keep_alive("GetItem", "{}");
     let mut idle = idle_keep_alive(server.address, 2000, &request).await;
@@ -393,7 +414,7 @@ async fn two_thousand_idle_keep_alive_connections_are_never_refused() {
     for stream in &mut idle {
         assert_eq!(exchange(stream, &request).await, 200);
     }
-    assert_nobody_refused(server.address).await;
+    assert_nobody_throttled(server.address).await;
     assert_eq!(idle_closed(server.address).await, 0.0);
     drop(idle);
     server.stop().await;
@@ -401,6 +422,7 @@ async fn two_thousand_idle_keep_alive_connections_are_never_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_the_connection_limit_idle_connections_make_room_oldest_first() {
+    let _turn = SOCKET_HEAVY.lock().await;
     const LIMIT: usize = 100;
     let server = TestServer::start(ServerConfig {
         connections_max: LIMIT,
@@ -428,7 +450,7 @@ async fn at_the_connection_limit_idle_connections_make_room_oldest_first() {
     }
     // 1,900 to admit the first 2,000, and as many more as reconnections found no room.
     assert!(idle_closed(server.address).await >= (2000 - LIMIT) as f64);
-    assert_nobody_refused(server.address).await;
+    assert_nobody_throttled(server.address).await;
     server.stop().await;
 }
 
@@ -454,7 +476,7 @@ async fn a_thousand_concurrent_busy_clients_are_all_served() {
         served += 1;
     }
     assert_eq!(served, 1000);
-    assert_eq!(rejected(server.address, "client_busy").await, 0.0);
+    assert_nobody_throttled(server.address).await;
     server.stop().await;
 }
 
@@ -466,23 +488,80 @@ async fn one_slow_client_cannot_take_every_connection() {
         ..ServerConfig::default()
     })
     .await;
-    // A slow client: each connection declares a body and sends a few bytes of it.
-    let slow = half_sent_bodies("127.0.0.2", server.address, PER_CLIENT).await;
+    // A slow client: each connection declares a body and sends a few bytes of it, which
+    // holds its address's whole allowance.
+    let mut slow = half_sent_bodies("127.0.0.2", server.address, PER_CLIENT).await;
     wait_for_busy(server.address, PER_CLIENT).await;
-    let text = "127.0.0.2 has 4 requests in flight, the most one client address may have. \
-                Retry shortly (shoal serve --busy-connections-per-client raises the limit).";
-    for _ in 0..3 {
-        assert_refused(connect_from("127.0.0.2", server.address).await, text).await;
-    }
-    assert_eq!(rejected(server.address, "client_busy").await, 3.0);
     // A well-behaved client from another address is served all along, promptly.
     for _ in 0..3 {
         assert_eq!(served_within_bound("127.0.0.3", server.address).await, 200);
     }
-    // Idle connections of the slow client do not count: it may open more, and once its
-    // requests end, it is served again.
+    // A whole request from the slow address closes its oldest half body and takes its
+    // place; the places of whole requests then serve the next ones.
+    for _ in 0..3 {
+        assert_eq!(served_within_bound("127.0.0.2", server.address).await, 200);
+    }
+    assert_eq!(slow_bodies_closed(server.address).await, 1.0);
+    let response = support::parse_response(&read_until_closed(&mut slow[0]).await);
+    assert_eq!(response.status, 400);
+    assert_eq!(response.error_code(), "SerializationException");
+    assert_nobody_throttled(server.address).await;
     drop(slow);
-    served_again("127.0.0.2", server.address).await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_address_limit_requests_wait_and_past_the_queue_are_throttled() {
+    let server = TestServer::start(ServerConfig {
+        busy_connections_per_client_max: 1,
+        queued_connections_max: 1,
+        ..ServerConfig::default()
+    })
+    .await;
+    let slow = api_call("DescribeLimits", "{}");
+    let quick = api_call("GetItem", "{}");
+    // 127.0.0.2's one place is taken by a whole request the handler holds for seconds.
+    let started = Instant::now();
+    let mut in_flight = send_from("127.0.0.2", server.address, &slow).await;
+    wait_for_busy(server.address, 1).await;
+    // The next waits for it...
+    let mut waiting = send_from("127.0.0.2", server.address, &quick).await;
+    for _ in 0..500 {
+        if queued_now(server.address, "busy_connections_per_client").await == 1.0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        queued_now(server.address, "busy_connections_per_client").await,
+        1.0
+    );
+    // ... and one more finds the queue full: throttled at once, while the first is in flight.
+    let mut over = send_from("127.0.0.2", server.address, &quick).await;
+    assert_throttled(&support::parse_response(
+        &read_until_closed(&mut over).await,
+    ));
+    assert!(
+        started.elapsed() < support::SLOW_OPERATION,
+        "the test was too slow to tell"
+    );
+    // Both others are answered.
+    for stream in [&mut in_flight, &mut waiting] {
+        let response = support::parse_response(&read_until_closed(stream).await);
+        assert_eq!(response.status, 200);
+    }
+    assert_eq!(
+        throttled(server.address, "busy_connections_per_client", "queue_full").await,
+        1.0
+    );
+    assert_eq!(
+        support::metric(
+            server.address,
+            "shoal_queued_connections_total{limit=\"busy_connections_per_client\"}"
+        )
+        .await,
+        1.0
+    );
     server.stop().await;
 }
 
@@ -521,7 +600,7 @@ async fn connections_waiting_for_their_bodies_do_not_fill_the_server() {
         assert_eq!(response.status, 400);
         assert_eq!(response.error_code(), "SerializationException");
     }
-    assert_nobody_refused(server.address).await;
+    assert_nobody_throttled(server.address).await;
     server.stop().await;
 }
 
@@ -540,7 +619,7 @@ async fn a_flood_of_idle_and_half_sent_heads_leaves_new_clients_served() {
             assert_eq!(served_within_bound(source, server.address).await, 200);
         }
     }
-    assert_eq!(rejected(server.address, "every_connection_busy").await, 0.0);
+    assert_nobody_throttled(server.address).await;
     assert!(idle_closed(server.address).await >= (4 * LIMIT) as f64);
     drop(flood);
     server.stop().await;
@@ -550,16 +629,65 @@ async fn a_flood_of_idle_and_half_sent_heads_leaves_new_clients_served() {
 #[derive(Debug, Default)]
 struct Outcomes {
     ok: usize,
-    refused: usize,
+    throttled: usize,
     other: usize,
+    /// Could not connect, were reset, or read no whole answer in time.
     no_answer: usize,
     latencies: Vec<Duration>,
+}
+
+impl Outcomes {
+    /// The latency at percentile `p` (0 to 100).
+    fn percentile(&self, p: usize) -> Duration {
+        self.latencies[(self.latencies.len() - 1) * p / 100]
+    }
+}
+
+/// `count` well-behaved clients at once from `source`, each a new connection with a PutItem
+/// sent whole, read to the end: what they read.
+async fn burst(source: &'static str, server: std::net::SocketAddr, count: usize) -> Outcomes {
+    let mut clients = tokio::task::JoinSet::new();
+    for _ in 0..count {
+        clients.spawn(async move {
+            let began = Instant::now();
+            let exchange = async {
+                let socket = tokio::net::TcpSocket::new_v4()?;
+                socket.bind(format!("{source}:0").parse().unwrap())?;
+                let mut stream = socket.connect(server).await?;
+                let body = format!("{{\"T\":\"{}\"}}", "x".repeat(200));
+                let request = post(
+                    &[JSON, PUT_ITEM, DATE, AUTH, ("Connection", "close")],
+                    body.as_bytes(),
+                );
+                stream.write_all(&request).await?;
+                let mut received = Vec::new();
+                stream.read_to_end(&mut received).await?;
+                Ok::<_, std::io::Error>(received)
+            };
+            let received = tokio::time::timeout(EXCHANGE_TIMEOUT, exchange).await;
+            (received, began.elapsed())
+        });
+    }
+    let mut outcomes = Outcomes::default();
+    while let Some(joined) = clients.join_next().await {
+        let (received, latency) = joined.unwrap();
+        match received {
+            Ok(Ok(received)) if received.starts_with(b"HTTP/1.1 200") => outcomes.ok += 1,
+            Ok(Ok(received)) if is_throttle(&received) => outcomes.throttled += 1,
+            Ok(Ok(received)) if received.starts_with(b"HTTP/1.1 ") => outcomes.other += 1,
+            _ => outcomes.no_answer += 1,
+        }
+        outcomes.latencies.push(latency);
+    }
+    outcomes.latencies.sort();
+    outcomes
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_from_five_addresses_leaves_a_thousand_concurrent_clients_served() {
     const LIMIT: usize = 3000;
     const PER_ADDRESS: usize = 600;
+    let _turn = SOCKET_HEAVY.lock().await;
     let server = TestServer::start(ServerConfig {
         connections_max: LIMIT,
         ..ServerConfig::default()
@@ -580,58 +708,22 @@ async fn a_flood_from_five_addresses_leaves_a_thousand_concurrent_clients_served
         flood.extend(half_sent_bodies(source, server.address, PER_ADDRESS).await);
     }
     // A thousand well-behaved clients at once, from one address, each a new connection.
-    let started = std::time::Instant::now();
-    let mut clients = tokio::task::JoinSet::new();
-    for _ in 0..1000 {
-        let address = server.address;
-        clients.spawn(async move {
-            let began = std::time::Instant::now();
-            let mut stream = connect_from("127.0.0.1", address).await;
-            let body = format!("{{\"T\":\"{}\"}}", "x".repeat(200));
-            let request = post(
-                &[JSON, PUT_ITEM, DATE, AUTH, ("Connection", "close")],
-                body.as_bytes(),
-            );
-            let _ = stream.write_all(&request).await;
-            let mut received = Vec::new();
-            let read = tokio::time::timeout(EXCHANGE_TIMEOUT, stream.read_to_end(&mut received));
-            let status = match read.await {
-                Ok(_) if received.starts_with(b"HTTP/1.1 ") => {
-                    Some(support::parse_response(&received).status)
-                }
-                _ => None,
-            };
-            (status, began.elapsed())
-        });
-    }
-    let mut outcomes = Outcomes::default();
-    while let Some(joined) = clients.join_next().await {
-        let (status, latency) = joined.unwrap();
-        match status {
-            Some(200) => outcomes.ok += 1,
-            Some(503) => outcomes.refused += 1,
-            Some(_) => outcomes.other += 1,
-            None => outcomes.no_answer += 1,
-        }
-        outcomes.latencies.push(latency);
-    }
-    let burst = started.elapsed();
-    outcomes.latencies.sort();
-    let percentile = |p: usize| outcomes.latencies[(outcomes.latencies.len() - 1) * p / 100];
+    let started = Instant::now();
+    let outcomes = burst("127.0.0.1", server.address, 1000).await;
     println!(
         "flood of {} connections (idle, half heads, half bodies) from 5 addresses, limit {LIMIT}: \
-         1000 concurrent clients from 127.0.0.1: {} answered 200, {} refused 503, {} other, \
+         1000 concurrent clients from 127.0.0.1: {} answered 200, {} throttled, {} other, \
          {} without an answer; latency p50 {:?}, p99 {:?}, max {:?}; burst {:?}; \
          slow bodies closed {}, idle closed {}",
         flood.len(),
         outcomes.ok,
-        outcomes.refused,
+        outcomes.throttled,
         outcomes.other,
         outcomes.no_answer,
-        percentile(50),
-        percentile(99),
-        percentile(100),
-        burst,
+        outcomes.percentile(50),
+        outcomes.percentile(99),
+        outcomes.percentile(100),
+        started.elapsed(),
         slow_bodies_closed(server.address).await,
         idle_closed(server.address).await,
     );
@@ -640,7 +732,80 @@ async fn a_flood_from_five_addresses_leaves_a_thousand_concurrent_clients_served
     assert!(slow_bodies_closed(server.address).await > 0.0);
     // And a new client after the burst is served within the bound.
     assert_eq!(served_within_bound("127.0.0.7", server.address).await, 200);
-    assert_nobody_refused(server.address).await;
+    assert_nobody_throttled(server.address).await;
+    drop(flood);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_at_the_default_limit_leaves_every_client_of_a_burst_answered() {
+    // Over the default limit: the burst's own address holds its whole busy allowance with half
+    // bodies, the rest send nothing or half a head from four other addresses.
+    const FLOOD: usize = CONNECTIONS_MAX_DEFAULT + 100;
+    const HALF_BODIES: usize = BUSY_CONNECTIONS_PER_CLIENT_MAX_DEFAULT;
+    const BURST: usize = 1000;
+    const OTHER_SOURCES: [&str; 4] = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"];
+    let _turn = SOCKET_HEAVY.lock().await;
+    // Both ends of every connection are in this process: the flood's and the burst's client
+    // ends, the server's (at most its limit, the queue and the throttles in flight), and a
+    // reserve for the rest.
+    let descriptors = (FLOOD + BURST + CONNECTIONS_MAX_DEFAULT + 2048) as u64;
+    // `None`: no limit.
+    let soft_limit = shoal_server::raise_open_files_limit(descriptors).map(|(soft, _)| soft);
+    if soft_limit.is_some_and(|soft| soft < descriptors) {
+        println!("skipped: the open-files limit cannot be raised to {descriptors}");
+        return;
+    }
+    let server = TestServer::start(ServerConfig::default()).await;
+    let flood_started = Instant::now();
+    let mut flood = half_sent_bodies("127.0.0.1", server.address, HALF_BODIES).await;
+    for source in OTHER_SOURCES {
+        let count = (FLOOD - HALF_BODIES) / OTHER_SOURCES.len();
+        flood.extend(silent_and_half_heads(source, server.address, count).await);
+    }
+    // The server has taken them all in (each one past the limit closed another).
+    for _ in 0..500 {
+        let open = support::metric(server.address, "shoal_open_connections").await as usize;
+        if open >= CONNECTIONS_MAX_DEFAULT {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let flood_opened = flood_started.elapsed();
+    let burst_started = Instant::now();
+    let outcomes = burst("127.0.0.1", server.address, BURST).await;
+    let burst_took = burst_started.elapsed();
+    let new_client_started = Instant::now();
+    let new_client = served_within_bound("127.0.0.1", server.address).await;
+    let new_client_took = new_client_started.elapsed();
+    let metric = |name: &'static str| support::metric(server.address, name);
+    println!(
+        "flood of {} connections ({HALF_BODIES} half bodies from 127.0.0.1, the rest silent or \
+         half heads from {} other addresses) at the default limit of {CONNECTIONS_MAX_DEFAULT}, \
+         opened in {flood_opened:?}; {BURST} concurrent clients from 127.0.0.1: {} answered 200, \
+         {} throttled, {} other, {} without an answer; latency min {:?}, p50 {:?}, p99 {:?}, \
+         max {:?}; burst {burst_took:?}; then a new client from 127.0.0.1 answered {new_client} in \
+         {new_client_took:?}; slow bodies closed {}, idle closed {}, queued at the address \
+         limit {}, at the connection limit {}",
+        flood.len(),
+        OTHER_SOURCES.len(),
+        outcomes.ok,
+        outcomes.throttled,
+        outcomes.other,
+        outcomes.no_answer,
+        outcomes.percentile(0),
+        outcomes.percentile(50),
+        outcomes.percentile(99),
+        outcomes.percentile(100),
+        slow_bodies_closed(server.address).await,
+        idle_closed(server.address).await,
+        metric("shoal_queued_connections_total{limit=\"busy_connections_per_client\"}").await,
+        metric("shoal_queued_connections_total{limit=\"connections_max\"}").await,
+    );
+    // Every client is answered: served, or throttled as DynamoDB throttles; none is reset or
+    // left waiting.
+    assert_eq!(outcomes.ok + outcomes.throttled, BURST, "{outcomes:?}");
+    assert_eq!(new_client, 200);
     drop(flood);
     server.stop().await;
 }

@@ -17,6 +17,9 @@ use tokio::task::JoinHandle;
 /// How long any single exchange may take before the test fails instead of hanging.
 pub const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long the fake handler's `DescribeLimits` takes.
+pub const SLOW_OPERATION: Duration = Duration::from_secs(3);
+
 /// Echoes `PutItem`, answers `GetItem` with `null` (→ `{}`), and fails the others in canned ways.
 pub struct FakeHandler;
 
@@ -32,6 +35,7 @@ impl DynamoHandler for FakeHandler {
             "Scan",
             "Query",
             "UpdateItem",
+            "DescribeLimits",
         ]
     }
 
@@ -57,6 +61,11 @@ impl DynamoHandler for FakeHandler {
             // Stands for a write waiting on the WAL's fsync.
             "BatchWriteItem" => {
                 std::thread::sleep(Duration::from_millis(100));
+                Ok(b"{}".to_vec())
+            }
+            // A request that stays in flight long enough for others to queue behind it.
+            "DescribeLimits" => {
+                std::thread::sleep(SLOW_OPERATION);
                 Ok(b"{}".to_vec())
             }
             "DeleteItem" => Err(ApiError::validation("canned validation")),
