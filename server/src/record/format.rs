@@ -193,3 +193,58 @@ pub fn parse_line(text: &str) -> Option<Line> {
     }
     serde_json::from_str(text).ok()
 }
+
+/// Appends `line` and its newline to `out`, with `body` (a request's JSON text as sent, or
+/// None) as its `body` member: copied, not parsed and written again. `line.body` must be
+/// None. A line break in the body becomes a space, which keeps the line one line and means
+/// the same: outside strings it is whitespace, and inside strings JSON allows none.
+pub fn write_request_line(
+    line: Box<RequestLine>,
+    body: Option<&[u8]>,
+    out: &mut Vec<u8>,
+) -> serde_json::Result<()> {
+    serde_json::to_writer(&mut *out, &Line::Request(line))?;
+    if let Some(body) = body {
+        // The object's closing brace comes back after the body.
+        out.pop();
+        out.extend_from_slice(b",\"body\":");
+        out.extend(body.iter().map(|&byte| match byte {
+            b'\n' | b'\r' => b' ',
+            other => other,
+        }));
+        out.push(b'}');
+    }
+    out.push(b'\n');
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_line_carries_its_body_as_sent_on_one_line() {
+        let body = b"{\r\n  \"TableName\": \"T\",\n  \"Key\": {\"k\": {\"S\": \"a\\nb\"}}\n}";
+        let line = RequestLine {
+            op: "GetItem".into(),
+            table: Some("T".into()),
+            ..RequestLine::default()
+        };
+        let mut out = Vec::new();
+        write_request_line(Box::new(line.clone()), Some(body), &mut out).unwrap();
+        let text = std::str::from_utf8(&out).unwrap();
+        assert_eq!(text.matches('\n').count(), 1, "{text}");
+        assert!(text.ends_with("}\n"), "{text}");
+        let sent: Value = serde_json::from_slice(body).unwrap();
+        let expected = RequestLine {
+            body: Some(sent),
+            ..line.clone()
+        };
+        assert_eq!(parse_line(text), Some(Line::Request(Box::new(expected))));
+        // Without a body the line is the plain serialisation.
+        out.clear();
+        write_request_line(Box::new(line.clone()), None, &mut out).unwrap();
+        let text = std::str::from_utf8(&out).unwrap();
+        assert_eq!(parse_line(text), Some(Line::Request(Box::new(line))));
+    }
+}

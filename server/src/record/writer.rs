@@ -5,14 +5,14 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::Receiver;
+use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
 use super::extract::{Call, Extractor, TableKeys};
-use super::format::{End, Line, Start, TableLine, VERSION};
+use super::format::{write_request_line, End, Line, Start, TableLine, VERSION};
 use super::{Captured, Counters, RecordOptions};
 use crate::handler::DynamoHandler;
 
@@ -20,6 +20,25 @@ use crate::handler::DynamoHandler;
 const END_LINE_BYTES_MAX: u64 = 128;
 /// Most tables described into a file's head.
 const TABLES_DESCRIBED_MAX: usize = 1_000;
+
+/// How long the writer sleeps when the queue is empty.
+const POLL_INTERVAL: Duration = Duration::from_millis(5);
+
+/// The calls `receiver` gives until every sender is gone, waited for by sleeping
+/// [`POLL_INTERVAL`] whenever the queue is empty rather than by blocking on it: a sender
+/// wakes a blocked receiver on every call (a futex wake on the request's thread, a context
+/// switch on both), which cost as much as writing the line; a sleeping writer is woken by
+/// nobody, and each wake-up drains every call queued meanwhile. The queue's bound holds
+/// [`super::QUEUE_RECORDS_MAX`] calls, far more than arrive in one interval.
+fn polled(receiver: &Receiver<Captured>) -> impl Iterator<Item = Captured> + '_ {
+    std::iter::from_fn(move || loop {
+        match receiver.try_recv() {
+            Ok(captured) => return Some(captured),
+            Err(TryRecvError::Disconnected) => return None,
+            Err(TryRecvError::Empty) => std::thread::sleep(POLL_INTERVAL),
+        }
+    })
+}
 
 /// How a recording ended.
 #[derive(Debug, Default)]
@@ -52,6 +71,8 @@ pub struct Writer {
     /// The last description of each table, for the head of a rotated file.
     descriptions: Vec<(String, Value)>,
     summary: Summary,
+    /// The line being written, its allocation kept from call to call.
+    line_text: Vec<u8>,
 }
 
 fn now_ms() -> u64 {
@@ -91,6 +112,7 @@ impl Writer {
             extractor: Extractor::new(hash_key),
             descriptions: Vec::new(),
             summary: Summary::default(),
+            line_text: Vec::new(),
         };
         for name in writer.table_names() {
             writer.describe(&name);
@@ -247,25 +269,17 @@ impl Writer {
             units: captured.units,
             latency_us: captured.latency_us,
         };
-        let line = self.extractor.line(&call);
+        let extracted = self.extractor.line(&call);
         let changed_table = matches!(captured.operation, "CreateTable" | "UpdateTable")
             && captured.answer.is_some();
-        let table = line.table.clone();
-        let mut text =
-            serde_json::to_vec(&Line::Request(Box::new(line))).map_err(|e| e.to_string())?;
-        text.push(b'\n');
-        // The file stays under half the cap, its end line included: it rotates first when
-        // this line would take it over. A line that could never fit is not written.
-        let room = self.part_bytes_max.saturating_sub(END_LINE_BYTES_MAX);
-        if text.len() as u64 + self.head_bytes > room {
-            counters.dropped_in_file.fetch_add(1, Ordering::Relaxed);
-            counters.dropped_total.fetch_add(1, Ordering::Relaxed);
-            return Ok(());
-        }
-        self.append(&text, counters)?;
-        self.file_records += 1;
-        self.summary.records += 1;
-        counters.recorded_total.fetch_add(1, Ordering::Relaxed);
+        let table = extracted.line.table.clone();
+        let mut text = std::mem::take(&mut self.line_text);
+        text.clear();
+        let written = write_request_line(Box::new(extracted.line), extracted.body, &mut text)
+            .map_err(|e| e.to_string())
+            .and_then(|()| self.append_request(&text, counters));
+        self.line_text = text;
+        written?;
         if changed_table {
             if let Some(description) = table.and_then(|name| self.describe(&name)) {
                 let at_us = self.at_us();
@@ -281,10 +295,27 @@ impl Writer {
         Ok(())
     }
 
+    /// Appends a request line, or counts it dropped when it could never fit in a file.
+    fn append_request(&mut self, text: &[u8], counters: &Counters) -> Result<(), String> {
+        // The file stays under half the cap, its end line included: it rotates first when
+        // this line would take it over. A line that could never fit is not written.
+        let room = self.part_bytes_max.saturating_sub(END_LINE_BYTES_MAX);
+        if text.len() as u64 + self.head_bytes > room {
+            counters.dropped_in_file.fetch_add(1, Ordering::Relaxed);
+            counters.dropped_total.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        self.append(text, counters)?;
+        self.file_records += 1;
+        self.summary.records += 1;
+        counters.recorded_total.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// Writes calls until every sender is gone, then the `end` line.
     pub fn run(mut self, receiver: &Receiver<Captured>, counters: &Counters) -> Summary {
         let mut failed = None;
-        for captured in receiver.iter() {
+        for captured in polled(receiver) {
             if failed.is_some() {
                 // Written no more: counted as dropped.
                 counters

@@ -33,6 +33,10 @@ const FITTED: [&str; 6] = [
     "Scan",
 ];
 
+/// Data-plane operations a model file cannot name at all: reported among the calls not
+/// modelled, like the batches and transactions it can name but model-from does not fit.
+const PARTIQL_NOT_IN_MODELS: [&str; 2] = ["BatchExecuteStatement", "ExecuteTransaction"];
+
 /// What one access pattern of the recording did: the figures its model must reproduce.
 #[derive(Debug, Clone, Default)]
 pub struct RecordedPattern {
@@ -196,9 +200,18 @@ pub fn model_from(paths: &[impl AsRef<Path>], name: &str) -> Result<ModelFromRec
     };
     let mut skipped: Vec<String> = other_operations
         .iter()
-        .filter(|(op, _)| OPERATIONS.contains(&op.as_str()))
-        .map(|(op, calls)| {
-            format!("{op}: {calls} calls (batches, transactions and PartiQL are not fitted)")
+        .filter_map(|(op, calls)| {
+            let why = if FITTED.contains(&op.as_str()) {
+                "they name no table"
+            } else if OPERATIONS.contains(&op.as_str()) {
+                "batches, transactions and PartiQL are not fitted"
+            } else if PARTIQL_NOT_IN_MODELS.contains(&op.as_str()) {
+                "a model has no pattern for PartiQL batches and transactions"
+            } else {
+                // The control plane (CreateTable, DescribeTable, …) is no access pattern.
+                return None;
+            };
+            Some(format!("{op}: {calls} calls ({why})"))
         })
         .collect();
     groups.retain(|group| {
@@ -769,5 +782,73 @@ fn typical_length(generator: &Generator) -> u64 {
         GeneratorKind::Sequence => prefix + 6,
         GeneratorKind::Timestamp => prefix + 13,
         GeneratorKind::Uuid => 36,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shoal_server::record::format::{Start, TableLine, VERSION};
+
+    fn request(op: &str, table: Option<&str>) -> Line {
+        Line::Request(Box::new(RequestLine {
+            at_us: 10,
+            op: op.to_string(),
+            table: table.map(str::to_string),
+            pk: Some("k".into()),
+            pk_type: Some("S".into()),
+            units: Some(0.5),
+            latency_us: 20,
+            ..RequestLine::default()
+        }))
+    }
+
+    #[test]
+    fn every_data_plane_call_not_fitted_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("calls.jsonl");
+        let table = json!({
+            "TableName": "T",
+            "AttributeDefinitions": [{"AttributeName": "k", "AttributeType": "S"}],
+            "KeySchema": [{"AttributeName": "k", "KeyType": "HASH"}],
+            "ItemCount": 0
+        });
+        let lines = [
+            Line::Start(Start {
+                version: VERSION,
+                time_ms: 0,
+                part: 0,
+                hashed_keys: false,
+                bodies: true,
+            }),
+            Line::Table(TableLine { at_us: 0, table }),
+            request("GetItem", Some("T")),
+            request("GetItem", None),
+            request("BatchWriteItem", Some("T")),
+            request("TransactGetItems", Some("T")),
+            request("ExecuteStatement", None),
+            request("BatchExecuteStatement", None),
+            request("ExecuteTransaction", None),
+            request("ExecuteTransaction", None),
+            request("DescribeTable", Some("T")),
+        ];
+        let text: String = lines
+            .iter()
+            .map(|line| serde_json::to_string(line).unwrap() + "\n")
+            .collect();
+        std::fs::write(&path, text).unwrap();
+        let fitted = model_from(&[&path], "t").unwrap();
+        let notes = fitted.skipped.join("\n");
+        for expected in [
+            "GetItem: 1 calls (they name no table)",
+            "BatchWriteItem: 1 calls (batches",
+            "TransactGetItems: 1 calls (batches",
+            "ExecuteStatement: 1 calls (batches",
+            "BatchExecuteStatement: 1 calls (a model has no pattern",
+            "ExecuteTransaction: 2 calls (a model has no pattern",
+        ] {
+            assert!(notes.contains(expected), "{expected} not in {notes}");
+        }
+        assert!(!notes.contains("DescribeTable"), "{notes}");
     }
 }
