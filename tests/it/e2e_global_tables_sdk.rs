@@ -97,8 +97,9 @@ async fn settle(server: &Server, client_a: &Client) {
     }
 }
 
-async fn create_global_table(client_a: &Client) {
-    client_a
+/// Table `Orders` (key `pk`, on demand) in `client`'s Region.
+async fn create_orders(client: &Client) {
+    client
         .create_table()
         .table_name("Orders")
         .attribute_definitions(sdk_server::definition("pk"))
@@ -110,19 +111,26 @@ async fn create_global_table(client_a: &Client) {
         .send()
         .await
         .unwrap();
+}
+
+/// A ReplicaUpdates member creating a replica in `region`.
+fn create_replica(region: &str) -> ReplicationGroupUpdate {
+    ReplicationGroupUpdate::builder()
+        .create(
+            CreateReplicationGroupMemberAction::builder()
+                .region_name(region)
+                .build()
+                .unwrap(),
+        )
+        .build()
+}
+
+async fn create_global_table(client_a: &Client) {
+    create_orders(client_a).await;
     let updated = client_a
         .update_table()
         .table_name("Orders")
-        .replica_updates(
-            ReplicationGroupUpdate::builder()
-                .create(
-                    CreateReplicationGroupMemberAction::builder()
-                        .region_name(B)
-                        .build()
-                        .unwrap(),
-                )
-                .build(),
-        )
+        .replica_updates(create_replica(B))
         .send()
         .await
         .unwrap();
@@ -260,32 +268,12 @@ async fn a_strong_group_formed_through_the_sdk_answers_writes_present_in_every_r
     // A minute of lag: what reaches the other Region at once came through the strong path.
     let server = Server::start(dir.path(), &["--replication-lag-ms", "60000"]);
     let (client_a, client_b) = (client_in(&server, A), client_in(&server, STRONG_B));
-    client_a
-        .create_table()
-        .table_name("Orders")
-        .attribute_definitions(sdk_server::definition("pk"))
-        .key_schema(sdk_server::key_element(
-            "pk",
-            aws_sdk_dynamodb::types::KeyType::Hash,
-        ))
-        .billing_mode(BillingMode::PayPerRequest)
-        .send()
-        .await
-        .unwrap();
+    create_orders(&client_a).await;
     let updated = client_a
         .update_table()
         .table_name("Orders")
         .multi_region_consistency(MultiRegionConsistency::Strong)
-        .replica_updates(
-            ReplicationGroupUpdate::builder()
-                .create(
-                    CreateReplicationGroupMemberAction::builder()
-                        .region_name(STRONG_B)
-                        .build()
-                        .unwrap(),
-                )
-                .build(),
-        )
+        .replica_updates(create_replica(STRONG_B))
         .global_table_witness_updates(
             GlobalTableWitnessGroupUpdate::builder()
                 .create(

@@ -186,13 +186,65 @@ pub(crate) fn verify(
     Ok(())
 }
 
+/// Up to `most` random puts and deletes of table `Crash` in random `regions`, recorded in
+/// `writes`, until one fails (the disk froze); with `pause`, now and then a few
+/// milliseconds for the replication thread to work.
+fn random_writes(
+    db: &Database,
+    rng: &mut StdRng,
+    regions: &[&str],
+    round: u32,
+    writes: &mut Writes,
+    most: u32,
+    pause: bool,
+) {
+    for _ in 0..rng.random_range(1..most) {
+        let region = regions[rng.random_range(0..regions.len())];
+        let key = format!("k{}", rng.random_range(0..KEYS));
+        // Every value written is unique: the count of writes so far names it.
+        let counter = writes.values().map(Vec::len).sum::<usize>() + 1;
+        let (value, outcome) = if rng.random_bool(0.15) {
+            (
+                None,
+                try_call(
+                    db,
+                    region,
+                    "DeleteItem",
+                    json!({"TableName": "Crash", "Key": {"pk": {"S": key}}}),
+                ),
+            )
+        } else {
+            let value = format!("{region}-{round}-{counter}");
+            (
+                Some(value.clone()),
+                try_call(
+                    db,
+                    region,
+                    "PutItem",
+                    json!({"TableName": "Crash", "Item": {
+                        "pk": {"S": key}, "g": {"S": "g"}, "v": {"S": value}
+                    }}),
+                ),
+            )
+        };
+        let acknowledged = outcome.is_ok();
+        writes.entry(key).or_default().push((value, acknowledged));
+        if !acknowledged {
+            break;
+        }
+        if pause && rng.random_bool(0.2) {
+            // Give the replication thread time to work before the freeze.
+            std::thread::sleep(Duration::from_millis(rng.random_range(0..3)));
+        }
+    }
+}
+
 fn run_iteration(seed: u64) -> Result<(), String> {
     let mut rng = StdRng::seed_from_u64(seed);
     let sim = SimFs::new();
     let dir = Path::new("/shoal");
     let mut writes: Writes = BTreeMap::new();
     let mut unstreamed_in_a = Vec::new();
-    let mut counter = 0u32;
     for round in 0..rng.random_range(2..4) {
         let db = Database::open_with_fs(sim.fs(), dir, options())
             .map_err(|e| format!("round {round}: reopen failed: {e}"))?;
@@ -227,44 +279,7 @@ fn run_iteration(seed: u64) -> Result<(), String> {
             verify(&db, &writes, &unstreamed_in_a).map_err(|e| format!("round {round}: {e}"))?;
         }
         sim.freeze_after(Some(rng.random_range(0..600)));
-        for _ in 0..rng.random_range(1..60) {
-            let region = if rng.random_bool(0.5) { A } else { B };
-            let key = format!("k{}", rng.random_range(0..KEYS));
-            counter += 1;
-            let (value, outcome) = if rng.random_bool(0.15) {
-                (
-                    None,
-                    try_call(
-                        &db,
-                        region,
-                        "DeleteItem",
-                        json!({"TableName": "Crash", "Key": {"pk": {"S": key}}}),
-                    ),
-                )
-            } else {
-                let value = format!("{region}-{round}-{counter}");
-                (
-                    Some(value.clone()),
-                    try_call(
-                        &db,
-                        region,
-                        "PutItem",
-                        json!({"TableName": "Crash", "Item": {
-                            "pk": {"S": key}, "g": {"S": "g"}, "v": {"S": value}
-                        }}),
-                    ),
-                )
-            };
-            let acknowledged = outcome.is_ok();
-            writes.entry(key).or_default().push((value, acknowledged));
-            if !acknowledged {
-                break;
-            }
-            if rng.random_bool(0.2) {
-                // Give the replication thread time to work before the freeze.
-                std::thread::sleep(Duration::from_millis(rng.random_range(0..3)));
-            }
-        }
+        random_writes(&db, &mut rng, &[A, B], round, &mut writes, 60, true);
         sim.power_loss(rng.random());
         drop(db);
         sim.freeze_after(None);
@@ -301,7 +316,6 @@ fn run_strong_iteration(seed: u64) -> Result<(), String> {
     let sim = SimFs::new();
     let dir = Path::new("/shoal");
     let mut writes: Writes = BTreeMap::new();
-    let mut counter = 0u32;
     for round in 0..rng.random_range(2..4) {
         let db = Database::open_with_fs(sim.fs(), dir, options())
             .map_err(|e| format!("round {round}: reopen failed: {e}"))?;
@@ -319,40 +333,7 @@ fn run_strong_iteration(seed: u64) -> Result<(), String> {
             verify_strong(&db, &REGIONS, &writes).map_err(|e| format!("round {round}: {e}"))?;
         }
         sim.freeze_after(Some(rng.random_range(0..600)));
-        for _ in 0..rng.random_range(1..40) {
-            let region = REGIONS[rng.random_range(0..REGIONS.len())];
-            let key = format!("k{}", rng.random_range(0..KEYS));
-            counter += 1;
-            let (value, outcome) = if rng.random_bool(0.15) {
-                (
-                    None,
-                    try_call(
-                        &db,
-                        region,
-                        "DeleteItem",
-                        json!({"TableName": "Crash", "Key": {"pk": {"S": key}}}),
-                    ),
-                )
-            } else {
-                let value = format!("{region}-{round}-{counter}");
-                (
-                    Some(value.clone()),
-                    try_call(
-                        &db,
-                        region,
-                        "PutItem",
-                        json!({"TableName": "Crash", "Item": {
-                            "pk": {"S": key}, "g": {"S": "g"}, "v": {"S": value}
-                        }}),
-                    ),
-                )
-            };
-            let acknowledged = outcome.is_ok();
-            writes.entry(key).or_default().push((value, acknowledged));
-            if !acknowledged {
-                break;
-            }
-        }
+        random_writes(&db, &mut rng, &REGIONS, round, &mut writes, 40, false);
         sim.power_loss(rng.random());
         drop(db);
         sim.freeze_after(None);
