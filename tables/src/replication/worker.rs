@@ -322,7 +322,10 @@ fn backfill_step(
         mark_active(core, replica)?;
         return Ok(false);
     };
-    if control.is_cut(region_of(source)) || control.is_cut(region_of(replica)) {
+    // A strong group is never cut (`strong`): its replicas fill at once too.
+    if !replication.strong
+        && (control.is_cut(region_of(source)) || control.is_cut(region_of(replica)))
+    {
         return Ok(false);
     }
     let (snapshot, after) = backfills
