@@ -36,6 +36,9 @@ pub enum ErrorCode {
     TransactionCanceledException,
     TransactionConflictException,
     TransactionInProgressException,
+    /// A write to an item of a multi-Region strongly consistent global table that a write
+    /// from another Region is modifying (SPEC-3 §2.5); retryable.
+    ReplicatedWriteConflictException,
     IdempotentParameterMismatchException,
     /// PartiQL: an INSERT of a key that exists.
     DuplicateItemException,
@@ -97,6 +100,7 @@ impl ErrorCode {
             ErrorCode::TransactionCanceledException => "TransactionCanceledException",
             ErrorCode::TransactionConflictException => "TransactionConflictException",
             ErrorCode::TransactionInProgressException => "TransactionInProgressException",
+            ErrorCode::ReplicatedWriteConflictException => "ReplicatedWriteConflictException",
             ErrorCode::IdempotentParameterMismatchException => {
                 "IdempotentParameterMismatchException"
             }
@@ -248,6 +252,7 @@ impl ErrorCode {
             TransactionCanceledException,
             TransactionConflictException,
             TransactionInProgressException,
+            ReplicatedWriteConflictException,
             IdempotentParameterMismatchException,
             DuplicateItemException,
             ExpiredIteratorException,

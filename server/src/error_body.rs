@@ -35,6 +35,7 @@ pub fn error_namespace(code: ErrorCode) -> &'static str {
         | ErrorCode::TransactionCanceledException
         | ErrorCode::TransactionConflictException
         | ErrorCode::TransactionInProgressException
+        | ErrorCode::ReplicatedWriteConflictException
         | ErrorCode::IdempotentParameterMismatchException
         | ErrorCode::DuplicateItemException
         // SPEC-2 §1.2: the streams errors share DynamoDB's namespace.

@@ -3,7 +3,9 @@
 //! `ReplicaUpdates`, writes replicated both ways, a Region cut off and healed through the
 //! admin API (`/shoal/replication`) with its backlog on /metrics, last writer wins after
 //! the heal, and kill -9 of the server under writes in both Regions: every acknowledged
-//! write is in both Regions after the restart.
+//! write is in both Regions after the restart. And a strong group (MultiRegionConsistency
+//! STRONG with a witness) formed through the SDK, whose writes are readable in the other
+//! Region at once though the asynchronous lag is a minute.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -11,8 +13,9 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::config::Region;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, BillingMode, CreateReplicationGroupMemberAction, ReplicaStatus,
-    ReplicationGroupUpdate,
+    AttributeValue, BillingMode, CreateGlobalTableWitnessGroupMemberAction,
+    CreateReplicationGroupMemberAction, GlobalTableWitnessGroupUpdate, MultiRegionConsistency,
+    ReplicaStatus, ReplicationGroupUpdate,
 };
 use aws_sdk_dynamodb::Client;
 
@@ -94,8 +97,9 @@ async fn settle(server: &Server, client_a: &Client) {
     }
 }
 
-async fn create_global_table(client_a: &Client) {
-    client_a
+/// Table `Orders` (key `pk`, on demand) in `client`'s Region.
+async fn create_orders(client: &Client) {
+    client
         .create_table()
         .table_name("Orders")
         .attribute_definitions(sdk_server::definition("pk"))
@@ -107,19 +111,26 @@ async fn create_global_table(client_a: &Client) {
         .send()
         .await
         .unwrap();
+}
+
+/// A ReplicaUpdates member creating a replica in `region`.
+fn create_replica(region: &str) -> ReplicationGroupUpdate {
+    ReplicationGroupUpdate::builder()
+        .create(
+            CreateReplicationGroupMemberAction::builder()
+                .region_name(region)
+                .build()
+                .unwrap(),
+        )
+        .build()
+}
+
+async fn create_global_table(client_a: &Client) {
+    create_orders(client_a).await;
     let updated = client_a
         .update_table()
         .table_name("Orders")
-        .replica_updates(
-            ReplicationGroupUpdate::builder()
-                .create(
-                    CreateReplicationGroupMemberAction::builder()
-                        .region_name(B)
-                        .build()
-                        .unwrap(),
-                )
-                .build(),
-        )
+        .replica_updates(create_replica(B))
         .send()
         .await
         .unwrap();
@@ -246,5 +257,59 @@ async fn kill_9_under_writes_in_two_regions_loses_no_acknowledged_write() {
             }
         }
     }
+    server.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_strong_group_formed_through_the_sdk_answers_writes_present_in_every_region() {
+    const STRONG_B: &str = "us-east-2";
+    const WITNESS: &str = "us-west-2";
+    let dir = tempfile::tempdir().unwrap();
+    // A minute of lag: what reaches the other Region at once came through the strong path.
+    let server = Server::start(dir.path(), &["--replication-lag-ms", "60000"]);
+    let (client_a, client_b) = (client_in(&server, A), client_in(&server, STRONG_B));
+    create_orders(&client_a).await;
+    let updated = client_a
+        .update_table()
+        .table_name("Orders")
+        .multi_region_consistency(MultiRegionConsistency::Strong)
+        .replica_updates(create_replica(STRONG_B))
+        .global_table_witness_updates(
+            GlobalTableWitnessGroupUpdate::builder()
+                .create(
+                    CreateGlobalTableWitnessGroupMemberAction::builder()
+                        .region_name(WITNESS)
+                        .build()
+                        .unwrap(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let table = updated.table_description().unwrap();
+    assert_eq!(
+        table.multi_region_consistency(),
+        Some(&MultiRegionConsistency::Strong)
+    );
+    assert_eq!(
+        table.global_table_witnesses()[0].region_name(),
+        Some(WITNESS)
+    );
+    put(&client_a, "k", "from-a").await.unwrap();
+    assert_eq!(get(&client_b, "k").await.as_deref(), Some("from-a"));
+    put(&client_b, "k", "from-b").await.unwrap();
+    assert_eq!(get(&client_a, "k").await.as_deref(), Some("from-b"));
+    let refused = client_b
+        .delete_table()
+        .table_name("Orders")
+        .send()
+        .await
+        .unwrap_err();
+    let refused = refused.into_service_error();
+    assert_eq!(
+        aws_sdk_dynamodb::error::ProvideErrorMetadata::message(&refused),
+        Some("Deletion of only one table replica is not supported for global tables with MultiRegionConsistency set to STRONG.")
+    );
     server.stop();
 }

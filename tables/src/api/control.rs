@@ -223,6 +223,20 @@ pub struct TableDescription {
     pub replicas: Option<Vec<ReplicaDescription>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub global_table_settings_replication_mode: Option<String>,
+    /// `STRONG` for a multi-Region strongly consistent group; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub multi_region_consistency: Option<String>,
+    /// The witness of a strong group of two members.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub global_table_witnesses: Option<Vec<WitnessDescription>>,
+}
+
+/// A strong group's witness, in DescribeTable's `GlobalTableWitnesses`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct WitnessDescription {
+    pub region_name: String,
+    pub witness_status: String,
 }
 
 /// One other member of a global table, in DescribeTable's `Replicas`.

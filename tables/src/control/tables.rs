@@ -236,6 +236,11 @@ impl Database {
         if table.settings.deletion_protection {
             return Err(ApiError::validation(DELETION_PROTECTED_MESSAGE));
         }
+        if table.replication.as_ref().is_some_and(|r| r.strong) {
+            return Err(ApiError::validation(
+                crate::replication::strong::DELETE_ONE_MEMBER_MESSAGE,
+            ));
+        }
         self.emulation.transitions.refuse_change(name)?;
         let stats = self.drop_table(&table)?;
         let mut description = describe(&table, &stats, "DELETING");
@@ -520,6 +525,8 @@ pub(crate) fn describe(
         global_table_version: None,
         replicas: None,
         global_table_settings_replication_mode: None,
+        multi_region_consistency: None,
+        global_table_witnesses: None,
     }
 }
 

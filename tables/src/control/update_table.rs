@@ -61,7 +61,7 @@ use crate::core::clock::now_millis;
 use crate::core::error::internal;
 use crate::database::Database;
 use crate::emulation::transient::TransientStatus;
-use crate::replication::members::{parse_replica_updates, ReplicaChange, REPLICA_ALONE_MESSAGE};
+use crate::replication::members::{parse_replica_updates, GroupChange, REPLICA_ALONE_MESSAGE};
 use crate::streams::lifecycle::{self, StreamChange};
 use shoal_engine::TreeId;
 
@@ -112,8 +112,9 @@ enum TableChange<'r> {
     },
     DeletionProtection(bool),
     TableClass(TableClass),
-    /// ReplicaUpdates: a replica created or deleted (`replication::members`).
-    Replicas(ReplicaChange),
+    /// ReplicaUpdates (with MultiRegionConsistency and GlobalTableWitnessUpdates): replicas
+    /// created or deleted (`replication::members`).
+    Replicas(GroupChange),
 }
 
 /// The one GSI Create or Delete of a request.
@@ -526,13 +527,6 @@ fn validate_request<'r>(
             .collect();
         return Err(ApiError::validation(nothing_to_update_message(&present)));
     }
-    if let Some(witnesses) = request.global_table_witness_updates.as_ref() {
-        if asks(&Some(witnesses.clone())) {
-            return Err(ApiError::validation(
-                "Shoal does not support GlobalTableWitnessUpdates: multi-Region strong consistency (MultiRegionConsistency STRONG) is not implemented",
-            ));
-        }
-    }
     if asking.contains(&"ReplicaUpdates") {
         if asking
             .iter()
@@ -540,18 +534,28 @@ fn validate_request<'r>(
         {
             return Err(ApiError::validation(REPLICA_ALONE_MESSAGE));
         }
-        if request
-            .multi_region_consistency
-            .as_ref()
-            .is_some_and(|mode| mode.as_str() != Some("EVENTUAL"))
-        {
-            return Err(ApiError::validation(
-                "Shoal does not support MultiRegionConsistency STRONG (multi-Region strong consistency); global tables replicate asynchronously (EVENTUAL)",
-            ));
-        }
         if let Some(updates) = request.replica_updates.as_ref() {
-            return Ok(TableChange::Replicas(parse_replica_updates(updates)?));
+            return Ok(TableChange::Replicas(parse_replica_updates(
+                updates,
+                request.multi_region_consistency.as_ref(),
+                request.global_table_witness_updates.as_ref(),
+            )?));
         }
+    }
+    if asks(&request.global_table_witness_updates)
+        && asking
+            .iter()
+            .any(|member| *member != "MultiRegionConsistency")
+    {
+        return Err(ApiError::validation(REPLICA_ALONE_MESSAGE));
+    }
+    // MultiRegionConsistency (or a witness) without replicas asks for nothing (SPEC-3 §2.5).
+    if asking == ["MultiRegionConsistency"] {
+        let present: Vec<(&str, bool)> = members
+            .iter()
+            .map(|(member, present, _)| (*member, *present))
+            .collect();
+        return Err(ApiError::validation(nothing_to_update_message(&present)));
     }
     let alone = asking.len() == 1;
     for (member, what) in [

@@ -388,6 +388,14 @@ pub struct ReplicationDef {
     /// While CREATING: the TableId of the member it is filled from.
     #[serde(default)]
     pub source: Option<String>,
+    /// Multi-Region strong consistency (SPEC-3 §2.5, `replication::strong`): a write is
+    /// applied in every member before it is acknowledged. Fixed when the group forms.
+    #[serde(default)]
+    pub strong: bool,
+    /// The Region of the group's witness (strong groups of two members only): it takes
+    /// part in the group but holds no table.
+    #[serde(default)]
+    pub witness: Option<String>,
 }
 
 /// One member of a global table.

@@ -138,6 +138,11 @@ impl Database {
                 }
             }
         }
+        // Held until every member has the writes (`replication::strong`).
+        let _strong = groups
+            .values()
+            .map(|group| self.claim_strong(&group.table, group.writes.iter().map(|w| &w.key)))
+            .collect::<Result<Vec<_>, ApiError>>()?;
         let (plans, records) = {
             let _in_flight = self
                 .emulation
@@ -170,6 +175,9 @@ impl Database {
                 self.commit_plans_across(&borrowed, options.return_item_collection_metrics)?;
             (plans, records)
         };
+        for group in groups.values() {
+            self.replicate_strongly(&group.table)?;
+        }
 
         let mut consumed = Vec::new();
         let mut metrics = BTreeMap::new();

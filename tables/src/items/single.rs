@@ -62,6 +62,8 @@ impl Database {
         let key = key_of_item(&table, item)?;
         check_new_item(&table, item, false)?;
 
+        // Held until every member has the write (`replication::strong`).
+        let _strong = self.claim_strong(&table, [&key])?;
         let (old, plan, record) = {
             let _in_flight = self.claim_write(&table, &key)?;
             let _collection = self.locks.lock(table.tree, &key.partition_prefix()?);
@@ -89,6 +91,7 @@ impl Database {
             let record = self.commit_one(&table, &plan, &options)?;
             (old, plan, record)
         };
+        self.replicate_strongly(&table)?;
         let attributes = match options.return_values {
             ReturnValues::AllOld => old,
             _ => None,
@@ -119,6 +122,8 @@ impl Database {
         let table = self.data_table(input.table_name.as_deref().unwrap_or_default())?;
         let key = key_from_request(&table, input.key.as_ref().unwrap_or(&Item::new()))?;
 
+        // Held until every member has the write (`replication::strong`).
+        let _strong = self.claim_strong(&table, [&key])?;
         let (old, plan, record) = {
             let _in_flight = self.claim_write(&table, &key)?;
             let _collection = self.locks.lock(table.tree, &key.partition_prefix()?);
@@ -136,6 +141,7 @@ impl Database {
             let record = self.commit_one(&table, &plan, &options)?;
             (old, plan, record)
         };
+        self.replicate_strongly(&table)?;
         let attributes = match options.return_values {
             ReturnValues::AllOld => old,
             _ => None,
@@ -174,6 +180,8 @@ impl Database {
             check_update_key_paths(&table, update)?;
         }
 
+        // Held until every member has the write (`replication::strong`).
+        let _strong = self.claim_strong(&table, [&key])?;
         let (old, new, touched, plan, record) = {
             let _in_flight = self.claim_write(&table, &key)?;
             let _collection = self.locks.lock(table.tree, &key.partition_prefix()?);
@@ -230,6 +238,7 @@ impl Database {
             let record = self.commit_one(&table, &plan, &options)?;
             (old, new, touched, plan, record)
         };
+        self.replicate_strongly(&table)?;
         let attributes = match options.return_values {
             ReturnValues::None => None,
             ReturnValues::AllOld => old,

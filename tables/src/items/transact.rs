@@ -61,6 +61,9 @@ pub const TOKEN_LIFETIME: Duration = Duration::from_secs(10 * 60);
 /// Most tokens remembered at once; the oldest completed ones are forgotten first.
 pub const TOKENS_MAX: usize = 10_000;
 
+/// What a strong global table refuses (`replication::strong`): DynamoDB's transaction APIs
+/// fail on its members (SPEC-3 §2.5).
+const TRANSACTIONS: &str = "Transactions are";
 /// The condition failure text, as for single-item writes.
 const CONDITION_FAILED_MESSAGE: &str = "The conditional request failed";
 
@@ -285,6 +288,7 @@ impl Database {
         update: Option<shoal_expr::Update>,
     ) -> Result<Resolved<'a>, ApiError> {
         let table = self.data_table(table_name_of(Some(view.table_name))?)?;
+        crate::replication::strong::refuse(&table, TRANSACTIONS)?;
         let key = match view.kind {
             ActionKind::Put => key_of_item(&table, view.key_or_item),
             ActionKind::ConditionCheck | ActionKind::Delete | ActionKind::Update => {
@@ -510,7 +514,9 @@ impl Database {
         }
         let mut tables = Vec::with_capacity(gets.len());
         for get in &gets {
-            tables.push(self.data_table(table_name_of(get.table_name.as_deref())?)?);
+            let table = self.data_table(table_name_of(get.table_name.as_deref())?)?;
+            crate::replication::strong::refuse(&table, TRANSACTIONS)?;
+            tables.push(table);
         }
         // A key that does not fit its table cancels the transaction (SPEC §3.9).
         let mut reasons = Vec::with_capacity(gets.len());

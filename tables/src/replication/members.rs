@@ -5,14 +5,18 @@
 //!
 //! A Create is two durable steps: the source's stream enabled when it has none
 //! (`NEW_AND_OLD_IMAGES`, §2.1; a crash after it leaves a table with a stream, which is
-//! what a retried Create needs anyway), then ONE version change that creates the replica's
+//! what a retried Create needs anyway), then ONE version change that creates the replicas'
 //! trees (table, GSIs, stream, expiry index, replication tree, and the source's replication
-//! tree when it joins its first group) and stores every member's new definition: the new
-//! replica CREATING with the TableId it is filled from, the source kept in its Region from
-//! then on (its catalog entry moves from `T` to `T@region` in the same change), and each
-//! member's list of members. A crash leaves the group as it was or the replica whole and
-//! CREATING; the replication thread fills a CREATING replica (`worker`), again from the
-//! start after a crash, which the items' stamps make harmless (`apply`).
+//! tree when it joins its first group) and stores every member's new definition: each new
+//! replica (two when a strong group forms, `strong`) CREATING with the TableId it is filled
+//! from, the source kept in its Region from then on (its catalog entry moves from `T` to
+//! `T@region` in the same change), and each member's list of members. A crash leaves the
+//! group as it was or the replicas whole and CREATING; the replication thread fills a
+//! CREATING replica (`worker`), again from the start after a crash, which the items' stamps
+//! make harmless (`apply`).
+//!
+//! A Delete of several replicas (a strong group taken apart, with its witness) drops them
+//! one durable change each; the last leaves the caller's table regional.
 
 use std::collections::BTreeMap;
 
@@ -22,8 +26,10 @@ use shoal_engine::TreeId;
 use shoal_model::{ApiError, ErrorCode};
 
 use crate::api::common::validation_errors;
-use crate::api::constraint::{violation, NOT_NULL};
-use crate::api::control::{ReplicaDescription, TableDescription};
+use crate::api::constraint::{
+    enum_value_set, length_at_most, violation, violation_without_value, NOT_NULL,
+};
+use crate::api::control::{ReplicaDescription, TableDescription, WitnessDescription};
 use crate::control::tables::{gsi_tree_name, new_table_id};
 use crate::core::catalog::{
     catalog_key, metadata_key, IndexStatus, MemberDef, ReplicaStatus, ReplicationDef,
@@ -35,6 +41,7 @@ use crate::core::region;
 use crate::core::stats;
 use crate::database::Database;
 use crate::replication::regions::{is_supported, unsupported_message};
+use crate::replication::strong::{self, WITNESSES_MAX};
 use crate::replication::tree::tree_name;
 use crate::streams::lifecycle::StreamChange;
 use shoal_engine::WriteBatch;
@@ -75,16 +82,50 @@ struct ReplicaAction {
     settings: BTreeMap<String, serde_json::Value>,
 }
 
-/// What a valid ReplicaUpdates asks for.
+/// What a valid ReplicaUpdates asks for: replicas created, or deleted (several at once only
+/// when a strong group forms or is taken apart, `strong`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ReplicaChange {
+    Create(Vec<String>),
+    Delete(Vec<String>),
+}
+
+/// A `GlobalTableWitnessUpdates` action (SPEC-3 §2.1: at most one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum WitnessChange {
     Create(String),
     Delete(String),
 }
 
-/// Reads `ReplicaUpdates` and checks what the request alone decides: shapes, member
-/// constraints, action counts, a Region named twice, an Update without settings.
-pub(crate) fn parse_replica_updates(value: &serde_json::Value) -> Result<ReplicaChange, ApiError> {
+/// Everything a valid UpdateTable changing a global table's members asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct GroupChange {
+    pub replicas: ReplicaChange,
+    /// `MultiRegionConsistency` as sent: `Some(true)` for STRONG, `Some(false)` for EVENTUAL.
+    pub strong: Option<bool>,
+    pub witness: Option<WitnessChange>,
+}
+
+/// One member of `GlobalTableWitnessUpdates` as sent.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct WitnessUpdate {
+    create: Option<ReplicaAction>,
+    delete: Option<ReplicaAction>,
+}
+
+/// The values `MultiRegionConsistency` may take.
+const CONSISTENCIES: &[&str] = &["EVENTUAL", "STRONG"];
+
+/// Reads `ReplicaUpdates`, `MultiRegionConsistency` and `GlobalTableWitnessUpdates` and
+/// checks what the request alone decides: shapes, member constraints, action counts, a
+/// Region named twice, an Update without settings, and SPEC-3 §2.5's rules on which
+/// actions go with MultiRegionConsistency and a witness.
+pub(crate) fn parse_replica_updates(
+    value: &serde_json::Value,
+    consistency: Option<&serde_json::Value>,
+    witnesses: Option<&serde_json::Value>,
+) -> Result<GroupChange, ApiError> {
     let updates: Vec<ReplicationGroupUpdate> =
         serde_json::from_value(value.clone()).map_err(|_| {
             ApiError::new(
@@ -92,6 +133,15 @@ pub(crate) fn parse_replica_updates(value: &serde_json::Value) -> Result<Replica
                 "Unexpected value for ReplicaUpdates: a list of ReplicationGroupUpdate structures is expected",
             )
         })?;
+    let witness_updates: Vec<WitnessUpdate> = match witnesses {
+        None | Some(serde_json::Value::Null) => Vec::new(),
+        Some(witnesses) => serde_json::from_value(witnesses.clone()).map_err(|_| {
+            ApiError::new(
+                ErrorCode::SerializationException,
+                "Unexpected value for GlobalTableWitnessUpdates: a list of GlobalTableWitnessGroupUpdate structures is expected",
+            )
+        })?,
+    };
     let mut problems = Vec::new();
     for (position, update) in updates.iter().enumerate() {
         for (member, action) in [
@@ -111,8 +161,68 @@ pub(crate) fn parse_replica_updates(value: &serde_json::Value) -> Result<Replica
             }
         }
     }
+    let strong = match consistency {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(mode)) if CONSISTENCIES.contains(&mode.as_str()) => {
+            Some(mode == "STRONG")
+        }
+        Some(other) => {
+            let shown = other
+                .as_str()
+                .map_or_else(|| other.to_string(), str::to_string);
+            problems.push(violation(
+                Some(&shown),
+                "multiRegionConsistency",
+                &enum_value_set(CONSISTENCIES),
+            ));
+            None
+        }
+    };
+    if witness_updates.len() > WITNESSES_MAX {
+        problems.push(violation_without_value(
+            "globalTableWitnessUpdates",
+            &length_at_most(WITNESSES_MAX),
+        ));
+    }
+    for (position, update) in witness_updates.iter().enumerate() {
+        for (member, action) in [("create", &update.create), ("delete", &update.delete)] {
+            if action.as_ref().is_some_and(|a| a.region_name.is_none()) {
+                problems.push(violation(
+                    None,
+                    &format!(
+                        "globalTableWitnessUpdates.{}.member.{member}.regionName",
+                        position + 1
+                    ),
+                    NOT_NULL,
+                ));
+            }
+        }
+    }
     if !problems.is_empty() {
         return Err(validation_errors(&problems));
+    }
+    let witness = match witness_updates.first() {
+        None => None,
+        Some(WitnessUpdate {
+            create: Some(action),
+            delete: None,
+        }) => Some(WitnessChange::Create(
+            action.region_name.clone().unwrap_or_default(),
+        )),
+        Some(WitnessUpdate {
+            create: None,
+            delete: Some(action),
+        }) => Some(WitnessChange::Delete(
+            action.region_name.clone().unwrap_or_default(),
+        )),
+        Some(_) => {
+            return Err(ApiError::validation(format!(
+                "{INVALID} One of GlobalTableWitnessGroupUpdate.Create or GlobalTableWitnessGroupUpdate.Delete must be specified"
+            )))
+        }
+    };
+    if matches!(witness, Some(WitnessChange::Create(_))) && strong != Some(true) {
+        return Err(ApiError::validation(strong::WITNESS_NEEDS_STRONG));
     }
     // (kind, region), identical Creates merged.
     let mut actions: Vec<(&str, &str, &ReplicaAction)> = Vec::new();
@@ -140,6 +250,9 @@ pub(crate) fn parse_replica_updates(value: &serde_json::Value) -> Result<Replica
         }
     }
     let first_kind = actions.first().map(|(kind, _, _)| *kind);
+    if strong.is_some() && first_kind.is_some_and(|kind| kind != "Create") {
+        return Err(ApiError::validation(strong::ONLY_CREATES));
+    }
     if actions.iter().any(|(kind, _, _)| Some(*kind) != first_kind) {
         return Err(ApiError::validation(MIXED_ACTIONS));
     }
@@ -148,67 +261,143 @@ pub(crate) fn parse_replica_updates(value: &serde_json::Value) -> Result<Replica
     if regions.windows(2).any(|pair| pair[0] == pair[1]) {
         return Err(ApiError::validation(SAME_REGION_TWICE));
     }
-    if actions.len() > 1 && matches!(first_kind, Some("Create" | "Delete")) {
+    // Two Creates form a strong group (its own rules, `strong`); several Deletes may take
+    // one apart, which only the table's group can tell (`change_replicas`).
+    let several_allowed = match first_kind {
+        Some("Create") => strong == Some(true),
+        Some("Delete") => true,
+        _ => false,
+    };
+    if actions.len() > 1 && !several_allowed && matches!(first_kind, Some("Create" | "Delete")) {
         return Err(ApiError::validation(TWO_CREATES_OR_DELETES));
     }
-    let Some((kind, region, action)) = actions.into_iter().next() else {
+    let Some((kind, _, action)) = actions.first() else {
         return Err(ApiError::validation(NO_ACTIONS));
     };
-    match kind {
-        "Create" if action.settings.is_empty() => Ok(ReplicaChange::Create(region.to_string())),
-        "Create" => Err(ApiError::validation(format!(
-            "Shoal does not support replica settings overrides ({}) in ReplicaUpdates Create; every replica has the table's settings",
-            action.settings.keys().cloned().collect::<Vec<_>>().join(", ")
-        ))),
-        "Delete" => Ok(ReplicaChange::Delete(region.to_string())),
-        "Update" if action.settings.is_empty() => Err(ApiError::validation(NO_ACTIONS)),
-        "Update" => Err(ApiError::validation(
+    let targets = || {
+        actions
+            .iter()
+            .map(|(_, region, _)| region.to_string())
+            .collect()
+    };
+    let replicas = match *kind {
+        "Create" => match actions.iter().find(|(_, _, action)| !action.settings.is_empty()) {
+            None => ReplicaChange::Create(targets()),
+            Some((_, _, action)) => {
+                return Err(ApiError::validation(format!(
+                    "Shoal does not support replica settings overrides ({}) in ReplicaUpdates Create; every replica has the table's settings",
+                    action.settings.keys().cloned().collect::<Vec<_>>().join(", ")
+                )))
+            }
+        },
+        "Delete" => ReplicaChange::Delete(targets()),
+        "Update" if action.settings.is_empty() => return Err(ApiError::validation(NO_ACTIONS)),
+        "Update" => return Err(ApiError::validation(
             "Shoal does not support ReplicaUpdates Update (per-replica throughput and table class overrides); every replica has the table's settings",
         )),
-        _ => Err(ApiError::validation(
+        _ => return Err(ApiError::validation(
             "Shoal does not support ReplicaUpdates Disassociate; delete the replica with ReplicaUpdates Delete or DeleteTable instead",
         )),
-    }
+    };
+    Ok(GroupChange {
+        replicas,
+        strong,
+        witness,
+    })
+}
+
+/// SPEC-3 §2.1's text for Regions that are not members.
+fn not_members_message(regions: &[&str]) -> String {
+    format!(
+        "Update global table operation failed because one or more replicas were not part of the global table. Please retry the request without these replicas: [{}].",
+        regions.join(", ")
+    )
 }
 
 impl Database {
     /// Carries out a ReplicaUpdates Create or Delete on `table`, the caller's member (or
-    /// regional table). The caller holds `catalog_change`.
+    /// regional table), with a strong group's rules when one forms or is taken apart
+    /// (`strong`). The caller holds `catalog_change`.
     pub(crate) fn change_replicas(
         &self,
         table: &TableDef,
-        change: &ReplicaChange,
+        change: &GroupChange,
     ) -> Result<(), ApiError> {
         let local = table.region.clone().unwrap_or_else(region::current);
-        let (ReplicaChange::Create(target) | ReplicaChange::Delete(target)) = change;
-        if *target == local {
+        let (ReplicaChange::Create(targets) | ReplicaChange::Delete(targets)) = &change.replicas;
+        if targets.contains(&local) {
             return Err(ApiError::validation(LOCAL_REGION));
         }
+        if change.strong.is_some() && table.replication.is_some() {
+            return Err(ApiError::validation(strong::UNSUPPORTED_ON_EXISTING));
+        }
+        let strong_group = table.replication.as_ref().is_some_and(|r| r.strong);
         let members: Vec<MemberDef> = table
             .replication
             .as_ref()
             .map(|r| r.members.clone())
             .unwrap_or_default();
-        let is_member = members.iter().any(|member| member.region == *target);
-        if let ReplicaChange::Create(_) = change {
-            if !is_supported(target) {
-                return Err(ApiError::validation(unsupported_message(target)));
-            }
-        }
+        let is_member = |target: &str| members.iter().any(|member| member.region == target);
         let catalog = self.catalog.read().clone();
-        let taken = crate::core::catalog::resolve(&catalog, &table.name, target)
-            .is_some_and(|there| there.id != table.id);
-        if let ReplicaChange::Create(_) = change {
-            if is_member || taken {
-                return Err(ApiError::validation(format!(
-                    "Failed to create a the new replica of table with name: \u{2018}{}\u{2019} because one or more replicas already existed as tables.",
-                    table.name
-                )));
+        match &change.replicas {
+            ReplicaChange::Create(_) => {
+                if strong_group {
+                    return Err(ApiError::validation(strong::CANNOT_ADD_REPLICAS));
+                }
+                if change.strong == Some(true) {
+                    strong::check_group_shape(&local, targets, change.witness.as_ref())?;
+                } else if let Some(WitnessChange::Delete(witness)) = &change.witness {
+                    return Err(ApiError::validation(not_members_message(&[witness])));
+                }
+                for target in targets {
+                    if !is_supported(target) {
+                        return Err(ApiError::validation(unsupported_message(target)));
+                    }
+                }
+                for target in targets {
+                    let taken = crate::core::catalog::resolve(&catalog, &table.name, target)
+                        .is_some_and(|there| there.id != table.id);
+                    if is_member(target) || taken {
+                        return Err(ApiError::validation(format!(
+                            "Failed to create a the new replica of table with name: \u{2018}{}\u{2019} because one or more replicas already existed as tables.",
+                            table.name
+                        )));
+                    }
+                }
             }
-        } else if !is_member {
-            return Err(ApiError::validation(format!(
-                "Update global table operation failed because one or more replicas were not part of the global table. Please retry the request without these replicas: [{target}]."
-            )));
+            ReplicaChange::Delete(_) => {
+                let strangers: Vec<&str> = targets
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|target| !is_member(target))
+                    .collect();
+                if !strangers.is_empty() {
+                    return Err(ApiError::validation(not_members_message(&strangers)));
+                }
+                let group_witness = table.replication.as_ref().and_then(|r| r.witness.clone());
+                match &change.witness {
+                    Some(WitnessChange::Delete(witness))
+                        if group_witness.as_ref() != Some(witness) =>
+                    {
+                        return Err(ApiError::validation(not_members_message(&[witness])));
+                    }
+                    Some(WitnessChange::Create(_)) => {
+                        return Err(ApiError::validation(strong::ONLY_CREATES));
+                    }
+                    _ => {}
+                }
+                if strong_group {
+                    strong::check_teardown(
+                        &local,
+                        &members,
+                        targets,
+                        group_witness.as_deref(),
+                        change.witness.as_ref(),
+                    )?;
+                } else if targets.len() > 1 {
+                    return Err(ApiError::validation(TWO_CREATES_OR_DELETES));
+                }
+            }
         }
         for member in &members {
             let creating = catalog
@@ -222,27 +411,59 @@ impl Database {
                 )));
             }
         }
-        match change {
-            ReplicaChange::Create(target) => self.create_replica(table, &local, target),
-            ReplicaChange::Delete(target) => {
-                let Some(replica) = catalog.get(&catalog_key(&table.name, Some(target))) else {
-                    return Err(internal("a member's table is missing from the catalog"));
+        match &change.replicas {
+            ReplicaChange::Create(targets) => {
+                let witness = match &change.witness {
+                    Some(WitnessChange::Create(witness)) => Some(witness.clone()),
+                    _ => None,
                 };
-                if replica.settings.deletion_protection {
-                    return Err(ApiError::validation(format!(
-                        "Cannot delete table {} in region {target} because it has deletion protection enabled. Disable deletion protection first.",
-                        table.name
-                    )));
+                if change.strong == Some(true) {
+                    self.check_strong_source(table)?;
                 }
-                self.drop_table(replica)?;
-                tracing::info!(table = %table.name, region = %target, "replica deleted");
+                self.create_replicas(table, &local, targets, change.strong == Some(true), witness)
+            }
+            ReplicaChange::Delete(targets) => {
+                let mut replicas = Vec::with_capacity(targets.len());
+                for target in targets {
+                    let Some(replica) = catalog.get(&catalog_key(&table.name, Some(target))) else {
+                        return Err(internal("a member's table is missing from the catalog"));
+                    };
+                    if replica.settings.deletion_protection {
+                        return Err(ApiError::validation(format!(
+                            "Cannot delete table {} in region {target} because it has deletion protection enabled. Disable deletion protection first.",
+                            table.name
+                        )));
+                    }
+                    replicas.push(replica);
+                }
+                // One member at a time, each its own durable change; the group shrinks and
+                // the last one leaves the caller's table regional, its witness with it
+                // (`leave_group`).
+                for (target, replica) in targets.iter().zip(replicas) {
+                    let current = self
+                        .catalog
+                        .read()
+                        .get(&replica.catalog_key())
+                        .cloned()
+                        .ok_or_else(|| internal("a member's table went away"))?;
+                    self.drop_table(&current)?;
+                    tracing::info!(table = %table.name, region = %target, "replica deleted");
+                }
                 Ok(())
             }
         }
     }
 
-    /// Creates the replica of `source` (kept in `local`) in `target` (module docs).
-    fn create_replica(&self, source: &TableDef, local: &str, target: &str) -> Result<(), ApiError> {
+    /// Creates the replicas of `source` (kept in `local`) in `targets`, in one version
+    /// change (module docs); `strong` and `witness` describe a strong group forming.
+    fn create_replicas(
+        &self,
+        source: &TableDef,
+        local: &str,
+        targets: &[String],
+        strong: bool,
+        witness: Option<String>,
+    ) -> Result<(), ApiError> {
         let source = if source.enabled_stream().is_none() {
             self.change_stream(
                 source,
@@ -260,7 +481,11 @@ impl Database {
             .enabled_stream()
             .map_or(StreamViewType::NewAndOldImages, |stream| stream.view_type);
         let now = now_millis();
-        let replica_id = new_table_id();
+        // A new group's strength and witness; an MREC group keeps its own.
+        let (strong, witness) = match &source.replication {
+            Some(replication) => (replication.strong, replication.witness.clone()),
+            None => (strong, witness),
+        };
 
         let mut members = source
             .replication
@@ -272,50 +497,67 @@ impl Database {
                     table_id: source.id.clone(),
                 }]
             });
-        members.push(MemberDef {
-            region: target.to_string(),
-            table_id: replica_id.clone(),
-        });
-
-        // The replica: the source's schema, indexes, stream view, Time to Live and
-        // group-wide settings; its regional settings (tags, deletion protection, PITR)
-        // start from the defaults.
-        let mut replica = source.as_ref().clone();
-        replica.id = replica_id.clone();
-        replica.created_at_millis = now;
-        replica.region = Some(target.to_string());
-        replica.streams = Vec::new();
-        replica.settings.tags = BTreeMap::new();
-        replica.settings.deletion_protection = false;
-        replica.settings.point_in_time_recovery = None;
-        for gsi in &mut replica.global_indexes {
-            // Filled by the write path as the replica is, so complete when it is ACTIVE.
-            gsi.status = IndexStatus::Active;
+        let replica_ids: Vec<String> = targets.iter().map(|_| new_table_id()).collect();
+        for (target, id) in targets.iter().zip(&replica_ids) {
+            members.push(MemberDef {
+                region: target.clone(),
+                table_id: id.clone(),
+            });
         }
-        let mut tree_names = vec![replica_id.clone()];
-        tree_names.extend(
-            replica
-                .global_indexes
-                .iter()
-                .map(|gsi| gsi_tree_name(&replica_id, &gsi.name)),
-        );
-        let stream_position = tree_names.len();
-        tree_names.push(self.stream_for_new_table(&mut replica, view_type));
-        let ttl_position = replica.time_to_live.as_ref().map(|_| {
-            tree_names.push(format!("{replica_id}/ttl/{now}"));
-            tree_names.len() - 1
-        });
-        let replica_tree_position = tree_names.len();
-        tree_names.push(tree_name(&replica_id));
+
+        // Each replica: the source's schema, indexes, stream view, Time to Live and
+        // group-wide settings; its regional settings (tags, deletion protection, PITR)
+        // start from the defaults. `positions` are where its trees are in `tree_names`.
+        let mut tree_names = Vec::new();
+        let mut replicas = Vec::with_capacity(targets.len());
+        for (target, replica_id) in targets.iter().zip(&replica_ids) {
+            let mut replica = source.as_ref().clone();
+            replica.id = replica_id.clone();
+            replica.created_at_millis = now;
+            replica.region = Some(target.clone());
+            replica.streams = Vec::new();
+            replica.settings.tags = BTreeMap::new();
+            replica.settings.deletion_protection = false;
+            replica.settings.point_in_time_recovery = None;
+            for gsi in &mut replica.global_indexes {
+                // Filled by the write path as the replica is, so complete when it is ACTIVE.
+                gsi.status = IndexStatus::Active;
+            }
+            let table_position = tree_names.len();
+            tree_names.push(replica_id.clone());
+            tree_names.extend(
+                replica
+                    .global_indexes
+                    .iter()
+                    .map(|gsi| gsi_tree_name(replica_id, &gsi.name)),
+            );
+            let stream_position = tree_names.len();
+            tree_names.push(self.stream_for_new_table(&mut replica, view_type));
+            let ttl_position = replica.time_to_live.as_ref().map(|_| {
+                tree_names.push(format!("{replica_id}/ttl/{now}"));
+                tree_names.len() - 1
+            });
+            let replication_position = tree_names.len();
+            tree_names.push(tree_name(replica_id));
+            replica.replication = Some(ReplicationDef {
+                members: members.clone(),
+                status: ReplicaStatus::Creating,
+                tree: 0,
+                source: Some(source.id.clone()),
+                strong,
+                witness: witness.clone(),
+            });
+            // Fail before touching storage if a definition cannot be stored.
+            replica.to_metadata().map_err(internal)?;
+            replicas.push((
+                replica,
+                [table_position, stream_position, replication_position],
+                ttl_position,
+            ));
+        }
         let source_tree_position = source.replication.is_none().then(|| {
             tree_names.push(tree_name(&source.id));
             tree_names.len() - 1
-        });
-        replica.replication = Some(ReplicationDef {
-            members: members.clone(),
-            status: ReplicaStatus::Creating,
-            tree: 0,
-            source: Some(source.id.clone()),
         });
 
         let mut changed_source = source.as_ref().clone();
@@ -326,10 +568,12 @@ impl Database {
             status: ReplicaStatus::Active,
             tree: source_tree,
             source: None,
+            strong,
+            witness: witness.clone(),
         });
         let others: Vec<TableDef> = members
             .iter()
-            .filter(|m| m.table_id != source.id && m.table_id != replica_id)
+            .filter(|m| m.table_id != source.id && !replica_ids.contains(&m.table_id))
             .filter_map(|m| {
                 let mut other = TableDef::clone(
                     self.catalog
@@ -342,8 +586,6 @@ impl Database {
                 Some(other)
             })
             .collect();
-        // Fail before touching storage if a definition cannot be stored.
-        replica.to_metadata().map_err(internal)?;
         changed_source.to_metadata().map_err(internal)?;
 
         let old_source_key = source.catalog_key();
@@ -352,22 +594,31 @@ impl Database {
             .db
             .create_trees_with(&tree_names, |ids| {
                 let tree = |position: usize| ids.get(position).copied().unwrap_or_default();
-                replica.tree = tree(0);
-                for (position, gsi) in replica.global_indexes.iter_mut().enumerate() {
-                    gsi.tree = tree(position + 1);
-                }
-                Database::stream_tree_created(&mut replica, tree(stream_position));
-                if let (Some(position), Some(ttl)) = (ttl_position, replica.time_to_live.as_mut()) {
-                    *ttl = TimeToLiveDef {
-                        attribute_name: ttl.attribute_name.clone(),
-                        tree: tree(position),
-                        // Every item reaches the replica through the write path, which
-                        // keeps the expiry index.
-                        backfilled: true,
-                    };
-                }
-                if let Some(replication) = replica.replication.as_mut() {
-                    replication.tree = tree(replica_tree_position);
+                for (
+                    replica,
+                    [table_position, stream_position, replication_position],
+                    ttl_position,
+                ) in &mut replicas
+                {
+                    replica.tree = tree(*table_position);
+                    for (offset, gsi) in replica.global_indexes.iter_mut().enumerate() {
+                        gsi.tree = tree(*table_position + offset + 1);
+                    }
+                    Database::stream_tree_created(replica, tree(*stream_position));
+                    if let (Some(position), Some(ttl)) =
+                        (*ttl_position, replica.time_to_live.as_mut())
+                    {
+                        *ttl = TimeToLiveDef {
+                            attribute_name: ttl.attribute_name.clone(),
+                            tree: tree(position),
+                            // Every item reaches the replica through the write path, which
+                            // keeps the expiry index.
+                            backfilled: true,
+                        };
+                    }
+                    if let Some(replication) = replica.replication.as_mut() {
+                        replication.tree = tree(*replication_position);
+                    }
                 }
                 if let (Some(position), Some(replication)) =
                     (source_tree_position, changed_source.replication.as_mut())
@@ -381,7 +632,12 @@ impl Database {
                         value: None,
                     });
                 }
-                for table in [&replica, &changed_source].into_iter().chain(&others) {
+                let tables = replicas
+                    .iter()
+                    .map(|(replica, _, _)| replica)
+                    .chain([&changed_source])
+                    .chain(&others);
+                for table in tables {
                     match table.to_metadata() {
                         Ok(bytes) => edits.push(VersionEdit::SetMetadata {
                             key: metadata_key(&table.catalog_key()),
@@ -401,14 +657,16 @@ impl Database {
             return Err(internal("the replica's definition could not be stored"));
         }
         self.reload_catalog().map_err(internal)?;
-        // Its statistics are complete (empty) from the start, as CreateTable's.
+        // Their statistics are complete (empty) from the start, as CreateTable's.
         let mut batch = WriteBatch::new();
-        stats::mark_maintained(self.stats.tree()?, &replica, &mut batch)?;
+        for (replica, _, _) in &replicas {
+            stats::mark_maintained(self.stats.tree()?, replica, &mut batch)?;
+        }
         self.db.write(batch).map_err(internal)?;
         self.reload_catalog().map_err(internal)?;
         self.start_upkeep().map_err(internal)?;
         self.replication.start(self)?;
-        tracing::info!(table = %source.name, from = %local, to = %target, "replica created; backfill starts");
+        tracing::info!(table = %source.name, from = %local, to = ?targets, strong, "replicas created; backfill starts");
         Ok(())
     }
 
@@ -482,5 +740,15 @@ impl Database {
         description.replicas = Some(replicas);
         description.global_table_settings_replication_mode =
             Some(SETTINGS_REPLICATION_MODE.to_string());
+        if replication.strong {
+            description.multi_region_consistency = Some(strong::STRONG.to_string());
+            description.global_table_witnesses = replication.witness.as_ref().map(|region| {
+                vec![WitnessDescription {
+                    region_name: region.clone(),
+                    // A witness holds no table: it is ready as soon as the group is.
+                    witness_status: ReplicaStatus::Active.as_str().to_string(),
+                }]
+            });
+        }
     }
 }

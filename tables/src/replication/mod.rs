@@ -30,9 +30,12 @@
 //! in the group's first member only and reaches the others as plain deletes (SPEC-3 §2.4:
 //! only the Region that expired an item shows the service as its deleter).
 //!
+//! Multi-Region strong consistency (SPEC-3 §2.5) is this same path waited for: a strong
+//! group's writer applies its queued changes in every member before it answers (`strong`).
+//!
 //! Files: `members` (UpdateTable ReplicaUpdates, leaving a group, DescribeTable's fields),
-//! `regions`, `stamp`, `tree`, `feature`, `apply`, `worker`, and `status` (the test knobs
-//! and the backlog figures of the admin API and /metrics).
+//! `regions`, `stamp`, `tree`, `feature`, `apply`, `worker`, `strong`, and `status` (the
+//! test knobs and the backlog figures of the admin API and /metrics).
 
 pub mod apply;
 pub mod feature;
@@ -40,6 +43,7 @@ pub mod members;
 pub mod regions;
 pub mod stamp;
 pub mod status;
+pub mod strong;
 pub mod tree;
 pub mod worker;
 
@@ -53,6 +57,7 @@ use shoal_model::ApiError;
 
 use crate::database::Database;
 use crate::emulation::lag::Lag;
+use crate::replication::strong::StrongWrites;
 use crate::replication::worker::{Control, Wakeup};
 
 /// The default lag of a replicated write: a few hundred milliseconds, as DynamoDB's
@@ -81,6 +86,8 @@ impl Default for ReplicationOptions {
 pub(crate) struct ReplicationState {
     pub(crate) wakeup: Arc<Wakeup>,
     pub(crate) control: Arc<Control>,
+    /// The items strong groups' writes hold (`strong`).
+    pub(crate) strong: Arc<StrongWrites>,
     thread: Arc<Mutex<Option<JoinHandle<()>>>>,
     /// Whether dropping this state stops the thread: the database's own, not the copies
     /// `Database::share` hands the upkeep.
@@ -100,6 +107,7 @@ impl ReplicationState {
         ReplicationState {
             wakeup: Arc::new(Wakeup::default()),
             control: Arc::new(Control::new(options.lag)),
+            strong: Arc::default(),
             thread: Arc::new(Mutex::new(None)),
             owner: true,
         }
@@ -110,6 +118,7 @@ impl ReplicationState {
         ReplicationState {
             wakeup: Arc::clone(&self.wakeup),
             control: Arc::clone(&self.control),
+            strong: Arc::clone(&self.strong),
             thread: Arc::clone(&self.thread),
             owner: false,
         }
@@ -140,8 +149,10 @@ impl ReplicationState {
 }
 
 impl Database {
-    /// Starts replication if a global table exists (at open).
+    /// Starts replication if a global table exists (at open), after applying what strong
+    /// groups left queued (`strong`), so no request sees a member behind another.
     pub(crate) fn resume_replication(&self) -> Result<(), ApiError> {
+        self.settle_strong_groups()?;
         let any = self
             .catalog
             .read()

@@ -159,11 +159,14 @@ fn pass(core: &Core, control: &Control, backfills: &mut Backfills) -> Result<boo
             .map(|member| member.table_id.as_str())
             .collect();
         purge_orphans(core, table, &live)?;
+        // A strong group's writes are applied by their writers (`strong`); what is queued
+        // here is a crash's leftover or a writer's race, due at once and never cut.
+        let lag = (!replication.strong).then_some(control);
         for member in &replication.members {
-            if member.table_id == table.id
-                || control.is_cut(source_region)
-                || control.is_cut(&member.region)
-            {
+            if member.table_id == table.id {
+                continue;
+            }
+            if lag.is_some() && (control.is_cut(source_region) || control.is_cut(&member.region)) {
                 continue;
             }
             let Some(destination) = catalog.get(&catalog_key(&table.name, Some(&member.region)))
@@ -173,17 +176,33 @@ fn pass(core: &Core, control: &Control, backfills: &mut Backfills) -> Result<boo
             if destination.id != member.table_id {
                 continue;
             }
-            busy |= drain(core, control, table, destination)?;
+            match drain(core, lag, table, destination) {
+                Ok(full) => busy |= full,
+                // The destination's definition changed: the next pass reads it again.
+                Err(error) if error.code == ErrorCode::InternalServerError => {
+                    tracing::debug!(%error.message, "replication waits for the next pass");
+                }
+                Err(error) => {
+                    tracing::error!(
+                        table = %table.name,
+                        from = source_region,
+                        to = region_of(destination),
+                        %error.message,
+                        "a replicated change cannot be applied; its queue waits"
+                    );
+                }
+            }
         }
     }
     Ok(busy)
 }
 
-/// Applies the due changes at the head of `source`'s queue for `destination`; true when a
-/// full batch was applied (more may be due).
-fn drain(
+/// Applies the due changes at the head of `source`'s queue for `destination` (all of them
+/// without `lag`: a strong group's); true when a full batch was applied (more may be due).
+/// A change that cannot be applied stops the queue and is the error.
+pub(crate) fn drain(
     core: &Core,
-    control: &Control,
+    lag: Option<&Control>,
     source: &TableDef,
     destination: &TableDef,
 ) -> Result<bool, ApiError> {
@@ -209,31 +228,16 @@ fn drain(
         let Some((stamp, change)) = decode_entry(&value) else {
             return Err(internal("an undecodable replication queue entry"));
         };
-        if (stamp.micros / 1000).saturating_add(control.lag_of(&key)) > now {
+        if lag
+            .is_some_and(|control| (stamp.micros / 1000).saturating_add(control.lag_of(&key)) > now)
+        {
             return Ok(false);
         }
         let dequeue = Dequeue {
             tree: replication.tree,
             key,
         };
-        match apply_change(core, destination, &stamp, &change, Some(&dequeue)) {
-            Ok(_) => {}
-            // The destination's definition changed: the next pass reads it again.
-            Err(error) if error.code == ErrorCode::InternalServerError => {
-                tracing::debug!(%error.message, "replication waits for the next pass");
-                return Ok(false);
-            }
-            Err(error) => {
-                tracing::error!(
-                    table = %source.name,
-                    from = region_of(source),
-                    to = region_of(destination),
-                    %error.message,
-                    "a replicated change cannot be applied; its queue waits"
-                );
-                return Ok(false);
-            }
-        }
+        apply_change(core, destination, &stamp, &change, Some(&dequeue))?;
     }
     Ok(full)
 }
@@ -318,7 +322,10 @@ fn backfill_step(
         mark_active(core, replica)?;
         return Ok(false);
     };
-    if control.is_cut(region_of(source)) || control.is_cut(region_of(replica)) {
+    // A strong group is never cut (`strong`): its replicas fill at once too.
+    if !replication.strong
+        && (control.is_cut(region_of(source)) || control.is_cut(region_of(replica)))
+    {
         return Ok(false);
     }
     let (snapshot, after) = backfills

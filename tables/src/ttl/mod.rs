@@ -153,6 +153,7 @@ impl Database {
         let backfill = {
             let _change = self.catalog_change.lock();
             let table = self.table(name)?;
+            crate::replication::strong::refuse(&table, "Time to Live is")?;
             let now = self.options.clock.now_millis();
             match &table.time_to_live {
                 Some(current) if enabled && current.attribute_name == attribute => {

@@ -12,6 +12,9 @@
 //!   lost;
 //! - `Database::check` finds every index and statistic exact.
 //!
+//! A second test does the same with a strong group of three Regions (SPEC-3 §2.5), where
+//! the Regions must agree right after each open, without waiting for replication.
+//!
 //! `SHOAL_GLOBAL_CRASH_ITERATIONS` sets the number of simulated disks (default 12);
 //! `SHOAL_GLOBAL_CRASH_SEED` replays one.
 
@@ -183,13 +186,65 @@ pub(crate) fn verify(
     Ok(())
 }
 
+/// Up to `most` random puts and deletes of table `Crash` in random `regions`, recorded in
+/// `writes`, until one fails (the disk froze); with `pause`, now and then a few
+/// milliseconds for the replication thread to work.
+fn random_writes(
+    db: &Database,
+    rng: &mut StdRng,
+    regions: &[&str],
+    round: u32,
+    writes: &mut Writes,
+    most: u32,
+    pause: bool,
+) {
+    for _ in 0..rng.random_range(1..most) {
+        let region = regions[rng.random_range(0..regions.len())];
+        let key = format!("k{}", rng.random_range(0..KEYS));
+        // Every value written is unique: the count of writes so far names it.
+        let counter = writes.values().map(Vec::len).sum::<usize>() + 1;
+        let (value, outcome) = if rng.random_bool(0.15) {
+            (
+                None,
+                try_call(
+                    db,
+                    region,
+                    "DeleteItem",
+                    json!({"TableName": "Crash", "Key": {"pk": {"S": key}}}),
+                ),
+            )
+        } else {
+            let value = format!("{region}-{round}-{counter}");
+            (
+                Some(value.clone()),
+                try_call(
+                    db,
+                    region,
+                    "PutItem",
+                    json!({"TableName": "Crash", "Item": {
+                        "pk": {"S": key}, "g": {"S": "g"}, "v": {"S": value}
+                    }}),
+                ),
+            )
+        };
+        let acknowledged = outcome.is_ok();
+        writes.entry(key).or_default().push((value, acknowledged));
+        if !acknowledged {
+            break;
+        }
+        if pause && rng.random_bool(0.2) {
+            // Give the replication thread time to work before the freeze.
+            std::thread::sleep(Duration::from_millis(rng.random_range(0..3)));
+        }
+    }
+}
+
 fn run_iteration(seed: u64) -> Result<(), String> {
     let mut rng = StdRng::seed_from_u64(seed);
     let sim = SimFs::new();
     let dir = Path::new("/shoal");
     let mut writes: Writes = BTreeMap::new();
     let mut unstreamed_in_a = Vec::new();
-    let mut counter = 0u32;
     for round in 0..rng.random_range(2..4) {
         let db = Database::open_with_fs(sim.fs(), dir, options())
             .map_err(|e| format!("round {round}: reopen failed: {e}"))?;
@@ -224,44 +279,7 @@ fn run_iteration(seed: u64) -> Result<(), String> {
             verify(&db, &writes, &unstreamed_in_a).map_err(|e| format!("round {round}: {e}"))?;
         }
         sim.freeze_after(Some(rng.random_range(0..600)));
-        for _ in 0..rng.random_range(1..60) {
-            let region = if rng.random_bool(0.5) { A } else { B };
-            let key = format!("k{}", rng.random_range(0..KEYS));
-            counter += 1;
-            let (value, outcome) = if rng.random_bool(0.15) {
-                (
-                    None,
-                    try_call(
-                        &db,
-                        region,
-                        "DeleteItem",
-                        json!({"TableName": "Crash", "Key": {"pk": {"S": key}}}),
-                    ),
-                )
-            } else {
-                let value = format!("{region}-{round}-{counter}");
-                (
-                    Some(value.clone()),
-                    try_call(
-                        &db,
-                        region,
-                        "PutItem",
-                        json!({"TableName": "Crash", "Item": {
-                            "pk": {"S": key}, "g": {"S": "g"}, "v": {"S": value}
-                        }}),
-                    ),
-                )
-            };
-            let acknowledged = outcome.is_ok();
-            writes.entry(key).or_default().push((value, acknowledged));
-            if !acknowledged {
-                break;
-            }
-            if rng.random_bool(0.2) {
-                // Give the replication thread time to work before the freeze.
-                std::thread::sleep(Duration::from_millis(rng.random_range(0..3)));
-            }
-        }
+        random_writes(&db, &mut rng, &[A, B], round, &mut writes, 60, true);
         sim.power_loss(rng.random());
         drop(db);
         sim.freeze_after(None);
@@ -280,6 +298,105 @@ fn every_acknowledged_write_reaches_both_regions_once_through_power_cuts() {
     );
     for seed in seeds {
         if let Err(message) = run_iteration(seed) {
+            panic!("seed {seed}: {message} (replay with SHOAL_GLOBAL_CRASH_SEED={seed})");
+        }
+    }
+}
+
+/// Multi-Region strong consistency through power cuts (`replication::strong`): table
+/// `Crash` in a strong group of three Regions, writes in all three, the disk frozen at a
+/// random I/O call (inside a writer's local commit or any of its applies elsewhere), power
+/// lost. Right after each open, before any replication could be waited for, the three
+/// Regions hold the same items, each key the value of its last acknowledged write (or of
+/// the write in flight, if it survived), every held value exactly once in each Region's
+/// stream and no value twice: an acknowledged write is neither lost nor doubled anywhere.
+fn run_strong_iteration(seed: u64) -> Result<(), String> {
+    const REGIONS: [&str; 3] = [A, "us-east-2", "us-west-2"];
+    let mut rng = StdRng::seed_from_u64(seed);
+    let sim = SimFs::new();
+    let dir = Path::new("/shoal");
+    let mut writes: Writes = BTreeMap::new();
+    for round in 0..rng.random_range(2..4) {
+        let db = Database::open_with_fs(sim.fs(), dir, options())
+            .map_err(|e| format!("round {round}: reopen failed: {e}"))?;
+        if round == 0 {
+            create(&db)?;
+            try_call(
+                &db,
+                A,
+                "UpdateTable",
+                json!({"TableName": "Crash", "MultiRegionConsistency": "STRONG", "ReplicaUpdates": [
+                    {"Create": {"RegionName": REGIONS[1]}}, {"Create": {"RegionName": REGIONS[2]}}
+                ]}),
+            )?;
+        } else {
+            verify_strong(&db, &REGIONS, &writes).map_err(|e| format!("round {round}: {e}"))?;
+        }
+        sim.freeze_after(Some(rng.random_range(0..600)));
+        random_writes(&db, &mut rng, &REGIONS, round, &mut writes, 40, false);
+        sim.power_loss(rng.random());
+        drop(db);
+        sim.freeze_after(None);
+    }
+    let db = Database::open_with_fs(sim.fs(), dir, options())
+        .map_err(|e| format!("last reopen failed: {e}"))?;
+    verify_strong(&db, &REGIONS, &writes).map_err(|e| format!("last round: {e}"))
+}
+
+/// What `run_strong_iteration` checks right after an open (its docs).
+fn verify_strong(db: &Database, regions: &[&str], writes: &Writes) -> Result<(), String> {
+    let held = items(db, regions[0])?;
+    for region in &regions[1..] {
+        let there = items(db, region)?;
+        if there != held {
+            return Err(format!(
+                "at open {region} holds {there:?}, {} holds {held:?}",
+                regions[0]
+            ));
+        }
+    }
+    let mut streams = Vec::with_capacity(regions.len());
+    for region in regions {
+        streams.push((*region, stream_values(db, region)?));
+    }
+    for (key, history) in writes {
+        let actual = held.get(key).cloned();
+        let allowed: Vec<Option<String>> = match history.iter().rposition(|(_, ack)| *ack) {
+            // The last acknowledged write (a delete too: it was applied everywhere), or a
+            // later one that was in flight.
+            Some(at) => history[at..].iter().map(|(v, _)| v.clone()).collect(),
+            None => std::iter::once(None)
+                .chain(history.iter().map(|(v, _)| v.clone()))
+                .collect(),
+        };
+        if !allowed.contains(&actual) {
+            return Err(format!("{key} holds {actual:?}; allowed {allowed:?}"));
+        }
+        for value in history.iter().filter_map(|(v, _)| v.as_ref()) {
+            for (region, counts) in &streams {
+                let count = counts.get(value).copied().unwrap_or_default();
+                if count > 1 || (actual.as_ref() == Some(value) && count != 1) {
+                    return Err(format!("{value} is {count} times in {region}'s stream"));
+                }
+            }
+        }
+    }
+    let report = db.check().map_err(|e| e.to_string())?;
+    if !report.is_sound() {
+        return Err(report.problems.join("; "));
+    }
+    Ok(())
+}
+
+#[test]
+fn strong_writes_are_in_every_region_at_open_through_power_cuts() {
+    let seeds = shoal_vfs::sim::crash_seeds(
+        "SHOAL_GLOBAL_CRASH_ITERATIONS",
+        "SHOAL_GLOBAL_CRASH_SEED",
+        12,
+    );
+    for seed in seeds {
+        if let Err(message) = run_strong_iteration(seed) {
             panic!("seed {seed}: {message} (replay with SHOAL_GLOBAL_CRASH_SEED={seed})");
         }
     }
