@@ -458,7 +458,11 @@ fn save_bench_report(dir: &Path) -> PathBuf {
 
 /// `shoal bench --model MODEL EXTRA...`, which must succeed: its standard output.
 fn run_bench(model: &Path, extra: &[&str]) -> Vec<u8> {
-    let run = Command::new(env!("CARGO_BIN_EXE_shoal"))
+    run_bench_with(Path::new(env!("CARGO_BIN_EXE_shoal")), model, extra)
+}
+
+fn run_bench_with(binary: &Path, model: &Path, extra: &[&str]) -> Vec<u8> {
+    let run = Command::new(binary)
         .args(["bench", "--model"])
         .arg(model)
         .args(extra)
@@ -720,7 +724,8 @@ fn the_console_shows_and_changes_a_live_server_in_a_browser() {
 /// `SHOAL_CONSOLE_ITEMS` items (1,000,000 by default), loaded by `shoal bench --model`. A
 /// page counts as loaded when it is drawn with its data (`data-drawn-at` on `main`, in ms
 /// since the document started loading); the median of 5 loads of each page is printed. Run
-/// by hand: `cargo test --test it console_page_load -- --ignored --nocapture`.
+/// by hand: `cargo test --test it console_page_load -- --ignored --nocapture`; with
+/// `SHOAL_CONSOLE_BINARY=target/release/shoal` the server (and the load) is that build.
 #[test]
 #[ignore = "a measurement: loads a million items"]
 fn console_page_load_at_a_million_items() {
@@ -731,8 +736,12 @@ fn console_page_load_at_a_million_items() {
         .ok()
         .and_then(|text| text.parse().ok())
         .unwrap_or(1_000_000);
+    let binary = std::env::var_os("SHOAL_CONSOLE_BINARY")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_shoal")));
+    eprintln!("server: {}", binary.display());
     let dir = tempfile::tempdir().expect("temporary directory");
-    let server = Server::start(&dir.path().join("data"), &["--console"]);
+    let server = Server::start_binary(&binary, &dir.path().join("data"), &["--console"]);
     let endpoint = server.endpoint.clone();
     let model = dir.path().join("model.json");
     let model_text = json!({
@@ -768,7 +777,7 @@ fn console_page_load_at_a_million_items() {
     });
     std::fs::write(&model, model_text.to_string()).expect("write model");
     let started = Instant::now();
-    run_bench(&model, &["--endpoint", &endpoint]);
+    run_bench_with(&binary, &model, &["--endpoint", &endpoint]);
     let described = api_ok(&endpoint, "DescribeTable", json!({"TableName": "Big"}));
     let count = described["Table"]["ItemCount"].as_u64().unwrap_or(0);
     eprintln!("loaded {count} items in {:.0?}", started.elapsed());

@@ -60,6 +60,11 @@ pub struct Server {
 impl Server {
     /// `shoal serve --port 0 --durability none --data-dir DATA_DIR EXTRA...`.
     pub fn start(data_dir: &Path, extra: &[&str]) -> Server {
+        Server::start_binary(Path::new(env!("CARGO_BIN_EXE_shoal")), data_dir, extra)
+    }
+
+    /// [`Server::start`] with another `shoal` binary (a measurement's release build).
+    pub fn start_binary(binary: &Path, data_dir: &Path, extra: &[&str]) -> Server {
         let mut args: Vec<&OsStr> = ["serve", "--port", "0", "--durability", "none"]
             .iter()
             .map(OsStr::new)
@@ -67,12 +72,16 @@ impl Server {
         args.push(OsStr::new("--data-dir"));
         args.push(data_dir.as_os_str());
         args.extend(extra.iter().map(OsStr::new));
-        Server::spawn(&args)
+        Server::spawn_binary(binary, &args)
     }
 
     /// `shoal ARGS...`, which must make it serve on port 0; waits until it listens.
     pub fn spawn<S: AsRef<OsStr>>(args: &[S]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_shoal"))
+        Server::spawn_binary(Path::new(env!("CARGO_BIN_EXE_shoal")), args)
+    }
+
+    fn spawn_binary<S: AsRef<OsStr>>(binary: &Path, args: &[S]) -> Server {
+        let mut child = Command::new(binary)
             .args(args)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
