@@ -69,8 +69,11 @@ pub struct CapacityMeter {
 #[derive(Debug, Default)]
 struct Totals {
     tables: BTreeMap<String, CapacityTotals>,
-    /// (table, index) → the index's arm.
-    indexes: BTreeMap<(String, String), CapacityTotals>,
+    /// table → index → the index's arm (nested, so that a request's names are looked up
+    /// without copying them; copied only the first time).
+    indexes: BTreeMap<String, BTreeMap<String, CapacityTotals>>,
+    /// Indexes tracked, over every table.
+    index_count: usize,
 }
 
 impl CapacityMeter {
@@ -99,15 +102,24 @@ impl CapacityMeter {
                 &entry.global_secondary_indexes,
             ];
             for (index, arm) in arms.into_iter().flatten().flatten() {
-                let key = (entry.table_name.clone(), index.clone());
-                if totals.indexes.len() >= INDEXES_MAX && !totals.indexes.contains_key(&key) {
-                    continue;
+                if !totals.indexes.contains_key(&entry.table_name) {
+                    totals
+                        .indexes
+                        .insert(entry.table_name.clone(), BTreeMap::new());
                 }
-                totals
-                    .indexes
-                    .entry(key)
-                    .or_default()
-                    .add(kind, arm.capacity_units);
+                let Some(of_table) = totals.indexes.get_mut(&entry.table_name) else {
+                    continue;
+                };
+                if !of_table.contains_key(index) {
+                    if totals.index_count >= INDEXES_MAX {
+                        continue;
+                    }
+                    totals.index_count += 1;
+                    of_table.insert(index.clone(), CapacityTotals::default());
+                }
+                if let Some(slot) = of_table.get_mut(index) {
+                    slot.add(kind, arm.capacity_units);
+                }
             }
         }
     }
@@ -128,7 +140,11 @@ impl CapacityMeter {
             .lock()
             .indexes
             .iter()
-            .map(|((table, index), totals)| (table.clone(), index.clone(), *totals))
+            .flat_map(|(table, indexes)| {
+                indexes
+                    .iter()
+                    .map(|(index, totals)| (table.clone(), index.clone(), *totals))
+            })
             .collect()
     }
 }
