@@ -163,9 +163,42 @@ impl Serialize for Base64<'_> {
 impl<'de> Deserialize<'de> for AttributeValue {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<AttributeValue, D::Error> {
         let json = Value::deserialize(deserializer)?;
-        AttributeValue::from_json(&json)
-            .map_err(|error| serde::de::Error::custom(error.to_serde_message()))
+        match AttributeValue::from_json(&json) {
+            Ok(value) => Ok(value),
+            Err(error) if value_refusals_deferred(&error) => Ok(AttributeValue::Null),
+            Err(error) => Err(serde::de::Error::custom(error.to_serde_message())),
+        }
     }
+}
+
+thread_local! {
+    /// Set only inside [`with_value_refusals_deferred`].
+    static VALUE_REFUSALS_DEFERRED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `decode` with the refusals of attribute values that DynamoDB makes after parsing
+/// (an empty value, two types, a bad number: the ValidationExceptions of this module)
+/// decoded as `NULL` instead. DynamoDB checks a request's member constraints ("N
+/// validation errors detected") before it looks at its attribute values (SPEC §7), but a
+/// request whose value fails to decode has no typed form to check them on: this gives it
+/// one, on the error path only. A payload of the wrong JSON type (a
+/// SerializationException) still fails: DynamoDB's front end refuses it before either.
+pub fn with_value_refusals_deferred<T>(decode: impl FnOnce() -> T) -> T {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            VALUE_REFUSALS_DEFERRED.with(|deferred| deferred.set(self.0));
+        }
+    }
+    let _reset = Reset(VALUE_REFUSALS_DEFERRED.with(|deferred| deferred.replace(true)));
+    decode()
+}
+
+/// Whether `error`, an attribute value's refusal, is to be deferred (see
+/// [`with_value_refusals_deferred`]).
+pub fn value_refusals_deferred(error: &ApiError) -> bool {
+    error.code == crate::ErrorCode::ValidationException
+        && VALUE_REFUSALS_DEFERRED.with(std::cell::Cell::get)
 }
 
 fn decode_value(json: &Value, depth: usize) -> Result<AttributeValue, ApiError> {
@@ -348,6 +381,24 @@ mod tests {
 
     use super::*;
     use crate::error::ErrorCode;
+
+    /// Deferral turns only the post-parse refusals into NULL, and only inside the call.
+    #[test]
+    fn deferred_refusals_decode_as_null_inside_the_call_only() {
+        let empty = json!({});
+        let deferred = with_value_refusals_deferred(|| AttributeValue::deserialize(&empty));
+        assert_eq!(deferred.unwrap(), AttributeValue::Null);
+        let wrong_type = json!({"N": 5});
+        let deferred = with_value_refusals_deferred(|| AttributeValue::deserialize(&wrong_type));
+        assert!(
+            deferred.is_err(),
+            "a SerializationException is never deferred"
+        );
+        assert!(
+            AttributeValue::deserialize(&empty).is_err(),
+            "the flag was reset"
+        );
+    }
 
     fn decode(json: Value) -> AttributeValue {
         AttributeValue::from_json(&json).unwrap()

@@ -268,7 +268,7 @@ impl Database {
         B: RequestBody,
         E: Encoding,
     {
-        let mut input: I = body.decode_naming_expressions(I::EXPRESSION_MEMBERS)?;
+        let mut input: I = body.decode_in_order(I::EXPRESSION_MEMBERS, I::member_constraints)?;
         let requested = input.return_consumed_capacity();
         let client_asked = requested.as_deref().is_some_and(|r| r != "NONE");
         // The meter keeps totals per index too, so it asks for INDEXES and gives the client
@@ -429,34 +429,46 @@ pub const SUPPORTED_OPERATIONS: &[&str] = &[
 ];
 
 /// A data-plane input: its ReturnConsumedCapacity, as the client sent it.
-trait MeteredInput {
+trait MeteredInput: Sized {
     /// The expression members of the request that ExpressionAttributeNames may serve.
     const EXPRESSION_MEMBERS: &'static [&'static str] = &[];
     fn return_consumed_capacity(&mut self) -> &mut Option<String>;
+    /// The member constraints the operation checks (again) itself, for a body whose
+    /// attribute values fail to decode ([`RequestBody::decode_in_order`]).
+    fn member_constraints(&self) -> Result<(), ApiError> {
+        Ok(())
+    }
 }
 
 macro_rules! metered_inputs {
-    ($($input:ty $(: $members:expr)?),*) => {$(
+    ($($input:ty $(: $members:expr)? $(=> $constraints:expr)?),*) => {$(
         impl MeteredInput for $input {
             $(const EXPRESSION_MEMBERS: &'static [&'static str] = $members;)?
             fn return_consumed_capacity(&mut self) -> &mut Option<String> {
                 &mut self.return_consumed_capacity
             }
+            $(fn member_constraints(&self) -> Result<(), ApiError> {
+                $constraints(self).map(drop)
+            })?
         }
     )*};
 }
 
+// The batches and transactions are left out of the constraints-first order: what DynamoDB
+// checks of them before their values (counts, shapes, one operation an action) is not
+// known well enough to move.
 metered_inputs!(
-    PutItemInput: &["ConditionExpression"],
-    GetItemInput: &["ProjectionExpression"],
-    UpdateItemInput: &["UpdateExpression", "ConditionExpression"],
-    DeleteItemInput: &["ConditionExpression"],
+    PutItemInput: &["ConditionExpression"] => PutItemInput::check_constraints,
+    GetItemInput: &["ProjectionExpression"] => GetItemInput::check_constraints,
+    UpdateItemInput: &["UpdateExpression", "ConditionExpression"] => UpdateItemInput::check_constraints,
+    DeleteItemInput: &["ConditionExpression"] => DeleteItemInput::check_constraints,
     BatchWriteItemInput,
     BatchGetItemInput,
     TransactWriteItemsInput,
     TransactGetItemsInput,
-    QueryRequest: &["KeyConditionExpression", "FilterExpression", "ProjectionExpression"],
-    ScanRequest: &["FilterExpression", "ProjectionExpression"],
+    QueryRequest: &["KeyConditionExpression", "FilterExpression", "ProjectionExpression"]
+        => crate::api::query::query_constraints,
+    ScanRequest: &["FilterExpression", "ProjectionExpression"] => crate::api::query::scan_constraints,
     ExecuteStatementInput,
     BatchExecuteStatementInput,
     ExecuteTransactionInput
@@ -465,17 +477,19 @@ metered_inputs!(
 /// Where a request's input comes from.
 trait RequestBody: Sized {
     fn decode<T: DeserializeOwned>(self) -> Result<T, ApiError> {
-        self.decode_naming_expressions(&[])
+        self.decode_in_order(&[], |_| Ok(()))
     }
 
-    /// Decodes a request whose ExpressionAttributeNames may serve `expressions`: DynamoDB
-    /// refuses names given without any of them ("… can only be specified when using
-    /// expressions") before it looks at the attribute values, so when an attribute value
-    /// fails to decode (empty, two types, …) that refusal comes first. The names are looked
-    /// for only when decoding has failed: a good request pays nothing.
-    fn decode_naming_expressions<T: DeserializeOwned>(
+    /// Decodes a request, answering a body that fails to decode with the refusal DynamoDB
+    /// gives first (SPEC §7: member constraints, then the rest): when an attribute value
+    /// fails (empty, two types, …), the request's `constraints` ("N validation errors
+    /// detected") come before it, and so does the refusal of ExpressionAttributeNames given
+    /// without any of `expressions` ("… can only be specified when using expressions").
+    /// Both are looked for only when decoding has failed: a good request pays nothing.
+    fn decode_in_order<T: DeserializeOwned>(
         self,
         expressions: &[&str],
+        constraints: fn(&T) -> Result<(), ApiError>,
     ) -> Result<T, ApiError>;
 }
 
@@ -490,27 +504,47 @@ fn names_alone(body: &Value, expressions: &[&str]) -> bool {
             .all(|member| body.get(*member).is_none_or(Value::is_null))
 }
 
-/// `error`, a decoding error, or the refusal of names given alone when it is a
-/// ValidationException (an attribute value's) and they are.
-fn names_refused_first(error: ApiError, names_alone: bool) -> ApiError {
-    if names_alone && error.code == ErrorCode::ValidationException {
-        ApiError::validation(
-            "ExpressionAttributeNames can only be specified when using expressions",
-        )
-    } else {
-        error
+/// The refusal DynamoDB gives first for `body`, which failed to decode with `error`. An
+/// attribute value's refusal (a ValidationException) comes after the member constraints,
+/// checked on the body with its refused values decoded as NULL, and after the refusal of
+/// names given alone; a protocol error (SerializationException) comes before both.
+fn first_refusal<T: DeserializeOwned>(
+    error: ApiError,
+    body: &Value,
+    expressions: &[&str],
+    constraints: fn(&T) -> Result<(), ApiError>,
+) -> ApiError {
+    if error.code != ErrorCode::ValidationException {
+        return error;
     }
+    let deferred = shoal_model::json::with_value_refusals_deferred(|| T::deserialize(body));
+    if let Ok(Err(constraint_refusal)) = deferred.map(|input| constraints(&input)) {
+        return constraint_refusal;
+    }
+    if names_alone(body, expressions) {
+        return ApiError::validation(
+            "ExpressionAttributeNames can only be specified when using expressions",
+        );
+    }
+    error
 }
 
-/// A parsed body (embedded callers, the scenario runner).
+/// A parsed body (embedded callers, the scenario runner). Decoded from a reference so the
+/// error path still has the body.
 impl RequestBody for Value {
-    fn decode_naming_expressions<T: DeserializeOwned>(
+    fn decode_in_order<T: DeserializeOwned>(
         self,
         expressions: &[&str],
+        constraints: fn(&T) -> Result<(), ApiError>,
     ) -> Result<T, ApiError> {
-        // Read before the body is consumed: a few map lookups.
-        let alone = names_alone(&self, expressions);
-        decode(self).map_err(|error| names_refused_first(error, alone))
+        if !self.is_object() {
+            // `decode` refuses it with DynamoDB's text.
+            return decode(self);
+        }
+        T::deserialize(&self).map_err(|error| {
+            let error = ApiError::from_serde_message(&error.to_string());
+            first_refusal(error, &self, expressions, constraints)
+        })
     }
 }
 
@@ -519,9 +553,10 @@ impl RequestBody for Value {
 struct JsonText<'a>(&'a [u8]);
 
 impl RequestBody for JsonText<'_> {
-    fn decode_naming_expressions<T: DeserializeOwned>(
+    fn decode_in_order<T: DeserializeOwned>(
         self,
         expressions: &[&str],
+        constraints: fn(&T) -> Result<(), ApiError>,
     ) -> Result<T, ApiError> {
         let is_object = self.0.trim_ascii_start().first() == Some(&b'{');
         if is_object {
@@ -529,11 +564,10 @@ impl RequestBody for JsonText<'_> {
                 return Ok(input);
             }
         }
+        // The error path only: parsed to find the refusal that comes first.
         let value: Value =
             serde_json::from_slice(self.0).map_err(|_| ApiError::malformed_json())?;
-        // The error path only: the parsed body is consulted before it is consumed.
-        let alone = names_alone(&value, expressions);
-        decode(value).map_err(|error| names_refused_first(error, alone))
+        value.decode_in_order(expressions, constraints)
     }
 }
 

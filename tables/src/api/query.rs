@@ -79,17 +79,22 @@ fn start_key<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Item>,
     let Some(json) = Option::<serde_json::Value>::deserialize(deserializer)? else {
         return Ok(None);
     };
-    shoal_model::item_from_json(&json)
-        .map(Some)
-        .map_err(|error| {
-            let error = match error.code {
-                ErrorCode::ValidationException => {
-                    ApiError::validation(format!("{INVALID_START_KEY}: {}", error.message))
-                }
-                _ => error,
-            };
-            serde::de::Error::custom(error.to_serde_message())
-        })
+    match shoal_model::item_from_json(&json) {
+        Err(error) if shoal_model::json::value_refusals_deferred(&error) => {
+            return Ok(Some(shoal_model::Item::new()))
+        }
+        decoded => decoded,
+    }
+    .map(Some)
+    .map_err(|error| {
+        let error = match error.code {
+            ErrorCode::ValidationException => {
+                ApiError::validation(format!("{INVALID_START_KEY}: {}", error.message))
+            }
+            _ => error,
+        };
+        serde::de::Error::custom(error.to_serde_message())
+    })
 }
 
 /// The answer to a Query or a Scan: one page.

@@ -690,3 +690,95 @@ fn bad_start_key_values_are_refused_as_starting_keys() {
         "The provided starting key is invalid: The provided key element does not match the schema"
     );
 }
+
+/// DynamoDB checks a request's member constraints before its attribute values (SPEC §7:
+/// constraints, then semantic validation), so a request with both a bad enum member and an
+/// empty value gets the constraint's envelope, whether the value is a start key, a key, an
+/// item or an expression value. The neighbours keep their order: a value of the wrong JSON
+/// type is still the protocol's SerializationException (refused before either), a bad value
+/// with good members keeps its own text, and names given alone still come before the value.
+#[test]
+fn member_constraints_come_before_attribute_value_refusals() {
+    let db = open();
+    let capacity = "1 validation error detected: Value 'LOTS' at 'returnConsumedCapacity' failed to satisfy constraint: Member must satisfy enum value set: [INDEXES, TOTAL, NONE]";
+    for (operation, body) in [
+        (
+            "Query",
+            r#"{"TableName":"Tbl","KeyConditionExpression":"k = :k","ExpressionAttributeValues":{":k":{"S":"a"}},"ExclusiveStartKey":{"k":{}},"ReturnConsumedCapacity":"LOTS"}"#,
+        ),
+        (
+            "Scan",
+            r#"{"TableName":"Tbl","ExclusiveStartKey":{"k":{"S":"a","N":"1"}},"ReturnConsumedCapacity":"LOTS"}"#,
+        ),
+        (
+            "GetItem",
+            r#"{"TableName":"Tbl","Key":{"k":{}},"ReturnConsumedCapacity":"LOTS"}"#,
+        ),
+        (
+            "PutItem",
+            r#"{"TableName":"Tbl","Item":{"k":{"S":"a"},"n":{"N":"x"}},"ReturnConsumedCapacity":"LOTS"}"#,
+        ),
+        (
+            "DeleteItem",
+            r#"{"TableName":"Tbl","Key":{"k":{"NULL":false}},"ReturnConsumedCapacity":"LOTS"}"#,
+        ),
+        (
+            "UpdateItem",
+            r#"{"TableName":"Tbl","Key":{"k":{"S":"a"}},"UpdateExpression":"SET v = :v","ExpressionAttributeValues":{":v":{}},"ReturnConsumedCapacity":"LOTS"}"#,
+        ),
+    ] {
+        let answer = error(&db, operation, body);
+        assert_eq!(
+            (answer.code, answer.message.as_str()),
+            (ErrorCode::ValidationException, capacity),
+            "{operation} {body}"
+        );
+        let parsed: Value = serde_json::from_str(body).unwrap();
+        assert_eq!(
+            db.execute(operation, parsed).unwrap_err().message,
+            capacity,
+            "{operation} {body}, parsed"
+        );
+    }
+    // Two constraints and a bad start key: both constraints, in one envelope.
+    let two = r#"{"TableName":"Tbl","ExclusiveStartKey":{"k":{}},"Limit":0,"Select":"SOME"}"#;
+    let answer = error(&db, "Scan", two);
+    assert!(
+        answer.message.starts_with("2 validation errors detected: "),
+        "{}",
+        answer.message
+    );
+
+    // The wrong JSON type is refused before the constraints, as before.
+    let wrong_type =
+        r#"{"TableName":"Tbl","ExclusiveStartKey":{"k":{"N":5}},"ReturnConsumedCapacity":"LOTS"}"#;
+    assert_eq!(
+        error(&db, "Scan", wrong_type).code,
+        ErrorCode::SerializationException
+    );
+    // Good members: the value's own text stands.
+    assert_eq!(
+        error(
+            &db,
+            "GetItem",
+            r#"{"TableName":"Tbl","Key":{"k":{}},"ReturnConsumedCapacity":"TOTAL"}"#
+        )
+        .message,
+        shoal_model::json::EMPTY_VALUE_MESSAGE
+    );
+    // Names given alone with good members still come before the value.
+    assert_eq!(
+        error(
+            &db,
+            "GetItem",
+            r##"{"TableName":"Tbl","Key":{"k":{}},"ExpressionAttributeNames":{"#x":"x"},"ReturnConsumedCapacity":"TOTAL"}"##
+        )
+        .message,
+        "ExpressionAttributeNames can only be specified when using expressions"
+    );
+    // A good request decodes as before, and nothing was written by the refused ones.
+    assert_eq!(
+        call(&db, "Scan", r#"{"TableName":"Tbl"}"#).unwrap()["Count"],
+        json!(0)
+    );
+}
