@@ -312,7 +312,7 @@ impl Database {
                 };
                 let mut drained = false;
                 for _ in 0..DRAIN_PASSES_MAX {
-                    match drain(&self.core, None, source, destination) {
+                    match drain(&self.core, None, source, destination, &mut Vec::new()) {
                         Ok(true) => {}
                         Ok(false) => {
                             drained = true;

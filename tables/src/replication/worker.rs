@@ -112,6 +112,19 @@ struct Backfills {
     running: HashMap<String, (Arc<Snapshot>, Option<Vec<u8>>)>,
 }
 
+/// Where each queue's next pass starts: (source TableId, destination TableId) → the key of
+/// the last change the thread applied from it. Without it every pass would seek the queue's
+/// start and walk past the tombstones of what earlier passes applied, until compaction
+/// dropped them (10,000 queued changes drained at 2,600–8,700 a second). Starting after it
+/// misses nothing: a queue entry's key ends with its write's sequence number, and the
+/// engine publishes sequence numbers in order, so an entry committed after a pass read the
+/// queue sorts after everything that pass saw. Held in memory only: after a restart a
+/// queue is read from its start once.
+#[derive(Default)]
+struct Resume {
+    after: HashMap<(String, String), Vec<u8>>,
+}
+
 /// Starts the thread.
 pub(crate) fn spawn(
     core: Core,
@@ -122,8 +135,9 @@ pub(crate) fn spawn(
         .name("shoal-replication".into())
         .spawn(move || {
             let mut backfills = Backfills::default();
+            let mut resume = Resume::default();
             while !control.stop.load(Ordering::Acquire) {
-                let busy = match pass(&core, &control, &mut backfills) {
+                let busy = match pass(&core, &control, &mut backfills, &mut resume) {
                     Ok(busy) => busy,
                     Err(error) => {
                         tracing::warn!(%error.message, "replication pass failed; retried");
@@ -139,12 +153,21 @@ pub(crate) fn spawn(
 }
 
 /// One pass over every member: true when there is more to do at once.
-fn pass(core: &Core, control: &Control, backfills: &mut Backfills) -> Result<bool, ApiError> {
+fn pass(
+    core: &Core,
+    control: &Control,
+    backfills: &mut Backfills,
+    resume: &mut Resume,
+) -> Result<bool, ApiError> {
     let catalog: Catalog = core.catalog.read().clone();
     let mut busy = false;
     backfills
         .running
         .retain(|id, _| catalog.values().any(|table| table.id == *id));
+    resume.after.retain(|(source, destination), _| {
+        catalog.values().any(|table| table.id == *source)
+            && catalog.values().any(|table| table.id == *destination)
+    });
     for table in catalog.values() {
         let Some(replication) = &table.replication else {
             continue;
@@ -176,7 +199,11 @@ fn pass(core: &Core, control: &Control, backfills: &mut Backfills) -> Result<boo
             if destination.id != member.table_id {
                 continue;
             }
-            match drain(core, lag, table, destination) {
+            let after = resume
+                .after
+                .entry((table.id.clone(), destination.id.clone()))
+                .or_default();
+            match drain(core, lag, table, destination, after) {
                 Ok(full) => busy |= full,
                 // The destination's definition changed: the next pass reads it again.
                 Err(error) if error.code == ErrorCode::InternalServerError => {
@@ -199,23 +226,31 @@ fn pass(core: &Core, control: &Control, backfills: &mut Backfills) -> Result<boo
 
 /// Applies the due changes at the head of `source`'s queue for `destination` (all of them
 /// without `lag`: a strong group's); true when a full batch was applied (more may be due).
-/// A change that cannot be applied stops the queue and is the error.
+/// A change that cannot be applied stops the queue and is the error. The queue is read
+/// from after the key in `after` (empty: from its start; see [`Resume`]), which is moved
+/// past each change applied.
 pub(crate) fn drain(
     core: &Core,
     lag: Option<&Control>,
     source: &TableDef,
     destination: &TableDef,
+    after: &mut Vec<u8>,
 ) -> Result<bool, ApiError> {
     let Some(replication) = &source.replication else {
         return Ok(false);
     };
     let prefix = queue_prefix(&destination.id);
     let end = keys::prefix_successor(&prefix).unwrap_or_else(queues_end);
+    let start = if after.starts_with(&prefix) {
+        Bound::Excluded(after.as_slice())
+    } else {
+        Bound::Included(prefix.as_slice())
+    };
     let entries = core
         .db
         .scan(
             replication.tree,
-            Bound::Included(prefix.as_slice()),
+            start,
             Bound::Excluded(end.as_slice()),
             Direction::Forward,
             None,
@@ -238,6 +273,7 @@ pub(crate) fn drain(
             key,
         };
         apply_change(core, destination, &stamp, &change, Some(&dequeue))?;
+        *after = dequeue.key;
     }
     Ok(full)
 }
