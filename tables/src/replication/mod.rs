@@ -40,6 +40,7 @@
 pub mod apply;
 pub mod feature;
 pub mod members;
+pub mod overrides;
 pub mod regions;
 pub mod stamp;
 pub mod status;

@@ -30,6 +30,7 @@ mod export;
 mod global_tables;
 mod global_tables_crash;
 mod global_tables_model;
+mod global_tables_overrides;
 mod global_tables_strong;
 mod gsi_multi_attribute;
 mod gsi_multi_attribute_model;
