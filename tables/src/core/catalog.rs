@@ -462,6 +462,11 @@ pub enum ReplicaStatus {
     /// Being filled with the source's items.
     Creating,
     Active,
+    /// Disassociating (ReplicaUpdates `Disassociate`, `replication::disassociate`): its
+    /// writes are no longer queued, and once what it had queued has reached the others it
+    /// leaves the group. DescribeTable shows it UPDATING (SPEC-3 §2.2 has no status of its
+    /// own for it).
+    Leaving,
 }
 
 impl ReplicaStatus {
@@ -469,6 +474,7 @@ impl ReplicaStatus {
         match self {
             ReplicaStatus::Creating => "CREATING",
             ReplicaStatus::Active => "ACTIVE",
+            ReplicaStatus::Leaving => "UPDATING",
         }
     }
 }

@@ -39,8 +39,10 @@ use crate::core::clock::now_millis;
 use crate::core::error::internal;
 use crate::core::region;
 use crate::core::stats;
+use crate::core::store::Core;
 use crate::database::Database;
 use crate::emulation::transient::TransientStatus;
+use crate::replication::disassociate::{self, DISASSOCIATE_ALONE, DISASSOCIATION_MODES};
 use crate::replication::overrides::{self, RequestedOverrides};
 use crate::replication::regions::{is_supported, unsupported_message};
 use crate::replication::strong::{self, WITNESSES_MAX};
@@ -92,6 +94,8 @@ pub(crate) enum ReplicaChange {
     Create(Vec<String>),
     Delete(Vec<String>),
     Update(Vec<String>),
+    /// The Region a Disassociate names (`disassociate`).
+    Disassociate(String),
 }
 
 /// A `GlobalTableWitnessUpdates` action (SPEC-3 §2.1: at most one).
@@ -166,6 +170,26 @@ pub(crate) fn parse_replica_updates(
                 }
                 if matches!(member, "create" | "update") {
                     overrides = overrides::parse(&action.settings, &path, &mut problems)?;
+                }
+                if member == "disassociate" {
+                    let mode_path = format!("{path}.disassociationMode");
+                    match action.settings.get("DisassociationMode") {
+                        None | Some(serde_json::Value::Null) => {
+                            problems.push(violation(None, &mode_path, NOT_NULL))
+                        }
+                        Some(serde_json::Value::String(mode))
+                            if DISASSOCIATION_MODES.contains(&mode.as_str()) => {}
+                        Some(other) => {
+                            let shown = other
+                                .as_str()
+                                .map_or_else(|| other.to_string(), str::to_string);
+                            problems.push(violation(
+                                Some(&shown),
+                                &mode_path,
+                                &enum_value_set(DISASSOCIATION_MODES),
+                            ));
+                        }
+                    }
                 }
             }
         }
@@ -263,6 +287,12 @@ pub(crate) fn parse_replica_updates(
             actions.push((kind, region, action));
         }
     }
+    // A Disassociate is the request's only replica or witness update (SPEC-3 §2.1).
+    if actions.iter().any(|(kind, _, _)| *kind == "Disassociate")
+        && (updates.len() > 1 || witness.is_some())
+    {
+        return Err(ApiError::validation(DISASSOCIATE_ALONE));
+    }
     let first_kind = actions.first().map(|(kind, _, _)| *kind);
     if strong.is_some() && first_kind.is_some_and(|kind| kind != "Create") {
         return Err(ApiError::validation(strong::ONLY_CREATES));
@@ -304,9 +334,7 @@ pub(crate) fn parse_replica_updates(
             }
             ReplicaChange::Update(targets())
         }
-        _ => return Err(ApiError::validation(
-            "Shoal does not support ReplicaUpdates Disassociate; delete the replica with ReplicaUpdates Delete or DeleteTable instead",
-        )),
+        _ => ReplicaChange::Disassociate(targets().into_iter().next().unwrap_or_default()),
     };
     Ok(GroupChange {
         replicas,
@@ -335,9 +363,16 @@ impl Database {
         change: &GroupChange,
     ) -> Result<Vec<String>, ApiError> {
         let local = table.region.clone().unwrap_or_else(region::current);
-        let (ReplicaChange::Create(targets)
-        | ReplicaChange::Delete(targets)
-        | ReplicaChange::Update(targets)) = &change.replicas;
+        let targets = match &change.replicas {
+            ReplicaChange::Create(targets)
+            | ReplicaChange::Delete(targets)
+            | ReplicaChange::Update(targets) => targets,
+            ReplicaChange::Disassociate(target) => {
+                self.check_no_member_busy(table)?;
+                self.disassociate(table, &local, target, || not_members_message(&[target]))?;
+                return Ok(Vec::new());
+            }
+        };
         // An Update may name the caller's own Region: its overrides are what the other
         // Regions show for it.
         if targets.contains(&local) && !matches!(change.replicas, ReplicaChange::Update(_)) {
@@ -393,6 +428,8 @@ impl Database {
                     return Err(ApiError::validation(MIXED_ACTIONS));
                 }
             }
+            // Carried out above.
+            ReplicaChange::Disassociate(_) => {}
             ReplicaChange::Delete(_) => {
                 let strangers: Vec<&str> = targets
                     .iter()
@@ -427,18 +464,7 @@ impl Database {
                 }
             }
         }
-        for member in &members {
-            let creating = catalog
-                .get(&catalog_key(&table.name, Some(&member.region)))
-                .and_then(|m| m.replication.as_ref())
-                .is_some_and(|r| r.status == ReplicaStatus::Creating);
-            if creating {
-                return Err(ApiError::validation(format!(
-                    "Create/Update/Delete of replica is not allowed while the replica is being added to table with name: \u{2018}{}\u{2019} in region: \u{2018}{}\u{2019}.",
-                    table.name, member.region
-                )));
-            }
-        }
+        self.check_no_member_busy(table)?;
         match &change.replicas {
             ReplicaChange::Create(targets) => {
                 let witness = match &change.witness {
@@ -470,6 +496,8 @@ impl Database {
                 self.update_overrides(table, targets, &change.overrides)?;
                 Ok(targets.clone())
             }
+            // Carried out above.
+            ReplicaChange::Disassociate(_) => Ok(Vec::new()),
             ReplicaChange::Delete(targets) => {
                 let mut replicas = Vec::with_capacity(targets.len());
                 for target in targets {
@@ -500,6 +528,37 @@ impl Database {
                 Ok(Vec::new())
             }
         }
+    }
+
+    /// Refuses a replica action while a member of `table`'s group is being added (SPEC-3
+    /// §2.1's text) or is disassociating (its bare ResourceInUseException).
+    fn check_no_member_busy(&self, table: &TableDef) -> Result<(), ApiError> {
+        let Some(replication) = &table.replication else {
+            return Ok(());
+        };
+        let catalog = self.catalog.read();
+        for member in &replication.members {
+            let status = catalog
+                .get(&catalog_key(&table.name, Some(&member.region)))
+                .and_then(|m| m.replication.as_ref())
+                .map(|r| r.status);
+            match status {
+                Some(ReplicaStatus::Creating) => {
+                    return Err(ApiError::validation(format!(
+                        "Create/Update/Delete of replica is not allowed while the replica is being added to table with name: \u{2018}{}\u{2019} in region: \u{2018}{}\u{2019}.",
+                        table.name, member.region
+                    )));
+                }
+                Some(ReplicaStatus::Leaving) => {
+                    return Err(ApiError::new(
+                        ErrorCode::ResourceInUseException,
+                        disassociate::IN_USE_MESSAGE,
+                    ));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     /// Stores the overrides `requested` asks of each member in `targets` (checked against
@@ -772,7 +831,9 @@ impl Database {
         tracing::info!(table = %source.name, from = %local, to = ?targets, strong, "replicas created; backfill starts");
         Ok(())
     }
+}
 
+impl Core {
     /// What taking `leaving` out of its global table changes besides its own trees: the
     /// other members' definitions (edits), and the replication trees that go (its own, and
     /// the last other member's when that one is left alone, which stays a table of its
@@ -816,7 +877,9 @@ impl Database {
         }
         Ok((trees, edits))
     }
+}
 
+impl Database {
     /// Adds DescribeTable's global table members to `description` of `table` (SPEC-3
     /// §2.2): nothing for a table in no group.
     pub(crate) fn describe_members(&self, table: &TableDef, description: &mut TableDescription) {

@@ -33,6 +33,7 @@ use crate::core::locks::STRIPES;
 use crate::core::store::Core;
 use crate::emulation::lag::Lag;
 use crate::replication::apply::{apply_change, stored_stamp, Dequeue};
+use crate::replication::disassociate;
 use crate::replication::feature::region_of;
 use crate::replication::stamp::Stamp;
 use crate::replication::tree::{
@@ -192,6 +193,10 @@ fn pass(core: &Core, control: &Control, backfills: &mut Backfills) -> Result<boo
                     );
                 }
             }
+        }
+        // A member disassociating leaves once what it queued has been applied.
+        if replication.status == ReplicaStatus::Leaving {
+            busy |= disassociate::finish(core, table)?;
         }
     }
     Ok(busy)

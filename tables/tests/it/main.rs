@@ -29,6 +29,7 @@ mod eventual_consistency;
 mod export;
 mod global_tables;
 mod global_tables_crash;
+mod global_tables_disassociate;
 mod global_tables_model;
 mod global_tables_overrides;
 mod global_tables_strong;
