@@ -194,9 +194,10 @@ fn pass(core: &Core, control: &Control, backfills: &mut Backfills) -> Result<boo
                 }
             }
         }
-        // A member disassociating leaves once what it queued has been applied.
-        if replication.status == ReplicaStatus::Leaving {
-            busy |= disassociate::finish(core, table)?;
+        // A member disassociating leaves once what it queued has been applied; the pass
+        // ends there, as its catalog names trees that left with it.
+        if replication.status == ReplicaStatus::Leaving && disassociate::finish(core, table)? {
+            return Ok(true);
         }
     }
     Ok(busy)
