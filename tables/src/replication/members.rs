@@ -389,6 +389,20 @@ impl Database {
             .unwrap_or_default();
         let is_member = |target: &str| members.iter().any(|member| member.region == target);
         let catalog = self.catalog.read().clone();
+        // An Update or Delete names members only.
+        if matches!(
+            change.replicas,
+            ReplicaChange::Update(_) | ReplicaChange::Delete(_)
+        ) {
+            let strangers: Vec<&str> = targets
+                .iter()
+                .map(String::as_str)
+                .filter(|target| !is_member(target))
+                .collect();
+            if !strangers.is_empty() {
+                return Err(ApiError::validation(not_members_message(&strangers)));
+            }
+        }
         match &change.replicas {
             ReplicaChange::Create(_) => {
                 if strong_group {
@@ -416,14 +430,6 @@ impl Database {
                 }
             }
             ReplicaChange::Update(_) => {
-                let strangers: Vec<&str> = targets
-                    .iter()
-                    .map(String::as_str)
-                    .filter(|target| !is_member(target))
-                    .collect();
-                if !strangers.is_empty() {
-                    return Err(ApiError::validation(not_members_message(&strangers)));
-                }
                 if change.witness.is_some() {
                     return Err(ApiError::validation(MIXED_ACTIONS));
                 }
@@ -431,14 +437,6 @@ impl Database {
             // Carried out above.
             ReplicaChange::Disassociate(_) => {}
             ReplicaChange::Delete(_) => {
-                let strangers: Vec<&str> = targets
-                    .iter()
-                    .map(String::as_str)
-                    .filter(|target| !is_member(target))
-                    .collect();
-                if !strangers.is_empty() {
-                    return Err(ApiError::validation(not_members_message(&strangers)));
-                }
                 let group_witness = table.replication.as_ref().and_then(|r| r.witness.clone());
                 match &change.witness {
                     Some(WitnessChange::Delete(witness))

@@ -14,7 +14,9 @@ use shoal_tables::{
     Clock, Database, Durability, EmulationOptions, Lag, Options, ReplicationOptions, StorageOptions,
 };
 
-use crate::global_tables::{add_replica, call, create_table, ok, options, settle};
+use crate::global_tables::{
+    add_replica, call, create_table, create_table_billed, ok, options, settle,
+};
 
 const A: &str = "us-east-1";
 const B: &str = "eu-west-1";
@@ -37,25 +39,14 @@ fn describe(db: &Database, region: &str, name: &str) -> Value {
 
 /// Table `name` in `region`: PROVISIONED (10 RCU, 5 WCU) with GSI ByG (4 RCU, 2 WCU).
 fn create_provisioned(db: &Database, region: &str, name: &str) {
-    ok(
+    create_table_billed(
         db,
         region,
-        "CreateTable",
-        &json!({
-            "TableName": name,
-            "AttributeDefinitions": [
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "g", "AttributeType": "S"}
-            ],
-            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
-            "GlobalSecondaryIndexes": [{
-                "IndexName": "ByG",
-                "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
-                "Projection": {"ProjectionType": "ALL"},
-                "ProvisionedThroughput": {"ReadCapacityUnits": 4, "WriteCapacityUnits": 2}
-            }],
-            "ProvisionedThroughput": {"ReadCapacityUnits": 10, "WriteCapacityUnits": 5}
-        }),
+        name,
+        Some((
+            json!({"ReadCapacityUnits": 10, "WriteCapacityUnits": 5}),
+            json!({"ReadCapacityUnits": 4, "WriteCapacityUnits": 2}),
+        )),
     );
 }
 
