@@ -5,7 +5,8 @@
 //! the heal, and kill -9 of the server under writes in both Regions: every acknowledged
 //! write is in both Regions after the restart. And a strong group (MultiRegionConsistency
 //! STRONG with a witness) formed through the SDK, whose writes are readable in the other
-//! Region at once though the asynchronous lag is a minute.
+//! Region at once though the asynchronous lag is a minute. And a replica's overrides set
+//! and read back through the SDK's types, then its Disassociate.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -14,8 +15,10 @@ use std::time::{Duration, Instant};
 use aws_sdk_dynamodb::config::Region;
 use aws_sdk_dynamodb::types::{
     AttributeValue, BillingMode, CreateGlobalTableWitnessGroupMemberAction,
-    CreateReplicationGroupMemberAction, GlobalTableWitnessGroupUpdate, MultiRegionConsistency,
-    ReplicaStatus, ReplicationGroupUpdate,
+    CreateReplicationGroupMemberAction, DisassociateReplicationGroupMemberAction,
+    DisassociationMode, GlobalTableWitnessGroupUpdate, MultiRegionConsistency,
+    OnDemandThroughputOverride, ReplicaStatus, ReplicationGroupUpdate, TableClass, TableStatus,
+    UpdateReplicationGroupMemberAction,
 };
 use aws_sdk_dynamodb::Client;
 
@@ -186,6 +189,99 @@ async fn two_regions_replicate_through_the_sdk_and_the_admin_api_cuts_and_heals(
     assert_eq!(get(&client_b, "x").await.as_deref(), Some("b-later"));
     let (status, body) = server.http("POST", "/shoal/replication", r#"{"lagMs": "never"}"#);
     assert_eq!(status, 400, "{body}");
+    server.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replicas_overrides_and_its_disassociation_through_the_sdk() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--admin", "--replication-lag-ms", "0-20"]);
+    let (client_a, client_b) = (client_in(&server, A), client_in(&server, B));
+    create_global_table(&client_a).await;
+    settle(&server, &client_a).await;
+    let updated = client_b
+        .update_table()
+        .table_name("Orders")
+        .replica_updates(
+            ReplicationGroupUpdate::builder()
+                .update(
+                    UpdateReplicationGroupMemberAction::builder()
+                        .region_name(B)
+                        .on_demand_throughput_override(
+                            OnDemandThroughputOverride::builder()
+                                .max_read_request_units(40)
+                                .build(),
+                        )
+                        .table_class_override(TableClass::StandardInfrequentAccess)
+                        .build()
+                        .unwrap(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        updated.table_description().unwrap().table_status(),
+        Some(&TableStatus::Updating)
+    );
+    let described = client_a
+        .describe_table()
+        .table_name("Orders")
+        .send()
+        .await
+        .unwrap();
+    let replica = &described.table().unwrap().replicas()[0];
+    assert_eq!(replica.region_name(), Some(B));
+    assert_eq!(
+        replica
+            .on_demand_throughput_override()
+            .and_then(|o| o.max_read_request_units()),
+        Some(40)
+    );
+    assert_eq!(
+        replica
+            .replica_table_class_summary()
+            .and_then(|summary| summary.table_class()),
+        Some(&TableClass::StandardInfrequentAccess)
+    );
+    assert!(replica.provisioned_throughput_override().is_none());
+
+    put(&client_b, "before", "b").await.unwrap();
+    client_b
+        .update_table()
+        .table_name("Orders")
+        .replica_updates(
+            ReplicationGroupUpdate::builder()
+                .disassociate(
+                    DisassociateReplicationGroupMemberAction::builder()
+                        .region_name(B)
+                        .disassociation_mode(DisassociationMode::WaitForReplication)
+                        .build()
+                        .unwrap(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    // Settled means B has left: no member is UPDATING any more.
+    settle(&server, &client_a).await;
+    for client in [&client_a, &client_b] {
+        let table = client
+            .describe_table()
+            .table_name("Orders")
+            .send()
+            .await
+            .unwrap();
+        let table = table.table().unwrap();
+        assert!(table.replicas().is_empty(), "{table:?}");
+        assert_eq!(table.global_table_version(), None);
+        assert_eq!(table.table_status(), Some(&TableStatus::Active));
+    }
+    assert_eq!(get(&client_a, "before").await.as_deref(), Some("b"));
+    put(&client_b, "alone", "b").await.unwrap();
+    assert_eq!(get(&client_a, "alone").await, None);
     server.stop();
 }
 

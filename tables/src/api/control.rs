@@ -240,11 +240,45 @@ pub struct WitnessDescription {
 }
 
 /// One other member of a global table, in DescribeTable's `Replicas`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "PascalCase")]
 pub struct ReplicaDescription {
     pub region_name: String,
     pub replica_status: String,
+    /// The member's overrides (`replication::overrides`); inherited values are left out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provisioned_throughput_override: Option<ReadThroughputOverride>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_demand_throughput_override: Option<ReadOnDemandOverride>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub global_secondary_indexes: Option<Vec<ReplicaIndexDescription>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replica_table_class_summary: Option<TableClassSummary>,
+}
+
+/// `ProvisionedThroughputOverride` of a replica or one of its GSIs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct ReadThroughputOverride {
+    pub read_capacity_units: u64,
+}
+
+/// `OnDemandThroughputOverride` of a replica or one of its GSIs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct ReadOnDemandOverride {
+    pub max_read_request_units: u64,
+}
+
+/// A `Replicas[].GlobalSecondaryIndexes` entry: a GSI the replica overrides.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct ReplicaIndexDescription {
+    pub index_name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provisioned_throughput_override: Option<ReadThroughputOverride>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_demand_throughput_override: Option<ReadOnDemandOverride>,
 }
 
 /// `RestoreSummary` of a restored table's description.

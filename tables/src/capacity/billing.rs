@@ -47,6 +47,14 @@ fn will_not_change_message(what: &str, owner: &str, current: Throughput) -> Stri
     )
 }
 
+/// The text of a GSI `Update` (or a replica's GSI override) naming no index of the table.
+pub(crate) fn index_not_found(index_name: &str) -> ApiError {
+    ApiError::new(
+        ErrorCode::ResourceNotFoundException,
+        format!("Requested resource not found: Index: {index_name} not found"),
+    )
+}
+
 /// The GSI `Update` actions of the request, in order.
 pub(crate) fn index_updates(
     request: &UpdateTableRequest,
@@ -70,10 +78,7 @@ pub(crate) fn change_capacity(
     for action in index_updates(request) {
         let name = action.index_name.as_deref().unwrap_or_default();
         if table.global_index(name).is_none() {
-            return Err(ApiError::new(
-                ErrorCode::ResourceNotFoundException,
-                format!("Requested resource not found: Index: {name} not found"),
-            ));
+            return Err(index_not_found(name));
         }
     }
     let current = match table.billing {

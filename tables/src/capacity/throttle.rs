@@ -45,6 +45,7 @@ use crate::core::clock::Clock;
 use crate::core::keys;
 use crate::core::plan::{Mutation, WritePlan};
 use crate::core::region::table_arn;
+use crate::replication::overrides::read_overrides;
 
 /// Read units one partition serves per second (SPEC-2 §7.1).
 pub const PARTITION_READ_UNITS_MAX: f64 = 3000.0;
@@ -221,6 +222,10 @@ impl Limit {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ResourceKey {
     pub table: String,
+    /// The Region of a global table's member (`TableDef::region`): each member has its own
+    /// capacity, its reads its own overrides (`replication::overrides`). None: a table every
+    /// Region shares.
+    pub region: Option<String>,
     /// The GSI (None: the table, LSIs included).
     pub index: Option<String>,
     pub kind: Metered,
@@ -527,6 +532,8 @@ pub struct IndexPartition {
 #[derive(Debug, Clone, PartialEq)]
 pub struct IndexPartitionUnits {
     pub table: String,
+    /// The member's Region, as [`ResourceKey::region`].
+    pub region: Option<String>,
     pub partition: IndexPartition,
     pub units: f64,
 }
@@ -593,6 +600,7 @@ pub fn index_partition_units(
         let mut charge = |value: Vec<u8>, units: f64| {
             out.push(IndexPartitionUnits {
                 table: table.name.clone(),
+                region: table.region.clone(),
                 partition: IndexPartition {
                     index: gsi.name.clone(),
                     value,
@@ -695,6 +703,7 @@ impl Throttle {
             let key = PartitionKey {
                 resource: ResourceKey {
                     table: charge.table.clone(),
+                    region: charge.region.clone(),
                     index: Some(charge.partition.index.clone()),
                     kind: Metered::Write,
                 },
@@ -720,26 +729,52 @@ fn table_limit(table: &TableDef, kind: Metered) -> Option<Limit> {
         BillingMode::Provisioned(throughput) => Some(throughput),
         BillingMode::PayPerRequest => None,
     };
-    Limit::of(
-        &table.billing,
-        throughput,
-        &table.settings.capacity.on_demand,
+    let (throughput, on_demand) = with_read_overrides(
+        table,
+        None,
         kind,
-    )
+        throughput,
+        table.settings.capacity.on_demand,
+    );
+    Limit::of(&table.billing, throughput, &on_demand, kind)
 }
 
 fn index_limit(table: &TableDef, index: &GlobalIndexDef, kind: Metered) -> Option<Limit> {
-    Limit::of(
-        &table.billing,
-        index.throughput,
-        &index.capacity.on_demand,
+    let (throughput, on_demand) = with_read_overrides(
+        table,
+        Some(&index.name),
         kind,
-    )
+        index.throughput,
+        index.capacity.on_demand,
+    );
+    Limit::of(&table.billing, throughput, &on_demand, kind)
+}
+
+/// A global table member's reads are limited by its own overrides where it has them
+/// (ReplicaUpdates, `replication::overrides`); its writes by the group's capacity.
+fn with_read_overrides(
+    table: &TableDef,
+    index: Option<&str>,
+    kind: Metered,
+    mut throughput: Option<Throughput>,
+    mut on_demand: OnDemandLimits,
+) -> (Option<Throughput>, OnDemandLimits) {
+    if kind == Metered::Read {
+        let (read_units, max_read) = read_overrides(table, index);
+        if let (Some(throughput), Some(units)) = (throughput.as_mut(), read_units) {
+            throughput.read_capacity_units = units;
+        }
+        if max_read.is_some() {
+            on_demand.max_read_request_units = max_read;
+        }
+    }
+    (throughput, on_demand)
 }
 
 fn resource_key(table: &TableDef, index: Option<&str>, kind: Metered) -> ResourceKey {
     ResourceKey {
         table: table.name.clone(),
+        region: table.region.clone(),
         index: index.map(str::to_string),
         kind,
     }
@@ -838,6 +873,7 @@ mod tests {
     fn key(table: &str, index: Option<&str>, kind: Metered) -> ResourceKey {
         ResourceKey {
             table: table.into(),
+            region: None,
             index: index.map(str::to_string),
             kind,
         }

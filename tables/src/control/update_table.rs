@@ -141,6 +141,8 @@ impl Database {
         // DynamoDB checks the request's parameters before it looks the table up: a bad
         // request names no table, missing or not.
         validate_request(&request, None)?;
+        // Members whose overrides a ReplicaUpdates Update changed: UPDATING in the answer.
+        let mut updated_replicas = Vec::new();
         let (created, table_status) = {
             let _change = self.catalog_change.lock();
             let table = self.table(name)?;
@@ -200,7 +202,7 @@ impl Database {
                     (None, "UPDATING")
                 }
                 TableChange::Replicas(change) => {
-                    self.change_replicas(&table, &change)?;
+                    updated_replicas = self.change_replicas(&table, &change)?;
                     (None, "UPDATING")
                 }
             }
@@ -211,6 +213,11 @@ impl Database {
             })?
             .table;
         description.table_status = table_status.to_string();
+        for replica in description.replicas.iter_mut().flatten() {
+            if updated_replicas.contains(&replica.region_name) {
+                replica.replica_status = TransientStatus::Updating.as_str().to_string();
+            }
+        }
         if table_status == "UPDATING" {
             let creating_index = description
                 .global_secondary_indexes
@@ -292,10 +299,7 @@ impl Database {
     /// `catalog_change`.
     fn remove_index(&self, table: &TableDef, index_name: &str) -> Result<(), ApiError> {
         let Some(gsi) = table.global_index(index_name) else {
-            return Err(ApiError::new(
-                ErrorCode::ResourceNotFoundException,
-                format!("Requested resource not found: Index: {index_name} not found"),
-            ));
+            return Err(billing::index_not_found(index_name));
         };
         let mut changed = table.clone();
         changed.global_indexes.retain(|g| g.name != index_name);

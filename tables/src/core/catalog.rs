@@ -396,6 +396,56 @@ pub struct ReplicationDef {
     /// part in the group but holds no table.
     #[serde(default)]
     pub witness: Option<String>,
+    /// This member's own read settings and table class (ReplicaUpdates `Create`/`Update`
+    /// overrides, SPEC-3 §2.1; `replication::overrides`). Stored as the JSON object
+    /// `"overrides": {"read_capacity_units": u64?, "max_read_request_units": u64?,
+    /// "indexes": [{"name", "read_capacity_units"?, "max_read_request_units"?}],
+    /// "table_class": "Standard" | "StandardInfrequentAccess" | null}` inside the member's
+    /// definition, which is written in the same version change (one WAL record) as the
+    /// ReplicaUpdates action that sets it; the key is left out while nothing is overridden,
+    /// so definitions stored before overrides existed read as "none".
+    #[serde(default, skip_serializing_if = "ReplicaOverrides::is_empty")]
+    pub overrides: ReplicaOverrides,
+}
+
+/// A member's overrides of the group's settings: read capacity only (write capacity is
+/// group-wide, SPEC-3 §2.1) and the table class. None: inherited from the table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplicaOverrides {
+    /// ProvisionedThroughputOverride.ReadCapacityUnits (PROVISIONED tables).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_capacity_units: Option<u64>,
+    /// OnDemandThroughputOverride.MaxReadRequestUnits (PAY_PER_REQUEST tables).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_read_request_units: Option<u64>,
+    /// Per-GSI read overrides, in the order first given; an entry with nothing set is
+    /// removed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub indexes: Vec<IndexOverrides>,
+    /// TableClassOverride.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table_class: Option<TableClass>,
+}
+
+impl ReplicaOverrides {
+    pub fn is_empty(&self) -> bool {
+        *self == ReplicaOverrides::default()
+    }
+
+    /// The overrides of GSI `name`, if it has any.
+    pub fn index(&self, name: &str) -> Option<&IndexOverrides> {
+        self.indexes.iter().find(|index| index.name == name)
+    }
+}
+
+/// A member's read overrides of one GSI.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexOverrides {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_capacity_units: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_read_request_units: Option<u64>,
 }
 
 /// One member of a global table.
@@ -412,6 +462,11 @@ pub enum ReplicaStatus {
     /// Being filled with the source's items.
     Creating,
     Active,
+    /// Disassociating (ReplicaUpdates `Disassociate`, `replication::disassociate`): its
+    /// writes are no longer queued, and once what it had queued has reached the others it
+    /// leaves the group. DescribeTable shows it UPDATING (SPEC-3 §2.2 has no status of its
+    /// own for it).
+    Leaving,
 }
 
 impl ReplicaStatus {
@@ -419,6 +474,7 @@ impl ReplicaStatus {
         match self {
             ReplicaStatus::Creating => "CREATING",
             ReplicaStatus::Active => "ACTIVE",
+            ReplicaStatus::Leaving => "UPDATING",
         }
     }
 }

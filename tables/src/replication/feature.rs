@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use shoal_model::Item;
 
-use crate::core::catalog::TableDef;
+use shoal_engine::TreeId;
+
+use crate::core::catalog::{MemberDef, ReplicaStatus, TableDef};
 use crate::core::feature::{Feature, Initiator, ItemChange};
 use crate::core::item_codec::encode_item;
 use crate::core::plan::{Mutation, WritePlan};
@@ -58,6 +60,11 @@ impl Feature for ReplicationLog {
             }
             None => encode_entry(&stamp, None, &key_attributes(change.table, image)),
         };
+        // A member disassociating stamps its writes (last writer wins still judges what
+        // reaches it meanwhile) but queues them for nobody (`disassociate`).
+        if replication.status == ReplicaStatus::Leaving {
+            return;
+        }
         for member in &replication.members {
             if member.table_id != change.table.id {
                 mutations.push(Mutation::PutSequenced {
@@ -69,11 +76,10 @@ impl Feature for ReplicationLog {
         }
     }
 
-    /// A member joined or left, or the table joined or left its group, since the plan: the
-    /// plan would queue for the wrong members.
+    /// A member joined or left, the table joined or left its group, or it began to
+    /// disassociate, since the plan: the plan would queue for the wrong members.
     fn plans_still_hold(&self, planned: &TableDef, current: &TableDef) -> bool {
-        planned.replication.as_ref().map(|r| (r.tree, &r.members))
-            == current.replication.as_ref().map(|r| (r.tree, &r.members))
+        queues_of(planned) == queues_of(current)
     }
 
     fn committed(&self, table: &TableDef, plans: &[&WritePlan]) {
@@ -81,6 +87,18 @@ impl Feature for ReplicationLog {
             self.wakeup.wake();
         }
     }
+}
+
+/// What decides the queue entries a write plans: the replication tree, the members, and
+/// whether the member is disassociating.
+fn queues_of(table: &TableDef) -> Option<(TreeId, &[MemberDef], bool)> {
+    table.replication.as_ref().map(|r| {
+        (
+            r.tree,
+            r.members.as_slice(),
+            r.status == ReplicaStatus::Leaving,
+        )
+    })
 }
 
 /// The key attributes of `item` (what a queued delete carries).

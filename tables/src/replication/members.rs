@@ -32,14 +32,18 @@ use crate::api::constraint::{
 use crate::api::control::{ReplicaDescription, TableDescription, WitnessDescription};
 use crate::control::tables::{gsi_tree_name, new_table_id};
 use crate::core::catalog::{
-    catalog_key, metadata_key, IndexStatus, MemberDef, ReplicaStatus, ReplicationDef,
-    StreamViewType, TableDef, TimeToLiveDef,
+    catalog_key, metadata_key, IndexStatus, MemberDef, ReplicaOverrides, ReplicaStatus,
+    ReplicationDef, StreamViewType, TableDef, TimeToLiveDef,
 };
 use crate::core::clock::now_millis;
 use crate::core::error::internal;
 use crate::core::region;
 use crate::core::stats;
+use crate::core::store::Core;
 use crate::database::Database;
+use crate::emulation::transient::TransientStatus;
+use crate::replication::disassociate::{self, DISASSOCIATE_ALONE, DISASSOCIATION_MODES};
+use crate::replication::overrides::{self, RequestedOverrides};
 use crate::replication::regions::{is_supported, unsupported_message};
 use crate::replication::strong::{self, WITNESSES_MAX};
 use crate::replication::tree::tree_name;
@@ -83,11 +87,15 @@ struct ReplicaAction {
 }
 
 /// What a valid ReplicaUpdates asks for: replicas created, or deleted (several at once only
-/// when a strong group forms or is taken apart, `strong`).
+/// when a strong group forms or is taken apart, `strong`), or members' overrides updated
+/// (`overrides`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ReplicaChange {
     Create(Vec<String>),
     Delete(Vec<String>),
+    Update(Vec<String>),
+    /// The Region a Disassociate names (`disassociate`).
+    Disassociate(String),
 }
 
 /// A `GlobalTableWitnessUpdates` action (SPEC-3 §2.1: at most one).
@@ -104,6 +112,8 @@ pub(crate) struct GroupChange {
     /// `MultiRegionConsistency` as sent: `Some(true)` for STRONG, `Some(false)` for EVENTUAL.
     pub strong: Option<bool>,
     pub witness: Option<WitnessChange>,
+    /// The overrides each Create or Update asks for, by Region (`overrides`).
+    pub overrides: BTreeMap<String, RequestedOverrides>,
 }
 
 /// One member of `GlobalTableWitnessUpdates` as sent.
@@ -143,7 +153,10 @@ pub(crate) fn parse_replica_updates(
         })?,
     };
     let mut problems = Vec::new();
+    // The overrides of each member's Create or Update, by position.
+    let mut requested = Vec::with_capacity(updates.len());
     for (position, update) in updates.iter().enumerate() {
+        let mut overrides = RequestedOverrides::default();
         for (member, action) in [
             ("create", &update.create),
             ("update", &update.update),
@@ -151,15 +164,36 @@ pub(crate) fn parse_replica_updates(
             ("disassociate", &update.disassociate),
         ] {
             if let Some(action) = action {
+                let path = format!("replicaUpdates.{}.member.{member}", position + 1);
                 if action.region_name.is_none() {
-                    problems.push(violation(
-                        None,
-                        &format!("replicaUpdates.{}.member.{member}.regionName", position + 1),
-                        NOT_NULL,
-                    ));
+                    problems.push(violation(None, &format!("{path}.regionName"), NOT_NULL));
+                }
+                if matches!(member, "create" | "update") {
+                    overrides = overrides::parse(&action.settings, &path, &mut problems)?;
+                }
+                if member == "disassociate" {
+                    let mode_path = format!("{path}.disassociationMode");
+                    match action.settings.get("DisassociationMode") {
+                        None | Some(serde_json::Value::Null) => {
+                            problems.push(violation(None, &mode_path, NOT_NULL))
+                        }
+                        Some(serde_json::Value::String(mode))
+                            if DISASSOCIATION_MODES.contains(&mode.as_str()) => {}
+                        Some(other) => {
+                            let shown = other
+                                .as_str()
+                                .map_or_else(|| other.to_string(), str::to_string);
+                            problems.push(violation(
+                                Some(&shown),
+                                &mode_path,
+                                &enum_value_set(DISASSOCIATION_MODES),
+                            ));
+                        }
+                    }
                 }
             }
         }
+        requested.push(overrides);
     }
     let strong = match consistency {
         None | Some(serde_json::Value::Null) => None,
@@ -226,7 +260,8 @@ pub(crate) fn parse_replica_updates(
     }
     // (kind, region), identical Creates merged.
     let mut actions: Vec<(&str, &str, &ReplicaAction)> = Vec::new();
-    for update in &updates {
+    let mut overrides_by_region = BTreeMap::new();
+    for (update, overrides) in updates.iter().zip(requested) {
         let present: Vec<(&str, &ReplicaAction)> = [
             ("Create", &update.create),
             ("Update", &update.update),
@@ -242,12 +277,21 @@ pub(crate) fn parse_replica_updates(
             )));
         };
         let region = action.region_name.as_deref().unwrap_or_default();
+        if overrides.asks() {
+            overrides_by_region.insert(region.to_string(), overrides);
+        }
         let duplicate = actions.iter().any(|(k, r, a)| {
             *k == "Create" && *kind == "Create" && *r == region && a.settings == action.settings
         });
         if !duplicate {
             actions.push((kind, region, action));
         }
+    }
+    // A Disassociate is the request's only replica or witness update (SPEC-3 §2.1).
+    if actions.iter().any(|(kind, _, _)| *kind == "Disassociate")
+        && (updates.len() > 1 || witness.is_some())
+    {
+        return Err(ApiError::validation(DISASSOCIATE_ALONE));
     }
     let first_kind = actions.first().map(|(kind, _, _)| *kind);
     if strong.is_some() && first_kind.is_some_and(|kind| kind != "Create") {
@@ -271,7 +315,7 @@ pub(crate) fn parse_replica_updates(
     if actions.len() > 1 && !several_allowed && matches!(first_kind, Some("Create" | "Delete")) {
         return Err(ApiError::validation(TWO_CREATES_OR_DELETES));
     }
-    let Some((kind, _, action)) = actions.first() else {
+    let Some((kind, _, _)) = actions.first() else {
         return Err(ApiError::validation(NO_ACTIONS));
     };
     let targets = || {
@@ -281,28 +325,22 @@ pub(crate) fn parse_replica_updates(
             .collect()
     };
     let replicas = match *kind {
-        "Create" => match actions.iter().find(|(_, _, action)| !action.settings.is_empty()) {
-            None => ReplicaChange::Create(targets()),
-            Some((_, _, action)) => {
-                return Err(ApiError::validation(format!(
-                    "Shoal does not support replica settings overrides ({}) in ReplicaUpdates Create; every replica has the table's settings",
-                    action.settings.keys().cloned().collect::<Vec<_>>().join(", ")
-                )))
-            }
-        },
+        "Create" => ReplicaChange::Create(targets()),
         "Delete" => ReplicaChange::Delete(targets()),
-        "Update" if action.settings.is_empty() => return Err(ApiError::validation(NO_ACTIONS)),
-        "Update" => return Err(ApiError::validation(
-            "Shoal does not support ReplicaUpdates Update (per-replica throughput and table class overrides); every replica has the table's settings",
-        )),
-        _ => return Err(ApiError::validation(
-            "Shoal does not support ReplicaUpdates Disassociate; delete the replica with ReplicaUpdates Delete or DeleteTable instead",
-        )),
+        "Update" => {
+            let asks = |region: &str| overrides_by_region.contains_key(region);
+            if actions.iter().any(|(_, region, _)| !asks(region)) {
+                return Err(ApiError::validation(NO_ACTIONS));
+            }
+            ReplicaChange::Update(targets())
+        }
+        _ => ReplicaChange::Disassociate(targets().into_iter().next().unwrap_or_default()),
     };
     Ok(GroupChange {
         replicas,
         strong,
         witness,
+        overrides: overrides_by_region,
     })
 }
 
@@ -315,17 +353,29 @@ fn not_members_message(regions: &[&str]) -> String {
 }
 
 impl Database {
-    /// Carries out a ReplicaUpdates Create or Delete on `table`, the caller's member (or
-    /// regional table), with a strong group's rules when one forms or is taken apart
-    /// (`strong`). The caller holds `catalog_change`.
+    /// Carries out a ReplicaUpdates Create, Delete or Update on `table`, the caller's
+    /// member (or regional table), with a strong group's rules when one forms or is taken
+    /// apart (`strong`). Returns the Regions whose members an Update changed (UPDATING in
+    /// the answer). The caller holds `catalog_change`.
     pub(crate) fn change_replicas(
         &self,
         table: &TableDef,
         change: &GroupChange,
-    ) -> Result<(), ApiError> {
+    ) -> Result<Vec<String>, ApiError> {
         let local = table.region.clone().unwrap_or_else(region::current);
-        let (ReplicaChange::Create(targets) | ReplicaChange::Delete(targets)) = &change.replicas;
-        if targets.contains(&local) {
+        let targets = match &change.replicas {
+            ReplicaChange::Create(targets)
+            | ReplicaChange::Delete(targets)
+            | ReplicaChange::Update(targets) => targets,
+            ReplicaChange::Disassociate(target) => {
+                self.check_no_member_busy(table)?;
+                self.disassociate(table, &local, target, || not_members_message(&[target]))?;
+                return Ok(Vec::new());
+            }
+        };
+        // An Update may name the caller's own Region: its overrides are what the other
+        // Regions show for it.
+        if targets.contains(&local) && !matches!(change.replicas, ReplicaChange::Update(_)) {
             return Err(ApiError::validation(LOCAL_REGION));
         }
         if change.strong.is_some() && table.replication.is_some() {
@@ -339,6 +389,20 @@ impl Database {
             .unwrap_or_default();
         let is_member = |target: &str| members.iter().any(|member| member.region == target);
         let catalog = self.catalog.read().clone();
+        // An Update or Delete names members only.
+        if matches!(
+            change.replicas,
+            ReplicaChange::Update(_) | ReplicaChange::Delete(_)
+        ) {
+            let strangers: Vec<&str> = targets
+                .iter()
+                .map(String::as_str)
+                .filter(|target| !is_member(target))
+                .collect();
+            if !strangers.is_empty() {
+                return Err(ApiError::validation(not_members_message(&strangers)));
+            }
+        }
         match &change.replicas {
             ReplicaChange::Create(_) => {
                 if strong_group {
@@ -365,15 +429,14 @@ impl Database {
                     }
                 }
             }
-            ReplicaChange::Delete(_) => {
-                let strangers: Vec<&str> = targets
-                    .iter()
-                    .map(String::as_str)
-                    .filter(|target| !is_member(target))
-                    .collect();
-                if !strangers.is_empty() {
-                    return Err(ApiError::validation(not_members_message(&strangers)));
+            ReplicaChange::Update(_) => {
+                if change.witness.is_some() {
+                    return Err(ApiError::validation(MIXED_ACTIONS));
                 }
+            }
+            // Carried out above.
+            ReplicaChange::Disassociate(_) => {}
+            ReplicaChange::Delete(_) => {
                 let group_witness = table.replication.as_ref().and_then(|r| r.witness.clone());
                 match &change.witness {
                     Some(WitnessChange::Delete(witness))
@@ -399,18 +462,7 @@ impl Database {
                 }
             }
         }
-        for member in &members {
-            let creating = catalog
-                .get(&catalog_key(&table.name, Some(&member.region)))
-                .and_then(|m| m.replication.as_ref())
-                .is_some_and(|r| r.status == ReplicaStatus::Creating);
-            if creating {
-                return Err(ApiError::validation(format!(
-                    "Create/Update/Delete of replica is not allowed while the replica is being added to table with name: \u{2018}{}\u{2019} in region: \u{2018}{}\u{2019}.",
-                    table.name, member.region
-                )));
-            }
-        }
+        self.check_no_member_busy(table)?;
         match &change.replicas {
             ReplicaChange::Create(targets) => {
                 let witness = match &change.witness {
@@ -420,8 +472,30 @@ impl Database {
                 if change.strong == Some(true) {
                     self.check_strong_source(table)?;
                 }
-                self.create_replicas(table, &local, targets, change.strong == Some(true), witness)
+                // Checked against the source, whose schema and billing every replica gets.
+                let mut replica_overrides = BTreeMap::new();
+                for target in targets {
+                    if let Some(requested) = change.overrides.get(target) {
+                        let set = overrides::apply(table, &ReplicaOverrides::default(), requested)?;
+                        replica_overrides.insert(target.clone(), set);
+                    }
+                }
+                self.create_replicas(
+                    table,
+                    &local,
+                    targets,
+                    &replica_overrides,
+                    change.strong == Some(true),
+                    witness,
+                )?;
+                Ok(Vec::new())
             }
+            ReplicaChange::Update(targets) => {
+                self.update_overrides(table, targets, &change.overrides)?;
+                Ok(targets.clone())
+            }
+            // Carried out above.
+            ReplicaChange::Disassociate(_) => Ok(Vec::new()),
             ReplicaChange::Delete(targets) => {
                 let mut replicas = Vec::with_capacity(targets.len());
                 for target in targets {
@@ -449,18 +523,97 @@ impl Database {
                     self.drop_table(&current)?;
                     tracing::info!(table = %table.name, region = %target, "replica deleted");
                 }
-                Ok(())
+                Ok(Vec::new())
             }
         }
     }
 
-    /// Creates the replicas of `source` (kept in `local`) in `targets`, in one version
-    /// change (module docs); `strong` and `witness` describe a strong group forming.
+    /// Refuses a replica action while a member of `table`'s group is being added (SPEC-3
+    /// §2.1's text) or is disassociating (its bare ResourceInUseException).
+    fn check_no_member_busy(&self, table: &TableDef) -> Result<(), ApiError> {
+        let Some(replication) = &table.replication else {
+            return Ok(());
+        };
+        let catalog = self.catalog.read();
+        for member in &replication.members {
+            let status = catalog
+                .get(&catalog_key(&table.name, Some(&member.region)))
+                .and_then(|m| m.replication.as_ref())
+                .map(|r| r.status);
+            match status {
+                Some(ReplicaStatus::Creating) => {
+                    return Err(ApiError::validation(format!(
+                        "Create/Update/Delete of replica is not allowed while the replica is being added to table with name: \u{2018}{}\u{2019} in region: \u{2018}{}\u{2019}.",
+                        table.name, member.region
+                    )));
+                }
+                Some(ReplicaStatus::Leaving) => {
+                    return Err(ApiError::new(
+                        ErrorCode::ResourceInUseException,
+                        disassociate::IN_USE_MESSAGE,
+                    ));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Stores the overrides `requested` asks of each member in `targets` (checked against
+    /// that member's own definition), all in one version change: a crash leaves every
+    /// member as it was or every one changed. The caller holds `catalog_change`.
+    fn update_overrides(
+        &self,
+        table: &TableDef,
+        targets: &[String],
+        requested: &BTreeMap<String, RequestedOverrides>,
+    ) -> Result<(), ApiError> {
+        let mut edits = Vec::with_capacity(targets.len());
+        for target in targets {
+            let Some(member) = self
+                .catalog
+                .read()
+                .get(&catalog_key(&table.name, Some(target)))
+                .cloned()
+            else {
+                return Err(internal("a member's table is missing from the catalog"));
+            };
+            let mut changed = TableDef::clone(&member);
+            let Some(replication) = changed.replication.as_mut() else {
+                return Err(internal("a member's table is in no group"));
+            };
+            if let Some(requested) = requested.get(target) {
+                replication.overrides =
+                    overrides::apply(&member, &replication.overrides, requested)?;
+            }
+            edits.push(VersionEdit::SetMetadata {
+                key: metadata_key(&changed.catalog_key()),
+                value: Some(changed.to_metadata().map_err(internal)?),
+            });
+        }
+        self.db.drop_trees_with(&[], edits).map_err(internal)?;
+        self.reload_catalog().map_err(internal)?;
+        for target in targets {
+            self.emulation.transitions.begin(
+                &catalog_key(&table.name, Some(target)),
+                TransientStatus::Updating,
+                None,
+                None,
+            );
+            tracing::info!(table = %table.name, region = %target, "replica overrides updated");
+        }
+        Ok(())
+    }
+
+    /// Creates the replicas of `source` (kept in `local`) in `targets`, each with its
+    /// overrides from `overrides`, in one version change (module docs); `strong` and
+    /// `witness` describe a strong group forming.
     fn create_replicas(
         &self,
         source: &TableDef,
         local: &str,
         targets: &[String],
+        overrides: &BTreeMap<String, ReplicaOverrides>,
         strong: bool,
         witness: Option<String>,
     ) -> Result<(), ApiError> {
@@ -546,6 +699,7 @@ impl Database {
                 source: Some(source.id.clone()),
                 strong,
                 witness: witness.clone(),
+                overrides: overrides.get(target).cloned().unwrap_or_default(),
             });
             // Fail before touching storage if a definition cannot be stored.
             replica.to_metadata().map_err(internal)?;
@@ -570,6 +724,12 @@ impl Database {
             source: None,
             strong,
             witness: witness.clone(),
+            // The source keeps its own overrides when it is a member already.
+            overrides: source
+                .replication
+                .as_ref()
+                .map(|r| r.overrides.clone())
+                .unwrap_or_default(),
         });
         let others: Vec<TableDef> = members
             .iter()
@@ -669,7 +829,9 @@ impl Database {
         tracing::info!(table = %source.name, from = %local, to = ?targets, strong, "replicas created; backfill starts");
         Ok(())
     }
+}
 
+impl Core {
     /// What taking `leaving` out of its global table changes besides its own trees: the
     /// other members' definitions (edits), and the replication trees that go (its own, and
     /// the last other member's when that one is left alone, which stays a table of its
@@ -713,7 +875,9 @@ impl Database {
         }
         Ok((trees, edits))
     }
+}
 
+impl Database {
     /// Adds DescribeTable's global table members to `description` of `table` (SPEC-3
     /// §2.2): nothing for a table in no group.
     pub(crate) fn describe_members(&self, table: &TableDef, description: &mut TableDescription) {
@@ -726,14 +890,29 @@ impl Database {
             .iter()
             .filter(|member| member.table_id != table.id)
             .map(|member| {
-                let status = catalog
-                    .get(&catalog_key(&table.name, Some(&member.region)))
-                    .and_then(|m| m.replication.as_ref())
-                    .map_or(ReplicaStatus::Creating, |r| r.status);
-                ReplicaDescription {
+                let key = catalog_key(&table.name, Some(&member.region));
+                let replication = catalog.get(&key).and_then(|m| m.replication.as_ref());
+                let status = replication.map_or(ReplicaStatus::Creating, |r| r.status);
+                // An Update's UPDATING lasts the transient-status delay (`emulation::transient`).
+                let updating = status == ReplicaStatus::Active
+                    && self
+                        .emulation
+                        .transitions
+                        .of(&key)
+                        .is_some_and(|t| t.status == TransientStatus::Updating);
+                let mut entry = ReplicaDescription {
                     region_name: member.region.clone(),
-                    replica_status: status.as_str().to_string(),
+                    replica_status: if updating {
+                        TransientStatus::Updating.as_str().to_string()
+                    } else {
+                        status.as_str().to_string()
+                    },
+                    ..ReplicaDescription::default()
+                };
+                if let Some(replication) = replication {
+                    overrides::describe(&replication.overrides, &mut entry);
                 }
+                entry
             })
             .collect();
         description.global_table_version = Some(GLOBAL_TABLE_VERSION.to_string());

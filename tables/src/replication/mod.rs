@@ -38,8 +38,10 @@
 //! test knobs and the backlog figures of the admin API and /metrics).
 
 pub mod apply;
+pub mod disassociate;
 pub mod feature;
 pub mod members;
+pub mod overrides;
 pub mod regions;
 pub mod stamp;
 pub mod status;

@@ -120,13 +120,14 @@ impl Database {
         Ok(links)
     }
 
-    /// Whether every queue is empty and no replica is being filled: what tests wait for.
+    /// Whether every queue is empty and no member is being filled or disassociating: what
+    /// tests wait for.
     pub fn replication_settled(&self) -> Result<bool, ApiError> {
         let creating = self.catalog.read().values().any(|table| {
             table
                 .replication
                 .as_ref()
-                .is_some_and(|r| r.status == ReplicaStatus::Creating)
+                .is_some_and(|r| r.status != ReplicaStatus::Active)
         });
         Ok(!creating
             && self

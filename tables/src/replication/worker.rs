@@ -33,6 +33,7 @@ use crate::core::locks::STRIPES;
 use crate::core::store::Core;
 use crate::emulation::lag::Lag;
 use crate::replication::apply::{apply_change, stored_stamp, Dequeue};
+use crate::replication::disassociate;
 use crate::replication::feature::region_of;
 use crate::replication::stamp::Stamp;
 use crate::replication::tree::{
@@ -219,6 +220,11 @@ fn pass(
                     );
                 }
             }
+        }
+        // A member disassociating leaves once what it queued has been applied; the pass
+        // ends there, as its catalog names trees that left with it.
+        if replication.status == ReplicaStatus::Leaving && disassociate::finish(core, table)? {
+            return Ok(true);
         }
     }
     Ok(busy)

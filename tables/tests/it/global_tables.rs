@@ -51,25 +51,37 @@ fn refused(db: &Database, region: &str, operation: &str, request: &Value) -> (St
 }
 
 pub(crate) fn create_table(db: &Database, region: &str, name: &str) {
-    ok(
-        db,
-        region,
-        "CreateTable",
-        &json!({
-            "TableName": name,
-            "AttributeDefinitions": [
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "g", "AttributeType": "S"}
-            ],
-            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
-            "GlobalSecondaryIndexes": [{
-                "IndexName": "ByG",
-                "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
-                "Projection": {"ProjectionType": "ALL"}
-            }],
-            "BillingMode": "PAY_PER_REQUEST"
-        }),
-    );
+    create_table_billed(db, region, name, None);
+}
+
+/// Table `name` (pk, GSI ByG on g) on demand, or PROVISIONED with `(table, GSI)`
+/// ProvisionedThroughput values.
+pub(crate) fn create_table_billed(
+    db: &Database,
+    region: &str,
+    name: &str,
+    provisioned: Option<(Value, Value)>,
+) {
+    let mut request = json!({
+        "TableName": name,
+        "AttributeDefinitions": [
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "g", "AttributeType": "S"}
+        ],
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+        "GlobalSecondaryIndexes": [{
+            "IndexName": "ByG",
+            "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+            "Projection": {"ProjectionType": "ALL"}
+        }],
+        "BillingMode": "PAY_PER_REQUEST"
+    });
+    if let Some((table, index)) = provisioned {
+        request["BillingMode"] = json!("PROVISIONED");
+        request["ProvisionedThroughput"] = table;
+        request["GlobalSecondaryIndexes"][0]["ProvisionedThroughput"] = index;
+    }
+    ok(db, region, "CreateTable", &request);
 }
 
 pub(crate) fn add_replica(db: &Database, region: &str, name: &str, target: &str) -> Value {

@@ -393,6 +393,16 @@ fn strong_groups_refuse_what_spec_restricts() {
     put(&db, A, "Full", "k", "v");
     let (_, message) = refused_here(A, "UpdateTable", strong_request("Full", &[B], Some(C)));
     assert!(message.contains("must be empty"), "{message}");
+    // No member leaves alone by Disassociate either (Shoal's text, after DeleteTable's).
+    assert_eq!(
+        refused_here(
+            B,
+            "UpdateTable",
+            json!({"TableName": "Tbl", "ReplicaUpdates": [{"Disassociate": {
+                "RegionName": B, "DisassociationMode": "WAIT_FOR_REPLICATION"}}]})
+        ),
+        validation("Disassociation of a replica is not supported for global tables with MultiRegionConsistency set to STRONG.")
+    );
     create_table(&db, A, "Expiring");
     ok(
         &db,
