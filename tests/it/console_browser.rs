@@ -502,6 +502,34 @@ fn the_console_shows_and_changes_a_live_server_in_a_browser() {
     browser.screenshot("tables-360px");
     browser.resize(1200);
     browser.assert_no_console_errors("the tables page");
+    // The page describes the tables it listed last while it lists again: a table created
+    // since is described once listed, and one deleted since is not drawn.
+    api_ok(
+        &endpoint,
+        "CreateTable",
+        json!({
+            "TableName": "Later",
+            "AttributeDefinitions": [{"AttributeName": "id", "AttributeType": "S"}],
+            "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}],
+            "BillingMode": "PAY_PER_REQUEST"
+        }),
+    );
+    browser.open("about:blank");
+    browser.open(&format!("{console}#/tables"));
+    let later = browser.shown("tr[data-table=\"Later\"]");
+    assert!(later.contains("on demand"), "{later}");
+    browser.shown("tr[data-table=\"Orders\"]");
+    browser.assert_no_console_errors("the tables page with a new table");
+    api_ok(&endpoint, "DeleteTable", json!({"TableName": "Later"}));
+    browser.open("about:blank");
+    browser.open(&format!("{console}#/tables"));
+    browser.shown("main[data-page=\"tables\"] tr[data-table=\"Orders\"]");
+    assert!(
+        browser.find("tr[data-table=\"Later\"]").is_none(),
+        "a deleted table is drawn"
+    );
+    // The guess described the deleted table: the browser logs its 400 answers.
+    browser.assert_no_console_errors_but("the tables page after a deletion", &["status of 400"]);
 
     // The table's page: indexes with projections, and the largest item collection.
     browser.click("tr[data-table=\"Orders\"] a");

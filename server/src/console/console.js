@@ -46,8 +46,19 @@ function num(value) {
   return h('td', { class: 'num' }, value);
 }
 
-const integer = new Intl.NumberFormat('en-US');
-const decimal = new Intl.NumberFormat('en-US', { maximumFractionDigits: 2 });
+// Numbers as en-US writes them (1,234,567.89), formatted by hand: the first Intl object a
+// page creates loads the browser's locale data, which measured 15–100 ms of a fresh load on
+// a 2-core machine, more than the rest of the script's start.
+function formatted(value, fractionMax) {
+  const n = Number(value);
+  if (!Number.isFinite(n) || Math.abs(n) >= 1e21) return String(n);
+  const [whole, fraction] = Math.abs(n).toFixed(fractionMax).split('.');
+  const digits = (fraction || '').replace(/0+$/, '');
+  const sign = n < 0 && (Number(whole) > 0 || digits) ? '-' : '';
+  return sign + whole.replace(/\B(?=(\d{3})+$)/g, ',') + (digits ? '.' + digits : '');
+}
+const integer = { format: (n) => formatted(n, 3) };   // Intl's default: at most 3 decimals
+const decimal = { format: (n) => formatted(n, 2) };
 
 function bytes(n) {
   if (n === undefined || n === null) return '–';
@@ -245,21 +256,47 @@ async function describe(name) {
   return (await call('DescribeTable', { TableName: name })).Table;
 }
 
+// The page of tables the tables page listed last (localStorage, one entry): the next load of
+// that page describes those tables while it lists them again, so it takes one round of
+// calls, not two. Only the tables listed now are drawn; one listed now but not guessed is
+// described then, and a guess no longer listed is dropped.
+const LISTED_KEY = 'shoal-console-listed';
+
+function listedBefore(start) {
+  try {
+    const kept = JSON.parse(localStorage.getItem(LISTED_KEY) || 'null');
+    if (!kept || kept.start !== (start || '') || !Array.isArray(kept.names)) return [];
+    return kept.names.filter((name) => typeof name === 'string').slice(0, TABLES_PAGE);
+  } catch (_) {
+    return [];   // storage off or unreadable: the page lists first, then describes
+  }
+}
+
+function rememberListed(start, names) {
+  try {
+    localStorage.setItem(LISTED_KEY, JSON.stringify({ start: start || '', names }));
+  } catch (_) { /* storage off or full: the next load lists first */ }
+}
+
+async function describeForList(name) {
+  try {
+    const [description, ttl] = await Promise.all([
+      describe(name),
+      call('DescribeTimeToLive', { TableName: name }).catch(() => ({})),
+    ]);
+    return { name, description, ttl: ttl.TimeToLiveDescription || {} };
+  } catch (error) {
+    return { name, error };
+  }
+}
+
 async function tablesPage(params) {
   const start = params.get('start') || undefined;
+  const ahead = new Map(listedBefore(start).map((name) => [name, describeForList(name)]));
   const listed = await call('ListTables', { Limit: TABLES_PAGE, ExclusiveStartTableName: start });
   const names = listed.TableNames || [];
-  const described = await Promise.all(names.map(async (name) => {
-    try {
-      const [description, ttl] = await Promise.all([
-        describe(name),
-        call('DescribeTimeToLive', { TableName: name }).catch(() => ({})),
-      ]);
-      return { name, description, ttl: ttl.TimeToLiveDescription || {} };
-    } catch (error) {
-      return { name, error };
-    }
-  }));
+  rememberListed(start, names);
+  const described = await Promise.all(names.map((name) => ahead.get(name) || describeForList(name)));
   const rows = described.map(({ name, description, ttl, error }) => {
     if (error) return h('tr', {}, h('td', {}, name), h('td', { colspan: 6, class: 'error', text: error.message }));
     const stream = description.StreamSpecification && description.StreamSpecification.StreamEnabled
@@ -422,50 +459,68 @@ const SORT_OPERATORS = ['=', '<', '<=', '>', '>=', 'begins_with', 'between'];
 const FILTER_OPERATORS = ['=', '<>', '<', '<=', '>', '>=', 'begins_with', 'contains',
   'attribute_exists', 'attribute_not_exists'];
 
-// The Query or Scan request the form describes.
-function buildRequest(t, form) {
-  const value = (name) => form.elements[name].value;
-  const request = { TableName: t.TableName, Limit: Math.max(1, Math.min(1000, Number(value('limit')) || PAGE_LIMIT)) };
-  const index = value('index');
+// What a fresh items form holds (its fields are drawn with these values): the page's first
+// request is built from it before the table's description arrives, so both go at once.
+function freshForm(params) {
+  return {
+    mode: params.get('mode') || 'Scan', index: params.get('index') || '', pk: '', skop: '=', sk: '', sk2: '',
+    fname: '', fop: '=', fvalue: '', ftype: 'S', projection: '', limit: String(PAGE_LIMIT),
+    consistent: false, descending: false,
+  };
+}
+
+// A reader of the form's fields: a checkbox reads as whether it is checked.
+function formFields(form) {
+  return (name) => {
+    const field = form.elements[name];
+    return field.type === 'checkbox' ? field.checked : field.value;
+  };
+}
+
+// The Query or Scan request the fields describe (`field(name)` reads one). A Scan that asks
+// no consistent read needs nothing of the table's description (`t` may then be null).
+function buildRequest(name, t, field) {
+  const request = { TableName: name, Limit: Math.max(1, Math.min(1000, Number(field('limit')) || PAGE_LIMIT)) };
+  const index = field('index');
   if (index) request.IndexName = index;
   const names = {};
   const values = {};
-  const keys = keysOf(t, index || null);
-  if (value('mode') === 'Query') {
+  if (field('mode') === 'Query') {
+    const keys = keysOf(t, index || null);
     names['#pk'] = keys.hash;
-    values[':pk'] = typed(keys.hashType, value('pk'));
+    values[':pk'] = typed(keys.hashType, field('pk'));
     let condition = '#pk = :pk';
-    const op = value('skop');
-    if (keys.range && value('sk') !== '') {
+    const op = field('skop');
+    if (keys.range && field('sk') !== '') {
       names['#sk'] = keys.range;
-      values[':sk'] = typed(keys.rangeType, value('sk'));
+      values[':sk'] = typed(keys.rangeType, field('sk'));
       if (op === 'begins_with') condition += ' AND begins_with(#sk, :sk)';
       else if (op === 'between') {
-        values[':sk2'] = typed(keys.rangeType, value('sk2'));
+        values[':sk2'] = typed(keys.rangeType, field('sk2'));
         condition += ' AND #sk BETWEEN :sk AND :sk2';
       } else condition += ' AND #sk ' + op + ' :sk';
     }
     request.KeyConditionExpression = condition;
-    if (form.elements.descending.checked) request.ScanIndexForward = false;
+    if (field('descending')) request.ScanIndexForward = false;
   }
-  const filterName = value('fname').trim();
+  const filterName = field('fname').trim();
   if (filterName) {
-    const op = value('fop');
+    const op = field('fop');
     names['#f'] = filterName;
     if (op === 'attribute_exists' || op === 'attribute_not_exists') {
       request.FilterExpression = op + '(#f)';
     } else {
-      values[':f'] = typed(value('ftype'), value('fvalue'));
-      if (value('ftype') === 'BOOL') values[':f'] = { BOOL: value('fvalue') === 'true' };
+      values[':f'] = typed(field('ftype'), field('fvalue'));
+      if (field('ftype') === 'BOOL') values[':f'] = { BOOL: field('fvalue') === 'true' };
       request.FilterExpression = (op === 'begins_with' || op === 'contains')
         ? op + '(#f, :f)' : '#f ' + op + ' :f';
     }
   }
-  const projection = value('projection').split(',').map((p) => p.trim()).filter(Boolean);
+  const projection = field('projection').split(',').map((p) => p.trim()).filter(Boolean);
   if (projection.length) {
     request.ProjectionExpression = projection.map((p, i) => { names['#p' + i] = p; return '#p' + i; }).join(', ');
   }
-  if (form.elements.consistent.checked && !(index && !(t.LocalSecondaryIndexes || []).some((i) => i.IndexName === index))) {
+  if (field('consistent') && !(index && !(t.LocalSecondaryIndexes || []).some((i) => i.IndexName === index))) {
     request.ConsistentRead = true;
   }
   if (Object.keys(names).length) request.ExpressionAttributeNames = names;
@@ -486,24 +541,38 @@ function select(name, options, chosen) {
 }
 
 async function itemsPage(name, params) {
+  const fresh = freshForm(params);
+  // The page comes with its first page of items: a Scan of PAGE_LIMIT items, never the
+  // whole table. It is sent with DescribeTable, not after it (a Query waits for the key
+  // names the description gives).
+  const send = async (operation, request) => {
+    const started = performance.now();
+    try {
+      const answer = await call(operation, request);
+      return { operation, request, answer, elapsed: Math.round(performance.now() - started) };
+    } catch (error) {
+      return { operation, request, error };
+    }
+  };
+  const first = fresh.mode === 'Scan' ? send('Scan', buildRequest(name, null, (field) => fresh[field])) : null;
   const t = await describe(name);
   const indexes = [...(t.LocalSecondaryIndexes || []), ...(t.GlobalSecondaryIndexes || [])].map((i) => i.IndexName);
-  const index = params.get('index') || '';
+  const index = fresh.index;
   const keys = keysOf(t, index || null);
   const results = h('div', { id: 'results', 'aria-live': 'polite' });
   const form = h('form', { class: 'grid', id: 'query-form' },
-    field('Operation', select('mode', ['Scan', 'Query'], params.get('mode') || 'Scan')),
+    field('Operation', select('mode', ['Scan', 'Query'], fresh.mode)),
     field('Table or index', select('index', [['', name + ' (table)'], ...indexes.map((i) => [i, i])], index)),
     field('Partition key ' + keys.hash + ' (' + keys.hashType + ')', h('input', { name: 'pk' })),
-    keys.range ? field('Sort key ' + keys.range + ' (' + keys.rangeType + ')', select('skop', SORT_OPERATORS, '=')) : h('input', { type: 'hidden', name: 'skop', value: '=' }),
+    keys.range ? field('Sort key ' + keys.range + ' (' + keys.rangeType + ')', select('skop', SORT_OPERATORS, fresh.skop)) : h('input', { type: 'hidden', name: 'skop', value: fresh.skop }),
     keys.range ? field('Sort key value', h('input', { name: 'sk' })) : h('input', { type: 'hidden', name: 'sk', value: '' }),
     keys.range ? field('…and (between)', h('input', { name: 'sk2' })) : h('input', { type: 'hidden', name: 'sk2', value: '' }),
     field('Filter attribute', h('input', { name: 'fname' })),
-    field('Filter', select('fop', FILTER_OPERATORS, '=')),
+    field('Filter', select('fop', FILTER_OPERATORS, fresh.fop)),
     field('Filter value', h('input', { name: 'fvalue' })),
-    field('Value type', select('ftype', ['S', 'N', 'BOOL'], 'S')),
+    field('Value type', select('ftype', ['S', 'N', 'BOOL'], fresh.ftype)),
     field('Projection (names, commas)', h('input', { name: 'projection' })),
-    field('Page size', h('input', { name: 'limit', type: 'number', min: 1, max: 1000, value: PAGE_LIMIT })),
+    field('Page size', h('input', { name: 'limit', type: 'number', min: 1, max: 1000, value: fresh.limit })),
     h('label', { class: 'inline' }, h('input', { type: 'checkbox', name: 'consistent' }), 'Strongly consistent'),
     h('label', { class: 'inline' }, h('input', { type: 'checkbox', name: 'descending' }), 'Descending (Query)'),
     h('button', { type: 'submit', id: 'run', text: 'Run' }));
@@ -513,27 +582,12 @@ async function itemsPage(name, params) {
   });
   const pages = [];   // ExclusiveStartKey of each page shown so far
   const draw = drawn;
-  const run = async (startKey) => {
-    let request;
-    try {
-      request = buildRequest(t, form);
-    } catch (error) {
-      results.replaceChildren(errorBox(error));
-      return;
-    }
-    if (startKey) request.ExclusiveStartKey = startKey;
-    const operation = form.elements.mode.value;
-    results.replaceChildren(h('p', { class: 'muted', text: 'Running…' }));
-    let answer;
-    const started = performance.now();
-    try {
-      answer = await call(operation, request);
-    } catch (error) {
+  const show = ({ operation, request, answer, error, elapsed }) => {
+    if (!isCurrent(draw)) return;
+    if (error) {
       results.replaceChildren(h('h2', { text: 'Request' }), pre({ [operation]: request }), errorBox(error));
       return;
     }
-    if (!isCurrent(draw)) return;
-    const elapsed = Math.round(performance.now() - started);
     const items = answer.Items || [];
     const columns = [];
     for (const k of [keys.hash, keys.range, ...t.KeySchema.map((k) => k.AttributeName)]) {
@@ -565,14 +619,24 @@ async function itemsPage(name, params) {
         h('div', {}, h('h2', { text: 'Request sent' }), h('pre', { id: 'request-sent' }, JSON.stringify({ [operation]: request }, null, 2))),
         h('div', {}, h('h2', { text: 'Capacity consumed' }), h('pre', { id: 'capacity-consumed' }, JSON.stringify(capacity, null, 2)))));
   };
+  const run = async (startKey) => {
+    let request;
+    try {
+      request = buildRequest(name, t, formFields(form));
+    } catch (error) {
+      results.replaceChildren(errorBox(error));
+      return;
+    }
+    if (startKey) request.ExclusiveStartKey = startKey;
+    results.replaceChildren(h('p', { class: 'muted', text: 'Running…' }));
+    show(await send(form.elements.mode.value, request));
+  };
   form.addEventListener('submit', (event) => {
     event.preventDefault();
     pages.length = 0;
     run(undefined);
   });
-  // The page comes with its first page of items: a Scan of PAGE_LIMIT items, never the
-  // whole table.
-  await run(undefined);
+  if (first) show(await first); else await run(undefined);
   return [
     h('p', { class: 'crumbs' }, h('a', { href: '#/tables', text: 'Tables' }), ' / ',
       h('a', { href: link(['table', name]), text: name }), ' /'),
@@ -599,19 +663,21 @@ function unchangedCondition(loaded) {
 }
 
 async function itemPage(name, params) {
-  const t = await describe(name);
   const creating = params.get('new') === '1';
   const out = h('div', { 'aria-live': 'polite', id: 'item-result' });
-  let loaded = null;
+  let key;
   if (!creating) {
-    let key;
     try { key = JSON.parse(params.get('key') || ''); } catch (_) { throw new Error('the link names no item key'); }
-    const answer = await call('GetItem', { TableName: name, Key: key, ConsistentRead: true });
-    if (!answer.Item) {
-      return [h('h1', { text: 'No such item' }), pre(key), h('a', { href: link(['items', name]), text: 'Back to the items' })];
-    }
-    loaded = answer.Item;
   }
+  // The item is read with the table's description, not after it: the key is in the link.
+  const [t, answer] = await Promise.all([
+    describe(name),
+    creating ? null : call('GetItem', { TableName: name, Key: key, ConsistentRead: true }),
+  ]);
+  if (answer && !answer.Item) {
+    return [h('h1', { text: 'No such item' }), pre(key), h('a', { href: link(['items', name]), text: 'Back to the items' })];
+  }
+  const loaded = answer ? answer.Item : null;
   const template = loaded || Object.fromEntries(t.KeySchema.map((k) => {
     const type = t.AttributeDefinitions.find((d) => d.AttributeName === k.AttributeName).AttributeType;
     return [k.AttributeName, { [type]: type === 'N' ? '0' : '' }];
@@ -783,6 +849,12 @@ function parseMetrics(text) {
   return series;
 }
 
+// Names in code-unit order (table and index names are ASCII): localeCompare would load
+// the browser's collation data, as Intl does (see `formatted`).
+function byName(a, b) {
+  return a < b ? -1 : (a > b ? 1 : 0);
+}
+
 function sparkline(values) {
   const width = 120;
   const height = 24;
@@ -816,7 +888,7 @@ async function capacityPage() {
       before = now;
       const kinds = ['shoal_consumed_read_capacity_units_total', 'shoal_consumed_write_capacity_units_total',
         'shoal_throttled_read_requests_total', 'shoal_throttled_write_requests_total'];
-      const drawnRows = [...rows.values()].sort((a, b) => (a.table + a.index).localeCompare(b.table + b.index)).map((row) => {
+      const drawnRows = [...rows.values()].sort((a, b) => byName(a.table + '\u0000' + a.index, b.table + '\u0000' + b.index)).map((row) => {
         const key = row.table + '\u0000' + row.index;
         const past = history.get(key) || { last: {}, rates: kinds.map(() => []) };
         const rates = kinds.map((kind, i) => {
@@ -849,8 +921,8 @@ async function capacityPage() {
     }
     if (!stopped) setTimeout(sample, POLL_MS);
   };
-  sample();
-  hotKeys(heat, () => stopped);
+  // The page is drawn with its first sample and the hottest keys, asked for at once.
+  await Promise.all([sample(), hotKeys(heat, () => stopped)]);
   return [
     h('h1', { text: 'Capacity and heat' }),
     h('p', { class: 'muted', text: 'Consumed units per second and throttled requests, from the server\'s /metrics (the meter every request goes through; throttling with --capacity enforce). A table row counts every arm; an index row only its own: reads of the index and the writes that maintain it.' }),
@@ -875,12 +947,10 @@ async function hotKeys(out, stopped) {
   const rankings = h('div', { id: 'hot-rankings' });
   const choice = h('select', { name: 'insights-table', 'aria-label': 'Table' });
   const said = h('span', { 'aria-live': 'polite' });
-  try {
-    const names = (await call('ListTables', { Limit: 100 })).TableNames || [];
-    choice.replaceChildren(...names.map((name) => h('option', { value: name, text: name })));
-  } catch (error) {
-    said.replaceChildren(errorBox(error));
-  }
+  // The tables to choose from are listed while the first rankings are read.
+  const listed = call('ListTables', { Limit: 100 }).then((answer) => {
+    choice.replaceChildren(...(answer.TableNames || []).map((name) => h('option', { value: name, text: name })));
+  }, (error) => said.replaceChildren(errorBox(error)));
   const form = h('form', { class: 'row', onsubmit: async (event) => {
     event.preventDefault();
     try {
@@ -899,11 +969,15 @@ async function hotKeys(out, stopped) {
     if (stopped()) return;
     try {
       const followed = ((await adminJson('GET', 'contributors')).followed || []).slice(0, HOT_FOLLOWED_MAX);
-      const parts = [];
-      for (const { table: name, index } of followed) {
+      // Every ranking is asked for at once (at most HOT_FOLLOWED_MAX).
+      const reports = await Promise.all(followed.map(({ table: name, index }) => {
         const query = { table: name, minutes: '5', top: String(HOT_TOP) };
         if (index) query.index = index;
-        const report = await adminJson('GET', 'contributors?' + new URLSearchParams(query));
+        return adminJson('GET', 'contributors?' + new URLSearchParams(query));
+      }));
+      const parts = [];
+      for (const [i, { table: name, index }] of followed.entries()) {
+        const report = reports[i];
         const where = name + (index ? ' / ' + index : '');
         parts.push(h('h3', { text: where + ' (last ' + report.minutes + ' minutes)' }));
         for (const rule of report.rules || []) {
@@ -926,7 +1000,7 @@ async function hotKeys(out, stopped) {
     }
     if (!stopped()) timer = setTimeout(tick, POLL_MS * 2);
   };
-  tick();
+  await Promise.all([listed, tick()]);
 }
 
 // ---- Testing knobs -------------------------------------------------------------------
@@ -965,9 +1039,10 @@ async function knobsPage() {
     await drawRules();
     if (!stopped) setTimeout(poll, POLL_MS);
   };
-  poll();
   const ruleText = h('textarea', { id: 'rule-text', spellcheck: 'false', 'aria-label': 'Fault rule as JSON' }, JSON.stringify(EXAMPLE_RULE, null, 2));
-  const settings = await adminJson('GET', 'settings');
+  // The rules and the settings are asked for at once; the page is drawn with both.
+  const [settings] = await Promise.all([adminJson('GET', 'settings'), drawRules()]);
+  if (!stopped) setTimeout(poll, POLL_MS);
   const lag = (l) => (l ? (l.min_ms === l.max_ms ? l.min_ms + ' ms' : l.min_ms + '–' + l.max_ms + ' ms') : 'off');
   const settingRows = [
     ['Capacity emulation', settings.capacity],
