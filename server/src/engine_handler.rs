@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use shoal_model::ApiError;
+use shoal_tables::capacity::metering::CallCharge;
 use shoal_tables::{Database, Lag, ReplicationLink};
 
 use crate::handler::{kill_this_process, CrashMode, DynamoHandler};
@@ -79,11 +80,11 @@ impl DynamoHandler for EngineHandler {
         operation: &str,
         body: &[u8],
         region: Option<&str>,
-    ) -> (Result<Vec<u8>, ApiError>, Option<f64>) {
-        let (answer, units) = self
+    ) -> (Result<Vec<u8>, ApiError>, CallCharge) {
+        let (answer, charge) = self
             .database
             .execute_json_text_charged(region, operation, body);
-        (answer.map(|answer| served_body(operation, answer)), units)
+        (answer.map(|answer| served_body(operation, answer)), charge)
     }
 
     fn operations(&self) -> &[&'static str] {

@@ -2,6 +2,7 @@
 
 use serde::Deserialize;
 use shoal_model::ApiError;
+use shoal_tables::capacity::metering::CallCharge;
 
 /// How `/shoal/crash` ends the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -52,16 +53,17 @@ pub trait DynamoHandler: Send + Sync + 'static {
     ) -> Result<Vec<u8>, ApiError>;
 
     /// [`DynamoHandler::handle`], also giving the capacity units the call was charged
-    /// (tables and indexes together), whether or not the request asked for them: what a
-    /// recording writes. The answer must be exactly `handle`'s. The default knows no
-    /// capacity.
+    /// (tables and indexes together), whether or not the request asked for them, and the
+    /// items a read returned with their size: what a recording writes. The answer must be
+    /// exactly `handle`'s. The default knows neither (the recorder then sizes the items from
+    /// the answer).
     fn handle_charged(
         &self,
         operation: &str,
         body: &[u8],
         region: Option<&str>,
-    ) -> (Result<Vec<u8>, ApiError>, Option<f64>) {
-        (self.handle(operation, body, region), None)
+    ) -> (Result<Vec<u8>, ApiError>, CallCharge) {
+        (self.handle(operation, body, region), CallCharge::default())
     }
 
     /// The operation names this handler knows; any other target is answered with

@@ -31,6 +31,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use shoal_model::ApiError;
+use shoal_tables::capacity::metering::CallCharge;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -628,7 +629,10 @@ async fn handle_api(
         if recording {
             handler.handle_charged(operation, body, region)
         } else {
-            (handler.handle(operation, body, region), None)
+            (
+                handler.handle(operation, body, region),
+                CallCharge::default(),
+            )
         }
     };
     // The request's own bytes, or the `{}` a blank body stands for. Told apart by identity
@@ -662,9 +666,9 @@ async fn handle_api(
             Err(closed) => Err(closed.to_string()),
         }
     };
-    let (result, units) = match result {
-        Ok((answer, units)) => (Ok(answer), units),
-        Err(panic) => (Err(panic), None),
+    let (result, charge) = match result {
+        Ok((answer, charge)) => (Ok(answer), charge),
+        Err(panic) => (Err(panic), CallCharge::default()),
     };
     let result = match error_after_apply {
         // The operation ran; its answer is replaced, whatever it was.
@@ -686,7 +690,8 @@ async fn handle_api(
                 request: owned_body(),
                 answer,
                 error,
-                units,
+                units: charge.units,
+                returned: charge.returned,
             });
         }
     };

@@ -21,7 +21,7 @@ use crate::api::transact::{
     TransactWriteItemsOutput,
 };
 use crate::api::{decode, encode};
-use crate::capacity::metering::{self, CapacityTotals, Metered};
+use crate::capacity::metering::{self, CallCharge, CapacityTotals, Metered, Returned};
 use crate::database::Database;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -57,20 +57,18 @@ impl Database {
         crate::core::region::with_region(region, || self.execute_json_text(operation, body))
     }
 
-    /// [`Database::execute_json_text_in_region`], also giving the capacity units the call
-    /// was charged (tables and indexes, the TOTAL a client would be told, a failed
-    /// condition's charge included), or None for an operation that is not metered. For a
-    /// recorder: the answer is the one the client gets, whether it asked for
-    /// ConsumedCapacity or not.
+    /// [`Database::execute_json_text_in_region`], also giving what the call was charged and
+    /// returned: the capacity units (tables and indexes, the TOTAL a client would be told, a
+    /// failed condition's charge included; None for an operation that is not metered) and,
+    /// for a read, the items it returned with their size. For a recorder: the answer is the
+    /// one the client gets, whether it asked for ConsumedCapacity or not.
     pub fn execute_json_text_charged(
         &self,
         region: Option<&str>,
         operation: &str,
         body: &[u8],
-    ) -> (Result<Vec<u8>, ApiError>, Option<f64>) {
-        let _ = metering::take_charged();
-        let result = self.execute_json_text_in_region(region, operation, body);
-        (result, metering::take_charged())
+    ) -> (Result<Vec<u8>, ApiError>, CallCharge) {
+        metering::charged(|| self.execute_json_text_in_region(region, operation, body))
     }
 
     /// Capacity units consumed per table through [`Database::execute`] and
@@ -294,6 +292,7 @@ impl Database {
             }
         };
         if metered {
+            metering::note_returned(|| response.returned());
             let units = response
                 .consumed_capacity()
                 .iter()
@@ -604,11 +603,28 @@ trait CarriesCapacity {
     fn consumed_capacity(&self) -> &[ConsumedCapacity];
     fn consumed_capacity_mut(&mut self) -> &mut [ConsumedCapacity];
     fn clear_consumed_capacity(&mut self);
+    /// The items a read returned and their size; None for a write.
+    fn returned(&self) -> Option<Returned> {
+        None
+    }
 }
 
-/// Responses with one ConsumedCapacity.
+/// `items` counted and sized.
+fn returned<'a>(items: impl IntoIterator<Item = &'a shoal_model::Item>) -> Option<Returned> {
+    let mut returned = Returned::default();
+    for item in items {
+        returned.items += 1;
+        returned.bytes += shoal_model::item_size_bytes(item) as u64;
+    }
+    Some(returned)
+}
+
+/// Responses with one ConsumedCapacity; a read's with `=> |output| what it returned`.
 macro_rules! carries_one_capacity {
     ($($response:ty),*) => {$(
+        carries_one_capacity!($response => |_output| None);
+    )*};
+    ($response:ty => |$output:ident| $returned:expr) => {
         impl CarriesCapacity for $response {
             fn consumed_capacity(&self) -> &[ConsumedCapacity] {
                 self.consumed_capacity.as_slice()
@@ -619,13 +635,21 @@ macro_rules! carries_one_capacity {
             fn clear_consumed_capacity(&mut self) {
                 self.consumed_capacity = None;
             }
+            fn returned(&self) -> Option<Returned> {
+                let $output = self;
+                $returned
+            }
         }
-    )*};
+    };
 }
 
-/// Responses with one ConsumedCapacity per table.
+/// Responses with one ConsumedCapacity per table; a read's with `=> |output| what it
+/// returned`.
 macro_rules! carries_capacity_per_table {
     ($($response:ty),*) => {$(
+        carries_capacity_per_table!($response => |_output| None);
+    )*};
+    ($response:ty => |$output:ident| $returned:expr) => {
         impl CarriesCapacity for $response {
             fn consumed_capacity(&self) -> &[ConsumedCapacity] {
                 self.consumed_capacity.as_deref().unwrap_or(&[])
@@ -636,24 +660,27 @@ macro_rules! carries_capacity_per_table {
             fn clear_consumed_capacity(&mut self) {
                 self.consumed_capacity = None;
             }
+            fn returned(&self) -> Option<Returned> {
+                let $output = self;
+                $returned
+            }
         }
-    )*};
+    };
 }
 
-carries_one_capacity!(
-    PutItemOutput,
-    GetItemOutput,
-    QueryResponse,
-    ExecuteStatementOutput
-);
+carries_one_capacity!(PutItemOutput, ExecuteStatementOutput);
 carries_capacity_per_table!(
     BatchWriteItemOutput,
-    BatchGetItemOutput,
     TransactWriteItemsOutput,
-    TransactGetItemsOutput,
     BatchExecuteStatementOutput,
     ExecuteTransactionOutput
 );
+carries_one_capacity!(GetItemOutput => |output| returned(&output.item));
+carries_one_capacity!(QueryResponse => |output| returned(output.items.iter().flatten()));
+carries_capacity_per_table!(BatchGetItemOutput => |output| returned(output.responses.values().flatten()));
+carries_capacity_per_table!(TransactGetItemsOutput => |output| returned(
+    output.responses.iter().filter_map(|response| response.item.as_ref())
+));
 
 /// A PartiQL response: whether its statements read or wrote (None: nothing ran).
 trait StatementKind {

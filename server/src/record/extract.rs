@@ -2,6 +2,7 @@
 //! thread, never on the request's path.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Deserialize;
@@ -9,6 +10,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use shoal_expr::{Context, KeyAttribute, KeySchemaView};
 use shoal_model::{AttributeValue, ScalarType};
+use shoal_tables::capacity::metering::Returned;
 
 use super::format::{RequestLine, Scalar, Shapes};
 use crate::sigv4::hmac_sha256;
@@ -136,7 +138,8 @@ impl TableKeys {
 
 /// What the writer knows between calls.
 pub struct Extractor {
-    pub tables: HashMap<String, TableKeys>,
+    /// Shared, so that a call borrows its table's keys without copying them.
+    pub tables: HashMap<String, Arc<TableKeys>>,
     /// The HMAC key of hashed texts; None records texts as they are.
     hash_key: Option<[u8; 32]>,
     pub keep_bodies: bool,
@@ -153,6 +156,9 @@ pub struct Call<'a> {
     pub answer: Option<&'a [u8]>,
     pub error: Option<&'a str>,
     pub units: Option<f64>,
+    /// The items a read returned with their size, as the tables layer counted them; None
+    /// when the handler does not say (they are then sized from the answer).
+    pub returned: Option<Returned>,
     pub latency_us: u64,
 }
 
@@ -249,8 +255,16 @@ impl Extractor {
             );
         }
         line.names = names;
-        if let Some(answer) = call.answer {
-            answer_sizes(call.operation, &request, answer, &mut line);
+        match (call.returned, call.answer) {
+            (Some(returned), Some(_)) => {
+                line.items = Some(returned.items);
+                line.item_bytes = Some(returned.bytes);
+            }
+            (None, Some(answer)) => answer_sizes(call.operation, answer, &mut line),
+            (_, None) => {}
+        }
+        if call.operation == "BatchWriteItem" && call.answer.is_some() {
+            line.items = batch_write_count(&request);
         }
         let body = self.keep_bodies.then_some(call.request);
         Extracted { line, body }
@@ -499,42 +513,41 @@ struct Answer<'a> {
     responses: Option<BTreeMap<String, Vec<&'a RawValue>>>,
 }
 
-/// Sizes of what a successful call returned (or, for BatchWriteItem, how many items it
-/// sent).
-fn answer_sizes(operation: &str, request: &Members<'_>, answer: &[u8], line: &mut RequestLine) {
-    match operation {
-        "GetItem" | "Query" | "Scan" | "BatchGetItem" => {
-            let Ok(answer) = serde_json::from_slice::<Answer<'_>>(answer) else {
-                return;
-            };
-            let items: Vec<&RawValue> = match operation {
-                "GetItem" => answer.item.into_iter().collect(),
-                "BatchGetItem" => answer
-                    .responses
-                    .into_iter()
-                    .flatten()
-                    .flat_map(|(_, items)| items)
-                    .collect(),
-                _ => answer.items.into_iter().flatten().collect(),
-            };
-            line.items = Some(items.len() as u64);
-            line.item_bytes = Some(
-                items
-                    .into_iter()
-                    .filter_map(|item| Attributes::of(item)?.size_bytes())
-                    .sum(),
-            );
-        }
-        "BatchWriteItem" => {
-            let count = member::<BTreeMap<String, Vec<&RawValue>>>(request.request_items)
-                .into_iter()
-                .flatten()
-                .map(|(_, requests)| requests.len())
-                .sum::<usize>();
-            line.items = Some(count as u64);
-        }
-        _ => {}
+/// Sizes of what a successful call returned, read off its answer (for a handler that does
+/// not count them).
+fn answer_sizes(operation: &str, answer: &[u8], line: &mut RequestLine) {
+    if !matches!(operation, "GetItem" | "Query" | "Scan" | "BatchGetItem") {
+        return;
     }
+    let Ok(answer) = serde_json::from_slice::<Answer<'_>>(answer) else {
+        return;
+    };
+    let items: Vec<&RawValue> = match operation {
+        "GetItem" => answer.item.into_iter().collect(),
+        "BatchGetItem" => answer
+            .responses
+            .into_iter()
+            .flatten()
+            .flat_map(|(_, items)| items)
+            .collect(),
+        _ => answer.items.into_iter().flatten().collect(),
+    };
+    line.items = Some(items.len() as u64);
+    line.item_bytes = Some(
+        items
+            .into_iter()
+            .filter_map(|item| Attributes::of(item)?.size_bytes())
+            .sum(),
+    );
+}
+
+/// Items a BatchWriteItem sent.
+fn batch_write_count(request: &Members<'_>) -> Option<u64> {
+    let count = member::<BTreeMap<String, Vec<&RawValue>>>(request.request_items)?
+        .values()
+        .map(Vec::len)
+        .sum::<usize>();
+    Some(count as u64)
 }
 
 fn type_letter(value: &AttributeValue) -> &'static str {
@@ -554,22 +567,11 @@ fn type_letter(value: &AttributeValue) -> &'static str {
 
 /// A scalar's type letter and text (binary in base64); None for other values.
 fn scalar_text(value: &AttributeValue) -> Option<(&'static str, String)> {
-    match value.to_json() {
-        Value::Object(map) => {
-            let (kind, inner) = map.into_iter().next()?;
-            let kind = match kind.as_str() {
-                "S" => "S",
-                "N" => "N",
-                "B" => "B",
-                "BOOL" => "BOOL",
-                _ => return None,
-            };
-            let text = match inner {
-                Value::String(text) => text,
-                other => other.to_string(),
-            };
-            Some((kind, text))
-        }
+    match value {
+        AttributeValue::S(text) => Some(("S", text.clone())),
+        AttributeValue::N(number) => Some(("N", number.to_string())),
+        AttributeValue::B(bytes) => Some(("B", shoal_model::json::encode_base64(bytes))),
+        AttributeValue::Bool(flag) => Some(("BOOL", flag.to_string())),
         _ => None,
     }
 }
@@ -648,6 +650,7 @@ mod tests {
             answer,
             error: None,
             units: Some(1.0),
+            returned: None,
             latency_us: 30,
         }
     }
@@ -657,7 +660,7 @@ mod tests {
         let mut extractor = Extractor::new(None);
         extractor
             .tables
-            .insert("Orders".into(), TableKeys::of(&orders()));
+            .insert("Orders".into(), Arc::new(TableKeys::of(&orders())));
         let put = |placed: u64| {
             json!({"TableName": "Orders", "Item": {
                 "customer": {"S": "c#1"}, "placed": {"N": placed.to_string()},
@@ -698,7 +701,7 @@ mod tests {
         let mut extractor = Extractor::new(None);
         extractor
             .tables
-            .insert("Orders".into(), TableKeys::of(&orders()));
+            .insert("Orders".into(), Arc::new(TableKeys::of(&orders())));
         let query = json!({"TableName": "Orders", "IndexName": "ByStatus",
             "KeyConditionExpression": "#s = :st",
             "ExpressionAttributeNames": {"#s": "status"},
@@ -723,7 +726,7 @@ mod tests {
         let mut extractor = Extractor::new(Some([7; 32]));
         extractor
             .tables
-            .insert("Orders".into(), TableKeys::of(&orders()));
+            .insert("Orders".into(), Arc::new(TableKeys::of(&orders())));
         let get =
             json!({"TableName": "Orders", "Key": {"customer": {"S": "c#1"}, "placed": {"N": "5"}}})
                 .to_string();

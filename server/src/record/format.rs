@@ -47,8 +47,9 @@
 //!     (not the table), by attribute name, as `{"type", "value"}` (hashed with hashed keys);
 //!     `attributes`: the PutItem item's attribute names with their types (no values);
 //!   - `item_bytes`: bytes of the item written (PutItem) or of the items returned (GetItem,
-//!     Query, Scan, BatchGetItem), in DynamoDB's item size; `items`: items returned, or
-//!     written by a BatchWriteItem;
+//!     Query, Scan, BatchGetItem, and TransactGetItems from a Shoal database, whose tables
+//!     layer counts them), in DynamoDB's item size after any projection; `items`: items
+//!     returned, or written by a BatchWriteItem;
 //!   - `units`: the capacity units the call was charged, tables and indexes together (read
 //!     units for reads, write units for writes; a failed condition's charge included),
 //!     whether or not the client asked for ConsumedCapacity; absent for unmetered calls;

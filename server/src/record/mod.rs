@@ -31,6 +31,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use serde_json::{json, Value};
+use shoal_tables::capacity::metering::Returned;
 
 use crate::handler::DynamoHandler;
 
@@ -63,6 +64,8 @@ pub struct Captured {
     pub answer: Option<Bytes>,
     pub error: Option<&'static str>,
     pub units: Option<f64>,
+    /// The items a read returned and their size, when the handler counted them.
+    pub returned: Option<Returned>,
 }
 
 impl Captured {
@@ -301,6 +304,7 @@ mod tests {
             answer: Some(Bytes::from_static(b"{}")),
             error: None,
             units: Some(0.5),
+            returned: None,
         }
     }
 

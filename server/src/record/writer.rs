@@ -164,7 +164,7 @@ impl Writer {
         let table = serde_json::from_slice::<Value>(&answer).ok()?["Table"].take();
         self.extractor
             .tables
-            .insert(name.to_string(), TableKeys::of(&table));
+            .insert(name.to_string(), Arc::new(TableKeys::of(&table)));
         let room = self.descriptions.len() < TABLES_DESCRIBED_MAX;
         match self.descriptions.iter_mut().find(|(n, _)| n == name) {
             Some((_, slot)) => *slot = table.clone(),
@@ -267,6 +267,7 @@ impl Writer {
             answer: captured.answer.as_deref(),
             error: captured.error,
             units: captured.units,
+            returned: captured.returned,
             latency_us: captured.latency_us,
         };
         let extracted = self.extractor.line(&call);

@@ -167,10 +167,32 @@ pub(crate) fn as_total(consumed: &mut ConsumedCapacity) {
     consumed.global_secondary_indexes = None;
 }
 
+/// What one call cost and returned, for a recorder ([`crate::Database::execute_json_text_charged`]):
+/// the units it was charged, summed over its tables and indexes (None when it was not
+/// metered), and the items a read returned with their size (None for a write), which the
+/// tables layer knows without the answer being parsed again.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CallCharge {
+    pub units: Option<f64>,
+    pub returned: Option<Returned>,
+}
+
+/// Items a read returned and their size in DynamoDB's item size (after any projection: what
+/// the client receives).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Returned {
+    pub items: u64,
+    pub bytes: u64,
+}
+
 thread_local! {
     /// The units the last metered call on this thread was charged, summed over its tables
-    /// and indexes, until [`take_charged`] takes them.
+    /// and indexes, until [`charged`] takes them.
     static CHARGED: Cell<Option<f64>> = const { Cell::new(None) };
+    /// Whether the call running on this thread is recorded: only then are its returned
+    /// items sized ([`note_returned`]), which costs a walk over them.
+    static SIZING: Cell<bool> = const { Cell::new(false) };
+    static RETURNED: Cell<Option<Returned>> = const { Cell::new(None) };
 }
 
 /// Notes `units` charged to the call running on this thread.
@@ -178,7 +200,25 @@ pub(crate) fn note_charged(units: f64) {
     CHARGED.with(|charged| charged.set(Some(charged.get().unwrap_or(0.0) + units)));
 }
 
-/// The units charged on this thread since the last call, if a metered call ran.
-pub(crate) fn take_charged() -> Option<f64> {
-    CHARGED.with(Cell::take)
+/// Notes what the call running on this thread returned, when it is recorded (`returned` is
+/// only called then).
+pub(crate) fn note_returned(returned: impl FnOnce() -> Option<Returned>) {
+    if SIZING.with(Cell::get) {
+        RETURNED.with(|slot| slot.set(returned()));
+    }
+}
+
+/// Runs `call` with what it is charged and returns noted: the units and, for a read, the
+/// items it returned.
+pub(crate) fn charged<T>(call: impl FnOnce() -> T) -> (T, CallCharge) {
+    CHARGED.with(Cell::take);
+    RETURNED.with(Cell::take);
+    SIZING.with(|sizing| sizing.set(true));
+    let result = call();
+    SIZING.with(|sizing| sizing.set(false));
+    let charge = CallCharge {
+        units: CHARGED.with(Cell::take),
+        returned: RETURNED.with(Cell::take),
+    };
+    (result, charge)
 }
