@@ -3,6 +3,7 @@
 //! them ([`dynamodb_local`]).
 
 pub mod dynamodb_local;
+mod memory;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -282,7 +283,10 @@ pub fn transient_status_delay(args: &ServeArgs) -> Duration {
 
 /// `shoal serve`.
 pub fn run(args: ServeArgs) -> Result<(), String> {
-    if !args.transparent_huge_pages {
+    // Off since before `main` (`memory.rs`); said again here to report a failure.
+    if args.transparent_huge_pages {
+        memory::allow_transparent_huge_pages();
+    } else {
         disable_transparent_huge_pages();
     }
     let durability = parse_durability(&args.durability)?;
