@@ -148,8 +148,8 @@ impl Default for DbOptions {
             // Small for idle and lightly written trees; a tree that fills one in under a
             // second doubles it, up to 16 MiB under the default budget.
             memtable_size_bytes_min: 2 << 20,
-            // An embedded database's footprint: measured under 256 connections of PutItem,
-            // this budget kept the server's resident memory near its target (docs/RUNNING.md).
+            // An embedded database's footprint: a quarter of what the two fixed 64 MiB
+            // memtables (active and flushing) held before (docs/DESIGN.md §3).
             write_buffer_bytes_max: 32 << 20,
             // Four segments: replay at open stays under a second, and the recycled pool
             // that covers it costs at most 256 MiB of disk.
