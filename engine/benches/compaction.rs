@@ -144,7 +144,10 @@ fn open(dir: &Path, config: &Config, kind: PolicyKind) -> (Db, TreeId) {
     let target = config.memtable_bytes as u64;
     let options = DbOptions {
         durability: Durability::None,
+        // Fixed-size memtables of the configured size, whatever the write rate.
         memtable_size_bytes: config.memtable_bytes,
+        memtable_size_bytes_min: config.memtable_bytes,
+        write_buffer_bytes_max: usize::MAX,
         compaction: PolicyOptions {
             kind,
             target_file_bytes: target,

@@ -32,14 +32,22 @@ pub const DEDICATED_ALLOC_BYTES_MIN: usize = CHUNK_BYTES / 4;
 /// Every allocation starts at a multiple of this: nodes begin with u64 words and atomic
 /// pointers.
 pub const ALIGN_BYTES: usize = 8;
-/// Most chunk buffers the pool keeps (128 MiB): two default-sized memtables' worth, enough
-/// for the next memtables of a busy tree while the last ones flush. Beyond it, freed chunks
-/// go back to the allocator.
-const POOL_CHUNKS_MAX: usize = 128;
+/// Most chunk buffers the pool keeps (32 MiB): the default write-buffer budget's worth
+/// (`DbOptions::write_buffer_bytes_max`), enough for the next memtables of a busy tree while
+/// the last ones flush. Beyond it, freed chunks go back to the allocator, and all of them do
+/// when writes stop ([`release_idle_chunks`]).
+const POOL_CHUNKS_MAX: usize = 32;
 
 /// Idle chunk buffers of exactly `CHUNK_BYTES`, shared by every database in the process (like
 /// an allocator's cache, which it is).
 static POOL: BufferPool<Box<[u8]>> = BufferPool::new(POOL_CHUNKS_MAX);
+
+/// Frees the pool's idle chunks: called when writes have stopped, so the memory a burst's
+/// memtables used goes back to the allocator (and from it to the OS) instead of staying
+/// resident until the next burst.
+pub(crate) fn release_idle_chunks() {
+    POOL.release_idle();
+}
 
 fn pooled_buffer() -> Box<[u8]> {
     POOL.take()

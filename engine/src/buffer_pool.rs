@@ -41,6 +41,12 @@ impl<T> BufferPool<T> {
         drop(buffer);
     }
 
+    /// Frees every idle buffer (outside the lock).
+    pub(crate) fn release_idle(&self) {
+        let idle = std::mem::take(&mut *self.idle.lock());
+        drop(idle);
+    }
+
     /// Buffers idle now.
     #[cfg(test)]
     pub(crate) fn idle_count(&self) -> usize {
@@ -65,5 +71,9 @@ mod tests {
             .collect();
         assert_eq!(lens, vec![20, 10]);
         assert_eq!(pool.idle_count(), 0);
+        pool.give(vec![0u8; 5]);
+        pool.release_idle();
+        assert_eq!(pool.idle_count(), 0);
+        assert_eq!(pool.take(), None);
     }
 }

@@ -54,6 +54,13 @@ const PENDING_FLOOR_L0_COMPACTIONS: u64 = 4;
 /// `max_levels` cannot exceed the version's levels, and the pending-bytes slowdown starts no
 /// lower than what [`PENDING_FLOOR_L0_COMPACTIONS`] L0 compactions of full memtables bring
 /// into the base level.
+///
+/// `memtable_size_bytes` is the *largest* memtable (`write_buffer`), not the current size:
+/// memtables are large exactly when writes are heavy, which is when the backlog this floor
+/// guards forms; a floor sized by the small memtables of a quiet spell would slow the next
+/// burst's writers as soon as its first large L0 files waited. L0 compaction itself is
+/// triggered by a count of files (`l0_trigger_files`), whatever their size, so small L0
+/// files of a quiet tree are merged sooner and cost little.
 pub(crate) fn effective_policy(
     options: &PolicyOptions,
     memtable_size_bytes: usize,

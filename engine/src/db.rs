@@ -47,6 +47,7 @@ use crate::stats::{self, Counters, DbStats, TreeStats};
 use crate::superversion::{write_rate, Immutable, SuperVersion, TreeMemtables};
 use crate::table_files::{file_meta, open_table, FileRegistry};
 use crate::version::{levels_view, FileMeta, TreeId, Version, VersionEdit, LEVELS};
+use crate::write_buffer::{self, WriteBuffer};
 
 /// Name of the lock file inside the data directory.
 pub const LOCK_FILE_NAME: &str = "LOCK";
@@ -172,6 +173,11 @@ pub(crate) enum AlsoFreeze<'a> {
     None,
     Every,
     Trees(&'a [TreeId]),
+    /// The largest active memtable: the write buffer is over its budget.
+    Largest,
+    /// Every active memtable larger than the minimum size, whose tree goes back to the
+    /// minimum: writes have stopped, and a burst's memory is given back (`write_buffer`).
+    Idle,
 }
 
 /// A registered snapshot: reads through it see the database as of `seq`.
@@ -236,10 +242,14 @@ impl Db {
             let table = open_table(&fs, dir, number, options.bloom_prefix, &files)?;
             tables.insert(number, table);
         }
+        let write_buffer = WriteBuffer::new(&options);
         let memtables = version
             .trees
             .keys()
-            .map(|id| (*id, TreeMemtables::new()))
+            .map(|id| {
+                let tree = TreeMemtables::new(write_buffer.memtable(), write_buffer.min_bytes());
+                (*id, tree)
+            })
             .collect();
         // Sequence numbers must never go backwards, even if every WAL segment was released:
         // continue after the largest one the manifest or any SSTable knows.
@@ -253,7 +263,8 @@ impl Db {
             .unwrap_or(0);
         let next_file_number = version.next_file_number;
         let version = Arc::new(version);
-        let policy = compact::effective_policy(&options.compaction, options.memtable_size_bytes);
+        // Sized by the largest memtable, not the current ones: see `effective_policy`.
+        let policy = compact::effective_policy(&options.compaction, write_buffer.max_bytes());
         let superversion = Arc::new(SuperVersion::new(
             Arc::clone(&version),
             memtables,
@@ -275,6 +286,7 @@ impl Db {
             counters: Counters::default(),
             compaction: Scheduler::default(),
             policy,
+            write_buffer,
             pacer: WritePacer::default(),
             flush_wakeup: Condvar::new(),
             flush_state: Mutex::new(FlushState::default()),
@@ -413,22 +425,30 @@ impl Db {
     }
 
     /// Before a write: freezes full memtables, and waits (bounded) while the flusher is too
-    /// far behind, so unflushed memory stays bounded.
+    /// far behind, so unflushed memory stays bounded: per tree (too many frozen memtables)
+    /// and in all (the write buffer's budget, `write_buffer`).
     fn make_room(&self, batch: &WriteBatch) -> Result<(), DbError> {
-        let limit = self.shared.options.memtable_size_bytes;
+        let write_buffer = &self.shared.write_buffer;
         let needs_freeze = {
             let sv = self.shared.superversion.read();
             batch.trees().iter().any(|tree| {
                 sv.memtables
                     .get(tree)
-                    .is_some_and(|m| m.active.size_bytes() >= limit)
+                    .is_some_and(|m| m.active.size_bytes() >= m.target_bytes)
             }) || self.wal.live_bytes() > self.shared.options.wal_live_bytes_max
         };
         if needs_freeze {
             self.freeze_full_memtables(AlsoFreeze::None);
         }
+        // Over the budget with nothing being flushed: flush the largest memtable, whose
+        // memory the flusher then frees. (Over it with nothing to freeze, the memory is
+        // held by readers of flushed memtables, which no flush frees: go on.)
+        if write_buffer.is_over_budget() && !self.current().flush_pending() {
+            self.freeze_full_memtables(AlsoFreeze::Largest);
+        }
         // Back-pressure: wait for the flusher while any touched tree has too many frozen
-        // memtables. Bounded waits, re-checking background errors each time.
+        // memtables, or the budget is spent and frozen memtables wait for flush. Bounded
+        // waits, re-checking background errors each time.
         loop {
             let backlog = {
                 let sv = self.shared.superversion.read();
@@ -436,7 +456,7 @@ impl Db {
                     sv.memtables
                         .get(tree)
                         .is_some_and(|m| m.immutables.len() >= IMMUTABLES_PER_TREE_MAX)
-                })
+                }) || (write_buffer.is_over_budget() && sv.flush_pending())
             };
             if !backlog || self.flusher.is_none() {
                 return Ok(());
@@ -464,45 +484,7 @@ impl Db {
     /// names, plus — when the WAL is over its cap — the trees pinning the oldest WAL data.
     /// Runs under `Wal::exclusive` so no batch is half-applied when frozen.
     pub(crate) fn freeze_full_memtables(&self, also: AlsoFreeze<'_>) {
-        let shared = &self.shared;
-        let wal_over_cap = self.wal.live_bytes() > shared.options.wal_live_bytes_max;
-        let frozen_any = self.wal.exclusive(|| {
-            let mut guard = shared.superversion.write();
-            let oldest_pinning = if wal_over_cap {
-                guard.unflushed_seq_min()
-            } else {
-                None
-            };
-            let frozen_at_seq = shared.visible_seq.load(Ordering::Acquire);
-            let mut next = (**guard).clone();
-            let mut changed = false;
-            for (id, tree) in next.memtables.iter_mut() {
-                let full = tree.active.size_bytes() >= shared.options.memtable_size_bytes;
-                let pins_oldest =
-                    oldest_pinning.is_some() && tree.active.seq_min() == oldest_pinning;
-                let named = match also {
-                    AlsoFreeze::None => false,
-                    AlsoFreeze::Every => true,
-                    AlsoFreeze::Trees(named) => named.contains(id),
-                };
-                let wanted = full || pins_oldest || named;
-                if wanted && !tree.active.is_empty() {
-                    let frozen = std::mem::replace(&mut tree.active, Arc::new(Memtable::new()));
-                    tree.immutables.push(Immutable {
-                        memtable: frozen,
-                        frozen_at_seq,
-                    });
-                    changed = true;
-                }
-            }
-            if changed {
-                *guard = Arc::new(next);
-            }
-            changed
-        });
-        if frozen_any {
-            self.shared.request_flush();
-        }
+        freeze_memtables(&self.shared, &self.wal, also);
     }
 
     /// Freezes every non-empty memtable and flushes all frozen memtables now, on this thread.
@@ -676,8 +658,11 @@ impl Db {
             let mut guard = self.shared.superversion.write();
             let mut sv = (**guard).clone();
             sv.memtables.retain(|id, _| next.trees.contains_key(id));
+            let write_buffer = &self.shared.write_buffer;
             for id in next.trees.keys() {
-                sv.memtables.entry(*id).or_default();
+                sv.memtables.entry(*id).or_insert_with(|| {
+                    TreeMemtables::new(write_buffer.memtable(), write_buffer.min_bytes())
+                });
             }
             let live = next.live_file_numbers();
             let obsolete: Vec<u64> = sv
@@ -908,18 +893,106 @@ fn insert_replay_chunk(chunk: ReplayChunk<'_>) {
     }
 }
 
+/// [`Db::freeze_full_memtables`], for the handle and the flusher alike.
+fn freeze_memtables(shared: &Shared, wal: &Wal<WriteBatch, MemtableApplier>, also: AlsoFreeze<'_>) {
+    let wal_over_cap = wal.live_bytes() > shared.options.wal_live_bytes_max;
+    let write_buffer = &shared.write_buffer;
+    let frozen_any = wal.exclusive(|| {
+        let mut guard = shared.superversion.write();
+        let oldest_pinning = if wal_over_cap {
+            guard.unflushed_seq_min()
+        } else {
+            None
+        };
+        let largest = match also {
+            AlsoFreeze::Largest => guard
+                .memtables
+                .iter()
+                .max_by_key(|(_, tree)| tree.active.size_bytes())
+                .map(|(id, _)| *id),
+            _ => None,
+        };
+        let frozen_at_seq = shared.visible_seq.load(Ordering::Acquire);
+        let now = Instant::now();
+        let mut next = (**guard).clone();
+        let mut changed = false;
+        for (id, tree) in next.memtables.iter_mut() {
+            let full = tree.active.size_bytes() >= tree.target_bytes;
+            let pins_oldest = oldest_pinning.is_some() && tree.active.seq_min() == oldest_pinning;
+            let larger_than_min = tree.active.size_bytes() > write_buffer.min_bytes();
+            let named = match also {
+                AlsoFreeze::None => false,
+                AlsoFreeze::Every => true,
+                AlsoFreeze::Trees(named) => named.contains(id),
+                AlsoFreeze::Largest => largest == Some(*id),
+                AlsoFreeze::Idle => larger_than_min,
+            };
+            let wanted = full || pins_oldest || named;
+            if matches!(also, AlsoFreeze::Idle) && tree.target_bytes != write_buffer.min_bytes() {
+                // Writes stopped: the next burst starts small again.
+                tree.target_bytes = write_buffer.min_bytes();
+                changed = true;
+            } else if full && !tree.active.is_empty() {
+                // Only a memtable that filled up says how fast its tree is written.
+                let filled_in = tree.active.filling_for(now).unwrap_or_default();
+                tree.target_bytes = write_buffer.next_size(tree.target_bytes, filled_in);
+            }
+            if !wanted || tree.active.is_empty() {
+                continue;
+            }
+            let frozen = std::mem::replace(&mut tree.active, Arc::new(write_buffer.memtable()));
+            tree.immutables.push(Immutable {
+                memtable: frozen,
+                frozen_at_seq,
+            });
+            changed = true;
+        }
+        if changed {
+            *guard = Arc::new(next);
+        }
+        changed
+    });
+    if frozen_any {
+        shared.request_flush();
+    }
+}
+
 fn flusher_loop(shared: &Arc<Shared>, wal: &Wal<WriteBatch, MemtableApplier>) {
     let mut seen_requests = 0;
+    // The sequence number at the last look: unchanged after `IDLE_AFTER` means no writes.
+    let mut seen_seq = shared.visible_seq.load(Ordering::Acquire);
+    // The sequence number at the last trim: one trim per quiet spell.
+    let mut trimmed_at_seq = None;
     loop {
+        let mut idle = false;
         {
             let mut state = shared.flush_state.lock();
             while state.requests == seen_requests && !shared.shutting_down.load(Ordering::Acquire) {
-                shared.flush_wakeup.wait(&mut state);
+                let timed_out = shared
+                    .flush_wakeup
+                    .wait_for(&mut state, write_buffer::IDLE_AFTER)
+                    .timed_out();
+                if timed_out {
+                    let seq = shared.visible_seq.load(Ordering::Acquire);
+                    if seq == seen_seq && trimmed_at_seq != Some(seq) {
+                        idle = true;
+                        break;
+                    }
+                    seen_seq = seq;
+                }
             }
             seen_requests = state.requests;
         }
         if shared.shutting_down.load(Ordering::Acquire) {
             return;
+        }
+        if idle {
+            // Writes have stopped: flush what a burst left in large memtables. Nothing to
+            // do (the common idle case) freezes nothing and requests no flush.
+            freeze_memtables(shared, wal, AlsoFreeze::Idle);
+            crate::arena::release_idle_chunks();
+            trimmed_at_seq = Some(seen_seq);
+            continue;
         }
         let mut backoff = Backoff::new();
         loop {
@@ -1226,6 +1299,7 @@ impl Db {
         let mut stats = self.shared.counters.snapshot();
         stats.obsolete_files_removed = self.shared.files.removed_files();
         stats.table_files_reused = self.shared.files.reused_files();
+        stats.write_buffer_bytes = self.shared.write_buffer.total_bytes() as u64;
         let sv = self.current();
         stats.level_files = vec![0; LEVELS];
         stats.level_bytes = vec![0; LEVELS];

@@ -83,6 +83,7 @@ pub mod stats;
 pub mod superversion;
 mod table_files;
 pub mod version;
+mod write_buffer;
 
 pub use batch::WriteBatch;
 pub use checkpoint::{LinkedFile, SourceFile};

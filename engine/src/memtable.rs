@@ -12,6 +12,7 @@
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use shoal_compaction::key::{self, EntryKind, InlinePrefix, InternalKey};
 use shoal_compaction::{InternalIterator, IterError};
@@ -235,6 +236,21 @@ pub struct Memtable {
     seq_min: AtomicU64,
     /// Largest sequence number inserted (0 while empty).
     seq_max: AtomicU64,
+    /// When the first entry went in: how long the memtable took to fill decides the size of
+    /// the tree's next one (`write_buffer`).
+    first_insert_at: OnceLock<Instant>,
+    /// The database's total of live memtable bytes (`write_buffer::WriteBuffer`), charged as
+    /// entries go in and refunded when the memtable, and so its arena, is dropped. `None`
+    /// for a memtable outside a database (tests).
+    charged_to: Option<Arc<AtomicUsize>>,
+}
+
+impl Drop for Memtable {
+    fn drop(&mut self) {
+        if let Some(total) = &self.charged_to {
+            total.fetch_sub(self.size_bytes(), AtomicOrdering::Relaxed);
+        }
+    }
 }
 
 impl Default for Memtable {
@@ -245,13 +261,31 @@ impl Default for Memtable {
 
 impl Memtable {
     pub fn new() -> Memtable {
+        Memtable::with_charge(None)
+    }
+
+    /// A memtable whose bytes count in `total` for as long as it lives.
+    pub(crate) fn charged_to(total: Arc<AtomicUsize>) -> Memtable {
+        Memtable::with_charge(Some(total))
+    }
+
+    fn with_charge(charged_to: Option<Arc<AtomicUsize>>) -> Memtable {
         Memtable {
             list: SkipList::new(),
             key_filter: OnceLock::new(),
             size_bytes: AtomicUsize::new(0),
             seq_min: AtomicU64::new(u64::MAX),
             seq_max: AtomicU64::new(0),
+            first_insert_at: OnceLock::new(),
+            charged_to,
         }
+    }
+
+    /// How long ago the first entry went in (`None` while empty).
+    pub fn filling_for(&self, now: Instant) -> Option<Duration> {
+        self.first_insert_at
+            .get()
+            .map(|at| now.saturating_duration_since(*at))
     }
 
     /// Inserts one version. Sequence numbers are unique, so no existing entry is replaced.
@@ -288,8 +322,12 @@ impl Memtable {
         self.key_filter
             .get_or_init(KeyFilter::new)
             .insert(entry.user_key_hash);
+        self.first_insert_at.get_or_init(Instant::now);
         self.list.insert(entry.node, splice);
         self.size_bytes.fetch_add(charged, AtomicOrdering::Relaxed);
+        if let Some(total) = &self.charged_to {
+            total.fetch_add(charged, AtomicOrdering::Relaxed);
+        }
         self.seq_min.fetch_min(entry.seq, AtomicOrdering::Relaxed);
         self.seq_max.fetch_max(entry.seq, AtomicOrdering::Relaxed);
     }

@@ -64,8 +64,21 @@ pub trait VersionRetention: Send + Sync + std::fmt::Debug {
 #[derive(Clone)]
 pub struct DbOptions {
     pub durability: Durability,
-    /// A tree's active memtable is frozen and flushed past this size.
+    /// The largest a tree's memtable grows to before it is frozen and flushed. Memtables
+    /// start at `memtable_size_bytes_min` and grow toward this while they fill quickly
+    /// (`write_buffer`); never past half of `write_buffer_bytes_max`, so a full memtable and
+    /// the next one fit the budget together. Set both to the same size for fixed-size
+    /// memtables (benches that measure one size).
     pub memtable_size_bytes: usize,
+    /// The size a tree's memtables start at and shrink back to when writes are few (at most
+    /// the effective `memtable_size_bytes`).
+    pub memtable_size_bytes_min: usize,
+    /// The write-buffer budget: all memtables of the database together (every tree's
+    /// active one, the frozen ones waiting for flush, and flushed ones readers still hold),
+    /// like RocksDB's write buffer manager. At the budget, a write freezes the largest
+    /// memtable if nothing waits for flush yet, and waits for the flusher (the write stall
+    /// of too many frozen memtables) while frozen ones are pending.
+    pub write_buffer_bytes_max: usize,
     /// When the WAL's unreleased segments pass this, the trees pinning the oldest ones are
     /// flushed so the WAL can shrink. It also bounds replay at open, and sizes the pool of
     /// recycled segments ([`wal_recycled_segments_max`]).
@@ -111,6 +124,8 @@ impl std::fmt::Debug for DbOptions {
         f.debug_struct("DbOptions")
             .field("durability", &self.durability)
             .field("memtable_size_bytes", &self.memtable_size_bytes)
+            .field("memtable_size_bytes_min", &self.memtable_size_bytes_min)
+            .field("write_buffer_bytes_max", &self.write_buffer_bytes_max)
             .field("wal_live_bytes_max", &self.wal_live_bytes_max)
             .field("compaction", &self.compaction)
             .field("compaction_threads", &self.compaction_threads)
@@ -130,6 +145,12 @@ impl Default for DbOptions {
         DbOptions {
             durability: Durability::Sync,
             memtable_size_bytes: 64 << 20,
+            // Small for idle and lightly written trees; a tree that fills one in under a
+            // second doubles it, up to 16 MiB under the default budget.
+            memtable_size_bytes_min: 2 << 20,
+            // An embedded database's footprint: a quarter of what the two fixed 64 MiB
+            // memtables (active and flushing) held before (docs/DESIGN.md §3).
+            write_buffer_bytes_max: 32 << 20,
             // Four segments: replay at open stays under a second, and the recycled pool
             // that covers it costs at most 256 MiB of disk.
             wal_live_bytes_max: 256 << 20,

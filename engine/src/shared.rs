@@ -19,6 +19,7 @@ use crate::pacer::WritePacer;
 use crate::stats::Counters;
 use crate::superversion::SuperVersion;
 use crate::table_files::FileRegistry;
+use crate::write_buffer::WriteBuffer;
 
 /// State shared by the database handle, the WAL applier, the flusher and compaction threads.
 pub(crate) struct Shared {
@@ -45,6 +46,8 @@ pub(crate) struct Shared {
     /// `options.compaction` as the engine applies it (`compact::effective_policy`), derived
     /// once at open.
     pub(crate) policy: PolicyOptions,
+    /// Memtable sizes and the budget of all memtables together.
+    pub(crate) write_buffer: WriteBuffer,
     /// Paces writes while the compaction backlog is over a threshold.
     pub(crate) pacer: WritePacer,
     pub(crate) flush_wakeup: Condvar,

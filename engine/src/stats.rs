@@ -51,6 +51,9 @@ pub struct DbStats {
     pub obsolete_files_removed: u64,
     /// New SSTables written over a recycled obsolete file rather than a new one.
     pub table_files_reused: u64,
+    /// Bytes of all live memtables now: what the write-buffer budget
+    /// (`DbOptions::write_buffer_bytes_max`) bounds.
+    pub write_buffer_bytes: u64,
 }
 
 /// One tree's size and shape, for DescribeTable-style reporting.
@@ -64,6 +67,9 @@ pub struct TreeStats {
     pub level_files: Vec<usize>,
     /// Bytes of SSTables per level.
     pub level_bytes: Vec<u64>,
+    /// The size at which the tree's active memtable is frozen now: it follows the tree's
+    /// write rate (`DbOptions::memtable_size_bytes_min` up to `memtable_size_bytes`).
+    pub memtable_target_bytes: u64,
 }
 
 /// The running counters behind [`DbStats`]; updated lock-free by writers and background work.
@@ -141,6 +147,7 @@ pub(crate) fn tree_stats(tree: &TreeVersion, memtables: Option<&TreeMemtables>) 
     let (level_files, level_bytes) = level_shape(tree);
     let mut entries = 0u64;
     let mut tombstones = 0u64;
+    let memtable_target_bytes = memtables.map_or(0, |mems| mems.target_bytes as u64);
     let mut stored_bytes = level_bytes
         .iter()
         .fold(0u64, |sum, b| sum.saturating_add(*b));
@@ -165,6 +172,7 @@ pub(crate) fn tree_stats(tree: &TreeVersion, memtables: Option<&TreeMemtables>) 
         live_bytes_estimate,
         level_files,
         level_bytes,
+        memtable_target_bytes,
     }
 }
 

@@ -32,13 +32,18 @@ pub struct TreeMemtables {
     pub active: Arc<Memtable>,
     /// Oldest first; flushed in this order.
     pub immutables: Vec<Immutable>,
+    /// The size at which `active` is frozen: follows the tree's write rate
+    /// (`write_buffer`).
+    pub target_bytes: usize,
 }
 
 impl TreeMemtables {
-    pub fn new() -> TreeMemtables {
+    /// A tree's memtables at open or creation: an empty `active` of `target_bytes`.
+    pub fn new(active: Memtable, target_bytes: usize) -> TreeMemtables {
         TreeMemtables {
-            active: Arc::new(Memtable::new()),
+            active: Arc::new(active),
             immutables: Vec::new(),
+            target_bytes,
         }
     }
 
@@ -54,12 +59,6 @@ impl TreeMemtables {
     /// Memtables newest first, as reads consult them.
     pub fn newest_first(&self) -> impl Iterator<Item = &Arc<Memtable>> {
         std::iter::once(&self.active).chain(self.immutables.iter().rev().map(|imm| &imm.memtable))
-    }
-}
-
-impl Default for TreeMemtables {
-    fn default() -> Self {
-        TreeMemtables::new()
     }
 }
 
@@ -96,6 +95,11 @@ impl SuperVersion {
     pub fn set_version(&mut self, version: Arc<Version>, policy: &PolicyOptions) {
         self.write_rates = write_rates(&version, policy);
         self.version = version;
+    }
+
+    /// Whether any tree has a frozen memtable waiting for flush.
+    pub fn flush_pending(&self) -> bool {
+        self.memtables.values().any(|m| !m.immutables.is_empty())
     }
 
     /// Smallest unflushed sequence number over all trees.

@@ -99,6 +99,7 @@ pub fn options(durability: Durability) -> Options {
             durability,
             memtable_size_bytes: 64 << 10,
             wal_segment_size_bytes: 256 << 10,
+            ..StorageOptions::default()
         },
         ..Options::default()
     }

@@ -3,6 +3,7 @@
 //! them ([`dynamodb_local`]).
 
 pub mod dynamodb_local;
+mod memory;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -169,6 +170,11 @@ pub struct ServeArgs {
     /// throughput).
     #[arg(long)]
     pub transparent_huge_pages: bool,
+    /// The write-buffer budget: the most memory all memtables hold together, in bytes
+    /// (default 32 MiB, at least 1 MiB). Memtables start at 2 MiB and grow with the write
+    /// rate up to half of it; at the budget, writes wait for flushes (docs/RUNNING.md).
+    #[arg(long, value_name = "BYTES", default_value_t = shoal_tables::StorageOptions::default().write_buffer_bytes_max as u64, value_parser = parse_write_buffer_bytes)]
+    pub write_buffer_bytes: u64,
     /// The local directory standing for S3: bucket B, key K is the file DIR/B/K
     /// (docs/EXPORT.md, docs/IMPORT.md). ExportTableToPointInTime writes there and
     /// ImportTable reads there; without it, both are refused.
@@ -237,6 +243,17 @@ fn parse_record_bytes(text: &str) -> Result<u64, String> {
     }
 }
 
+/// `--write-buffer-bytes`: at least 1 MiB, so that a memtable holds more than a few items.
+fn parse_write_buffer_bytes(text: &str) -> Result<u64, String> {
+    const MINIMUM: u64 = 1 << 20;
+    match text.parse::<u64>() {
+        Ok(bytes) if bytes >= MINIMUM && usize::try_from(bytes).is_ok() => Ok(bytes),
+        _ => Err(format!(
+            "must be a whole number of bytes, at least {MINIMUM}"
+        )),
+    }
+}
+
 /// The `--long` flags of `serve` that take a value, for [`dynamodb_local::translate`].
 pub fn serve_value_flags() -> Vec<String> {
     let command = crate::Cli::command();
@@ -266,13 +283,18 @@ pub fn transient_status_delay(args: &ServeArgs) -> Duration {
 
 /// `shoal serve`.
 pub fn run(args: ServeArgs) -> Result<(), String> {
-    if !args.transparent_huge_pages {
+    // Off since before `main` (`memory.rs`); said again here to report a failure.
+    if args.transparent_huge_pages {
+        memory::allow_transparent_huge_pages();
+    } else {
         disable_transparent_huge_pages();
     }
     let durability = parse_durability(&args.durability)?;
     let mut options = Options {
         storage: StorageOptions {
             durability,
+            // parse_write_buffer_bytes admits only sizes that fit a usize.
+            write_buffer_bytes_max: usize::try_from(args.write_buffer_bytes).unwrap_or(usize::MAX),
             ..StorageOptions::default()
         },
         streams: StreamOptions {

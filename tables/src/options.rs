@@ -86,17 +86,26 @@ pub struct StorageOptions {
     /// When a write is acknowledged: after fsync (the default), at most every interval, or
     /// once in the OS page cache.
     pub durability: Durability,
-    /// Memtable size per tree before it is flushed.
+    /// The largest a tree's memtable grows to before it is flushed
+    /// (`DbOptions::memtable_size_bytes`).
     pub memtable_size_bytes: usize,
+    /// The size memtables start at and shrink back to (`DbOptions::memtable_size_bytes_min`;
+    /// at most `memtable_size_bytes`, so setting only that one gives fixed-size memtables).
+    pub memtable_size_bytes_min: usize,
+    /// All memtables together (`DbOptions::write_buffer_bytes_max`).
+    pub write_buffer_bytes_max: usize,
     /// WAL segment size (smaller segments preallocate faster; tests use small ones).
     pub wal_segment_size_bytes: u64,
 }
 
 impl Default for StorageOptions {
     fn default() -> Self {
+        let engine = DbOptions::default();
         StorageOptions {
             durability: Durability::Sync,
-            memtable_size_bytes: 64 << 20,
+            memtable_size_bytes: engine.memtable_size_bytes,
+            memtable_size_bytes_min: engine.memtable_size_bytes_min,
+            write_buffer_bytes_max: engine.write_buffer_bytes_max,
             wal_segment_size_bytes: 64 << 20,
         }
     }
@@ -129,6 +138,8 @@ impl Options {
             version_retention: Some(Arc::clone(pitr) as Arc<dyn VersionRetention>),
             durability: self.storage.durability,
             memtable_size_bytes: self.storage.memtable_size_bytes,
+            memtable_size_bytes_min: self.storage.memtable_size_bytes_min,
+            write_buffer_bytes_max: self.storage.write_buffer_bytes_max,
             wal_segment_size_bytes: self.storage.wal_segment_size_bytes,
             bloom_prefix: keys::bloom_prefix,
             ..DbOptions::default()

@@ -64,6 +64,8 @@ fn an_export_of_a_40_mb_table_holds_a_few_megabytes() {
         storage: StorageOptions {
             durability: Durability::None,
             memtable_size_bytes: 512 << 20,
+            memtable_size_bytes_min: 512 << 20,
+            write_buffer_bytes_max: usize::MAX,
             ..StorageOptions::default()
         },
         ..Options::default()

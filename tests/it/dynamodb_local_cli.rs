@@ -49,11 +49,24 @@ fn transparent_huge_pages_enabled(pid: u32) -> String {
         .unwrap_or_else(|| panic!("no THP_enabled in {status}"))
 }
 
+/// `AnonHugePages` of a process's `smaps_rollup`, in KiB.
+fn anonymous_huge_pages_kib(pid: u32) -> u64 {
+    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap();
+    rollup
+        .lines()
+        .find_map(|line| line.strip_prefix("AnonHugePages:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no AnonHugePages in {rollup}"))
+}
+
 #[test]
 fn serve_turns_transparent_huge_pages_off_unless_asked_for_them() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path(), &[]);
     assert_eq!(transparent_huge_pages_enabled(server.pid()), "0");
+    // Off before the allocator's first arena too (serve/memory.rs): when serve turned them
+    // off itself, the memory allocated before it still held three huge pages.
+    assert_eq!(anonymous_huge_pages_kib(server.pid()), 0);
     server.stop();
     // The neighbouring case: asked for, the allocator may use them as before.
     let dir = tempfile::tempdir().unwrap();

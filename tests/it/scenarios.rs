@@ -17,6 +17,7 @@ fn options_for(scenario: &Scenario) -> Result<Options, String> {
             durability: Durability::None,
             memtable_size_bytes: 4 << 20,
             wal_segment_size_bytes: 1 << 20,
+            ..StorageOptions::default()
         },
         ..Options::default()
     };

@@ -96,6 +96,11 @@ impl Shoal {
                     .map_or(DbOptions::default().direct_table_writes, |v| v != "0"),
                 wal_map_segments: std::env::var("SHOAL_PEER_WAL_MAPPED")
                     .map_or(DbOptions::default().wal_map_segments, |v| v != "0"),
+                // The fixed 64 MiB memtables and unbounded write buffer these figures were
+                // measured with, not the write-rate-following defaults.
+                memtable_size_bytes: 64 << 20,
+                memtable_size_bytes_min: 64 << 20,
+                write_buffer_bytes_max: usize::MAX,
                 ..DbOptions::default()
             },
         )

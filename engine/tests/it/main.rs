@@ -23,3 +23,4 @@ mod sequenced_crash;
 mod sequenced_puts;
 mod sstable_corruption;
 mod sstable_table;
+mod write_buffer;

@@ -22,6 +22,7 @@ fn options() -> Options {
             durability: Durability::None,
             memtable_size_bytes: 256 << 10,
             wal_segment_size_bytes: 1 << 20,
+            ..StorageOptions::default()
         },
         ..Options::default()
     }

@@ -27,6 +27,7 @@ fn options(memtable_size_bytes: usize) -> Options {
             durability: Durability::Sync,
             wal_segment_size_bytes: 1 << 20,
             memtable_size_bytes,
+            ..StorageOptions::default()
         },
         ..Options::default()
     }

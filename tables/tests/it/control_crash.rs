@@ -16,6 +16,7 @@ fn options() -> Options {
             durability: Durability::Sync,
             wal_segment_size_bytes: 1 << 20,
             memtable_size_bytes: 1 << 20,
+            ..StorageOptions::default()
         },
         ..Options::default()
     }

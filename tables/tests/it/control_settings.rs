@@ -15,6 +15,7 @@ fn options() -> Options {
             durability: Durability::None,
             wal_segment_size_bytes: 1 << 20,
             memtable_size_bytes: 1 << 20,
+            ..StorageOptions::default()
         },
         ..Options::default()
     }

@@ -16,6 +16,7 @@ fn open(delay: Duration) -> Database {
             durability: Durability::None,
             wal_segment_size_bytes: 1 << 20,
             memtable_size_bytes: 1 << 20,
+            ..StorageOptions::default()
         },
         emulation: EmulationOptions {
             transient_status_delay: delay,

@@ -28,6 +28,7 @@ fn options() -> Options {
             durability: Durability::Sync,
             memtable_size_bytes: 4 << 10,
             wal_segment_size_bytes: 16 << 10,
+            ..StorageOptions::default()
         },
         ..Options::default()
     }

@@ -14,6 +14,7 @@ fn open() -> Database {
             durability: Durability::None,
             wal_segment_size_bytes: 1 << 20,
             memtable_size_bytes: 1 << 20,
+            ..StorageOptions::default()
         },
         ..Options::default()
     })

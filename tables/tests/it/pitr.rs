@@ -19,6 +19,7 @@ fn options() -> Options {
             durability: Durability::None,
             memtable_size_bytes: 64 << 10,
             wal_segment_size_bytes: 1 << 20,
+            ..StorageOptions::default()
         },
         backups: BackupOptions {
             pitr_clock_interval: Duration::from_millis(10),

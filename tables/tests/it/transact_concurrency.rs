@@ -33,6 +33,7 @@ fn setup() -> Database {
             durability: Durability::None,
             memtable_size_bytes: 64 << 10,
             wal_segment_size_bytes: 1 << 20,
+            ..StorageOptions::default()
         },
         ..Options::default()
     })

@@ -12,6 +12,7 @@ pub fn table_options() -> shoal_tables::Options {
             durability: shoal_tables::Durability::Sync,
             memtable_size_bytes: 3 << 10,
             wal_segment_size_bytes: 16 << 10,
+            ..StorageOptions::default()
         },
         ..shoal_tables::Options::default()
     }
