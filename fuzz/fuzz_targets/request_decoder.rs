@@ -38,7 +38,7 @@ fuzz_target!(|data: &[u8]| {
     if let Some(authorization) = headers.get("authorization") {
         if let Ok(parsed) = parse_authorization(&String::from_utf8_lossy(authorization.as_bytes()))
         {
-            let _ = CredentialScope::parse(&parsed.credential);
+            let _ = CredentialScope::parse(parsed.credential);
         }
     }
     let request = RequestToSign {

@@ -158,16 +158,109 @@ impl Serialize for Base64<'_> {
     }
 }
 
-/// Goes through `serde_json::Value` (whose parser has its own recursion limit), then
-/// `from_json`; the `ApiError` becomes a custom serde error carrying its message.
+/// Decodes without building a `serde_json::Value` tree for the common shape, a map of one
+/// scalar `S` or `N` member (profiles of GetItem over HTTP showed the tree, a map, its key
+/// and a copy of the text per attribute); any other shape is rebuilt as the `Value` the
+/// slow path always parsed (same members, same order) and goes through `from_json`, so every
+/// answer and every refusal is unchanged. Nested levels still parse as `Value`, under
+/// serde_json's recursion limit.
 impl<'de> Deserialize<'de> for AttributeValue {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<AttributeValue, D::Error> {
-        let json = Value::deserialize(deserializer)?;
-        match AttributeValue::from_json(&json) {
+        deserializer.deserialize_any(AttributeValueVisitor)
+    }
+}
+
+/// The `Value` a non-map input stands for: only its JSON kind matters to `from_json`.
+struct AttributeValueVisitor;
+
+impl AttributeValueVisitor {
+    fn decoded<E: serde::de::Error>(json: &Value) -> Result<AttributeValue, E> {
+        match AttributeValue::from_json(json) {
             Ok(value) => Ok(value),
             Err(error) if value_refusals_deferred(&error) => Ok(AttributeValue::Null),
-            Err(error) => Err(serde::de::Error::custom(error.to_serde_message())),
+            Err(error) => Err(E::custom(error.to_serde_message())),
         }
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for AttributeValueVisitor {
+    type Value = AttributeValue;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("a DynamoDB AttributeValue")
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, flag: bool) -> Result<AttributeValue, E> {
+        Self::decoded(&Value::Bool(flag))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, number: i64) -> Result<AttributeValue, E> {
+        Self::decoded(&Value::from(number))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, number: u64) -> Result<AttributeValue, E> {
+        Self::decoded(&Value::from(number))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, number: f64) -> Result<AttributeValue, E> {
+        Self::decoded(&Value::from(number))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<AttributeValue, E> {
+        Self::decoded(&Value::String(text.to_owned()))
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<AttributeValue, E> {
+        Self::decoded(&Value::Null)
+    }
+
+    fn visit_none<E: serde::de::Error>(self) -> Result<AttributeValue, E> {
+        Self::decoded(&Value::Null)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, inner: D) -> Result<AttributeValue, D::Error> {
+        let json = Value::deserialize(inner)?;
+        Self::decoded(&json)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> Result<AttributeValue, A::Error> {
+        let mut elements = Vec::new();
+        while let Some(element) = seq.next_element::<Value>()? {
+            elements.push(element);
+        }
+        Self::decoded(&Value::Array(elements))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> Result<AttributeValue, A::Error> {
+        let Some(tag) = map.next_key::<String>()? else {
+            return Self::decoded(&Value::Object(Map::new()));
+        };
+        let payload: Value = map.next_value()?;
+        let Some(next_tag) = map.next_key::<String>()? else {
+            // The common shape: one member.
+            match (tag.as_str(), payload) {
+                ("S", Value::String(text)) => return Ok(AttributeValue::S(text)),
+                (_, payload) => {
+                    let mut object = Map::new();
+                    object.insert(tag, payload);
+                    return Self::decoded(&Value::Object(object));
+                }
+            }
+        };
+        let mut object = Map::new();
+        object.insert(tag, payload);
+        let next_payload: Value = map.next_value()?;
+        object.insert(next_tag, next_payload);
+        while let Some((tag, payload)) = map.next_entry::<String, Value>()? {
+            object.insert(tag, payload);
+        }
+        Self::decoded(&Value::Object(object))
     }
 }
 
@@ -381,6 +474,69 @@ mod tests {
 
     use super::*;
     use crate::error::ErrorCode;
+
+    /// Decoding from JSON text (the fast path for one `S` member, the rebuilt `Value` for
+    /// the rest) answers exactly what `from_json` answers for the parsed text, value or
+    /// refusal, with and without refusals deferred.
+    #[test]
+    fn decoding_text_answers_what_from_json_answers() {
+        let texts = [
+            r#"{"S": "x"}"#,
+            r#"{"S": ""}"#,
+            r#"{"N": "12.50"}"#,
+            r#"{"N": "x"}"#,
+            r#"{"S": "a", "S": "b"}"#,
+            r#"{"S": "a", "N": "1"}"#,
+            r#"{"S": "a", "N": null}"#,
+            r#"{"X": 1}"#,
+            r#"{}"#,
+            r#"{"S": 3}"#,
+            r#"{"S": null}"#,
+            r#"{"NULL": false}"#,
+            r#"{"M": {"a": {"S": "b"}}}"#,
+            r#"{"L": [{"N": "1"}, {"S": "x"}]}"#,
+            r#"{"SS": ["a", "a"]}"#,
+            r#""text""#,
+            "3",
+            "-3",
+            "2.5",
+            "true",
+            "null",
+            r#"[{"S": "x"}]"#,
+        ];
+        // serde_json adds the position to an error raised while it parses text; the server
+        // answers from the parsed body's error (`dispatch`), which has none.
+        let message = |error: serde_json::Error| {
+            let message = ApiError::from_serde_message(&error.to_string()).message;
+            message
+                .split(" at line ")
+                .next()
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let decode = |text: &str| {
+            let parsed: Value = serde_json::from_str(text).unwrap();
+            let from_text = serde_json::from_str::<AttributeValue>(text).map_err(message);
+            let from_value = AttributeValue::deserialize(&parsed).map_err(message);
+            (from_text, from_value)
+        };
+        for text in texts {
+            let parsed: Value = serde_json::from_str(text).unwrap();
+            let expected = AttributeValue::from_json(&parsed).map_err(|error| error.message);
+            let (from_text, from_value) = decode(text);
+            assert_eq!(from_text, expected, "{text}");
+            assert_eq!(from_value, expected, "{text}");
+            let deferred_expected = match AttributeValue::from_json(&parsed) {
+                Err(error) if error.code == ErrorCode::ValidationException => {
+                    Ok(AttributeValue::Null)
+                }
+                other => other.map_err(|error| error.message),
+            };
+            let (from_text, from_value) = with_value_refusals_deferred(|| decode(text));
+            assert_eq!(from_text, deferred_expected, "{text} (deferred)");
+            assert_eq!(from_value, deferred_expected, "{text} (deferred)");
+        }
+    }
 
     /// Deferral turns only the post-parse refusals into NULL, and only inside the call.
     #[test]

@@ -36,7 +36,7 @@ pub fn authenticate(request: &RequestToSign<'_>, policy: &AuthPolicy<'_>) -> Res
     let header = request
         .headers
         .get(http::header::AUTHORIZATION)
-        .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
+        .map(|value| String::from_utf8_lossy(value.as_bytes()));
     let has_query_auth = request
         .query
         .split('&')
@@ -89,7 +89,7 @@ pub fn authenticate(request: &RequestToSign<'_>, policy: &AuthPolicy<'_>) -> Res
             format!("Unsupported AWS 'algorithm': '{}'", authorization.algorithm),
         ));
     }
-    let Some(scope) = CredentialScope::parse(&authorization.credential) else {
+    let Some(scope) = CredentialScope::parse(authorization.credential) else {
         return Err(ApiError::new(
             ErrorCode::IncompleteSignatureException,
             format!(
@@ -102,7 +102,7 @@ pub fn authenticate(request: &RequestToSign<'_>, policy: &AuthPolicy<'_>) -> Res
     // it: an expired request from an unknown key is "Signature expired", not an unknown key.
     let (amz_date, request_unix_seconds) = request_date(request)?;
     check_clock_skew(request_unix_seconds, policy)?;
-    let Some(secret_key) = keys.get(&scope.access_key) else {
+    let Some(secret_key) = keys.get(scope.access_key) else {
         return Err(ApiError::new(
             ErrorCode::UnrecognizedClientException,
             "The security token included in the request is invalid.",
@@ -110,11 +110,11 @@ pub fn authenticate(request: &RequestToSign<'_>, policy: &AuthPolicy<'_>) -> Res
     };
     check_scope(&scope, policy.region, &amz_date)?;
 
-    let canonical = sigv4::canonical_request(request, &authorization.signed_headers);
+    let canonical = sigv4::canonical_request(request, authorization.signed_headers);
     let string_to_sign = sigv4::string_to_sign(&amz_date, &scope.scope(), &canonical);
-    let key = sigv4::signing_key(secret_key, &scope.date, &scope.region, &scope.service);
+    let key = sigv4::signing_key(secret_key, scope.date, scope.region, scope.service);
     let expected = sigv4::signature_hex(&key, &string_to_sign);
-    if !sigv4::signatures_equal(&expected, &authorization.signature) {
+    if !sigv4::signatures_equal(&expected, authorization.signature) {
         tracing::debug!(canonical_request = %canonical, "signature mismatch");
         return Err(invalid_signature(
             "The request signature we calculated does not match the signature you provided. \
@@ -131,12 +131,12 @@ pub fn request_region(headers: &http::HeaderMap) -> Option<String> {
     const REGION_CHARS_MAX: usize = 64;
     let header = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
     let authorization = sigv4::parse_authorization(header).ok()?;
-    let region = CredentialScope::parse(&authorization.credential)?.region;
+    let region = CredentialScope::parse(authorization.credential)?.region;
     let plausible = (1..=REGION_CHARS_MAX).contains(&region.len())
         && region
             .bytes()
             .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_');
-    plausible.then_some(region)
+    plausible.then(|| region.to_owned())
 }
 
 /// The request's signing date: `X-Amz-Date` as sent, or `Date` reformatted, with its Unix time.
@@ -168,7 +168,7 @@ fn request_date(request: &RequestToSign<'_>) -> Result<(String, i64), ApiError> 
 }
 
 fn check_scope(
-    scope: &CredentialScope,
+    scope: &CredentialScope<'_>,
     region: Option<&str>,
     amz_date: &str,
 ) -> Result<(), ApiError> {

@@ -28,17 +28,30 @@ pub async fn read_body(
     deadline: Instant,
 ) -> Result<Bytes, BodyError> {
     let read = async {
-        let mut collected = BytesMut::new();
+        // A body that arrives in one frame (most: hyper hands a small body over in one piece
+        // of its read buffer) is kept as it came; only a second frame makes a copy.
+        let mut first = Bytes::new();
+        let mut collected: Option<BytesMut> = None;
         while let Some(frame) = body.frame().await {
             let frame = frame.map_err(BodyError::Broken)?;
             if let Ok(data) = frame.into_data() {
-                if collected.len() + data.len() > limit {
+                let length = collected.as_ref().map_or(first.len(), BytesMut::len);
+                if length + data.len() > limit {
                     return Err(BodyError::TooLarge);
                 }
-                collected.extend_from_slice(&data);
+                match &mut collected {
+                    Some(collected) => collected.extend_from_slice(&data),
+                    None if first.is_empty() => first = data,
+                    None => {
+                        let mut joined = BytesMut::with_capacity(first.len() + data.len());
+                        joined.extend_from_slice(&first);
+                        joined.extend_from_slice(&data);
+                        collected = Some(joined);
+                    }
+                }
             }
         }
-        Ok(collected.freeze())
+        Ok(collected.map_or(first, BytesMut::freeze))
     };
     timeout_at(deadline, read)
         .await

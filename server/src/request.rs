@@ -71,14 +71,21 @@ pub fn route(
             Route::Api
         };
     };
+    // Compared without case rather than lowercased: no copy per request.
     let media_type = content_type
         .to_str()
         .ok()
         .and_then(|value| value.split(';').next())
-        .map(|media_type| media_type.trim().to_ascii_lowercase());
-    match media_type.as_deref() {
-        Some("application/x-amz-json-1.0") | Some("application/json") => Route::Api,
-        _ => Route::NotFound,
+        .map(str::trim);
+    let is_json = media_type.is_some_and(|media_type| {
+        ["application/x-amz-json-1.0", "application/json"]
+            .iter()
+            .any(|json| media_type.eq_ignore_ascii_case(json))
+    });
+    if is_json {
+        Route::Api
+    } else {
+        Route::NotFound
     }
 }
 

@@ -23,21 +23,22 @@ pub const ALGORITHM: &str = "AWS4-HMAC-SHA256";
 /// The last element of every credential scope.
 pub const SCOPE_TERMINATOR: &str = "aws4_request";
 
-/// The parameters of an `Authorization` header, as sent (not yet checked for meaning).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuthorizationHeader {
-    pub algorithm: String,
-    pub credential: String,
-    pub signed_headers: String,
-    pub signature: String,
+/// The parameters of an `Authorization` header, as sent (not yet checked for meaning). They
+/// borrow the header's text: every request is parsed, and copying them cost four allocations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuthorizationHeader<'a> {
+    pub algorithm: &'a str,
+    pub credential: &'a str,
+    pub signed_headers: &'a str,
+    pub signature: &'a str,
 }
 
 /// Splits an `Authorization` header into its parameters the way dynalite does (parameters are
 /// separated by commas and/or spaces, each `Name=value`). On failure returns the names of the
 /// required parameters that are missing or empty, in the order AWS reports them.
-pub fn parse_authorization(header: &str) -> Result<AuthorizationHeader, Vec<&'static str>> {
+pub fn parse_authorization(header: &str) -> Result<AuthorizationHeader<'_>, Vec<&'static str>> {
     let mut words = header.split([',', ' ']).filter(|word| !word.is_empty());
-    let algorithm = words.next().unwrap_or_default().to_owned();
+    let algorithm = words.next().unwrap_or_default();
     let (mut credential, mut signed_headers, mut signature) = (None, None, None);
     for word in words {
         let (name, value) = word.split_once('=').unwrap_or((word, ""));
@@ -48,7 +49,7 @@ pub fn parse_authorization(header: &str) -> Result<AuthorizationHeader, Vec<&'st
             _ => continue,
         };
         if !value.is_empty() {
-            *slot = Some(value.to_owned());
+            *slot = Some(value);
         }
     }
     match (credential, signed_headers, signature) {
@@ -74,30 +75,37 @@ pub fn parse_authorization(header: &str) -> Result<AuthorizationHeader, Vec<&'st
     }
 }
 
-/// `Credential=<access_key>/<date>/<region>/<service>/<terminator>`, split.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CredentialScope {
-    pub access_key: String,
+/// `Credential=<access_key>/<date>/<region>/<service>/<terminator>`, split (borrowing the
+/// credential's text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CredentialScope<'a> {
+    pub access_key: &'a str,
     /// `YYYYMMDD`.
-    pub date: String,
-    pub region: String,
-    pub service: String,
-    pub terminator: String,
+    pub date: &'a str,
+    pub region: &'a str,
+    pub service: &'a str,
+    pub terminator: &'a str,
 }
 
-impl CredentialScope {
+impl<'a> CredentialScope<'a> {
     /// Splits a credential into its five parts; `None` unless there are exactly five.
-    pub fn parse(credential: &str) -> Option<CredentialScope> {
-        let parts: Vec<&str> = credential.split('/').collect();
-        let [access_key, date, region, service, terminator] = parts.as_slice() else {
+    pub fn parse(credential: &'a str) -> Option<CredentialScope<'a>> {
+        let mut parts = credential.split('/');
+        let mut next = || parts.next();
+        let (Some(access_key), Some(date), Some(region), Some(service), Some(terminator)) =
+            (next(), next(), next(), next(), next())
+        else {
             return None;
         };
+        if parts.next().is_some() {
+            return None;
+        }
         Some(CredentialScope {
-            access_key: (*access_key).to_owned(),
-            date: (*date).to_owned(),
-            region: (*region).to_owned(),
-            service: (*service).to_owned(),
-            terminator: (*terminator).to_owned(),
+            access_key,
+            date,
+            region,
+            service,
+            terminator,
         })
     }
 
@@ -426,7 +434,7 @@ mod tests {
         assert_eq!(parsed.algorithm, ALGORITHM);
         assert_eq!(parsed.signed_headers, "host;x-amz-date");
         assert_eq!(parsed.signature, "abc");
-        let scope = CredentialScope::parse(&parsed.credential).unwrap();
+        let scope = CredentialScope::parse(parsed.credential).unwrap();
         assert_eq!(scope.access_key, "AK");
         assert_eq!(scope.scope(), "20240101/us-east-1/dynamodb/aws4_request");
 
