@@ -127,6 +127,30 @@ struct WitnessUpdate {
 /// The values `MultiRegionConsistency` may take.
 const CONSISTENCIES: &[&str] = &["EVENTUAL", "STRONG"];
 
+/// An enum member read from the raw request: its value when it is one of `values`; absent
+/// or null, nothing (the caller decides whether it was required); anything else, a
+/// constraint violation at `path` naming what was sent.
+fn enum_member<'a>(
+    value: Option<&'a serde_json::Value>,
+    path: &str,
+    values: &[&str],
+    problems: &mut Vec<String>,
+) -> Option<&'a str> {
+    match value {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(text)) if values.contains(&text.as_str()) => {
+            Some(text.as_str())
+        }
+        Some(other) => {
+            let shown = other
+                .as_str()
+                .map_or_else(|| other.to_string(), str::to_string);
+            problems.push(violation(Some(&shown), path, &enum_value_set(values)));
+            None
+        }
+    }
+}
+
 /// Reads `ReplicaUpdates`, `MultiRegionConsistency` and `GlobalTableWitnessUpdates` and
 /// checks what the request alone decides: shapes, member constraints, action counts, a
 /// Region named twice, an Update without settings, and SPEC-3 §2.5's rules on which
@@ -173,45 +197,23 @@ pub(crate) fn parse_replica_updates(
                 }
                 if member == "disassociate" {
                     let mode_path = format!("{path}.disassociationMode");
-                    match action.settings.get("DisassociationMode") {
-                        None | Some(serde_json::Value::Null) => {
-                            problems.push(violation(None, &mode_path, NOT_NULL))
-                        }
-                        Some(serde_json::Value::String(mode))
-                            if DISASSOCIATION_MODES.contains(&mode.as_str()) => {}
-                        Some(other) => {
-                            let shown = other
-                                .as_str()
-                                .map_or_else(|| other.to_string(), str::to_string);
-                            problems.push(violation(
-                                Some(&shown),
-                                &mode_path,
-                                &enum_value_set(DISASSOCIATION_MODES),
-                            ));
-                        }
+                    let mode = action.settings.get("DisassociationMode");
+                    if mode.is_none_or(serde_json::Value::is_null) {
+                        problems.push(violation(None, &mode_path, NOT_NULL));
                     }
+                    enum_member(mode, &mode_path, DISASSOCIATION_MODES, &mut problems);
                 }
             }
         }
         requested.push(overrides);
     }
-    let strong = match consistency {
-        None | Some(serde_json::Value::Null) => None,
-        Some(serde_json::Value::String(mode)) if CONSISTENCIES.contains(&mode.as_str()) => {
-            Some(mode == "STRONG")
-        }
-        Some(other) => {
-            let shown = other
-                .as_str()
-                .map_or_else(|| other.to_string(), str::to_string);
-            problems.push(violation(
-                Some(&shown),
-                "multiRegionConsistency",
-                &enum_value_set(CONSISTENCIES),
-            ));
-            None
-        }
-    };
+    let strong = enum_member(
+        consistency,
+        "multiRegionConsistency",
+        CONSISTENCIES,
+        &mut problems,
+    )
+    .map(|mode| mode == "STRONG");
     if witness_updates.len() > WITNESSES_MAX {
         problems.push(violation_without_value(
             "globalTableWitnessUpdates",
