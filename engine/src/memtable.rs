@@ -239,16 +239,27 @@ pub struct Memtable {
     /// When the first entry went in: how long the memtable took to fill decides the size of
     /// the tree's next one (`write_buffer`).
     first_insert_at: OnceLock<Instant>,
-    /// The database's total of live memtable bytes (`write_buffer::WriteBuffer`), charged as
-    /// entries go in and refunded when the memtable, and so its arena, is dropped. `None`
-    /// for a memtable outside a database (tests).
+    /// The database's total of live memtable bytes (`write_buffer::WriteBuffer`), charged in
+    /// whole [`CHARGE_GRANULE_BYTES`] as entries go in and refunded when the memtable, and so
+    /// its arena, is dropped. `None` for a memtable outside a database (tests).
     charged_to: Option<Arc<AtomicUsize>>,
+}
+
+/// The unit the database's write-buffer total is charged in. Every writer thread updates
+/// that one counter, so charging it per entry would add a contended atomic to every insert
+/// (beside the memtable's own `size_bytes`); charged a page at a time, it moves once per
+/// page of entries and undercounts each live memtable by less than a page.
+pub(crate) const CHARGE_GRANULE_BYTES: usize = 4096;
+
+/// The bytes of `size_bytes` charged to the write-buffer total: whole granules.
+pub(crate) fn charged_bytes(size_bytes: usize) -> usize {
+    size_bytes - size_bytes % CHARGE_GRANULE_BYTES
 }
 
 impl Drop for Memtable {
     fn drop(&mut self) {
         if let Some(total) = &self.charged_to {
-            total.fetch_sub(self.size_bytes(), AtomicOrdering::Relaxed);
+            total.fetch_sub(charged_bytes(self.size_bytes()), AtomicOrdering::Relaxed);
         }
     }
 }
@@ -324,9 +335,12 @@ impl Memtable {
             .insert(entry.user_key_hash);
         self.first_insert_at.get_or_init(Instant::now);
         self.list.insert(entry.node, splice);
-        self.size_bytes.fetch_add(charged, AtomicOrdering::Relaxed);
+        let before = self.size_bytes.fetch_add(charged, AtomicOrdering::Relaxed);
         if let Some(total) = &self.charged_to {
-            total.fetch_add(charged, AtomicOrdering::Relaxed);
+            let granules = charged_bytes(before + charged) - charged_bytes(before);
+            if granules > 0 {
+                total.fetch_add(granules, AtomicOrdering::Relaxed);
+            }
         }
         self.seq_min.fetch_min(entry.seq, AtomicOrdering::Relaxed);
         self.seq_max.fetch_max(entry.seq, AtomicOrdering::Relaxed);

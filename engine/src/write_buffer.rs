@@ -13,7 +13,8 @@
 //!   `DbOptions::memtable_size_bytes` but at most half the budget, so a full memtable being
 //!   flushed and the next one being filled fit the budget together. A memtable frozen for
 //!   another reason (the WAL's cap, an explicit flush, the budget) leaves the size alone.
-//! - **Budget.** Every memtable charges its arena bytes to one total as entries go in and
+//! - **Budget.** Every memtable charges its arena bytes, in whole pages
+//!   (`memtable::CHARGE_GRANULE_BYTES`), to one total as entries go in and
 //!   gives them back when it is dropped, which is when its memory is freed (after its flush,
 //!   once no reader holds it). At `DbOptions::write_buffer_bytes_max`, a write freezes the
 //!   largest active memtable if no frozen one is pending yet, then waits for the flusher, the
@@ -146,12 +147,15 @@ mod tests {
         let wb = buffer(1 << 10, 1 << 20, 4 << 20);
         let first = wb.memtable();
         let second = wb.memtable();
-        first.insert(b"a", 1, EntryKind::Put, &[7u8; 1000]);
+        first.insert(b"a", 1, EntryKind::Put, &[7u8; 10_000]);
         second.insert(b"b", 2, EntryKind::Put, &[7u8; 3000]);
-        assert_eq!(wb.total_bytes(), first.size_bytes() + second.size_bytes());
-        assert!(wb.total_bytes() > 4000);
+        second.insert(b"c", 3, EntryKind::Put, &[7u8; 3000]);
+        // Charged in whole pages: each memtable's bytes rounded down.
+        let charged = |m: &Memtable| crate::memtable::charged_bytes(m.size_bytes());
+        assert_eq!(wb.total_bytes(), charged(&first) + charged(&second));
+        assert!(wb.total_bytes() >= 12_288);
         drop(first);
-        assert_eq!(wb.total_bytes(), second.size_bytes());
+        assert_eq!(wb.total_bytes(), charged(&second));
         drop(second);
         assert_eq!(wb.total_bytes(), 0);
     }
