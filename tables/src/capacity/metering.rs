@@ -76,6 +76,22 @@ struct Totals {
     index_count: usize,
 }
 
+/// The value under `key`, inserted (its key copied) the first time, unless the map already
+/// holds `len_max` keys.
+fn slot<'m, V: Default>(
+    map: &'m mut BTreeMap<String, V>,
+    key: &str,
+    len_max: usize,
+) -> Option<&'m mut V> {
+    if !map.contains_key(key) {
+        if map.len() >= len_max {
+            return None;
+        }
+        map.insert(key.to_owned(), V::default());
+    }
+    map.get_mut(key)
+}
+
 impl CapacityMeter {
     /// Adds the capacity entries of one response, the index arms when it carries them.
     pub(crate) fn record(&self, kind: Metered, consumed: &[ConsumedCapacity]) {
@@ -85,16 +101,8 @@ impl CapacityMeter {
         let mut totals = self.totals.lock();
         let totals = &mut *totals;
         for entry in consumed {
-            // Every request comes here: the table's name is copied only the first time.
-            if !totals.tables.contains_key(&entry.table_name) {
-                if totals.tables.len() >= TABLES_MAX {
-                    continue;
-                }
-                totals
-                    .tables
-                    .insert(entry.table_name.clone(), CapacityTotals::default());
-            }
-            if let Some(slot) = totals.tables.get_mut(&entry.table_name) {
+            // Every request comes here: names are copied only the first time they are met.
+            if let Some(slot) = slot(&mut totals.tables, &entry.table_name, TABLES_MAX) {
                 slot.add(kind, entry.capacity_units);
             }
             let arms = [
@@ -102,22 +110,16 @@ impl CapacityMeter {
                 &entry.global_secondary_indexes,
             ];
             for (index, arm) in arms.into_iter().flatten().flatten() {
-                if !totals.indexes.contains_key(&entry.table_name) {
-                    totals
-                        .indexes
-                        .insert(entry.table_name.clone(), BTreeMap::new());
-                }
-                let Some(of_table) = totals.indexes.get_mut(&entry.table_name) else {
+                let Some(of_table) = slot(&mut totals.indexes, &entry.table_name, usize::MAX)
+                else {
                     continue;
                 };
-                if !of_table.contains_key(index) {
-                    if totals.index_count >= INDEXES_MAX {
-                        continue;
-                    }
-                    totals.index_count += 1;
-                    of_table.insert(index.clone(), CapacityTotals::default());
+                let new = !of_table.contains_key(index);
+                if new && totals.index_count >= INDEXES_MAX {
+                    continue;
                 }
-                if let Some(slot) = of_table.get_mut(index) {
+                if let Some(slot) = slot(of_table, index, usize::MAX) {
+                    totals.index_count += usize::from(new);
                     slot.add(kind, arm.capacity_units);
                 }
             }
