@@ -217,3 +217,78 @@ fn index_arms_are_metered_and_answers_keep_the_shape_asked_for() {
         "the table's total counts every arm"
     );
 }
+
+/// What a recorder is told a call cost and returned (`execute_json_text_charged`), against
+/// DynamoDB's rules worked by hand: an item's size is the UTF-8 bytes of its attribute names
+/// plus its values' (SPEC §5), after the projection the client asked for; an eventually
+/// consistent read of up to 4 KB is 0.5 units, a write of up to 1 KB 1 unit. A write
+/// returns nothing to size, and the answer is the one the client gets.
+#[test]
+fn a_recorded_call_is_told_its_units_and_the_sizes_it_returned() {
+    use shoal_tables::capacity::metering::Returned;
+    let db = Database::open_in_memory(Options::default()).unwrap();
+    db.execute(
+        "CreateTable",
+        json!({
+            "TableName": "Sized",
+            "AttributeDefinitions": [
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"}
+            ],
+            "KeySchema": [
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"}
+            ],
+            "BillingMode": "PAY_PER_REQUEST"
+        }),
+    )
+    .unwrap();
+    let charged = |operation: &str, body: serde_json::Value| {
+        let (answer, charge) =
+            db.execute_json_text_charged(None, operation, body.to_string().as_bytes());
+        (answer.unwrap(), charge)
+    };
+    // pk "p" (2+1), sk "a" (2+1), note "hello" (4+5): 15 bytes.
+    for sk in ["a", "b"] {
+        let (answer, charge) = charged(
+            "PutItem",
+            json!({"TableName": "Sized", "Item": {
+                "pk": {"S": "p"}, "sk": {"S": sk}, "note": {"S": "hello"}}}),
+        );
+        assert_eq!(answer, b"{}");
+        assert_eq!((charge.units, charge.returned), (Some(1.0), None));
+    }
+    let (_, charge) = charged(
+        "GetItem",
+        json!({"TableName": "Sized", "Key": {"pk": {"S": "p"}, "sk": {"S": "a"}}}),
+    );
+    assert_eq!(charge.units, Some(0.5));
+    assert_eq!(
+        charge.returned,
+        Some(Returned {
+            items: 1,
+            bytes: 15
+        })
+    );
+    // Projected to `note`: 9 bytes an item, as the client receives them.
+    let (_, charge) = charged(
+        "Query",
+        json!({"TableName": "Sized", "KeyConditionExpression": "pk = :p",
+            "ExpressionAttributeValues": {":p": {"S": "p"}}, "ProjectionExpression": "note"}),
+    );
+    assert_eq!(charge.units, Some(0.5));
+    assert_eq!(
+        charge.returned,
+        Some(Returned {
+            items: 2,
+            bytes: 18
+        })
+    );
+    // A GetItem of a missing item returned nothing, and was still charged.
+    let (_, charge) = charged(
+        "GetItem",
+        json!({"TableName": "Sized", "Key": {"pk": {"S": "p"}, "sk": {"S": "zz"}}}),
+    );
+    assert_eq!(charge.units, Some(0.5));
+    assert_eq!(charge.returned, Some(Returned { items: 0, bytes: 0 }));
+}
