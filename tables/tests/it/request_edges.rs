@@ -749,6 +749,13 @@ fn member_constraints_come_before_attribute_value_refusals() {
         answer.message
     );
 
+    // Batches keep checking their values as the body is read (what DynamoDB checks of them
+    // first is not known): the empty value's own text, not the constraint's.
+    let batch = r#"{"RequestItems":{"Tbl":[{"PutRequest":{"Item":{"k":{}}}}]},"ReturnConsumedCapacity":"LOTS"}"#;
+    assert_eq!(
+        error(&db, "BatchWriteItem", batch).message,
+        shoal_model::json::EMPTY_VALUE_MESSAGE
+    );
     // The wrong JSON type is refused before the constraints, as before.
     let wrong_type =
         r#"{"TableName":"Tbl","ExclusiveStartKey":{"k":{"N":5}},"ReturnConsumedCapacity":"LOTS"}"#;
