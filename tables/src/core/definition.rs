@@ -4,6 +4,8 @@
 //! table settings), with the one new tree it needs (a GSI, a stream, an expiry index) or
 //! with the trees it no longer has, so
 //! a definition never names a tree that does not exist, nor a tree outlives its definition.
+//! A setting a global table shares changes every member's definition (each with its own
+//! new tree, if it needs one) in the same one version change.
 
 use shoal_engine::version::VersionEdit;
 use shoal_engine::TreeId;
@@ -68,16 +70,20 @@ impl Core {
         changed: &TableDef,
         trees: &[TreeId],
     ) -> Result<(), ApiError> {
-        let bytes = changed.to_metadata().map_err(internal)?;
-        self.db
-            .drop_trees_with(
-                trees,
-                vec![VersionEdit::SetMetadata {
-                    key: metadata_key(&changed.catalog_key()),
-                    value: Some(bytes),
-                }],
-            )
-            .map_err(internal)?;
+        self.store_definitions_dropping(std::slice::from_ref(changed), trees)
+    }
+
+    /// Stores every definition of `changed` (the members of a global table a group-wide
+    /// setting changes, `replication::settings`) and drops `trees`, in ONE version change:
+    /// a crash leaves all of them as they were or all changed. The caller holds
+    /// `catalog_change`.
+    pub(crate) fn store_definitions_dropping(
+        &self,
+        changed: &[TableDef],
+        trees: &[TreeId],
+    ) -> Result<(), ApiError> {
+        let edits = definition_edits(changed).map_err(internal)?;
+        self.db.drop_trees_with(trees, edits).map_err(internal)?;
         self.reload_catalog().map_err(internal)
     }
 
@@ -88,25 +94,44 @@ impl Core {
         &self,
         changed: &mut TableDef,
         tree_name: String,
-        place: impl FnOnce(&mut TableDef, TreeId),
+        place: impl FnMut(&mut TableDef, TreeId),
     ) -> Result<TreeId, ApiError> {
-        // Fail before touching storage if the definition cannot be stored.
-        changed.to_metadata().map_err(internal)?;
+        let ids = self.store_definitions_with_trees(
+            std::slice::from_mut(changed),
+            vec![tree_name],
+            place,
+        )?;
+        ids.first()
+            .copied()
+            .ok_or_else(|| internal("no tree was created"))
+    }
+
+    /// Creates one tree per definition of `changed` (`tree_names[i]` for `changed[i]`) and
+    /// stores them all with their trees, in ONE version change: `place` puts each new
+    /// tree's id into its definition. Returns the trees, in `changed`'s order. The caller
+    /// holds `catalog_change`.
+    pub(crate) fn store_definitions_with_trees(
+        &self,
+        changed: &mut [TableDef],
+        tree_names: Vec<String>,
+        mut place: impl FnMut(&mut TableDef, TreeId),
+    ) -> Result<Vec<TreeId>, ApiError> {
+        if tree_names.len() != changed.len() {
+            return Err(internal("one new tree per changed definition is expected"));
+        }
+        // Fail before touching storage if a definition cannot be stored.
+        definition_edits(changed).map_err(internal)?;
         let mut stored = false;
-        let mut place = Some(place);
         let ids = self
             .db
-            .create_trees_with(&[tree_name], |ids| {
-                if let (Some(id), Some(place)) = (ids.first(), place.take()) {
-                    place(changed, *id);
+            .create_trees_with(&tree_names, |ids| {
+                for (table, id) in changed.iter_mut().zip(ids) {
+                    place(table, *id);
                 }
-                match changed.to_metadata() {
-                    Ok(bytes) => {
+                match definition_edits(changed) {
+                    Ok(edits) => {
                         stored = true;
-                        vec![VersionEdit::SetMetadata {
-                            key: metadata_key(&changed.catalog_key()),
-                            value: Some(bytes),
-                        }]
+                        edits
                     }
                     Err(_) => Vec::new(),
                 }
@@ -114,15 +139,26 @@ impl Core {
             .map_err(internal)?;
         if !stored {
             // Serialisation succeeded a moment ago with the same types; if it ever does
-            // not, take the orphaned tree away again.
+            // not, take the orphaned trees away again.
             self.db
                 .drop_trees_with(&ids, Vec::new())
                 .map_err(internal)?;
             return Err(internal("the table definition could not be stored"));
         }
         self.reload_catalog().map_err(internal)?;
-        ids.first()
-            .copied()
-            .ok_or_else(|| internal("no tree was created"))
+        Ok(ids)
     }
+}
+
+/// The edits storing each definition of `tables` under its catalog key.
+fn definition_edits(tables: &[TableDef]) -> Result<Vec<VersionEdit>, serde_json::Error> {
+    tables
+        .iter()
+        .map(|table| {
+            Ok(VersionEdit::SetMetadata {
+                key: metadata_key(&table.catalog_key()),
+                value: Some(table.to_metadata()?),
+            })
+        })
+        .collect()
 }
