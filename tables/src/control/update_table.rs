@@ -34,6 +34,11 @@
 //!   the Create's or Delete's version change when the request holds one.
 //! - Deletion protection, table class: ONE durable catalog change
 //!   (`Database::store_definition`).
+//! - On a member of a global table, index Creates and Deletes, capacity changes and the
+//!   table class are the group's (SPEC-3 §2.1, `replication::settings`): every member's
+//!   definition changes in that same one version change, each member with an index tree of
+//!   its own, which its own backfill fills from its own items. Deletion protection stays
+//!   the member's own.
 //!
 //! The table definition keeps exactly the AttributeDefinitions its keys use: a create adds
 //! the new key attributes' definitions (extra ones in the request are ignored, as DynamoDB
@@ -62,6 +67,7 @@ use crate::core::error::internal;
 use crate::database::Database;
 use crate::emulation::transient::TransientStatus;
 use crate::replication::members::{parse_replica_updates, GroupChange, REPLICA_ALONE_MESSAGE};
+use crate::replication::settings;
 use crate::streams::lifecycle::{self, StreamChange};
 use shoal_engine::TreeId;
 
@@ -149,7 +155,7 @@ impl Database {
             // CREATING or UPDATING (`emulation::transient`): a second change waits.
             self.emulation.transitions.refuse_change(name)?;
             match validate_request(&request, Some(&table))? {
-                TableChange::None => (None, "ACTIVE"),
+                TableChange::None => (Vec::new(), "ACTIVE"),
                 TableChange::Stream(stream_change) => {
                     if table.replication.is_some() {
                         return Err(ApiError::validation(format!(
@@ -157,53 +163,61 @@ impl Database {
                         )));
                     }
                     self.change_stream(&table, stream_change)?;
-                    (None, "UPDATING")
+                    (Vec::new(), "UPDATING")
                 }
                 TableChange::Indexes { capacity, index } => {
                     let deleted = match index {
                         Some(IndexChange::Delete { index_name }) => Some(index_name),
                         _ => None,
                     };
+                    // Group-wide on a global table (`replication::settings`): checked against
+                    // this member, made in every member, stored in one version change.
+                    let mut members = self.settings_members(&table)?;
                     // The capacity changes first: a created index follows the new mode.
-                    let base = if capacity {
+                    if capacity {
                         let changed =
                             billing::change_capacity(&request, &table, deleted, now_millis())?;
+                        for member in &mut members {
+                            settings::share_capacity(&changed, member);
+                        }
                         tracing::info!(table = %table.name, billing = ?changed.billing, "capacity changed");
-                        changed
-                    } else {
-                        TableDef::clone(&table)
-                    };
+                    }
                     match index {
                         Some(IndexChange::Create { position, action }) => {
-                            let new_index = validate_create(&base, &request, position, action)?;
-                            (Some(self.add_index(&base, new_index)?), "UPDATING")
+                            let base = members
+                                .first()
+                                .ok_or_else(|| internal("a table without its own definition"))?;
+                            let new_index = validate_create(base, &request, position, action)?;
+                            (self.add_index(members, &new_index)?, "UPDATING")
                         }
                         Some(IndexChange::Delete { index_name }) => {
-                            self.remove_index(&base, index_name)?;
-                            (None, "UPDATING")
+                            self.remove_index(members, index_name)?;
+                            (Vec::new(), "UPDATING")
                         }
                         None => {
-                            self.store_definition(&base)?;
-                            (None, "UPDATING")
+                            self.store_definitions_dropping(&members, &[])?;
+                            (Vec::new(), "UPDATING")
                         }
                     }
                 }
                 TableChange::DeletionProtection(enabled) => {
+                    // Regional (SPEC-3 §2.1), but refused while a member is being added.
+                    self.refuse_while_members_change(&table)?;
                     if table.settings.deletion_protection != enabled {
                         let mut changed = TableDef::clone(&table);
                         changed.settings.deletion_protection = enabled;
                         self.store_definition(&changed)?;
                         tracing::info!(table = %table.name, enabled, "deletion protection changed");
                     }
-                    (None, "ACTIVE")
+                    (Vec::new(), "ACTIVE")
                 }
                 TableChange::TableClass(class) => {
                     self.change_table_class(&table, class)?;
-                    (None, "UPDATING")
+                    (Vec::new(), "UPDATING")
                 }
                 TableChange::Replicas(change) => {
                     updated_replicas = self.change_replicas(&table, &change)?;
-                    (None, "UPDATING")
+                    (Vec::new(), "UPDATING")
                 }
             }
         };
@@ -230,17 +244,18 @@ impl Database {
                 .begin(name, TransientStatus::Updating, creating_index, None);
         }
         // The response shows the new index before its backfill starts (Backfilling false).
-        if let Some((table_id, tree)) = created {
-            self.start_backfill(&table_id, tree).map_err(internal)?;
+        for (table_id, tree) in &created {
+            self.start_backfill(table_id, *tree).map_err(internal)?;
         }
         Ok(UpdateTableResponse {
             table_description: description,
         })
     }
 
-    /// Stores `class` as the table's class; the time of the change is recorded when the
-    /// class differs from the one the table had (STANDARD when none was named). The caller
-    /// holds `catalog_change`.
+    /// Stores `class` as the class of the table and of every other member of its global
+    /// table (members with a TableClassOverride keep it); the time of the change is
+    /// recorded when the class differs from the one the table had (STANDARD when none was
+    /// named). The caller holds `catalog_change`.
     fn change_table_class(&self, table: &TableDef, class: TableClass) -> Result<(), ApiError> {
         let current = table.settings.table_class;
         if current == Some(class) {
@@ -251,68 +266,105 @@ impl Database {
         if current.unwrap_or(TableClass::Standard) != class {
             changed.settings.table_class_updated_at_millis = Some(now_millis());
         }
-        self.store_definition(&changed)?;
+        let mut members = self.settings_members(table)?;
+        for member in &mut members {
+            settings::share_table_class(&changed, member);
+        }
+        self.store_definitions_dropping(&members, &[])?;
         tracing::info!(table = %table.name, class = class.as_str(), "table class changed");
         Ok(())
     }
 
-    /// Stores the table with `index` CREATING and its new tree, in one version change.
-    /// Returns the table id and the index's tree. The caller holds `catalog_change`.
+    /// Stores every definition of `members` (the table, then the other members of its
+    /// global table) with `index` CREATING and a new tree of its own, in one version change.
+    /// Returns each member's table id and index tree, for their backfills. The caller holds
+    /// `catalog_change`.
     fn add_index(
         &self,
-        table: &TableDef,
-        index: GlobalIndexSchema,
-    ) -> Result<(String, TreeId), ApiError> {
-        let mut changed = table.clone();
-        for attribute in index.key.attributes() {
-            if !changed
-                .attribute_definitions
-                .iter()
-                .any(|d| d.name == attribute.name)
-            {
-                changed.attribute_definitions.push(attribute.clone());
-            }
+        members: Vec<TableDef>,
+        index: &GlobalIndexSchema,
+    ) -> Result<Vec<(String, TreeId)>, ApiError> {
+        // A member that has an index of that name already (a group whose members differed
+        // before settings were shared) keeps it.
+        let mut changed: Vec<TableDef> = members
+            .into_iter()
+            .filter(|member| member.global_index(&index.name).is_none())
+            .map(|mut member| {
+                for attribute in index.key.attributes() {
+                    if !member
+                        .attribute_definitions
+                        .iter()
+                        .any(|d| d.name == attribute.name)
+                    {
+                        member.attribute_definitions.push(attribute.clone());
+                    }
+                }
+                member.global_indexes.push(GlobalIndexDef {
+                    name: index.name.clone(),
+                    key: index.key.clone(),
+                    projection: index.projection.clone(),
+                    tree: 0,
+                    status: IndexStatus::Creating { backfilling: false },
+                    throughput: index.throughput,
+                    capacity: CapacitySettings {
+                        on_demand: index.on_demand,
+                        ..CapacitySettings::default()
+                    },
+                });
+                member
+            })
+            .collect();
+        let tree_names = changed
+            .iter()
+            .map(|member| gsi_tree_name(&member.id, &index.name))
+            .collect();
+        let trees =
+            self.store_definitions_with_trees(&mut changed, tree_names, |member, tree| {
+                if let Some(gsi) = member.global_indexes.last_mut() {
+                    gsi.tree = tree;
+                }
+            })?;
+        for (member, tree) in changed.iter().zip(&trees) {
+            tracing::info!(table = %member.name, region = ?member.region, index = %index.name, tree, "GSI created; backfill starts");
         }
-        changed.global_indexes.push(GlobalIndexDef {
-            name: index.name.clone(),
-            key: index.key,
-            projection: index.projection,
-            tree: 0,
-            status: IndexStatus::Creating { backfilling: false },
-            throughput: index.throughput,
-            capacity: CapacitySettings {
-                on_demand: index.on_demand,
-                ..CapacitySettings::default()
-            },
-        });
-        let tree_name = gsi_tree_name(&table.id, &index.name);
-        let tree = self.store_definition_with_tree(&mut changed, tree_name, |changed, tree| {
-            if let Some(gsi) = changed.global_indexes.last_mut() {
-                gsi.tree = tree;
-            }
-        })?;
-        tracing::info!(table = %table.name, index = %index.name, tree, "GSI created; backfill starts");
-        Ok((table.id.clone(), tree))
+        Ok(changed
+            .iter()
+            .map(|member| member.id.clone())
+            .zip(trees)
+            .collect())
     }
 
-    /// Removes GSI `index_name` and drops its tree in one version change. The caller holds
-    /// `catalog_change`.
-    fn remove_index(&self, table: &TableDef, index_name: &str) -> Result<(), ApiError> {
-        let Some(gsi) = table.global_index(index_name) else {
+    /// Removes GSI `index_name` from every definition of `members` (the table, then the
+    /// other members of its global table, whose overrides of the index go with it) and
+    /// drops its trees, in one version change. The caller holds `catalog_change`.
+    fn remove_index(&self, members: Vec<TableDef>, index_name: &str) -> Result<(), ApiError> {
+        if members
+            .first()
+            .is_none_or(|table| table.global_index(index_name).is_none())
+        {
             return Err(billing::index_not_found(index_name));
-        };
-        let mut changed = table.clone();
-        changed.global_indexes.retain(|g| g.name != index_name);
-        let used: BTreeSet<String> = changed
-            .all_key_attribute_names()
-            .into_iter()
-            .map(str::to_string)
-            .collect();
-        changed
-            .attribute_definitions
-            .retain(|d| used.contains(&d.name));
-        self.store_definition_dropping(&changed, &[gsi.tree])?;
-        tracing::info!(table = %table.name, index = index_name, "GSI deleted");
+        }
+        let mut changed = Vec::with_capacity(members.len());
+        let mut dropped = Vec::with_capacity(members.len());
+        for mut member in members {
+            let Some(gsi) = member.global_index(index_name) else {
+                continue;
+            };
+            dropped.push(gsi.tree);
+            member.global_indexes.retain(|g| g.name != index_name);
+            let used: BTreeSet<String> = member
+                .all_key_attribute_names()
+                .into_iter()
+                .map(str::to_string)
+                .collect();
+            member
+                .attribute_definitions
+                .retain(|d| used.contains(&d.name));
+            settings::drop_index_overrides(&mut member, index_name);
+            changed.push(member);
+        }
+        self.store_definitions_dropping(&changed, &dropped)?;
+        tracing::info!(table = ?changed.first().map(|t| &t.name), index = index_name, members = changed.len(), "GSI deleted");
         Ok(())
     }
 }

@@ -436,6 +436,13 @@ impl ReplicaOverrides {
     pub fn index(&self, name: &str) -> Option<&IndexOverrides> {
         self.indexes.iter().find(|index| index.name == name)
     }
+
+    /// Removes the GSI entries that no longer override anything.
+    pub fn forget_empty_indexes(&mut self) {
+        self.indexes.retain(|index| {
+            index.read_capacity_units.is_some() || index.max_read_request_units.is_some()
+        });
+    }
 }
 
 /// A member's read overrides of one GSI.

@@ -34,8 +34,9 @@
 //! group's writer applies its queued changes in every member before it answers (`strong`).
 //!
 //! Files: `members` (UpdateTable ReplicaUpdates, leaving a group, DescribeTable's fields),
-//! `regions`, `stamp`, `tree`, `feature`, `apply`, `worker`, `strong`, and `status` (the
-//! test knobs and the backlog figures of the admin API and /metrics).
+//! `settings` (what a change of one member's settings does to the others), `regions`,
+//! `stamp`, `tree`, `feature`, `apply`, `worker`, `strong`, and `status` (the test knobs
+//! and the backlog figures of the admin API and /metrics).
 
 pub mod apply;
 pub mod disassociate;
@@ -43,6 +44,7 @@ pub mod feature;
 pub mod members;
 pub mod overrides;
 pub mod regions;
+pub mod settings;
 pub mod stamp;
 pub mod status;
 pub mod strong;

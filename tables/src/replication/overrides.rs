@@ -235,9 +235,7 @@ pub(crate) fn apply(
                 max_read(&table.billing, units, entry.max_read_request_units, "index")?;
         }
     }
-    changed.indexes.retain(|index| {
-        index.read_capacity_units.is_some() || index.max_read_request_units.is_some()
-    });
+    changed.forget_empty_indexes();
     if let Some(class) = &requested.table_class {
         changed.table_class = Some(schema::table_class_of(class)?);
     }

@@ -118,7 +118,8 @@ pub fn is_expired(seconds: u64, now_seconds: u64) -> bool {
 impl Database {
     /// UpdateTimeToLive (SPEC-2 §2.1). Enabling creates the expiry index's tree with the
     /// setting in one durable version change and starts the backfill of the items already
-    /// stored; disabling drops the tree with the setting.
+    /// stored; disabling drops the tree with the setting. On a member of a global table,
+    /// every member's setting changes in that one version change (SPEC-3 §2.1).
     pub fn update_time_to_live(
         &self,
         request: UpdateTimeToLiveInput,
@@ -150,7 +151,7 @@ impl Database {
         ) else {
             return Err(internal("a checked TimeToLiveSpecification lost a member"));
         };
-        let backfill = {
+        let backfills: Vec<(String, TreeId)> = {
             let _change = self.catalog_change.lock();
             let table = self.table(name)?;
             crate::replication::strong::refuse(&table, "Time to Live is")?;
@@ -180,23 +181,62 @@ impl Database {
                     "Time to live has been modified multiple times within a fixed interval",
                 ));
             }
-            let mut changed = (*table).clone();
-            changed.time_to_live_changed_at_millis = Some(now);
+            // Group-wide on a global table (SPEC-3 §2.1, `replication::settings`): every
+            // member's setting changes in one version change, each member with an expiry
+            // index of its own that it fills from its own items.
+            let members = self.settings_members(&table)?;
             if enabled {
-                let tree = self.create_expiry_index(&mut changed, attribute)?;
-                Some((table.id.clone(), tree))
+                // A member that has Time to Live already (a group whose members differed
+                // before settings were shared) keeps it.
+                let mut changed: Vec<TableDef> = members
+                    .into_iter()
+                    .filter(|member| member.time_to_live.is_none())
+                    .map(|mut member| {
+                        member.time_to_live_changed_at_millis = Some(now);
+                        member.time_to_live = Some(TimeToLiveDef {
+                            attribute_name: attribute.to_string(),
+                            tree: 0,
+                            backfilled: false,
+                        });
+                        member
+                    })
+                    .collect();
+                let tree_names = changed
+                    .iter()
+                    .map(|member| format!("{}/ttl/{now}", member.id))
+                    .collect();
+                let trees =
+                    self.store_definitions_with_trees(&mut changed, tree_names, |member, tree| {
+                        if let Some(ttl) = member.time_to_live.as_mut() {
+                            ttl.tree = tree;
+                        }
+                    })?;
+                tracing::info!(table = %table.name, attribute, members = changed.len(), "Time to Live enabled");
+                changed
+                    .iter()
+                    .map(|member| member.id.clone())
+                    .zip(trees)
+                    .collect()
             } else {
-                let Some(current) = changed.time_to_live.take() else {
-                    return Err(internal("Time to Live vanished under the catalog lock"));
-                };
-                self.store_definition_dropping(&changed, &[current.tree])?;
-                tracing::info!(table = %table.name, "Time to Live disabled");
-                None
+                let mut changed = Vec::with_capacity(members.len());
+                let mut dropped = Vec::with_capacity(members.len());
+                for mut member in members {
+                    if let Some(current) = member.time_to_live.take() {
+                        member.time_to_live_changed_at_millis = Some(now);
+                        dropped.push(current.tree);
+                        changed.push(member);
+                    }
+                }
+                self.store_definitions_dropping(&changed, &dropped)?;
+                tracing::info!(table = %table.name, members = changed.len(), "Time to Live disabled");
+                Vec::new()
             }
         };
-        if let Some((table_id, tree)) = backfill {
-            self.start_expiry_backfill(&table_id, tree)
+        for (table_id, tree) in &backfills {
+            self.start_expiry_backfill(table_id, *tree)
                 .map_err(internal)?;
+        }
+        if !backfills.is_empty() {
             self.start_upkeep().map_err(internal)?;
         }
         Ok(UpdateTimeToLiveOutput {
@@ -205,32 +245,6 @@ impl Database {
                 attribute_name: Some(attribute.to_string()),
             },
         })
-    }
-
-    /// Stores `changed` with Time to Live on `attribute` and its new expiry index tree, in
-    /// one version change. The caller holds `catalog_change`.
-    fn create_expiry_index(
-        &self,
-        changed: &mut TableDef,
-        attribute: &str,
-    ) -> Result<TreeId, ApiError> {
-        changed.time_to_live = Some(TimeToLiveDef {
-            attribute_name: attribute.to_string(),
-            tree: 0,
-            backfilled: false,
-        });
-        let tree_name = format!(
-            "{}/ttl/{}",
-            changed.id,
-            changed.time_to_live_changed_at_millis.unwrap_or_default()
-        );
-        let tree = self.store_definition_with_tree(changed, tree_name, |changed, tree| {
-            if let Some(ttl) = changed.time_to_live.as_mut() {
-                ttl.tree = tree;
-            }
-        })?;
-        tracing::info!(table = %changed.name, attribute, "Time to Live enabled");
-        Ok(tree)
     }
 
     /// DescribeTimeToLive.

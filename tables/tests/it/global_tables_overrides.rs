@@ -391,7 +391,7 @@ fn an_updated_member_is_updating_while_the_transient_delay_lasts() {
 }
 
 /// Options of a database on disk, with transient statuses lasting `delay`.
-fn disk_options(delay: Duration) -> Options {
+pub(crate) fn disk_options(delay: Duration) -> Options {
     Options {
         storage: StorageOptions {
             durability: Durability::Sync,

@@ -32,6 +32,7 @@ mod global_tables_crash;
 mod global_tables_disassociate;
 mod global_tables_model;
 mod global_tables_overrides;
+mod global_tables_settings;
 mod global_tables_strong;
 mod gsi_multi_attribute;
 mod gsi_multi_attribute_model;
