@@ -15,6 +15,11 @@
 //! A second test does the same with a strong group of three Regions (SPEC-3 §2.5), where
 //! the Regions must agree right after each open, without waiting for replication.
 //!
+//! A third cuts the power during group-wide settings changes (Time to Live, a GSI created
+//! or deleted, an on-demand cap, sent to either member): after each open both members show
+//! the same settings, the last acknowledged ones or the change in flight, and each member's
+//! indexes, built from its own items, are exact.
+//!
 //! `SHOAL_GLOBAL_CRASH_ITERATIONS` sets the number of simulated disks (default 12);
 //! `SHOAL_GLOBAL_CRASH_SEED` replays one.
 
@@ -397,6 +402,186 @@ fn strong_writes_are_in_every_region_at_open_through_power_cuts() {
     );
     for seed in seeds {
         if let Err(message) = run_strong_iteration(seed) {
+            panic!("seed {seed}: {message} (replay with SHOAL_GLOBAL_CRASH_SEED={seed})");
+        }
+    }
+}
+
+/// The settings a group shares, as one member shows them: Time to Live's attribute, the
+/// GSIs' names, the table's on-demand read cap.
+type SharedSettings = (Option<String>, Vec<String>, Option<u64>);
+
+fn shared_settings(db: &Database, region: &str) -> Result<SharedSettings, String> {
+    let ttl = try_call(
+        db,
+        region,
+        "DescribeTimeToLive",
+        json!({"TableName": "Crash"}),
+    )?;
+    let table = try_call(db, region, "DescribeTable", json!({"TableName": "Crash"}))?;
+    let indexes = table["Table"]["GlobalSecondaryIndexes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|gsi| gsi["IndexName"].as_str().map(str::to_string))
+        .collect();
+    Ok((
+        ttl["TimeToLiveDescription"]["AttributeName"]
+            .as_str()
+            .map(str::to_string),
+        indexes,
+        table["Table"]["OnDemandThroughput"]["MaxReadRequestUnits"].as_u64(),
+    ))
+}
+
+/// One random group-wide change of `current`, sent to a random member: Time to Live on or
+/// off, GSI ByV created or deleted, a new on-demand read cap. Returns the request and the
+/// settings it leads to.
+fn random_settings_change(
+    rng: &mut StdRng,
+    current: &SharedSettings,
+) -> (&'static str, Value, SharedSettings) {
+    let (ttl, indexes, cap) = current.clone();
+    match rng.random_range(0..3) {
+        0 => {
+            let enabled = ttl.is_none();
+            (
+                "UpdateTimeToLive",
+                json!({"TableName": "Crash", "TimeToLiveSpecification": {"Enabled": enabled, "AttributeName": "expires"}}),
+                (enabled.then(|| "expires".to_string()), indexes, cap),
+            )
+        }
+        1 if indexes.iter().any(|name| name == "ByV") => (
+            "UpdateTable",
+            json!({"TableName": "Crash", "GlobalSecondaryIndexUpdates": [{"Delete": {"IndexName": "ByV"}}]}),
+            (ttl, vec!["ByG".to_string()], cap),
+        ),
+        1 => (
+            "UpdateTable",
+            json!({"TableName": "Crash",
+                "AttributeDefinitions": [{"AttributeName": "v", "AttributeType": "S"}],
+                "GlobalSecondaryIndexUpdates": [{"Create": {"IndexName": "ByV",
+                    "KeySchema": [{"AttributeName": "v", "KeyType": "HASH"}],
+                    "Projection": {"ProjectionType": "ALL"}}}]}),
+            (ttl, vec!["ByG".to_string(), "ByV".to_string()], cap),
+        ),
+        _ => {
+            let units = rng.random_range(10..10_000u64);
+            (
+                "UpdateTable",
+                json!({"TableName": "Crash", "OnDemandThroughput": {"MaxReadRequestUnits": units}}),
+                (ttl, indexes, Some(units)),
+            )
+        }
+    }
+}
+
+/// Power cut during a group-wide settings change (`replication::settings`): group `Crash`
+/// of A and B, a few random settings changes sent to either member, the disk frozen at a
+/// random I/O call (inside a change's version change, a backfill's batches, its status
+/// change), power lost, the database reopened. After every open both members show the same
+/// settings, those of the last acknowledged change or of the one in flight; once every
+/// index is built, `Database::check` finds each member's indexes and expiry index exact.
+fn run_settings_iteration(seed: u64) -> Result<(), String> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let sim = SimFs::new();
+    let dir = Path::new("/shoal");
+    // The settings after the last acknowledged change, then the one in flight if any.
+    let mut allowed: Vec<SharedSettings> = vec![(None, vec!["ByG".to_string()], None)];
+    let rounds = rng.random_range(2..4);
+    for round in 0..=rounds {
+        let db = Database::open_with_fs(sim.fs(), dir, options())
+            .map_err(|e| format!("round {round}: reopen failed: {e}"))?;
+        if round == 0 {
+            create(&db)?;
+            for key in 0..KEYS {
+                try_call(
+                    &db,
+                    A,
+                    "PutItem",
+                    json!({"TableName": "Crash", "Item": {
+                        "pk": {"S": format!("k{key}")}, "g": {"S": "g"}, "v": {"S": format!("v{key}")},
+                        "expires": {"N": "4000000000"}
+                    }}),
+                )?;
+            }
+            try_call(
+                &db,
+                A,
+                "UpdateTable",
+                json!({"TableName": "Crash", "ReplicaUpdates": [{"Create": {"RegionName": B}}]}),
+            )?;
+        }
+        settle_settings(&db).map_err(|e| format!("round {round}: {e}"))?;
+        let in_a = shared_settings(&db, A)?;
+        let in_b = shared_settings(&db, B)?;
+        if in_a != in_b {
+            return Err(format!("round {round}: A shows {in_a:?}, B {in_b:?}"));
+        }
+        if !allowed.contains(&in_a) {
+            return Err(format!(
+                "round {round}: the members show {in_a:?}; allowed {allowed:?}"
+            ));
+        }
+        if round == rounds {
+            return Ok(());
+        }
+        allowed = vec![in_a];
+        sim.freeze_after(Some(rng.random_range(0..150)));
+        for _ in 0..rng.random_range(1..5) {
+            let region = [A, B][rng.random_range(0..2)];
+            let (operation, request, after) = random_settings_change(&mut rng, &allowed[0]);
+            if try_call(&db, region, operation, request).is_err() {
+                allowed.push(after);
+                break;
+            }
+            allowed = vec![after];
+        }
+        sim.power_loss(rng.random());
+        drop(db);
+        sim.freeze_after(None);
+    }
+    Ok(())
+}
+
+/// Waits until the replica is filled and every member's indexes are built, then checks
+/// every index and expiry index against the items.
+fn settle_settings(db: &Database) -> Result<(), String> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let mut building = !db.replication_settled().map_err(|e| e.message)?;
+        for region in [A, B] {
+            let table = try_call(db, region, "DescribeTable", json!({"TableName": "Crash"}))?;
+            building |= table["Table"]["GlobalSecondaryIndexes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|gsi| gsi["IndexStatus"] != "ACTIVE");
+        }
+        if !building {
+            break;
+        }
+        if std::time::Instant::now() > deadline {
+            return Err("the members' indexes were not built".to_string());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let report = db.check().map_err(|e| e.to_string())?;
+    if !report.is_sound() {
+        return Err(report.problems.join("; "));
+    }
+    Ok(())
+}
+
+#[test]
+fn a_settings_change_reaches_every_member_or_none_through_power_cuts() {
+    let seeds = shoal_vfs::sim::crash_seeds(
+        "SHOAL_GLOBAL_CRASH_ITERATIONS",
+        "SHOAL_GLOBAL_CRASH_SEED",
+        12,
+    );
+    for seed in seeds {
+        if let Err(message) = run_settings_iteration(seed) {
             panic!("seed {seed}: {message} (replay with SHOAL_GLOBAL_CRASH_SEED={seed})");
         }
     }
