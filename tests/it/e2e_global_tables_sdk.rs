@@ -6,7 +6,8 @@
 //! write is in both Regions after the restart. And a strong group (MultiRegionConsistency
 //! STRONG with a witness) formed through the SDK, whose writes are readable in the other
 //! Region at once though the asynchronous lag is a minute. And a replica's overrides set
-//! and read back through the SDK's types, then its Disassociate.
+//! and read back through the SDK's types, then its Disassociate. And Time to Live and a GSI
+//! set through one Region's endpoint, described and queried in the other.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -14,10 +15,12 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::config::Region;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, BillingMode, CreateGlobalTableWitnessGroupMemberAction,
-    CreateReplicationGroupMemberAction, DisassociateReplicationGroupMemberAction,
-    DisassociationMode, GlobalTableWitnessGroupUpdate, MultiRegionConsistency,
-    OnDemandThroughputOverride, ReplicaStatus, ReplicationGroupUpdate, TableClass, TableStatus,
+    AttributeValue, BillingMode, CreateGlobalSecondaryIndexAction,
+    CreateGlobalTableWitnessGroupMemberAction, CreateReplicationGroupMemberAction,
+    DisassociateReplicationGroupMemberAction, DisassociationMode, GlobalSecondaryIndexUpdate,
+    GlobalTableWitnessGroupUpdate, IndexStatus, KeyType, MultiRegionConsistency,
+    OnDemandThroughputOverride, Projection, ProjectionType, ReplicaStatus, ReplicationGroupUpdate,
+    TableClass, TableStatus, TimeToLiveSpecification, TimeToLiveStatus,
     UpdateReplicationGroupMemberAction,
 };
 use aws_sdk_dynamodb::Client;
@@ -106,10 +109,7 @@ async fn create_orders(client: &Client) {
         .create_table()
         .table_name("Orders")
         .attribute_definitions(sdk_server::definition("pk"))
-        .key_schema(sdk_server::key_element(
-            "pk",
-            aws_sdk_dynamodb::types::KeyType::Hash,
-        ))
+        .key_schema(sdk_server::key_element("pk", KeyType::Hash))
         .billing_mode(BillingMode::PayPerRequest)
         .send()
         .await
@@ -282,6 +282,104 @@ async fn a_replicas_overrides_and_its_disassociation_through_the_sdk() {
     assert_eq!(get(&client_a, "before").await.as_deref(), Some("b"));
     put(&client_b, "alone", "b").await.unwrap();
     assert_eq!(get(&client_a, "alone").await, None);
+    server.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn time_to_live_and_an_index_set_in_one_region_reach_the_other_through_the_sdk() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--admin", "--replication-lag-ms", "0-20"]);
+    let (client_a, client_b) = (client_in(&server, A), client_in(&server, B));
+    create_global_table(&client_a).await;
+    put(&client_a, "p1", "red").await.unwrap();
+    put(&client_a, "p2", "blue").await.unwrap();
+    settle(&server, &client_a).await;
+
+    // Time to Live set through B's endpoint is the group's: A describes it.
+    client_b
+        .update_time_to_live()
+        .table_name("Orders")
+        .time_to_live_specification(
+            TimeToLiveSpecification::builder()
+                .enabled(true)
+                .attribute_name("expires")
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let in_a = client_a
+        .describe_time_to_live()
+        .table_name("Orders")
+        .send()
+        .await
+        .unwrap();
+    let in_a = in_a.time_to_live_description().unwrap();
+    assert_eq!(in_a.time_to_live_status(), Some(&TimeToLiveStatus::Enabled));
+    assert_eq!(in_a.attribute_name(), Some("expires"));
+
+    // A GSI created through B's endpoint is built in A from A's items and queryable there.
+    client_b
+        .update_table()
+        .table_name("Orders")
+        .attribute_definitions(sdk_server::definition("v"))
+        .global_secondary_index_updates(
+            GlobalSecondaryIndexUpdate::builder()
+                .create(
+                    CreateGlobalSecondaryIndexAction::builder()
+                        .index_name("ByV")
+                        .key_schema(sdk_server::key_element("v", KeyType::Hash))
+                        .projection(
+                            Projection::builder()
+                                .projection_type(ProjectionType::All)
+                                .build(),
+                        )
+                        .build()
+                        .unwrap(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let described = client_a
+            .describe_table()
+            .table_name("Orders")
+            .send()
+            .await
+            .unwrap();
+        let status = described
+            .table()
+            .unwrap()
+            .global_secondary_indexes()
+            .iter()
+            .find(|gsi| gsi.index_name() == Some("ByV"))
+            .and_then(|gsi| gsi.index_status().cloned());
+        assert!(status.is_some(), "A has no index ByV");
+        if status == Some(IndexStatus::Active) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "ByV was not built in A");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let queried = client_a
+        .query()
+        .table_name("Orders")
+        .index_name("ByV")
+        .key_condition_expression("v = :v")
+        .expression_attribute_values(":v", AttributeValue::S("red".to_string()))
+        .send()
+        .await
+        .unwrap();
+    let keys: Vec<_> = queried
+        .items()
+        .iter()
+        .filter_map(|item| item.get("pk").and_then(|pk| pk.as_s().ok()).cloned())
+        .collect();
+    assert_eq!(keys, ["p1"]);
     server.stop();
 }
 
