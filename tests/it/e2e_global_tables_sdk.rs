@@ -15,12 +15,11 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::config::Region;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, BillingMode, CreateGlobalSecondaryIndexAction,
-    CreateGlobalTableWitnessGroupMemberAction, CreateReplicationGroupMemberAction,
-    DisassociateReplicationGroupMemberAction, DisassociationMode, GlobalSecondaryIndexUpdate,
-    GlobalTableWitnessGroupUpdate, IndexStatus, KeyType, MultiRegionConsistency,
-    OnDemandThroughputOverride, Projection, ProjectionType, ReplicaStatus, ReplicationGroupUpdate,
-    TableClass, TableStatus, TimeToLiveSpecification, TimeToLiveStatus,
+    AttributeValue, BillingMode, CreateGlobalTableWitnessGroupMemberAction,
+    CreateReplicationGroupMemberAction, DisassociateReplicationGroupMemberAction,
+    DisassociationMode, GlobalTableWitnessGroupUpdate, IndexStatus, KeyType,
+    MultiRegionConsistency, OnDemandThroughputOverride, ReplicaStatus, ReplicationGroupUpdate,
+    TableClass, TableDescription, TableStatus, TimeToLiveSpecification, TimeToLiveStatus,
     UpdateReplicationGroupMemberAction,
 };
 use aws_sdk_dynamodb::Client;
@@ -68,6 +67,17 @@ async fn put(client: &Client, pk: &str, value: &str) -> Result<(), String> {
         .map_err(|e| format!("{e:?}"))
 }
 
+/// DescribeTable of `Orders` in `client`'s Region.
+async fn describe_orders(client: &Client) -> TableDescription {
+    let described = client
+        .describe_table()
+        .table_name("Orders")
+        .send()
+        .await
+        .unwrap();
+    described.table().unwrap().clone()
+}
+
 /// Polls the admin API until every link's backlog is empty and no replica is CREATING.
 async fn settle(server: &Server, client_a: &Client) {
     let deadline = Instant::now() + Duration::from_secs(90);
@@ -80,15 +90,8 @@ async fn settle(server: &Server, client_a: &Client) {
             .unwrap()
             .iter()
             .all(|link| link["backlog"] == 0);
-        let described = client_a
-            .describe_table()
-            .table_name("Orders")
-            .send()
+        let active = describe_orders(client_a)
             .await
-            .unwrap();
-        let active = described
-            .table()
-            .unwrap()
             .replicas()
             .iter()
             .all(|replica| replica.replica_status() == Some(&ReplicaStatus::Active));
@@ -324,36 +327,14 @@ async fn time_to_live_and_an_index_set_in_one_region_reach_the_other_through_the
         .update_table()
         .table_name("Orders")
         .attribute_definitions(sdk_server::definition("v"))
-        .global_secondary_index_updates(
-            GlobalSecondaryIndexUpdate::builder()
-                .create(
-                    CreateGlobalSecondaryIndexAction::builder()
-                        .index_name("ByV")
-                        .key_schema(sdk_server::key_element("v", KeyType::Hash))
-                        .projection(
-                            Projection::builder()
-                                .projection_type(ProjectionType::All)
-                                .build(),
-                        )
-                        .build()
-                        .unwrap(),
-                )
-                .build(),
-        )
+        .global_secondary_index_updates(sdk_server::create_index_update("ByV", "v"))
         .send()
         .await
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
-        let described = client_a
-            .describe_table()
-            .table_name("Orders")
-            .send()
+        let status = describe_orders(&client_a)
             .await
-            .unwrap();
-        let status = described
-            .table()
-            .unwrap()
             .global_secondary_indexes()
             .iter()
             .find(|gsi| gsi.index_name() == Some("ByV"))

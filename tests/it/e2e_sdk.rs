@@ -310,9 +310,8 @@ async fn data_survives_a_server_restart_and_the_data_dir_is_locked() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batches_transactions_and_online_indexes_through_the_sdk() {
     use aws_sdk_dynamodb::types::{
-        ConditionCheck, CreateGlobalSecondaryIndexAction, DeleteGlobalSecondaryIndexAction, Get,
-        GlobalSecondaryIndexUpdate, KeysAndAttributes, Put, PutRequest, TransactGetItem,
-        TransactWriteItem, WriteRequest,
+        ConditionCheck, DeleteGlobalSecondaryIndexAction, Get, GlobalSecondaryIndexUpdate,
+        KeysAndAttributes, Put, PutRequest, TransactGetItem, TransactWriteItem, WriteRequest,
     };
 
     let dir = tempfile::tempdir().unwrap();
@@ -434,22 +433,7 @@ async fn batches_transactions_and_online_indexes_through_the_sdk() {
         .update_table()
         .table_name("Thread")
         .attribute_definitions(definition("Owner"))
-        .global_secondary_index_updates(
-            GlobalSecondaryIndexUpdate::builder()
-                .create(
-                    CreateGlobalSecondaryIndexAction::builder()
-                        .index_name("ByOwner")
-                        .key_schema(key_element("Owner", KeyType::Hash))
-                        .projection(
-                            Projection::builder()
-                                .projection_type(ProjectionType::All)
-                                .build(),
-                        )
-                        .build()
-                        .unwrap(),
-                )
-                .build(),
-        )
+        .global_secondary_index_updates(sdk_server::create_index_update("ByOwner", "Owner"))
         .send()
         .await
         .unwrap();

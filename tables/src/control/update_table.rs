@@ -318,20 +318,16 @@ impl Database {
             .iter()
             .map(|member| gsi_tree_name(&member.id, &index.name))
             .collect();
-        let trees =
+        let created =
             self.store_definitions_with_trees(&mut changed, tree_names, |member, tree| {
                 if let Some(gsi) = member.global_indexes.last_mut() {
                     gsi.tree = tree;
                 }
             })?;
-        for (member, tree) in changed.iter().zip(&trees) {
+        for (member, (_, tree)) in changed.iter().zip(&created) {
             tracing::info!(table = %member.name, region = ?member.region, index = %index.name, tree, "GSI created; backfill starts");
         }
-        Ok(changed
-            .iter()
-            .map(|member| member.id.clone())
-            .zip(trees)
-            .collect())
+        Ok(created)
     }
 
     /// Removes GSI `index_name` from every definition of `members` (the table, then the

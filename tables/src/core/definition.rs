@@ -96,26 +96,27 @@ impl Core {
         tree_name: String,
         place: impl FnMut(&mut TableDef, TreeId),
     ) -> Result<TreeId, ApiError> {
-        let ids = self.store_definitions_with_trees(
+        let created = self.store_definitions_with_trees(
             std::slice::from_mut(changed),
             vec![tree_name],
             place,
         )?;
-        ids.first()
-            .copied()
+        created
+            .first()
+            .map(|(_, tree)| *tree)
             .ok_or_else(|| internal("no tree was created"))
     }
 
     /// Creates one tree per definition of `changed` (`tree_names[i]` for `changed[i]`) and
     /// stores them all with their trees, in ONE version change: `place` puts each new
-    /// tree's id into its definition. Returns the trees, in `changed`'s order. The caller
-    /// holds `catalog_change`.
+    /// tree's id into its definition. Returns each table's id with its new tree, in
+    /// `changed`'s order. The caller holds `catalog_change`.
     pub(crate) fn store_definitions_with_trees(
         &self,
         changed: &mut [TableDef],
         tree_names: Vec<String>,
         mut place: impl FnMut(&mut TableDef, TreeId),
-    ) -> Result<Vec<TreeId>, ApiError> {
+    ) -> Result<Vec<(String, TreeId)>, ApiError> {
         if tree_names.len() != changed.len() {
             return Err(internal("one new tree per changed definition is expected"));
         }
@@ -146,7 +147,11 @@ impl Core {
             return Err(internal("the table definition could not be stored"));
         }
         self.reload_catalog().map_err(internal)?;
-        Ok(ids)
+        Ok(changed
+            .iter()
+            .map(|table| table.id.clone())
+            .zip(ids)
+            .collect())
     }
 }
 

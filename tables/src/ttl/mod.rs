@@ -205,18 +205,14 @@ impl Database {
                     .iter()
                     .map(|member| format!("{}/ttl/{now}", member.id))
                     .collect();
-                let trees =
+                let created =
                     self.store_definitions_with_trees(&mut changed, tree_names, |member, tree| {
                         if let Some(ttl) = member.time_to_live.as_mut() {
                             ttl.tree = tree;
                         }
                     })?;
                 tracing::info!(table = %table.name, attribute, members = changed.len(), "Time to Live enabled");
-                changed
-                    .iter()
-                    .map(|member| member.id.clone())
-                    .zip(trees)
-                    .collect()
+                created
             } else {
                 let mut changed = Vec::with_capacity(members.len());
                 let mut dropped = Vec::with_capacity(members.len());

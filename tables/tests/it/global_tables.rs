@@ -22,7 +22,7 @@ pub(crate) fn options(lag: Lag) -> Options {
     }
 }
 
-fn open() -> Database {
+pub(crate) fn open() -> Database {
     Database::open_in_memory(options(Lag::fixed(Duration::ZERO))).unwrap()
 }
 
@@ -128,7 +128,7 @@ pub(crate) fn settle(db: &Database) {
     });
 }
 
-fn describe(db: &Database, region: &str, name: &str) -> Value {
+pub(crate) fn describe(db: &Database, region: &str, name: &str) -> Value {
     ok(db, region, "DescribeTable", &json!({"TableName": name}))["Table"].clone()
 }
 

@@ -8,10 +8,10 @@
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use shoal_tables::{Database, Lag};
+use shoal_tables::Database;
 
 use crate::global_tables::{
-    add_replica, call, create_table, create_table_billed, ok, options, put, settle, wait_until,
+    add_replica, call, create_table, create_table_billed, ok, open, put, settle, wait_until,
 };
 use crate::global_tables_overrides::disk_options;
 
@@ -19,12 +19,13 @@ const A: &str = "us-east-1";
 const B: &str = "eu-west-1";
 const C: &str = "ap-south-1";
 
-fn open() -> Database {
-    Database::open_in_memory(options(Lag::fixed(Duration::ZERO))).unwrap()
+fn describe(db: &Database, region: &str) -> Value {
+    crate::global_tables::describe(db, region, "Orders")
 }
 
-fn describe(db: &Database, region: &str) -> Value {
-    ok(db, region, "DescribeTable", &json!({"TableName": "Orders"}))["Table"].clone()
+/// UpdateTimeToLive of `table` on attribute `expires`.
+fn time_to_live_request(table: &str, enabled: bool) -> Value {
+    json!({"TableName": table, "TimeToLiveSpecification": {"Enabled": enabled, "AttributeName": "expires"}})
 }
 
 fn time_to_live(db: &Database, region: &str) -> Value {
@@ -94,7 +95,7 @@ fn time_to_live_set_in_any_member_applies_to_every_member() {
         &db,
         B,
         "UpdateTimeToLive",
-        &json!({"TableName": "Orders", "TimeToLiveSpecification": {"Enabled": true, "AttributeName": "expires"}}),
+        &time_to_live_request("Orders", true),
     );
     assert_eq!(
         answer["TimeToLiveSpecification"],
@@ -112,7 +113,7 @@ fn time_to_live_set_in_any_member_applies_to_every_member() {
         &db,
         C,
         "UpdateTimeToLive",
-        &json!({"TableName": "Orders", "TimeToLiveSpecification": {"Enabled": true, "AttributeName": "expires"}}),
+        &time_to_live_request("Orders", true),
     );
     assert_eq!(
         again.unwrap_err(),
@@ -161,7 +162,7 @@ fn time_to_live_set_in_any_member_applies_to_every_member() {
         &db,
         C,
         "UpdateTimeToLive",
-        &json!({"TableName": "Orders", "TimeToLiveSpecification": {"Enabled": false, "AttributeName": "expires"}}),
+        &time_to_live_request("Orders", false),
     );
     for region in [A, B, C] {
         assert_eq!(
@@ -184,7 +185,7 @@ fn a_regional_tables_time_to_live_and_indexes_stay_its_own() {
         &db,
         A,
         "UpdateTimeToLive",
-        &json!({"TableName": "Orders", "TimeToLiveSpecification": {"Enabled": true, "AttributeName": "expires"}}),
+        &time_to_live_request("Orders", true),
     );
     assert_eq!(
         ok(&db, A, "DescribeTimeToLive", &json!({"TableName": "Solo"}))["TimeToLiveDescription"],
@@ -289,15 +290,8 @@ fn a_gsi_created_from_a_replicas_endpoint_is_built_in_every_member_from_its_own_
             "{region}"
         );
     }
-    let b_entry = describe(&db, A)["Replicas"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|entry| entry["RegionName"] == B)
-        .cloned()
-        .unwrap();
     assert_eq!(
-        b_entry["GlobalSecondaryIndexes"],
+        replica_entry(&db, A, B)["GlobalSecondaryIndexes"],
         json!([{"IndexName": "ByG", "OnDemandThroughputOverride": {"MaxReadRequestUnits": 60}}])
     );
     let report = db.check().unwrap();
@@ -558,10 +552,7 @@ fn group_wide_changes_wait_while_a_member_is_being_added() {
         "The resource which you are attempting to change is in use.".to_string(),
     );
     let requests = [
-        (
-            "UpdateTimeToLive",
-            json!({"TableName": "Orders", "TimeToLiveSpecification": {"Enabled": true, "AttributeName": "expires"}}),
-        ),
+        ("UpdateTimeToLive", time_to_live_request("Orders", true)),
         (
             "UpdateTable",
             json!({"TableName": "Orders", "GlobalSecondaryIndexUpdates": [{"Create": {
@@ -624,7 +615,7 @@ fn every_member_keeps_a_group_wide_change_through_a_reopen() {
             &db,
             B,
             "UpdateTimeToLive",
-            &json!({"TableName": "Orders", "TimeToLiveSpecification": {"Enabled": true, "AttributeName": "expires"}}),
+            &time_to_live_request("Orders", true),
         );
         update_table(
             &db,

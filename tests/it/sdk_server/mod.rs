@@ -10,7 +10,8 @@ use std::process::{Child, Command, Stdio};
 
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, KeySchemaElement, KeyType, ScalarAttributeType,
+    AttributeDefinition, CreateGlobalSecondaryIndexAction, GlobalSecondaryIndexUpdate,
+    KeySchemaElement, KeyType, Projection, ProjectionType, ScalarAttributeType,
 };
 use aws_sdk_dynamodb::Client;
 
@@ -48,6 +49,25 @@ pub fn definition(name: &str) -> AttributeDefinition {
         .attribute_type(ScalarAttributeType::S)
         .build()
         .expect("an attribute definition")
+}
+
+/// An UpdateTable `GlobalSecondaryIndexUpdates` member creating GSI `index_name`, keyed by
+/// attribute `hash`, projecting ALL.
+pub fn create_index_update(index_name: &str, hash: &str) -> GlobalSecondaryIndexUpdate {
+    GlobalSecondaryIndexUpdate::builder()
+        .create(
+            CreateGlobalSecondaryIndexAction::builder()
+                .index_name(index_name)
+                .key_schema(key_element(hash, KeyType::Hash))
+                .projection(
+                    Projection::builder()
+                        .projection_type(ProjectionType::All)
+                        .build(),
+                )
+                .build()
+                .expect("a GSI create action"),
+        )
+        .build()
 }
 
 /// A `shoal` child process serving on a free loopback port; SIGTERMed on drop.
