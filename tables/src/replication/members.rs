@@ -533,32 +533,17 @@ impl Database {
     /// Refuses a replica action while a member of `table`'s group is being added (SPEC-3
     /// §2.1's text) or is disassociating (its bare ResourceInUseException).
     fn check_no_member_busy(&self, table: &TableDef) -> Result<(), ApiError> {
-        let Some(replication) = &table.replication else {
-            return Ok(());
-        };
-        let catalog = self.catalog.read();
-        for member in &replication.members {
-            let status = catalog
-                .get(&catalog_key(&table.name, Some(&member.region)))
-                .and_then(|m| m.replication.as_ref())
-                .map(|r| r.status);
-            match status {
-                Some(ReplicaStatus::Creating) => {
-                    return Err(ApiError::validation(format!(
-                        "Create/Update/Delete of replica is not allowed while the replica is being added to table with name: \u{2018}{}\u{2019} in region: \u{2018}{}\u{2019}.",
-                        table.name, member.region
-                    )));
-                }
-                Some(ReplicaStatus::Leaving) => {
-                    return Err(ApiError::new(
-                        ErrorCode::ResourceInUseException,
-                        disassociate::IN_USE_MESSAGE,
-                    ));
-                }
-                _ => {}
-            }
+        match self.busy_member(table) {
+            Some((region, ReplicaStatus::Creating)) => Err(ApiError::validation(format!(
+                "Create/Update/Delete of replica is not allowed while the replica is being added to table with name: \u{2018}{}\u{2019} in region: \u{2018}{region}\u{2019}.",
+                table.name
+            ))),
+            Some(_) => Err(ApiError::new(
+                ErrorCode::ResourceInUseException,
+                disassociate::IN_USE_MESSAGE,
+            )),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Stores the overrides `requested` asks of each member in `targets` (checked against

@@ -51,23 +51,28 @@ impl Database {
     /// Refuses a change of `table` while a member of its group is being added or is
     /// leaving: ResourceInUseException with AWS's bare text (module docs).
     pub(crate) fn refuse_while_members_change(&self, table: &TableDef) -> Result<(), ApiError> {
-        let Some(replication) = &table.replication else {
-            return Ok(());
-        };
-        let catalog = self.catalog.read();
-        let busy = replication.members.iter().any(|member| {
-            catalog
-                .get(&catalog_key(&table.name, Some(&member.region)))
-                .and_then(|m| m.replication.as_ref())
-                .is_some_and(|r| r.status != ReplicaStatus::Active)
-        });
-        if busy {
+        if self.busy_member(table).is_some() {
             return Err(ApiError::new(
                 ErrorCode::ResourceInUseException,
                 IN_USE_MESSAGE,
             ));
         }
         Ok(())
+    }
+
+    /// The first member of `table`'s group that is not ACTIVE (being added or leaving),
+    /// with its Region and state.
+    pub(crate) fn busy_member(&self, table: &TableDef) -> Option<(String, ReplicaStatus)> {
+        let replication = table.replication.as_ref()?;
+        let catalog = self.catalog.read();
+        replication.members.iter().find_map(|member| {
+            let status = catalog
+                .get(&catalog_key(&table.name, Some(&member.region)))?
+                .replication
+                .as_ref()?
+                .status;
+            (status != ReplicaStatus::Active).then(|| (member.region.clone(), status))
+        })
     }
 }
 
