@@ -582,6 +582,20 @@ fn group_wide_changes_wait_while_a_member_is_being_added() {
             );
         }
     }
+    // A replica action keeps its own text, naming the member being added.
+    assert_eq!(
+        call(
+            &db,
+            A,
+            "UpdateTable",
+            &json!({"TableName": "Orders", "ReplicaUpdates": [{"Create": {"RegionName": C}}]}),
+        )
+        .unwrap_err(),
+        (
+            "ValidationException".to_string(),
+            "Create/Update/Delete of replica is not allowed while the replica is being added to table with name: \u{2018}Orders\u{2019} in region: \u{2018}eu-west-1\u{2019}.".to_string()
+        )
+    );
     // Regional settings that SPEC-3 does not hold up are still accepted: tags.
     let arn = describe(&db, A)["TableArn"].as_str().unwrap().to_string();
     ok(
