@@ -396,7 +396,7 @@ fn on_demand_description(limits: &OnDemandLimits) -> Option<OnDemandThroughput> 
     })
 }
 
-fn index_status(status: IndexStatus) -> (&'static str, Option<bool>) {
+pub(crate) fn index_status(status: IndexStatus) -> (&'static str, Option<bool>) {
     match status {
         IndexStatus::Creating { backfilling } => ("CREATING", Some(backfilling)),
         IndexStatus::Active => ("ACTIVE", None),

@@ -62,7 +62,7 @@ const TWO_CREATES_OR_DELETES: &str =
     "Update table operation with more than one create or delete replica actions not allowed";
 const MIXED_ACTIONS: &str =
     "Update table operation with more than one type of replica actions not allowed.";
-const SAME_REGION_TWICE: &str = "Cannot target multiple regions with the same action";
+pub(crate) const SAME_REGION_TWICE: &str = "Cannot target multiple regions with the same action";
 const NO_ACTIONS: &str =
     "There are no actions specified in the Replica Update Action of the request.";
 const LOCAL_REGION: &str = "Cannot add or delete the local region through ReplicaUpdates. Use CreateTable, DeleteTable, or UpdateTable as required.";
@@ -347,7 +347,7 @@ pub(crate) fn parse_replica_updates(
 }
 
 /// SPEC-3 §2.1's text for Regions that are not members.
-fn not_members_message(regions: &[&str]) -> String {
+pub(crate) fn not_members_message(regions: &[&str]) -> String {
     format!(
         "Update global table operation failed because one or more replicas were not part of the global table. Please retry the request without these replicas: [{}].",
         regions.join(", ")
@@ -702,6 +702,12 @@ impl Database {
                 strong,
                 witness: witness.clone(),
                 overrides: overrides.get(target).cloned().unwrap_or_default(),
+                // The group's write settings; its own read settings start unset.
+                autoscaling: source
+                    .replication
+                    .as_ref()
+                    .map(|r| r.autoscaling.group_wide())
+                    .unwrap_or_default(),
             });
             // Fail before touching storage if a definition cannot be stored.
             replica.to_metadata().map_err(internal)?;
@@ -731,6 +737,11 @@ impl Database {
                 .replication
                 .as_ref()
                 .map(|r| r.overrides.clone())
+                .unwrap_or_default(),
+            autoscaling: source
+                .replication
+                .as_ref()
+                .map(|r| r.autoscaling.clone())
                 .unwrap_or_default(),
         });
         let others: Vec<TableDef> = members
@@ -880,6 +891,28 @@ impl Core {
 }
 
 impl Database {
+    /// The `ReplicaStatus` of the member whose catalog key is `key` and whose membership is
+    /// `replication` (None: not in the catalog yet, so still being created). An Update's
+    /// UPDATING lasts the transient-status delay (`emulation::transient`).
+    pub(crate) fn replica_status(
+        &self,
+        key: &str,
+        replication: Option<&ReplicationDef>,
+    ) -> &'static str {
+        let status = replication.map_or(ReplicaStatus::Creating, |r| r.status);
+        let updating = status == ReplicaStatus::Active
+            && self
+                .emulation
+                .transitions
+                .of(key)
+                .is_some_and(|t| t.status == TransientStatus::Updating);
+        if updating {
+            TransientStatus::Updating.as_str()
+        } else {
+            status.as_str()
+        }
+    }
+
     /// Adds DescribeTable's global table members to `description` of `table` (SPEC-3
     /// §2.2): nothing for a table in no group.
     pub(crate) fn describe_members(&self, table: &TableDef, description: &mut TableDescription) {
@@ -894,21 +927,9 @@ impl Database {
             .map(|member| {
                 let key = catalog_key(&table.name, Some(&member.region));
                 let replication = catalog.get(&key).and_then(|m| m.replication.as_ref());
-                let status = replication.map_or(ReplicaStatus::Creating, |r| r.status);
-                // An Update's UPDATING lasts the transient-status delay (`emulation::transient`).
-                let updating = status == ReplicaStatus::Active
-                    && self
-                        .emulation
-                        .transitions
-                        .of(&key)
-                        .is_some_and(|t| t.status == TransientStatus::Updating);
                 let mut entry = ReplicaDescription {
                     region_name: member.region.clone(),
-                    replica_status: if updating {
-                        TransientStatus::Updating.as_str().to_string()
-                    } else {
-                        status.as_str().to_string()
-                    },
+                    replica_status: self.replica_status(&key, replication).to_string(),
                     ..ReplicaDescription::default()
                 };
                 if let Some(replication) = replication {

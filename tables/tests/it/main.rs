@@ -28,6 +28,7 @@ mod dispatch_text;
 mod eventual_consistency;
 mod export;
 mod global_tables;
+mod global_tables_autoscaling;
 mod global_tables_crash;
 mod global_tables_disassociate;
 mod global_tables_model;
