@@ -400,7 +400,8 @@ pub struct ReplicationDef {
     /// overrides, SPEC-3 §2.1; `replication::overrides`). Stored as the JSON object
     /// `"overrides": {"read_capacity_units": u64?, "max_read_request_units": u64?,
     /// "indexes": [{"name", "read_capacity_units"?, "max_read_request_units"?}],
-    /// "table_class": "Standard" | "StandardInfrequentAccess" | null}` inside the member's
+    /// "table_class": "Standard" | "StandardInfrequentAccess" | null,
+    /// "table_class_updated_at_millis": u64?}` inside the member's
     /// definition, which is written in the same version change (one WAL record) as the
     /// ReplicaUpdates action that sets it; the key is left out while nothing is overridden,
     /// so definitions stored before overrides existed read as "none".
@@ -503,6 +504,11 @@ pub struct ReplicaOverrides {
     /// TableClassOverride.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub table_class: Option<TableClass>,
+    /// When the TableClassOverride was last set to another class (milliseconds since the
+    /// Unix epoch): `Replicas[]`'s `ReplicaTableClassSummary.LastUpdateDateTime`. Absent in
+    /// overrides stored before it was kept (the summary then has no time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table_class_updated_at_millis: Option<u64>,
 }
 
 impl ReplicaOverrides {

@@ -54,6 +54,22 @@ fn replica_updates(name: &str, updates: Value) -> Value {
     json!({"TableName": name, "ReplicaUpdates": updates})
 }
 
+/// `replicas` (a `Replicas[]`) without each `ReplicaTableClassSummary.LastUpdateDateTime`,
+/// which must be there, a time in epoch seconds, wherever a summary is.
+fn without_class_times(mut replicas: Value) -> Value {
+    for entry in replicas.as_array_mut().unwrap() {
+        if let Some(summary) = entry.get_mut("ReplicaTableClassSummary") {
+            let time = summary
+                .as_object_mut()
+                .unwrap()
+                .remove("LastUpdateDateTime")
+                .unwrap_or_else(|| panic!("no LastUpdateDateTime in {summary}"));
+            assert!(time.as_f64().unwrap() > 1.6e9, "{time}");
+        }
+    }
+    replicas
+}
+
 fn validation(message: &str) -> (String, String) {
     ("ValidationException".to_string(), message.to_string())
 }
@@ -90,11 +106,17 @@ fn overrides_given_on_create_are_shown_by_the_other_regions_only_where_set() {
     });
     let mut creating = b_entry.clone();
     creating["ReplicaStatus"] = json!("CREATING");
-    assert_eq!(answer["TableDescription"]["Replicas"], json!([creating]));
+    assert_eq!(
+        without_class_times(answer["TableDescription"]["Replicas"].clone()),
+        json!([creating])
+    );
     settle(&db);
     let mut active = b_entry.clone();
     active["ReplicaStatus"] = json!("ACTIVE");
-    assert_eq!(describe(&db, A, "Orders")["Replicas"], json!([active]));
+    assert_eq!(
+        without_class_times(describe(&db, A, "Orders")["Replicas"].clone()),
+        json!([active])
+    );
     // A overrides nothing: B sees only its name and status.
     assert_eq!(
         describe(&db, B, "Orders")["Replicas"],
@@ -314,7 +336,7 @@ fn an_update_changes_only_what_it_names_and_answers_updating() {
         }),
     );
     assert_eq!(
-        describe(&db, A, "Orders")["Replicas"],
+        without_class_times(describe(&db, A, "Orders")["Replicas"].clone()),
         json!([{
             "RegionName": B,
             "ReplicaStatus": "ACTIVE",
@@ -474,7 +496,7 @@ fn overrides_survive_a_reopen() {
         "GlobalSecondaryIndexes": [{"IndexName": "ByG", "ProvisionedThroughputOverride": {"ReadCapacityUnits": 2}}],
         "ReplicaTableClassSummary": {"TableClass": "STANDARD_INFREQUENT_ACCESS"}
     }]);
-    {
+    let before = {
         let db = Database::open(dir.path(), options()).unwrap();
         create_provisioned(&db, A, "Orders");
         ok(
@@ -500,8 +522,53 @@ fn overrides_survive_a_reopen() {
                 }}]),
             ),
         );
-        assert_eq!(describe(&db, A, "Orders")["Replicas"], expected);
-    }
+        let replicas = describe(&db, A, "Orders")["Replicas"].clone();
+        assert_eq!(without_class_times(replicas.clone()), expected);
+        replicas
+    };
     let db = Database::open(dir.path(), options()).unwrap();
-    assert_eq!(describe(&db, A, "Orders")["Replicas"], expected);
+    assert_eq!(describe(&db, A, "Orders")["Replicas"], before);
+}
+
+#[test]
+fn a_class_overrides_time_is_that_of_its_last_change() {
+    let db = open();
+    create_table(&db, A, "Orders");
+    add_replica(&db, A, "Orders", B);
+    settle(&db);
+    let set_class = |class: &str| {
+        ok(
+            &db,
+            A,
+            "UpdateTable",
+            &replica_updates(
+                "Orders",
+                json!([{"Update": {"RegionName": B, "TableClassOverride": class}}]),
+            ),
+        );
+        describe(&db, A, "Orders")["Replicas"][0]["ReplicaTableClassSummary"]["LastUpdateDateTime"]
+            .as_f64()
+            .unwrap()
+    };
+    let seconds_now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+    };
+    let before = seconds_now();
+    let first = set_class("STANDARD_INFREQUENT_ACCESS");
+    assert!(
+        first >= before - 0.001 && first <= seconds_now() + 0.001,
+        "{first}"
+    );
+    std::thread::sleep(Duration::from_millis(20));
+    // The same class again is no change: the time stays.
+    assert_eq!(set_class("STANDARD_INFREQUENT_ACCESS"), first);
+    // Another class moves it.
+    assert!(set_class("STANDARD") > first);
+    // The neighbour: the member's own table never named a class, so it has no summary.
+    assert!(describe(&db, B, "Orders")
+        .get("TableClassSummary")
+        .is_none());
 }
