@@ -525,6 +525,33 @@ impl Database {
                     self.drop_table(&current)?;
                     tracing::info!(table = %table.name, region = %target, "replica deleted");
                 }
+                // The members that stay see what left DELETING for the transient delay.
+                let deleted_witness = match &change.witness {
+                    Some(WitnessChange::Delete(witness)) => Some(witness),
+                    _ => None,
+                };
+                for member in members.iter().filter(|m| !targets.contains(&m.region)) {
+                    let observer = catalog_key(&table.name, Some(&member.region));
+                    let transitions = &self.emulation.transitions;
+                    for target in targets {
+                        transitions.begin_replica(
+                            &observer,
+                            target,
+                            false,
+                            strong_group,
+                            TransientStatus::Deleting,
+                        );
+                    }
+                    if let Some(witness) = deleted_witness {
+                        transitions.begin_replica(
+                            &observer,
+                            witness,
+                            true,
+                            strong_group,
+                            TransientStatus::Deleting,
+                        );
+                    }
+                }
                 Ok(Vec::new())
             }
         }
@@ -839,6 +866,20 @@ impl Database {
         self.reload_catalog().map_err(internal)?;
         self.start_upkeep().map_err(internal)?;
         self.replication.start(self)?;
+        // A witness that joins with the group is CREATING for the transient delay.
+        if source.replication.is_none() {
+            if let Some(witness) = &witness {
+                for member in &members {
+                    self.emulation.transitions.begin_replica(
+                        &catalog_key(&source.name, Some(&member.region)),
+                        witness,
+                        true,
+                        strong,
+                        TransientStatus::Creating,
+                    );
+                }
+            }
+        }
         tracing::info!(table = %source.name, from = %local, to = ?targets, strong, "replicas created; backfill starts");
         Ok(())
     }
@@ -916,12 +957,23 @@ impl Database {
     /// Adds DescribeTable's global table members to `description` of `table` (SPEC-3
     /// §2.2): nothing for a table in no group.
     pub(crate) fn describe_members(&self, table: &TableDef, description: &mut TableDescription) {
-        let Some(replication) = &table.replication else {
+        // Members and witnesses in a transition as this member sees them: a departed
+        // replica DELETING, a witness CREATING or DELETING (`emulation::transient`).
+        let transitions = self.emulation.transitions.replicas_of(&table.catalog_key());
+        let departed = transitions
+            .iter()
+            .filter(|t| !t.witness && t.status == TransientStatus::Deleting);
+        // A member a teardown left regional still shows what is DELETING while it lasts.
+        if table.replication.is_none() && departed.clone().next().is_none() {
             return;
-        };
+        }
+        let members = table
+            .replication
+            .as_ref()
+            .map(|r| r.members.as_slice())
+            .unwrap_or_default();
         let catalog = self.catalog.read();
-        let replicas = replication
-            .members
+        let mut replicas: Vec<ReplicaDescription> = members
             .iter()
             .filter(|member| member.table_id != table.id)
             .map(|member| {
@@ -938,19 +990,51 @@ impl Database {
                 entry
             })
             .collect();
+        replicas.extend(
+            departed
+                .filter(|t| !members.iter().any(|m| m.region == t.region))
+                .map(|t| ReplicaDescription {
+                    region_name: t.region.clone(),
+                    replica_status: TransientStatus::Deleting.as_str().to_string(),
+                    ..ReplicaDescription::default()
+                }),
+        );
         description.global_table_version = Some(GLOBAL_TABLE_VERSION.to_string());
         description.replicas = Some(replicas);
         description.global_table_settings_replication_mode =
             Some(SETTINGS_REPLICATION_MODE.to_string());
-        if replication.strong {
-            description.multi_region_consistency = Some(strong::STRONG.to_string());
-            description.global_table_witnesses = replication.witness.as_ref().map(|region| {
-                vec![WitnessDescription {
-                    region_name: region.clone(),
-                    // A witness holds no table: it is ready as soon as the group is.
-                    witness_status: ReplicaStatus::Active.as_str().to_string(),
-                }]
-            });
+        let strong = match &table.replication {
+            Some(replication) => replication.strong,
+            None => transitions.iter().any(|t| t.strong),
+        };
+        if !strong {
+            return;
         }
+        description.multi_region_consistency = Some(strong::STRONG.to_string());
+        let witness_transition = |region: &str| {
+            transitions
+                .iter()
+                .find(|t| t.witness && t.region == region)
+                .map(|t| t.status)
+        };
+        let group_witness = table.replication.as_ref().and_then(|r| r.witness.clone());
+        let witness = match group_witness {
+            // A witness holds no table: it is ready once its transition (if any) is over.
+            Some(region) => {
+                let status = witness_transition(&region)
+                    .map_or(ReplicaStatus::Active.as_str(), TransientStatus::as_str);
+                Some((region, status))
+            }
+            None => transitions
+                .iter()
+                .find(|t| t.witness && t.status == TransientStatus::Deleting)
+                .map(|t| (t.region.clone(), TransientStatus::Deleting.as_str())),
+        };
+        description.global_table_witnesses = witness.map(|(region, status)| {
+            vec![WitnessDescription {
+                region_name: region,
+                witness_status: status.to_string(),
+            }]
+        });
     }
 }

@@ -34,6 +34,7 @@ mod global_tables_disassociate;
 mod global_tables_model;
 mod global_tables_overrides;
 mod global_tables_strong;
+mod global_tables_transient;
 mod gsi_multi_attribute;
 mod gsi_multi_attribute_model;
 mod gsi_online_backfill;
