@@ -608,6 +608,11 @@ pub struct TableSettings {
     /// Each stream's resource-based policy, by stream label: a slot of its own per stream.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub stream_policies: BTreeMap<String, StoredPolicy>,
+    /// UpdateTable's `GlobalTableSettingsReplicationMode` of a regional table (`ENABLED` or
+    /// `DISABLED`), once set; a member of a global table reports `ENABLED_WITH_OVERRIDES`
+    /// instead (SPEC-3 §2.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings_replication_mode: Option<String>,
     /// Contributor Insights of the table (`index: None`) and of its GSIs, once configured
     /// (`insights`); a resource never configured has no entry.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
