@@ -6,11 +6,12 @@
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use shoal_tables::{Database, Durability, Lag, Options, ReplicationOptions, StorageOptions};
+use shoal_tables::{Database, Lag};
 
 use crate::global_tables::{
     add_replica, call, create_table, create_table_billed, ok, options, settle,
 };
+use crate::global_tables_overrides::{assert_group_throughput, disk_options};
 
 const A: &str = "us-east-1";
 const B: &str = "eu-west-1";
@@ -246,23 +247,7 @@ fn write_settings_are_the_groups_and_read_settings_each_regions() {
         );
     }
     // Capacity never changes.
-    for region in [A, B] {
-        let table = ok(
-            &db,
-            region,
-            "DescribeTable",
-            &json!({"TableName": "Orders"}),
-        )["Table"]
-            .clone();
-        assert_eq!(
-            table["ProvisionedThroughput"]["ReadCapacityUnits"], 10,
-            "{region}"
-        );
-        assert_eq!(
-            table["ProvisionedThroughput"]["WriteCapacityUnits"], 5,
-            "{region}"
-        );
-    }
+    assert_group_throughput(&db, "Orders", &[A, B], (10, 5));
 
     // A later update changes only what it names: a second policy by name is added, the
     // stored bounds kept; disabling the index's settings clears them.
@@ -431,16 +416,7 @@ Value 'x' at 'replicaUpdates.1.member.replicaGlobalSecondaryIndexUpdates.1.membe
 #[test]
 fn settings_survive_a_reopen_and_a_new_member_gets_the_groups_write_settings() {
     let dir = tempfile::tempdir().unwrap();
-    let options = || Options {
-        storage: StorageOptions {
-            durability: Durability::Sync,
-            ..StorageOptions::default()
-        },
-        replication: ReplicationOptions {
-            lag: Lag::fixed(Duration::ZERO),
-        },
-        ..Options::default()
-    };
+    let options = || disk_options(Duration::ZERO);
     let before = {
         let db = Database::open(dir.path(), options()).unwrap();
         provisioned_group(&db, "Orders");

@@ -123,17 +123,7 @@ fn overrides_given_on_create_are_shown_by_the_other_regions_only_where_set() {
         json!([{"RegionName": A, "ReplicaStatus": "ACTIVE"}])
     );
     // The group's own throughput is unchanged in both Regions (the override is B's reads).
-    for region in [A, B] {
-        let table = describe(&db, region, "Orders");
-        assert_eq!(
-            table["ProvisionedThroughput"]["ReadCapacityUnits"], 10,
-            "{region}"
-        );
-        assert_eq!(
-            table["ProvisionedThroughput"]["WriteCapacityUnits"], 5,
-            "{region}"
-        );
-    }
+    assert_group_throughput(&db, "Orders", &[A, B], (10, 5));
 
     // A third member created without overrides shows none, from either Region.
     add_replica(&db, A, "Orders", C);
@@ -412,8 +402,23 @@ fn an_updated_member_is_updating_while_the_transient_delay_lasts() {
     assert_eq!(code, "ResourceInUseException");
 }
 
+/// Asserts table `name`'s own ProvisionedThroughput is `(read, write)` units in every Region
+/// of `regions`.
+pub(crate) fn assert_group_throughput(
+    db: &Database,
+    name: &str,
+    regions: &[&str],
+    (read, write): (u64, u64),
+) {
+    for region in regions {
+        let throughput = describe(db, region, name)["ProvisionedThroughput"].clone();
+        assert_eq!(throughput["ReadCapacityUnits"], read, "{region}");
+        assert_eq!(throughput["WriteCapacityUnits"], write, "{region}");
+    }
+}
+
 /// Options of a database on disk, with transient statuses lasting `delay`.
-fn disk_options(delay: Duration) -> Options {
+pub(crate) fn disk_options(delay: Duration) -> Options {
     Options {
         storage: StorageOptions {
             durability: Durability::Sync,

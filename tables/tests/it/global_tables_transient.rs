@@ -12,33 +12,16 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use shoal_tables::{
-    Database, Durability, EmulationOptions, Lag, Options, ReplicationOptions, StorageOptions,
-};
+use shoal_tables::Database;
 
 use crate::global_tables::{add_replica, create_table, ok, settle, wait_until};
+use crate::global_tables_overrides::disk_options;
+use crate::global_tables_strong::assert_regional;
 
 const A: &str = "us-east-1";
 const B: &str = "us-east-2";
 const C: &str = "us-west-2";
 const HELD: Duration = Duration::from_secs(3600);
-
-fn options(delay: Duration) -> Options {
-    Options {
-        storage: StorageOptions {
-            durability: Durability::Sync,
-            ..StorageOptions::default()
-        },
-        replication: ReplicationOptions {
-            lag: Lag::fixed(Duration::ZERO),
-        },
-        emulation: EmulationOptions {
-            transient_status_delay: delay,
-            ..EmulationOptions::default()
-        },
-        ..Options::default()
-    }
-}
 
 fn describe(db: &Database, region: &str, name: &str) -> Value {
     ok(db, region, "DescribeTable", &json!({"TableName": name}))["Table"].clone()
@@ -64,7 +47,7 @@ fn pair(region: &str, status: &str) -> (String, String) {
 
 /// Table `Orders` of A with replicas in B and C, all ACTIVE, in a database at `dir`.
 fn three_members(dir: &Path) {
-    let db = Database::open(dir, options(Duration::ZERO)).unwrap();
+    let db = Database::open(dir, disk_options(Duration::ZERO)).unwrap();
     create_table(&db, A, "Orders");
     add_replica(&db, A, "Orders", B);
     settle(&db);
@@ -80,7 +63,7 @@ fn delete_c() -> Value {
 fn a_deleted_replica_is_deleting_to_the_others_while_the_delay_lasts() {
     let dir = tempfile::tempdir().unwrap();
     three_members(dir.path());
-    let db = Database::open(dir.path(), options(HELD)).unwrap();
+    let db = Database::open(dir.path(), disk_options(HELD)).unwrap();
     let answer = ok(&db, A, "UpdateTable", &delete_c());
     assert_eq!(answer["TableDescription"]["TableStatus"], "UPDATING");
     assert_eq!(
@@ -102,7 +85,7 @@ fn a_deleted_replica_is_deleting_to_the_others_while_the_delay_lasts() {
 fn without_a_delay_a_deleted_replica_is_gone_at_once() {
     let dir = tempfile::tempdir().unwrap();
     three_members(dir.path());
-    let db = Database::open(dir.path(), options(Duration::ZERO)).unwrap();
+    let db = Database::open(dir.path(), disk_options(Duration::ZERO)).unwrap();
     let answer = ok(&db, A, "UpdateTable", &delete_c());
     assert_eq!(
         regions_and_statuses(&answer["TableDescription"]["Replicas"]),
@@ -134,11 +117,11 @@ fn a_witness_is_creating_while_the_delay_lasts_and_active_without_one() {
         let dir = tempfile::tempdir().unwrap();
         // Created without a delay: a CREATING table would refuse the UpdateTable.
         create_table(
-            &Database::open(dir.path(), options(Duration::ZERO)).unwrap(),
+            &Database::open(dir.path(), disk_options(Duration::ZERO)).unwrap(),
             A,
             "Wit",
         );
-        let db = Database::open(dir.path(), options(delay)).unwrap();
+        let db = Database::open(dir.path(), disk_options(delay)).unwrap();
         let answer = ok(&db, A, "UpdateTable", &strong_with_witness("Wit"));
         let expected = json!([{"RegionName": C, "WitnessStatus": status}]);
         assert_eq!(
@@ -164,14 +147,14 @@ fn a_teardown_shows_the_replica_and_witness_deleting_then_nothing_without_a_dela
     for (delay, deleting) in [(HELD, true), (Duration::ZERO, false)] {
         let dir = tempfile::tempdir().unwrap();
         {
-            let db = Database::open(dir.path(), options(Duration::ZERO)).unwrap();
+            let db = Database::open(dir.path(), disk_options(Duration::ZERO)).unwrap();
             create_table(&db, A, "Wit");
             ok(&db, A, "UpdateTable", &strong_with_witness("Wit"));
             wait_until("the replica to be ACTIVE", || {
                 describe(&db, A, "Wit")["Replicas"][0]["ReplicaStatus"] == "ACTIVE"
             });
         }
-        let db = Database::open(dir.path(), options(delay)).unwrap();
+        let db = Database::open(dir.path(), disk_options(delay)).unwrap();
         ok(
             &db,
             A,
@@ -195,14 +178,7 @@ fn a_teardown_shows_the_replica_and_witness_deleting_then_nothing_without_a_dela
             assert_eq!(table["MultiRegionConsistency"], "STRONG");
             assert_eq!(table["GlobalTableVersion"], "2019.11.21");
         } else {
-            for member in [
-                "Replicas",
-                "MultiRegionConsistency",
-                "GlobalTableWitnesses",
-                "GlobalTableVersion",
-            ] {
-                assert!(table.get(member).is_none(), "{member} in {table}");
-            }
+            assert_regional(&table);
         }
     }
 }
