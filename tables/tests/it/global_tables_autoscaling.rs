@@ -388,6 +388,20 @@ Value 'x' at 'replicaUpdates.1.member.replicaGlobalSecondaryIndexUpdates.1.membe
         message,
         "Update global table operation failed because one or more replicas were not part of the global table. Please retry the request without these replicas: [ap-south-1]."
     );
+    // A member named twice.
+    let disable = json!({"AutoScalingDisabled": true});
+    let (_, message) = refused(
+        &db,
+        A,
+        "UpdateTableReplicaAutoScaling",
+        &json!({"TableName": "Orders", "ReplicaUpdates": [
+            {"RegionName": B, "ReplicaProvisionedReadCapacityAutoScalingUpdate": disable},
+            {"RegionName": B, "ReplicaProvisionedReadCapacityAutoScalingUpdate": disable}]}),
+    );
+    assert_eq!(
+        message,
+        "Cannot target multiple regions with the same action"
+    );
     // An index the table lacks: UpdateTable's text.
     let (code, message) = refused(
         &db,
