@@ -225,6 +225,22 @@ const OPERATIONS: &[Operation] = &[
         "Legacy (2017) global tables: answers GlobalTableNotFoundException.",
     ),
     op(
+        "DescribeTableReplicaAutoScaling",
+        &["TableName"],
+        "A global table's auto scaling settings: per member, the table's and each GSI's read \
+        settings (that Region's) and write settings (the group's). Shoal stores them and \
+        never changes capacity.",
+    ),
+    op(
+        "UpdateTableReplicaAutoScaling",
+        &["TableName"],
+        "Sets a global table's auto scaling settings: ProvisionedWriteCapacityAutoScalingUpdate \
+        and GlobalSecondaryIndexUpdates (the group's write settings), ReplicaUpdates \
+        [{RegionName, ReplicaProvisionedReadCapacityAutoScalingUpdate, \
+        ReplicaGlobalSecondaryIndexUpdates}] (one Region's read settings). Stored and echoed; \
+        capacity never changes.",
+    ),
+    op(
         "PutItem",
         &["TableName", "Item"],
         "Writes a whole item (replacing any item with the same key). Item is DynamoDB JSON: \

@@ -145,6 +145,12 @@ impl Database {
             "RestoreTableToPointInTime" => {
                 Ok(encoding.encode(&self.restore_table_to_point_in_time(body.decode()?)?))
             }
+            "DescribeTableReplicaAutoScaling" => {
+                Ok(encoding.encode(&self.describe_table_replica_auto_scaling(body.decode()?)?))
+            }
+            "UpdateTableReplicaAutoScaling" => {
+                Ok(encoding.encode(&self.update_table_replica_auto_scaling(body.decode()?)?))
+            }
             // control: add arms above this line
             "PutItem" => self.metered(body, metered, &encoding, |input| {
                 self.throttled(input, |input| self.put_item(input))
@@ -392,14 +398,14 @@ pub const SUPPORTED_OPERATIONS: &[&str] = &[
     "ListGlobalTables",
     "DescribeGlobalTableSettings",
     "UpdateGlobalTableSettings",
+    "DescribeTableReplicaAutoScaling",
+    "UpdateTableReplicaAutoScaling",
     // Answered with a refusal that names what Shoal offers instead (control::not_offered).
     "SearchVectors",
     "StartBulkPutItems",
     "DescribeBulkOperation",
     "ListBulkOperations",
     "CancelBulkOperation",
-    "DescribeTableReplicaAutoScaling",
-    "UpdateTableReplicaAutoScaling",
     "EnableKinesisStreamingDestination",
     "DisableKinesisStreamingDestination",
     "DescribeKinesisStreamingDestination",

@@ -6,8 +6,10 @@
 //! write is in both Regions after the restart. And a strong group (MultiRegionConsistency
 //! STRONG with a witness) formed through the SDK, whose writes are readable in the other
 //! Region at once though the asynchronous lag is a minute. And a replica's overrides set
-//! and read back through the SDK's types, then its Disassociate. And Time to Live and a GSI
-//! set through one Region's endpoint, described and queried in the other.
+//! and read back through the SDK's types, its auto scaling settings through
+//! DescribeTableReplicaAutoScaling and UpdateTableReplicaAutoScaling, then its Disassociate.
+//! And Time to Live and a GSI set through one Region's endpoint, described and queried in
+//! the other.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -15,12 +17,12 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::config::Region;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, BillingMode, CreateGlobalTableWitnessGroupMemberAction,
-    CreateReplicationGroupMemberAction, DisassociateReplicationGroupMemberAction,
-    DisassociationMode, GlobalTableWitnessGroupUpdate, IndexStatus, KeyType,
-    MultiRegionConsistency, OnDemandThroughputOverride, ReplicaStatus, ReplicationGroupUpdate,
-    TableClass, TableDescription, TableStatus, TimeToLiveSpecification, TimeToLiveStatus,
-    UpdateReplicationGroupMemberAction,
+    AttributeValue, AutoScalingSettingsUpdate, BillingMode,
+    CreateGlobalTableWitnessGroupMemberAction, CreateReplicationGroupMemberAction,
+    DisassociateReplicationGroupMemberAction, DisassociationMode, GlobalTableWitnessGroupUpdate,
+    IndexStatus, KeyType, MultiRegionConsistency, OnDemandThroughputOverride,
+    ReplicaAutoScalingUpdate, ReplicaStatus, ReplicationGroupUpdate, TableClass, TableDescription,
+    TableStatus, TimeToLiveSpecification, TimeToLiveStatus, UpdateReplicationGroupMemberAction,
 };
 use aws_sdk_dynamodb::Client;
 
@@ -249,6 +251,65 @@ async fn a_replicas_overrides_and_its_disassociation_through_the_sdk() {
         Some(&TableClass::StandardInfrequentAccess)
     );
     assert!(replica.provisioned_throughput_override().is_none());
+
+    // Replica auto scaling through the SDK's own calls: every member read back disabled,
+    // a disable accepted, a setting on this on-demand group refused with SPEC-3 §2.7's text.
+    let scaling = client_b
+        .update_table_replica_auto_scaling()
+        .table_name("Orders")
+        .replica_updates(
+            ReplicaAutoScalingUpdate::builder()
+                .region_name(B)
+                .replica_provisioned_read_capacity_auto_scaling_update(
+                    AutoScalingSettingsUpdate::builder()
+                        .auto_scaling_disabled(true)
+                        .build(),
+                )
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let described = client_a
+        .describe_table_replica_auto_scaling()
+        .table_name("Orders")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        described.table_auto_scaling_description(),
+        scaling.table_auto_scaling_description()
+    );
+    let replicas = described
+        .table_auto_scaling_description()
+        .unwrap()
+        .replicas();
+    assert_eq!(replicas.len(), 2);
+    for replica in replicas {
+        let read = replica
+            .replica_provisioned_read_capacity_auto_scaling_settings()
+            .unwrap();
+        assert_eq!(read.auto_scaling_disabled(), Some(true));
+        assert!(read.scaling_policies().is_empty());
+    }
+    let refused = client_a
+        .update_table_replica_auto_scaling()
+        .table_name("Orders")
+        .provisioned_write_capacity_auto_scaling_update(
+            AutoScalingSettingsUpdate::builder()
+                .minimum_units(1)
+                .maximum_units(5)
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap_err();
+    let message = format!("{refused:?}");
+    assert!(
+        message.contains("BillingMode is PayPerRequest"),
+        "{message}"
+    );
 
     put(&client_b, "before", "b").await.unwrap();
     client_b

@@ -12,6 +12,7 @@
 //! - Responses derive `Serialize` and skip absent members, so `{}` is what an empty
 //!   response serialises to.
 
+pub mod autoscaling;
 pub mod backups;
 pub mod batch;
 pub mod common;

@@ -35,6 +35,8 @@ pub struct UpdateTableRequest {
     pub replica_transit_role_arn: Option<serde_json::Value>,
     pub multi_account_replica_ready: Option<serde_json::Value>,
     pub global_table_witness_updates: Option<serde_json::Value>,
+    /// `ENABLED` or `DISABLED`, on a regional table only (`control::update_table`).
+    pub global_table_settings_replication_mode: Option<String>,
 }
 
 /// One member of `GlobalSecondaryIndexUpdates`: exactly one action.

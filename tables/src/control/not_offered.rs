@@ -12,8 +12,6 @@ pub const NOT_OFFERED: &[(&str, &str)] = &[
     ("DescribeBulkOperation", BULK),
     ("ListBulkOperations", BULK),
     ("CancelBulkOperation", BULK),
-    ("DescribeTableReplicaAutoScaling", REPLICAS),
-    ("UpdateTableReplicaAutoScaling", REPLICAS),
     ("EnableKinesisStreamingDestination", KINESIS),
     ("DisableKinesisStreamingDestination", KINESIS),
     ("DescribeKinesisStreamingDestination", KINESIS),
@@ -22,7 +20,6 @@ pub const NOT_OFFERED: &[(&str, &str)] = &[
 
 const VECTORS: &str = "vector indexes are not implemented; Query and Scan read a table";
 const BULK: &str = "bulk operations are not implemented; ImportTable creates a table from exported files, and `shoal import` loads them";
-const REPLICAS: &str = "replica auto scaling is not implemented; DescribeTable shows each replica and UpdateTable sets a table's throughput";
 const KINESIS: &str = "Kinesis streaming destinations are not implemented; DynamoDB Streams (ListStreams, GetShardIterator, GetRecords, `shoal streams tail`) carry the same changes";
 
 /// The refusal of `operation` if it is one of [`NOT_OFFERED`].

@@ -210,6 +210,7 @@ pub fn validate_create_table(request: &CreateTableRequest) -> Result<TableSchema
             point_in_time_recovery: None,
             resource_policy,
             stream_policies: BTreeMap::new(),
+            settings_replication_mode: None,
             contributor_insights: Vec::new(),
         },
     })

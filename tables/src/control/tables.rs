@@ -396,7 +396,7 @@ fn on_demand_description(limits: &OnDemandLimits) -> Option<OnDemandThroughput> 
     })
 }
 
-fn index_status(status: IndexStatus) -> (&'static str, Option<bool>) {
+pub(crate) fn index_status(status: IndexStatus) -> (&'static str, Option<bool>) {
     match status {
         IndexStatus::Creating { backfilling } => ("CREATING", Some(backfilling)),
         IndexStatus::Active => ("ACTIVE", None),
@@ -524,7 +524,8 @@ pub(crate) fn describe(
         restore_summary: None,
         global_table_version: None,
         replicas: None,
-        global_table_settings_replication_mode: None,
+        // A member's own mode replaces it (`replication::members::describe_members`).
+        global_table_settings_replication_mode: table.settings.settings_replication_mode.clone(),
         multi_region_consistency: None,
         global_table_witnesses: None,
     }

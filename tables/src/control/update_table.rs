@@ -66,7 +66,9 @@ use crate::core::clock::now_millis;
 use crate::core::error::internal;
 use crate::database::Database;
 use crate::emulation::transient::TransientStatus;
-use crate::replication::members::{parse_replica_updates, GroupChange, REPLICA_ALONE_MESSAGE};
+use crate::replication::members::{
+    parse_replica_updates, GroupChange, REPLICA_ALONE_MESSAGE, SETTINGS_REPLICATION_MODE,
+};
 use crate::replication::settings;
 use crate::streams::lifecycle::{self, StreamChange};
 use shoal_engine::TreeId;
@@ -100,6 +102,10 @@ pub const INDEX_EXISTS_MESSAGE: &str = "Attempting to create an index which alre
 pub const ONE_ACTION_MESSAGE: &str = "One or more parameter values were invalid: One of GlobalSecondaryIndexUpdate.Create, GlobalSecondaryIndexUpdate.Update or GlobalSecondaryIndexUpdate.Delete must be specified";
 
 const INVALID: &str = "One or more parameter values were invalid:";
+/// GlobalTableSettingsReplicationMode's values in the API model.
+const SETTINGS_REPLICATION_MODES: &[&str] = &["ENABLED", "DISABLED", "ENABLED_WITH_OVERRIDES"];
+/// The ones UpdateTable sets on a regional table (SPEC-3 §2.1).
+const SETTABLE_REPLICATION_MODES: &[&str] = &["ENABLED", "DISABLED"];
 const ATTRIBUTE_TYPES: &[&str] = &["B", "N", "S"];
 
 /// What a valid UpdateTable asks for.
@@ -118,6 +124,9 @@ enum TableChange<'r> {
     },
     DeletionProtection(bool),
     TableClass(TableClass),
+    /// GlobalTableSettingsReplicationMode (SPEC-3 §2.1): `ENABLED` or `DISABLED`, stored on
+    /// a regional table.
+    SettingsReplicationMode(&'r str),
     /// ReplicaUpdates (with MultiRegionConsistency and GlobalTableWitnessUpdates): replicas
     /// created or deleted (`replication::members`).
     Replicas(GroupChange),
@@ -215,6 +224,10 @@ impl Database {
                     self.change_table_class(&table, class)?;
                     (Vec::new(), "UPDATING")
                 }
+                TableChange::SettingsReplicationMode(mode) => {
+                    self.change_settings_replication_mode(&table, mode)?;
+                    (Vec::new(), "ACTIVE")
+                }
                 TableChange::Replicas(change) => {
                     updated_replicas = self.change_replicas(&table, &change)?;
                     (Vec::new(), "UPDATING")
@@ -272,6 +285,34 @@ impl Database {
         }
         self.store_definitions_dropping(&members, &[])?;
         tracing::info!(table = %table.name, class = class.as_str(), "table class changed");
+        Ok(())
+    }
+
+    /// Stores GlobalTableSettingsReplicationMode `mode` of a regional table. A member of a
+    /// global table is refused: its mode is the group's, `ENABLED_WITH_OVERRIDES` (the
+    /// text is Shoal's [U]), and so is a value other than ENABLED or DISABLED, which the
+    /// model's enum lets through. The caller holds `catalog_change`.
+    fn change_settings_replication_mode(
+        &self,
+        table: &TableDef,
+        mode: &str,
+    ) -> Result<(), ApiError> {
+        if table.replication.is_some() {
+            return Err(ApiError::validation(format!(
+                "{INVALID} GlobalTableSettingsReplicationMode can only be set on a regional table: a replica of a global table reports {SETTINGS_REPLICATION_MODE}"
+            )));
+        }
+        if !SETTABLE_REPLICATION_MODES.contains(&mode) {
+            return Err(ApiError::validation(format!(
+                "{INVALID} GlobalTableSettingsReplicationMode can only be set to ENABLED or DISABLED on a regional table"
+            )));
+        }
+        if table.settings.settings_replication_mode.as_deref() != Some(mode) {
+            let mut changed = table.clone();
+            changed.settings.settings_replication_mode = Some(mode.to_string());
+            self.store_definition(&changed)?;
+            tracing::info!(table = %table.name, mode, "settings replication mode changed");
+        }
         Ok(())
     }
 
@@ -434,6 +475,15 @@ fn constraint_problems(request: &UpdateTableRequest) -> Vec<String> {
         "provisionedThroughput",
         &mut problems,
     );
+    if let Some(mode) = request.global_table_settings_replication_mode.as_deref() {
+        if !SETTINGS_REPLICATION_MODES.contains(&mode) {
+            problems.push(violation(
+                Some(mode),
+                "globalTableSettingsReplicationMode",
+                &enum_value_set(SETTINGS_REPLICATION_MODES),
+            ));
+        }
+    }
     problems
 }
 
@@ -568,6 +618,16 @@ fn validate_request<'r>(
         .filter(|(_, _, asks)| *asks)
         .map(|(member, _, _)| *member)
         .collect();
+    // Not among AWS's `At least one of …` members, so checked apart; alone in its request,
+    // as the other settings of a table are (Shoal's text [U]).
+    if let Some(mode) = request.global_table_settings_replication_mode.as_deref() {
+        if !asking.is_empty() {
+            return Err(ApiError::validation(format!(
+                "{INVALID} GlobalTableSettingsReplicationMode modification must be the only operation in the request"
+            )));
+        }
+        return Ok(TableChange::SettingsReplicationMode(mode));
+    }
     if asking.is_empty() {
         if request.billing_mode.is_some() {
             // The current BillingMode re-sent: accepted, nothing changes.

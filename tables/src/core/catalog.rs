@@ -400,12 +400,91 @@ pub struct ReplicationDef {
     /// overrides, SPEC-3 §2.1; `replication::overrides`). Stored as the JSON object
     /// `"overrides": {"read_capacity_units": u64?, "max_read_request_units": u64?,
     /// "indexes": [{"name", "read_capacity_units"?, "max_read_request_units"?}],
-    /// "table_class": "Standard" | "StandardInfrequentAccess" | null}` inside the member's
+    /// "table_class": "Standard" | "StandardInfrequentAccess" | null,
+    /// "table_class_updated_at_millis": u64?}` inside the member's
     /// definition, which is written in the same version change (one WAL record) as the
     /// ReplicaUpdates action that sets it; the key is left out while nothing is overridden,
     /// so definitions stored before overrides existed read as "none".
     #[serde(default, skip_serializing_if = "ReplicaOverrides::is_empty")]
     pub overrides: ReplicaOverrides,
+    /// Auto scaling settings (UpdateTableReplicaAutoScaling, SPEC-3 §2.7;
+    /// `replication::autoscaling`), stored and echoed, never acted on. The write settings
+    /// are the group's: every member's definition holds the same ones, all rewritten in
+    /// one version change; the read settings are this member's own. Stored as the JSON
+    /// object `"autoscaling": {"write": S?, "index_write": [{"name", "settings": S}],
+    /// "read": S?, "index_read": [{"name", "settings": S}]}`, where S is
+    /// `{"minimum_units": u64, "maximum_units": u64, "role_arn": string?, "policies":
+    /// [{"name", "target_value": number, "disable_scale_in": bool?, "scale_in_cooldown":
+    /// i32?, "scale_out_cooldown": i32?}]}`; a dimension without S (or the whole key, left
+    /// out while nothing is set, so definitions stored before it existed read as "none")
+    /// has auto scaling disabled.
+    #[serde(default, skip_serializing_if = "AutoScalingDef::is_empty")]
+    pub autoscaling: AutoScalingDef,
+}
+
+/// A global table member's auto scaling settings (see [`ReplicationDef::autoscaling`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AutoScalingDef {
+    /// The group's table write capacity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write: Option<AutoScalingSettingsDef>,
+    /// The group's GSI write capacity, by index.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub index_write: Vec<IndexAutoScalingDef>,
+    /// This member's table read capacity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<AutoScalingSettingsDef>,
+    /// This member's GSI read capacity, by index.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub index_read: Vec<IndexAutoScalingDef>,
+}
+
+impl AutoScalingDef {
+    pub fn is_empty(&self) -> bool {
+        *self == AutoScalingDef::default()
+    }
+
+    /// The group-wide part alone: what a new member starts from.
+    pub fn group_wide(&self) -> AutoScalingDef {
+        AutoScalingDef {
+            write: self.write.clone(),
+            index_write: self.index_write.clone(),
+            ..AutoScalingDef::default()
+        }
+    }
+}
+
+/// One GSI's auto scaling settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexAutoScalingDef {
+    pub name: String,
+    pub settings: AutoScalingSettingsDef,
+}
+
+/// One dimension's auto scaling, while enabled.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AutoScalingSettingsDef {
+    pub minimum_units: u64,
+    pub maximum_units: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role_arn: Option<String>,
+    /// Target tracking policies, by name, in the order first given.
+    #[serde(default)]
+    pub policies: Vec<ScalingPolicyDef>,
+}
+
+/// A target tracking scaling policy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScalingPolicyDef {
+    pub name: String,
+    /// As the client sent it (a JSON number), so it reads back exactly.
+    pub target_value: serde_json::Number,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disable_scale_in: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_in_cooldown: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_out_cooldown: Option<i32>,
 }
 
 /// A member's overrides of the group's settings: read capacity only (write capacity is
@@ -425,6 +504,11 @@ pub struct ReplicaOverrides {
     /// TableClassOverride.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub table_class: Option<TableClass>,
+    /// When the TableClassOverride was last set to another class (milliseconds since the
+    /// Unix epoch): `Replicas[]`'s `ReplicaTableClassSummary.LastUpdateDateTime`. Absent in
+    /// overrides stored before it was kept (the summary then has no time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table_class_updated_at_millis: Option<u64>,
 }
 
 impl ReplicaOverrides {
@@ -531,6 +615,11 @@ pub struct TableSettings {
     /// Each stream's resource-based policy, by stream label: a slot of its own per stream.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub stream_policies: BTreeMap<String, StoredPolicy>,
+    /// UpdateTable's `GlobalTableSettingsReplicationMode` of a regional table (`ENABLED` or
+    /// `DISABLED`), once set; a member of a global table reports `ENABLED_WITH_OVERRIDES`
+    /// instead (SPEC-3 §2.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings_replication_mode: Option<String>,
     /// Contributor Insights of the table (`index: None`) and of its GSIs, once configured
     /// (`insights`); a resource never configured has no entry.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

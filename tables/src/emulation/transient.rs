@@ -2,7 +2,9 @@
 //! `-delayTransientStatuses`): with a non-zero delay, a created table is CREATING, an updated
 //! one UPDATING (a GSI it creates CREATING) and a deleted one DELETING for that long, so
 //! applications' waiters see what they see on AWS. With the default delay of zero nothing
-//! is recorded and every table is ACTIVE at once.
+//! is recorded and every table is ACTIVE at once. A global table's members see a replica
+//! that left DELETING, and a witness CREATING when the group forms and DELETING when it is
+//! taken apart, for the same delay (SPEC-3 §2.2).
 //!
 //! Only statuses are delayed, never the work: a CREATING table already holds its storage,
 //! and a DELETING table's storage is already gone (DescribeTable answers its last
@@ -47,11 +49,28 @@ pub(crate) struct Transition {
     pub deleted: Option<TableDescription>,
 }
 
+/// A global table's member or witness in a transition as another member sees it
+/// (`Replicas[]`, `GlobalTableWitnesses[]`, SPEC-3 §2.2): a replica DELETING after it left, a
+/// witness CREATING or DELETING.
+#[derive(Debug, Clone)]
+pub(crate) struct ReplicaTransition {
+    pub region: String,
+    /// A witness (no table) rather than a replica.
+    pub witness: bool,
+    /// Whether the group was strong (`MultiRegionConsistency: STRONG`): what a member left
+    /// regional by a teardown still shows while its departed members are DELETING.
+    pub strong: bool,
+    pub status: TransientStatus,
+    until: Instant,
+}
+
 /// The transitions under way, by table name.
 #[derive(Debug, Default)]
 pub(crate) struct Transitions {
     delay: Duration,
     entries: Mutex<HashMap<String, Transition>>,
+    /// By the catalog key of the member that sees them, in the order they began.
+    replicas: Mutex<HashMap<String, Vec<ReplicaTransition>>>,
 }
 
 impl Transitions {
@@ -59,7 +78,49 @@ impl Transitions {
         Transitions {
             delay,
             entries: Mutex::new(HashMap::new()),
+            replicas: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Starts the transition of the replica or witness in `region` as the member whose
+    /// catalog key is `observer` sees it (replacing one of the same Region); nothing when
+    /// disabled.
+    pub fn begin_replica(
+        &self,
+        observer: &str,
+        region: &str,
+        witness: bool,
+        strong: bool,
+        status: TransientStatus,
+    ) {
+        if !self.enabled() {
+            return;
+        }
+        let mut replicas = self.replicas.lock();
+        let seen = replicas.entry(observer.to_string()).or_default();
+        seen.retain(|transition| transition.region != region);
+        seen.push(ReplicaTransition {
+            region: region.to_string(),
+            witness,
+            strong,
+            status,
+            until: Instant::now() + self.delay,
+        });
+    }
+
+    /// The replica and witness transitions the member whose catalog key is `observer` sees,
+    /// while they last.
+    pub fn replicas_of(&self, observer: &str) -> Vec<ReplicaTransition> {
+        if !self.enabled() {
+            return Vec::new();
+        }
+        let mut replicas = self.replicas.lock();
+        let now = Instant::now();
+        replicas.retain(|_, seen| {
+            seen.retain(|transition| transition.until > now);
+            !seen.is_empty()
+        });
+        replicas.get(observer).cloned().unwrap_or_default()
     }
 
     /// How long a transient status lasts (zero: not at all).

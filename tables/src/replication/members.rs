@@ -62,7 +62,7 @@ const TWO_CREATES_OR_DELETES: &str =
     "Update table operation with more than one create or delete replica actions not allowed";
 const MIXED_ACTIONS: &str =
     "Update table operation with more than one type of replica actions not allowed.";
-const SAME_REGION_TWICE: &str = "Cannot target multiple regions with the same action";
+pub(crate) const SAME_REGION_TWICE: &str = "Cannot target multiple regions with the same action";
 const NO_ACTIONS: &str =
     "There are no actions specified in the Replica Update Action of the request.";
 const LOCAL_REGION: &str = "Cannot add or delete the local region through ReplicaUpdates. Use CreateTable, DeleteTable, or UpdateTable as required.";
@@ -347,7 +347,7 @@ pub(crate) fn parse_replica_updates(
 }
 
 /// SPEC-3 §2.1's text for Regions that are not members.
-fn not_members_message(regions: &[&str]) -> String {
+pub(crate) fn not_members_message(regions: &[&str]) -> String {
     format!(
         "Update global table operation failed because one or more replicas were not part of the global table. Please retry the request without these replicas: [{}].",
         regions.join(", ")
@@ -525,6 +525,33 @@ impl Database {
                     self.drop_table(&current)?;
                     tracing::info!(table = %table.name, region = %target, "replica deleted");
                 }
+                // The members that stay see what left DELETING for the transient delay.
+                let deleted_witness = match &change.witness {
+                    Some(WitnessChange::Delete(witness)) => Some(witness),
+                    _ => None,
+                };
+                for member in members.iter().filter(|m| !targets.contains(&m.region)) {
+                    let observer = catalog_key(&table.name, Some(&member.region));
+                    let transitions = &self.emulation.transitions;
+                    for target in targets {
+                        transitions.begin_replica(
+                            &observer,
+                            target,
+                            false,
+                            strong_group,
+                            TransientStatus::Deleting,
+                        );
+                    }
+                    if let Some(witness) = deleted_witness {
+                        transitions.begin_replica(
+                            &observer,
+                            witness,
+                            true,
+                            strong_group,
+                            TransientStatus::Deleting,
+                        );
+                    }
+                }
                 Ok(Vec::new())
             }
         }
@@ -687,6 +714,12 @@ impl Database {
                 strong,
                 witness: witness.clone(),
                 overrides: overrides.get(target).cloned().unwrap_or_default(),
+                // The group's write settings; its own read settings start unset.
+                autoscaling: source
+                    .replication
+                    .as_ref()
+                    .map(|r| r.autoscaling.group_wide())
+                    .unwrap_or_default(),
             });
             // Fail before touching storage if a definition cannot be stored.
             replica.to_metadata().map_err(internal)?;
@@ -716,6 +749,11 @@ impl Database {
                 .replication
                 .as_ref()
                 .map(|r| r.overrides.clone())
+                .unwrap_or_default(),
+            autoscaling: source
+                .replication
+                .as_ref()
+                .map(|r| r.autoscaling.clone())
                 .unwrap_or_default(),
         });
         let others: Vec<TableDef> = members
@@ -813,6 +851,20 @@ impl Database {
         self.reload_catalog().map_err(internal)?;
         self.start_upkeep().map_err(internal)?;
         self.replication.start(self)?;
+        // A witness that joins with the group is CREATING for the transient delay.
+        if source.replication.is_none() {
+            if let Some(witness) = &witness {
+                for member in &members {
+                    self.emulation.transitions.begin_replica(
+                        &catalog_key(&source.name, Some(&member.region)),
+                        witness,
+                        true,
+                        strong,
+                        TransientStatus::Creating,
+                    );
+                }
+            }
+        }
         tracing::info!(table = %source.name, from = %local, to = ?targets, strong, "replicas created; backfill starts");
         Ok(())
     }
@@ -865,35 +917,56 @@ impl Core {
 }
 
 impl Database {
+    /// The `ReplicaStatus` of the member whose catalog key is `key` and whose membership is
+    /// `replication` (None: not in the catalog yet, so still being created). An Update's
+    /// UPDATING lasts the transient-status delay (`emulation::transient`).
+    pub(crate) fn replica_status(
+        &self,
+        key: &str,
+        replication: Option<&ReplicationDef>,
+    ) -> &'static str {
+        let status = replication.map_or(ReplicaStatus::Creating, |r| r.status);
+        let updating = status == ReplicaStatus::Active
+            && self
+                .emulation
+                .transitions
+                .of(key)
+                .is_some_and(|t| t.status == TransientStatus::Updating);
+        if updating {
+            TransientStatus::Updating.as_str()
+        } else {
+            status.as_str()
+        }
+    }
+
     /// Adds DescribeTable's global table members to `description` of `table` (SPEC-3
     /// §2.2): nothing for a table in no group.
     pub(crate) fn describe_members(&self, table: &TableDef, description: &mut TableDescription) {
-        let Some(replication) = &table.replication else {
+        // Members and witnesses in a transition as this member sees them: a departed
+        // replica DELETING, a witness CREATING or DELETING (`emulation::transient`).
+        let transitions = self.emulation.transitions.replicas_of(&table.catalog_key());
+        let departed = transitions
+            .iter()
+            .filter(|t| !t.witness && t.status == TransientStatus::Deleting);
+        // A member a teardown left regional still shows what is DELETING while it lasts.
+        if table.replication.is_none() && departed.clone().next().is_none() {
             return;
-        };
+        }
+        let members = table
+            .replication
+            .as_ref()
+            .map(|r| r.members.as_slice())
+            .unwrap_or_default();
         let catalog = self.catalog.read();
-        let replicas = replication
-            .members
+        let mut replicas: Vec<ReplicaDescription> = members
             .iter()
             .filter(|member| member.table_id != table.id)
             .map(|member| {
                 let key = catalog_key(&table.name, Some(&member.region));
                 let replication = catalog.get(&key).and_then(|m| m.replication.as_ref());
-                let status = replication.map_or(ReplicaStatus::Creating, |r| r.status);
-                // An Update's UPDATING lasts the transient-status delay (`emulation::transient`).
-                let updating = status == ReplicaStatus::Active
-                    && self
-                        .emulation
-                        .transitions
-                        .of(&key)
-                        .is_some_and(|t| t.status == TransientStatus::Updating);
                 let mut entry = ReplicaDescription {
                     region_name: member.region.clone(),
-                    replica_status: if updating {
-                        TransientStatus::Updating.as_str().to_string()
-                    } else {
-                        status.as_str().to_string()
-                    },
+                    replica_status: self.replica_status(&key, replication).to_string(),
                     ..ReplicaDescription::default()
                 };
                 if let Some(replication) = replication {
@@ -902,19 +975,51 @@ impl Database {
                 entry
             })
             .collect();
+        replicas.extend(
+            departed
+                .filter(|t| !members.iter().any(|m| m.region == t.region))
+                .map(|t| ReplicaDescription {
+                    region_name: t.region.clone(),
+                    replica_status: TransientStatus::Deleting.as_str().to_string(),
+                    ..ReplicaDescription::default()
+                }),
+        );
         description.global_table_version = Some(GLOBAL_TABLE_VERSION.to_string());
         description.replicas = Some(replicas);
         description.global_table_settings_replication_mode =
             Some(SETTINGS_REPLICATION_MODE.to_string());
-        if replication.strong {
-            description.multi_region_consistency = Some(strong::STRONG.to_string());
-            description.global_table_witnesses = replication.witness.as_ref().map(|region| {
-                vec![WitnessDescription {
-                    region_name: region.clone(),
-                    // A witness holds no table: it is ready as soon as the group is.
-                    witness_status: ReplicaStatus::Active.as_str().to_string(),
-                }]
-            });
+        let strong = match &table.replication {
+            Some(replication) => replication.strong,
+            None => transitions.iter().any(|t| t.strong),
+        };
+        if !strong {
+            return;
         }
+        description.multi_region_consistency = Some(strong::STRONG.to_string());
+        let witness_transition = |region: &str| {
+            transitions
+                .iter()
+                .find(|t| t.witness && t.region == region)
+                .map(|t| t.status)
+        };
+        let group_witness = table.replication.as_ref().and_then(|r| r.witness.clone());
+        let witness = match group_witness {
+            // A witness holds no table: it is ready once its transition (if any) is over.
+            Some(region) => {
+                let status = witness_transition(&region)
+                    .map_or(ReplicaStatus::Active.as_str(), TransientStatus::as_str);
+                Some((region, status))
+            }
+            None => transitions
+                .iter()
+                .find(|t| t.witness && t.status == TransientStatus::Deleting)
+                .map(|t| (t.region.clone(), TransientStatus::Deleting.as_str())),
+        };
+        description.global_table_witnesses = witness.map(|(region, status)| {
+            vec![WitnessDescription {
+                region_name: region,
+                witness_status: status.to_string(),
+            }]
+        });
     }
 }

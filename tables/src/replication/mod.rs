@@ -39,6 +39,7 @@
 //! and the backlog figures of the admin API and /metrics).
 
 pub mod apply;
+pub mod autoscaling;
 pub mod disassociate;
 pub mod feature;
 pub mod members;

@@ -34,6 +34,7 @@ use crate::control::schema::{self, GLOBAL_INDEXES_MAX};
 use crate::core::catalog::{
     BillingMode, IndexOverrides, OnDemandLimits, ReplicaOverrides, TableDef,
 };
+use crate::core::clock::{epoch_seconds, now_millis};
 
 /// The overrides members of a `Create` or `Update` action as sent.
 #[derive(Debug, Default, Deserialize)]
@@ -237,7 +238,12 @@ pub(crate) fn apply(
     }
     changed.forget_empty_indexes();
     if let Some(class) = &requested.table_class {
-        changed.table_class = Some(schema::table_class_of(class)?);
+        let class = schema::table_class_of(class)?;
+        // The time is of the last change, as the table's own TableClassSummary's.
+        if changed.table_class != Some(class) {
+            changed.table_class_updated_at_millis = Some(now_millis());
+        }
+        changed.table_class = Some(class);
     }
     Ok(changed)
 }
@@ -279,7 +285,8 @@ fn max_read(
 }
 
 /// Adds `overrides` to a member's `Replicas[]` entry (SPEC-3 §2.2): only what the member
-/// overrides; `ReplicaTableClassSummary` only with a class override.
+/// overrides; `ReplicaTableClassSummary` only with a class override, with the time it was
+/// set.
 pub(crate) fn describe(overrides: &ReplicaOverrides, entry: &mut ReplicaDescription) {
     entry.provisioned_throughput_override =
         overrides
@@ -313,7 +320,7 @@ pub(crate) fn describe(overrides: &ReplicaOverrides, entry: &mut ReplicaDescript
     entry.global_secondary_indexes = (!indexes.is_empty()).then_some(indexes);
     entry.replica_table_class_summary = overrides.table_class.map(|class| TableClassSummary {
         table_class: class.as_str().to_string(),
-        last_update_date_time: None,
+        last_update_date_time: overrides.table_class_updated_at_millis.map(epoch_seconds),
     });
 }
 

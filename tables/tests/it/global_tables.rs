@@ -542,3 +542,73 @@ fn replication_waits_for_its_lag_and_the_lag_changes_at_run_time() {
     settle(&db);
     assert_eq!(get(&db, B, "Orders", "k").as_deref(), Some("v"));
 }
+
+#[test]
+fn settings_replication_mode_is_set_on_a_regional_table_and_refused_on_a_member() {
+    let db = open();
+    create_table(&db, A, "Solo");
+    // Never set: DescribeTable of a regional table has no mode.
+    assert!(describe(&db, A, "Solo")
+        .get("GlobalTableSettingsReplicationMode")
+        .is_none());
+    let set = |table: &str, mode: &str| {
+        call(
+            &db,
+            A,
+            "UpdateTable",
+            &json!({"TableName": table, "GlobalTableSettingsReplicationMode": mode}),
+        )
+    };
+    for mode in ["ENABLED", "DISABLED"] {
+        let answer = set("Solo", mode).unwrap();
+        assert_eq!(
+            answer["TableDescription"]["GlobalTableSettingsReplicationMode"],
+            mode
+        );
+        assert_eq!(
+            describe(&db, A, "Solo")["GlobalTableSettingsReplicationMode"],
+            mode
+        );
+        // A regional table stays regional.
+        assert!(describe(&db, A, "Solo").get("GlobalTableVersion").is_none());
+    }
+    // A bad value: the enum's member-constraint text; the model's third value is what
+    // groups report, not something to set.
+    assert_eq!(
+        set("Solo", "ON").unwrap_err(),
+        (
+            "ValidationException".to_string(),
+            "1 validation error detected: Value 'ON' at 'globalTableSettingsReplicationMode' failed to satisfy constraint: Member must satisfy enum value set: [ENABLED, DISABLED, ENABLED_WITH_OVERRIDES]".to_string()
+        )
+    );
+    assert_eq!(
+        set("Solo", "ENABLED_WITH_OVERRIDES").unwrap_err().1,
+        "One or more parameter values were invalid: GlobalTableSettingsReplicationMode can only be set to ENABLED or DISABLED on a regional table"
+    );
+    // Beside another change.
+    let (code, message) = call(
+        &db,
+        A,
+        "UpdateTable",
+        &json!({"TableName": "Solo", "GlobalTableSettingsReplicationMode": "ENABLED", "DeletionProtectionEnabled": true}),
+    )
+    .unwrap_err();
+    assert_eq!(code, "ValidationException");
+    assert_eq!(message, "One or more parameter values were invalid: GlobalTableSettingsReplicationMode modification must be the only operation in the request");
+    assert_eq!(
+        describe(&db, A, "Solo")["GlobalTableSettingsReplicationMode"],
+        "DISABLED"
+    );
+
+    // A member of a group refuses it and keeps reporting the group's mode.
+    create_table(&db, A, "Orders");
+    add_replica(&db, A, "Orders", B);
+    settle(&db);
+    let (code, message) = set("Orders", "DISABLED").unwrap_err();
+    assert_eq!(code, "ValidationException");
+    assert_eq!(message, "One or more parameter values were invalid: GlobalTableSettingsReplicationMode can only be set on a regional table: a replica of a global table reports ENABLED_WITH_OVERRIDES");
+    assert_eq!(
+        describe(&db, A, "Orders")["GlobalTableSettingsReplicationMode"],
+        "ENABLED_WITH_OVERRIDES"
+    );
+}

@@ -54,6 +54,22 @@ fn replica_updates(name: &str, updates: Value) -> Value {
     json!({"TableName": name, "ReplicaUpdates": updates})
 }
 
+/// `replicas` (a `Replicas[]`) without each `ReplicaTableClassSummary.LastUpdateDateTime`,
+/// which must be there, a time in epoch seconds, wherever a summary is.
+fn without_class_times(mut replicas: Value) -> Value {
+    for entry in replicas.as_array_mut().unwrap() {
+        if let Some(summary) = entry.get_mut("ReplicaTableClassSummary") {
+            let time = summary
+                .as_object_mut()
+                .unwrap()
+                .remove("LastUpdateDateTime")
+                .unwrap_or_else(|| panic!("no LastUpdateDateTime in {summary}"));
+            assert!(time.as_f64().unwrap() > 1.6e9, "{time}");
+        }
+    }
+    replicas
+}
+
 fn validation(message: &str) -> (String, String) {
     ("ValidationException".to_string(), message.to_string())
 }
@@ -90,28 +106,24 @@ fn overrides_given_on_create_are_shown_by_the_other_regions_only_where_set() {
     });
     let mut creating = b_entry.clone();
     creating["ReplicaStatus"] = json!("CREATING");
-    assert_eq!(answer["TableDescription"]["Replicas"], json!([creating]));
+    assert_eq!(
+        without_class_times(answer["TableDescription"]["Replicas"].clone()),
+        json!([creating])
+    );
     settle(&db);
     let mut active = b_entry.clone();
     active["ReplicaStatus"] = json!("ACTIVE");
-    assert_eq!(describe(&db, A, "Orders")["Replicas"], json!([active]));
+    assert_eq!(
+        without_class_times(describe(&db, A, "Orders")["Replicas"].clone()),
+        json!([active])
+    );
     // A overrides nothing: B sees only its name and status.
     assert_eq!(
         describe(&db, B, "Orders")["Replicas"],
         json!([{"RegionName": A, "ReplicaStatus": "ACTIVE"}])
     );
     // The group's own throughput is unchanged in both Regions (the override is B's reads).
-    for region in [A, B] {
-        let table = describe(&db, region, "Orders");
-        assert_eq!(
-            table["ProvisionedThroughput"]["ReadCapacityUnits"], 10,
-            "{region}"
-        );
-        assert_eq!(
-            table["ProvisionedThroughput"]["WriteCapacityUnits"], 5,
-            "{region}"
-        );
-    }
+    assert_group_throughput(&db, "Orders", &[A, B], (10, 5));
 
     // A third member created without overrides shows none, from either Region.
     add_replica(&db, A, "Orders", C);
@@ -314,7 +326,7 @@ fn an_update_changes_only_what_it_names_and_answers_updating() {
         }),
     );
     assert_eq!(
-        describe(&db, A, "Orders")["Replicas"],
+        without_class_times(describe(&db, A, "Orders")["Replicas"].clone()),
         json!([{
             "RegionName": B,
             "ReplicaStatus": "ACTIVE",
@@ -388,6 +400,21 @@ fn an_updated_member_is_updating_while_the_transient_delay_lasts() {
         ),
     );
     assert_eq!(code, "ResourceInUseException");
+}
+
+/// Asserts table `name`'s own ProvisionedThroughput is `(read, write)` units in every Region
+/// of `regions`.
+pub(crate) fn assert_group_throughput(
+    db: &Database,
+    name: &str,
+    regions: &[&str],
+    (read, write): (u64, u64),
+) {
+    for region in regions {
+        let throughput = describe(db, region, name)["ProvisionedThroughput"].clone();
+        assert_eq!(throughput["ReadCapacityUnits"], read, "{region}");
+        assert_eq!(throughput["WriteCapacityUnits"], write, "{region}");
+    }
 }
 
 /// Options of a database on disk, with transient statuses lasting `delay`.
@@ -474,7 +501,7 @@ fn overrides_survive_a_reopen() {
         "GlobalSecondaryIndexes": [{"IndexName": "ByG", "ProvisionedThroughputOverride": {"ReadCapacityUnits": 2}}],
         "ReplicaTableClassSummary": {"TableClass": "STANDARD_INFREQUENT_ACCESS"}
     }]);
-    {
+    let before = {
         let db = Database::open(dir.path(), options()).unwrap();
         create_provisioned(&db, A, "Orders");
         ok(
@@ -500,8 +527,53 @@ fn overrides_survive_a_reopen() {
                 }}]),
             ),
         );
-        assert_eq!(describe(&db, A, "Orders")["Replicas"], expected);
-    }
+        let replicas = describe(&db, A, "Orders")["Replicas"].clone();
+        assert_eq!(without_class_times(replicas.clone()), expected);
+        replicas
+    };
     let db = Database::open(dir.path(), options()).unwrap();
-    assert_eq!(describe(&db, A, "Orders")["Replicas"], expected);
+    assert_eq!(describe(&db, A, "Orders")["Replicas"], before);
+}
+
+#[test]
+fn a_class_overrides_time_is_that_of_its_last_change() {
+    let db = open();
+    create_table(&db, A, "Orders");
+    add_replica(&db, A, "Orders", B);
+    settle(&db);
+    let set_class = |class: &str| {
+        ok(
+            &db,
+            A,
+            "UpdateTable",
+            &replica_updates(
+                "Orders",
+                json!([{"Update": {"RegionName": B, "TableClassOverride": class}}]),
+            ),
+        );
+        describe(&db, A, "Orders")["Replicas"][0]["ReplicaTableClassSummary"]["LastUpdateDateTime"]
+            .as_f64()
+            .unwrap()
+    };
+    let seconds_now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+    };
+    let before = seconds_now();
+    let first = set_class("STANDARD_INFREQUENT_ACCESS");
+    assert!(
+        first >= before - 0.001 && first <= seconds_now() + 0.001,
+        "{first}"
+    );
+    std::thread::sleep(Duration::from_millis(20));
+    // The same class again is no change: the time stays.
+    assert_eq!(set_class("STANDARD_INFREQUENT_ACCESS"), first);
+    // Another class moves it.
+    assert!(set_class("STANDARD") > first);
+    // The neighbour: the member's own table never named a class, so it has no summary.
+    assert!(describe(&db, B, "Orders")
+        .get("TableClassSummary")
+        .is_none());
 }

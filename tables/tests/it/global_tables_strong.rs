@@ -461,15 +461,7 @@ fn a_strong_group_is_taken_apart_by_one_update() {
     let mut teardown = delete_b;
     teardown["GlobalTableWitnessUpdates"] = json!([{"Delete": {"RegionName": C}}]);
     ok(&db, A, "UpdateTable", &teardown);
-    let table = describe(&db, A, "Wit");
-    for member in [
-        "Replicas",
-        "MultiRegionConsistency",
-        "GlobalTableWitnesses",
-        "GlobalTableVersion",
-    ] {
-        assert!(table.get(member).is_none(), "{member} in {table}");
-    }
+    assert_regional(&describe(&db, A, "Wit"));
     assert_eq!(
         refused(&db, B, "DescribeTable", &json!({"TableName": "Wit"})).0,
         "ResourceNotFoundException"
@@ -513,4 +505,16 @@ fn a_strong_group_is_taken_apart_by_one_update() {
         ),
         validation("Update global table operation failed because one or more replicas were not part of the global table. Please retry the request without these replicas: [us-west-2].")
     );
+}
+
+/// Asserts `table` (a DescribeTable) shows none of a global table's members.
+pub(crate) fn assert_regional(table: &Value) {
+    for member in [
+        "Replicas",
+        "MultiRegionConsistency",
+        "GlobalTableWitnesses",
+        "GlobalTableVersion",
+    ] {
+        assert!(table.get(member).is_none(), "{member} in {table}");
+    }
 }

@@ -144,6 +144,35 @@ fn an_operation_not_implemented_is_refused_naming_it_and_what_is_offered_instead
 }
 
 #[test]
+fn replica_auto_scaling_is_answered_not_refused_as_not_offered() {
+    let db = open();
+    for operation in [
+        "DescribeTableReplicaAutoScaling",
+        "UpdateTableReplicaAutoScaling",
+    ] {
+        let (code, message) = refused(&db, operation, json!({"TableName": "Missing"}));
+        assert_eq!(code, ErrorCode::ResourceNotFoundException, "{operation}");
+        assert_eq!(
+            message,
+            "Requested resource not found: Table: Missing not found"
+        );
+        let (code, message) = refused(&db, operation, json!({}));
+        assert_eq!(code, ErrorCode::ValidationException, "{operation}");
+        assert_eq!(
+            message,
+            "1 validation error detected: Value null at 'tableName' failed to satisfy constraint: Member must not be null"
+        );
+    }
+    // The neighbour: Kinesis destinations are still refused as not offered.
+    let (_, message) = refused(
+        &db,
+        "DescribeKinesisStreamingDestination",
+        json!({"TableName": "Missing"}),
+    );
+    assert!(message.contains("is not offered by Shoal"), "{message}");
+}
+
+#[test]
 fn create_global_table_of_version_2017_is_refused_as_aws_refuses_it_after_its_member_checks() {
     let db = open();
     let (code, message) = refused(
