@@ -716,6 +716,7 @@ fn filler_generator(low: u32, high: u32) -> Generator {
         range: None,
         cardinality: None,
         distribution: Distribution::Uniform,
+        distinct: false,
     }
 }
 
@@ -733,6 +734,7 @@ fn sort_key_generator(space: &Counts, kind: &str, behaviour: SortBehaviour) -> G
         range: None,
         cardinality: None,
         distribution: Distribution::Uniform,
+        distinct: false,
     };
     match behaviour {
         SortBehaviour::Sequential => plain(GeneratorKind::Sequence),
