@@ -802,6 +802,15 @@ mod tests {
         })
     }
 
+    /// An extractor that knows the Orders table.
+    fn extractor_of_orders(hash_key: Option<[u8; 32]>) -> Extractor {
+        let mut extractor = Extractor::new(hash_key);
+        extractor
+            .tables
+            .insert("Orders".into(), Arc::new(TableKeys::of(&orders())));
+        extractor
+    }
+
     fn call<'a>(operation: &'a str, request: &'a [u8], answer: Option<&'a [u8]>) -> Call<'a> {
         Call {
             at_us: 7,
@@ -817,10 +826,7 @@ mod tests {
 
     #[test]
     fn a_put_gives_its_keys_index_keys_size_and_sort_order() {
-        let mut extractor = Extractor::new(None);
-        extractor
-            .tables
-            .insert("Orders".into(), Arc::new(TableKeys::of(&orders())));
+        let mut extractor = extractor_of_orders(None);
         let put = |placed: u64| {
             json!({"TableName": "Orders", "Item": {
                 "customer": {"S": "c#1"}, "placed": {"N": placed.to_string()},
@@ -858,10 +864,7 @@ mod tests {
 
     #[test]
     fn a_query_gives_its_partition_key_shape_and_returned_sizes() {
-        let mut extractor = Extractor::new(None);
-        extractor
-            .tables
-            .insert("Orders".into(), Arc::new(TableKeys::of(&orders())));
+        let mut extractor = extractor_of_orders(None);
         let query = json!({"TableName": "Orders", "IndexName": "ByStatus",
             "KeyConditionExpression": "#s = :st",
             "ExpressionAttributeNames": {"#s": "status"},
@@ -883,10 +886,7 @@ mod tests {
 
     #[test]
     fn hashed_keys_hide_every_value_and_the_body() {
-        let mut extractor = Extractor::new(Some([7; 32]));
-        extractor
-            .tables
-            .insert("Orders".into(), Arc::new(TableKeys::of(&orders())));
+        let mut extractor = extractor_of_orders(Some([7; 32]));
         let get =
             json!({"TableName": "Orders", "Key": {"customer": {"S": "c#1"}, "placed": {"N": "5"}}})
                 .to_string();
@@ -923,10 +923,7 @@ mod tests {
 
     #[test]
     fn a_batch_and_a_transaction_give_each_part_its_keys_shapes_and_sizes() {
-        let mut extractor = Extractor::new(None);
-        extractor
-            .tables
-            .insert("Orders".into(), Arc::new(TableKeys::of(&orders())));
+        let mut extractor = extractor_of_orders(None);
         let item = |placed: u32| {
             json!({"customer": {"S": "c#1"}, "placed": {"N": placed.to_string()},
                 "status": {"S": "NEW"}})
@@ -1009,10 +1006,7 @@ mod tests {
 
     #[test]
     fn a_statement_is_grouped_by_its_shape_with_its_values_by_position() {
-        let mut extractor = Extractor::new(None);
-        extractor
-            .tables
-            .insert("Orders".into(), Arc::new(TableKeys::of(&orders())));
+        let mut extractor = extractor_of_orders(None);
         let with_literal = json!({"Statement":
             "SELECT * FROM \"Orders\" WHERE customer = 'c#7' AND placed = ?",
             "Parameters": [{"N": "12"}]})

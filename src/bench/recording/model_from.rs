@@ -915,7 +915,12 @@ fn item_request(
         let generator_name = match (&pk_placeholder, &pk_generator) {
             (Some(p), Some(g)) if p == placeholder => g.clone(),
             _ => {
-                let generator_name = format!("{}_{tag}", slug(placeholder.trim_start_matches(':')));
+                // A statement's `?2` is its second parameter.
+                let base = match placeholder.strip_prefix('?') {
+                    Some(position) => format!("parameter{position}"),
+                    None => slug(placeholder.trim_start_matches(':')),
+                };
+                let generator_name = format!("{base}_{tag}");
                 let generator = if fit::is_small_set(counts) {
                     fit::named_all(counts)
                 } else {
