@@ -969,7 +969,6 @@ fn item_request(
     let sort_key = keys.range.as_ref().filter(|_| names_an_item);
     let sort_generator = sort_key.map(|(attribute, kind)| {
         let space = space_of(spaces, &table, attribute, &no_space);
-        let generator_name = format!("{}_{}", slug(attribute), item_keys.tag);
         let (sk, sk_order) = (&item_keys.group.sk, item_keys.group.sk_order);
         let mut generator = if item_keys.puts {
             sort_key_generator(space, kind, sk_order.behaviour())
@@ -978,7 +977,15 @@ fn item_request(
         } else {
             fit::generator_like(space, fit::distribution(sk))
         };
-        generator.distinct = item_keys.distinct;
+        // One sequence per table, which every pattern writing it in sequence draws from: two
+        // sequences would write the same keys (and fail each other's conditions). A
+        // sequence never repeats, so it needs no `distinct`.
+        let generator_name = if generator.kind == GeneratorKind::Sequence {
+            format!("{}_{}_sequence", slug(attribute), slug(&table))
+        } else {
+            generator.distinct = item_keys.distinct;
+            format!("{}_{}", slug(attribute), item_keys.tag)
+        };
         generators.insert(generator_name.clone(), generator);
         (attribute.clone(), kind.clone(), generator_name)
     });
@@ -1133,17 +1140,15 @@ mod tests {
         }))
     }
 
-    #[test]
-    fn every_data_plane_call_not_fitted_is_named() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("calls.jsonl");
+    /// A recording in `dir` of table T (hash key `k`) and `calls`.
+    fn recording_of(dir: &Path, calls: &[Line]) -> std::path::PathBuf {
         let table = json!({
             "TableName": "T",
             "AttributeDefinitions": [{"AttributeName": "k", "AttributeType": "S"}],
             "KeySchema": [{"AttributeName": "k", "KeyType": "HASH"}],
             "ItemCount": 0
         });
-        let lines = [
+        let head = [
             Line::Start(Start {
                 version: VERSION,
                 time_ms: 0,
@@ -1152,6 +1157,21 @@ mod tests {
                 bodies: true,
             }),
             Line::Table(TableLine { at_us: 0, table }),
+        ];
+        let text: String = head
+            .iter()
+            .chain(calls)
+            .map(|line| serde_json::to_string(line).unwrap() + "\n")
+            .collect();
+        let path = dir.join("calls.jsonl");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn every_data_plane_call_not_fitted_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let calls = [
             request("GetItem", Some("T")),
             request("GetItem", None),
             request("BatchWriteItem", Some("T")),
@@ -1162,11 +1182,7 @@ mod tests {
             request("ExecuteTransaction", None),
             request("DescribeTable", Some("T")),
         ];
-        let text: String = lines
-            .iter()
-            .map(|line| serde_json::to_string(line).unwrap() + "\n")
-            .collect();
-        std::fs::write(&path, text).unwrap();
+        let path = recording_of(dir.path(), &calls);
         let fitted = model_from(&[&path], "t").unwrap();
         let notes = fitted.skipped.join("\n");
         for expected in [
@@ -1180,5 +1196,62 @@ mod tests {
             assert!(notes.contains(expected), "{expected} not in {notes}");
         }
         assert!(!notes.contains("DescribeTable"), "{notes}");
+    }
+
+    #[test]
+    fn batch_parts_group_by_kind_with_their_mean_count_and_distinct_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let part = |op: &str, key: u32| RequestLine {
+            op: op.into(),
+            table: Some("T".into()),
+            pk: Some(format!("k#{key}")),
+            pk_type: Some("S".into()),
+            ..RequestLine::default()
+        };
+        let mut calls = Vec::new();
+        // Writes of 2 and 3 puts and one delete (a mean of 2.5 puts: 3), and gets of 4 keys.
+        for call in 0..40u32 {
+            let puts = 2 + call % 2;
+            let mut parts: Vec<RequestLine> =
+                (0..puts).map(|n| part("Put", call * 10 + n)).collect();
+            parts.push(part("Delete", call * 10 + 9));
+            calls.push(Line::Request(Box::new(RequestLine {
+                at_us: u64::from(call) * 1000,
+                op: "BatchWriteItem".into(),
+                table: Some("T".into()),
+                units: Some(4.0),
+                parts,
+                ..RequestLine::default()
+            })));
+            calls.push(Line::Request(Box::new(RequestLine {
+                at_us: u64::from(call) * 1000 + 1,
+                op: "BatchGetItem".into(),
+                table: Some("T".into()),
+                units: Some(2.0),
+                parts: (0..4).map(|n| part("Get", n)).collect(),
+                ..RequestLine::default()
+            })));
+        }
+        let path = recording_of(dir.path(), &calls);
+        let fitted = model_from(&[&path], "t").unwrap();
+        let names: Vec<&str> = fitted.patterns.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "BatchWriteItem: 3 x Put T + Delete T",
+                "BatchGetItem: 4 x Get T"
+            ]
+        );
+        let model = Model::parse(&serde_json::to_string(&fitted.model).unwrap()).unwrap();
+        let writes = &model.patterns[0].request["RequestItems"]["T"];
+        assert_eq!(writes.as_array().unwrap().len(), 4, "{writes}");
+        assert_eq!(writes[3]["DeleteRequest"]["Key"]["k"]["S"], "${k_p0_T#3}");
+        // No sort key: the partition key's draws are the distinct ones.
+        assert!(model.generators["k_p0_T"].distinct);
+        let keys = &model.patterns[1].request["RequestItems"]["T"]["Keys"];
+        assert_eq!(keys.as_array().unwrap().len(), 4, "{keys}");
+        // Every fitted request compiles, distinct draws included.
+        let generators = crate::bench::data_model::generate::Generators::new(&model.generators);
+        crate::bench::data_model::run::compile(&model, &generators).unwrap();
     }
 }
