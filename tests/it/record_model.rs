@@ -84,6 +84,43 @@ fn pattern<'a>(
         })
 }
 
+/// Runs a fitted model against a second recording server (3,000 operations, one worker:
+/// the same draws in the same order on every run) and fits that recording.
+fn rerun(dir: &Path, fitted: &Model) -> ModelFromRecording {
+    let second_dir = dir.join("second");
+    std::fs::create_dir_all(&second_dir).unwrap();
+    let mut rerun = fitted.clone();
+    rerun.run.seconds = None;
+    rerun.run.operations = Some(3000);
+    rerun.run.concurrency = Some(1);
+    record(&second_dir, &rerun, &[])
+}
+
+/// Each pattern of `recorded` has its capacity per call and hottest key's share in `again`.
+fn assert_patterns_reproduced(recorded: &ModelFromRecording, again: &ModelFromRecording) {
+    for original in &recorded.patterns {
+        let reproduced = pattern(again, &original.name);
+        let units = (reproduced.units_per_call - original.units_per_call).abs();
+        assert!(
+            units <= UNITS_TOLERANCE * original.units_per_call,
+            "{}: {} units per call, recorded {}",
+            original.name,
+            reproduced.units_per_call,
+            original.units_per_call
+        );
+        let top = |p: &shoal::bench::recording::model_from::RecordedPattern| {
+            p.key_shares.first().map_or(0.0, |(_, share)| *share)
+        };
+        assert!(
+            (top(reproduced) - top(original)).abs() <= SHARE_TOLERANCE,
+            "{}: top key share {} against {}",
+            original.name,
+            top(reproduced),
+            top(original)
+        );
+    }
+}
+
 #[test]
 fn a_recorded_workload_round_trips_through_its_fitted_model() {
     let dir = tempfile::tempdir().unwrap();
@@ -155,35 +192,8 @@ fn a_recorded_workload_round_trips_through_its_fitted_model() {
     }
 
     // The fitted model, run against a second recording server, does what the first did.
-    let second_dir = dir.path().join("second");
-    std::fs::create_dir_all(&second_dir).unwrap();
-    let mut rerun = reparsed.clone();
-    rerun.run.seconds = None;
-    rerun.run.operations = Some(3000);
-    // One worker: the same draws in the same order on every run.
-    rerun.run.concurrency = Some(1);
-    let again = record(&second_dir, &rerun, &[]);
-    for original in &recorded.patterns {
-        let reproduced = pattern(&again, &original.name);
-        let units = (reproduced.units_per_call - original.units_per_call).abs();
-        assert!(
-            units <= UNITS_TOLERANCE * original.units_per_call,
-            "{}: {} units per call, recorded {}",
-            original.name,
-            reproduced.units_per_call,
-            original.units_per_call
-        );
-        let top = |p: &shoal::bench::recording::model_from::RecordedPattern| {
-            p.key_shares.first().map_or(0.0, |(_, share)| *share)
-        };
-        assert!(
-            (top(reproduced) - top(original)).abs() <= SHARE_TOLERANCE,
-            "{}: top key share {} against {}",
-            original.name,
-            top(reproduced),
-            top(original)
-        );
-    }
+    let again = rerun(dir.path(), &reparsed);
+    assert_patterns_reproduced(&recorded, &again);
     // The hottest partition of the table is the same key, with the same share of its units.
     let hottest = |fitted: &ModelFromRecording| {
         let total: f64 = fitted
@@ -339,4 +349,90 @@ fn the_admin_api_records_a_running_server_and_the_model_loads_what_was_there() {
     // The table held 50 items when the recording began: the model loads 50.
     assert_eq!(fitted.model.load.len(), 1);
     assert_eq!(fitted.model.load[0].count, 50);
+}
+
+/// The batch, transaction and statement workload: orders written ten at a time (40% of the
+/// items to one customer), placed by a transaction that also counts the customer's orders,
+/// and read by a PartiQL SELECT of one order.
+fn synthetic_batches() -> Model {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/models/recording/shop-batches.json"
+    );
+    Model::parse(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn batches_transactions_and_statements_round_trip_through_their_fitted_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let first_dir = dir.path().join("first");
+    std::fs::create_dir_all(&first_dir).unwrap();
+    let recorded = record(&first_dir, &synthetic_batches(), &[]);
+    let names: Vec<&str> = recorded.patterns.iter().map(|p| p.name.as_str()).collect();
+    for expected in [
+        "BatchWriteItem: 10 x Put Orders",
+        "TransactWriteItems: Put Orders if attribute_not_exists(placed) + Update Customers ADD orders ?",
+        "ExecuteStatement SELECT * FROM \"Orders\" WHERE customer = ? AND placed = ?",
+    ] {
+        assert!(names.contains(&expected), "{expected} not in {names:?}");
+    }
+    assert!(
+        recorded.skipped.is_empty(),
+        "nothing left unmodelled: {:?}",
+        recorded.skipped
+    );
+    let fitted = &recorded.model;
+    let text = serde_json::to_string_pretty(fitted).unwrap();
+    let reparsed = Model::parse(&text).expect("model-from writes an ordinary model file");
+    // The batch: ten puts, each with its own draws, on a sort key that never repeats in a
+    // call; the hot customer named with its share of the items.
+    let batch = fitted
+        .patterns
+        .iter()
+        .find(|p| p.operation == "BatchWriteItem")
+        .unwrap();
+    let puts = batch.request["RequestItems"]["Orders"].as_array().unwrap();
+    assert_eq!(puts.len(), 10, "{text}");
+    let generator_of = |holder: &Value| {
+        let text = holder.as_object().unwrap().values().next().unwrap();
+        let name = text.as_str().unwrap().trim_start_matches("${");
+        let (name, draw) = name.trim_end_matches('}').rsplit_once('#').unwrap();
+        (fitted.generators[name].clone(), draw.to_string())
+    };
+    let (placed, first_draw) = generator_of(&puts[0]["PutRequest"]["Item"]["placed"]);
+    let (_, last_draw) = generator_of(&puts[9]["PutRequest"]["Item"]["placed"]);
+    assert_eq!((first_draw.as_str(), last_draw.as_str()), ("0", "9"));
+    assert_eq!(placed.kind, GeneratorKind::Sequence, "{placed:?}");
+    // One sequence for the table, which the transaction's put draws from too: the two
+    // patterns never write the same order.
+    let transaction = fitted
+        .patterns
+        .iter()
+        .find(|p| p.operation == "TransactWriteItems")
+        .unwrap();
+    assert_eq!(
+        transaction.request["TransactItems"][0]["Put"]["Item"]["placed"],
+        puts[0]["PutRequest"]["Item"]["placed"]
+    );
+    let (customer, _) = generator_of(&puts[0]["PutRequest"]["Item"]["customer"]);
+    match &customer.distribution {
+        Distribution::Named(named) => {
+            assert_eq!(named[0].value, "c#xxxxxxx0");
+            assert!(
+                (named[0].share - 0.403).abs() < SHARE_TOLERANCE,
+                "{named:?}"
+            );
+        }
+        other => panic!("the batch's customer: {other:?}"),
+    }
+    // The statement kept its text; its parameters come from fitted generators.
+    let statement = fitted
+        .patterns
+        .iter()
+        .find(|p| p.operation == "ExecuteStatement")
+        .unwrap();
+    assert_eq!(statement.request["Parameters"].as_array().unwrap().len(), 2);
+
+    let again = rerun(dir.path(), &reparsed);
+    assert_patterns_reproduced(&recorded, &again);
 }

@@ -16,6 +16,7 @@
 mod ast;
 mod lexer;
 mod parser;
+mod shape;
 #[cfg(test)]
 mod tests;
 
@@ -24,6 +25,7 @@ pub use ast::{
     TypeTest, UpdateStatement,
 };
 pub use parser::{parse_statement, parse_with_parameter_count, NESTING_DEPTH_MAX};
+pub use shape::{statement_shape, Slot, StatementShape};
 
 use shoal_model::ApiError;
 

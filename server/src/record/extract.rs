@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
-use shoal_expr::{Context, KeyAttribute, KeySchemaView};
+use shoal_expr::{partiql, Context, KeyAttribute, KeySchemaView};
 use shoal_model::{AttributeValue, ScalarType};
 use shoal_tables::capacity::metering::Returned;
 
@@ -33,6 +33,9 @@ const KEPT_PARAMETERS: [&str; 5] = [
 ];
 /// Most ExpressionAttributeValues recorded per request.
 const VALUES_MAX: usize = 32;
+/// Most parts of a batch or transaction recorded (TransactWriteItems and BatchGetItem name
+/// at most 100).
+const PARTS_MAX: usize = 100;
 /// Most tables whose last sort key is remembered (for `sk_order`).
 const SORT_KEYS_TRACKED_MAX: usize = 10_000;
 
@@ -175,6 +178,11 @@ impl Extractor {
     /// A value's text for the file: as is, or its keyed hash.
     fn text(&self, value: &AttributeValue) -> Option<Scalar> {
         let (kind, text) = scalar_text(value)?;
+        Some(self.scalar(kind, text))
+    }
+
+    /// A scalar of type `kind` and text `text`, hashed with hashed keys.
+    fn scalar(&self, kind: &str, text: String) -> Scalar {
         let value = match &self.hash_key {
             None => text,
             Some(key) => {
@@ -182,10 +190,10 @@ impl Extractor {
                 format!("h{}", hex::encode(&mac[..8]))
             }
         };
-        Some(Scalar {
+        Scalar {
             kind: kind.to_string(),
             value,
-        })
+        }
     }
 
     /// The line of one call, and the request body to write with it (the body as sent; None
@@ -204,6 +212,29 @@ impl Extractor {
             None => return Extracted { line, body: None },
         };
         line.table = table_of(call.operation, &request);
+        self.item(call.operation, &request, &mut line);
+        match call.operation {
+            "ExecuteStatement" => self.statement(&request, &mut line),
+            operation => line.parts = self.parts(operation, &request),
+        }
+        match (call.returned, call.answer) {
+            (Some(returned), Some(_)) => {
+                line.items = Some(returned.items);
+                line.item_bytes = Some(returned.bytes);
+            }
+            (None, Some(answer)) => answer_sizes(call.operation, answer, &mut line),
+            (_, None) => {}
+        }
+        if call.operation == "BatchWriteItem" && call.answer.is_some() {
+            line.items = batch_write_count(&request);
+        }
+        let body = self.keep_bodies.then_some(call.request);
+        Extracted { line, body }
+    }
+
+    /// What a request (or one part of a batch or transaction, `line.table` set) says of the
+    /// item it names: index, shapes, expressions, kept parameters, values and keys.
+    fn item(&mut self, operation: &str, request: &Members<'_>, line: &mut RequestLine) {
         line.index = member(request.index_name);
         let names: BTreeMap<String, String> =
             member(request.expression_attribute_names).unwrap_or_default();
@@ -220,6 +251,7 @@ impl Extractor {
             condition: shape(&expressions[2].1, &names),
             update: shape(&expressions[3].1, &names),
             projection: shape(&expressions[4].1, &names),
+            statement: None,
         };
         for (parameter, text) in &expressions {
             if let Some(text) = text {
@@ -244,30 +276,151 @@ impl Extractor {
             .cloned();
         if let Some(keys) = &keys {
             let condition = &expressions[0].1;
-            self.keys(
-                call.operation,
-                &request,
-                keys,
-                condition,
-                &names,
-                &values,
-                &mut line,
-            );
+            self.keys(operation, request, keys, condition, &names, &values, line);
         }
         line.names = names;
-        match (call.returned, call.answer) {
-            (Some(returned), Some(_)) => {
-                line.items = Some(returned.items);
-                line.item_bytes = Some(returned.bytes);
+    }
+
+    /// The items a batch or transaction names, each as a line (at most [`PARTS_MAX`]).
+    fn parts(&mut self, operation: &str, request: &Members<'_>) -> Vec<RequestLine> {
+        // Each part: its kind, its table when the part does not name it, the operation
+        // whose members it has, and those members.
+        let mut named: Vec<(String, Option<String>, &'static str, Members<'_>)> = Vec::new();
+        match operation {
+            "TransactWriteItems" | "TransactGetItems" => {
+                let actions: Vec<BTreeMap<String, &RawValue>> =
+                    member(request.transact_items).unwrap_or_default();
+                for (kind, body) in actions.into_iter().flatten().take(PARTS_MAX) {
+                    let single = match kind.as_str() {
+                        "Put" => "PutItem",
+                        "Update" => "UpdateItem",
+                        "Delete" => "DeleteItem",
+                        // A condition check names its item like a get: no sort-key order.
+                        "ConditionCheck" | "Get" => "GetItem",
+                        _ => continue,
+                    };
+                    if let Some(members) = Members::of(body.get().as_bytes()) {
+                        named.push((kind, None, single, members));
+                    }
+                }
             }
-            (None, Some(answer)) => answer_sizes(call.operation, answer, &mut line),
-            (_, None) => {}
+            "BatchWriteItem" => {
+                let tables: BTreeMap<String, Vec<BTreeMap<String, &RawValue>>> =
+                    member(request.request_items).unwrap_or_default();
+                for (table, writes) in tables {
+                    for (kind, body) in writes.into_iter().flatten() {
+                        let (kind, single) = match kind.as_str() {
+                            "PutRequest" => ("Put", "PutItem"),
+                            "DeleteRequest" => ("Delete", "DeleteItem"),
+                            _ => continue,
+                        };
+                        if let Some(members) = Members::of(body.get().as_bytes()) {
+                            named.push((kind.into(), Some(table.clone()), single, members));
+                        }
+                    }
+                }
+            }
+            "BatchGetItem" => {
+                let tables: BTreeMap<String, &RawValue> =
+                    member(request.request_items).unwrap_or_default();
+                for (table, body) in tables {
+                    let Some(members) = Members::of(body.get().as_bytes()) else {
+                        continue;
+                    };
+                    let keys: Vec<&RawValue> = member(members.keys).unwrap_or_default();
+                    for key in keys {
+                        let members = Members {
+                            key: Some(key),
+                            ..members.clone()
+                        };
+                        named.push(("Get".into(), Some(table.clone()), "GetItem", members));
+                    }
+                }
+            }
+            _ => {}
         }
-        if call.operation == "BatchWriteItem" && call.answer.is_some() {
-            line.items = batch_write_count(&request);
+        named
+            .into_iter()
+            .take(PARTS_MAX)
+            .map(|(kind, table, single, members)| {
+                let mut part = RequestLine {
+                    op: kind,
+                    table: table.or_else(|| member(members.table_name)),
+                    ..RequestLine::default()
+                };
+                self.item(single, &members, &mut part);
+                part
+            })
+            .collect()
+    }
+
+    /// An ExecuteStatement's table, index, statement shape, values by position and keys.
+    fn statement(&mut self, request: &Members<'_>, line: &mut RequestLine) {
+        let Some(text) = member::<String>(request.statement) else {
+            return;
+        };
+        let Ok(shape) = partiql::statement_shape(&text) else {
+            return;
+        };
+        if let Ok(statement) = partiql::parse_statement(&text) {
+            let (table, index) = match statement {
+                partiql::Statement::Select(select) | partiql::Statement::Exists(select) => {
+                    (select.target.table, select.target.index)
+                }
+                partiql::Statement::Insert(insert) => (insert.table, None),
+                partiql::Statement::Update(update) => (update.table, None),
+                partiql::Statement::Delete(delete) => (delete.table, None),
+            };
+            line.table = Some(table);
+            line.index = index;
         }
-        let body = self.keep_bodies.then_some(call.request);
-        Extracted { line, body }
+        let parameters: Vec<Value> = member(request.parameters).unwrap_or_default();
+        let values: Vec<Option<Scalar>> = shape
+            .slots
+            .iter()
+            .map(|slot| match slot {
+                partiql::Slot::Literal { kind, text } => Some(self.scalar(kind, text.clone())),
+                partiql::Slot::Parameter(number) => {
+                    let value = AttributeValue::from_json(parameters.get(*number)?).ok()?;
+                    self.text(&value)
+                }
+            })
+            .collect();
+        let keys = line
+            .table
+            .as_ref()
+            .and_then(|t| self.tables.get(t))
+            .cloned();
+        if let Some(keys) = keys {
+            let (hash, range) = match &line.index {
+                None => (
+                    keys.hash.as_ref().map(|(n, _)| n.clone()),
+                    keys.range.as_ref().map(|(n, _)| n.clone()),
+                ),
+                Some(index) => keys.indexes.get(index).cloned().unwrap_or_default(),
+            };
+            let value_of = |attribute: &Option<String>| {
+                let (_, slot) = shape
+                    .equalities
+                    .iter()
+                    .find(|(name, _)| Some(name) == attribute.as_ref())?;
+                values.get(*slot).cloned().flatten()
+            };
+            if let Some(scalar) = value_of(&hash) {
+                line.pk = Some(scalar.value);
+                line.pk_type = Some(scalar.kind);
+            }
+            if let Some(scalar) = value_of(&range) {
+                line.sk = Some(scalar.value);
+                line.sk_type = Some(scalar.kind);
+            }
+        }
+        for (position, value) in values.into_iter().enumerate().take(VALUES_MAX) {
+            if let Some(scalar) = value {
+                line.values.insert(format!("?{}", position + 1), scalar);
+            }
+        }
+        line.shape.statement = Some(shape.text);
     }
 
     /// `pk`, `sk` and the written item's attributes.
@@ -355,7 +508,7 @@ pub struct Extracted<'a> {
 /// The request members a line is made from, each left as its JSON text: the body is
 /// scanned once, no tree of it is built, and each member is decoded on its own only when
 /// needed (one of the wrong type loses that member, not the line).
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, Clone)]
 #[serde(rename_all = "PascalCase", default)]
 struct Members<'a> {
     #[serde(borrow)]
@@ -394,6 +547,13 @@ struct Members<'a> {
     request_items: Option<&'a RawValue>,
     #[serde(borrow)]
     transact_items: Option<&'a RawValue>,
+    /// A BatchGetItem table's keys.
+    #[serde(borrow)]
+    keys: Option<&'a RawValue>,
+    #[serde(borrow)]
+    statement: Option<&'a RawValue>,
+    #[serde(borrow)]
+    parameters: Option<&'a RawValue>,
 }
 
 impl<'a> Members<'a> {
@@ -642,6 +802,15 @@ mod tests {
         })
     }
 
+    /// An extractor that knows the Orders table.
+    fn extractor_of_orders(hash_key: Option<[u8; 32]>) -> Extractor {
+        let mut extractor = Extractor::new(hash_key);
+        extractor
+            .tables
+            .insert("Orders".into(), Arc::new(TableKeys::of(&orders())));
+        extractor
+    }
+
     fn call<'a>(operation: &'a str, request: &'a [u8], answer: Option<&'a [u8]>) -> Call<'a> {
         Call {
             at_us: 7,
@@ -657,10 +826,7 @@ mod tests {
 
     #[test]
     fn a_put_gives_its_keys_index_keys_size_and_sort_order() {
-        let mut extractor = Extractor::new(None);
-        extractor
-            .tables
-            .insert("Orders".into(), Arc::new(TableKeys::of(&orders())));
+        let mut extractor = extractor_of_orders(None);
         let put = |placed: u64| {
             json!({"TableName": "Orders", "Item": {
                 "customer": {"S": "c#1"}, "placed": {"N": placed.to_string()},
@@ -698,10 +864,7 @@ mod tests {
 
     #[test]
     fn a_query_gives_its_partition_key_shape_and_returned_sizes() {
-        let mut extractor = Extractor::new(None);
-        extractor
-            .tables
-            .insert("Orders".into(), Arc::new(TableKeys::of(&orders())));
+        let mut extractor = extractor_of_orders(None);
         let query = json!({"TableName": "Orders", "IndexName": "ByStatus",
             "KeyConditionExpression": "#s = :st",
             "ExpressionAttributeNames": {"#s": "status"},
@@ -723,10 +886,7 @@ mod tests {
 
     #[test]
     fn hashed_keys_hide_every_value_and_the_body() {
-        let mut extractor = Extractor::new(Some([7; 32]));
-        extractor
-            .tables
-            .insert("Orders".into(), Arc::new(TableKeys::of(&orders())));
+        let mut extractor = extractor_of_orders(Some([7; 32]));
         let get =
             json!({"TableName": "Orders", "Key": {"customer": {"S": "c#1"}, "placed": {"N": "5"}}})
                 .to_string();
@@ -759,5 +919,120 @@ mod tests {
                 .pk,
             line.pk
         );
+    }
+
+    #[test]
+    fn a_batch_and_a_transaction_give_each_part_its_keys_shapes_and_sizes() {
+        let mut extractor = extractor_of_orders(None);
+        let item = |placed: u32| {
+            json!({"customer": {"S": "c#1"}, "placed": {"N": placed.to_string()},
+                "status": {"S": "NEW"}})
+        };
+        let transaction = json!({"TransactItems": [
+            {"Put": {"TableName": "Orders", "Item": item(1),
+                "ConditionExpression": "attribute_not_exists(#c)",
+                "ExpressionAttributeNames": {"#c": "customer"}}},
+            {"Update": {"TableName": "Orders",
+                "Key": {"customer": {"S": "c#2"}, "placed": {"N": "9"}},
+                "UpdateExpression": "SET #s = :s", "ExpressionAttributeNames": {"#s": "status"},
+                "ExpressionAttributeValues": {":s": {"S": "PAID"}}}},
+            {"ConditionCheck": {"TableName": "Orders",
+                "Key": {"customer": {"S": "c#3"}, "placed": {"N": "4"}},
+                "ConditionExpression": "attribute_exists(placed)"}}
+        ]})
+        .to_string();
+        let line = extractor
+            .line(&call(
+                "TransactWriteItems",
+                transaction.as_bytes(),
+                Some(b"{}"),
+            ))
+            .line;
+        let kinds: Vec<&str> = line.parts.iter().map(|p| p.op.as_str()).collect();
+        assert_eq!(kinds, ["Put", "Update", "ConditionCheck"]);
+        let put = &line.parts[0];
+        assert_eq!(put.pk.as_deref(), Some("c#1"));
+        assert_eq!(
+            put.shape.condition.as_deref(),
+            Some("attribute_not_exists(customer)")
+        );
+        assert_eq!(put.index_keys["status"].value, "NEW");
+        assert_eq!(
+            put.item_bytes,
+            // A one-digit number takes 2 bytes (SPEC §5).
+            Some(8 + 3 + 6 + 2 + 6 + 3),
+            "the part's own item"
+        );
+        let update = &line.parts[1];
+        assert_eq!(
+            (update.pk.as_deref(), update.sk.as_deref()),
+            (Some("c#2"), Some("9"))
+        );
+        assert_eq!(update.shape.update.as_deref(), Some("SET status = ?"));
+        assert_eq!(update.values[":s"].value, "PAID");
+        // The update went down from the put's sort key; a condition check moves no order.
+        assert_eq!(update.sk_order.as_deref(), Some("up"));
+        assert_eq!(line.parts[2].sk_order, None);
+        // A part line carries no call members: it parses back as written.
+        let text = serde_json::to_string(&line).unwrap();
+        assert!(!text.contains("\"parts\":[{\"at_us\""), "{text}");
+
+        let batch = json!({"RequestItems": {"Orders": {"Keys": [
+            {"customer": {"S": "c#1"}, "placed": {"N": "1"}},
+            {"customer": {"S": "c#5"}, "placed": {"N": "2"}}
+        ], "ProjectionExpression": "#s", "ExpressionAttributeNames": {"#s": "status"},
+            "ConsistentRead": true}}})
+        .to_string();
+        let line = extractor
+            .line(&call("BatchGetItem", batch.as_bytes(), None))
+            .line;
+        let keys: Vec<_> = line.parts.iter().map(|p| p.pk.as_deref()).collect();
+        assert_eq!(keys, [Some("c#1"), Some("c#5")]);
+        assert!(line
+            .parts
+            .iter()
+            .all(|p| p.op == "Get" && p.shape.projection.as_deref() == Some("status")));
+        assert_eq!(line.parts[0].params["ConsistentRead"], json!(true));
+        // The neighbour: a single-item call has no parts.
+        let get =
+            json!({"TableName": "Orders", "Key": {"customer": {"S": "c#1"}, "placed": {"N": "1"}}})
+                .to_string();
+        assert!(extractor
+            .line(&call("GetItem", get.as_bytes(), None))
+            .line
+            .parts
+            .is_empty());
+    }
+
+    #[test]
+    fn a_statement_is_grouped_by_its_shape_with_its_values_by_position() {
+        let mut extractor = extractor_of_orders(None);
+        let with_literal = json!({"Statement":
+            "SELECT * FROM \"Orders\" WHERE customer = 'c#7' AND placed = ?",
+            "Parameters": [{"N": "12"}]})
+        .to_string();
+        let line = extractor
+            .line(&call("ExecuteStatement", with_literal.as_bytes(), None))
+            .line;
+        assert_eq!(line.table.as_deref(), Some("Orders"));
+        assert_eq!(
+            line.shape.statement.as_deref(),
+            Some("SELECT * FROM \"Orders\" WHERE customer = ? AND placed = ?")
+        );
+        assert_eq!(line.values["?1"].value, "c#7");
+        assert_eq!(line.values["?2"].value, "12");
+        assert_eq!(
+            (line.pk.as_deref(), line.sk.as_deref()),
+            (Some("c#7"), Some("12"))
+        );
+        // Hashed, the literal is hidden like any value.
+        let mut hashed = Extractor::new(Some([1; 32]));
+        hashed.tables = extractor.tables.clone();
+        let line = hashed
+            .line(&call("ExecuteStatement", with_literal.as_bytes(), None))
+            .line;
+        let text = serde_json::to_string(&line).unwrap();
+        assert!(!text.contains("c#7"), "{text}");
+        assert_eq!(line.pk, Some(line.values["?1"].value.clone()));
     }
 }

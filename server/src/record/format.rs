@@ -56,13 +56,26 @@
 //!   - `latency_us`: microseconds from the handler's turn to its answer;
 //!   - `error`: the exception name when the call failed (`ConditionalCheckFailedException`,
 //!     …);
+//!   - `parts`: for BatchWriteItem, BatchGetItem, TransactWriteItems and TransactGetItems,
+//!     each item the call names, in the request's order (a batch's tables in name order), at
+//!     most 100, each written as a request line of its own with `op` its kind (`Put`,
+//!     `Delete`, `Update`, `ConditionCheck`, `Get`), `table`, and the members above as they
+//!     apply to that item alone: `shape`, `expressions`, `names`, `params` (a BatchGetItem
+//!     table's `ConsistentRead`), `pk`, `sk`, `sk_order`, `sk_time`, `values`, `index_keys`,
+//!     `attributes`, and `item_bytes` for a `Put`; no `at_us`, `latency_us`, `units`,
+//!     `error` or `body`, which are the call's;
+//!   - for ExecuteStatement: `table` and `index` the statement names, `shape.statement` the
+//!     statement with each string and number literal written `?` like its parameters (a
+//!     map literal's attribute names kept), `values` each `?`'s value by its position
+//!     (`?1`, `?2`, …: a literal's, or the parameter's), and `pk`, `sk` from a key
+//!     attribute's `name = ?` (or `'name': ?` in an INSERT);
 //!   - `body`: the request body, unless keys are hashed (a body holds every value).
 //! - `end`, the last line of a file closed by stopping or rotation (a file whose server was
 //!   killed has none): `records` (request lines in the file), `dropped` (requests not
 //!   recorded while this file was open because the queue to the writer was full),
 //!   `time_ms`.
 //!
-//! Members without a value are left out. Readers must skip kinds and members they do not
+//! Members without a value are left out (`at_us` and `latency_us` when 0). Readers must skip kinds and members they do not
 //! know: later versions may add some.
 
 use std::collections::BTreeMap;
@@ -121,6 +134,10 @@ pub struct Shapes {
     pub update: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub projection: Option<String>,
+    /// An ExecuteStatement's statement with its literals written `?`
+    /// (`shoal_expr::partiql::statement_shape`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statement: Option<String>,
 }
 
 impl Shapes {
@@ -132,6 +149,7 @@ impl Shapes {
 /// One recorded call.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RequestLine {
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub at_us: u64,
     pub op: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -170,11 +188,19 @@ pub struct RequestLine {
     pub items: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub units: Option<f64>,
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub latency_us: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// A batch's or transaction's items, each as a line of its own (`op`: the part's kind).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<RequestLine>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<Value>,
+}
+
+fn is_zero(number: &u64) -> bool {
+    *number == 0
 }
 
 /// The last line of a closed file.

@@ -2,7 +2,9 @@
 //!
 //! A template is a request body serialised once, split at its `${name}` placeholders; making
 //! a request is concatenating its pieces with the draws of one request (JSON-escaped), so a
-//! request costs a few copies, not a JSON tree.
+//! request costs a few copies, not a JSON tree. `${name#k}` is a request's draw number k of
+//! `name` (`${name}` is draw 0): the parts of a batch or transaction each draw their own
+//! keys from one generator.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,6 +20,12 @@ use super::model::{Distribution, Generator, GeneratorKind};
 /// Largest default cardinality (values are numbered in a u64, but 2^32 distinct values is
 /// already more than any model loads).
 const CARDINALITY_DEFAULT_MAX: u64 = 1 << 32;
+/// Most draws of one generator in one request (`${name#k}`, k below it): a transaction or
+/// BatchGetItem has at most 100 parts.
+pub const DRAWS_PER_REQUEST_MAX: usize = 1000;
+/// Draws of a `distinct` generator tried before a repeat is given up on (the model check
+/// makes sure there are values enough, so only bad luck gets this far).
+const DISTINCT_REDRAWS_MAX: u64 = 10_000;
 
 /// A model's generators, compiled; shared by every worker.
 pub struct Generators {
@@ -35,6 +43,11 @@ struct Compiled {
     picker: Picker,
     /// The next value of a `sequence`.
     sequence: Arc<AtomicU64>,
+    /// A request's draws of it never repeat.
+    distinct: bool,
+    /// How many different values it can give; None when unbounded (sequences, timestamps
+    /// that a repeat moves on, UUIDs).
+    values_max: Option<u64>,
 }
 
 enum Picker {
@@ -66,6 +79,17 @@ impl Generators {
         self.names.iter().position(|n| n == name)
     }
 
+    /// The generator and draw number a placeholder's name means: `name` (draw 0) or
+    /// `name#k` (draw k), a generator named with the `#` taking precedence.
+    fn draw_of(&self, placeholder: &str) -> Option<(usize, usize)> {
+        if let Some(index) = self.index_of(placeholder) {
+            return Some((index, 0));
+        }
+        let (name, draw) = placeholder.rsplit_once('#')?;
+        let draw: usize = draw.parse().ok()?;
+        (draw < DRAWS_PER_REQUEST_MAX).then_some((self.index_of(name)?, draw))
+    }
+
     /// How many generators there are (the size of a [`Draws`]).
     pub fn count(&self) -> usize {
         self.names.len()
@@ -87,8 +111,10 @@ impl Generators {
         }
     }
 
-    /// Draws a value of generator `index` into `out` (cleared first).
-    fn draw(&self, index: usize, rng: &mut StdRng, out: &mut String) {
+    /// Draws a value of generator `index` into `out` (cleared first); a timestamp
+    /// `nudge_ms` later (how a distinct timestamp moves past a repeat within its
+    /// millisecond).
+    fn draw(&self, index: usize, rng: &mut StdRng, nudge_ms: u64, out: &mut String) {
         use std::fmt::Write;
         out.clear();
         let generator = &self.compiled[index];
@@ -120,7 +146,7 @@ impl Generators {
                 let millis = SystemTime::now()
                     .duration_since(UNIX_EPOCH)
                     .map_or(0, |d| d.as_millis());
-                let _ = write!(out, "{millis}");
+                let _ = write!(out, "{}", millis + u128::from(nudge_ms));
             }
             GeneratorKind::Uuid => {
                 let bits: u128 = rng.random();
@@ -166,6 +192,13 @@ impl Compiled {
                     .collect(),
             },
         };
+        let values_max = match (generator.kind, &generator.distribution) {
+            (GeneratorKind::String | GeneratorKind::Number, Distribution::Named(named)) => {
+                Some(cardinality.saturating_add(named.len() as u64))
+            }
+            (GeneratorKind::String | GeneratorKind::Number, _) => Some(cardinality),
+            _ => None,
+        };
         Compiled {
             kind: generator.kind,
             prefix: generator.prefix.clone(),
@@ -175,6 +208,8 @@ impl Compiled {
             cardinality,
             picker,
             sequence: Arc::new(AtomicU64::new(0)),
+            distinct: generator.distinct,
+            values_max,
         }
     }
 }
@@ -252,31 +287,57 @@ impl Zipf {
     }
 }
 
-/// One request's values: every `${name}` of one request gets the same draw.
+/// One request's values: every `${name#k}` of one request gets the same draw.
 pub struct Draws {
-    values: Vec<String>,
-    drawn: Vec<bool>,
+    /// By generator, by draw number.
+    values: Vec<Vec<String>>,
+    drawn: Vec<Vec<bool>>,
 }
 
 impl Draws {
     pub fn new(generators: &Generators) -> Draws {
         Draws {
-            values: vec![String::new(); generators.count()],
-            drawn: vec![false; generators.count()],
+            values: vec![vec![String::new()]; generators.count()],
+            drawn: vec![vec![false]; generators.count()],
         }
     }
 
     /// Starts a new request.
     pub fn reset(&mut self) {
-        self.drawn.iter_mut().for_each(|d| *d = false);
+        for drawn in &mut self.drawn {
+            drawn.iter_mut().for_each(|d| *d = false);
+        }
     }
 
-    fn get(&mut self, generators: &Generators, index: usize, rng: &mut StdRng) -> &str {
-        if !self.drawn[index] {
-            generators.draw(index, rng, &mut self.values[index]);
-            self.drawn[index] = true;
+    fn get(
+        &mut self,
+        generators: &Generators,
+        (index, draw): (usize, usize),
+        rng: &mut StdRng,
+    ) -> &str {
+        let (values, drawn) = (&mut self.values[index], &mut self.drawn[index]);
+        if drawn.len() <= draw {
+            drawn.resize(draw + 1, false);
+            values.resize(draw + 1, String::new());
         }
-        &self.values[index]
+        if !drawn[draw] {
+            let mut value = std::mem::take(&mut values[draw]);
+            let distinct = generators.compiled[index].distinct;
+            for nudge_ms in 0..DISTINCT_REDRAWS_MAX {
+                generators.draw(index, rng, nudge_ms, &mut value);
+                let repeated = distinct
+                    && values
+                        .iter()
+                        .zip(drawn.iter())
+                        .any(|(other, taken)| *taken && *other == value);
+                if !repeated {
+                    break;
+                }
+            }
+            values[draw] = value;
+            drawn[draw] = true;
+        }
+        &values[draw]
     }
 }
 
@@ -289,7 +350,8 @@ pub struct Template {
 #[derive(Debug, Clone)]
 enum Part {
     Text(String),
-    Hole(usize),
+    /// A generator and the request's draw number of it.
+    Hole((usize, usize)),
 }
 
 impl Template {
@@ -307,17 +369,37 @@ impl Template {
                 break;
             };
             let name = &rest[start + 2..start + 2 + length];
-            let index = generators
-                .index_of(name)
+            let hole = generators
+                .draw_of(name)
                 .ok_or_else(|| format!("`${{{name}}}` names no generator"))?;
             if start > 0 {
                 parts.push(Part::Text(rest[..start].to_string()));
             }
-            parts.push(Part::Hole(index));
+            parts.push(Part::Hole(hole));
             rest = &rest[start + 3 + length..];
         }
         if !rest.is_empty() {
             parts.push(Part::Text(rest.to_string()));
+        }
+        // A distinct generator needs a value for each of a request's draws of it.
+        let mut draws: BTreeMap<usize, std::collections::BTreeSet<usize>> = BTreeMap::new();
+        for part in &parts {
+            if let Part::Hole((index, draw)) = part {
+                draws.entry(*index).or_default().insert(*draw);
+            }
+        }
+        for (index, numbers) in draws {
+            let compiled = &generators.compiled[index];
+            if let (true, Some(values)) = (compiled.distinct, compiled.values_max) {
+                if numbers.len() as u64 > values {
+                    return Err(format!(
+                        "generator `{}` is distinct but has {values} values for the {} draws \
+                         of one request",
+                        generators.names[index],
+                        numbers.len()
+                    ));
+                }
+            }
         }
         Ok(Template { parts })
     }
@@ -333,8 +415,8 @@ impl Template {
         for part in &self.parts {
             match part {
                 Part::Text(text) => out.extend_from_slice(text.as_bytes()),
-                Part::Hole(index) => {
-                    let value = draws.get(generators, *index, rng);
+                Part::Hole(hole) => {
+                    let value = draws.get(generators, *hole, rng);
                     push_escaped(value, out);
                 }
             }
@@ -353,7 +435,7 @@ impl Template {
         for part in &self.parts {
             match part {
                 Part::Text(text) => out.push_str(text),
-                Part::Hole(index) => out.push_str(draws.get(generators, *index, rng)),
+                Part::Hole(hole) => out.push_str(draws.get(generators, *hole, rng)),
             }
         }
     }
@@ -448,7 +530,7 @@ mod tests {
         let mut counts: BTreeMap<String, u32> = BTreeMap::new();
         let mut out = String::new();
         for _ in 0..100_000 {
-            generators.draw(0, &mut rng, &mut out);
+            generators.draw(0, &mut rng, 0, &mut out);
             *counts.entry(out.clone()).or_default() += 1;
         }
         let share = |v: &str| f64::from(counts[v]) / 100_000.0;
@@ -500,5 +582,49 @@ mod tests {
         }
         let unknown = Template::of_json(&serde_json::json!({"S": "${nope}"}), &generators);
         assert_eq!(unknown.unwrap_err(), "`${nope}` names no generator");
+    }
+
+    #[test]
+    fn numbered_draws_are_independent_and_distinct_ones_never_repeat_in_a_request() {
+        // Five values, five draws: only a distinct generator gives all five every time.
+        let of = |distinct: bool| {
+            Generators::new(&BTreeMap::from([(
+                "k".to_string(),
+                generator(serde_json::json!({"type": "number", "range": [0, 4],
+                    "distribution": {"zipf": 2.0}, "distinct": distinct})),
+            )]))
+        };
+        let request = serde_json::json!([
+            {"S": "${k#0}"}, {"S": "${k#1}"}, {"S": "${k#2}"}, {"S": "${k#3}"}, {"S": "${k#4}"},
+            {"S": "${k}"}
+        ]);
+        let distinct_values = |generators: &Generators| {
+            let template = Template::of_json(&request, generators).unwrap();
+            let mut draws = Draws::new(generators);
+            let mut rng = StdRng::seed_from_u64(5);
+            let mut fewest = usize::MAX;
+            for _ in 0..200 {
+                draws.reset();
+                let mut out = Vec::new();
+                template.render(generators, &mut draws, &mut rng, &mut out);
+                let body: Vec<Value> = serde_json::from_slice(&out).unwrap();
+                // `${k}` is draw 0.
+                assert_eq!(body[5], body[0]);
+                let seen: std::collections::HashSet<_> = body[..5].iter().collect();
+                fewest = fewest.min(seen.len());
+            }
+            fewest
+        };
+        assert_eq!(distinct_values(&of(true)), 5);
+        // The neighbour: without the option, a skewed generator repeats within a request.
+        assert!(distinct_values(&of(false)) < 5);
+        // Six distinct draws of five values cannot be made, and are refused up front.
+        let six = serde_json::json!([request, {"S": "${k#5}"}]);
+        let refused = Template::of_json(&six, &of(true)).unwrap_err();
+        assert!(
+            refused.contains("has 5 values for the 6 draws"),
+            "{refused}"
+        );
+        assert!(Template::of_json(&six, &of(false)).is_ok());
     }
 }

@@ -58,6 +58,11 @@ pub struct Generator {
     /// How a value is picked among the `cardinality` values (default uniform).
     #[serde(default, skip_serializing_if = "Distribution::is_uniform")]
     pub distribution: Distribution,
+    /// The draws `${name#0}`, `${name#1}`, … of one request are all different values (a
+    /// repeat is drawn again): the keys of a batch's or transaction's parts, which DynamoDB
+    /// refuses to repeat in one call.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub distinct: bool,
 }
 
 /// The kinds of value.

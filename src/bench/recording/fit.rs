@@ -241,6 +241,7 @@ pub fn generator_like(counts: &Counts, distribution: Distribution) -> Generator 
             range: Some([low, high]),
             cardinality: Some(cardinality),
             distribution,
+            distinct: false,
         };
     }
     let prefix = if counts.kind == "N" {
@@ -279,6 +280,7 @@ pub fn generator_like(counts: &Counts, distribution: Distribution) -> Generator 
         range: None,
         cardinality: Some(cardinality),
         distribution,
+        distinct: false,
     }
 }
 
@@ -306,6 +308,7 @@ pub fn named_all(counts: &Counts) -> Generator {
                 })
                 .collect(),
         ),
+        distinct: false,
     }
 }
 

@@ -5,7 +5,7 @@
 //! from their descriptions, loaded with as many items as they held when the recording began.
 //! The result is an ordinary model file (`data_model::model`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 use serde_json::{json, Map, Value};
@@ -14,7 +14,7 @@ use shoal_server::record::format::{Line, RequestLine};
 use super::fit::{self, Counts, SortBehaviour, SortOrder};
 use super::read::each_line;
 use crate::bench::data_model::model::{
-    Distribution, Generator, GeneratorKind, Load, Model, Pattern, Prices, Run, OPERATIONS,
+    Distribution, Generator, GeneratorKind, Load, Model, Pattern, Prices, Run,
 };
 
 /// Item sizes kept per pattern (the first ones).
@@ -23,18 +23,31 @@ const SIZE_SAMPLES_MAX: usize = 100_000;
 const LOAD_ITEMS_MAX: u64 = 1_000_000;
 /// The attribute that carries an item's bytes beyond its keys.
 pub const FILLER_ATTRIBUTE: &str = "payload";
-/// Operations fitted into patterns; batches, transactions and PartiQL are not (yet).
-const FITTED: [&str; 6] = [
+/// Operations fitted into patterns.
+const FITTED: [&str; 11] = [
     "GetItem",
     "PutItem",
     "UpdateItem",
     "DeleteItem",
     "Query",
     "Scan",
+    "BatchWriteItem",
+    "BatchGetItem",
+    "TransactWriteItems",
+    "TransactGetItems",
+    "ExecuteStatement",
+];
+
+/// Operations whose calls name several items, each a part of the line.
+const MULTI_PART: [&str; 4] = [
+    "BatchWriteItem",
+    "BatchGetItem",
+    "TransactWriteItems",
+    "TransactGetItems",
 ];
 
 /// Data-plane operations a model file cannot name at all: reported among the calls not
-/// modelled, like the batches and transactions it can name but model-from does not fit.
+/// modelled.
 const PARTIQL_NOT_IN_MODELS: [&str; 2] = ["BatchExecuteStatement", "ExecuteTransaction"];
 
 /// What one access pattern of the recording did: the figures its model must reproduce.
@@ -89,11 +102,38 @@ struct Group {
     errors: u64,
     /// Calls whose value placeholder held the partition key's value.
     pk_placeholder: HashMap<String, u64>,
+    /// A batch's or transaction's parts by [`part_key`], each a group of the parts alike
+    /// (`calls` counting parts); `pk` above then counts every part's key.
+    parts: Vec<(String, Group)>,
+    /// The parts by table, for the key generators every part on one table shares.
+    by_table: BTreeMap<String, Group>,
+}
+
+impl Group {
+    /// The groups whose items and keys a pattern writes: its parts', or its own.
+    fn item_groups(&self) -> Box<dyn Iterator<Item = &Group> + '_> {
+        if self.parts.is_empty() {
+            Box::new(std::iter::once(self))
+        } else {
+            Box::new(self.parts.iter().map(|(_, part)| part))
+        }
+    }
 }
 
 /// The access pattern a call belongs to: its operation, table, index, expression shapes and
-/// read consistency.
+/// read consistency; for a batch or transaction, its operation and the kinds of part it
+/// holds ([`part_key`], each counted once: how many is fitted).
 pub fn group_key(line: &RequestLine) -> String {
+    if !line.parts.is_empty() {
+        let kinds: BTreeSet<String> = line.parts.iter().map(part_key).collect();
+        return serde_json::to_string(&(&line.op, kinds)).unwrap_or_default();
+    }
+    part_key(line)
+}
+
+/// What makes parts (or single-item calls) alike: operation or part kind, table, index,
+/// expression shapes and read consistency.
+fn part_key(line: &RequestLine) -> String {
     serde_json::to_string(&(
         &line.op,
         &line.table,
@@ -104,9 +144,118 @@ pub fn group_key(line: &RequestLine) -> String {
     .unwrap_or_default()
 }
 
+/// How many parts of a kind a call of `group` holds: the mean over its calls, rounded (at
+/// least 1), so that the pattern's items and units per call stay those recorded.
+fn part_count(group: &Group, part: &Group) -> u64 {
+    ((part.calls as f64 / group.calls.max(1) as f64).round() as u64).max(1)
+}
+
+/// A batch's or transaction's readable name: "BatchWriteItem: 25 x Put Orders",
+/// "TransactWriteItems: Put Orders + Update Customers ADD orders ?".
+fn multi_part_name(group: &Group) -> String {
+    let parts: Vec<String> = group
+        .parts
+        .iter()
+        .map(|(_, part)| match part_count(group, part) {
+            1 => pattern_name(&part.first),
+            count => format!("{count} x {}", pattern_name(&part.first)),
+        })
+        .collect();
+    format!("{}: {}", group.first.op, parts.join(" + "))
+}
+
+/// `value` with each `${name}` made the draw `${name#number}`: one part's own draws.
+fn numbered(value: &Value, number: u64) -> Value {
+    match value {
+        Value::String(text) => {
+            let mut out = String::with_capacity(text.len() + 4);
+            let mut rest = text.as_str();
+            while let Some(start) = rest.find("${") {
+                let Some(length) = rest[start + 2..].find('}') else {
+                    break;
+                };
+                out.push_str(&rest[..start + 2 + length]);
+                out.push_str(&format!("#{number}}}"));
+                rest = &rest[start + 3 + length..];
+            }
+            out.push_str(rest);
+            Value::String(out)
+        }
+        Value::Array(items) => Value::Array(items.iter().map(|v| numbered(v, number)).collect()),
+        Value::Object(members) => Value::Object(
+            members
+                .iter()
+                .map(|(k, v)| (k.clone(), numbered(v, number)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// A batch's or transaction's request from its parts' requests (each kind with its count),
+/// every part with its own draw number.
+fn multi_part_request(
+    operation: &str,
+    parts: &[(&Group, u64, Map<String, Value>)],
+) -> Map<String, Value> {
+    let mut request = Map::new();
+    let mut number = 0;
+    let mut actions = Vec::new();
+    let mut tables: Map<String, Value> = Map::new();
+    for (part, count, body) in parts {
+        let kind = part.first.op.as_str();
+        let table = part.first.table.clone().unwrap_or_default();
+        for _ in 0..*count {
+            let body = numbered(&Value::Object(body.clone()), number);
+            number += 1;
+            match operation {
+                "BatchWriteItem" => {
+                    let (wrapper, member) = match kind {
+                        "Put" => ("PutRequest", "Item"),
+                        _ => ("DeleteRequest", "Key"),
+                    };
+                    let writes = tables.entry(table.clone()).or_insert_with(|| json!([]));
+                    if let Some(writes) = writes.as_array_mut() {
+                        writes.push(json!({ wrapper: { member: body[member] } }));
+                    }
+                }
+                "BatchGetItem" => {
+                    let entry = tables.entry(table.clone()).or_insert_with(|| {
+                        // The table's projection, names and consistency, as recorded.
+                        let mut entry = body.as_object().cloned().unwrap_or_default();
+                        entry.retain(|k, _| {
+                            matches!(
+                                k.as_str(),
+                                "ProjectionExpression"
+                                    | "ExpressionAttributeNames"
+                                    | "ConsistentRead"
+                            )
+                        });
+                        entry.insert("Keys".into(), json!([]));
+                        Value::Object(entry)
+                    });
+                    if let Some(keys) = entry["Keys"].as_array_mut() {
+                        keys.push(body["Key"].clone());
+                    }
+                }
+                _ => actions.push(json!({ kind: body })),
+            }
+        }
+    }
+    if actions.is_empty() {
+        request.insert("RequestItems".into(), Value::Object(tables));
+    } else {
+        request.insert("TransactItems".into(), Value::Array(actions));
+    }
+    request
+}
+
 /// A pattern's readable name: "Query Orders by ByStatus where status = ?".
 fn pattern_name(line: &RequestLine) -> String {
     let table = line.table.as_deref().unwrap_or("?");
+    if let Some(statement) = &line.shape.statement {
+        return format!("{} {statement}", line.op);
+    }
     let mut name = format!("{} {table}", line.op);
     if let Some(index) = &line.index {
         name.push_str(&format!(" by {index}"));
@@ -139,6 +288,8 @@ pub fn model_from(paths: &[impl AsRef<Path>], name: &str) -> Result<ModelFromRec
     let mut groups: Vec<Group> = Vec::new();
     let mut by_key: HashMap<String, usize> = HashMap::new();
     let mut other_operations: BTreeMap<String, u64> = BTreeMap::new();
+    // Batches and transactions whose parts the recording does not hold.
+    let mut without_parts: BTreeMap<String, u64> = BTreeMap::new();
     let (mut first_us, mut last_us) = (u64::MAX, 0u64);
     let mut hashed = false;
     let mut dropped = 0;
@@ -168,10 +319,24 @@ pub fn model_from(paths: &[impl AsRef<Path>], name: &str) -> Result<ModelFromRec
                 *other_operations.entry(line.op.clone()).or_default() += 1;
                 return;
             }
-            if let (Some(table), Some(pk)) = (&line.table, &line.pk) {
-                let key = (table.clone(), line.index.clone(), pk.clone());
-                if partitions.len() < PARTITIONS_TRACKED_MAX || partitions.contains_key(&key) {
-                    *partitions.entry(key).or_default() += line.units.unwrap_or(0.0);
+            if MULTI_PART.contains(&line.op.as_str()) && line.parts.is_empty() {
+                *without_parts.entry(line.op.clone()).or_default() += 1;
+                return;
+            }
+            // A batch's or transaction's units are shared equally among its parts, each on
+            // its own partition: the rule the bench counts them by.
+            let items: Vec<&RequestLine> = if line.parts.is_empty() {
+                vec![&*line]
+            } else {
+                line.parts.iter().collect()
+            };
+            let units = line.units.unwrap_or(0.0) / items.len() as f64;
+            for item in items {
+                if let (Some(table), Some(pk)) = (&item.table, &item.pk) {
+                    let key = (table.clone(), item.index.clone(), pk.clone());
+                    if partitions.len() < PARTITIONS_TRACKED_MAX || partitions.contains_key(&key) {
+                        *partitions.entry(key).or_default() += units;
+                    }
                 }
             }
             let key = group_key(&line);
@@ -203,8 +368,6 @@ pub fn model_from(paths: &[impl AsRef<Path>], name: &str) -> Result<ModelFromRec
         .filter_map(|(op, calls)| {
             let why = if FITTED.contains(&op.as_str()) {
                 "they name no table"
-            } else if OPERATIONS.contains(&op.as_str()) {
-                "batches, transactions and PartiQL are not fitted"
             } else if PARTIQL_NOT_IN_MODELS.contains(&op.as_str()) {
                 "a model has no pattern for PartiQL batches and transactions"
             } else {
@@ -213,6 +376,12 @@ pub fn model_from(paths: &[impl AsRef<Path>], name: &str) -> Result<ModelFromRec
             };
             Some(format!("{op}: {calls} calls ({why})"))
         })
+        .chain(without_parts.iter().map(|(op, calls)| {
+            format!(
+                "{op}: {calls} calls (their parts are not in the recording: recorded before \
+                 parts were, or a request that did not parse)"
+            )
+        }))
         .collect();
     groups.retain(|group| {
         let known = tables
@@ -260,6 +429,30 @@ pub fn model_from(paths: &[impl AsRef<Path>], name: &str) -> Result<ModelFromRec
 }
 
 fn add(group: &mut Group, line: &RequestLine) {
+    for part in &line.parts {
+        let key = part_key(part);
+        let at = match group.parts.iter().position(|(k, _)| *k == key) {
+            Some(at) => at,
+            None => {
+                let first = Group {
+                    first: part.clone(),
+                    ..Group::default()
+                };
+                group.parts.push((key, first));
+                group.parts.len() - 1
+            }
+        };
+        add(&mut group.parts[at].1, part);
+        let table = part.table.clone().unwrap_or_default();
+        let by_table = group.by_table.entry(table).or_insert_with(|| Group {
+            first: part.clone(),
+            ..Group::default()
+        });
+        add(by_table, part);
+        if let (Some(pk), Some(kind)) = (&part.pk, &part.pk_type) {
+            group.pk.add(pk, kind);
+        }
+    }
     group.calls += 1;
     if line.error.is_some() {
         group.errors += 1;
@@ -300,7 +493,7 @@ fn add(group: &mut Group, line: &RequestLine) {
             .or_default()
             .add(&value.value, &value.kind);
     }
-    let size_of_write = line.op == "PutItem";
+    let size_of_write = matches!(line.op.as_str(), "PutItem" | "Put");
     if let (true, Some(bytes)) = (size_of_write, line.item_bytes) {
         if group.sizes.len() < SIZE_SAMPLES_MAX {
             group.sizes.push(bytes);
@@ -413,7 +606,7 @@ fn build(
         merged.draws += counts.draws;
         merged.untracked += counts.untracked;
     };
-    for group in groups {
+    for group in groups.iter().flat_map(Group::item_groups) {
         let table = group.first.table.clone().unwrap_or_default();
         let Some(description) = described.get(table.as_str()) else {
             continue;
@@ -434,12 +627,15 @@ fn build(
         }
     }
     let no_space = Counts::default();
-    let mut generators: BTreeMap<String, Generator> = BTreeMap::new();
+    let mut fitting = Fitting {
+        spaces: &spaces,
+        generators: BTreeMap::new(),
+        put_items: BTreeMap::new(),
+    };
     let mut patterns = Vec::new();
     let mut recorded = Vec::new();
     let mut names_taken: BTreeMap<String, u32> = BTreeMap::new();
-    // The PutItem pattern of each table, whose item the load reuses.
-    let mut put_items: BTreeMap<String, Value> = BTreeMap::new();
+    let mut used_tables: BTreeSet<String> = BTreeSet::new();
     for (number, group) in groups.iter().enumerate() {
         let line = &group.first;
         let table = line.table.clone().unwrap_or_default();
@@ -447,153 +643,58 @@ fn build(
             continue;
         };
         let keys = keys_of(description);
-        let mut pattern_name = pattern_name(line);
+        let mut pattern_name = if group.parts.is_empty() {
+            pattern_name(line)
+        } else {
+            multi_part_name(group)
+        };
         let taken = names_taken.entry(pattern_name.clone()).or_default();
         *taken += 1;
         if *taken > 1 {
             pattern_name = format!("{pattern_name} ({taken})");
         }
         let tag = format!("p{number}");
-        let mut request = Map::new();
-        request.insert("TableName".into(), json!(table));
-        if let Some(index) = &line.index {
-            request.insert("IndexName".into(), json!(index));
-        }
-        for (parameter, text) in &line.expressions {
-            request.insert(parameter.clone(), json!(text));
-        }
-        if !line.names.is_empty() {
-            request.insert("ExpressionAttributeNames".into(), json!(line.names));
-        }
-        for (parameter, value) in &line.params {
-            request.insert(parameter.clone(), value.clone());
-        }
-        // The partition key's generator: the key space's shape, this pattern's skew.
-        let hash = match &line.index {
-            Some(index) => keys
-                .index_hash
-                .get(index)
-                .map(|h| (h.clone(), group.pk.kind.clone())),
-            None => keys.hash.clone(),
-        };
-        let pk_generator = hash.as_ref().map(|(attribute, _)| {
-            let space = space_of(&spaces, &table, attribute, &no_space);
-            let generator_name = format!("{}_{tag}", slug(attribute));
-            let generator = if fit::is_small_set(&group.pk) {
-                fit::named_all(&group.pk)
-            } else {
-                fit::generator_like(space, fit::distribution(&group.pk))
+        used_tables.insert(table.clone());
+        let request = if group.parts.is_empty() {
+            let item_keys = ItemKeys {
+                group,
+                tag: &tag,
+                puts: line.op == "PutItem",
+                distinct: false,
             };
-            generators.insert(generator_name.clone(), generator);
-            generator_name
-        });
-        let pk_placeholder = group
-            .pk_placeholder
-            .iter()
-            .max_by_key(|(_, calls)| **calls)
-            .filter(|(_, calls)| **calls * 2 >= group.calls)
-            .map(|(p, _)| p.clone());
-        let mut values = Map::new();
-        for (placeholder, counts) in &group.values {
-            let kind = counts.kind.as_str();
-            let generator_name = match (&pk_placeholder, &pk_generator) {
-                (Some(p), Some(g)) if p == placeholder => g.clone(),
-                _ => {
-                    let generator_name =
-                        format!("{}_{tag}", slug(placeholder.trim_start_matches(':')));
-                    let generator = if fit::is_small_set(counts) {
-                        fit::named_all(counts)
-                    } else {
-                        fit::generator_like(counts, fit::distribution(counts))
-                    };
-                    generators.insert(generator_name.clone(), generator);
-                    generator_name
-                }
-            };
-            let value = match kind {
-                "BOOL" => {
-                    let most = counts
-                        .by_value
-                        .iter()
-                        .max_by_key(|(_, c)| **c)
-                        .map(|(v, _)| v == "true");
-                    json!({"BOOL": most.unwrap_or(true)})
-                }
-                "B" => json!({"B": "AA=="}),
-                _ => typed(kind, &generator_name),
-            };
-            values.insert(placeholder.clone(), value);
-        }
-        if !values.is_empty() {
-            request.insert("ExpressionAttributeValues".into(), Value::Object(values));
-        }
-        let names_an_item = matches!(
-            line.op.as_str(),
-            "GetItem" | "PutItem" | "UpdateItem" | "DeleteItem"
-        );
-        let sort_key = keys.range.as_ref().filter(|_| names_an_item);
-        let sort_generator = sort_key.map(|(attribute, kind)| {
-            let space = space_of(&spaces, &table, attribute, &no_space);
-            let generator_name = format!("{}_{tag}", slug(attribute));
-            let generator = if line.op == "PutItem" {
-                sort_key_generator(space, kind, group.sk_order.behaviour())
-            } else if fit::is_small_set(&group.sk) {
-                fit::named_all(&group.sk)
-            } else {
-                fit::generator_like(space, fit::distribution(&group.sk))
-            };
-            generators.insert(generator_name.clone(), generator);
-            (attribute.clone(), kind.clone(), generator_name)
-        });
-        let key_item = |pk_generator: &Option<String>| {
-            let mut key = Map::new();
-            if let (Some((attribute, kind)), Some(generator)) = (&keys.hash, pk_generator) {
-                key.insert(attribute.clone(), typed(kind, generator));
-            }
-            if let Some((attribute, kind, generator)) = &sort_generator {
-                key.insert(attribute.clone(), typed(kind, generator));
-            }
-            key
-        };
-        match line.op.as_str() {
-            "GetItem" | "UpdateItem" | "DeleteItem" => {
-                request.insert("Key".into(), Value::Object(key_item(&pk_generator)));
-            }
-            "PutItem" => {
-                let mut item = key_item(&pk_generator);
-                for (attribute, counts) in &group.index_keys {
-                    let generator_name = format!("{}_{tag}", slug(attribute));
-                    let generator = if fit::is_small_set(counts) {
-                        fit::named_all(counts)
-                    } else {
-                        let space = space_of(&spaces, &table, attribute, &no_space);
-                        fit::generator_like(space, fit::distribution(counts))
-                    };
-                    generators.insert(generator_name.clone(), generator);
-                    item.insert(attribute.clone(), typed(&counts.kind, &generator_name));
-                }
-                let mut sizes = group.sizes.clone();
-                let base = item_base_bytes(&item, &generators);
-                let low = fit::percentile(&mut sizes, 10.0);
-                let high = fit::percentile(&mut sizes, 90.0);
-                let filler_name = format!("{FILLER_ATTRIBUTE}_{tag}");
-                let filler = |bytes: u64| {
-                    bytes
-                        .saturating_sub(base + FILLER_ATTRIBUTE.len() as u64)
-                        .max(1) as u32
+            item_request(&mut fitting, group, &keys, &tag, &item_keys)
+        } else {
+            let mut parts = Vec::new();
+            for (signature, (_, part_group)) in group.parts.iter().enumerate() {
+                let part_table = part_group.first.table.clone().unwrap_or_default();
+                let Some(part_description) = described.get(part_table.as_str()) else {
+                    continue;
                 };
-                generators.insert(
-                    filler_name.clone(),
-                    filler_generator(filler(low), filler(high)),
+                used_tables.insert(part_table.clone());
+                // Every part on one table draws its key from one generator, each with its
+                // own draw number: distinct, so no call names an item twice.
+                let key_group = &group.by_table[&part_table];
+                let key_tag = format!("{tag}_{}", slug(&part_table));
+                let item_keys = ItemKeys {
+                    group: key_group,
+                    tag: &key_tag,
+                    puts: group.parts.iter().any(|(_, g)| {
+                        g.first.op == "Put" && g.first.table == part_group.first.table
+                    }),
+                    distinct: true,
+                };
+                let body = item_request(
+                    &mut fitting,
+                    part_group,
+                    &keys_of(part_description),
+                    &format!("{tag}s{signature}"),
+                    &item_keys,
                 );
-                item.insert(FILLER_ATTRIBUTE.into(), typed("S", &filler_name));
-                put_items
-                    .entry(table.clone())
-                    .or_insert_with(|| Value::Object(item.clone()));
-                request.insert("Item".into(), Value::Object(item));
+                parts.push((part_group, part_count(group, part_group), body));
             }
-            _ => {}
-        }
+            multi_part_request(&line.op, &parts)
+        };
+
         let rate = group.calls as f64 / seconds;
         let partition_target = match &line.index {
             Some(index) if !keys.local_indexes.contains(index) => format!("{table}/{index}"),
@@ -629,10 +730,14 @@ fn build(
         });
     }
     // Tables as created, loaded with the items they held when the recording began.
-    let used: Vec<&str> = recorded.iter().map(|p| p.table.as_str()).collect();
+    let Fitting {
+        mut generators,
+        put_items,
+        ..
+    } = fitting;
     let mut creates = Vec::new();
     let mut loads = Vec::new();
-    for (table, description) in tables.iter().filter(|(n, _)| used.contains(&n.as_str())) {
+    for (table, description) in tables.iter().filter(|(n, _)| used_tables.contains(n)) {
         if let Ok(create) = crate::transfer::schema::create_table_request(description, table) {
             creates.push(create);
         }
@@ -707,6 +812,236 @@ fn build(
     }
 }
 
+/// Whose keys an item-level request draws, and how.
+struct ItemKeys<'a> {
+    /// The calls (or parts) whose keys the generators reproduce.
+    group: &'a Group,
+    /// Names the key generators (`{attribute}_{tag}`).
+    tag: &'a str,
+    /// Whether the keys are written by puts (the sort key then follows their order).
+    puts: bool,
+    /// Whether one call's draws of the key must differ (the parts of a batch or transaction).
+    distinct: bool,
+}
+
+/// What the patterns share while they are fitted.
+struct Fitting<'a> {
+    spaces: &'a BTreeMap<(String, String), Counts>,
+    generators: BTreeMap<String, Generator>,
+    /// The PutItem (or Put part) item of each table, whose shape the load reuses.
+    put_items: BTreeMap<String, Value>,
+}
+
+/// The operation whose request a part's body is like: a transaction's `Put` a PutItem's, a
+/// `ConditionCheck` or `Get` a GetItem's (it names a key).
+fn single_operation(operation: &str) -> &str {
+    match operation {
+        "Put" => "PutItem",
+        "Update" => "UpdateItem",
+        "Delete" => "DeleteItem",
+        "ConditionCheck" | "Get" => "GetItem",
+        other => other,
+    }
+}
+
+/// The request of one single-item call (or one part of a batch or transaction) of `group`:
+/// its expressions and parameters as recorded, its values, key and item from fitted
+/// generators (the key's from `item_keys`).
+fn item_request(
+    fitting: &mut Fitting<'_>,
+    group: &Group,
+    keys: &Keys,
+    tag: &str,
+    item_keys: &ItemKeys<'_>,
+) -> Map<String, Value> {
+    let line = &group.first;
+    let table = line.table.clone().unwrap_or_default();
+    let single = single_operation(&line.op);
+    let no_space = Counts::default();
+    let spaces = fitting.spaces;
+    let generators = &mut fitting.generators;
+    let mut request = Map::new();
+    if single == "ExecuteStatement" {
+        // The statement names its table; its literals are parameters now.
+        if let Some(statement) = &line.shape.statement {
+            request.insert("Statement".into(), json!(statement));
+        }
+    } else {
+        request.insert("TableName".into(), json!(table));
+        if let Some(index) = &line.index {
+            request.insert("IndexName".into(), json!(index));
+        }
+    }
+    for (parameter, text) in &line.expressions {
+        request.insert(parameter.clone(), json!(text));
+    }
+    if !line.names.is_empty() {
+        request.insert("ExpressionAttributeNames".into(), json!(line.names));
+    }
+    for (parameter, value) in &line.params {
+        request.insert(parameter.clone(), value.clone());
+    }
+    // The partition key's generator: the key space's shape, this pattern's skew.
+    let hash = match &line.index {
+        Some(index) => keys
+            .index_hash
+            .get(index)
+            .map(|h| (h.clone(), group.pk.kind.clone())),
+        None => keys.hash.clone(),
+    };
+    let pk_generator = hash.as_ref().map(|(attribute, _)| {
+        let space = space_of(spaces, &table, attribute, &no_space);
+        let generator_name = format!("{}_{}", slug(attribute), item_keys.tag);
+        let pk = &item_keys.group.pk;
+        let mut generator = if fit::is_small_set(pk) {
+            fit::named_all(pk)
+        } else {
+            fit::generator_like(space, fit::distribution(pk))
+        };
+        // Without a sort key, the partition key alone tells a call's items apart.
+        generator.distinct = item_keys.distinct && keys.range.is_none();
+        generators.insert(generator_name.clone(), generator);
+        generator_name
+    });
+    let pk_placeholder = group
+        .pk_placeholder
+        .iter()
+        .max_by_key(|(_, calls)| **calls)
+        .filter(|(_, calls)| **calls * 2 >= group.calls)
+        .map(|(p, _)| p.clone());
+    let mut values = Map::new();
+    for (placeholder, counts) in &group.values {
+        let kind = counts.kind.as_str();
+        let generator_name = match (&pk_placeholder, &pk_generator) {
+            (Some(p), Some(g)) if p == placeholder => g.clone(),
+            _ => {
+                // A statement's `?2` is its second parameter.
+                let base = match placeholder.strip_prefix('?') {
+                    Some(position) => format!("parameter{position}"),
+                    None => slug(placeholder.trim_start_matches(':')),
+                };
+                let generator_name = format!("{base}_{tag}");
+                let generator = if fit::is_small_set(counts) {
+                    fit::named_all(counts)
+                } else {
+                    fit::generator_like(counts, fit::distribution(counts))
+                };
+                generators.insert(generator_name.clone(), generator);
+                generator_name
+            }
+        };
+        let value = match kind {
+            "BOOL" => {
+                let most = counts
+                    .by_value
+                    .iter()
+                    .max_by_key(|(_, c)| **c)
+                    .map(|(v, _)| v == "true");
+                json!({"BOOL": most.unwrap_or(true)})
+            }
+            "B" => json!({"B": "AA=="}),
+            _ => typed(kind, &generator_name),
+        };
+        values.insert(placeholder.clone(), value);
+    }
+    if single == "ExecuteStatement" {
+        // `?1`, `?2`, … in the statement's order; a value the recording could not read
+        // (not a scalar) is a NULL.
+        let count = line
+            .shape
+            .statement
+            .as_deref()
+            .map_or(0, |s| s.matches('?').count());
+        let parameters: Vec<Value> = (1..=count)
+            .map(|at| {
+                values
+                    .remove(&format!("?{at}"))
+                    .unwrap_or_else(|| json!({"NULL": true}))
+            })
+            .collect();
+        if !parameters.is_empty() {
+            request.insert("Parameters".into(), Value::Array(parameters));
+        }
+    } else if !values.is_empty() {
+        request.insert("ExpressionAttributeValues".into(), Value::Object(values));
+    }
+    let names_an_item = matches!(single, "GetItem" | "PutItem" | "UpdateItem" | "DeleteItem");
+    let sort_key = keys.range.as_ref().filter(|_| names_an_item);
+    let sort_generator = sort_key.map(|(attribute, kind)| {
+        let space = space_of(spaces, &table, attribute, &no_space);
+        let (sk, sk_order) = (&item_keys.group.sk, item_keys.group.sk_order);
+        let mut generator = if item_keys.puts {
+            sort_key_generator(space, kind, sk_order.behaviour())
+        } else if fit::is_small_set(sk) {
+            fit::named_all(sk)
+        } else {
+            fit::generator_like(space, fit::distribution(sk))
+        };
+        // One sequence per table, which every pattern writing it in sequence draws from: two
+        // sequences would write the same keys (and fail each other's conditions). A
+        // sequence never repeats, so it needs no `distinct`.
+        let generator_name = if generator.kind == GeneratorKind::Sequence {
+            format!("{}_{}_sequence", slug(attribute), slug(&table))
+        } else {
+            generator.distinct = item_keys.distinct;
+            format!("{}_{}", slug(attribute), item_keys.tag)
+        };
+        generators.insert(generator_name.clone(), generator);
+        (attribute.clone(), kind.clone(), generator_name)
+    });
+    let key_item = |pk_generator: &Option<String>| {
+        let mut key = Map::new();
+        if let (Some((attribute, kind)), Some(generator)) = (&keys.hash, pk_generator) {
+            key.insert(attribute.clone(), typed(kind, generator));
+        }
+        if let Some((attribute, kind, generator)) = &sort_generator {
+            key.insert(attribute.clone(), typed(kind, generator));
+        }
+        key
+    };
+    match single {
+        "GetItem" | "UpdateItem" | "DeleteItem" => {
+            request.insert("Key".into(), Value::Object(key_item(&pk_generator)));
+        }
+        "PutItem" => {
+            let mut item = key_item(&pk_generator);
+            for (attribute, counts) in &group.index_keys {
+                let generator_name = format!("{}_{tag}", slug(attribute));
+                let generator = if fit::is_small_set(counts) {
+                    fit::named_all(counts)
+                } else {
+                    let space = space_of(spaces, &table, attribute, &no_space);
+                    fit::generator_like(space, fit::distribution(counts))
+                };
+                generators.insert(generator_name.clone(), generator);
+                item.insert(attribute.clone(), typed(&counts.kind, &generator_name));
+            }
+            let mut sizes = group.sizes.clone();
+            let base = item_base_bytes(&item, generators);
+            let low = fit::percentile(&mut sizes, 10.0);
+            let high = fit::percentile(&mut sizes, 90.0);
+            let filler_name = format!("{FILLER_ATTRIBUTE}_{tag}");
+            let filler = |bytes: u64| {
+                bytes
+                    .saturating_sub(base + FILLER_ATTRIBUTE.len() as u64)
+                    .max(1) as u32
+            };
+            generators.insert(
+                filler_name.clone(),
+                filler_generator(filler(low), filler(high)),
+            );
+            item.insert(FILLER_ATTRIBUTE.into(), typed("S", &filler_name));
+            fitting
+                .put_items
+                .entry(table.clone())
+                .or_insert_with(|| Value::Object(item.clone()));
+            request.insert("Item".into(), Value::Object(item));
+        }
+        _ => {}
+    }
+    request
+}
+
 /// The filler attribute's generator: text of `low` to `high` characters.
 fn filler_generator(low: u32, high: u32) -> Generator {
     Generator {
@@ -716,6 +1051,7 @@ fn filler_generator(low: u32, high: u32) -> Generator {
         range: None,
         cardinality: None,
         distribution: Distribution::Uniform,
+        distinct: false,
     }
 }
 
@@ -733,6 +1069,7 @@ fn sort_key_generator(space: &Counts, kind: &str, behaviour: SortBehaviour) -> G
         range: None,
         cardinality: None,
         distribution: Distribution::Uniform,
+        distinct: false,
     };
     match behaviour {
         SortBehaviour::Sequential => plain(GeneratorKind::Sequence),
@@ -803,17 +1140,15 @@ mod tests {
         }))
     }
 
-    #[test]
-    fn every_data_plane_call_not_fitted_is_named() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("calls.jsonl");
+    /// A recording in `dir` of table T (hash key `k`) and `calls`.
+    fn recording_of(dir: &Path, calls: &[Line]) -> std::path::PathBuf {
         let table = json!({
             "TableName": "T",
             "AttributeDefinitions": [{"AttributeName": "k", "AttributeType": "S"}],
             "KeySchema": [{"AttributeName": "k", "KeyType": "HASH"}],
             "ItemCount": 0
         });
-        let lines = [
+        let head = [
             Line::Start(Start {
                 version: VERSION,
                 time_ms: 0,
@@ -822,6 +1157,21 @@ mod tests {
                 bodies: true,
             }),
             Line::Table(TableLine { at_us: 0, table }),
+        ];
+        let text: String = head
+            .iter()
+            .chain(calls)
+            .map(|line| serde_json::to_string(line).unwrap() + "\n")
+            .collect();
+        let path = dir.join("calls.jsonl");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn every_data_plane_call_not_fitted_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let calls = [
             request("GetItem", Some("T")),
             request("GetItem", None),
             request("BatchWriteItem", Some("T")),
@@ -832,23 +1182,76 @@ mod tests {
             request("ExecuteTransaction", None),
             request("DescribeTable", Some("T")),
         ];
-        let text: String = lines
-            .iter()
-            .map(|line| serde_json::to_string(line).unwrap() + "\n")
-            .collect();
-        std::fs::write(&path, text).unwrap();
+        let path = recording_of(dir.path(), &calls);
         let fitted = model_from(&[&path], "t").unwrap();
         let notes = fitted.skipped.join("\n");
         for expected in [
             "GetItem: 1 calls (they name no table)",
-            "BatchWriteItem: 1 calls (batches",
-            "TransactGetItems: 1 calls (batches",
-            "ExecuteStatement: 1 calls (batches",
+            "BatchWriteItem: 1 calls (their parts are not in the recording",
+            "TransactGetItems: 1 calls (their parts are not in the recording",
+            "ExecuteStatement: 1 calls (they name no table)",
             "BatchExecuteStatement: 1 calls (a model has no pattern",
             "ExecuteTransaction: 2 calls (a model has no pattern",
         ] {
             assert!(notes.contains(expected), "{expected} not in {notes}");
         }
         assert!(!notes.contains("DescribeTable"), "{notes}");
+    }
+
+    #[test]
+    fn batch_parts_group_by_kind_with_their_mean_count_and_distinct_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let part = |op: &str, key: u32| RequestLine {
+            op: op.into(),
+            table: Some("T".into()),
+            pk: Some(format!("k#{key}")),
+            pk_type: Some("S".into()),
+            ..RequestLine::default()
+        };
+        let mut calls = Vec::new();
+        // Writes of 2 and 3 puts and one delete (a mean of 2.5 puts: 3), and gets of 4 keys.
+        for call in 0..40u32 {
+            let puts = 2 + call % 2;
+            let mut parts: Vec<RequestLine> =
+                (0..puts).map(|n| part("Put", call * 10 + n)).collect();
+            parts.push(part("Delete", call * 10 + 9));
+            calls.push(Line::Request(Box::new(RequestLine {
+                at_us: u64::from(call) * 1000,
+                op: "BatchWriteItem".into(),
+                table: Some("T".into()),
+                units: Some(4.0),
+                parts,
+                ..RequestLine::default()
+            })));
+            calls.push(Line::Request(Box::new(RequestLine {
+                at_us: u64::from(call) * 1000 + 1,
+                op: "BatchGetItem".into(),
+                table: Some("T".into()),
+                units: Some(2.0),
+                parts: (0..4).map(|n| part("Get", n)).collect(),
+                ..RequestLine::default()
+            })));
+        }
+        let path = recording_of(dir.path(), &calls);
+        let fitted = model_from(&[&path], "t").unwrap();
+        let names: Vec<&str> = fitted.patterns.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "BatchWriteItem: 3 x Put T + Delete T",
+                "BatchGetItem: 4 x Get T"
+            ]
+        );
+        let model = Model::parse(&serde_json::to_string(&fitted.model).unwrap()).unwrap();
+        let writes = &model.patterns[0].request["RequestItems"]["T"];
+        assert_eq!(writes.as_array().unwrap().len(), 4, "{writes}");
+        assert_eq!(writes[3]["DeleteRequest"]["Key"]["k"]["S"], "${k_p0_T#3}");
+        // No sort key: the partition key's draws are the distinct ones.
+        assert!(model.generators["k_p0_T"].distinct);
+        let keys = &model.patterns[1].request["RequestItems"]["T"]["Keys"];
+        assert_eq!(keys.as_array().unwrap().len(), 4, "{keys}");
+        // Every fitted request compiles, distinct draws included.
+        let generators = crate::bench::data_model::generate::Generators::new(&model.generators);
+        crate::bench::data_model::run::compile(&model, &generators).unwrap();
     }
 }
