@@ -1,4 +1,4 @@
-//! TLS for `https://` endpoints: rustls on aws-lc-rs, trusting the system's root
+//! TLS for `https://` endpoints: rustls on ring, trusting the system's root
 //! certificates (`SSL_CERT_FILE` / `SSL_CERT_DIR` replace them, as with OpenSSL) and, when
 //! given, the certificates of one more PEM file (`SHOAL_EXTRA_CA_CERT`).
 
@@ -36,7 +36,7 @@ pub fn client_config(extra_ca_cert: Option<&Path>) -> Result<Arc<ClientConfig>, 
             "no trusted root certificates: the system has none (set SSL_CERT_FILE to a PEM bundle) and {EXTRA_CA_CERT_VAR} names none"
         ));
     }
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| format!("TLS configuration: {e}"))?

@@ -211,7 +211,7 @@ mod tls_proxy {
             certified.signing_key.serialize_der(),
         ));
         let certificate: CertificateDer<'static> = certified.cert.der().clone();
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
         let config = ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .unwrap()

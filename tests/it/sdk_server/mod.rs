@@ -138,6 +138,7 @@ impl Server {
                 "static",
             ))
             .endpoint_url(&self.endpoint)
+            .http_client(plain_http_client())
             .build();
         Client::from_conf(config)
     }
@@ -178,6 +179,7 @@ impl Server {
                 "static",
             ))
             .endpoint_url(&self.endpoint)
+            .http_client(plain_http_client())
             .build();
         aws_sdk_dynamodbstreams::Client::from_conf(config)
     }
@@ -193,6 +195,12 @@ impl Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The SDK's own hyper client without TLS: the server is on plain `http://127.0.0.1`, and the
+/// SDK's default HTTPS clients cost the test build a C build of aws-lc (Cargo.toml).
+fn plain_http_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
+    aws_smithy_http_client::Builder::new().build_http()
 }
 
 /// One HTTP/1.1 request to `endpoint` (`http://HOST:PORT`) on a fresh connection: the
