@@ -24,7 +24,7 @@ const LOAD_ITEMS_MAX: u64 = 1_000_000;
 /// The attribute that carries an item's bytes beyond its keys.
 pub const FILLER_ATTRIBUTE: &str = "payload";
 /// Operations fitted into patterns.
-const FITTED: [&str; 11] = [
+const FITTED: [&str; 13] = [
     "GetItem",
     "PutItem",
     "UpdateItem",
@@ -36,19 +36,19 @@ const FITTED: [&str; 11] = [
     "TransactWriteItems",
     "TransactGetItems",
     "ExecuteStatement",
+    "BatchExecuteStatement",
+    "ExecuteTransaction",
 ];
 
-/// Operations whose calls name several items, each a part of the line.
-const MULTI_PART: [&str; 4] = [
+/// Operations whose calls name several items (or statements), each a part of the line.
+const MULTI_PART: [&str; 6] = [
     "BatchWriteItem",
     "BatchGetItem",
     "TransactWriteItems",
     "TransactGetItems",
+    "BatchExecuteStatement",
+    "ExecuteTransaction",
 ];
-
-/// Data-plane operations a model file cannot name at all: reported among the calls not
-/// modelled.
-const PARTIQL_NOT_IN_MODELS: [&str; 2] = ["BatchExecuteStatement", "ExecuteTransaction"];
 
 /// What one access pattern of the recording did: the figures its model must reproduce.
 #[derive(Debug, Clone, Default)]
@@ -201,6 +201,7 @@ fn multi_part_request(
     let mut request = Map::new();
     let mut number = 0;
     let mut actions = Vec::new();
+    let mut statements = Vec::new();
     let mut tables: Map<String, Value> = Map::new();
     for (part, count, body) in parts {
         let kind = part.first.op.as_str();
@@ -238,11 +239,19 @@ fn multi_part_request(
                         keys.push(body["Key"].clone());
                     }
                 }
+                // A PartiQL batch's or transaction's statement is its part's body.
+                "BatchExecuteStatement" | "ExecuteTransaction" => statements.push(body),
                 _ => actions.push(json!({ kind: body })),
             }
         }
     }
-    if actions.is_empty() {
+    if !statements.is_empty() {
+        let member = match operation {
+            "BatchExecuteStatement" => "Statements",
+            _ => "TransactStatements",
+        };
+        request.insert(member.into(), Value::Array(statements));
+    } else if actions.is_empty() {
         request.insert("RequestItems".into(), Value::Object(tables));
     } else {
         request.insert("TransactItems".into(), Value::Array(actions));
@@ -254,7 +263,11 @@ fn multi_part_request(
 fn pattern_name(line: &RequestLine) -> String {
     let table = line.table.as_deref().unwrap_or("?");
     if let Some(statement) = &line.shape.statement {
-        return format!("{} {statement}", line.op);
+        // A PartiQL batch's part is its statement alone.
+        return match line.op.as_str() {
+            "Statement" => statement.clone(),
+            op => format!("{op} {statement}"),
+        };
     }
     let mut name = format!("{} {table}", line.op);
     if let Some(index) = &line.index {
@@ -368,8 +381,6 @@ pub fn model_from(paths: &[impl AsRef<Path>], name: &str) -> Result<ModelFromRec
         .filter_map(|(op, calls)| {
             let why = if FITTED.contains(&op.as_str()) {
                 "they name no table"
-            } else if PARTIQL_NOT_IN_MODELS.contains(&op.as_str()) {
-                "a model has no pattern for PartiQL batches and transactions"
             } else {
                 // The control plane (CreateTable, DescribeTable, …) is no access pattern.
                 return None;
@@ -840,6 +851,7 @@ fn single_operation(operation: &str) -> &str {
         "Update" => "UpdateItem",
         "Delete" => "DeleteItem",
         "ConditionCheck" | "Get" => "GetItem",
+        "Statement" => "ExecuteStatement",
         other => other,
     }
 }
@@ -1125,7 +1137,7 @@ fn typical_length(generator: &Generator) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shoal_server::record::format::{Start, TableLine, VERSION};
+    use shoal_server::record::format::{Shapes, Start, TableLine, VERSION};
 
     fn request(op: &str, table: Option<&str>) -> Line {
         Line::Request(Box::new(RequestLine {
@@ -1190,12 +1202,74 @@ mod tests {
             "BatchWriteItem: 1 calls (their parts are not in the recording",
             "TransactGetItems: 1 calls (their parts are not in the recording",
             "ExecuteStatement: 1 calls (they name no table)",
-            "BatchExecuteStatement: 1 calls (a model has no pattern",
-            "ExecuteTransaction: 2 calls (a model has no pattern",
+            "BatchExecuteStatement: 1 calls (they name no table)",
+            "ExecuteTransaction: 2 calls (they name no table)",
         ] {
             assert!(notes.contains(expected), "{expected} not in {notes}");
         }
         assert!(!notes.contains("DescribeTable"), "{notes}");
+    }
+
+    #[test]
+    fn partiql_batches_and_transactions_are_fitted_as_batches_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let statement = |key: u32| RequestLine {
+            op: "Statement".into(),
+            table: Some("T".into()),
+            pk: Some(format!("k#{key}")),
+            pk_type: Some("S".into()),
+            shape: Shapes {
+                statement: Some("SELECT * FROM \"T\" WHERE k = ?".into()),
+                ..Shapes::default()
+            },
+            values: BTreeMap::from([(
+                "?1".to_string(),
+                shoal_server::record::format::Scalar {
+                    kind: "S".into(),
+                    value: format!("k#{key}"),
+                },
+            )]),
+            ..RequestLine::default()
+        };
+        let mut calls = Vec::new();
+        for call in 0..40u32 {
+            for (op, count) in [("BatchExecuteStatement", 3), ("ExecuteTransaction", 2)] {
+                calls.push(Line::Request(Box::new(RequestLine {
+                    at_us: u64::from(call) * 1000,
+                    op: op.into(),
+                    table: Some("T".into()),
+                    units: Some(1.5),
+                    parts: (0..count).map(|n| statement(call * 10 + n)).collect(),
+                    ..RequestLine::default()
+                })));
+            }
+        }
+        let path = recording_of(dir.path(), &calls);
+        let fitted = model_from(&[&path], "t").unwrap();
+        assert!(fitted.skipped.is_empty(), "{:?}", fitted.skipped);
+        let names: Vec<&str> = fitted.patterns.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "BatchExecuteStatement: 3 x SELECT * FROM \"T\" WHERE k = ?",
+                "ExecuteTransaction: 2 x SELECT * FROM \"T\" WHERE k = ?"
+            ]
+        );
+        let model = Model::parse(&serde_json::to_string(&fitted.model).unwrap()).unwrap();
+        let statements = model.patterns[0].request["Statements"].as_array().unwrap();
+        assert_eq!(statements.len(), 3);
+        // Each statement draws its own distinct key from the table's one key generator.
+        assert_eq!(statements[2]["Parameters"][0]["S"], "${k_p0_T#2}");
+        assert!(model.generators["k_p0_T"].distinct);
+        assert_eq!(
+            model.patterns[1].request["TransactStatements"]
+                .as_array()
+                .unwrap()
+                .len(),
+            2
+        );
+        let generators = crate::bench::data_model::generate::Generators::new(&model.generators);
+        crate::bench::data_model::run::compile(&model, &generators).unwrap();
     }
 
     #[test]
