@@ -445,6 +445,8 @@ fn batches_transactions_and_statements_round_trip_through_their_fitted_model() {
         recorded.skipped
     );
     let fitted = &recorded.model;
+    // Both tables were created during the recording: the model starts them empty.
+    assert!(fitted.load.is_empty(), "{:?}", fitted.load);
     let text = serde_json::to_string_pretty(fitted).unwrap();
     let reparsed = Model::parse(&text).expect("model-from writes an ordinary model file");
     // The batch: ten puts, each with its own draws, on a sort key that never repeats in a

@@ -308,6 +308,8 @@ pub fn model_from(paths: &[impl AsRef<Path>], name: &str) -> Result<ModelFromRec
     let mut dropped = 0;
     let mut starts = 0;
     let mut partitions: HashMap<(String, Option<String>, String), f64> = HashMap::new();
+    // Tables created during the recording before it ever described them.
+    let mut created: BTreeSet<String> = BTreeSet::new();
     each_line(paths, |line| match line {
         Line::Start(start) => {
             starts += 1;
@@ -322,12 +324,26 @@ pub fn model_from(paths: &[impl AsRef<Path>], name: &str) -> Result<ModelFromRec
             // The first description of a table is the one as created (or as the recording
             // found it, with its item count then).
             if !name.is_empty() && !tables.iter().any(|(n, _)| *n == name) {
-                tables.push((name, table.table));
+                let mut description = table.table;
+                if created.contains(&name) {
+                    // The recorder describes a new table when its writer reaches the
+                    // CreateTable line, after writes that followed it may have landed: the
+                    // table started empty.
+                    description["ItemCount"] = json!(0);
+                    description["TableSizeBytes"] = json!(0);
+                }
+                tables.push((name, description));
             }
         }
         Line::Request(line) => {
             first_us = first_us.min(line.at_us);
             last_us = last_us.max(line.at_us);
+            if let (true, None, Some(table)) = (line.op == "CreateTable", &line.error, &line.table)
+            {
+                if !tables.iter().any(|(n, _)| n == table) {
+                    created.insert(table.clone());
+                }
+            }
             if !FITTED.contains(&line.op.as_str()) || line.table.is_none() {
                 *other_operations.entry(line.op.clone()).or_default() += 1;
                 return;
@@ -1208,6 +1224,55 @@ mod tests {
             assert!(notes.contains(expected), "{expected} not in {notes}");
         }
         assert!(!notes.contains("DescribeTable"), "{notes}");
+    }
+
+    /// A description of table T holding `items` items.
+    fn table_line(items: u64) -> Line {
+        Line::Table(TableLine {
+            at_us: 5,
+            table: json!({
+                "TableName": "T",
+                "AttributeDefinitions": [{"AttributeName": "k", "AttributeType": "S"}],
+                "KeySchema": [{"AttributeName": "k", "KeyType": "HASH"}],
+                "ItemCount": items, "TableSizeBytes": items * 100
+            }),
+        })
+    }
+
+    #[test]
+    fn a_table_created_during_the_recording_starts_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let head = Line::Start(Start {
+            version: VERSION,
+            time_ms: 0,
+            part: 0,
+            hashed_keys: false,
+            bodies: true,
+        });
+        let put = request("PutItem", Some("T"));
+        let write = |lines: &[Line]| {
+            let text: String = lines
+                .iter()
+                .map(|line| serde_json::to_string(line).unwrap() + "\n")
+                .collect();
+            let path = dir.path().join("calls.jsonl");
+            std::fs::write(&path, text).unwrap();
+            model_from(&[&path], "t").unwrap().model.load
+        };
+        // Described after its CreateTable, once 7 puts had landed: loaded with nothing.
+        let create = request("CreateTable", Some("T"));
+        let load = write(&[head.clone(), create, table_line(7), put.clone()]);
+        assert!(load.is_empty(), "{load:?}");
+        // The neighbour: a table the recording found holding 7 items is loaded with 7.
+        let load = write(&[head.clone(), table_line(7), put.clone()]);
+        assert_eq!(load.iter().map(|l| l.count).collect::<Vec<_>>(), [7]);
+        // A failed CreateTable of a table that existed does not empty it.
+        let Line::Request(mut failed) = request("CreateTable", Some("T")) else {
+            unreachable!()
+        };
+        failed.error = Some("ResourceInUseException".into());
+        let load = write(&[head, Line::Request(failed), table_line(7), put]);
+        assert_eq!(load.iter().map(|l| l.count).collect::<Vec<_>>(), [7]);
     }
 
     #[test]
