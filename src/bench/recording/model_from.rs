@@ -1226,6 +1226,29 @@ mod tests {
         assert!(!notes.contains("DescribeTable"), "{notes}");
     }
 
+    /// A batch's or transaction's line on table T.
+    fn multi_part_call(at_us: u64, op: &str, units: f64, parts: Vec<RequestLine>) -> Line {
+        Line::Request(Box::new(RequestLine {
+            at_us,
+            op: op.into(),
+            table: Some("T".into()),
+            units: Some(units),
+            parts,
+            ..RequestLine::default()
+        }))
+    }
+
+    /// The model fitted to a recording of `calls`, which must make exactly the patterns
+    /// `names` and leave nothing unmodelled; read back as a model file.
+    fn fitted_with_patterns(dir: &Path, calls: &[Line], names: &[&str]) -> Model {
+        let path = recording_of(dir, calls);
+        let fitted = model_from(&[&path], "t").unwrap();
+        assert!(fitted.skipped.is_empty(), "{:?}", fitted.skipped);
+        let found: Vec<&str> = fitted.patterns.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(found, names);
+        Model::parse(&serde_json::to_string(&fitted.model).unwrap()).unwrap()
+    }
+
     /// A description of table T holding `items` items.
     fn table_line(items: u64) -> Line {
         Line::Table(TableLine {
@@ -1299,28 +1322,18 @@ mod tests {
         let mut calls = Vec::new();
         for call in 0..40u32 {
             for (op, count) in [("BatchExecuteStatement", 3), ("ExecuteTransaction", 2)] {
-                calls.push(Line::Request(Box::new(RequestLine {
-                    at_us: u64::from(call) * 1000,
-                    op: op.into(),
-                    table: Some("T".into()),
-                    units: Some(1.5),
-                    parts: (0..count).map(|n| statement(call * 10 + n)).collect(),
-                    ..RequestLine::default()
-                })));
+                let parts = (0..count).map(|n| statement(call * 10 + n)).collect();
+                calls.push(multi_part_call(u64::from(call) * 1000, op, 1.5, parts));
             }
         }
-        let path = recording_of(dir.path(), &calls);
-        let fitted = model_from(&[&path], "t").unwrap();
-        assert!(fitted.skipped.is_empty(), "{:?}", fitted.skipped);
-        let names: Vec<&str> = fitted.patterns.iter().map(|p| p.name.as_str()).collect();
-        assert_eq!(
-            names,
-            [
+        let model = fitted_with_patterns(
+            dir.path(),
+            &calls,
+            &[
                 "BatchExecuteStatement: 3 x SELECT * FROM \"T\" WHERE k = ?",
-                "ExecuteTransaction: 2 x SELECT * FROM \"T\" WHERE k = ?"
-            ]
+                "ExecuteTransaction: 2 x SELECT * FROM \"T\" WHERE k = ?",
+            ],
         );
-        let model = Model::parse(&serde_json::to_string(&fitted.model).unwrap()).unwrap();
         let statements = model.patterns[0].request["Statements"].as_array().unwrap();
         assert_eq!(statements.len(), 3);
         // Each statement draws its own distinct key from the table's one key generator.
@@ -1354,34 +1367,19 @@ mod tests {
             let mut parts: Vec<RequestLine> =
                 (0..puts).map(|n| part("Put", call * 10 + n)).collect();
             parts.push(part("Delete", call * 10 + 9));
-            calls.push(Line::Request(Box::new(RequestLine {
-                at_us: u64::from(call) * 1000,
-                op: "BatchWriteItem".into(),
-                table: Some("T".into()),
-                units: Some(4.0),
-                parts,
-                ..RequestLine::default()
-            })));
-            calls.push(Line::Request(Box::new(RequestLine {
-                at_us: u64::from(call) * 1000 + 1,
-                op: "BatchGetItem".into(),
-                table: Some("T".into()),
-                units: Some(2.0),
-                parts: (0..4).map(|n| part("Get", n)).collect(),
-                ..RequestLine::default()
-            })));
+            let at_us = u64::from(call) * 1000;
+            calls.push(multi_part_call(at_us, "BatchWriteItem", 4.0, parts));
+            let gets = (0..4).map(|n| part("Get", n)).collect();
+            calls.push(multi_part_call(at_us + 1, "BatchGetItem", 2.0, gets));
         }
-        let path = recording_of(dir.path(), &calls);
-        let fitted = model_from(&[&path], "t").unwrap();
-        let names: Vec<&str> = fitted.patterns.iter().map(|p| p.name.as_str()).collect();
-        assert_eq!(
-            names,
-            [
+        let model = fitted_with_patterns(
+            dir.path(),
+            &calls,
+            &[
                 "BatchWriteItem: 3 x Put T + Delete T",
-                "BatchGetItem: 4 x Get T"
-            ]
+                "BatchGetItem: 4 x Get T",
+            ],
         );
-        let model = Model::parse(&serde_json::to_string(&fitted.model).unwrap()).unwrap();
         let writes = &model.patterns[0].request["RequestItems"]["T"];
         assert_eq!(writes.as_array().unwrap().len(), 4, "{writes}");
         assert_eq!(writes[3]["DeleteRequest"]["Key"]["k"]["S"], "${k_p0_T#3}");
