@@ -35,7 +35,12 @@ fn synthetic() -> Value {
 
 /// Runs `model` against a fresh `shoal serve --record FILE` and fits a model to what it
 /// recorded.
-fn record(dir: &Path, model: &Model, extra: &[&str]) -> ModelFromRecording {
+/// Also answers each table's items as the run left them.
+fn record(
+    dir: &Path,
+    model: &Model,
+    extra: &[&str],
+) -> (ModelFromRecording, Vec<(String, Vec<String>)>) {
     let file = dir.join("traffic.jsonl");
     let file_text = file.to_str().unwrap().to_string();
     let mut args = vec![
@@ -66,8 +71,49 @@ fn record(dir: &Path, model: &Model, extra: &[&str]) -> ModelFromRecording {
     let summary: Value = serde_json::from_str(&answer).unwrap();
     assert_eq!(summary["dropped"], 0, "{summary}");
     assert!(summary["records"].as_u64().unwrap() >= 3000, "{summary}");
+    // Read once the recording stopped: the scans are no part of it.
+    let items = tables_items(&server.endpoint, model);
     server.stop();
-    model_from(&[&file], "fitted").expect("a model from the recording")
+    (
+        model_from(&[&file], "fitted").expect("a model from the recording"),
+        items,
+    )
+}
+
+/// Every item of each of `model`'s tables at `endpoint`, as JSON texts in order.
+fn tables_items(endpoint: &str, model: &Model) -> Vec<(String, Vec<String>)> {
+    use shoal::client::target::Target;
+    use shoal::client::ConnectOptions;
+    let target = Target::endpoint(endpoint, &ConnectOptions::default()).unwrap();
+    let mut client = target.client().unwrap();
+    let mut tables = Vec::new();
+    for create in &model.tables {
+        let table = create["TableName"].as_str().unwrap().to_string();
+        let mut items = Vec::new();
+        let mut start = Value::Null;
+        loop {
+            let mut scan = serde_json::json!({"TableName": table});
+            if !start.is_null() {
+                scan["ExclusiveStartKey"] = start;
+            }
+            let answer = client.call("Scan", scan.to_string().as_bytes()).unwrap();
+            let mut page: Value = serde_json::from_slice(&answer).unwrap();
+            items.extend(
+                page["Items"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(Value::to_string),
+            );
+            start = page["LastEvaluatedKey"].take();
+            if start.is_null() {
+                break;
+            }
+        }
+        items.sort();
+        tables.push((table, items));
+    }
+    tables
 }
 
 fn pattern<'a>(
@@ -93,7 +139,47 @@ fn rerun(dir: &Path, fitted: &Model) -> ModelFromRecording {
     rerun.run.seconds = None;
     rerun.run.operations = Some(3000);
     rerun.run.concurrency = Some(1);
-    record(&second_dir, &rerun, &[])
+    record(&second_dir, &rerun, &[]).0
+}
+
+/// Replays the recording in `dir` into a fresh server made from its tables and checks that
+/// every pattern was sent as often as recorded and charged exactly the units per call it
+/// was charged then; answers the items the replay left in each of `model`'s tables.
+fn replayed_as_recorded(
+    dir: &Path,
+    model: &Model,
+    recorded: &ModelFromRecording,
+) -> Vec<(String, Vec<String>)> {
+    let target = Server::spawn(&["serve", "--port", "0", "--in-memory"]);
+    let report = replay(&ReplayOptions {
+        files: vec![dir.join("traffic.jsonl")],
+        endpoint: target.endpoint.clone(),
+        paced: false,
+        concurrency: 1,
+        create_tables: true,
+        progress: false,
+    })
+    .expect("the replay runs");
+    let items = tables_items(&target.endpoint, model);
+    target.stop();
+    assert_eq!(report.patterns.len(), recorded.patterns.len());
+    for original in &recorded.patterns {
+        let replayed = report
+            .patterns
+            .iter()
+            .find(|p| p.name == original.name)
+            .unwrap_or_else(|| panic!("{} not replayed", original.name));
+        assert_eq!(replayed.operations, original.calls, "{}", original.name);
+        let units = replayed.read_units_per_call_with_indexes()
+            + replayed.write_units_per_call_with_indexes();
+        assert!(
+            (units - original.units_per_call).abs() < 1e-9,
+            "{}: replayed {units} units per call, recorded {}",
+            original.name,
+            original.units_per_call
+        );
+    }
+    items
 }
 
 /// Each pattern of `recorded` has its capacity per call and hottest key's share in `again`.
@@ -127,7 +213,7 @@ fn a_recorded_workload_round_trips_through_its_fitted_model() {
     let synthetic = Model::parse(&synthetic().to_string()).unwrap();
     let first_dir = dir.path().join("first");
     std::fs::create_dir_all(&first_dir).unwrap();
-    let recorded = record(&first_dir, &synthetic, &[]);
+    let (recorded, _) = record(&first_dir, &synthetic, &[]);
 
     // The patterns, named by their shape.
     let names: Vec<&str> = recorded.patterns.iter().map(|p| p.name.as_str()).collect();
@@ -211,34 +297,7 @@ fn a_recorded_workload_round_trips_through_its_fitted_model() {
         (key, units / total)
     };
     // The first recording, replayed exactly into a fresh server, costs what it cost.
-    let target = Server::spawn(&["serve", "--port", "0", "--in-memory"]);
-    let report = replay(&ReplayOptions {
-        files: vec![first_dir.join("traffic.jsonl")],
-        endpoint: target.endpoint.clone(),
-        paced: false,
-        concurrency: 1,
-        create_tables: true,
-        progress: false,
-    })
-    .expect("the replay runs");
-    target.stop();
-    assert_eq!(report.patterns.len(), 4);
-    for original in &recorded.patterns {
-        let replayed = report
-            .patterns
-            .iter()
-            .find(|p| p.name == original.name)
-            .unwrap_or_else(|| panic!("{} not replayed", original.name));
-        assert_eq!(replayed.operations, original.calls, "{}", original.name);
-        let units = replayed.read_units_per_call_with_indexes()
-            + replayed.write_units_per_call_with_indexes();
-        assert!(
-            (units - original.units_per_call).abs() < 1e-9,
-            "{}: replayed {units} units per call, recorded {}",
-            original.name,
-            original.units_per_call
-        );
-    }
+    replayed_as_recorded(&first_dir, &synthetic, &recorded);
     let (first_key, first_share) = hottest(&recorded);
     let (second_key, second_share) = hottest(&again);
     assert_eq!(first_key, "c#xxxxxxx0");
@@ -253,7 +312,7 @@ fn a_recorded_workload_round_trips_through_its_fitted_model() {
 fn a_hashed_recording_keeps_no_value_and_still_makes_a_model() {
     let dir = tempfile::tempdir().unwrap();
     let synthetic = Model::parse(&synthetic().to_string()).unwrap();
-    let recorded = record(dir.path(), &synthetic, &["--record-hash-keys"]);
+    let (recorded, _) = record(dir.path(), &synthetic, &["--record-hash-keys"]);
     assert!(recorded.hashed_keys);
     let text = std::fs::read_to_string(dir.path().join("traffic.jsonl")).unwrap();
     for value in ["c#xxxxxxx0", "Sxxxxxx0", "\"body\""] {
@@ -367,9 +426,13 @@ fn batches_transactions_and_statements_round_trip_through_their_fitted_model() {
     let dir = tempfile::tempdir().unwrap();
     let first_dir = dir.path().join("first");
     std::fs::create_dir_all(&first_dir).unwrap();
-    let recorded = record(&first_dir, &synthetic_batches(), &[]);
+    let synthetic = synthetic_batches();
+    let (recorded, items) = record(&first_dir, &synthetic, &[]);
     let names: Vec<&str> = recorded.patterns.iter().map(|p| p.name.as_str()).collect();
     for expected in [
+        "PutItem Customers",
+        "BatchExecuteStatement: 2 x SELECT * FROM \"Customers\" WHERE id = ?",
+        "ExecuteTransaction: 2 x DELETE FROM \"Customers\" WHERE id = ?",
         "BatchWriteItem: 10 x Put Orders",
         "TransactWriteItems: Put Orders if attribute_not_exists(placed) + Update Customers ADD orders ?",
         "ExecuteStatement SELECT * FROM \"Orders\" WHERE customer = ? AND placed = ?",
@@ -382,6 +445,8 @@ fn batches_transactions_and_statements_round_trip_through_their_fitted_model() {
         recorded.skipped
     );
     let fitted = &recorded.model;
+    // Both tables were created during the recording: the model starts them empty.
+    assert!(fitted.load.is_empty(), "{:?}", fitted.load);
     let text = serde_json::to_string_pretty(fitted).unwrap();
     let reparsed = Model::parse(&text).expect("model-from writes an ordinary model file");
     // The batch: ten puts, each with its own draws, on a sort key that never repeats in a
@@ -433,6 +498,23 @@ fn batches_transactions_and_statements_round_trip_through_their_fitted_model() {
         .unwrap();
     assert_eq!(statement.request["Parameters"].as_array().unwrap().len(), 2);
 
+    // Each PartiQL batch's statements draw distinct customers.
+    let lookup = fitted
+        .patterns
+        .iter()
+        .find(|p| p.operation == "BatchExecuteStatement")
+        .unwrap();
+    let statements = lookup.request["Statements"].as_array().unwrap();
+    assert_eq!(statements.len(), 2, "{text}");
+    let (picked, _) = generator_of(&statements[0]["Parameters"][0]);
+    assert!(picked.distinct, "{picked:?}");
+
     let again = rerun(dir.path(), &reparsed);
     assert_patterns_reproduced(&recorded, &again);
+
+    // The recording, replayed exactly into a fresh server made from its tables, leaves the
+    // same items and costs what it cost, pattern by pattern, batches and statements too.
+    let replayed_items = replayed_as_recorded(&first_dir, &synthetic, &recorded);
+    assert!(items.iter().all(|(_, items)| !items.is_empty()));
+    assert!(replayed_items == items, "the replay left other items");
 }

@@ -217,6 +217,10 @@ impl Extractor {
             "ExecuteStatement" => self.statement(&request, &mut line),
             operation => line.parts = self.parts(operation, &request),
         }
+        if line.table.is_none() {
+            // A PartiQL batch or transaction names its tables in its statements.
+            line.table = line.parts.first().and_then(|part| part.table.clone());
+        }
         match (call.returned, call.answer) {
             (Some(returned), Some(_)) => {
                 line.items = Some(returned.items);
@@ -337,6 +341,18 @@ impl Extractor {
                     }
                 }
             }
+            "BatchExecuteStatement" | "ExecuteTransaction" => {
+                let list = match operation {
+                    "BatchExecuteStatement" => request.statements,
+                    _ => request.transact_statements,
+                };
+                let statements: Vec<&RawValue> = member(list).unwrap_or_default();
+                for body in statements.into_iter().take(PARTS_MAX) {
+                    if let Some(members) = Members::of(body.get().as_bytes()) {
+                        named.push(("Statement".into(), None, "ExecuteStatement", members));
+                    }
+                }
+            }
             _ => {}
         }
         named
@@ -349,6 +365,9 @@ impl Extractor {
                     ..RequestLine::default()
                 };
                 self.item(single, &members, &mut part);
+                if single == "ExecuteStatement" {
+                    self.statement(&members, &mut part);
+                }
                 part
             })
             .collect()
@@ -554,6 +573,12 @@ struct Members<'a> {
     statement: Option<&'a RawValue>,
     #[serde(borrow)]
     parameters: Option<&'a RawValue>,
+    /// A BatchExecuteStatement's statements.
+    #[serde(borrow)]
+    statements: Option<&'a RawValue>,
+    /// An ExecuteTransaction's statements.
+    #[serde(borrow)]
+    transact_statements: Option<&'a RawValue>,
 }
 
 impl<'a> Members<'a> {
@@ -1002,6 +1027,55 @@ mod tests {
             .line
             .parts
             .is_empty());
+    }
+
+    #[test]
+    fn a_partiql_batch_and_transaction_give_each_statement_as_a_part() {
+        let mut extractor = extractor_of_orders(None);
+        let batch = json!({"Statements": [
+            {"Statement": "SELECT * FROM \"Orders\" WHERE customer = ? AND placed = 3",
+             "Parameters": [{"S": "c#1"}], "ConsistentRead": true},
+            {"Statement": "SELECT * FROM \"Orders\" WHERE customer = 'c#2' AND placed = ?",
+             "Parameters": [{"N": "4"}]}
+        ]})
+        .to_string();
+        let line = extractor
+            .line(&call("BatchExecuteStatement", batch.as_bytes(), None))
+            .line;
+        assert_eq!(line.table.as_deref(), Some("Orders"));
+        let shape = "SELECT * FROM \"Orders\" WHERE customer = ? AND placed = ?";
+        assert!(line
+            .parts
+            .iter()
+            .all(|p| p.op == "Statement" && p.shape.statement.as_deref() == Some(shape)));
+        let keys: Vec<_> = line
+            .parts
+            .iter()
+            .map(|p| (p.pk.as_deref(), p.sk.as_deref()))
+            .collect();
+        assert_eq!(keys, [(Some("c#1"), Some("3")), (Some("c#2"), Some("4"))]);
+        assert_eq!(line.parts[0].params["ConsistentRead"], json!(true));
+        assert_eq!(line.parts[1].values["?1"].value, "c#2");
+        let transaction = json!({"TransactStatements": [
+            {"Statement": "UPDATE \"Orders\" SET status = ? WHERE customer = ? AND placed = ?",
+             "Parameters": [{"S": "PAID"}, {"S": "c#9"}, {"N": "1"}]}
+        ]})
+        .to_string();
+        let line = extractor
+            .line(&call("ExecuteTransaction", transaction.as_bytes(), None))
+            .line;
+        assert_eq!(line.parts.len(), 1);
+        assert_eq!(line.parts[0].pk.as_deref(), Some("c#9"));
+        assert_eq!(line.parts[0].values["?1"].value, "PAID");
+        // The neighbour: a single statement is the call itself, with no parts.
+        let single = json!({"Statement": "SELECT * FROM \"Orders\" WHERE customer = ?",
+            "Parameters": [{"S": "c#1"}]})
+        .to_string();
+        let line = extractor
+            .line(&call("ExecuteStatement", single.as_bytes(), None))
+            .line;
+        assert!(line.parts.is_empty());
+        assert_eq!(line.pk.as_deref(), Some("c#1"));
     }
 
     #[test]

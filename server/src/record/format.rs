@@ -63,7 +63,9 @@
 //!     apply to that item alone: `shape`, `expressions`, `names`, `params` (a BatchGetItem
 //!     table's `ConsistentRead`), `pk`, `sk`, `sk_order`, `sk_time`, `values`, `index_keys`,
 //!     `attributes`, and `item_bytes` for a `Put`; no `at_us`, `latency_us`, `units`,
-//!     `error` or `body`, which are the call's;
+//!     `error` or `body`, which are the call's; for BatchExecuteStatement and
+//!     ExecuteTransaction, each statement as a part of `op` `Statement`, with the members
+//!     of an ExecuteStatement line below (its `table` the call's `table` too);
 //!   - for ExecuteStatement: `table` and `index` the statement names, `shape.statement` the
 //!     statement with each string and number literal written `?` like its parameters (a
 //!     map literal's attribute names kept), `values` each `?`'s value by its position

@@ -129,7 +129,8 @@ pub struct Load {
 pub struct Pattern {
     pub name: String,
     /// The DynamoDB operation (PutItem, UpdateItem, DeleteItem, GetItem, Query, Scan,
-    /// BatchWriteItem, BatchGetItem, TransactWriteItems, TransactGetItems).
+    /// BatchWriteItem, BatchGetItem, TransactWriteItems, TransactGetItems, ExecuteStatement,
+    /// BatchExecuteStatement, ExecuteTransaction).
     pub operation: String,
     /// Its request body, with placeholders.
     pub request: Value,
@@ -222,6 +223,8 @@ pub const OPERATIONS: &[&str] = &[
     "TransactWriteItems",
     "TransactGetItems",
     "ExecuteStatement",
+    "BatchExecuteStatement",
+    "ExecuteTransaction",
 ];
 
 /// Most workers a run may have.

@@ -367,7 +367,12 @@ pub fn compile(model: &Model, generators: &Generators) -> Result<Vec<CompiledPat
                 .entry("ReturnValuesOnConditionCheckFailure")
                 .or_insert_with(|| "ALL_OLD".into());
         }
-        if !is_read(&pattern.operation) && pattern.operation != "ExecuteStatement" {
+        // PartiQL's operations take no ReturnItemCollectionMetrics.
+        let partiql = matches!(
+            pattern.operation.as_str(),
+            "ExecuteStatement" | "BatchExecuteStatement" | "ExecuteTransaction"
+        );
+        if !is_read(&pattern.operation) && !partiql {
             object.insert("ReturnItemCollectionMetrics".into(), "SIZE".into());
         }
         // A write's GSI units land on the GSI partitions of the entry it removes and the one
@@ -532,6 +537,7 @@ pub fn run(
                 started,
                 concurrency,
                 attempts,
+                resend_refused: true,
                 given_key: None,
             };
             worker.run(deadline, budget, rate, &progress)
@@ -576,7 +582,10 @@ pub fn replay(
             key: String::new(),
             started,
             concurrency,
-            attempts: 1,
+            // A batch's unprocessed items are sent again as a run sends them; a refused call
+            // is not: the application's own retries are in the recording.
+            attempts: ATTEMPTS_DEFAULT,
+            resend_refused: false,
             given_key: None,
         };
         let requests = Arc::clone(&requests);
@@ -753,6 +762,8 @@ struct Worker {
     concurrency: usize,
     /// Attempts of one call (`run.attempts`).
     attempts: u32,
+    /// Whether a throttled (or 5xx) call is sent again, as the AWS SDKs do.
+    resend_refused: bool,
     /// The partition key of the request being replayed (None: drawn from the template).
     given_key: Option<String>,
 }
@@ -887,7 +898,7 @@ impl Worker {
                         None => break,
                     }
                 }
-                Err(error) if retried_in_runs(&error) && !last_attempt => {
+                Err(error) if self.resend_refused && retried_in_runs(&error) && !last_attempt => {
                     if retry::throttled(&error) {
                         throttled_attempts += 1;
                     }

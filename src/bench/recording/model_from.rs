@@ -24,7 +24,7 @@ const LOAD_ITEMS_MAX: u64 = 1_000_000;
 /// The attribute that carries an item's bytes beyond its keys.
 pub const FILLER_ATTRIBUTE: &str = "payload";
 /// Operations fitted into patterns.
-const FITTED: [&str; 11] = [
+const FITTED: [&str; 13] = [
     "GetItem",
     "PutItem",
     "UpdateItem",
@@ -36,19 +36,19 @@ const FITTED: [&str; 11] = [
     "TransactWriteItems",
     "TransactGetItems",
     "ExecuteStatement",
+    "BatchExecuteStatement",
+    "ExecuteTransaction",
 ];
 
-/// Operations whose calls name several items, each a part of the line.
-const MULTI_PART: [&str; 4] = [
+/// Operations whose calls name several items (or statements), each a part of the line.
+const MULTI_PART: [&str; 6] = [
     "BatchWriteItem",
     "BatchGetItem",
     "TransactWriteItems",
     "TransactGetItems",
+    "BatchExecuteStatement",
+    "ExecuteTransaction",
 ];
-
-/// Data-plane operations a model file cannot name at all: reported among the calls not
-/// modelled.
-const PARTIQL_NOT_IN_MODELS: [&str; 2] = ["BatchExecuteStatement", "ExecuteTransaction"];
 
 /// What one access pattern of the recording did: the figures its model must reproduce.
 #[derive(Debug, Clone, Default)]
@@ -201,6 +201,7 @@ fn multi_part_request(
     let mut request = Map::new();
     let mut number = 0;
     let mut actions = Vec::new();
+    let mut statements = Vec::new();
     let mut tables: Map<String, Value> = Map::new();
     for (part, count, body) in parts {
         let kind = part.first.op.as_str();
@@ -238,11 +239,19 @@ fn multi_part_request(
                         keys.push(body["Key"].clone());
                     }
                 }
+                // A PartiQL batch's or transaction's statement is its part's body.
+                "BatchExecuteStatement" | "ExecuteTransaction" => statements.push(body),
                 _ => actions.push(json!({ kind: body })),
             }
         }
     }
-    if actions.is_empty() {
+    if !statements.is_empty() {
+        let member = match operation {
+            "BatchExecuteStatement" => "Statements",
+            _ => "TransactStatements",
+        };
+        request.insert(member.into(), Value::Array(statements));
+    } else if actions.is_empty() {
         request.insert("RequestItems".into(), Value::Object(tables));
     } else {
         request.insert("TransactItems".into(), Value::Array(actions));
@@ -254,7 +263,11 @@ fn multi_part_request(
 fn pattern_name(line: &RequestLine) -> String {
     let table = line.table.as_deref().unwrap_or("?");
     if let Some(statement) = &line.shape.statement {
-        return format!("{} {statement}", line.op);
+        // A PartiQL batch's part is its statement alone.
+        return match line.op.as_str() {
+            "Statement" => statement.clone(),
+            op => format!("{op} {statement}"),
+        };
     }
     let mut name = format!("{} {table}", line.op);
     if let Some(index) = &line.index {
@@ -295,6 +308,8 @@ pub fn model_from(paths: &[impl AsRef<Path>], name: &str) -> Result<ModelFromRec
     let mut dropped = 0;
     let mut starts = 0;
     let mut partitions: HashMap<(String, Option<String>, String), f64> = HashMap::new();
+    // Tables created during the recording before it ever described them.
+    let mut created: BTreeSet<String> = BTreeSet::new();
     each_line(paths, |line| match line {
         Line::Start(start) => {
             starts += 1;
@@ -309,12 +324,26 @@ pub fn model_from(paths: &[impl AsRef<Path>], name: &str) -> Result<ModelFromRec
             // The first description of a table is the one as created (or as the recording
             // found it, with its item count then).
             if !name.is_empty() && !tables.iter().any(|(n, _)| *n == name) {
-                tables.push((name, table.table));
+                let mut description = table.table;
+                if created.contains(&name) {
+                    // The recorder describes a new table when its writer reaches the
+                    // CreateTable line, after writes that followed it may have landed: the
+                    // table started empty.
+                    description["ItemCount"] = json!(0);
+                    description["TableSizeBytes"] = json!(0);
+                }
+                tables.push((name, description));
             }
         }
         Line::Request(line) => {
             first_us = first_us.min(line.at_us);
             last_us = last_us.max(line.at_us);
+            if let (true, None, Some(table)) = (line.op == "CreateTable", &line.error, &line.table)
+            {
+                if !tables.iter().any(|(n, _)| n == table) {
+                    created.insert(table.clone());
+                }
+            }
             if !FITTED.contains(&line.op.as_str()) || line.table.is_none() {
                 *other_operations.entry(line.op.clone()).or_default() += 1;
                 return;
@@ -368,8 +397,6 @@ pub fn model_from(paths: &[impl AsRef<Path>], name: &str) -> Result<ModelFromRec
         .filter_map(|(op, calls)| {
             let why = if FITTED.contains(&op.as_str()) {
                 "they name no table"
-            } else if PARTIQL_NOT_IN_MODELS.contains(&op.as_str()) {
-                "a model has no pattern for PartiQL batches and transactions"
             } else {
                 // The control plane (CreateTable, DescribeTable, …) is no access pattern.
                 return None;
@@ -840,6 +867,7 @@ fn single_operation(operation: &str) -> &str {
         "Update" => "UpdateItem",
         "Delete" => "DeleteItem",
         "ConditionCheck" | "Get" => "GetItem",
+        "Statement" => "ExecuteStatement",
         other => other,
     }
 }
@@ -1125,7 +1153,7 @@ fn typical_length(generator: &Generator) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shoal_server::record::format::{Start, TableLine, VERSION};
+    use shoal_server::record::format::{Shapes, Start, TableLine, VERSION};
 
     fn request(op: &str, table: Option<&str>) -> Line {
         Line::Request(Box::new(RequestLine {
@@ -1190,12 +1218,136 @@ mod tests {
             "BatchWriteItem: 1 calls (their parts are not in the recording",
             "TransactGetItems: 1 calls (their parts are not in the recording",
             "ExecuteStatement: 1 calls (they name no table)",
-            "BatchExecuteStatement: 1 calls (a model has no pattern",
-            "ExecuteTransaction: 2 calls (a model has no pattern",
+            "BatchExecuteStatement: 1 calls (they name no table)",
+            "ExecuteTransaction: 2 calls (they name no table)",
         ] {
             assert!(notes.contains(expected), "{expected} not in {notes}");
         }
         assert!(!notes.contains("DescribeTable"), "{notes}");
+    }
+
+    /// A batch's or transaction's line on table T.
+    fn multi_part_call(at_us: u64, op: &str, units: f64, parts: Vec<RequestLine>) -> Line {
+        Line::Request(Box::new(RequestLine {
+            at_us,
+            op: op.into(),
+            table: Some("T".into()),
+            units: Some(units),
+            parts,
+            ..RequestLine::default()
+        }))
+    }
+
+    /// The model fitted to a recording of `calls`, which must make exactly the patterns
+    /// `names` and leave nothing unmodelled; read back as a model file.
+    fn fitted_with_patterns(dir: &Path, calls: &[Line], names: &[&str]) -> Model {
+        let path = recording_of(dir, calls);
+        let fitted = model_from(&[&path], "t").unwrap();
+        assert!(fitted.skipped.is_empty(), "{:?}", fitted.skipped);
+        let found: Vec<&str> = fitted.patterns.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(found, names);
+        Model::parse(&serde_json::to_string(&fitted.model).unwrap()).unwrap()
+    }
+
+    /// A description of table T holding `items` items.
+    fn table_line(items: u64) -> Line {
+        Line::Table(TableLine {
+            at_us: 5,
+            table: json!({
+                "TableName": "T",
+                "AttributeDefinitions": [{"AttributeName": "k", "AttributeType": "S"}],
+                "KeySchema": [{"AttributeName": "k", "KeyType": "HASH"}],
+                "ItemCount": items, "TableSizeBytes": items * 100
+            }),
+        })
+    }
+
+    #[test]
+    fn a_table_created_during_the_recording_starts_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let head = Line::Start(Start {
+            version: VERSION,
+            time_ms: 0,
+            part: 0,
+            hashed_keys: false,
+            bodies: true,
+        });
+        let put = request("PutItem", Some("T"));
+        let write = |lines: &[Line]| {
+            let text: String = lines
+                .iter()
+                .map(|line| serde_json::to_string(line).unwrap() + "\n")
+                .collect();
+            let path = dir.path().join("calls.jsonl");
+            std::fs::write(&path, text).unwrap();
+            model_from(&[&path], "t").unwrap().model.load
+        };
+        // Described after its CreateTable, once 7 puts had landed: loaded with nothing.
+        let create = request("CreateTable", Some("T"));
+        let load = write(&[head.clone(), create, table_line(7), put.clone()]);
+        assert!(load.is_empty(), "{load:?}");
+        // The neighbour: a table the recording found holding 7 items is loaded with 7.
+        let load = write(&[head.clone(), table_line(7), put.clone()]);
+        assert_eq!(load.iter().map(|l| l.count).collect::<Vec<_>>(), [7]);
+        // A failed CreateTable of a table that existed does not empty it.
+        let Line::Request(mut failed) = request("CreateTable", Some("T")) else {
+            unreachable!()
+        };
+        failed.error = Some("ResourceInUseException".into());
+        let load = write(&[head, Line::Request(failed), table_line(7), put]);
+        assert_eq!(load.iter().map(|l| l.count).collect::<Vec<_>>(), [7]);
+    }
+
+    #[test]
+    fn partiql_batches_and_transactions_are_fitted_as_batches_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let statement = |key: u32| RequestLine {
+            op: "Statement".into(),
+            table: Some("T".into()),
+            pk: Some(format!("k#{key}")),
+            pk_type: Some("S".into()),
+            shape: Shapes {
+                statement: Some("SELECT * FROM \"T\" WHERE k = ?".into()),
+                ..Shapes::default()
+            },
+            values: BTreeMap::from([(
+                "?1".to_string(),
+                shoal_server::record::format::Scalar {
+                    kind: "S".into(),
+                    value: format!("k#{key}"),
+                },
+            )]),
+            ..RequestLine::default()
+        };
+        let mut calls = Vec::new();
+        for call in 0..40u32 {
+            for (op, count) in [("BatchExecuteStatement", 3), ("ExecuteTransaction", 2)] {
+                let parts = (0..count).map(|n| statement(call * 10 + n)).collect();
+                calls.push(multi_part_call(u64::from(call) * 1000, op, 1.5, parts));
+            }
+        }
+        let model = fitted_with_patterns(
+            dir.path(),
+            &calls,
+            &[
+                "BatchExecuteStatement: 3 x SELECT * FROM \"T\" WHERE k = ?",
+                "ExecuteTransaction: 2 x SELECT * FROM \"T\" WHERE k = ?",
+            ],
+        );
+        let statements = model.patterns[0].request["Statements"].as_array().unwrap();
+        assert_eq!(statements.len(), 3);
+        // Each statement draws its own distinct key from the table's one key generator.
+        assert_eq!(statements[2]["Parameters"][0]["S"], "${k_p0_T#2}");
+        assert!(model.generators["k_p0_T"].distinct);
+        assert_eq!(
+            model.patterns[1].request["TransactStatements"]
+                .as_array()
+                .unwrap()
+                .len(),
+            2
+        );
+        let generators = crate::bench::data_model::generate::Generators::new(&model.generators);
+        crate::bench::data_model::run::compile(&model, &generators).unwrap();
     }
 
     #[test]
@@ -1215,34 +1367,19 @@ mod tests {
             let mut parts: Vec<RequestLine> =
                 (0..puts).map(|n| part("Put", call * 10 + n)).collect();
             parts.push(part("Delete", call * 10 + 9));
-            calls.push(Line::Request(Box::new(RequestLine {
-                at_us: u64::from(call) * 1000,
-                op: "BatchWriteItem".into(),
-                table: Some("T".into()),
-                units: Some(4.0),
-                parts,
-                ..RequestLine::default()
-            })));
-            calls.push(Line::Request(Box::new(RequestLine {
-                at_us: u64::from(call) * 1000 + 1,
-                op: "BatchGetItem".into(),
-                table: Some("T".into()),
-                units: Some(2.0),
-                parts: (0..4).map(|n| part("Get", n)).collect(),
-                ..RequestLine::default()
-            })));
+            let at_us = u64::from(call) * 1000;
+            calls.push(multi_part_call(at_us, "BatchWriteItem", 4.0, parts));
+            let gets = (0..4).map(|n| part("Get", n)).collect();
+            calls.push(multi_part_call(at_us + 1, "BatchGetItem", 2.0, gets));
         }
-        let path = recording_of(dir.path(), &calls);
-        let fitted = model_from(&[&path], "t").unwrap();
-        let names: Vec<&str> = fitted.patterns.iter().map(|p| p.name.as_str()).collect();
-        assert_eq!(
-            names,
-            [
+        let model = fitted_with_patterns(
+            dir.path(),
+            &calls,
+            &[
                 "BatchWriteItem: 3 x Put T + Delete T",
-                "BatchGetItem: 4 x Get T"
-            ]
+                "BatchGetItem: 4 x Get T",
+            ],
         );
-        let model = Model::parse(&serde_json::to_string(&fitted.model).unwrap()).unwrap();
         let writes = &model.patterns[0].request["RequestItems"]["T"];
         assert_eq!(writes.as_array().unwrap().len(), 4, "{writes}");
         assert_eq!(writes[3]["DeleteRequest"]["Key"]["k"]["S"], "${k_p0_T#3}");

@@ -4,11 +4,12 @@
 //! partitions, cost.
 //!
 //! A replay needs the request bodies: a recording made with `--record-hash-keys` holds none
-//! and is refused. Only the calls of the operations `model-from` makes patterns of are sent
-//! (GetItem, PutItem, UpdateItem, DeleteItem, Query, Scan); the others are counted and named.
-//! Each request is sent once, as recorded, with `ReturnConsumedCapacity: INDEXES` added when
-//! it asked for less (which changes no item): an application's retries are in the recording
-//! already.
+//! and is refused. The calls of every operation `model-from` makes patterns of are sent
+//! (single-item calls, Query, Scan, batches, transactions and PartiQL's three operations);
+//! the others are counted and named. Each request is sent once, as recorded, with
+//! `ReturnConsumedCapacity: INDEXES` added when it asked for less (which changes no item): an
+//! application's retries are in the recording already, so a refused call is not sent again,
+//! but a batch's unprocessed items are, as a model run sends them.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
