@@ -1134,3 +1134,70 @@ fn batch_and_transaction_units_are_shared_among_their_items_partitions() {
         "{hot:?}"
     );
 }
+
+/// PartiQL patterns are priced as DynamoDB charges their statements: a SELECT of one item
+/// under 4 KB is 0.5 read units eventually consistent (1 with ConsistentRead), an INSERT
+/// of one 1 write unit. Hand calculation of the SELECT pattern's on-demand month at its
+/// 40 ops/s: 40 x 0.5 RCU = 20 RRU/s; 20 x 730 h x 3,600 s = 52,560,000 RRU; x $0.125 per million =
+/// $6.57. Priced as writes, as the bench did before, it would have been 5x that ($32.85).
+#[test]
+fn partiql_selects_are_read_units_and_other_statements_write_units() {
+    let mut model = small_model(300);
+    // Keys no other call writes, so that no INSERT meets an item.
+    model["generators"]["fresh"] = json!({"type": "number", "range": [1000000, 900000000]});
+    model["patterns"] = json!([
+        {"name": "select", "operation": "ExecuteStatement", "rate": 40, "request": {
+            "Statement": "SELECT * FROM Orders WHERE customer = ? AND \"order\" = ?",
+            "Parameters": [{"S": "${customer}"}, {"N": "${order}"}]
+        }},
+        {"name": "select consistently", "operation": "ExecuteStatement", "rate": 40, "request": {
+            "Statement": "select * from Orders where customer = ? and \"order\" = ?",
+            "Parameters": [{"S": "${customer}"}, {"N": "${order}"}],
+            "ConsistentRead": true
+        }},
+        {"name": "insert", "operation": "ExecuteStatement", "rate": 40, "request": {
+            "Statement": "INSERT INTO Orders VALUE {'customer': ?, 'order': ?, 'status': ?}",
+            "Parameters": [{"S": "${customer}"}, {"N": "${fresh}"}, {"S": "${status}"}]
+        }},
+        {"name": "batch select", "operation": "BatchExecuteStatement", "rate": 40, "request": {
+            "Statements": [
+                {"Statement": "SELECT * FROM Orders WHERE customer = ? AND \"order\" = ?",
+                 "Parameters": [{"S": "c#1"}, {"N": "1"}]},
+                {"Statement": "SELECT * FROM Orders WHERE customer = ? AND \"order\" = ?",
+                 "Parameters": [{"S": "c#2"}, {"N": "2"}]}
+            ]
+        }}
+    ]);
+    model["run"] = json!({"operations": 300, "concurrency": 1, "seed": 7});
+    let report = report_of(&model);
+    let pattern = |name: &str| report.patterns.iter().find(|p| p.name == name).unwrap();
+    for name in ["select", "select consistently", "insert", "batch select"] {
+        assert!(
+            pattern(name).errors.is_empty(),
+            "{name}: {:?}",
+            pattern(name).errors
+        );
+    }
+    let select = pattern("select");
+    // A SELECT that finds its item costs what a GetItem does; one that finds none costs the
+    // same 0.5 (DynamoDB charges the minimum). Either way: reads only.
+    assert_eq!(select.read_units_per_call, 0.5);
+    assert_eq!(select.write_units_per_call, 0.0);
+    assert_eq!(pattern("select consistently").read_units_per_call, 1.0);
+    assert_eq!(pattern("select consistently").write_units_per_call, 0.0);
+    // The neighbour that must not change: a PartiQL write is still write units.
+    let insert = pattern("insert");
+    assert_eq!(insert.read_units_per_call, 0.0);
+    assert_eq!(insert.write_units_per_call, 1.0);
+    // A batch of SELECTs is reads too.
+    assert!(pattern("batch select").read_units_per_call > 0.0);
+    assert_eq!(pattern("batch select").write_units_per_call, 0.0);
+    // The month, by hand: 40 ops/s x 0.5 RRU x 730 h x 3,600 s / 1e6 x $0.125.
+    let expected: f64 = 40.0 * 0.5 * 730.0 * 3600.0 / 1e6 * 0.125;
+    assert!((expected - 6.57).abs() < 1e-9);
+    assert!(
+        (select.monthly_cost_on_demand - expected).abs() < 1e-6,
+        "{} against {expected}",
+        select.monthly_cost_on_demand
+    );
+}

@@ -207,6 +207,23 @@ fn is_read(operation: &str) -> bool {
     )
 }
 
+/// Whether a pattern reads: its operation, or for PartiQL its statements. DynamoDB charges
+/// a SELECT read units and every other statement write units, and a BatchExecuteStatement
+/// or ExecuteTransaction holds only reads or only writes, so a PartiQL call reads when its
+/// statements are SELECTs (the first is looked at; a mixed call is refused by DynamoDB).
+fn pattern_reads(operation: &str, request: &Value) -> bool {
+    let statement = match operation {
+        "ExecuteStatement" => request.get("Statement"),
+        "BatchExecuteStatement" => request.pointer("/Statements/0/Statement"),
+        "ExecuteTransaction" => request.pointer("/TransactStatements/0/Statement"),
+        _ => return is_read(operation),
+    };
+    statement
+        .and_then(Value::as_str)
+        .and_then(|text| text.split_whitespace().next())
+        .is_some_and(|verb| verb.eq_ignore_ascii_case("SELECT"))
+}
+
 /// The hash key of a table (or of one of its indexes) in a model's CreateTable requests:
 /// every HASH attribute in schema order (several for a GSI with a multi-attribute key).
 fn hash_keys(tables: &[Value], table: &str, index: Option<&str>) -> Option<Vec<String>> {
@@ -414,7 +431,7 @@ pub fn compile(model: &Model, generators: &Generators) -> Result<Vec<CompiledPat
             operation: pattern.operation.clone(),
             template,
             partition,
-            reads: is_read(&pattern.operation),
+            reads: pattern_reads(&pattern.operation, &pattern.request),
             gsi_keys,
             returned,
             multi_item: MULTI_ITEM_OPERATIONS.contains(&pattern.operation.as_str()),
