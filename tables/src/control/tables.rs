@@ -243,6 +243,12 @@ impl Database {
         }
         self.emulation.transitions.refuse_change(name)?;
         let stats = self.drop_table(&table)?;
+        // The members that stay see it DELETING for the transient delay, as after a
+        // ReplicaUpdates Delete.
+        if let Some(replication) = &table.replication {
+            let region = crate::replication::feature::region_of(&table).to_string();
+            self.show_departed(&table, &replication.members, &[region], None);
+        }
         let mut description = describe(&table, &stats, "DELETING");
         description.key_schema = None;
         description.attribute_definitions = None;
@@ -268,32 +274,54 @@ impl Database {
     /// SYSTEM backup of it if it has point-in-time recovery, and returns its last
     /// statistics. The caller holds `catalog_change`.
     pub(crate) fn drop_table(&self, table: &TableDef) -> Result<TableStats, ApiError> {
-        if table.settings.point_in_time_recovery.is_some() {
-            // Before the drop: a crash between the two leaves the table and its backup,
-            // and the retried DeleteTable takes no second one.
-            self.take_deleted_table_backup(table)?;
+        let mut stats = self.drop_tables(std::slice::from_ref(table))?;
+        stats
+            .pop()
+            .ok_or_else(|| internal("a dropped table has no statistics"))
+    }
+
+    /// [`Database::drop_table`] for several members of one global table leaving it
+    /// together (a strong group taken apart): every table's trees and catalog entry, and
+    /// what their leaving changes in the members that stay, in ONE version change, so a
+    /// crash leaves the group whole or all of them gone. Returns each table's last
+    /// statistics, in `tables`' order. The caller holds `catalog_change`.
+    pub(crate) fn drop_tables(&self, tables: &[TableDef]) -> Result<Vec<TableStats>, ApiError> {
+        for table in tables {
+            if table.settings.point_in_time_recovery.is_some() {
+                // Before the drop: a crash between the two leaves the table and its backup,
+                // and the retried DeleteTable takes no second one.
+                self.take_deleted_table_backup(table)?;
+            }
         }
-        let stats = self.table_stats(table);
-        let mut trees = vec![table.tree];
-        trees.extend(table.global_indexes.iter().map(|gsi| gsi.tree));
-        // The table's streams go with it (docs/COMPATIBILITY.md: DynamoDB keeps them
-        // readable for 24 hours).
-        trees.extend(table.streams.iter().map(|stream| stream.tree));
-        trees.extend(table.time_to_live.iter().map(|ttl| ttl.tree));
-        let (group_trees, mut edits) = self.leave_group(table)?;
+        let stats: Vec<TableStats> = tables.iter().map(|t| self.table_stats(t)).collect();
+        let mut trees = Vec::new();
+        for table in tables {
+            trees.push(table.tree);
+            trees.extend(table.global_indexes.iter().map(|gsi| gsi.tree));
+            // The table's streams go with it (docs/COMPATIBILITY.md: DynamoDB keeps them
+            // readable for 24 hours).
+            trees.extend(table.streams.iter().map(|stream| stream.tree));
+            trees.extend(table.time_to_live.iter().map(|ttl| ttl.tree));
+        }
+        let leaving: Vec<&TableDef> = tables.iter().collect();
+        let (group_trees, mut edits) = self.leave_group(&leaving)?;
         trees.extend(group_trees);
-        edits.push(VersionEdit::SetMetadata {
+        edits.extend(tables.iter().map(|table| VersionEdit::SetMetadata {
             key: metadata_key(&table.catalog_key()),
             value: None,
-        });
+        }));
         self.db.drop_trees_with(&trees, edits).map_err(internal)?;
         self.reload_catalog().map_err(internal)?;
-        // The records go after the table: a crash between leaves records of no table, which
-        // the next open removes.
+        // The records go after the tables: a crash between leaves records of no table,
+        // which the next open removes.
         let mut batch = WriteBatch::new();
-        stats::remove_all(self.stats.tree()?, table.tree, &mut batch)?;
+        for table in tables {
+            stats::remove_all(self.stats.tree()?, table.tree, &mut batch)?;
+        }
         self.db.write(batch).map_err(internal)?;
-        self.stats.forget(table.tree);
+        for table in tables {
+            self.stats.forget(table.tree);
+        }
         Ok(stats)
     }
 }

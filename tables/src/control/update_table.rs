@@ -161,6 +161,9 @@ impl Database {
         let (created, table_status) = {
             let _change = self.catalog_change.lock();
             let table = self.table(name)?;
+            if request.replica_updates.is_some() {
+                self.refuse_replica_action_in_transition(&table)?;
+            }
             // CREATING or UPDATING (`emulation::transient`): a second change waits.
             self.emulation.transitions.refuse_change(name)?;
             match validate_request(&request, Some(&table))? {

@@ -116,7 +116,7 @@ pub(crate) fn finish(core: &Core, table: &TableDef) -> Result<bool, ApiError> {
     if !still_leaving || !queues_empty(core, replication.tree)? {
         return Ok(false);
     }
-    let (trees, mut edits) = core.leave_group(&current)?;
+    let (trees, mut edits) = core.leave_group(&[&current])?;
     let mut standalone = TableDef::clone(&current);
     standalone.replication = None;
     edits.push(VersionEdit::SetMetadata {

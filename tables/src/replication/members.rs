@@ -16,7 +16,8 @@
 //! make harmless (`apply`).
 //!
 //! A Delete of several replicas (a strong group taken apart, with its witness) drops them
-//! one durable change each; the last leaves the caller's table regional.
+//! all, and makes the caller's table regional, in ONE version change (`drop_tables`): a
+//! crash leaves the strong group whole or gone.
 
 use std::collections::BTreeMap;
 
@@ -510,49 +511,53 @@ impl Database {
                             table.name
                         )));
                     }
-                    replicas.push(replica);
+                    replicas.push(TableDef::clone(replica));
                 }
-                // One member at a time, each its own durable change; the group shrinks and
-                // the last one leaves the caller's table regional, its witness with it
-                // (`leave_group`).
-                for (target, replica) in targets.iter().zip(replicas) {
-                    let current = self
-                        .catalog
-                        .read()
-                        .get(&replica.catalog_key())
-                        .cloned()
-                        .ok_or_else(|| internal("a member's table went away"))?;
-                    self.drop_table(&current)?;
-                    tracing::info!(table = %table.name, region = %target, "replica deleted");
-                }
-                // The members that stay see what left DELETING for the transient delay.
+                // Every member and what their leaving changes in the caller's table (the
+                // last one leaves it regional, its witness with it, `leave_group`) in one
+                // durable change: a crash leaves the group whole or taken apart.
+                self.drop_tables(&replicas)?;
+                tracing::info!(table = %table.name, regions = ?targets, "replicas deleted");
                 let deleted_witness = match &change.witness {
-                    Some(WitnessChange::Delete(witness)) => Some(witness),
+                    Some(WitnessChange::Delete(witness)) => Some(witness.as_str()),
                     _ => None,
                 };
-                for member in members.iter().filter(|m| !targets.contains(&m.region)) {
-                    let observer = catalog_key(&table.name, Some(&member.region));
-                    let transitions = &self.emulation.transitions;
-                    for target in targets {
-                        transitions.begin_replica(
-                            &observer,
-                            target,
-                            false,
-                            strong_group,
-                            TransientStatus::Deleting,
-                        );
-                    }
-                    if let Some(witness) = deleted_witness {
-                        transitions.begin_replica(
-                            &observer,
-                            witness,
-                            true,
-                            strong_group,
-                            TransientStatus::Deleting,
-                        );
-                    }
-                }
+                self.show_departed(table, &members, targets, deleted_witness);
                 Ok(Vec::new())
+            }
+        }
+    }
+
+    /// The members of `table`'s group (`members`, as they were) that stay see the replicas
+    /// in `departed` and the witness `witness` DELETING for the transient delay.
+    pub(crate) fn show_departed(
+        &self,
+        table: &TableDef,
+        members: &[MemberDef],
+        departed: &[String],
+        witness: Option<&str>,
+    ) {
+        let strong = table.replication.as_ref().is_some_and(|r| r.strong);
+        let transitions = &self.emulation.transitions;
+        for member in members.iter().filter(|m| !departed.contains(&m.region)) {
+            let observer = catalog_key(&table.name, Some(&member.region));
+            for region in departed {
+                transitions.begin_replica(
+                    &observer,
+                    region,
+                    false,
+                    strong,
+                    TransientStatus::Deleting,
+                );
+            }
+            if let Some(witness) = witness {
+                transitions.begin_replica(
+                    &observer,
+                    witness,
+                    true,
+                    strong,
+                    TransientStatus::Deleting,
+                );
             }
         }
     }
@@ -569,8 +574,31 @@ impl Database {
                 ErrorCode::ResourceInUseException,
                 disassociate::IN_USE_MESSAGE,
             )),
-            None => Ok(()),
+            _ => Ok(()),
         }
+    }
+
+    /// Refuses a replica action on `table` while the member sees another member DELETING
+    /// or its witness CREATING or DELETING (`emulation::transient`): the bare
+    /// ResourceInUseException AWS answers on global tables (SPEC-3 §2.1). Checked before
+    /// the table's own transition, whose text names a table rather than a global table.
+    pub(crate) fn refuse_replica_action_in_transition(
+        &self,
+        table: &TableDef,
+    ) -> Result<(), ApiError> {
+        let in_transition = self
+            .emulation
+            .transitions
+            .replicas_of(&table.catalog_key())
+            .iter()
+            .any(|t| t.witness || t.status == TransientStatus::Deleting);
+        if in_transition {
+            return Err(ApiError::new(
+                ErrorCode::ResourceInUseException,
+                disassociate::IN_USE_MESSAGE,
+            ));
+        }
+        Ok(())
     }
 
     /// Stores the overrides `requested` asks of each member in `targets` (checked against
@@ -871,30 +899,38 @@ impl Database {
 }
 
 impl Core {
-    /// What taking `leaving` out of its global table changes besides its own trees: the
-    /// other members' definitions (edits), and the replication trees that go (its own, and
-    /// the last other member's when that one is left alone, which stays a table of its
-    /// Region with its stream enabled, SPEC-3 §2.1).
+    /// What taking `leaving` (members of one global table) out of their group changes
+    /// besides their own trees: the other members' definitions (edits), and the
+    /// replication trees that go (the leaving members', and the last other member's when
+    /// that one is left alone, which stays a table of its Region with its stream enabled,
+    /// SPEC-3 §2.1).
     pub(crate) fn leave_group(
         &self,
-        leaving: &TableDef,
+        leaving: &[&TableDef],
     ) -> Result<(Vec<TreeId>, Vec<VersionEdit>), ApiError> {
-        let Some(replication) = &leaving.replication else {
+        let Some((first, replication)) = leaving
+            .iter()
+            .find_map(|table| Some((*table, table.replication.as_ref()?)))
+        else {
             return Ok((Vec::new(), Vec::new()));
         };
-        let mut trees = vec![replication.tree];
+        let is_leaving = |id: &str| leaving.iter().any(|table| table.id == id);
+        let mut trees: Vec<TreeId> = leaving
+            .iter()
+            .filter_map(|table| Some(table.replication.as_ref()?.tree))
+            .collect();
         let mut edits = Vec::new();
         let members: Vec<MemberDef> = replication
             .members
             .iter()
-            .filter(|m| m.table_id != leaving.id)
+            .filter(|m| !is_leaving(&m.table_id))
             .cloned()
             .collect();
         for member in &members {
             let Some(other) = self
                 .catalog
                 .read()
-                .get(&catalog_key(&leaving.name, Some(&member.region)))
+                .get(&catalog_key(&first.name, Some(&member.region)))
                 .cloned()
             else {
                 continue;

@@ -20,6 +20,9 @@
 //! the same settings, the last acknowledged ones or the change in flight, and each member's
 //! indexes, built from its own items, are exact.
 //!
+//! A fourth cuts the power during a strong group's teardown: after the open the three
+//! Regions agree, all still in the group or the caller's table regional and the others gone.
+//!
 //! `SHOAL_GLOBAL_CRASH_ITERATIONS` sets the number of simulated disks (default 12);
 //! `SHOAL_GLOBAL_CRASH_SEED` replays one.
 
@@ -39,6 +42,8 @@ use crate::global_tables::call;
 const A: &str = "us-east-1";
 const B: &str = "eu-west-1";
 const KEYS: u32 = 6;
+/// The Regions of the strong group of the strong tests, A's first.
+const STRONG_REGIONS: [&str; 3] = [A, "us-east-2", "us-west-2"];
 
 fn options() -> shoal_tables::Options {
     let mut options = crash_support::table_options();
@@ -143,10 +148,7 @@ pub(crate) fn verify(
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    let report = db.check().map_err(|e| e.to_string())?;
-    if !report.is_sound() {
-        return Err(report.problems.join("; "));
-    }
+    sound(db)?;
     let in_a = items(db, A)?;
     let in_b = items(db, B)?;
     if in_a != in_b {
@@ -296,16 +298,7 @@ fn run_iteration(seed: u64) -> Result<(), String> {
 
 #[test]
 fn every_acknowledged_write_reaches_both_regions_once_through_power_cuts() {
-    let seeds = shoal_vfs::sim::crash_seeds(
-        "SHOAL_GLOBAL_CRASH_ITERATIONS",
-        "SHOAL_GLOBAL_CRASH_SEED",
-        12,
-    );
-    for seed in seeds {
-        if let Err(message) = run_iteration(seed) {
-            panic!("seed {seed}: {message} (replay with SHOAL_GLOBAL_CRASH_SEED={seed})");
-        }
-    }
+    every_seed(run_iteration);
 }
 
 /// Multi-Region strong consistency through power cuts (`replication::strong`): table
@@ -316,7 +309,6 @@ fn every_acknowledged_write_reaches_both_regions_once_through_power_cuts() {
 /// the write in flight, if it survived), every held value exactly once in each Region's
 /// stream and no value twice: an acknowledged write is neither lost nor doubled anywhere.
 fn run_strong_iteration(seed: u64) -> Result<(), String> {
-    const REGIONS: [&str; 3] = [A, "us-east-2", "us-west-2"];
     let mut rng = StdRng::seed_from_u64(seed);
     let sim = SimFs::new();
     let dir = Path::new("/shoal");
@@ -325,27 +317,28 @@ fn run_strong_iteration(seed: u64) -> Result<(), String> {
         let db = Database::open_with_fs(sim.fs(), dir, options())
             .map_err(|e| format!("round {round}: reopen failed: {e}"))?;
         if round == 0 {
-            create(&db)?;
-            try_call(
-                &db,
-                A,
-                "UpdateTable",
-                json!({"TableName": "Crash", "MultiRegionConsistency": "STRONG", "ReplicaUpdates": [
-                    {"Create": {"RegionName": REGIONS[1]}}, {"Create": {"RegionName": REGIONS[2]}}
-                ]}),
-            )?;
+            create_strong(&db)?;
         } else {
-            verify_strong(&db, &REGIONS, &writes).map_err(|e| format!("round {round}: {e}"))?;
+            verify_strong(&db, &STRONG_REGIONS, &writes)
+                .map_err(|e| format!("round {round}: {e}"))?;
         }
         sim.freeze_after(Some(rng.random_range(0..600)));
-        random_writes(&db, &mut rng, &REGIONS, round, &mut writes, 40, false);
+        random_writes(
+            &db,
+            &mut rng,
+            &STRONG_REGIONS,
+            round,
+            &mut writes,
+            40,
+            false,
+        );
         sim.power_loss(rng.random());
         drop(db);
         sim.freeze_after(None);
     }
     let db = Database::open_with_fs(sim.fs(), dir, options())
         .map_err(|e| format!("last reopen failed: {e}"))?;
-    verify_strong(&db, &REGIONS, &writes).map_err(|e| format!("last round: {e}"))
+    verify_strong(&db, &STRONG_REGIONS, &writes).map_err(|e| format!("last round: {e}"))
 }
 
 /// What `run_strong_iteration` checks right after an open (its docs).
@@ -386,25 +379,12 @@ fn verify_strong(db: &Database, regions: &[&str], writes: &Writes) -> Result<(),
             }
         }
     }
-    let report = db.check().map_err(|e| e.to_string())?;
-    if !report.is_sound() {
-        return Err(report.problems.join("; "));
-    }
-    Ok(())
+    sound(db)
 }
 
 #[test]
 fn strong_writes_are_in_every_region_at_open_through_power_cuts() {
-    let seeds = shoal_vfs::sim::crash_seeds(
-        "SHOAL_GLOBAL_CRASH_ITERATIONS",
-        "SHOAL_GLOBAL_CRASH_SEED",
-        12,
-    );
-    for seed in seeds {
-        if let Err(message) = run_strong_iteration(seed) {
-            panic!("seed {seed}: {message} (replay with SHOAL_GLOBAL_CRASH_SEED={seed})");
-        }
-    }
+    every_seed(run_strong_iteration);
 }
 
 /// The settings a group shares, as one member shows them: Time to Live's attribute, the
@@ -566,6 +546,100 @@ fn settle_settings(db: &Database) -> Result<(), String> {
         }
         std::thread::sleep(Duration::from_millis(5));
     }
+    sound(db)
+}
+
+#[test]
+fn a_settings_change_reaches_every_member_or_none_through_power_cuts() {
+    every_seed(run_settings_iteration);
+}
+
+/// I/O calls a strong teardown makes, about (a version change each member, before it was
+/// one): the freeze lands inside it or just after.
+const TEARDOWN_IO_CALLS: u64 = 12;
+
+/// Whether `region`'s table `Crash` is in the strong group: Some(true) a member, Some(false)
+/// a regional table, None no table.
+fn strong_member(db: &Database, region: &str) -> Result<Option<bool>, String> {
+    match call(db, region, "DescribeTable", &json!({"TableName": "Crash"})) {
+        Ok(table) => Ok(Some(table["Table"]["MultiRegionConsistency"] == "STRONG")),
+        Err((code, _)) if code == "ResourceNotFoundException" => Ok(None),
+        Err((code, message)) => Err(format!("{code}: {message}")),
+    }
+}
+
+/// Power cut during a strong group's teardown (`replication::members`, one version change):
+/// table `Crash` of A in a strong group with two replicas, a few items, then the UpdateTable
+/// deleting both replicas with the disk frozen at a random I/O call, power lost, the
+/// database reopened. After the open every Region agrees: all three still members of the
+/// strong group, or A's table regional and the replicas gone; and `Database::check` is sound.
+fn run_teardown_iteration(seed: u64) -> Result<(), String> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let sim = SimFs::new();
+    let dir = Path::new("/shoal");
+    let acknowledged = {
+        let db = Database::open_with_fs(sim.fs(), dir, options())
+            .map_err(|e| format!("open failed: {e}"))?;
+        create_strong(&db)?;
+        for key in 0..KEYS {
+            try_call(
+                &db,
+                STRONG_REGIONS[key as usize % 3],
+                "PutItem",
+                json!({"TableName": "Crash", "Item": {
+                    "pk": {"S": format!("k{key}")}, "g": {"S": "g"}, "v": {"S": "v"}
+                }}),
+            )?;
+        }
+        // The replicas are filled (a replica being added refuses the teardown).
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while !db.replication_settled().map_err(|e| e.message)? {
+            if std::time::Instant::now() > deadline {
+                return Err("the replicas were not filled".to_string());
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        sim.freeze_after(Some(rng.random_range(0..TEARDOWN_IO_CALLS)));
+        let answer = try_call(
+            &db,
+            A,
+            "UpdateTable",
+            json!({"TableName": "Crash", "ReplicaUpdates": [
+                {"Delete": {"RegionName": STRONG_REGIONS[1]}}, {"Delete": {"RegionName": STRONG_REGIONS[2]}}
+            ]}),
+        );
+        sim.power_loss(rng.random());
+        drop(db);
+        sim.freeze_after(None);
+        answer.is_ok()
+    };
+    let db = Database::open_with_fs(sim.fs(), dir, options())
+        .map_err(|e| format!("reopen failed: {e}"))?;
+    let states: Vec<Option<bool>> = STRONG_REGIONS
+        .iter()
+        .map(|region| strong_member(&db, region))
+        .collect::<Result<_, _>>()?;
+    let whole = [Some(true); 3];
+    let gone = [Some(false), None, None];
+    if states != whole && states != gone {
+        return Err(format!("the Regions disagree after the open: {states:?}"));
+    }
+    if acknowledged && states != gone {
+        return Err(format!("an acknowledged teardown was lost: {states:?}"));
+    }
+    if items(&db, A)?.len() != KEYS as usize {
+        return Err("A lost items".to_string());
+    }
+    sound(&db)
+}
+
+#[test]
+fn a_strong_teardown_leaves_the_group_whole_or_gone_through_power_cuts() {
+    every_seed(run_teardown_iteration);
+}
+
+/// `Database::check` finds every index, statistic and expiry index exact.
+fn sound(db: &Database) -> Result<(), String> {
     let report = db.check().map_err(|e| e.to_string())?;
     if !report.is_sound() {
         return Err(report.problems.join("; "));
@@ -573,16 +647,30 @@ fn settle_settings(db: &Database) -> Result<(), String> {
     Ok(())
 }
 
-#[test]
-fn a_settings_change_reaches_every_member_or_none_through_power_cuts() {
+/// Runs `iteration` for each simulated disk's seed (module docs), naming the seed that fails.
+fn every_seed(iteration: fn(u64) -> Result<(), String>) {
     let seeds = shoal_vfs::sim::crash_seeds(
         "SHOAL_GLOBAL_CRASH_ITERATIONS",
         "SHOAL_GLOBAL_CRASH_SEED",
         12,
     );
     for seed in seeds {
-        if let Err(message) = run_settings_iteration(seed) {
+        if let Err(message) = iteration(seed) {
             panic!("seed {seed}: {message} (replay with SHOAL_GLOBAL_CRASH_SEED={seed})");
         }
     }
+}
+
+/// Table `Crash` of A in a strong group with replicas in the other [`STRONG_REGIONS`].
+fn create_strong(db: &Database) -> Result<(), String> {
+    create(db)?;
+    try_call(
+        db,
+        A,
+        "UpdateTable",
+        json!({"TableName": "Crash", "MultiRegionConsistency": "STRONG", "ReplicaUpdates": [
+            {"Create": {"RegionName": STRONG_REGIONS[1]}}, {"Create": {"RegionName": STRONG_REGIONS[2]}}
+        ]}),
+    )?;
+    Ok(())
 }

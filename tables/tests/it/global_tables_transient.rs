@@ -182,3 +182,124 @@ fn a_teardown_shows_the_replica_and_witness_deleting_then_nothing_without_a_dela
         }
     }
 }
+
+#[test]
+fn a_table_deleted_from_a_group_is_deleting_to_the_others_while_the_delay_lasts() {
+    for (delay, deleting) in [(HELD, true), (Duration::ZERO, false)] {
+        let dir = tempfile::tempdir().unwrap();
+        three_members(dir.path());
+        let db = Database::open(dir.path(), disk_options(delay)).unwrap();
+        ok(&db, C, "DeleteTable", &json!({"TableName": "Orders"}));
+        let (seen_by_a, seen_by_b) = if deleting {
+            (
+                vec![pair(B, "ACTIVE"), pair(C, "DELETING")],
+                vec![pair(A, "ACTIVE"), pair(C, "DELETING")],
+            )
+        } else {
+            (vec![pair(B, "ACTIVE")], vec![pair(A, "ACTIVE")])
+        };
+        assert_eq!(
+            regions_and_statuses(&describe(&db, A, "Orders")["Replicas"]),
+            seen_by_a,
+            "{delay:?}"
+        );
+        assert_eq!(
+            regions_and_statuses(&describe(&db, B, "Orders")["Replicas"]),
+            seen_by_b,
+            "{delay:?}"
+        );
+    }
+}
+
+/// ReplicaUpdates deleting A's replica, sent to B.
+fn delete_a() -> Value {
+    json!({"TableName": "Orders", "ReplicaUpdates": [{"Delete": {"RegionName": A}}]})
+}
+
+#[test]
+fn a_replica_action_is_refused_while_a_member_is_deleting_but_items_are_not() {
+    for deleted_by in ["UpdateTable", "DeleteTable"] {
+        let dir = tempfile::tempdir().unwrap();
+        three_members(dir.path());
+        let db = Database::open(dir.path(), disk_options(HELD)).unwrap();
+        if deleted_by == "UpdateTable" {
+            ok(&db, A, "UpdateTable", &delete_c());
+        } else {
+            ok(&db, C, "DeleteTable", &json!({"TableName": "Orders"}));
+        }
+        // B, not in a transition of its own, sees C DELETING.
+        let refused = crate::global_tables::call(&db, B, "UpdateTable", &delete_a()).unwrap_err();
+        assert_eq!(
+            refused,
+            (
+                "ResourceInUseException".to_string(),
+                "The resource which you are attempting to change is in use.".to_string()
+            ),
+            "{deleted_by}"
+        );
+        // Items are written and read as ever, and the group is still A and B.
+        crate::global_tables::put(&db, B, "Orders", "k", "v");
+        assert_eq!(
+            crate::global_tables::get(&db, B, "Orders", "k").as_deref(),
+            Some("v")
+        );
+        assert_eq!(
+            regions_and_statuses(&describe(&db, B, "Orders")["Replicas"]),
+            [pair(A, "ACTIVE"), pair(C, "DELETING")]
+        );
+    }
+}
+
+#[test]
+fn without_a_delay_a_replica_action_follows_a_deletion_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    three_members(dir.path());
+    let db = Database::open(dir.path(), disk_options(Duration::ZERO)).unwrap();
+    ok(&db, C, "DeleteTable", &json!({"TableName": "Orders"}));
+    ok(&db, B, "UpdateTable", &delete_a());
+    assert_regional(&describe(&db, B, "Orders"));
+}
+
+#[test]
+fn a_replica_action_is_refused_while_the_witness_is_creating() {
+    for (delay, refused) in [(HELD, true), (Duration::ZERO, false)] {
+        let dir = tempfile::tempdir().unwrap();
+        create_table(
+            &Database::open(dir.path(), disk_options(Duration::ZERO)).unwrap(),
+            A,
+            "Wit",
+        );
+        let db = Database::open(dir.path(), disk_options(delay)).unwrap();
+        ok(&db, A, "UpdateTable", &strong_with_witness("Wit"));
+        wait_until("the replica to be ACTIVE", || {
+            describe(&db, A, "Wit")["Replicas"][0]["ReplicaStatus"] == "ACTIVE"
+        });
+        // B takes items while its witness is CREATING.
+        crate::global_tables::put(&db, B, "Wit", "k", "v");
+        assert_eq!(
+            crate::global_tables::get(&db, A, "Wit", "k").as_deref(),
+            Some("v")
+        );
+        // The teardown, sent to B (A is UPDATING from forming the group).
+        let teardown = json!({
+            "TableName": "Wit",
+            "ReplicaUpdates": [{"Delete": {"RegionName": A}}],
+            "GlobalTableWitnessUpdates": [{"Delete": {"RegionName": C}}]
+        });
+        let answer = crate::global_tables::call(&db, B, "UpdateTable", &teardown);
+        if refused {
+            assert_eq!(
+                answer.unwrap_err(),
+                (
+                    "ResourceInUseException".to_string(),
+                    "The resource which you are attempting to change is in use.".to_string()
+                ),
+                "{delay:?}"
+            );
+            assert_eq!(describe(&db, B, "Wit")["MultiRegionConsistency"], "STRONG");
+        } else {
+            answer.unwrap();
+            assert_regional(&describe(&db, B, "Wit"));
+        }
+    }
+}
