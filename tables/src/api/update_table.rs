@@ -37,6 +37,8 @@ pub struct UpdateTableRequest {
     pub global_table_witness_updates: Option<serde_json::Value>,
     /// `ENABLED` or `DISABLED`, on a regional table only (`control::update_table`).
     pub global_table_settings_replication_mode: Option<String>,
+    /// Not modelled: decoded only to be refused by name (`control::update_table`).
+    pub disassociation_protection_enabled: Option<serde_json::Value>,
 }
 
 /// One member of `GlobalSecondaryIndexUpdates`: exactly one action.

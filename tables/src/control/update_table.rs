@@ -92,6 +92,9 @@ pub const CHANGE_MEMBERS: [&str; 13] = [
     "TableClass",
 ];
 /// Text of an UpdateTable that holds none of [`CHANGE_MEMBERS`].
+/// The refusal of `DisassociationProtectionEnabled`, which Shoal does not model.
+pub const DISASSOCIATION_PROTECTION_MESSAGE: &str = "Shoal does not support DisassociationProtectionEnabled: disassociation protection is not modelled, so a Disassociate is never refused for it; send UpdateTable without this member";
+
 pub const NOTHING_TO_UPDATE_MESSAGE: &str = "At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates, SSESpecification, ReplicaUpdates, MultiAccountReplicaReady, ReplicaTransitRoleArn, MultiRegionConsistency, DeletionProtectionEnabled, OnDemandThroughput, WarmThroughput or TableClass is required";
 /// Text of a second index creation or deletion in one call.
 pub const ONE_INDEX_CHANGE_MESSAGE: &str =
@@ -531,6 +534,15 @@ fn validate_request<'r>(
     let problems = constraint_problems(request);
     if !problems.is_empty() {
         return Err(validation_errors(&problems));
+    }
+    // SPEC-3 §2.1 names the member (default true, alone in its request) but not what it
+    // protects against, so it is refused by name rather than stored and never acted on.
+    if request
+        .disassociation_protection_enabled
+        .as_ref()
+        .is_some_and(|value| !value.is_null())
+    {
+        return Err(ApiError::validation(DISASSOCIATION_PROTECTION_MESSAGE));
     }
 
     let updates = request

@@ -508,3 +508,38 @@ fn now_seconds() -> f64 {
         .unwrap()
         .as_secs_f64()
 }
+
+/// DisassociationProtectionEnabled (SPEC-3 §2.1) is not modelled: refused by name, alone or
+/// beside another change, never taken as a request that asks for nothing or silently
+/// dropped. The neighbours keep their answers: a member Shoal does not know still leaves a
+/// request that asks for nothing, and the change beside it is not made.
+#[test]
+fn disassociation_protection_is_refused_by_name() {
+    let db = open();
+    call(&db, "CreateTable", create_request("Tbl"));
+    let refusal =
+        validation(shoal_tables::control::update_table::DISASSOCIATION_PROTECTION_MESSAGE);
+    assert!(refusal.1.contains("DisassociationProtectionEnabled"));
+    assert_eq!(
+        update_error(&db, json!({"DisassociationProtectionEnabled": false})),
+        refusal
+    );
+    assert_eq!(
+        update_error(
+            &db,
+            json!({"DisassociationProtectionEnabled": true, "DeletionProtectionEnabled": true})
+        ),
+        refusal
+    );
+    assert_eq!(describe(&db)["DeletionProtectionEnabled"], false);
+    let (code, message) = update_error(&db, json!({"Bogus": true}));
+    assert_eq!(code, ErrorCode::ValidationException);
+    assert!(message.starts_with("At least one of "), "{message}");
+    // Null is no value, as for every other member.
+    let (_, message) = update_error(&db, json!({"DisassociationProtectionEnabled": null}));
+    assert!(message.starts_with("At least one of "), "{message}");
+    assert_eq!(
+        update(&db, json!({"DeletionProtectionEnabled": true}))["DeletionProtectionEnabled"],
+        true
+    );
+}
