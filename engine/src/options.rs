@@ -109,7 +109,7 @@ pub struct DbOptions {
     /// are then read from the device the first time (reads stay memory-mapped), and
     /// compaction, which reads every table it merges, waits on that: the compaction bench's
     /// overwrite workload ran 27% slower. Off by default until compaction reads its inputs
-    /// directly too (docs/PERFORMANCE.md, ninth session).
+    /// directly too (`cargo bench -p shoal-engine --bench compaction`, at f912d99).
     pub direct_table_writes: bool,
     /// Drops entries during compaction ([`CompactionFilter`], whose docs say when it is
     /// asked and why only for write-once trees). `None` (the default) keeps everything.
