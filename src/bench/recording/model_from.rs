@@ -14,7 +14,7 @@ use shoal_server::record::format::{Line, RequestLine};
 use super::fit::{self, Counts, SortBehaviour, SortOrder};
 use super::read::each_line;
 use crate::bench::data_model::model::{
-    Distribution, Generator, GeneratorKind, Load, Model, Pattern, Prices, Run,
+    Distribution, Generator, GeneratorKind, Load, Model, Pattern, Prices, Run, OPERATIONS,
 };
 
 /// Item sizes kept per pattern (the first ones).
@@ -23,23 +23,6 @@ const SIZE_SAMPLES_MAX: usize = 100_000;
 const LOAD_ITEMS_MAX: u64 = 1_000_000;
 /// The attribute that carries an item's bytes beyond its keys.
 pub const FILLER_ATTRIBUTE: &str = "payload";
-/// Operations fitted into patterns.
-const FITTED: [&str; 13] = [
-    "GetItem",
-    "PutItem",
-    "UpdateItem",
-    "DeleteItem",
-    "Query",
-    "Scan",
-    "BatchWriteItem",
-    "BatchGetItem",
-    "TransactWriteItems",
-    "TransactGetItems",
-    "ExecuteStatement",
-    "BatchExecuteStatement",
-    "ExecuteTransaction",
-];
-
 /// Operations whose calls name several items (or statements), each a part of the line.
 const MULTI_PART: [&str; 6] = [
     "BatchWriteItem",
@@ -344,7 +327,8 @@ pub fn model_from(paths: &[impl AsRef<Path>], name: &str) -> Result<ModelFromRec
                     created.insert(table.clone());
                 }
             }
-            if !FITTED.contains(&line.op.as_str()) || line.table.is_none() {
+            // Every operation a model's pattern may name is fitted; the others are counted.
+            if !OPERATIONS.contains(&line.op.as_str()) || line.table.is_none() {
                 *other_operations.entry(line.op.clone()).or_default() += 1;
                 return;
             }
@@ -395,7 +379,7 @@ pub fn model_from(paths: &[impl AsRef<Path>], name: &str) -> Result<ModelFromRec
     let mut skipped: Vec<String> = other_operations
         .iter()
         .filter_map(|(op, calls)| {
-            let why = if FITTED.contains(&op.as_str()) {
+            let why = if OPERATIONS.contains(&op.as_str()) {
                 "they name no table"
             } else {
                 // The control plane (CreateTable, DescribeTable, …) is no access pattern.
