@@ -114,9 +114,9 @@ pub(crate) fn check_group_shape(
         None => None,
         Some(WitnessChange::Create(region)) => Some(region.as_str()),
         Some(WitnessChange::Delete(region)) => {
-            return Err(ApiError::validation(format!(
-                "Update global table operation failed because one or more replicas were not part of the global table. Please retry the request without these replicas: [{region}]."
-            )))
+            return Err(ApiError::validation(
+                crate::replication::members::not_members_message(&[region.as_str()]),
+            ))
         }
     };
     let count = 1 + targets.len() + usize::from(witness.is_some());
