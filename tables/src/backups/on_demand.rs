@@ -541,7 +541,9 @@ impl Database {
                 format!("Table already exists: {target}"),
             ));
         }
-        self.emulation.transitions.refuse_change(target)
+        self.emulation
+            .transitions
+            .refuse_named(target, &crate::core::region::current())
     }
 
     /// A restored table's description, CREATING for `EmulationOptions::transient_status_delay`.
@@ -550,9 +552,12 @@ impl Database {
         table: &TableDef,
         summary: RestoreSummary,
     ) -> TableDescription {
-        self.emulation
-            .transitions
-            .begin(&table.name, TransientStatus::Creating, None, None);
+        self.emulation.transitions.begin(
+            &table.catalog_key(),
+            TransientStatus::Creating,
+            None,
+            None,
+        );
         let status = if self.emulation.transitions.enabled() {
             "CREATING"
         } else {

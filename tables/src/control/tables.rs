@@ -39,7 +39,7 @@ use crate::core::clock::epoch_seconds;
 use crate::core::clock::now_millis;
 use crate::core::definition::new_definition_edits;
 use crate::core::error::internal;
-use crate::core::region::table_arn;
+use crate::core::region::{self, table_arn};
 use crate::core::stats::{self, TableStats};
 use crate::database::Database;
 use crate::emulation::transient::TransientStatus;
@@ -68,7 +68,9 @@ impl Database {
             ));
         }
         // A table still DELETING (`emulation::transient`) keeps its name.
-        self.emulation.transitions.refuse_change(&schema.name)?;
+        self.emulation
+            .transitions
+            .refuse_named(&schema.name, &region::current())?;
         let table_id = new_table_id();
         let created_at_millis = now_millis();
         let mut tree_names = vec![table_id.clone()];
@@ -124,9 +126,12 @@ impl Database {
         self.db.write(batch).map_err(internal)?;
         self.reload_catalog().map_err(internal)?;
         self.start_upkeep().map_err(internal)?;
-        self.emulation
-            .transitions
-            .begin(&table.name, TransientStatus::Creating, None, None);
+        self.emulation.transitions.begin(
+            &table.catalog_key(),
+            TransientStatus::Creating,
+            None,
+            None,
+        );
         let status = if self.emulation.transitions.enabled() {
             "CREATING"
         } else {
@@ -149,17 +154,21 @@ impl Database {
         request: DescribeTableRequest,
     ) -> Result<DescribeTableResponse, ApiError> {
         let name = table_name_of(request.table_name.as_deref())?;
-        let transition = self.emulation.transitions.of(name);
         let table = match self.table(name) {
             Ok(table) => table,
             Err(error) => {
                 // A table DELETING (`emulation::transient`) is described as it was deleted.
+                let transition = self
+                    .emulation
+                    .transitions
+                    .of_named(name, &region::current());
                 return match transition.and_then(|t| t.deleted) {
                     Some(deleted) => Ok(DescribeTableResponse { table: deleted }),
                     None => Err(error),
                 };
             }
         };
+        let transition = self.emulation.transitions.of(&table.catalog_key());
         let stats = self.table_stats(&table);
         let mut description = match &transition {
             Some(t) if t.status != TransientStatus::Deleting => {
@@ -205,7 +214,7 @@ impl Database {
         let limit = request.limit.unwrap_or(LIST_TABLES_LIMIT_MAX) as usize;
         // Tables still DELETING (`emulation::transient`) are listed too.
         let mut all: BTreeSet<String> = self.table_names().into_iter().collect();
-        all.extend(self.emulation.transitions.deleting());
+        all.extend(self.emulation.transitions.deleting(&region::current()));
         let lower = match request.exclusive_start_table_name.as_deref() {
             Some(start) => Bound::Excluded(start),
             None => Bound::Unbounded,
@@ -241,7 +250,9 @@ impl Database {
                 crate::replication::strong::DELETE_ONE_MEMBER_MESSAGE,
             ));
         }
-        self.emulation.transitions.refuse_change(name)?;
+        self.emulation
+            .transitions
+            .refuse_change(&table.catalog_key())?;
         let stats = self.drop_table(&table)?;
         // The members that stay see it DELETING for the transient delay, as after a
         // ReplicaUpdates Delete.
@@ -259,7 +270,7 @@ impl Database {
         description.deletion_protection_enabled = None;
         description.table_class_summary = None;
         self.emulation.transitions.begin(
-            &table.name,
+            &table.catalog_key(),
             TransientStatus::Deleting,
             None,
             Some(description.clone()),

@@ -168,7 +168,9 @@ impl Database {
                 self.refuse_replica_action_in_transition(&table)?;
             }
             // CREATING or UPDATING (`emulation::transient`): a second change waits.
-            self.emulation.transitions.refuse_change(name)?;
+            self.emulation
+                .transitions
+                .refuse_change(&table.catalog_key())?;
             match validate_request(&request, Some(&table))? {
                 TableChange::None => (Vec::new(), "ACTIVE"),
                 TableChange::Stream(stream_change) => {
@@ -258,9 +260,12 @@ impl Database {
                 .flatten()
                 .find(|gsi| gsi.index_status == "CREATING")
                 .map(|gsi| gsi.index_name.clone());
+            // The change may have given the table a new catalog key (a regional table that
+            // became a global table's member is kept in its Region from then on).
+            let key = self.table(name)?.catalog_key();
             self.emulation
                 .transitions
-                .begin(name, TransientStatus::Updating, creating_index, None);
+                .begin(&key, TransientStatus::Updating, creating_index, None);
         }
         // The response shows the new index before its backfill starts (Backfilling false).
         for (table_id, tree) in &created {

@@ -41,6 +41,14 @@ pub fn catalog_key(name: &str, region: Option<&str>) -> String {
     }
 }
 
+/// The name and Region (None: every Region) of catalog key `key`, as [`catalog_key`] built it.
+pub fn split_catalog_key(key: &str) -> (&str, Option<&str>) {
+    match key.split_once(REGION_SEPARATOR) {
+        Some((name, region)) => (name, Some(region)),
+        None => (key, None),
+    }
+}
+
 /// The table a request sent to `region` means by `name`: the one kept in that Region if
 /// there is one, else the one every Region shares (how every table is kept until it joins a
 /// global table, `replication`).

@@ -11,6 +11,10 @@
 //! description, ListTables names it, CreateTable of its name is refused). Data operations
 //! are not refused on a CREATING table. The transitions live in memory: a restart ends them
 //! all.
+//!
+//! Transitions are kept by the table's catalog key (`core::catalog`), as its definition is:
+//! a global table's members are one name in several Regions, and one member's UPDATING
+//! must not hold back a change sent to another.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -19,6 +23,7 @@ use parking_lot::Mutex;
 use shoal_model::{ApiError, ErrorCode};
 
 use crate::api::control::TableDescription;
+use crate::core::catalog::{catalog_key, split_catalog_key};
 
 /// A table's status while a transition lasts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,13 +69,17 @@ pub(crate) struct ReplicaTransition {
     until: Instant,
 }
 
-/// The transitions under way, by table name.
+/// The transitions under way, by the table's catalog key.
 #[derive(Debug, Default)]
 pub(crate) struct Transitions {
     delay: Duration,
     entries: Mutex<HashMap<String, Transition>>,
     /// By the catalog key of the member that sees them, in the order they began.
     replicas: Mutex<HashMap<String, Vec<ReplicaTransition>>>,
+    /// Members whose overrides a ReplicaUpdates Update changed, by catalog key, with the end
+    /// of their `ReplicaStatus` UPDATING: an entry in `Replicas[]`, not the member's own
+    /// `TableStatus`, which is in `entries`.
+    updated_members: Mutex<HashMap<String, Instant>>,
 }
 
 impl Transitions {
@@ -79,7 +88,25 @@ impl Transitions {
             delay,
             entries: Mutex::new(HashMap::new()),
             replicas: Mutex::new(HashMap::new()),
+            updated_members: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Starts the `ReplicaStatus` UPDATING of the member whose catalog key is `key`;
+    /// nothing when disabled.
+    pub fn begin_member_update(&self, key: &str) {
+        if self.enabled() {
+            let until = Instant::now() + self.delay;
+            self.updated_members.lock().insert(key.to_string(), until);
+        }
+    }
+
+    /// Whether the member whose catalog key is `key` is UPDATING in `Replicas[]`.
+    pub fn member_updating(&self, key: &str) -> bool {
+        let mut updated = self.updated_members.lock();
+        let now = Instant::now();
+        updated.retain(|_, until| *until > now);
+        updated.contains_key(key)
     }
 
     /// Starts the transition of the replica or witness in `region` as the member whose
@@ -133,10 +160,11 @@ impl Transitions {
         !self.delay.is_zero()
     }
 
-    /// Starts table `name`'s transition (replacing any other); nothing when disabled.
+    /// Starts the transition of the table whose catalog key is `key` (replacing any other);
+    /// nothing when disabled.
     pub fn begin(
         &self,
-        name: &str,
+        key: &str,
         status: TransientStatus,
         creating_index: Option<String>,
         deleted: Option<TableDescription>,
@@ -145,7 +173,7 @@ impl Transitions {
             return;
         }
         self.entries.lock().insert(
-            name.to_string(),
+            key.to_string(),
             Transition {
                 status,
                 until: Instant::now() + self.delay,
@@ -155,19 +183,27 @@ impl Transitions {
         );
     }
 
-    /// Table `name`'s transition, while it lasts.
-    pub fn of(&self, name: &str) -> Option<Transition> {
+    /// The transition of the table whose catalog key is `key`, while it lasts.
+    pub fn of(&self, key: &str) -> Option<Transition> {
         if !self.enabled() {
             return None;
         }
         let mut entries = self.entries.lock();
         let now = Instant::now();
         entries.retain(|_, transition| transition.until > now);
-        entries.get(name).cloned()
+        entries.get(key).cloned()
     }
 
-    /// Names of the tables still DELETING.
-    pub fn deleting(&self) -> Vec<String> {
+    /// The transition of the table a request sent to `region` means by `name` when no table
+    /// of that name is in the catalog (a DELETING one): the one kept in that Region, else the
+    /// one every Region shared, as `catalog::resolve` finds tables.
+    pub fn of_named(&self, name: &str, region: &str) -> Option<Transition> {
+        self.of(&catalog_key(name, Some(region)))
+            .or_else(|| self.of(name))
+    }
+
+    /// Names of the tables still DELETING that a request sent to `region` sees.
+    pub fn deleting(&self, region: &str) -> Vec<String> {
         if !self.enabled() {
             return Vec::new();
         }
@@ -177,28 +213,43 @@ impl Transitions {
         entries
             .iter()
             .filter(|(_, t)| t.status == TransientStatus::Deleting)
-            .map(|(name, _)| name.clone())
+            .map(|(key, _)| split_catalog_key(key))
+            .filter(|(_, kept_in)| kept_in.is_none_or(|r| r == region))
+            .map(|(name, _)| name.to_string())
             .collect()
     }
 
-    /// The refusal of a change to table `name` while it is in a transition: an UpdateTable or
-    /// DeleteTable of a CREATING or UPDATING table, a CreateTable of a DELETING one.
-    pub fn refuse_change(&self, name: &str) -> Result<(), ApiError> {
-        match self.of(name) {
-            None => Ok(()),
-            Some(transition) => {
-                let what = match transition.status {
-                    TransientStatus::Creating => "created",
-                    TransientStatus::Updating => "updated",
-                    TransientStatus::Deleting => "deleted",
-                };
-                Err(ApiError::new(
+    /// The refusal of a change to the table whose catalog key is `key` while it is in a
+    /// transition: an UpdateTable or DeleteTable of a CREATING or UPDATING table.
+    pub fn refuse_change(&self, key: &str) -> Result<(), ApiError> {
+        refusal(key, self.of(key))
+    }
+
+    /// The refusal of a table named `name` in `region` (a CreateTable, a restore's target)
+    /// while a table of that name is still DELETING there.
+    pub fn refuse_named(&self, name: &str, region: &str) -> Result<(), ApiError> {
+        refusal(name, self.of_named(name, region))
+    }
+}
+
+/// ResourceInUseException for a change to the table whose catalog key is `key` during
+/// `transition`; Ok when there is none.
+fn refusal(key: &str, transition: Option<Transition>) -> Result<(), ApiError> {
+    let (name, _) = split_catalog_key(key);
+    match transition {
+        None => Ok(()),
+        Some(transition) => {
+            let what = match transition.status {
+                TransientStatus::Creating => "created",
+                TransientStatus::Updating => "updated",
+                TransientStatus::Deleting => "deleted",
+            };
+            Err(ApiError::new(
                     ErrorCode::ResourceInUseException,
                     format!(
                         "Attempt to change a resource which is still in use: Table is being {what}: {name}"
                     ),
                 ))
-            }
         }
     }
 }

@@ -334,7 +334,7 @@ impl Database {
     fn check_active(&self, table: &TableDef, index: Option<&str>) -> Result<(), ApiError> {
         const NOT_VALID: &str =
             "Table or Index is not in a valid state to update Key Access Insights:";
-        let transition = self.emulation.transitions.of(&table.name);
+        let transition = self.emulation.transitions.of(&table.catalog_key());
         if transition
             .as_ref()
             .is_some_and(|t| t.status != TransientStatus::Updating || index.is_none())

@@ -636,12 +636,9 @@ impl Database {
         self.db.drop_trees_with(&[], edits).map_err(internal)?;
         self.reload_catalog().map_err(internal)?;
         for target in targets {
-            self.emulation.transitions.begin(
-                &catalog_key(&table.name, Some(target)),
-                TransientStatus::Updating,
-                None,
-                None,
-            );
+            self.emulation
+                .transitions
+                .begin_member_update(&catalog_key(&table.name, Some(target)));
             tracing::info!(table = %table.name, region = %target, "replica overrides updated");
         }
         Ok(())
@@ -962,12 +959,8 @@ impl Database {
         replication: Option<&ReplicationDef>,
     ) -> &'static str {
         let status = replication.map_or(ReplicaStatus::Creating, |r| r.status);
-        let updating = status == ReplicaStatus::Active
-            && self
-                .emulation
-                .transitions
-                .of(key)
-                .is_some_and(|t| t.status == TransientStatus::Updating);
+        let updating =
+            status == ReplicaStatus::Active && self.emulation.transitions.member_updating(key);
         if updating {
             TransientStatus::Updating.as_str()
         } else {

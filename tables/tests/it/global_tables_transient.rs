@@ -303,3 +303,60 @@ fn a_replica_action_is_refused_while_the_witness_is_creating() {
         }
     }
 }
+
+/// A member's own transition is its own: UPDATING in A holds back a second change sent to A
+/// but not one sent to B, and a member DeleteTable'd in C is DELETING in C only.
+#[test]
+fn a_members_own_transition_holds_back_changes_in_its_region_only() {
+    let dir = tempfile::tempdir().unwrap();
+    three_members(dir.path());
+    let db = Database::open(dir.path(), disk_options(HELD)).unwrap();
+    let class = json!({"TableName": "Orders", "TableClass": "STANDARD_INFREQUENT_ACCESS"});
+    let answer = ok(&db, A, "UpdateTable", &class);
+    assert_eq!(answer["TableDescription"]["TableStatus"], "UPDATING");
+    assert_eq!(describe(&db, A, "Orders")["TableStatus"], "UPDATING");
+    assert_eq!(describe(&db, B, "Orders")["TableStatus"], "ACTIVE");
+    let protect = json!({"TableName": "Orders", "DeletionProtectionEnabled": true});
+    // The neighbour that must not change: A's own second change waits, named by the table.
+    let refused = crate::global_tables::call(&db, A, "UpdateTable", &protect).unwrap_err();
+    assert_eq!(
+        refused,
+        (
+            "ResourceInUseException".to_string(),
+            "Attempt to change a resource which is still in use: Table is being updated: Orders"
+                .to_string()
+        )
+    );
+    // B is in no transition of its own.
+    let answer = ok(&db, B, "UpdateTable", &protect);
+    assert_eq!(
+        answer["TableDescription"]["DeletionProtectionEnabled"],
+        true
+    );
+
+    ok(&db, C, "DeleteTable", &json!({"TableName": "Orders"}));
+    assert_eq!(describe(&db, C, "Orders")["TableStatus"], "DELETING");
+    let listed = |region: &str| ok(&db, region, "ListTables", &json!({}))["TableNames"].clone();
+    assert_eq!(listed(C), json!(["Orders"]));
+    // A Region that never held a member lists nothing: C's DELETING is C's.
+    assert_eq!(listed("eu-west-1"), json!([]));
+    let gone = crate::global_tables::call(
+        &db,
+        "eu-west-1",
+        "DescribeTable",
+        &json!({"TableName": "Orders"}),
+    );
+    assert_eq!(gone.unwrap_err().0, "ResourceNotFoundException");
+    // CreateTable of the name waits in C.
+    let create = json!({
+        "TableName": "Orders",
+        "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+        "BillingMode": "PAY_PER_REQUEST"
+    });
+    let refused = crate::global_tables::call(&db, C, "CreateTable", &create).unwrap_err();
+    assert_eq!(
+        refused.1,
+        "Attempt to change a resource which is still in use: Table is being deleted: Orders"
+    );
+}
