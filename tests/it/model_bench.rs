@@ -1135,6 +1135,80 @@ fn batch_and_transaction_units_are_shared_among_their_items_partitions() {
     );
 }
 
+#[test]
+fn partiql_units_land_on_the_partitions_their_statements_name() {
+    // Every INSERT puts one new item under 1 KB for customer c#0: 1 WCU on the table's
+    // partition c#0 (and 1 on the GSI, which counts toward the GSI but no GSI partition).
+    // 1,200 a second: 1,200 WCU/s on c#0, over the 1,000 WCU/s limit. The key is a literal
+    // of the statement in one pattern and a parameter in the other.
+    let literal = json!({"name": "insert", "operation": "ExecuteStatement", "request": {
+        "Statement": "INSERT INTO Orders VALUE {'customer': 'c#0', 'order': ?, 'status': ?}",
+        "Parameters": [{"N": "${order}"}, {"S": "${status}"}]
+    }});
+    let parameter = json!({"name": "insert", "operation": "ExecuteStatement", "request": {
+        "Statement": "INSERT INTO Orders VALUE {'customer': ?, 'order': ?, 'status': ?}",
+        "Parameters": [{"S": "c#0"}, {"N": "${order}"}, {"S": "${status}"}]
+    }});
+    for pattern in [literal, parameter] {
+        let report = report_of(&gsi_write_model(pattern, 1200, 100));
+        assert!(
+            report.patterns[0].errors.is_empty(),
+            "{:?}",
+            report.patterns[0].errors
+        );
+        let orders = partition_writes(&report, "Orders");
+        assert!(
+            orders.len() == 1 && orders[0].0 == "c#0" && (orders[0].1 - 1200.0).abs() < 1e-6,
+            "{orders:?}"
+        );
+        assert!(report
+            .verdicts
+            .iter()
+            .any(|v| v.starts_with("hot key `c#0` (Orders): 1,200 WCU/s")));
+    }
+    // The neighbouring case: the customer drawn from 50 spreads the same units, 24 WCU/s on
+    // each customer's partition.
+    let spread = json!({"name": "insert", "operation": "ExecuteStatement", "request": {
+        "Statement": "INSERT INTO Orders VALUE {'customer': ?, 'order': ?, 'status': ?}",
+        "Parameters": [{"S": "${customer}"}, {"N": "${order}"}, {"S": "${status}"}]
+    }});
+    let report = report_of(&gsi_write_model(spread, 1200, 400));
+    let orders = partition_writes(&report, "Orders");
+    assert_eq!(orders.len(), 10, "the ten hottest of 50 are listed");
+    let total: f64 = orders.iter().map(|(_, units)| units).sum();
+    assert!(
+        orders.iter().all(|(_, units)| *units < 1000.0),
+        "{orders:?}"
+    );
+    assert!(total < 1200.0, "{orders:?}");
+    // A BatchExecuteStatement of two INSERTs to c#0, 600 a second: 2 WCU a call, shared
+    // between its two statements' items, both on c#0: 1,200 WCU/s. An ExecuteTransaction of
+    // the same two, 300 a second: 4 WCU a call (transactional writes cost double): 1,200.
+    let insert = |order: &str| {
+        json!({"Statement": "INSERT INTO Orders VALUE {'customer': ?, 'order': ?}",
+               "Parameters": [{"S": "c#0"}, {"N": order}]})
+    };
+    let batch = json!({"name": "pair", "operation": "BatchExecuteStatement", "request": {
+        "Statements": [insert("${order#1}"), insert("${order#2}")]
+    }});
+    let transaction = json!({"name": "pair", "operation": "ExecuteTransaction", "request": {
+        "TransactStatements": [insert("${order#1}"), insert("${order#2}")]
+    }});
+    for (pattern, rate) in [(batch, 600), (transaction, 300)] {
+        let report = report_of(&gsi_write_model(pattern, rate, 100));
+        assert!(
+            report.patterns[0].errors.is_empty(),
+            "{:?}",
+            report.patterns[0].errors
+        );
+        let orders = partition_writes(&report, "Orders");
+        assert!(
+            orders.len() == 1 && orders[0].0 == "c#0" && (orders[0].1 - 1200.0).abs() < 1e-6,
+            "{orders:?}"
+        );
+    }
+}
+
 /// PartiQL patterns are priced as DynamoDB charges their statements: a SELECT of one item
 /// under 4 KB is 0.5 read units eventually consistent (1 with ConsistentRead), an INSERT
 /// of one 1 write unit. Hand calculation of the SELECT pattern's on-demand month at its

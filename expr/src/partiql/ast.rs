@@ -19,6 +19,20 @@ pub enum Statement {
     Exists(Select),
 }
 
+impl Statement {
+    /// The table the statement reads or writes, and the index a SELECT reads through.
+    pub fn target(&self) -> (&str, Option<&str>) {
+        match self {
+            Statement::Select(select) | Statement::Exists(select) => {
+                (&select.target.table, select.target.index.as_deref())
+            }
+            Statement::Insert(insert) => (&insert.table, None),
+            Statement::Update(update) => (&update.table, None),
+            Statement::Delete(delete) => (&delete.table, None),
+        }
+    }
+}
+
 /// A table, or an index of it (`"T"."Idx"`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Target {

@@ -11,6 +11,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::Deserialize;
 use serde_json::{json, Value};
+use shoal_expr::partiql;
 
 use super::generate::{Draws, Generators, Template};
 use super::model::{Model, Pattern, ATTEMPTS_DEFAULT};
@@ -27,11 +28,13 @@ const LATENCY_SAMPLES_MAX: usize = 4_000_000;
 /// Distinct partitions tracked per worker (the busiest are found among them).
 const PARTITIONS_TRACKED_MAX: usize = 1_000_000;
 /// Operations on several items, whose answers give units per table, not per item.
-const MULTI_ITEM_OPERATIONS: [&str; 4] = [
+const MULTI_ITEM_OPERATIONS: [&str; 6] = [
     "BatchWriteItem",
     "BatchGetItem",
     "TransactWriteItems",
     "TransactGetItems",
+    "BatchExecuteStatement",
+    "ExecuteTransaction",
 ];
 /// Seconds of a run whose load is kept per second (longer runs keep the first ones).
 const SECONDS_TRACKED_MAX: usize = 100_000;
@@ -302,15 +305,16 @@ fn key_names(tables: &[Value], table: &str) -> Vec<String> {
 /// the value a Query's key condition sets it equal to.
 fn partition_text(pattern: &Pattern, tables: &[Value]) -> Option<(String, String)> {
     let request = &pattern.request;
+    if pattern.operation == "ExecuteStatement" {
+        return statement_partition(request, &|table, index| hash_keys(tables, table, index)).map(
+            |(table, index, text)| (partition_target(tables, &table, index.as_deref()), text),
+        );
+    }
     let table = request["TableName"].as_str()?;
     let index = request["IndexName"].as_str();
     let hashes = hash_keys(tables, table, index)?;
     let hash = hashes.first()?;
-    let target = match index {
-        Some(index) if !is_local_index(tables, table, index) => format!("{table}/{index}"),
-        // An LSI's partition key is its table's: its entries live on the table's partitions.
-        _ => table.to_string(),
-    };
+    let target = partition_target(tables, table, index);
     let scalar = scalar_text;
     match pattern.operation.as_str() {
         "GetItem" | "DeleteItem" | "UpdateItem" => Some((target, scalar(&request["Key"][hash])?)),
@@ -338,6 +342,43 @@ fn partition_text(pattern: &Pattern, tables: &[Value]) -> Option<(String, String
         }
         _ => None,
     }
+}
+
+/// Where the partitions of `table` read through `index` are: the table's (`Table`), or a
+/// GSI's own (`Table/Index`).
+fn partition_target(tables: &[Value], table: &str, index: Option<&str>) -> String {
+    match index {
+        Some(index) if !is_local_index(tables, table, index) => format!("{table}/{index}"),
+        // An LSI's partition key is its table's: its entries live on the table's partitions.
+        _ => table.to_string(),
+    }
+}
+
+/// The partition key attributes of a table, or of an index of it.
+type HashKeysOf<'a> = dyn Fn(&str, Option<&str>) -> Option<Vec<String>> + 'a;
+
+/// The table, index and partition key text a PartiQL statement (`{Statement, Parameters}`)
+/// names, found by the statement's own parser: the value each partition key attribute is
+/// compared with `=` (or given in an INSERT's item), a literal of the statement or the
+/// parameter in its place. `hash_of` gives the partition key attributes of a table or index.
+fn statement_partition(
+    statement: &Value,
+    hash_of: &HashKeysOf<'_>,
+) -> Option<(String, Option<String>, String)> {
+    let text = statement["Statement"].as_str()?;
+    let parsed = partiql::parse_statement(text).ok()?;
+    let (table, index) = parsed.target();
+    let shape = partiql::statement_shape(text).ok()?;
+    let hashes = hash_of(table, index)?;
+    let value_of = |hash: &String| {
+        let (_, slot) = shape.equalities.iter().find(|(name, _)| name == hash)?;
+        match shape.slots.get(*slot)? {
+            partiql::Slot::Literal { text, .. } => Some(text.clone()),
+            partiql::Slot::Parameter(number) => scalar_text(&statement["Parameters"][*number]),
+        }
+    };
+    let key = joined_partition_text(hashes.iter().map(value_of))?;
+    Some((table.to_string(), index.map(str::to_string), key))
 }
 
 /// Whether the table a pattern names has a local secondary index (so a 10 GB collection cap).
@@ -1261,6 +1302,19 @@ fn request_item_keys(
         }
     };
     match operation {
+        "BatchExecuteStatement" | "ExecuteTransaction" => {
+            let member = match operation {
+                "BatchExecuteStatement" => "Statements",
+                _ => "TransactStatements",
+            };
+            // A batch's or transaction's statements name items by their full key.
+            let hash_of = |table: &str, _: Option<&str>| Some(vec![hash_of(table)?.to_string()]);
+            for statement in request[member].as_array().into_iter().flatten() {
+                if let Some((table, _, key)) = statement_partition(statement, &hash_of) {
+                    keys.push((table, key));
+                }
+            }
+        }
         "BatchWriteItem" | "BatchGetItem" => {
             for (table, requests) in request["RequestItems"].as_object().into_iter().flatten() {
                 if operation == "BatchGetItem" {
