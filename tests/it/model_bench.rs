@@ -1135,6 +1135,18 @@ fn batch_and_transaction_units_are_shared_among_their_items_partitions() {
     );
 }
 
+/// The report's one pattern ran without errors and put 1,200 WCU/s on partition c#0 of
+/// Orders, and on no other.
+fn assert_all_on_c0(report: &Report) {
+    let errors = &report.patterns[0].errors;
+    assert!(errors.is_empty(), "{errors:?}");
+    let orders = partition_writes(report, "Orders");
+    assert!(
+        orders.len() == 1 && orders[0].0 == "c#0" && (orders[0].1 - 1200.0).abs() < 1e-6,
+        "{orders:?}"
+    );
+}
+
 #[test]
 fn partiql_units_land_on_the_partitions_their_statements_name() {
     // Every INSERT puts one new item under 1 KB for customer c#0: 1 WCU on the table's
@@ -1151,16 +1163,7 @@ fn partiql_units_land_on_the_partitions_their_statements_name() {
     }});
     for pattern in [literal, parameter] {
         let report = report_of(&gsi_write_model(pattern, 1200, 100));
-        assert!(
-            report.patterns[0].errors.is_empty(),
-            "{:?}",
-            report.patterns[0].errors
-        );
-        let orders = partition_writes(&report, "Orders");
-        assert!(
-            orders.len() == 1 && orders[0].0 == "c#0" && (orders[0].1 - 1200.0).abs() < 1e-6,
-            "{orders:?}"
-        );
+        assert_all_on_c0(&report);
         assert!(report
             .verdicts
             .iter()
@@ -1196,16 +1199,7 @@ fn partiql_units_land_on_the_partitions_their_statements_name() {
     }});
     for (pattern, rate) in [(batch, 600), (transaction, 300)] {
         let report = report_of(&gsi_write_model(pattern, rate, 100));
-        assert!(
-            report.patterns[0].errors.is_empty(),
-            "{:?}",
-            report.patterns[0].errors
-        );
-        let orders = partition_writes(&report, "Orders");
-        assert!(
-            orders.len() == 1 && orders[0].0 == "c#0" && (orders[0].1 - 1200.0).abs() < 1e-6,
-            "{orders:?}"
-        );
+        assert_all_on_c0(&report);
     }
 }
 
