@@ -104,11 +104,16 @@ impl Group {
 }
 
 /// The access pattern a call belongs to: its operation, table, index, expression shapes and
-/// read consistency; for a batch or transaction, its operation and the kinds of part it
-/// holds ([`part_key`], each counted once: how many is fitted).
+/// read consistency; for a batch or transaction, its operation and how many parts of each
+/// kind it holds ([`part_key`]): a batch of 25 puts and one of 7 are two patterns, each
+/// with its own rate, so that every call of a pattern names as many items as recorded
+/// (a mean count would misstate the units of all of them).
 pub fn group_key(line: &RequestLine) -> String {
     if !line.parts.is_empty() {
-        let kinds: BTreeSet<String> = line.parts.iter().map(part_key).collect();
+        let mut kinds: BTreeMap<String, u64> = BTreeMap::new();
+        for part in &line.parts {
+            *kinds.entry(part_key(part)).or_default() += 1;
+        }
         return serde_json::to_string(&(&line.op, kinds)).unwrap_or_default();
     }
     part_key(line)
@@ -127,8 +132,8 @@ fn part_key(line: &RequestLine) -> String {
     .unwrap_or_default()
 }
 
-/// How many parts of a kind a call of `group` holds: the mean over its calls, rounded (at
-/// least 1), so that the pattern's items and units per call stay those recorded.
+/// How many parts of a kind a call of `group` holds: every call of a group holds the same
+/// number ([`group_key`]); rounded, at least 1, against a count the recording cut short.
 fn part_count(group: &Group, part: &Group) -> u64 {
     ((part.calls as f64 / group.calls.max(1) as f64).round() as u64).max(1)
 }
@@ -1335,7 +1340,7 @@ mod tests {
     }
 
     #[test]
-    fn batch_parts_group_by_kind_with_their_mean_count_and_distinct_keys() {
+    fn batch_parts_group_by_kind_and_count_with_distinct_keys() {
         let dir = tempfile::tempdir().unwrap();
         let part = |op: &str, key: u32| RequestLine {
             op: op.into(),
@@ -1345,7 +1350,7 @@ mod tests {
             ..RequestLine::default()
         };
         let mut calls = Vec::new();
-        // Writes of 2 and 3 puts and one delete (a mean of 2.5 puts: 3), and gets of 4 keys.
+        // Writes of 2 and 3 puts and one delete, alternating, and gets of 4 keys.
         for call in 0..40u32 {
             let puts = 2 + call % 2;
             let mut parts: Vec<RequestLine> =
@@ -1360,15 +1365,25 @@ mod tests {
             dir.path(),
             &calls,
             &[
-                "BatchWriteItem: 3 x Put T + Delete T",
+                "BatchWriteItem: 2 x Put T + Delete T",
                 "BatchGetItem: 4 x Get T",
+                "BatchWriteItem: 3 x Put T + Delete T",
             ],
         );
-        let writes = &model.patterns[0].request["RequestItems"]["T"];
-        assert_eq!(writes.as_array().unwrap().len(), 4, "{writes}");
-        assert_eq!(writes[3]["DeleteRequest"]["Key"]["k"]["S"], "${k_p0_T#3}");
-        // No sort key: the partition key's draws are the distinct ones.
-        assert!(model.generators["k_p0_T"].distinct);
+        // A write of 2 puts and one of 3 are two patterns, each at half the calls' rate,
+        // each call with the parts recorded: 2.5 puts a call on the whole, as recorded.
+        for (at, puts) in [(0, 2), (2, 3)] {
+            let writes = &model.patterns[at].request["RequestItems"]["T"];
+            assert_eq!(writes.as_array().unwrap().len(), puts + 1, "{writes}");
+            let tag = format!("k_p{at}_T");
+            assert_eq!(
+                writes[puts]["DeleteRequest"]["Key"]["k"]["S"],
+                format!("${{{tag}#{puts}}}")
+            );
+            // No sort key: the partition key's draws are the distinct ones.
+            assert!(model.generators[&tag].distinct);
+        }
+        assert_eq!(model.patterns[0].rate, model.patterns[2].rate);
         let keys = &model.patterns[1].request["RequestItems"]["T"]["Keys"];
         assert_eq!(keys.as_array().unwrap().len(), 4, "{keys}");
         // Every fitted request compiles, distinct draws included.
