@@ -8,8 +8,9 @@
 //! `.init_array`, which the loader runs before Rust's runtime and so before the allocator
 //! is first used, turns transparent huge pages off for the process and asks for no
 //! read-around on the executable's own segments (`MADV_RANDOM` on each `PT_LOAD` segment;
-//! a page the code touches is still mapped from the page cache, only its neighbours are
-//! not). Every command gets both; `serve --transparent-huge-pages` turns the pages back on
+//! a page the code touches is still read, its neighbours are not read with it; pages
+//! already in the page cache are still mapped around it). Every command gets both;
+//! `serve --transparent-huge-pages` turns the pages back on
 //! ([`allow_transparent_huge_pages`]). Once `serve` listens, [`release_start_up_pages`]
 //! unmaps the executable's pages that start-up left mapped.
 
