@@ -397,6 +397,9 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         tracing::info!(%address, "serving DynamoDB's protocol");
         database.set_endpoint_address(endpoint_address(address));
         let handler = Arc::new(EngineHandler::new(Arc::clone(&database)));
+        // Start-up is over: the code that parsed the command line and opened the
+        // database need not stay resident.
+        memory::release_start_up_pages();
         shoal_server::serve(listener, handler, config, shutdown_signal())
             .await
             .map_err(|e| e.to_string())
