@@ -17,6 +17,7 @@ mod manifest_codec;
 mod manifest_crash;
 mod manifest_realfs;
 mod no_space;
+mod recovery_flush;
 mod retention;
 mod seq_floor_crash;
 mod sequenced_crash;
