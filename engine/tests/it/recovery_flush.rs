@@ -8,10 +8,11 @@
 //! - an open with nothing to replay writes no SSTable, and a disk too full for the flush
 //!   still opens, with the replayed data readable and flushed once there is room.
 
-use std::ops::Bound;
 use std::path::Path;
 
-use shoal_engine::{Db, DbOptions, Direction, Durability, TreeId, WriteBatch};
+use shoal_engine::{Db, DbError, DbOptions, Durability, TreeId, WriteBatch};
+
+use crate::scan_all;
 use shoal_vfs::sim::SimFs;
 
 /// Batches acknowledged in `sync` mode before the crash.
@@ -56,28 +57,21 @@ fn write(db: &Db, i: u64) {
     db.write(batch).unwrap();
 }
 
-fn entries(db: &Db, tree: TreeId) -> Vec<(Vec<u8>, Vec<u8>)> {
-    db.scan(
-        tree,
-        Bound::Unbounded,
-        Bound::Unbounded,
-        Direction::Forward,
-        None,
-        usize::MAX,
-    )
-    .unwrap()
+/// Opens the database of `sim` as the restarted process does.
+fn open(sim: &SimFs) -> Result<Db, DbError> {
+    Db::open_with_fs(sim.fs(), Path::new("/data"), options(Durability::Sync))
 }
 
 /// Checks that both trees hold batches 0..n and nothing else; returns n.
 fn recovered_batches(db: &Db) -> Result<u64, String> {
     let (log, mirror) = trees(db);
-    let logged = entries(db, log);
+    let logged = scan_all(db, log);
     for (i, (k, v)) in logged.iter().enumerate() {
         if *k != key(i as u64) || *v != value(i as u64) {
             return Err(format!("batch {i} missing or wrong: a hole in the prefix"));
         }
     }
-    if entries(db, mirror) != logged {
+    if scan_all(db, mirror) != logged {
         return Err("the trees disagree: a batch was kept in one tree only".into());
     }
     Ok(logged.len() as u64)
@@ -91,7 +85,7 @@ const L0_FILES_BEFORE_THE_OPEN: usize = 2;
 /// written but not durable.
 fn crashed_database() -> SimFs {
     let sim = SimFs::new();
-    let db = Db::open_with_fs(sim.fs(), Path::new("/data"), options(Durability::Sync)).unwrap();
+    let db = open(&sim).unwrap();
     for i in 0..SYNCED_BATCHES {
         if i == SYNCED_BATCHES / 2 {
             db.flush_all().unwrap();
@@ -116,11 +110,11 @@ fn a_power_cut_inside_the_recovery_flush_keeps_acknowledged_atomic_batches() {
     for mutations in 0..120 {
         let sim = crashed_database();
         sim.freeze_after(Some(mutations));
-        let opened = Db::open_with_fs(sim.fs(), Path::new("/data"), options(Durability::Sync));
+        let opened = open(&sim);
         let open_returned = opened.is_ok();
         sim.power_loss(mutations);
         drop(opened);
-        let db = Db::open_with_fs(sim.fs(), Path::new("/data"), options(Durability::Sync))
+        let db = open(&sim)
             .unwrap_or_else(|e| panic!("cut after {mutations} mutations: reopen failed: {e}"));
         let recovered = recovered_batches(&db)
             .unwrap_or_else(|e| panic!("cut after {mutations} mutations: {e}"));
@@ -147,7 +141,7 @@ fn a_power_cut_inside_the_recovery_flush_keeps_acknowledged_atomic_batches() {
 #[test]
 fn reads_after_a_recovery_find_the_replayed_data_in_l0() {
     let sim = crashed_database();
-    let db = Db::open_with_fs(sim.fs(), Path::new("/data"), options(Durability::Sync)).unwrap();
+    let db = open(&sim).unwrap();
     let (log, mirror) = trees(&db);
     for tree in [log, mirror] {
         assert_eq!(
@@ -165,8 +159,8 @@ fn reads_after_a_recovery_find_the_replayed_data_in_l0() {
 #[test]
 fn an_open_with_nothing_to_replay_writes_no_sstable() {
     let sim = crashed_database();
-    drop(Db::open_with_fs(sim.fs(), Path::new("/data"), options(Durability::Sync)).unwrap());
-    let db = Db::open_with_fs(sim.fs(), Path::new("/data"), options(Durability::Sync)).unwrap();
+    drop(open(&sim).unwrap());
+    let db = open(&sim).unwrap();
     let (log, mirror) = trees(&db);
     for tree in [log, mirror] {
         assert_eq!(
@@ -194,8 +188,7 @@ fn a_disk_too_full_for_the_recovery_flush_still_opens_and_flushes_once_there_is_
         // The disk fills somewhere in the open: in the log's recovery (which fails the open,
         // as before), in the flush, or not at all.
         sim.full_after(Some(mutations));
-        let Ok(db) = Db::open_with_fs(sim.fs(), Path::new("/data"), options(Durability::Sync))
-        else {
+        let Ok(db) = open(&sim) else {
             continue;
         };
         if db.out_of_space().is_none() {

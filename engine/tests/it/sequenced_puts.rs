@@ -3,13 +3,14 @@
 //! replay and a flush, and such keys sort in commit order whoever commits them.
 
 use std::collections::BTreeMap;
-use std::ops::Bound;
 use std::path::Path;
 use std::sync::Arc;
 
 use shoal_engine::batch::SEQ_SUFFIX_BYTES;
-use shoal_engine::{Db, DbOptions, Direction, Durability, TreeId, WriteBatch};
+use shoal_engine::{Db, DbOptions, Durability, WriteBatch};
 use shoal_vfs::sim::SimFs;
+
+use crate::scan_all;
 
 fn options(durability: Durability) -> DbOptions {
     DbOptions {
@@ -22,18 +23,6 @@ fn options(durability: Durability) -> DbOptions {
 
 fn sequenced_key(prefix: &[u8], seq: u64) -> Vec<u8> {
     [prefix, &seq.to_be_bytes()].concat()
-}
-
-fn scan_all(db: &Db, tree: TreeId) -> Vec<(Vec<u8>, Vec<u8>)> {
-    db.scan(
-        tree,
-        Bound::Unbounded,
-        Bound::Unbounded,
-        Direction::Forward,
-        None,
-        usize::MAX,
-    )
-    .unwrap()
 }
 
 /// A batch of a plain put, a sequence-suffixed put and a delete: the suffixed key carries the
