@@ -3,7 +3,8 @@
 //! Run: `cargo bench -p shoal-engine --bench recovery_reads`.
 //!
 //! Both databases hold the same ~200 B records under random 16-byte keys, written until the
-//! WAL spans three segments. "after_crash" was closed without flushing (a closed handle's
+//! WAL spans three segments of the default size (64 MiB; `SHOAL_BENCH_SEGMENT_BYTES` sets
+//! another), as a server's WAL may when it is killed. "after_crash" was closed without flushing (a closed handle's
 //! flusher stops without flushing, so reopening replays all three segments, as after a
 //! crash); "after_clean_start" was flushed and compacted before it was closed. Each is
 //! reopened once, outside the timing, without background flushes or compactions, so the
@@ -15,7 +16,6 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rand::{Rng, SeedableRng};
 use shoal_engine::{Db, DbOptions, Durability, TreeId, WriteBatch};
 
-const SEGMENT_BYTES: u64 = 4 << 20;
 const SEGMENTS: u64 = 3;
 const VALUE_BYTES: usize = 200;
 const GETS_PER_ITER: usize = 1000;
@@ -27,10 +27,17 @@ fn key16(a: u64) -> [u8; 16] {
     k
 }
 
+fn segment_bytes() -> u64 {
+    std::env::var("SHOAL_BENCH_SEGMENT_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(DbOptions::default().wal_segment_size_bytes)
+}
+
 fn options(background: bool) -> DbOptions {
     DbOptions {
         durability: Durability::None,
-        wal_segment_size_bytes: SEGMENT_BYTES,
+        wal_segment_size_bytes: segment_bytes(),
         background_flush: background,
         compaction_threads: usize::from(background),
         ..DbOptions::default()
@@ -44,7 +51,7 @@ fn fill(dir: &Path, clean: bool) -> Vec<u64> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(41);
     let value = vec![7u8; VALUE_BYTES];
     let mut keys = Vec::new();
-    while db.wal_live_bytes() < SEGMENTS * SEGMENT_BYTES {
+    while db.wal_live_bytes() < SEGMENTS * segment_bytes() {
         let mut batch = WriteBatch::new();
         for _ in 0..50 {
             let k: u64 = rng.random();
@@ -79,6 +86,12 @@ fn bench_reads_after_recovery(c: &mut Criterion) {
         ("after_clean_start", clean.path()),
     ] {
         let (db, items) = reopen(dir);
+        // The shape the reads meet: files per level, and bytes still in memtables.
+        eprintln!(
+            "{name}: files per level {:?}, memtable bytes {}",
+            db.tree_stats(items).unwrap().level_files,
+            db.stats().write_buffer_bytes
+        );
         let mut rng = rand::rngs::StdRng::seed_from_u64(3);
         group.bench_function(name, |b| {
             b.iter(|| {

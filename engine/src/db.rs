@@ -224,7 +224,8 @@ impl Db {
     ///
     /// Recovery: the manifest names the SSTables and each tree's flushed sequence number;
     /// files it does not name are leftovers of an interrupted flush and are removed; then
-    /// every WAL record is replayed into memtables, skipping entries a tree already flushed.
+    /// every WAL record is replayed into memtables, skipping entries a tree already flushed,
+    /// and those memtables are flushed to L0 before the open returns.
     pub fn open_with_fs(fs: Fs, dir: &Path, options: DbOptions) -> Result<Db, DbError> {
         fs.create_dir_all(dir)
             .map_err(|e| DbError::io(format!("creating {}", dir.display()), e))?;
@@ -337,6 +338,15 @@ impl Db {
             .visible_seq
             .store(wal.last_seq().max(seq_floor), Ordering::Release);
         let wal = Arc::new(wal);
+        // Replay put everything logged since each tree's last flush into one memtable per
+        // tree, however much that is (up to the WAL's cap, 256 MiB by default), while the
+        // write path's memtables stay under half the write buffer's budget and their key
+        // filters are sized for that. Left there, every read after a crash would search it
+        // until the flusher caught up (slower than the same reads after a clean start: bench
+        // `recovery_reads`), and the first writes would wait for the flusher to give back
+        // the budget it overspends. So it goes to L0 before the open returns, and the compaction
+        // threads, started below, find the new files in the version they start from.
+        flush_replayed(&shared, &wal)?;
 
         let flusher = if options.background_flush {
             let shared = Arc::clone(&shared);
@@ -366,10 +376,8 @@ impl Db {
                 .map_err(|e| DbError::io("starting a compaction thread", e))?;
             db.compactors.push(handle);
         }
-        // The recovered shape may already call for compaction.
+        // The recovered shape, replayed files included, may already call for compaction.
         db.shared.compaction.request();
-        // Replay may have filled memtables past their limit; freeze them so they flush.
-        db.freeze_full_memtables(AlsoFreeze::Every);
         Ok(db)
     }
 
@@ -1019,6 +1027,30 @@ fn flusher_loop(shared: &Arc<Shared>, wal: &Wal<WriteBatch, MemtableApplier>) {
     }
 }
 
+/// Writes what WAL replay left in memtables to L0 SSTables, on the opening thread (why: see
+/// `Db::open_with_fs`). Each flush first syncs the log, as every flush does, and the WAL's
+/// open has synced the replayed segments, so a power cut between two trees' flushes keeps
+/// the other trees' halves of their batches in the log. A disk too full for it does not
+/// fail the open, which an operator needs in order to free space: the memtables stay
+/// frozen, reads search them meanwhile, and the flusher (or the next `flush_all`) retries.
+fn flush_replayed(
+    shared: &Arc<Shared>,
+    wal: &Wal<WriteBatch, MemtableApplier>,
+) -> Result<(), DbError> {
+    freeze_memtables(shared, wal, AlsoFreeze::Every);
+    loop {
+        match flush_one(shared, wal) {
+            Ok(true) => {}
+            Ok(false) => return Ok(()),
+            Err(error) if error.is_no_space() => {
+                shared.out_of_space.failed(Work::Flush, &error);
+                return Ok(());
+            }
+            Err(error) => return Err(error),
+        }
+    }
+}
+
 /// Flushes the oldest frozen memtable of some tree to an L0 SSTable. Returns whether there
 /// was one.
 pub(crate) fn flush_one(
@@ -1404,13 +1436,14 @@ mod replay_tests {
 
     /// Several chunks' worth of entries, so the replay runs on inserter threads; half of
     /// them flushed, so the replay must skip those; overwrites and deletes on both sides of
-    /// the flush, so a lost, misplaced or resurrected version shows.
+    /// the flush, so a lost, misplaced or resurrected version shows. The open flushes what it
+    /// replayed, so the trees must equal those of a twin database that flushed the second
+    /// half itself.
     #[test]
     fn replay_on_threads_restores_every_version_and_skips_flushed_ones() {
-        let dir = tempfile::tempdir().unwrap();
         let key_count = REPLAY_CHUNK_ENTRIES * 3;
-        let (items, index, stats_before) = {
-            let db = Db::open(dir.path(), options()).unwrap();
+        let fill = |dir: &Path, flush_at_end: bool| {
+            let db = Db::open(dir, options()).unwrap();
             let items = db.create_tree("items").unwrap();
             let index = db.create_tree("index").unwrap();
             for round in 0..2u8 {
@@ -1424,13 +1457,17 @@ mod replay_tests {
                     }
                     db.write(batch).unwrap();
                 }
-                if round == 0 {
+                if round == 0 || flush_at_end {
                     db.flush_all().unwrap();
                 }
             }
             let stats = [db.tree_stats(items).unwrap(), db.tree_stats(index).unwrap()];
             (items, index, stats.map(|s| s.entries_estimate))
         };
+        let twin = tempfile::tempdir().unwrap();
+        let (_, _, stats_before) = fill(twin.path(), true);
+        let dir = tempfile::tempdir().unwrap();
+        let (items, index, _) = fill(dir.path(), false);
         let db = Db::open(dir.path(), options()).unwrap();
         let stats_after = [db.tree_stats(items).unwrap(), db.tree_stats(index).unwrap()];
         assert_eq!(stats_after.map(|s| s.entries_estimate), stats_before);

@@ -198,6 +198,23 @@ pub fn recover<E: From<WalError>>(
             .map_err(|source| WalError::sync("fsync directory", dir, source))?;
     }
 
+    // The last segment may end in bytes its writer never synced: a process that died in
+    // `none` or `interval` mode leaves them in the page cache, and they were replayed. Two
+    // promises about them follow, so they are made durable first: the new segment's header
+    // declares where that segment ends (a power cut losing the tail would leave the end
+    // declared past the file's, which the next open reads as corruption), and the caller may
+    // flush what it replayed to SSTables, whose version then says that part of the log is no
+    // longer needed (losing the tail would keep one tree's half of a batch and lose the
+    // other's). Earlier segments were synced when their successor was started.
+    if let Some(last) = live.back() {
+        let path = segment_path(dir, last.number);
+        let file = fs
+            .open_overwrite(&path)
+            .map_err(|source| WalError::io("open for sync", &path, source))?;
+        file.sync_data()
+            .map_err(|source| WalError::sync("fdatasync", &path, source))?;
+    }
+
     let next_seq = live
         .back()
         .map_or(1, |segment| segment.end_seq)

@@ -2,11 +2,10 @@
 //! links kept intact while the source tree is compacted, dropped and the database reopened.
 
 use std::collections::BTreeMap;
-use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
 use shoal_compaction::{PolicyKind, PolicyOptions};
-use shoal_engine::{Db, DbOptions, Direction, Durability, SourceFile, TreeId, WriteBatch};
+use shoal_engine::{Db, DbOptions, Durability, SourceFile, TreeId, WriteBatch};
 use shoal_vfs::Fs;
 
 const DIR: &str = "/db";
@@ -34,17 +33,7 @@ fn open(fs: &Fs) -> Db {
 }
 
 fn contents(db: &Db, tree: TreeId) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    db.scan(
-        tree,
-        Bound::Unbounded,
-        Bound::Unbounded,
-        Direction::Forward,
-        None,
-        usize::MAX,
-    )
-    .unwrap()
-    .into_iter()
-    .collect()
+    crate::scan_all(db, tree).into_iter().collect()
 }
 
 fn write(db: &Db, tree: TreeId, range: std::ops::Range<u32>, tag: &str) {

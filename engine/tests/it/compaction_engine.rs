@@ -63,17 +63,7 @@ fn live_file_numbers(db: &Db) -> BTreeSet<u64> {
 }
 
 fn scan_all(db: &Db, tree: TreeId) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    db.scan(
-        tree,
-        Bound::Unbounded,
-        Bound::Unbounded,
-        Direction::Forward,
-        None,
-        usize::MAX,
-    )
-    .unwrap()
-    .into_iter()
-    .collect()
+    crate::scan_all(db, tree).into_iter().collect()
 }
 
 fn key(i: u64) -> Vec<u8> {

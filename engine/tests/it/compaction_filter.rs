@@ -3,11 +3,10 @@
 //! never asked about tombstones, and a dropped key's older versions do not come back.
 
 use std::collections::BTreeMap;
-use std::ops::Bound;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use shoal_engine::{CompactionFilter, Db, DbOptions, Direction, Durability, TreeId, WriteBatch};
+use shoal_engine::{CompactionFilter, Db, DbOptions, Durability, TreeId, WriteBatch};
 use shoal_vfs::sim::SimFs;
 
 const EXPIRED: &[u8] = b"expired/";
@@ -47,17 +46,7 @@ fn open(filter: &Arc<ExpiredFilter>, tune: impl FnOnce(&mut DbOptions)) -> Db {
 }
 
 fn scan_all(db: &Db, tree: TreeId) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    db.scan(
-        tree,
-        Bound::Unbounded,
-        Bound::Unbounded,
-        Direction::Forward,
-        None,
-        usize::MAX,
-    )
-    .unwrap()
-    .into_iter()
-    .collect()
+    crate::scan_all(db, tree).into_iter().collect()
 }
 
 fn key(prefix: &[u8], index: u32) -> Vec<u8> {

@@ -17,6 +17,7 @@ mod manifest_codec;
 mod manifest_crash;
 mod manifest_realfs;
 mod no_space;
+mod recovery_flush;
 mod retention;
 mod seq_floor_crash;
 mod sequenced_crash;
@@ -24,3 +25,20 @@ mod sequenced_puts;
 mod sstable_corruption;
 mod sstable_table;
 mod write_buffer;
+
+use std::ops::Bound;
+
+use shoal_engine::{Db, Direction, TreeId};
+
+/// Every entry of `tree` now, in key order.
+pub fn scan_all(db: &Db, tree: TreeId) -> Vec<(Vec<u8>, Vec<u8>)> {
+    db.scan(
+        tree,
+        Bound::Unbounded,
+        Bound::Unbounded,
+        Direction::Forward,
+        None,
+        usize::MAX,
+    )
+    .unwrap()
+}
