@@ -681,13 +681,13 @@ async fn handle_api(
     } else {
         None
     };
-    let record = |answer: Option<Bytes>, error: Option<&'static str>| {
+    let record = |answer: Option<&[u8]>, error: Option<&'static str>| {
         if let Some(recording) = &recording {
             recording.capture(Captured {
                 started,
                 latency_us: u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
                 operation,
-                request: owned_body(),
+                request: decoded.body,
                 answer,
                 error,
                 units: charge.units,
@@ -698,7 +698,7 @@ async fn handle_api(
     let (response, outcome) = match result {
         Ok(Ok(body)) => {
             let body = Bytes::from(body);
-            record(Some(body.clone()), None);
+            record(Some(&body), None);
             let ok = response(StatusCode::OK, AMZ_JSON_CONTENT_TYPE, body, request_id);
             (ok, Outcome::Success)
         }

@@ -2,11 +2,14 @@
 //! `/shoal/record`), for `shoal bench model-from` (a data model of the traffic) and `shoal
 //! bench replay` (the same requests again).
 //!
-//! The request path only hands each finished call — its operation, the request's and the
-//! answer's bytes (reference-counted, not copied), the units it was charged, its latency —
-//! to a bounded queue ([`QUEUE_RECORDS_MAX`] calls and [`QUEUE_BYTES_MAX`] bytes of bodies);
-//! one writer thread (`writer.rs`) parses them, works out what a line holds (`extract.rs`)
-//! and appends it to the file (`format.rs` describes the file). When the queue is full the
+//! The request path only appends each finished call — its operation, the units it was
+//! charged, its latency, and the request's bytes (and the answer's, only when a read's items
+//! must be sized from it) — to a bounded queue ([`QUEUE_RECORDS_MAX`] calls and
+//! [`QUEUE_BYTES_MAX`] bytes of bodies): a fixed-size entry and a copy of the bytes into two
+//! buffers that one writer thread (`writer.rs`) swaps out for the two it emptied, so in a
+//! steady stream no call allocates, and nothing allocated on a request's thread is freed on
+//! the writer's (which the allocator does slowly). The writer works out what each line holds
+//! (`extract.rs`) and appends it to the file (`format.rs` describes the file). When the queue is full the
 //! call is not recorded: the client is never held up, and the dropped calls are counted, in
 //! `/metrics` (`shoal_record_dropped_total`) and in the file's `end` line. Nothing the
 //! client receives changes: the units come from the tables layer's own metering, which
@@ -22,13 +25,11 @@ pub mod format;
 mod writer;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use serde_json::{json, Value};
 use shoal_tables::capacity::metering::Returned;
@@ -54,30 +55,84 @@ pub struct RecordOptions {
     pub hash_keys: bool,
 }
 
-/// One finished call, as the request path hands it over.
-pub struct Captured {
+/// One finished call, as the request path hands it over: its bodies are borrowed, and
+/// copied into the queue only if there is room.
+pub struct Captured<'a> {
     pub started: Instant,
     pub latency_us: u64,
     pub operation: &'static str,
-    pub request: Bytes,
+    pub request: &'a [u8],
     /// The answer's body, when the call succeeded.
-    pub answer: Option<Bytes>,
+    pub answer: Option<&'a [u8]>,
     pub error: Option<&'static str>,
     pub units: Option<f64>,
     /// The items a read returned and their size, when the handler counted them.
     pub returned: Option<Returned>,
 }
 
-impl Captured {
-    fn bytes(&self) -> usize {
-        self.request.len() + self.answer.as_ref().map_or(0, Bytes::len)
+/// A queued call: what a line needs besides the bodies, which lie in [`Queued::bodies`]
+/// (the request's bytes, then the answer's).
+#[derive(Clone, Copy)]
+struct Entry {
+    /// Microseconds from the recording's start to the call's.
+    at_us: u64,
+    latency_us: u64,
+    operation: &'static str,
+    error: Option<&'static str>,
+    units: Option<f64>,
+    returned: Option<Returned>,
+    succeeded: bool,
+    request_bytes: usize,
+    /// Bytes of the answer kept: none unless the line sizes a read's items from it.
+    answer_bytes: usize,
+}
+
+/// Calls waiting for the writer: entries in arrival order, their bodies back to back.
+#[derive(Default)]
+struct Queued {
+    entries: Vec<Entry>,
+    bodies: Vec<u8>,
+}
+
+impl Queued {
+    /// Each entry with its request's and kept answer's bytes.
+    fn calls(&self) -> impl Iterator<Item = (&Entry, &[u8], &[u8])> {
+        let mut offset = 0;
+        self.entries.iter().map(move |entry| {
+            let request = &self.bodies[offset..offset + entry.request_bytes];
+            offset += entry.request_bytes;
+            let answer = &self.bodies[offset..offset + entry.answer_bytes];
+            offset += entry.answer_bytes;
+            (entry, request, answer)
+        })
+    }
+
+    fn clear(&mut self) {
+        self.entries.clear();
+        self.bodies.clear();
+    }
+}
+
+/// The queue the request path appends to and the writer swaps out.
+#[derive(Default)]
+struct Queue {
+    queued: Mutex<Queued>,
+    /// Set when the last handle of the recording is gone: no call will be appended any
+    /// more.
+    closed: AtomicBool,
+}
+
+impl Queue {
+    /// Swaps the queued calls for `emptied` (whose buffers keep their room).
+    fn take(&self, emptied: &mut Queued) {
+        emptied.clear();
+        std::mem::swap(&mut *self.queued.lock(), emptied);
     }
 }
 
 /// Counters the request path and the writer share.
 #[derive(Default)]
 struct Counters {
-    queued_bytes: AtomicUsize,
     /// Dropped since the current file was begun (the writer takes it for the `end` line).
     dropped_in_file: AtomicU64,
     dropped_total: AtomicU64,
@@ -86,36 +141,45 @@ struct Counters {
 
 /// A recording in progress: where the request path sends calls.
 pub struct Recording {
-    sender: SyncSender<Captured>,
+    queue: Arc<Queue>,
     counters: Arc<Counters>,
     started: Instant,
 }
 
 impl Recording {
     /// Queues `call` for the writer, or counts it dropped when the queue is full: never
-    /// waits.
-    pub fn capture(&self, call: Captured) {
-        let bytes = call.bytes();
-        let queued = self
-            .counters
-            .queued_bytes
-            .fetch_add(bytes, Ordering::Relaxed);
-        if queued + bytes > QUEUE_BYTES_MAX {
-            self.counters
-                .queued_bytes
-                .fetch_sub(bytes, Ordering::Relaxed);
+    /// waits but for the queue's lock, held while a call is copied in or the queue swapped.
+    pub fn capture(&self, call: Captured<'_>) {
+        let answer = match call.answer {
+            Some(answer) if extract::sizes_from_answer(call.operation, call.returned) => answer,
+            _ => &[],
+        };
+        let entry = Entry {
+            at_us: u64::try_from(
+                call.started
+                    .saturating_duration_since(self.started)
+                    .as_micros(),
+            )
+            .unwrap_or(u64::MAX),
+            latency_us: call.latency_us,
+            operation: call.operation,
+            error: call.error,
+            units: call.units,
+            returned: call.returned,
+            succeeded: call.answer.is_some(),
+            request_bytes: call.request.len(),
+            answer_bytes: answer.len(),
+        };
+        let mut queued = self.queue.queued.lock();
+        let bytes = queued.bodies.len() + call.request.len() + answer.len();
+        if queued.entries.len() >= QUEUE_RECORDS_MAX || bytes > QUEUE_BYTES_MAX {
+            drop(queued);
             self.dropped();
             return;
         }
-        match self.sender.try_send(call) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
-                self.counters
-                    .queued_bytes
-                    .fetch_sub(bytes, Ordering::Relaxed);
-                self.dropped();
-            }
-        }
+        queued.entries.push(entry);
+        queued.bodies.extend_from_slice(call.request);
+        queued.bodies.extend_from_slice(answer);
     }
 
     fn dropped(&self) {
@@ -123,6 +187,14 @@ impl Recording {
             .dropped_in_file
             .fetch_add(1, Ordering::Relaxed);
         self.counters.dropped_total.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Recording {
+    /// The last handle gone (the recorder's, and those of calls in flight), the writer
+    /// drains what is queued and ends.
+    fn drop(&mut self) {
+        self.queue.closed.store(true, Ordering::Release);
     }
 }
 
@@ -187,16 +259,17 @@ impl Recorder {
         let counters = Arc::new(Counters::default());
         let started = Instant::now();
         let file = writer::Writer::create(&options, hash_key, started, Arc::clone(&self.handler))?;
-        let (sender, receiver) = sync_channel(QUEUE_RECORDS_MAX);
+        let queue = Arc::new(Queue::default());
         let thread = {
             let counters = Arc::clone(&counters);
+            let queue = Arc::clone(&queue);
             std::thread::Builder::new()
                 .name("shoal-record".into())
-                .spawn(move || file.run(&receiver, &counters))
+                .spawn(move || file.run(&queue, &counters))
                 .map_err(|e| format!("cannot start the recording's writer: {e}"))?
         };
         let recording = Arc::new(Recording {
-            sender,
+            queue,
             counters: Arc::clone(&counters),
             started,
         });
@@ -219,7 +292,7 @@ impl Recorder {
         self.active.store(false, Ordering::Relaxed);
         let running = self.running.write().take()?;
         let path = running.options.path.display().to_string();
-        // The writer ends once every sender is gone: this one, and those of calls in flight.
+        // The writer ends once every handle is gone: this one, and those of calls in flight.
         drop(running.recording);
         let summary = running.thread.join().unwrap_or_else(|_| writer::Summary {
             error: Some("the recording's writer panicked".into()),
@@ -295,17 +368,31 @@ mod tests {
         }
     }
 
-    fn call(request: Bytes) -> Captured {
+    fn call(request: &[u8]) -> Captured<'_> {
         Captured {
             started: Instant::now(),
             latency_us: 5,
             operation: "GetItem",
             request,
-            answer: Some(Bytes::from_static(b"{}")),
+            answer: Some(b"{}"),
             error: None,
             units: Some(0.5),
             returned: None,
         }
+    }
+
+    /// A recorder of [`Empty`] recording into `calls.jsonl` of the returned folder.
+    fn recording_started(hash_keys: bool) -> (tempfile::TempDir, Recorder) {
+        let dir = tempfile::tempdir().unwrap();
+        let recorder = Recorder::new(Arc::new(Empty));
+        recorder
+            .start(RecordOptions {
+                path: dir.path().join("calls.jsonl"),
+                max_bytes: MAX_BYTES_DEFAULT,
+                hash_keys,
+            })
+            .unwrap();
+        (dir, recorder)
     }
 
     fn lines(path: &std::path::Path) -> Vec<Line> {
@@ -328,14 +415,14 @@ mod tests {
         };
         recorder.start(options.clone()).unwrap();
         assert!(recorder.start(options).is_err(), "two recordings at once");
-        let body = Bytes::from(format!(
+        let body = format!(
             "{{\"TableName\":\"T\",\"Key\":{{\"k\":{{\"S\":\"{}\"}}}}}}",
             "v".repeat(1000)
-        ));
+        );
         let recording = recorder.current().unwrap();
         // About 1.1 KB a line: 1,500 lines are over three halves of the cap.
         for _ in 0..1500 {
-            recording.capture(call(body.clone()));
+            recording.capture(call(body.as_bytes()));
         }
         drop(recording);
         let summary = recorder.stop().unwrap();
@@ -374,19 +461,11 @@ mod tests {
 
     #[test]
     fn a_call_the_queue_has_no_room_for_is_dropped_and_counted() {
-        let dir = tempfile::tempdir().unwrap();
+        let (dir, recorder) = recording_started(true);
         let path = dir.path().join("calls.jsonl");
-        let recorder = Recorder::new(Arc::new(Empty));
-        recorder
-            .start(RecordOptions {
-                path: path.clone(),
-                max_bytes: MAX_BYTES_DEFAULT,
-                hash_keys: true,
-            })
-            .unwrap();
         let recording = recorder.current().unwrap();
-        recording.capture(call(Bytes::from(vec![b' '; QUEUE_BYTES_MAX + 1])));
-        recording.capture(call(Bytes::from_static(b"{}")));
+        recording.capture(call(&vec![b' '; QUEUE_BYTES_MAX + 1]));
+        recording.capture(call(b"{}"));
         drop(recording);
         let mut metrics = String::new();
         recorder.render_metrics(&mut metrics);
@@ -401,5 +480,59 @@ mod tests {
             Some(Line::End(end)) => assert_eq!((end.records, end.dropped), (1, 1)),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn only_a_read_whose_items_were_not_counted_queues_its_answer() {
+        let (dir, recorder) = recording_started(false);
+        let path = dir.path().join("calls.jsonl");
+        let recording = recorder.current().unwrap();
+        let request = br#"{"TableName":"T"}"#;
+        let answer = br#"{"Item":{"k":{"S":"abc"}}}"#;
+        let queued_bytes = |captured: Captured<'_>| {
+            let before = recording.queue.queued.lock().bodies.len();
+            recording.capture(captured);
+            recording.queue.queued.lock().bodies.len() - before
+        };
+        // Uncounted: the answer is queued, and the line sizes the item from it.
+        let uncounted = queued_bytes(Captured {
+            answer: Some(answer),
+            ..call(request)
+        });
+        assert_eq!(uncounted, request.len() + answer.len());
+        // Counted by the handler: the answer stays behind.
+        let counted = Captured {
+            answer: Some(answer),
+            returned: Some(Returned {
+                items: 1,
+                bytes: 99,
+            }),
+            ..call(request)
+        };
+        assert_eq!(queued_bytes(counted), request.len());
+        // A write's answer is never sized: never queued.
+        let put = Captured {
+            operation: "PutItem",
+            answer: Some(answer),
+            ..call(request)
+        };
+        assert_eq!(queued_bytes(put), request.len());
+        drop(recording);
+        recorder.stop().unwrap();
+        let sizes: Vec<_> = lines(&path)
+            .into_iter()
+            .filter_map(|line| match line {
+                Line::Request(request) => Some((request.op, request.items, request.item_bytes)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            sizes,
+            [
+                ("GetItem".to_string(), Some(1), Some(1 + 3)),
+                ("GetItem".to_string(), Some(1), Some(99)),
+                ("PutItem".to_string(), None, None),
+            ]
+        );
     }
 }

@@ -5,7 +5,6 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -13,7 +12,7 @@ use serde_json::{json, Value};
 
 use super::extract::{Call, Extractor, TableKeys};
 use super::format::{write_request_line, End, Line, Start, TableLine, VERSION};
-use super::{Captured, Counters, RecordOptions};
+use super::{Counters, Entry, Queue, Queued, RecordOptions};
 use crate::handler::DynamoHandler;
 
 /// Room kept for a file's `end` line (about 70 bytes).
@@ -21,24 +20,16 @@ const END_LINE_BYTES_MAX: u64 = 128;
 /// Most tables described into a file's head.
 const TABLES_DESCRIBED_MAX: usize = 1_000;
 
-/// How long the writer sleeps when the queue is empty.
+/// How often the writer takes the queue. It sleeps between takes rather than block on a
+/// signal: a signal from the request path on every call (a futex wake on the request's
+/// thread, a context switch on both) cost as much as writing the line; a sleeping writer is
+/// woken by nobody, and each take drains every call queued meanwhile. The queue's bounds
+/// hold [`super::QUEUE_RECORDS_MAX`] calls, far more than arrive in one interval.
 const POLL_INTERVAL: Duration = Duration::from_millis(5);
-
-/// The calls `receiver` gives until every sender is gone, waited for by sleeping
-/// [`POLL_INTERVAL`] whenever the queue is empty rather than by blocking on it: a sender
-/// wakes a blocked receiver on every call (a futex wake on the request's thread, a context
-/// switch on both), which cost as much as writing the line; a sleeping writer is woken by
-/// nobody, and each wake-up drains every call queued meanwhile. The queue's bound holds
-/// [`super::QUEUE_RECORDS_MAX`] calls, far more than arrive in one interval.
-fn polled(receiver: &Receiver<Captured>) -> impl Iterator<Item = Captured> + '_ {
-    std::iter::from_fn(move || loop {
-        match receiver.try_recv() {
-            Ok(captured) => return Some(captured),
-            Err(TryRecvError::Disconnected) => return None,
-            Err(TryRecvError::Empty) => std::thread::sleep(POLL_INTERVAL),
-        }
-    })
-}
+/// Room the emptied queue buffers keep between takes: a burst's larger buffers are given
+/// back, and a steady stream's fit without growing again.
+const KEPT_BODY_BYTES_MAX: usize = 4 << 20;
+const KEPT_ENTRIES_MAX: usize = 16_384;
 
 /// How a recording ended.
 #[derive(Debug, Default)]
@@ -249,30 +240,26 @@ impl Writer {
         self.head()
     }
 
-    fn one(&mut self, captured: Captured, counters: &Counters) -> Result<(), String> {
-        counters
-            .queued_bytes
-            .fetch_sub(captured.bytes(), Ordering::Relaxed);
-        let at_us = u64::try_from(
-            captured
-                .started
-                .saturating_duration_since(self.started)
-                .as_micros(),
-        )
-        .unwrap_or(u64::MAX);
+    fn one(
+        &mut self,
+        entry: &Entry,
+        request: &[u8],
+        answer: &[u8],
+        counters: &Counters,
+    ) -> Result<(), String> {
         let call = Call {
-            at_us,
-            operation: captured.operation,
-            request: &captured.request,
-            answer: captured.answer.as_deref(),
-            error: captured.error,
-            units: captured.units,
-            returned: captured.returned,
-            latency_us: captured.latency_us,
+            at_us: entry.at_us,
+            operation: entry.operation,
+            request,
+            answer: entry.succeeded.then_some(answer),
+            error: entry.error,
+            units: entry.units,
+            returned: entry.returned,
+            latency_us: entry.latency_us,
         };
         let extracted = self.extractor.line(&call);
-        let changed_table = matches!(captured.operation, "CreateTable" | "UpdateTable")
-            && captured.answer.is_some();
+        let changed_table =
+            matches!(entry.operation, "CreateTable" | "UpdateTable") && entry.succeeded;
         let table = extracted.line.table.clone();
         let mut text = std::mem::take(&mut self.line_text);
         text.clear();
@@ -313,23 +300,35 @@ impl Writer {
         Ok(())
     }
 
-    /// Writes calls until every sender is gone, then the `end` line.
-    pub fn run(mut self, receiver: &Receiver<Captured>, counters: &Counters) -> Summary {
+    /// Writes calls until the recording is closed and its queue drained, then the `end`
+    /// line.
+    pub fn run(mut self, queue: &Queue, counters: &Counters) -> Summary {
         let mut failed = None;
-        for captured in polled(receiver) {
-            if failed.is_some() {
-                // Written no more: counted as dropped.
-                counters
-                    .queued_bytes
-                    .fetch_sub(captured.bytes(), Ordering::Relaxed);
-                counters.dropped_total.fetch_add(1, Ordering::Relaxed);
-                self.summary.dropped += 1;
-                continue;
+        let mut taken = Queued::default();
+        loop {
+            let began = Instant::now();
+            // Read before the take: once closed, this take holds every call there will be.
+            let closed = queue.closed.load(Ordering::Acquire);
+            queue.take(&mut taken);
+            for (entry, request, answer) in taken.calls() {
+                if failed.is_some() {
+                    // Written no more: counted as dropped.
+                    counters.dropped_total.fetch_add(1, Ordering::Relaxed);
+                    self.summary.dropped += 1;
+                    continue;
+                }
+                if let Err(error) = self.one(entry, request, answer, counters) {
+                    tracing::error!(%error, "recording stopped writing");
+                    failed = Some(error);
+                }
             }
-            if let Err(error) = self.one(captured, counters) {
-                tracing::error!(%error, "recording stopped writing");
-                failed = Some(error);
+            if closed {
+                break;
             }
+            taken.clear();
+            taken.bodies.shrink_to(KEPT_BODY_BYTES_MAX);
+            taken.entries.shrink_to(KEPT_ENTRIES_MAX);
+            std::thread::sleep(POLL_INTERVAL.saturating_sub(began.elapsed()));
         }
         if failed.is_none() {
             if let Err(error) = self.end(counters) {

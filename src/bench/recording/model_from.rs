@@ -85,6 +85,8 @@ struct Group {
     errors: u64,
     /// Calls whose value placeholder held the partition key's value.
     pk_placeholder: HashMap<String, u64>,
+    /// Calls whose value placeholder held the sort key's value.
+    sk_placeholder: HashMap<String, u64>,
     /// A batch's or transaction's parts by [`part_key`], each a group of the parts alike
     /// (`calls` counting parts); `pk` above then counts every part's key.
     parts: Vec<(String, Group)>,
@@ -484,6 +486,11 @@ fn add(group: &mut Group, line: &RequestLine) {
     }
     if let (Some(sk), Some(kind)) = (&line.sk, &line.sk_type) {
         group.sk.add(sk, kind);
+        for (placeholder, value) in &line.values {
+            if value.value == *sk {
+                *group.sk_placeholder.entry(placeholder.clone()).or_default() += 1;
+            }
+        }
         group.sk_order.writes += 1;
         match line.sk_order.as_deref() {
             Some("up") => group.sk_order.up += 1,
@@ -920,17 +927,36 @@ fn item_request(
         generators.insert(generator_name.clone(), generator);
         generator_name
     });
-    let pk_placeholder = group
-        .pk_placeholder
-        .iter()
-        .max_by_key(|(_, calls)| **calls)
-        .filter(|(_, calls)| **calls * 2 >= group.calls)
-        .map(|(p, _)| p.clone());
+    // The placeholder that held a key's value in at least half the calls.
+    let key_placeholder = |held: &HashMap<String, u64>| {
+        held.iter()
+            .max_by_key(|(_, calls)| **calls)
+            .filter(|(_, calls)| **calls * 2 >= group.calls)
+            .map(|(p, _)| p.clone())
+    };
+    let pk_placeholder = key_placeholder(&group.pk_placeholder);
+    // A statement of a batch or transaction gives its sort key as a parameter: drawn, as a
+    // BatchWriteItem's sort keys are, from one generator of the table's sort keys, each part
+    // its own distinct draw, so no call names an item twice.
+    let sk_placeholder = key_placeholder(&group.sk_placeholder)
+        .filter(|_| item_keys.distinct && single == "ExecuteStatement");
     let mut values = Map::new();
     for (placeholder, counts) in &group.values {
         let kind = counts.kind.as_str();
-        let generator_name = match (&pk_placeholder, &pk_generator) {
-            (Some(p), Some(g)) if p == placeholder => g.clone(),
+        let generator_name = match (&pk_placeholder, &pk_generator, &keys.range) {
+            (Some(p), Some(g), _) if p == placeholder => g.clone(),
+            (_, _, Some((attribute, _))) if sk_placeholder.as_ref() == Some(placeholder) => {
+                let sk = &item_keys.group.sk;
+                let mut generator = if fit::is_small_set(sk) {
+                    fit::named_all(sk)
+                } else {
+                    fit::generator_like(sk, fit::distribution(sk))
+                };
+                generator.distinct = true;
+                let generator_name = format!("{}_{}", slug(attribute), item_keys.tag);
+                generators.insert(generator_name.clone(), generator);
+                generator_name
+            }
             _ => {
                 // A statement's `?2` is its second parameter.
                 let base = match placeholder.strip_prefix('?') {
@@ -1285,6 +1311,89 @@ mod tests {
         failed.error = Some("ResourceInUseException".into());
         let load = write(&[head, Line::Request(failed), table_line(7), put]);
         assert_eq!(load.iter().map(|l| l.count).collect::<Vec<_>>(), [7]);
+    }
+
+    #[test]
+    fn a_transaction_s_statements_draw_distinct_sort_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let statement_text = "UPDATE \"R\" SET v = ? WHERE k = ? AND s = ?";
+        let statement = |op: &str, key: u32| {
+            let scalar = |kind: &str, value: String| shoal_server::record::format::Scalar {
+                kind: kind.into(),
+                value,
+            };
+            RequestLine {
+                op: op.into(),
+                table: Some("R".into()),
+                pk: Some(format!("k#{}", key % 3)),
+                pk_type: Some("S".into()),
+                sk: Some(format!("s#{key}")),
+                sk_type: Some("S".into()),
+                shape: Shapes {
+                    statement: Some(statement_text.into()),
+                    ..Shapes::default()
+                },
+                values: BTreeMap::from([
+                    ("?1".to_string(), scalar("S", format!("v{key}"))),
+                    ("?2".to_string(), scalar("S", format!("k#{}", key % 3))),
+                    ("?3".to_string(), scalar("S", format!("s#{key}"))),
+                ]),
+                ..RequestLine::default()
+            }
+        };
+        // R, a table with a sort key.
+        let mut calls = vec![Line::Table(TableLine {
+            at_us: 1,
+            table: json!({
+                "TableName": "R",
+                "AttributeDefinitions": [{"AttributeName": "k", "AttributeType": "S"},
+                    {"AttributeName": "s", "AttributeType": "S"}],
+                "KeySchema": [{"AttributeName": "k", "KeyType": "HASH"},
+                    {"AttributeName": "s", "KeyType": "RANGE"}],
+                "ItemCount": 0
+            }),
+        })];
+        for call in 0..40u32 {
+            let parts = (0..2)
+                .map(|n| statement("Statement", call * 10 + n))
+                .collect();
+            calls.push(Line::Request(Box::new(RequestLine {
+                at_us: u64::from(call) * 1000 + 10,
+                op: "ExecuteTransaction".into(),
+                table: Some("R".into()),
+                units: Some(4.0),
+                parts,
+                ..RequestLine::default()
+            })));
+            let mut single = statement("ExecuteStatement", call * 10 + 5);
+            single.at_us = u64::from(call) * 1000 + 20;
+            single.units = Some(1.0);
+            calls.push(Line::Request(Box::new(single)));
+        }
+        let model = fitted_with_patterns(
+            dir.path(),
+            &calls,
+            &[
+                &format!("ExecuteTransaction: 2 x {statement_text}"),
+                &format!("ExecuteStatement {statement_text}"),
+            ],
+        );
+        let statements = model.patterns[0].request["TransactStatements"]
+            .as_array()
+            .unwrap();
+        let sort_keys: Vec<&str> = statements
+            .iter()
+            .map(|s| s["Parameters"][2]["S"].as_str().unwrap())
+            .collect();
+        assert_eq!(sort_keys, ["${s_p0_R#0}", "${s_p0_R#1}"]);
+        assert!(model.generators["s_p0_R"].distinct);
+        // The neighbour: a single statement names one item, its sort key drawn plainly.
+        let single = &model.patterns[1].request["Parameters"][2]["S"];
+        let name = single.as_str().unwrap().trim_start_matches("${");
+        let name = name.trim_end_matches('}');
+        assert!(!model.generators[name].distinct, "{single}");
+        let generators = crate::bench::data_model::generate::Generators::new(&model.generators);
+        crate::bench::data_model::run::compile(&model, &generators).unwrap();
     }
 
     #[test]
