@@ -382,16 +382,9 @@ impl Extractor {
             return;
         };
         if let Ok(statement) = partiql::parse_statement(&text) {
-            let (table, index) = match statement {
-                partiql::Statement::Select(select) | partiql::Statement::Exists(select) => {
-                    (select.target.table, select.target.index)
-                }
-                partiql::Statement::Insert(insert) => (insert.table, None),
-                partiql::Statement::Update(update) => (update.table, None),
-                partiql::Statement::Delete(delete) => (delete.table, None),
-            };
-            line.table = Some(table);
-            line.index = index;
+            let (table, index) = statement.target();
+            line.table = Some(table.to_string());
+            line.index = index.map(str::to_string);
         }
         let parameters: Vec<Value> = member(request.parameters).unwrap_or_default();
         let values: Vec<Option<Scalar>> = shape
