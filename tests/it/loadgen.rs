@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use shoal::bench::loadgen::{self, LoadConfig, WORKLOADS};
+use shoal::bench::loadgen::{self, LoadConfig, WorkloadResult, WORKLOADS};
 
 /// A `shoal serve --in-memory` on a free port, and its `host:port`.
 fn start_server() -> (Child, String) {
@@ -34,24 +34,29 @@ fn start_server() -> (Child, String) {
     (server, address)
 }
 
+/// Runs the config `make_config` builds from a fresh server's address and pid against it.
+fn run_against_server(make_config: impl FnOnce(String, u32) -> LoadConfig) -> Vec<WorkloadResult> {
+    let (mut server, address) = start_server();
+    let config = make_config(address, server.id());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let results = runtime.block_on(loadgen::run(&config));
+    let _ = server.kill();
+    let _ = server.wait();
+    results.unwrap()
+}
+
 #[test]
 fn every_workload_runs_without_errors_and_measures_server_cpu() {
-    let (mut server, address) = start_server();
-    let config = LoadConfig {
+    let results = run_against_server(|address, pid| LoadConfig {
         address,
         connections: 4,
         duration: Duration::from_millis(300),
         items: 300,
         partitions: 20,
-        server_pid: Some(server.id()),
+        server_pid: Some(pid),
         workloads: Vec::new(),
         rate_per_second: None,
-    };
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let results = runtime.block_on(loadgen::run(&config));
-    let _ = server.kill();
-    let _ = server.wait();
-    let results = results.unwrap();
+    });
     assert_eq!(results.len(), WORKLOADS.len());
     for result in &results {
         assert!(result.operations > 0, "{result:?}");
@@ -86,8 +91,7 @@ fn an_unknown_workload_is_refused_before_any_request() {
 
 #[test]
 fn a_fixed_rate_is_offered_across_the_connections_and_reported() {
-    let (mut server, address) = start_server();
-    let config = LoadConfig {
+    let results = run_against_server(|address, _| LoadConfig {
         address,
         connections: 4,
         duration: Duration::from_secs(1),
@@ -96,12 +100,7 @@ fn a_fixed_rate_is_offered_across_the_connections_and_reported() {
         server_pid: None,
         workloads: vec!["GetItem".to_string()],
         rate_per_second: Some(400),
-    };
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let results = runtime.block_on(loadgen::run(&config));
-    let _ = server.kill();
-    let _ = server.wait();
-    let results = results.unwrap();
+    });
     let get = &results[0];
     assert_eq!(get.errors, 0, "{get:?}");
     // Any server answers 400 GetItems a second; unpaced, these connections would send
