@@ -2,11 +2,12 @@
 //! does, reads each request whole, and answers every `GetItem` with the same 1 KB item and
 //! every other operation with `{}`. It is the floor under Shoal's request path: the CPU per
 //! request any hyper server spends before it does any work. `docs/PERFORMANCE.md` compares
-//! `shoal serve`'s GetItem to it under the same `shoal bench` load:
+//! `shoal serve`'s GetItem to it under the same `shoal bench` load, at one offered rate so
+//! the client's wake-ups cost both servers alike:
 //!
 //! ```sh
 //! cargo run --release --example noop_server -- 8001 &
-//! shoal bench --endpoint http://127.0.0.1:8001 --workloads GetItem --server-pid $!
+//! shoal bench --endpoint http://127.0.0.1:8001 --workloads GetItem --rate 10000 --server-pid $!
 //! ```
 
 use std::convert::Infallible;

@@ -7,6 +7,8 @@ use http::header::{CONNECTION, CONTENT_TYPE};
 use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
 use http_body_util::Full;
 use shoal_model::ApiError;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 /// The content type of DynamoDB's JSON bodies.
 pub const AMZ_JSON_CONTENT_TYPE: &str = "application/x-amz-json-1.0";
@@ -23,21 +25,47 @@ pub const CRC32_HEADER: &str = "x-amz-crc32";
 /// How long DynamoDB's request ids are: 52 characters of `[0-9A-Z]`.
 pub const REQUEST_ID_LENGTH: usize = 52;
 
-/// A fresh request id in DynamoDB's form: 52 random characters of `[0-9A-Z]` (about 269 bits).
+/// A fresh request id in DynamoDB's form: 52 characters of `[0-9A-Z]`, distinct for the
+/// life of the process and across processes. Ids name requests in logs and need not be
+/// secret, so rather than drawing 52 random characters per request, a process draws a random
+/// prefix once (38 characters, about 196 bits) and ends each id with its request count in
+/// base 36 (14 characters, more than a `u64` ever reaches).
 pub fn new_request_id() -> String {
-    const ALPHABET: &[u8; 36] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    static PREFIX: OnceLock<[u8; REQUEST_ID_PREFIX_LENGTH]> = OnceLock::new();
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let prefix = PREFIX.get_or_init(random_request_id_prefix);
+    let mut count = COUNT.fetch_add(1, Ordering::Relaxed);
+    let mut id = [b'0'; REQUEST_ID_LENGTH];
+    id[..REQUEST_ID_PREFIX_LENGTH].copy_from_slice(prefix);
+    for digit in id[REQUEST_ID_PREFIX_LENGTH..].iter_mut().rev() {
+        *digit = REQUEST_ID_ALPHABET[(count % 36) as usize];
+        count /= 36;
+    }
+    id.iter().map(|&byte| char::from(byte)).collect()
+}
+
+/// The characters of request ids.
+const REQUEST_ID_ALPHABET: &[u8; 36] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+
+/// How much of a request id is the process's random prefix; the rest is its count.
+const REQUEST_ID_PREFIX_LENGTH: usize = 38;
+
+/// The random start of this process's request ids.
+fn random_request_id_prefix() -> [u8; REQUEST_ID_PREFIX_LENGTH] {
     // Bytes below the largest multiple of 36 keep every character equally likely.
     const UNBIASED_BELOW: u8 = 252;
-    let mut id = String::with_capacity(REQUEST_ID_LENGTH);
-    while id.len() < REQUEST_ID_LENGTH {
+    let mut prefix = [0; REQUEST_ID_PREFIX_LENGTH];
+    let mut filled = 0;
+    while filled < REQUEST_ID_PREFIX_LENGTH {
         let random: [u8; 64] = rand::random();
         for byte in random {
-            if byte < UNBIASED_BELOW && id.len() < REQUEST_ID_LENGTH {
-                id.push(char::from(ALPHABET[usize::from(byte % 36)]));
+            if byte < UNBIASED_BELOW && filled < REQUEST_ID_PREFIX_LENGTH {
+                prefix[filled] = REQUEST_ID_ALPHABET[usize::from(byte % 36)];
+                filled += 1;
             }
         }
     }
-    id
+    prefix
 }
 
 /// A response with `body` and the standard headers.
@@ -109,6 +137,24 @@ mod tests {
                 "{id}"
             );
         }
+    }
+
+    #[test]
+    fn many_request_ids_are_distinct_and_share_only_the_process_prefix() {
+        let ids: std::collections::HashSet<String> =
+            (0..10_000).map(|_| new_request_id()).collect();
+        assert_eq!(ids.len(), 10_000);
+        let prefixes: std::collections::HashSet<&str> = ids
+            .iter()
+            .map(|id| &id[..REQUEST_ID_PREFIX_LENGTH])
+            .collect();
+        assert_eq!(prefixes.len(), 1);
+        // The prefix is drawn, not fixed: 38 equal characters would be a broken draw.
+        let prefix = prefixes.into_iter().next().unwrap_or_default();
+        assert!(
+            prefix.bytes().any(|byte| byte != prefix.as_bytes()[0]),
+            "{prefix}"
+        );
     }
 
     #[test]

@@ -37,7 +37,7 @@ pub struct AuthorizationHeader<'a> {
 /// separated by commas and/or spaces, each `Name=value`). On failure returns the names of the
 /// required parameters that are missing or empty, in the order AWS reports them.
 pub fn parse_authorization(header: &str) -> Result<AuthorizationHeader<'_>, Vec<&'static str>> {
-    let mut words = header.split([',', ' ']).filter(|word| !word.is_empty());
+    let mut words = authorization_words(header);
     let algorithm = words.next().unwrap_or_default();
     let (mut credential, mut signed_headers, mut signature) = (None, None, None);
     for word in words {
@@ -73,6 +73,25 @@ pub fn parse_authorization(header: &str) -> Result<AuthorizationHeader<'_>, Vec<
             Err(missing)
         }
     }
+}
+
+/// The non-empty words of an `Authorization` header between commas and spaces. Every request
+/// is parsed, so the separators are found in the bytes, many at a time (`memchr2`), rather
+/// than by `str::split` with a set of chars, which decodes each char; both are ASCII, so
+/// every cut is a char boundary.
+fn authorization_words(header: &str) -> impl Iterator<Item = &str> {
+    let mut rest = header;
+    std::iter::from_fn(move || {
+        while !rest.is_empty() {
+            let end = memchr::memchr2(b',', b' ', rest.as_bytes()).unwrap_or(rest.len());
+            let (word, after) = rest.split_at(end);
+            rest = after.get(1..).unwrap_or_default();
+            if !word.is_empty() {
+                return Some(word);
+            }
+        }
+        None
+    })
 }
 
 /// `Credential=<access_key>/<date>/<region>/<service>/<terminator>`, split (borrowing the
@@ -447,6 +466,16 @@ mod tests {
             Err(vec!["Credential", "Signature", "SignedHeaders"])
         );
         assert_eq!(CredentialScope::parse("a/b/c/d"), None);
+    }
+
+    #[test]
+    fn authorization_words_are_cut_at_commas_and_spaces_only() {
+        let words: Vec<&str> = authorization_words(" ,A  B,,C=é/x, D;E\tF ,").collect();
+        // A tab and other bytes are part of a word; runs of separators leave no empty words,
+        // and a multi-byte char is never cut.
+        assert_eq!(words, ["A", "B", "C=é/x", "D;E\tF"]);
+        assert_eq!(authorization_words("").count(), 0);
+        assert_eq!(authorization_words(", ,").count(), 0);
     }
 
     #[test]

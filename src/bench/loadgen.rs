@@ -38,6 +38,10 @@ pub struct LoadConfig {
     pub server_pid: Option<u32>,
     /// The workloads to run, a subset of [`WORKLOADS`] in any order (all when empty).
     pub workloads: Vec<String>,
+    /// A fixed offered rate in operations per second across all connections, instead of
+    /// each connection sending its next request as soon as the last is answered: two
+    /// servers loaded at one rate are compared at the same cost of the client's wake-ups.
+    pub rate_per_second: Option<u64>,
 }
 
 /// The result of one workload.
@@ -54,6 +58,42 @@ pub struct WorkloadResult {
     /// This load generator's own CPU per operation: with client and server on one machine,
     /// throughput is bounded by the two together.
     pub client_cpu_per_op: Option<Duration>,
+    /// The rate offered (`--rate`), to set beside what was achieved.
+    pub offered_ops_per_second: Option<u64>,
+}
+
+/// Below this share of the offered rate, the report says the server did not keep up.
+const KEPT_UP_SHARE: f64 = 0.95;
+
+/// When one connection sends under a fixed offered rate: the rate is split evenly over the
+/// connections and their schedules interleave, so together they send one request every
+/// `1 / rate` seconds. The schedule is absolute: a late request (a slow answer, a coarse
+/// timer) is sent at once and the next keeps its time, so the offered rate holds on
+/// average and what the server cannot take shows as a lower achieved rate.
+#[derive(Debug, Clone, Copy)]
+pub struct Pacing {
+    first_send: Instant,
+    interval: Duration,
+}
+
+impl Pacing {
+    pub fn new(
+        started: Instant,
+        rate_per_second: u64,
+        connections: usize,
+        connection_index: usize,
+    ) -> Pacing {
+        let rate = rate_per_second.max(1) as f64;
+        Pacing {
+            first_send: started + Duration::from_secs_f64(connection_index as f64 / rate),
+            interval: Duration::from_secs_f64(connections.max(1) as f64 / rate),
+        }
+    }
+
+    /// When this connection's request number `sent` (from 0) is due.
+    pub fn due(&self, sent: u64) -> Instant {
+        self.first_send + self.interval.mul_f64(sent as f64)
+    }
 }
 
 fn item(i: u64, partitions: u64) -> Value {
@@ -324,14 +364,26 @@ pub async fn run_workload(
     let started = Instant::now();
     let deadline = started + config.duration;
     let mut tasks = Vec::new();
-    for connection_index in 0..connections as u64 {
+    for connection_index in 0..connections {
         let config = Arc::clone(&config);
+        let pacing = config
+            .rate_per_second
+            .map(|rate| Pacing::new(started, rate, connections, connection_index));
         tasks.push(tokio::spawn(async move {
             let mut connection = Connection::open(&config.address).await?;
             let mut latencies = Vec::new();
             let mut errors = 0u64;
-            let mut n = connection_index;
+            let mut n = connection_index as u64;
+            let mut sent = 0u64;
             while Instant::now() < deadline {
+                if let Some(pacing) = &pacing {
+                    let due = pacing.due(sent);
+                    if due >= deadline {
+                        break;
+                    }
+                    tokio::time::sleep_until(due.into()).await;
+                    sent += 1;
+                }
                 let (operation, body) = request(name, n, &config);
                 let sent = Instant::now();
                 match connection.call(operation, &body).await {
@@ -376,6 +428,7 @@ pub async fn run_workload(
         p99: percentile(&latencies, 0.99),
         server_cpu_per_op,
         client_cpu_per_op,
+        offered_ops_per_second: config.rate_per_second,
     })
 }
 
@@ -401,6 +454,9 @@ pub async fn run(config: &LoadConfig) -> Result<Vec<WorkloadResult>, String> {
             "unknown workload {unknown}; the workloads are {}",
             WORKLOADS.join(", ")
         ));
+    }
+    if config.rate_per_second == Some(0) {
+        return Err("--rate must be at least 1 operation per second".to_string());
     }
     prepare(config).await?;
     let mut results = Vec::new();
@@ -434,6 +490,19 @@ pub fn report(results: &[WorkloadResult]) -> String {
             r.errors
         ));
     }
+    for r in results {
+        let Some(offered) = r.offered_ops_per_second else {
+            continue;
+        };
+        if r.ops_per_second < offered as f64 * KEPT_UP_SHARE {
+            out.push_str(&format!(
+                "{}: the server kept up with {:.0} of the {offered} ops/s offered\n",
+                r.name, r.ops_per_second
+            ));
+        } else {
+            out.push_str(&format!("{}: {offered} ops/s offered\n", r.name));
+        }
+    }
     out
 }
 
@@ -455,5 +524,66 @@ mod tests {
             "{line}"
         );
         assert!(line.ends_with(" items/s)"), "{line}");
+    }
+
+    #[test]
+    fn paced_connections_interleave_into_one_request_every_interval_of_the_rate() {
+        let started = Instant::now();
+        let connections = 4;
+        let pacings: Vec<Pacing> = (0..connections)
+            .map(|index| Pacing::new(started, 1_000, connections, index))
+            .collect();
+        let mut due: Vec<Duration> = (0..250)
+            .flat_map(|sent| pacings.iter().map(move |p| p.due(sent) - started))
+            .collect();
+        due.sort();
+        // 1,000 requests in the first second, one every millisecond, none sent twice.
+        assert_eq!(due.len(), 1_000);
+        for (k, at) in due.iter().enumerate() {
+            let expected = Duration::from_millis(k as u64);
+            let off = at.abs_diff(expected);
+            assert!(off < Duration::from_micros(1), "request {k} due at {at:?}");
+        }
+    }
+
+    #[test]
+    fn one_connection_alone_carries_the_whole_rate() {
+        let started = Instant::now();
+        let pacing = Pacing::new(started, 20_000, 1, 0);
+        assert_eq!(pacing.due(0), started);
+        let second = pacing.due(20_000) - started;
+        assert!(second.abs_diff(Duration::from_secs(1)) < Duration::from_micros(1));
+    }
+
+    fn result(ops_per_second: f64, offered: Option<u64>) -> WorkloadResult {
+        WorkloadResult {
+            name: "GetItem",
+            operations: 1,
+            errors: 0,
+            ops_per_second,
+            p50: Duration::ZERO,
+            p99: Duration::ZERO,
+            server_cpu_per_op: None,
+            client_cpu_per_op: None,
+            offered_ops_per_second: offered,
+        }
+    }
+
+    #[test]
+    fn the_report_says_when_the_server_fell_behind_the_offered_rate() {
+        let behind = report(&[result(12_000.0, Some(20_000))]);
+        assert!(
+            behind.contains("GetItem: the server kept up with 12000 of the 20000 ops/s offered"),
+            "{behind}"
+        );
+        let kept_up = report(&[result(19_990.0, Some(20_000))]);
+        assert!(
+            kept_up.contains("GetItem: 20000 ops/s offered"),
+            "{kept_up}"
+        );
+        assert!(!kept_up.contains("kept up with"), "{kept_up}");
+        // Unpaced runs carry no such line.
+        let unpaced = report(&[result(50_000.0, None)]);
+        assert!(!unpaced.contains("offered"), "{unpaced}");
     }
 }

@@ -57,6 +57,11 @@ pub struct BenchArgs {
     /// The server's pid, to report its CPU time per operation (fixed workloads).
     #[arg(long)]
     server_pid: Option<u32>,
+    /// Offer a fixed rate of OPS requests per second across the connections instead of
+    /// sending each next request as soon as the last is answered (fixed workloads); the
+    /// report says when the server did not keep up.
+    #[arg(long, value_name = "OPS")]
+    rate: Option<u64>,
     /// Workloads to run, comma-separated (default: all of PutItem, GetItem, QueryLSI,
     /// QueryGSI, BatchGetItem and BatchWriteItem of 25 items, and Scan pages of 50).
     #[arg(long, value_delimiter = ',')]
@@ -236,6 +241,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         partitions: args.partitions.max(1),
         server_pid: args.server_pid,
         workloads: args.workloads,
+        rate_per_second: args.rate,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
