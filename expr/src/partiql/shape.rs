@@ -29,6 +29,17 @@ pub struct StatementShape {
     pub equalities: Vec<(String, usize)>,
 }
 
+impl StatementShape {
+    /// The slot attribute `name` is compared with `=` (or given in a map literal): where a
+    /// key's value is found; the first when there are several.
+    pub fn equality_slot(&self, name: &str) -> Option<usize> {
+        self.equalities
+            .iter()
+            .find(|(attribute, _)| attribute == name)
+            .map(|(_, slot)| *slot)
+    }
+}
+
 /// Whether a token ends a value, so that a `-` after it subtracts rather than negates.
 fn ends_value(kind: &TokenKind<'_>) -> bool {
     matches!(

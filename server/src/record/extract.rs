@@ -412,11 +412,8 @@ impl Extractor {
                 Some(index) => keys.indexes.get(index).cloned().unwrap_or_default(),
             };
             let value_of = |attribute: &Option<String>| {
-                let (_, slot) = shape
-                    .equalities
-                    .iter()
-                    .find(|(name, _)| Some(name) == attribute.as_ref())?;
-                values.get(*slot).cloned().flatten()
+                let slot = shape.equality_slot(attribute.as_deref()?)?;
+                values.get(slot).cloned().flatten()
             };
             if let Some(scalar) = value_of(&hash) {
                 line.pk = Some(scalar.value);

@@ -370,12 +370,9 @@ fn statement_partition(
     let (table, index) = parsed.target();
     let shape = partiql::statement_shape(text).ok()?;
     let hashes = hash_of(table, index)?;
-    let value_of = |hash: &String| {
-        let (_, slot) = shape.equalities.iter().find(|(name, _)| name == hash)?;
-        match shape.slots.get(*slot)? {
-            partiql::Slot::Literal { text, .. } => Some(text.clone()),
-            partiql::Slot::Parameter(number) => scalar_text(&statement["Parameters"][*number]),
-        }
+    let value_of = |hash: &String| match shape.slots.get(shape.equality_slot(hash)?)? {
+        partiql::Slot::Literal { text, .. } => Some(text.clone()),
+        partiql::Slot::Parameter(number) => scalar_text(&statement["Parameters"][*number]),
     };
     let key = joined_partition_text(hashes.iter().map(value_of))?;
     Some((table.to_string(), index.map(str::to_string), key))
