@@ -25,7 +25,7 @@ enum Evaluated<'i> {
 
 /// Orders two values of the same scalar type (S by UTF-8 bytes, N numerically, B by unsigned
 /// bytes); `None` for different types or non-scalars.
-pub(crate) fn compare_scalars(left: &AttributeValue, right: &AttributeValue) -> Option<Ordering> {
+pub fn compare_scalars(left: &AttributeValue, right: &AttributeValue) -> Option<Ordering> {
     match (left, right) {
         (AttributeValue::S(a), AttributeValue::S(b)) => Some(a.as_bytes().cmp(b.as_bytes())),
         (AttributeValue::N(a), AttributeValue::N(b)) => Some(a.cmp(b)),

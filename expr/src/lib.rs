@@ -69,6 +69,7 @@ pub use ast::{
     Comparator, Condition, Operand, Path, PathElement, SetValue, UpdateAction, UpdateOperand,
     ValueRef, ATTRIBUTE_NAME_BYTES_MAX, PATH_DEPTH_MAX,
 };
+pub use condition_eval::compare_scalars;
 pub use context::{check_no_mixing, ConditionKind, Context};
 pub use document::{extract_paths, resolve};
 pub use key_condition::{KeyAttribute, KeyCondition, KeySchemaView, SortKeyCondition};

@@ -770,28 +770,13 @@ fn scalar_text(value: &AttributeValue) -> Option<(&'static str, String)> {
     }
 }
 
-/// How `value` compares with `previous`: numbers as numbers, the rest by their text.
+/// How `value` compares with `previous` in DynamoDB's sort-key order (the expression
+/// language's: strings and binary by bytes, numbers as numbers).
 fn order(previous: &AttributeValue, value: &AttributeValue) -> &'static str {
-    let ordering = match (previous, value) {
-        // The common case, compared without copying the texts.
-        (AttributeValue::S(a), AttributeValue::S(b)) => Some(a.as_bytes().cmp(b.as_bytes())),
-        _ => order_of_texts(previous, value),
-    };
-    match ordering {
+    match shoal_expr::compare_scalars(previous, value) {
         Some(std::cmp::Ordering::Less) => "up",
         Some(std::cmp::Ordering::Greater) => "down",
         _ => "same",
-    }
-}
-
-fn order_of_texts(previous: &AttributeValue, value: &AttributeValue) -> Option<std::cmp::Ordering> {
-    match (scalar_text(previous), scalar_text(value)) {
-        (Some(("N", a)), Some(("N", b))) => match (a.parse::<f64>(), b.parse::<f64>()) {
-            (Ok(a), Ok(b)) => a.partial_cmp(&b),
-            _ => Some(a.cmp(&b)),
-        },
-        (Some((_, a)), Some((_, b))) => Some(a.as_bytes().cmp(b.as_bytes())),
-        _ => None,
     }
 }
 
@@ -1137,5 +1122,8 @@ mod tests {
         // The neighbour: numbers are not compared as their texts.
         assert_eq!(order(&n("9"), &n("10")), "up");
         assert_eq!(order(&n("10"), &n("9")), "down");
+        // Binary by its bytes, not by its base64 text ("/w==" sorts before "AA==").
+        let b = |bytes: &[u8]| AttributeValue::B(bytes.to_vec());
+        assert_eq!(order(&b(&[0x00]), &b(&[0xff])), "up");
     }
 }
