@@ -35,7 +35,7 @@ extern "C" fn at_start() {
 #[cfg(target_os = "linux")]
 fn no_read_around() {
     for_each_load_segment(&mut |segment| {
-        let aligned = segment.start & !(page_bytes() - 1);
+        let aligned = segment.start & !(shoal_vfs::page_size() - 1);
         // SAFETY: the range lies within a segment the loader mapped; MADV_RANDOM changes
         // only the kernel's read-ahead for it, never its contents. An error is harmless.
         unsafe {
@@ -69,7 +69,7 @@ pub fn release_start_up_pages() {
         }
         // Whole pages inside the segment only: a page shared with a writable neighbour
         // must keep what was written to it.
-        let page = page_bytes();
+        let page = shoal_vfs::page_size();
         let start = segment.start.div_ceil(page) * page;
         let end = segment.end / page * page;
         if start < end {
@@ -197,17 +197,6 @@ unsafe extern "C" fn visit_executable_segments(
     1
 }
 
-/// The size of a page of memory, in bytes (4096 if the system will not say).
-#[cfg(target_os = "linux")]
-fn page_bytes() -> usize {
-    // SAFETY: sysconf reads a constant of the system; it allocates nothing.
-    let answer = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    usize::try_from(answer)
-        .ok()
-        .filter(|bytes| bytes.is_power_of_two())
-        .unwrap_or(4096)
-}
-
 /// `serve --transparent-huge-pages`: lets the allocator have them again, as it asks to.
 pub fn allow_transparent_huge_pages() {
     // SAFETY: as in `at_start`.
@@ -230,13 +219,13 @@ mod tests {
 
     fn flags_of(address: usize) -> u64 {
         let pagemap = std::fs::File::open("/proc/self/pagemap").unwrap();
-        let page = page_bytes();
+        let page = shoal_vfs::page_size();
         page_flags(&pagemap, address, address + page, page).unwrap()[0]
     }
 
     #[test]
     fn start_up_pages_are_unmapped_and_private_copies_kept() {
-        let page = page_bytes();
+        let page = shoal_vfs::page_size();
         let constants = std::hint::black_box(CONSTANT_BYTES.as_ptr()) as usize;
         let read_page = constants.div_ceil(page) * page;
         let copied_page = read_page + page;

@@ -34,7 +34,7 @@ pub mod mem;
 mod real;
 pub mod sim;
 
-pub use real::RealFs;
+pub use real::{page_size, RealFs};
 
 /// An append-only (or overwrite-from-start) file being written.
 ///

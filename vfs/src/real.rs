@@ -110,13 +110,14 @@ impl ReadableFile for RealReadable {
     }
 }
 
-/// The size of a memory page.
-fn page_size() -> usize {
-    // SAFETY: sysconf has no memory effects.
+/// The size of a memory page, in bytes (4096 if the system will not say). Allocates
+/// nothing, so it may run before `main`.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf reads a constant of the system; it has no memory effects.
     let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     usize::try_from(size)
         .ok()
-        .filter(|s| *s > 0)
+        .filter(|s| s.is_power_of_two())
         .unwrap_or(4096)
 }
 
