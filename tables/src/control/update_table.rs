@@ -408,7 +408,7 @@ impl Database {
             member
                 .attribute_definitions
                 .retain(|d| used.contains(&d.name));
-            settings::drop_index_overrides(&mut member, index_name);
+            settings::forget_index(&mut member, index_name);
             changed.push(member);
         }
         self.store_definitions_dropping(&changed, &dropped)?;

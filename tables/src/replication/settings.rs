@@ -123,13 +123,21 @@ pub(crate) fn share_table_class(changed: &TableDef, member: &mut TableDef) {
     member.settings.table_class_updated_at_millis = changed.settings.table_class_updated_at_millis;
 }
 
-/// Removes the read overrides `table`'s member gives GSI `index_name` (the index is being
-/// deleted: its overrides go with it).
-pub(crate) fn drop_index_overrides(table: &mut TableDef, index_name: &str) {
+/// Removes what `table`'s member keeps for GSI `index_name` beside the index itself: its
+/// read overrides and its auto scaling settings (the index is being deleted: they go with
+/// it, so an index created again under that name starts without them).
+pub(crate) fn forget_index(table: &mut TableDef, index_name: &str) {
     if let Some(replication) = table.replication.as_mut() {
         replication
             .overrides
             .indexes
+            .retain(|index| index.name != index_name);
+        let autoscaling = &mut replication.autoscaling;
+        autoscaling
+            .index_write
+            .retain(|index| index.name != index_name);
+        autoscaling
+            .index_read
             .retain(|index| index.name != index_name);
     }
 }

@@ -467,3 +467,52 @@ fn settings_survive_a_reopen_and_a_new_member_gets_the_groups_write_settings() {
         9
     );
 }
+
+#[test]
+fn a_deleted_index_takes_its_settings_and_the_tables_stay() {
+    let db = open();
+    provisioned_group(&db, "Orders");
+    let scaling = json!({"MinimumUnits": 2, "MaximumUnits": 20});
+    ok(
+        &db,
+        A,
+        "UpdateTableReplicaAutoScaling",
+        &json!({
+            "TableName": "Orders",
+            "ProvisionedWriteCapacityAutoScalingUpdate": {"MinimumUnits": 5, "MaximumUnits": 50},
+            "GlobalSecondaryIndexUpdates": [{"IndexName": "ByG", "ProvisionedWriteCapacityAutoScalingUpdate": scaling}]
+        }),
+    );
+    // The index is deleted, then created again under its name.
+    ok(
+        &db,
+        B,
+        "UpdateTable",
+        &json!({"TableName": "Orders", "GlobalSecondaryIndexUpdates": [{"Delete": {"IndexName": "ByG"}}]}),
+    );
+    ok(
+        &db,
+        B,
+        "UpdateTable",
+        &json!({"TableName": "Orders",
+                "AttributeDefinitions": [{"AttributeName": "g", "AttributeType": "S"}],
+                "GlobalSecondaryIndexUpdates": [{"Create": {"IndexName": "ByG",
+                    "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+                    "Projection": {"ProjectionType": "ALL"},
+                    "ProvisionedThroughput": {"ReadCapacityUnits": 4, "WriteCapacityUnits": 2}}}]}),
+    );
+    let description = describe_scaling(&db, A, "Orders");
+    for region in [A, B] {
+        let member = replica(&description, region);
+        assert_eq!(
+            member["GlobalSecondaryIndexes"][0]["ProvisionedWriteCapacityAutoScalingSettings"],
+            disabled(),
+            "{region}: the new index starts without the deleted one's settings"
+        );
+        // The neighbour: the table's own settings stay.
+        assert_eq!(
+            member["ReplicaProvisionedWriteCapacityAutoScalingSettings"]["MaximumUnits"], 50,
+            "{region}"
+        );
+    }
+}
