@@ -45,6 +45,7 @@ use crate::core::catalog::{
 };
 use crate::core::error::internal;
 use crate::database::Database;
+use crate::replication::feature::region_of;
 use crate::replication::members::{not_members_message, SAME_REGION_TWICE};
 
 /// AutoScalingRoleArn's longest length (the API model).
@@ -185,13 +186,11 @@ impl Database {
                 set_index(&mut group.index_write, index, changed);
             }
 
-            let catalog = self.catalog.read().clone();
+            // Every member's definition, refused while a member is being added or is
+            // leaving, as every group-wide change is (`replication::settings`).
             let mut changed_members = Vec::with_capacity(members.len());
-            for region in &members {
-                let Some(member) = catalog.get(&catalog_key(name, Some(region))) else {
-                    return Err(internal("a member's table is missing from the catalog"));
-                };
-                let mut changed = TableDef::clone(member);
+            for mut changed in self.settings_members(&table)? {
+                let region = region_of(&changed).to_string();
                 let Some(membership) = changed.replication.as_mut() else {
                     return Err(internal("a member's table is in no group"));
                 };

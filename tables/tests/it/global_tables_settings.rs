@@ -571,6 +571,12 @@ fn group_wide_changes_wait_while_a_member_is_being_added() {
             "UpdateTable",
             json!({"TableName": "Orders", "DeletionProtectionEnabled": true}),
         ),
+        // Auto scaling's write settings are the group's too.
+        (
+            "UpdateTableReplicaAutoScaling",
+            json!({"TableName": "Orders",
+                   "ProvisionedWriteCapacityAutoScalingUpdate": {"AutoScalingDisabled": true}}),
+        ),
     ];
     for (operation, request) in &requests {
         for region in [A, B] {
