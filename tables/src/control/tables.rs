@@ -148,6 +148,15 @@ impl Database {
         self.stats.of(table)
     }
 
+    /// The TableStatus of `table`, which exists: ACTIVE, or CREATING or UPDATING while
+    /// such a transition lasts (`emulation::transient`).
+    pub(crate) fn table_status(&self, table: &TableDef) -> &'static str {
+        match self.emulation.transitions.of(&table.catalog_key()) {
+            Some(t) if t.status != TransientStatus::Deleting => t.status.as_str(),
+            _ => "ACTIVE",
+        }
+    }
+
     /// DescribeTable.
     pub fn describe_table(
         &self,
@@ -168,15 +177,10 @@ impl Database {
                 };
             }
         };
-        let transition = self.emulation.transitions.of(&table.catalog_key());
         let stats = self.table_stats(&table);
-        let mut description = match &transition {
-            Some(t) if t.status != TransientStatus::Deleting => {
-                describe(&table, &stats, t.status.as_str())
-            }
-            _ => describe(&table, &stats, "ACTIVE"),
-        };
+        let mut description = describe(&table, &stats, self.table_status(&table));
         self.describe_members(&table, &mut description);
+        let transition = self.emulation.transitions.of(&table.catalog_key());
         if let Some(index) = transition.and_then(|t| t.creating_index) {
             for gsi in description.global_secondary_indexes.iter_mut().flatten() {
                 if gsi.index_name == index && gsi.index_status == "ACTIVE" {

@@ -36,7 +36,6 @@ use crate::api::constraint::{
     length_at_least, length_at_most, name_violations, value_at_least, violation,
     violation_without_value, NAME_LENGTH_MIN, NOT_NULL,
 };
-use crate::api::control::DescribeTableRequest;
 use crate::capacity::billing::index_not_found;
 use crate::control::tables::index_status;
 use crate::core::catalog::{
@@ -254,12 +253,7 @@ impl Database {
         &self,
         table: &Arc<TableDef>,
     ) -> Result<TableReplicaAutoScalingResponse, ApiError> {
-        let table_status = self
-            .describe_table(DescribeTableRequest {
-                table_name: Some(table.name.clone()),
-            })?
-            .table
-            .table_status;
+        let table_status = self.table_status(table).to_string();
         let catalog = self.catalog.read().clone();
         let members = table
             .replication
