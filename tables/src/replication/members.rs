@@ -610,31 +610,25 @@ impl Database {
         targets: &[String],
         requested: &BTreeMap<String, RequestedOverrides>,
     ) -> Result<(), ApiError> {
-        let mut edits = Vec::with_capacity(targets.len());
-        for target in targets {
-            let Some(member) = self
-                .catalog
-                .read()
-                .get(&catalog_key(&table.name, Some(target)))
-                .cloned()
-            else {
-                return Err(internal("a member's table is missing from the catalog"));
-            };
-            let mut changed = TableDef::clone(&member);
-            let Some(replication) = changed.replication.as_mut() else {
-                return Err(internal("a member's table is in no group"));
-            };
-            if let Some(requested) = requested.get(target) {
-                replication.overrides =
-                    overrides::apply(&member, &replication.overrides, requested)?;
+        let mut changed_members = Vec::with_capacity(targets.len());
+        {
+            let catalog = self.catalog.read();
+            for target in targets {
+                let Some(member) = catalog.get(&catalog_key(&table.name, Some(target))) else {
+                    return Err(internal("a member's table is missing from the catalog"));
+                };
+                let mut changed = TableDef::clone(member);
+                let Some(replication) = changed.replication.as_mut() else {
+                    return Err(internal("a member's table is in no group"));
+                };
+                if let Some(requested) = requested.get(target) {
+                    replication.overrides =
+                        overrides::apply(member, &replication.overrides, requested)?;
+                }
+                changed_members.push(changed);
             }
-            edits.push(VersionEdit::SetMetadata {
-                key: metadata_key(&changed.catalog_key()),
-                value: Some(changed.to_metadata().map_err(internal)?),
-            });
         }
-        self.db.drop_trees_with(&[], edits).map_err(internal)?;
-        self.reload_catalog().map_err(internal)?;
+        self.store_definitions_dropping(&changed_members, &[])?;
         for target in targets {
             self.emulation
                 .transitions
