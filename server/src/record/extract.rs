@@ -704,13 +704,18 @@ struct Answer<'a> {
 /// Whether a call's line sizes its returned items from its answer: a read whose handler
 /// did not count them. Only then is the answer kept for the writer.
 pub fn sizes_from_answer(operation: &str, returned: Option<Returned>) -> bool {
-    returned.is_none() && matches!(operation, "GetItem" | "Query" | "Scan" | "BatchGetItem")
+    returned.is_none() && returns_items(operation)
+}
+
+/// Whether `operation`'s answer carries the items it read.
+fn returns_items(operation: &str) -> bool {
+    matches!(operation, "GetItem" | "Query" | "Scan" | "BatchGetItem")
 }
 
 /// Sizes of what a successful call returned, read off its answer (for a handler that does
 /// not count them).
 fn answer_sizes(operation: &str, answer: &[u8], line: &mut RequestLine) {
-    if !sizes_from_answer(operation, None) {
+    if !returns_items(operation) {
         return;
     }
     let Ok(answer) = serde_json::from_slice::<Answer<'_>>(answer) else {
