@@ -483,8 +483,8 @@ impl Extractor {
             if writes {
                 line.sk_time = looks_like_time(value);
                 let table = line.table.as_deref().unwrap_or_default();
-                // The table's slot is overwritten in place: no name or value is allocated
-                // for a table already tracked.
+                // The table's slot is overwritten in place: a table already tracked costs
+                // no new name, only the copy of its value.
                 let tracked = self.last_sort_key.len();
                 match self.last_sort_key.get_mut(table) {
                     Some(previous) => {
