@@ -11,6 +11,8 @@
 //!   failed job never leaves files marked busy.
 //! - **Threads.** `DbOptions::compaction_threads` background threads (0 = none: the caller
 //!   runs [`Db::compact_until_idle`]) sleep until a flush or a finished job asks for work.
+//!   While writers are slowed for the backlog (below), more join them, up to
+//!   `compaction_threads_backlog` in all.
 //!   Running a job is `compact_job::run` (merge, write outputs, install the version).
 //! - **Whole-tree jobs.** [`Db::compact_tree`] rewrites every file of one tree into its last
 //!   level in one job, outside the policy: it reserves the tree (no new job starts there),
@@ -282,7 +284,9 @@ fn run_claimed(shared: &Shared, claimed: ClaimedJob, claim: JobClaim<'_>) -> Res
 }
 
 /// A background compaction thread: runs jobs while there are any, then sleeps until asked.
-pub(crate) fn compaction_loop(shared: &Shared) {
+/// With `only_under_backlog` (a thread beyond `DbOptions::compaction_threads`), it runs
+/// jobs only while some tree's writers are slowed for the backlog, and sleeps otherwise.
+pub(crate) fn compaction_loop(shared: &Shared, only_under_backlog: bool) {
     let mut seen_requests = 0;
     loop {
         {
@@ -296,6 +300,10 @@ pub(crate) fn compaction_loop(shared: &Shared) {
         loop {
             if shared.shutting_down.load(Ordering::Acquire) {
                 return;
+            }
+            // Checked before each job: the thread stops helping as soon as writers run free.
+            if !may_claim(&shared.superversion.read(), only_under_backlog) {
+                break;
             }
             match compact_once(shared) {
                 Ok(true) => continue,
@@ -311,6 +319,12 @@ pub(crate) fn compaction_loop(shared: &Shared) {
             }
         }
     }
+}
+
+/// Whether a compaction thread may claim a job now: always, unless it is one of the threads
+/// that help only while some tree's writers are slowed (`DbOptions::compaction_threads_backlog`).
+fn may_claim(sv: &SuperVersion, only_under_backlog: bool) -> bool {
+    !only_under_backlog || !sv.write_rates.is_empty()
 }
 
 /// Runs compaction jobs on this thread until none is due, waiting for background jobs that
@@ -375,6 +389,45 @@ mod tests {
             db.flush_all().unwrap();
         }
         (db, ids)
+    }
+
+    #[test]
+    fn backlog_threads_claim_only_while_writers_are_slowed() {
+        let options = DbOptions {
+            background_flush: false,
+            compaction_threads: 0,
+            compaction: PolicyOptions {
+                l0_trigger_files: 8,
+                l0_slowdown_files: 3,
+                ..PolicyOptions::default()
+            },
+            ..DbOptions::default()
+        };
+        let fs = shoal_vfs::sim::SimFs::new().fs();
+        let db = Db::open_with_fs(fs, std::path::Path::new("/db"), options).unwrap();
+        let tree = db.create_tree("t").unwrap();
+        let flush_one = |round: u8| {
+            let mut batch = WriteBatch::new();
+            batch.put(tree, &[round], b"v").unwrap();
+            db.write(batch).unwrap();
+            db.flush_all().unwrap();
+        };
+        // Two L0 files: a job is not even due, and writers run free.
+        flush_one(0);
+        flush_one(1);
+        let sv = db.shared.superversion.read().clone();
+        assert!(sv.write_rates.is_empty());
+        assert!(!may_claim(&sv, true));
+        assert!(
+            may_claim(&sv, false),
+            "the always-on threads claim whatever the backlog"
+        );
+        // Three: writers are slowed, and the backlog threads join in.
+        flush_one(2);
+        let sv = db.shared.superversion.read().clone();
+        assert!(sv.write_rates.contains_key(&tree));
+        assert!(may_claim(&sv, true));
+        assert!(may_claim(&sv, false));
     }
 
     fn input_numbers(claimed: &ClaimedJob) -> BTreeSet<u64> {

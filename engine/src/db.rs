@@ -368,11 +368,20 @@ impl Db {
             _lock: lock,
         };
         // On failure `db` is dropped, which stops the threads already started.
-        for index in 0..options.compaction_threads.min(COMPACTION_THREADS_MAX) {
+        let threads_always = options.compaction_threads.min(COMPACTION_THREADS_MAX);
+        let threads = if threads_always == 0 {
+            0
+        } else {
+            options
+                .compaction_threads_backlog
+                .clamp(threads_always, COMPACTION_THREADS_MAX)
+        };
+        for index in 0..threads {
             let shared = Arc::clone(&db.shared);
+            let only_under_backlog = index >= threads_always;
             let handle = std::thread::Builder::new()
                 .name(format!("shoal-compact-{index}"))
-                .spawn(move || compact::compaction_loop(&shared))
+                .spawn(move || compact::compaction_loop(&shared, only_under_backlog))
                 .map_err(|e| DbError::io("starting a compaction thread", e))?;
             db.compactors.push(handle);
         }

@@ -102,6 +102,16 @@ pub struct DbOptions {
     /// Background compaction threads (at most 16). 0 turns background compaction off: the
     /// caller runs `compact_until_idle`, and writers are never slowed for the backlog.
     pub compaction_threads: usize,
+    /// Compaction threads while writers are being slowed for the backlog (at least
+    /// `compaction_threads`, at most 16; ignored when `compaction_threads` is 0). The threads
+    /// beyond `compaction_threads` claim jobs only while some tree's write rate is limited
+    /// (`compact`'s back-pressure): then the writers they would take a core from are held
+    /// back anyway, and draining the backlog sooner is what lets them go. With one thread
+    /// on two cores, a writer outgrowing compaction at 10 GB spent a quarter of its time
+    /// slowed and its slowest tenth ran at 0.6 of its mean; with the second thread joining
+    /// under back-pressure, `benches/peers` `storage_peers` sustained run in
+    /// docs/PERFORMANCE.md.
+    pub compaction_threads_backlog: usize,
     /// Write SSTables (flush and compaction output) around the OS page cache where the file
     /// system allows (`shoal_vfs::FileSystem::create_direct`, Linux `O_DIRECT`). Filling fresh
     /// page-cache pages was half the flush and compaction threads' CPU on the VM this is
@@ -129,6 +139,10 @@ impl std::fmt::Debug for DbOptions {
             .field("wal_live_bytes_max", &self.wal_live_bytes_max)
             .field("compaction", &self.compaction)
             .field("compaction_threads", &self.compaction_threads)
+            .field(
+                "compaction_threads_backlog",
+                &self.compaction_threads_backlog,
+            )
             .field("direct_table_writes", &self.direct_table_writes)
             .field("compaction_filter", &self.compaction_filter)
             .field("version_retention", &self.version_retention)
@@ -164,6 +178,8 @@ impl Default for DbOptions {
             compaction: PolicyOptions::default(),
             // The target machine has two cores; one compacts while the other serves writes.
             compaction_threads: 1,
+            // The other core joins while writers are slowed (they have given it up then).
+            compaction_threads_backlog: 2,
             direct_table_writes: false,
             compaction_filter: None,
             version_retention: None,
