@@ -11,12 +11,18 @@
 //! by deferring compaction; N in the millions shows the rate each engine sustains once its
 //! compaction has to keep up. `SHOAL_PEER_SUSTAINED_ENGINES=shoal,rocksdb` (a comma-separated
 //! list of `shoal`, `fjall`, `fjall_buffer`, `rocksdb`) runs only the engines named.
+//! `SHOAL_PEER_SUSTAINED_TRACE=1` prints the engine's report (writes slowed, write
+//! amplification, files and bytes per level) every two seconds of the run.
+//! `SHOAL_PEER_SUSTAINED_READERS=R` adds R threads that read while the writer writes (the
+//! read-while-writing mix): each gets the ~1 KB record of a batch drawn uniformly from those
+//! written so far, and the run reports their reads per second and any key not found.
 //!
 //! `SHOAL_PEER_DIRECT_TABLE_WRITES=1` has Shoal write its SSTables around the page cache
 //! (`DbOptions::direct_table_writes`, off by default; `0` forces it off), for comparing the
 //! two. `SHOAL_PEER_WAL_MAPPED=0` has Shoal write its WAL with `write(2)` instead of through a
 //! mapping (`DbOptions::wal_map_segments`, on by default).
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -92,6 +98,11 @@ impl Shoal {
                     .ok()
                     .and_then(|v| v.parse().ok())
                     .unwrap_or(DbOptions::default().compaction_threads),
+                // `SHOAL_PEER_COMPACTION_THREADS_BACKLOG=n`: threads while writers are slowed.
+                compaction_threads_backlog: std::env::var("SHOAL_PEER_COMPACTION_THREADS_BACKLOG")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(DbOptions::default().compaction_threads_backlog),
                 direct_table_writes: std::env::var("SHOAL_PEER_DIRECT_TABLE_WRITES")
                     .map_or(DbOptions::default().direct_table_writes, |v| v != "0"),
                 wal_map_segments: std::env::var("SHOAL_PEER_WAL_MAPPED")
@@ -351,6 +362,23 @@ fn sustained_batches() -> Option<u64> {
         .and_then(|v| v.parse().ok())
 }
 
+/// How many reader threads run beside the sustained writer (module docs).
+fn sustained_readers() -> u64 {
+    std::env::var("SHOAL_PEER_SUSTAINED_READERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The key base of the sustained run's `n`th batch: uniformly spread (splitmix64), and
+/// computable from `n`, so readers can ask for any batch already written.
+fn sustained_base(n: u64) -> u64 {
+    let mut z = n.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// Bytes of every file under `dir`.
 fn dir_bytes(dir: &std::path::Path) -> u64 {
     std::fs::read_dir(dir)
@@ -384,15 +412,57 @@ fn sustained_writes(_: &mut Criterion) {
         }
         let dir = tempfile::tempdir().unwrap();
         let engine = open_engine(engine_name, dir.path(), false);
-        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         let cpu_before = cpu_time();
         let start = Instant::now();
         let mut tenth_rates = Vec::new();
         let mut tenth_start = start;
+        // Batches written so far: readers draw only keys that are already there.
+        let written = Arc::new(AtomicU64::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+        let readers: Vec<_> = (0..sustained_readers())
+            .map(|reader| {
+                let (engine, written, done) = (engine.clone(), written.clone(), done.clone());
+                std::thread::spawn(move || {
+                    let mut rng = rand::rngs::StdRng::seed_from_u64(1000 + reader);
+                    let (mut reads, mut missing) = (0u64, 0u64);
+                    while !done.load(AtomicOrdering::Relaxed) {
+                        let upto = written.load(AtomicOrdering::Relaxed);
+                        if upto == 0 {
+                            std::thread::yield_now();
+                            continue;
+                        }
+                        let n = rng.random_range(1..=upto);
+                        if !engine.get(&key16(sustained_base(n), 0)) {
+                            missing += 1;
+                        }
+                        reads += 1;
+                    }
+                    (reads, missing)
+                })
+            })
+            .collect();
+        let tracer = std::env::var("SHOAL_PEER_SUSTAINED_TRACE")
+            .is_ok()
+            .then(|| {
+                let (engine, written, done) = (engine.clone(), written.clone(), done.clone());
+                std::thread::spawn(move || {
+                    let t0 = Instant::now();
+                    while !done.load(AtomicOrdering::Relaxed) {
+                        std::thread::sleep(Duration::from_secs(2));
+                        eprintln!(
+                            "  {:.0}s {}: {}",
+                            t0.elapsed().as_secs_f64(),
+                            written.load(AtomicOrdering::Relaxed),
+                            engine.report().unwrap_or_default()
+                        );
+                    }
+                })
+            });
         for n in 1..=batches {
-            let base: u64 = rng.random();
+            let base = sustained_base(n);
             let (value_1k, values_150) = batch_values(&pool, base);
             engine.write_batch(base, value_1k, values_150);
+            written.store(n, AtomicOrdering::Relaxed);
             if n % (batches / TENTHS).max(1) == 0 {
                 let seconds = tenth_start.elapsed().as_secs_f64();
                 tenth_rates.push(format!("{:.1}k", (batches / TENTHS) as f64 / seconds / 1e3));
@@ -400,7 +470,21 @@ fn sustained_writes(_: &mut Criterion) {
             }
         }
         let elapsed = start.elapsed();
+        done.store(true, AtomicOrdering::Relaxed);
+        if let Some(tracer) = tracer {
+            tracer.join().unwrap();
+        }
+        let (reads, missing) = readers
+            .into_iter()
+            .map(|reader| reader.join().unwrap())
+            .fold((0, 0), |(r, m), (reads, missing)| (r + reads, m + missing));
         let cpu = cpu_time() - cpu_before;
+        if reads > 0 {
+            eprintln!(
+                "sustained/{engine_name}: {reads} reads alongside = {:.1}k reads/s, {missing} keys not found",
+                reads as f64 / elapsed.as_secs_f64() / 1e3
+            );
+        }
         eprintln!(
             "sustained/{engine_name}: {batches} batches in {:.1} s = {:.1}k batches/s, CPU per batch {:.1} µs, {:.0} MiB on disk at the end; per tenth: {}",
             elapsed.as_secs_f64(),

@@ -467,7 +467,13 @@ fn syncs_per_write() -> bool {
 fn open_shoal(dir: &Path, sync: bool) -> Database {
     // Preloading without a sync per item only saves time: the data is flushed to SSTables
     // and the database reopened with the durability under test.
-    let options = |durability| Options { storage: StorageOptions { durability: durability, ..StorageOptions::default() }, ..Options::default() };
+    let options = |durability| Options {
+        storage: StorageOptions {
+            durability: durability,
+            ..StorageOptions::default()
+        },
+        ..Options::default()
+    };
     {
         let db = Database::open(dir, options(Durability::None)).expect("open shoal");
         db.execute("CreateTable", create_table_json())
