@@ -107,10 +107,9 @@ pub struct DbOptions {
     /// beyond `compaction_threads` claim jobs only while some tree's write rate is limited
     /// (`compact`'s back-pressure): then the writers they would take a core from are held
     /// back anyway, and draining the backlog sooner is what lets them go. With one thread
-    /// on two cores, a writer outgrowing compaction at 10 GB spent a quarter of its time
-    /// slowed and its slowest tenth ran at 0.6 of its mean; with the second thread joining
-    /// under back-pressure, `benches/peers` `storage_peers` sustained run in
-    /// docs/PERFORMANCE.md.
+    /// on two cores, a writer outgrowing compaction at 10 GB was slowed for 41 s of 88;
+    /// with the second joining under back-pressure, for 20 s of 66 (docs/PERFORMANCE.md,
+    /// sustained ingest at 10 GB).
     pub compaction_threads_backlog: usize,
     /// Write SSTables (flush and compaction output) around the OS page cache where the file
     /// system allows (`shoal_vfs::FileSystem::create_direct`, Linux `O_DIRECT`). Filling fresh
