@@ -18,6 +18,7 @@ use crate::amz_date::{format_amz_date, parse_amz_date, parse_http_date};
 use crate::config::AuthMode;
 use crate::sigv4::{self, CredentialScope, RequestToSign};
 use shoal_model::{ApiError, ErrorCode};
+use std::borrow::Cow;
 
 /// The service name signed requests must be scoped to.
 pub const SERVICE_NAME: &str = "dynamodb";
@@ -31,17 +32,34 @@ pub struct AuthPolicy<'a> {
     pub now_unix_seconds: i64,
 }
 
-/// Checks the request's credentials according to `policy`.
-pub fn authenticate(request: &RequestToSign<'_>, policy: &AuthPolicy<'_>) -> Result<(), ApiError> {
-    let header = request
-        .headers
-        .get(http::header::AUTHORIZATION)
-        .map(|value| String::from_utf8_lossy(value.as_bytes()));
+/// What authentication learned of a request besides that it may proceed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Authenticated {
+    /// The region the request was sent to, as its SigV4 credential scope names it (what
+    /// DynamoDB puts in the ARNs it answers with), when that is a plausible region name:
+    /// letters, digits, `-` and `_`, at most 64 of them. An ARN holds it between colons, so
+    /// nothing else may pass. `None` too when the header holds bytes other than visible ASCII.
+    pub region: Option<String>,
+}
+
+/// Checks the request's credentials according to `policy`. The `Authorization` header is
+/// parsed once, here, for both the check and the region it names.
+pub fn authenticate(
+    request: &RequestToSign<'_>,
+    policy: &AuthPolicy<'_>,
+) -> Result<Authenticated, ApiError> {
+    let value = request.headers.get(http::header::AUTHORIZATION);
+    // Visible ASCII (what every SDK sends) is read as it is, without the lossy decoding's
+    // walk; other bytes are read lossily, to be named in an error message, and give no region.
+    let header = value.map(|value| match value.to_str() {
+        Ok(text) => (Cow::Borrowed(text), true),
+        Err(_) => (String::from_utf8_lossy(value.as_bytes()), false),
+    });
     let has_query_auth = request
         .query
         .split('&')
         .any(|pair| pair.split('=').next() == Some("X-Amz-Algorithm"));
-    let Some(header) = header else {
+    let Some((header, visible_ascii)) = header else {
         return Err(ApiError::new(
             ErrorCode::MissingAuthenticationTokenException,
             "Request is missing Authentication Token",
@@ -57,30 +75,40 @@ pub fn authenticate(request: &RequestToSign<'_>, policy: &AuthPolicy<'_>) -> Res
     let parsed = sigv4::parse_authorization(&header);
     let has_date = request.headers.contains_key("x-amz-date")
         || request.headers.contains_key(http::header::DATE);
-    let missing: &[&str] = match &parsed {
-        Ok(_) => &[],
-        Err(missing) => missing,
-    };
-    if !missing.is_empty() || !has_date {
-        let mut message = String::new();
-        for name in missing {
-            message.push_str(&format!(
-                "Authorization header requires '{name}' parameter. "
+    let authorization = match parsed {
+        Ok(authorization) if has_date => authorization,
+        parsed => {
+            let missing = parsed.err().unwrap_or_default();
+            let mut message = String::new();
+            for name in missing {
+                message.push_str(&format!(
+                    "Authorization header requires '{name}' parameter. "
+                ));
+            }
+            if !has_date {
+                message.push_str(
+                    "Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header. ",
+                );
+            }
+            message.push_str(&format!("Authorization={header}"));
+            return Err(ApiError::new(
+                ErrorCode::IncompleteSignatureException,
+                message,
             ));
         }
-        if !has_date {
-            message.push_str(
-                "Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header. ",
-            );
+    };
+    let region_of = |scope: &CredentialScope<'_>| {
+        if visible_ascii {
+            plausible_region(scope.region)
+        } else {
+            None
         }
-        message.push_str(&format!("Authorization={header}"));
-        return Err(ApiError::new(
-            ErrorCode::IncompleteSignatureException,
-            message,
-        ));
-    }
-    let (Ok(authorization), AuthMode::Verify { keys }) = (parsed, policy.mode) else {
-        return Ok(());
+    };
+    let AuthMode::Verify { keys } = policy.mode else {
+        let region = CredentialScope::parse(authorization.credential)
+            .as_ref()
+            .and_then(region_of);
+        return Ok(Authenticated { region });
     };
 
     if authorization.algorithm != sigv4::ALGORITHM {
@@ -121,17 +149,14 @@ pub fn authenticate(request: &RequestToSign<'_>, policy: &AuthPolicy<'_>) -> Res
              Check your AWS Secret Access Key and signing method. Consult the service documentation for details.",
         ));
     }
-    Ok(())
+    Ok(Authenticated {
+        region: region_of(&scope),
+    })
 }
 
-/// The region a request was sent to, as its SigV4 credential scope names it (what DynamoDB
-/// puts in the ARNs it answers with), when that is a plausible region name: letters, digits,
-/// `-` and `_`, at most 64 of them. An ARN holds it between colons, so nothing else may pass.
-pub fn request_region(headers: &http::HeaderMap) -> Option<String> {
+/// `region` as the region a request names, when it could stand between an ARN's colons.
+fn plausible_region(region: &str) -> Option<String> {
     const REGION_CHARS_MAX: usize = 64;
-    let header = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
-    let authorization = sigv4::parse_authorization(header).ok()?;
-    let region = CredentialScope::parse(authorization.credential)?.region;
     let plausible = (1..=REGION_CHARS_MAX).contains(&region.len())
         && region
             .bytes()
@@ -284,7 +309,7 @@ mod tests {
         }
     }
 
-    fn code_of(result: Result<(), ApiError>) -> ErrorCode {
+    fn code_of(result: Result<Authenticated, ApiError>) -> ErrorCode {
         result.unwrap_err().code
     }
 
@@ -302,24 +327,45 @@ mod tests {
 
     #[test]
     fn the_request_region_is_the_credential_scopes() {
-        let with = |authorization: &'static str| {
+        let mode = AuthMode::AcceptAnyWellFormed;
+        let with = |authorization: HeaderValue| {
             let mut headers = HeaderMap::new();
-            headers.insert("authorization", HeaderValue::from_static(authorization));
-            request_region(&headers)
+            headers.insert("x-amz-date", HeaderValue::from_static("20261124T000000Z"));
+            headers.insert("authorization", authorization);
+            authenticate(&request(&headers, b"{}"), &policy(&mode)).map(|found| found.region)
         };
+        let text = |authorization: &'static str| with(HeaderValue::from_static(authorization));
         assert_eq!(
-            with("AWS4-HMAC-SHA256 Credential=AKID/20261124/eu-west-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0"),
-            Some("eu-west-1".to_owned())
+            text("AWS4-HMAC-SHA256 Credential=AKID/20261124/eu-west-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0"),
+            Ok(Some("eu-west-1".to_owned()))
         );
         assert_eq!(
-            with("AWS4-HMAC-SHA256 Credential=AKID/20261124/a:b/dynamodb/aws4_request, SignedHeaders=host, Signature=0"),
-            None
+            text("AWS4-HMAC-SHA256 Credential=AKID/20261124/a:b/dynamodb/aws4_request, SignedHeaders=host, Signature=0"),
+            Ok(None)
         );
         assert_eq!(
-            with("AWS4-HMAC-SHA256 Credential=AKID, SignedHeaders=host, Signature=0"),
-            None
+            text("AWS4-HMAC-SHA256 Credential=AKID, SignedHeaders=host, Signature=0"),
+            Ok(None)
         );
-        assert_eq!(request_region(&HeaderMap::new()), None);
+        // A header with bytes other than visible ASCII is accepted as well formed, but names
+        // no region, even where its credential scope is plain.
+        let not_ascii = HeaderValue::from_bytes(
+            b"AWS4-HMAC-SHA256 Credential=AKID/20261124/eu-west-1/dynamodb/aws4_request, SignedHeaders=host, Signature=\xc3\xa9",
+        )
+        .unwrap();
+        assert_eq!(with(not_ascii), Ok(None));
+    }
+
+    #[test]
+    fn a_verified_request_names_its_region() {
+        let mode = verify_mode();
+        let headers = signed_headers("20240101T000000Z", SECRET, "eu-west-1", b"{}");
+        let any_region = AuthPolicy {
+            region: None,
+            ..policy(&mode)
+        };
+        let found = authenticate(&request(&headers, b"{}"), &any_region).unwrap();
+        assert_eq!(found.region.as_deref(), Some("eu-west-1"));
     }
 
     #[test]

@@ -19,7 +19,7 @@
 //! JSON nesting is capped by serde_json's recursion limit (128 levels): deeper input is a
 //! `SerializationException`, never a stack overflow.
 
-use crate::auth::{authenticate, request_region, AuthPolicy};
+use crate::auth::{authenticate, AuthPolicy};
 use crate::sigv4::RequestToSign;
 use http::request::Parts;
 use http::{HeaderValue, Method};
@@ -152,8 +152,7 @@ pub fn decode_api_request<'a>(
         .and_then(|name| operations.iter().find(|known| **known == name))
         .copied()
         .ok_or_else(|| ApiError::new(ErrorCode::UnknownOperationException, ""))?;
-    authenticate(request, auth_policy)?;
-    let region = request_region(request.headers);
+    let region = authenticate(request, auth_policy)?.region;
     Ok(ApiRequest {
         operation,
         body,
