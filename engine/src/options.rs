@@ -111,6 +111,12 @@ pub struct DbOptions {
     /// overwrite workload ran 27% slower. Off by default until compaction reads its inputs
     /// directly too (`cargo bench -p shoal-engine --bench compaction`, at f912d99).
     pub direct_table_writes: bool,
+    /// About the most bytes of mapped SSTable pages that reads leave in the process's
+    /// resident memory, all tables together: past it, every table's pages are released
+    /// (they stay in the OS page cache; the next read maps them back without I/O). Counted
+    /// in 64 KiB windows, what the kernel maps around each page a read faults in.
+    /// `usize::MAX` keeps every page a read touched until its table is closed.
+    pub mapped_read_bytes_max: usize,
     /// Drops entries during compaction ([`CompactionFilter`], whose docs say when it is
     /// asked and why only for write-once trees). `None` (the default) keeps everything.
     pub compaction_filter: Option<Arc<dyn CompactionFilter>>,
@@ -130,6 +136,7 @@ impl std::fmt::Debug for DbOptions {
             .field("compaction", &self.compaction)
             .field("compaction_threads", &self.compaction_threads)
             .field("direct_table_writes", &self.direct_table_writes)
+            .field("mapped_read_bytes_max", &self.mapped_read_bytes_max)
             .field("compaction_filter", &self.compaction_filter)
             .field("version_retention", &self.version_retention)
             .finish_non_exhaustive()
@@ -165,6 +172,10 @@ impl Default for DbOptions {
             // The target machine has two cores; one compacts while the other serves writes.
             compaction_threads: 1,
             direct_table_writes: false,
+            // A write load that reads each old item left 38–68 MiB of table pages resident
+            // without a bound (docs/PERFORMANCE.md, Memory); 8 MiB holds the hot blocks of a
+            // read-mostly load without a release per read.
+            mapped_read_bytes_max: 8 << 20,
             compaction_filter: None,
             version_retention: None,
         }
