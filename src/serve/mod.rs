@@ -283,6 +283,7 @@ pub fn transient_status_delay(args: &ServeArgs) -> Duration {
 
 /// `shoal serve`.
 pub fn run(args: ServeArgs) -> Result<(), String> {
+    memory::purge_freed_memory_at_once();
     // Off since before `main` (`memory.rs`); said again here to report a failure.
     if args.transparent_huge_pages {
         memory::allow_transparent_huge_pages();
