@@ -153,11 +153,12 @@ impl Default for DbOptions {
             durability: Durability::Sync,
             memtable_size_bytes: 64 << 20,
             // Small for idle and lightly written trees; a tree that fills one in under a
-            // second doubles it, up to 16 MiB under the default budget.
+            // second doubles it, up to 4 MiB under the default budget.
             memtable_size_bytes_min: 2 << 20,
-            // An embedded database's footprint: a quarter of what the two fixed 64 MiB
-            // memtables (active and flushing) held before (docs/DESIGN.md §3).
-            write_buffer_bytes_max: 32 << 20,
+            // An embedded database's footprint (docs/DESIGN.md §3): a 256-connection PutItem
+            // load ran as fast with 8 MiB as with 32 and held 24 MiB less
+            // (docs/PERFORMANCE.md, Memory).
+            write_buffer_bytes_max: 8 << 20,
             // Four segments: replay at open stays under a second, and the recycled pool
             // that covers it costs at most 256 MiB of disk.
             wal_live_bytes_max: 256 << 20,

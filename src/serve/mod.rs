@@ -171,7 +171,7 @@ pub struct ServeArgs {
     #[arg(long)]
     pub transparent_huge_pages: bool,
     /// The write-buffer budget: the most memory all memtables hold together, in bytes
-    /// (default 32 MiB, at least 1 MiB). Memtables start at 2 MiB and grow with the write
+    /// (default 8 MiB, at least 1 MiB). Memtables start at 2 MiB and grow with the write
     /// rate up to half of it; at the budget, writes wait for flushes (docs/RUNNING.md).
     #[arg(long, value_name = "BYTES", default_value_t = shoal_tables::StorageOptions::default().write_buffer_bytes_max as u64, value_parser = parse_write_buffer_bytes)]
     pub write_buffer_bytes: u64,
