@@ -496,6 +496,20 @@ mod tests {
     }
 
     #[test]
+    fn memory_defaults_are_the_smaller_ones_and_flags_still_set_the_old() {
+        let defaults = serve_args("shoal serve");
+        assert_eq!(
+            (defaults.handler_threads, defaults.write_buffer_bytes),
+            (32, 8 << 20)
+        );
+        let set = serve_args("shoal serve --handler-threads 64 --write-buffer-bytes 33554432");
+        assert_eq!(
+            (set.handler_threads, set.write_buffer_bytes),
+            (64, 32 << 20)
+        );
+    }
+
+    #[test]
     fn consistency_flags_reach_the_options() {
         let serve = serve_args(
             "shoal serve --gsi-lag 250 --eventual-reads 10-900 --lag-seed 7 \
