@@ -14,7 +14,7 @@
 //! window of a table once until its next release — the kernel maps up to that much of
 //! cached file around each page a read faults in (its fault-around), so a charged window
 //! stands for what one read may leave resident. When the charges of all the database's
-//! tables pass the budget, the reader that passed it releases every open table's pages
+//! tables pass the budget, the reader that passed it releases every open table's data blocks
 //! (`MADV_DONTNEED`: the mapping stays, the page cache keeps the pages, and the next read of
 //! a page maps it back with a minor fault, no I/O) and the count starts again. Release takes
 //! nothing a reader holds: a value borrowed from a released page reads the same bytes after.
@@ -65,7 +65,7 @@ impl MappedReads {
         tables.push(Arc::downgrade(table));
     }
 
-    /// Charges one window newly read; past the budget, releases every table's pages.
+    /// Charges one window newly read; past the budget, releases every table's data blocks.
     pub(crate) fn charge_window(&self) {
         let charged = self
             .charged_bytes
@@ -76,7 +76,7 @@ impl MappedReads {
         }
     }
 
-    /// Releases every open table's pages. One reader does it; readers that pass the budget
+    /// Releases every open table's data blocks. One reader does it; readers that pass the budget
     /// meanwhile find the lock taken and go on (their windows are released with the rest or
     /// charged again next time).
     fn release_all(&self) {

@@ -112,7 +112,7 @@ pub struct DbOptions {
     /// directly too (`cargo bench -p shoal-engine --bench compaction`, at f912d99).
     pub direct_table_writes: bool,
     /// About the most bytes of mapped SSTable pages that reads leave in the process's
-    /// resident memory, all tables together: past it, every table's pages are released
+    /// resident memory, all tables together: past it, every table's data blocks are released
     /// (they stay in the OS page cache; the next read maps them back without I/O). Counted
     /// in 64 KiB windows, what the kernel maps around each page a read faults in.
     /// `usize::MAX` keeps every page a read touched until its table is closed.
