@@ -173,8 +173,14 @@ pub struct ServeArgs {
     /// The write-buffer budget: the most memory all memtables hold together, in bytes
     /// (default 8 MiB, at least 1 MiB). Memtables start at 2 MiB and grow with the write
     /// rate up to half of it; at the budget, writes wait for flushes (docs/RUNNING.md).
-    #[arg(long, value_name = "BYTES", default_value_t = shoal_tables::StorageOptions::default().write_buffer_bytes_max as u64, value_parser = parse_write_buffer_bytes)]
+    #[arg(long, value_name = "BYTES", default_value_t = shoal_tables::StorageOptions::default().write_buffer_bytes_max as u64, value_parser = |text: &str| parse_bytes_at_least(text, 1 << 20))]
     pub write_buffer_bytes: u64,
+    /// The most bytes of table pages that reads keep mapped in the server's memory (default
+    /// 8 MiB, at least 64 KiB): past it they are let go, and stay in the OS page cache, so a
+    /// later read of them costs a page fault but no I/O. Larger keeps more of a read working
+    /// set mapped, for that much more memory (docs/RUNNING.md).
+    #[arg(long, value_name = "BYTES", default_value_t = shoal_tables::StorageOptions::default().mapped_read_bytes_max as u64, value_parser = |text: &str| parse_bytes_at_least(text, 64 << 10))]
+    pub mapped_read_bytes: u64,
     /// The local directory standing for S3: bucket B, key K is the file DIR/B/K
     /// (docs/EXPORT.md, docs/IMPORT.md). ExportTableToPointInTime writes there and
     /// ImportTable reads there; without it, both are refused.
@@ -243,13 +249,14 @@ fn parse_record_bytes(text: &str) -> Result<u64, String> {
     }
 }
 
-/// `--write-buffer-bytes`: at least 1 MiB, so that a memtable holds more than a few items.
-fn parse_write_buffer_bytes(text: &str) -> Result<u64, String> {
-    const MINIMUM: u64 = 1 << 20;
+/// A size flag of at least `minimum` bytes that fits a usize: `--write-buffer-bytes` (1 MiB,
+/// so that a memtable holds more than a few items), `--mapped-read-bytes` (64 KiB, one
+/// window of what a read maps).
+fn parse_bytes_at_least(text: &str, minimum: u64) -> Result<u64, String> {
     match text.parse::<u64>() {
-        Ok(bytes) if bytes >= MINIMUM && usize::try_from(bytes).is_ok() => Ok(bytes),
+        Ok(bytes) if bytes >= minimum && usize::try_from(bytes).is_ok() => Ok(bytes),
         _ => Err(format!(
-            "must be a whole number of bytes, at least {MINIMUM}"
+            "must be a whole number of bytes, at least {minimum}"
         )),
     }
 }
@@ -294,8 +301,9 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
     let mut options = Options {
         storage: StorageOptions {
             durability,
-            // parse_write_buffer_bytes admits only sizes that fit a usize.
+            // parse_bytes_at_least admits only sizes that fit a usize.
             write_buffer_bytes_max: usize::try_from(args.write_buffer_bytes).unwrap_or(usize::MAX),
+            mapped_read_bytes_max: usize::try_from(args.mapped_read_bytes).unwrap_or(usize::MAX),
             ..StorageOptions::default()
         },
         streams: StreamOptions {
@@ -507,6 +515,22 @@ mod tests {
             (set.handler_threads, set.write_buffer_bytes),
             (64, 32 << 20)
         );
+    }
+
+    #[test]
+    fn mapped_read_bytes_defaults_to_the_engines_and_takes_a_window_or_more() {
+        assert_eq!(serve_args("shoal serve").mapped_read_bytes, 8 << 20);
+        let set = serve_args("shoal serve --mapped-read-bytes 65536");
+        assert_eq!(set.mapped_read_bytes, 64 << 10);
+        let error = parse("shoal serve --mapped-read-bytes 65535")
+            .err()
+            .unwrap();
+        assert!(error.contains("at least 65536"), "{error}");
+        // The write buffer's own minimum is unchanged.
+        let error = parse("shoal serve --write-buffer-bytes 1048575")
+            .err()
+            .unwrap();
+        assert!(error.contains("at least 1048576"), "{error}");
     }
 
     #[test]
