@@ -175,12 +175,13 @@ pub struct ServeArgs {
     /// rate up to half of it; at the budget, writes wait for flushes (docs/RUNNING.md).
     #[arg(long, value_name = "BYTES", default_value_t = shoal_tables::StorageOptions::default().write_buffer_bytes_max as u64, value_parser = |text: &str| parse_bytes_at_least(text, 1 << 20))]
     pub write_buffer_bytes: u64,
-    /// The most bytes of table pages that reads keep mapped in the server's memory (default
-    /// 8 MiB, at least 64 KiB): past it they are let go, and stay in the OS page cache, so a
-    /// later read of them costs a page fault but no I/O. Larger keeps more of a read working
-    /// set mapped, for that much more memory (docs/RUNNING.md).
-    #[arg(long, value_name = "BYTES", default_value_t = shoal_tables::StorageOptions::default().mapped_read_bytes_max as u64, value_parser = |text: &str| parse_bytes_at_least(text, 64 << 10))]
-    pub mapped_read_bytes: u64,
+    /// The most bytes of table pages that reads keep mapped in the server's memory (at least
+    /// 64 KiB; default: no bound): past it they are let go, and stay in the OS page cache, so
+    /// a later read of them costs a page fault but no I/O. For memory over read speed: a
+    /// read working set larger than it pays that fault again after every release
+    /// (docs/RUNNING.md).
+    #[arg(long, value_name = "BYTES", value_parser = |text: &str| parse_bytes_at_least(text, 64 << 10))]
+    pub mapped_read_bytes: Option<u64>,
     /// The local directory standing for S3: bucket B, key K is the file DIR/B/K
     /// (docs/EXPORT.md, docs/IMPORT.md). ExportTableToPointInTime writes there and
     /// ImportTable reads there; without it, both are refused.
@@ -303,7 +304,9 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
             durability,
             // parse_bytes_at_least admits only sizes that fit a usize.
             write_buffer_bytes_max: usize::try_from(args.write_buffer_bytes).unwrap_or(usize::MAX),
-            mapped_read_bytes_max: usize::try_from(args.mapped_read_bytes).unwrap_or(usize::MAX),
+            mapped_read_bytes_max: args.mapped_read_bytes.map_or(usize::MAX, |bytes| {
+                usize::try_from(bytes).unwrap_or(usize::MAX)
+            }),
             ..StorageOptions::default()
         },
         streams: StreamOptions {
@@ -518,10 +521,15 @@ mod tests {
     }
 
     #[test]
-    fn mapped_read_bytes_defaults_to_the_engines_and_takes_a_window_or_more() {
-        assert_eq!(serve_args("shoal serve").mapped_read_bytes, 8 << 20);
+    fn mapped_read_bytes_is_unbounded_by_default_and_takes_a_window_or_more() {
+        assert_eq!(serve_args("shoal serve").mapped_read_bytes, None);
+        assert_eq!(
+            StorageOptions::default().mapped_read_bytes_max,
+            usize::MAX,
+            "the engine's default is no bound too"
+        );
         let set = serve_args("shoal serve --mapped-read-bytes 65536");
-        assert_eq!(set.mapped_read_bytes, 64 << 10);
+        assert_eq!(set.mapped_read_bytes, Some(64 << 10));
         let error = parse("shoal serve --mapped-read-bytes 65535")
             .err()
             .unwrap();
