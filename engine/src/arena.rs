@@ -32,11 +32,11 @@ pub const DEDICATED_ALLOC_BYTES_MIN: usize = CHUNK_BYTES / 4;
 /// Every allocation starts at a multiple of this: nodes begin with u64 words and atomic
 /// pointers.
 pub const ALIGN_BYTES: usize = 8;
-/// Most chunk buffers the pool keeps (32 MiB): the default write-buffer budget's worth
+/// Most chunk buffers the pool keeps (8 MiB): the default write-buffer budget's worth
 /// (`DbOptions::write_buffer_bytes_max`), enough for the next memtables of a busy tree while
 /// the last ones flush. Beyond it, freed chunks go back to the allocator, and all of them do
 /// when writes stop ([`release_idle_chunks`]).
-const POOL_CHUNKS_MAX: usize = 32;
+const POOL_CHUNKS_MAX: usize = 8;
 
 /// Idle chunk buffers of exactly `CHUNK_BYTES`, shared by every database in the process (like
 /// an allocator's cache, which it is).

@@ -237,7 +237,7 @@ impl Db {
         // flush or compaction that crashed before its version was installed.
         manifest::remove_obsolete_files(&fs, dir, &version, &manifest.current_file_name())?;
 
-        let files = FileRegistry::new(options.direct_table_writes);
+        let files = FileRegistry::new(options.direct_table_writes, options.mapped_read_bytes_max);
         let mut tables = std::collections::HashMap::new();
         for number in version.live_file_numbers() {
             let table = open_table(&fs, dir, number, options.bloom_prefix, &files)?;
@@ -1340,6 +1340,7 @@ impl Db {
         let mut stats = self.shared.counters.snapshot();
         stats.obsolete_files_removed = self.shared.files.removed_files();
         stats.table_files_reused = self.shared.files.reused_files();
+        stats.mapped_read_releases = self.shared.files.mapped_reads.releases();
         stats.write_buffer_bytes = self.shared.write_buffer.total_bytes() as u64;
         let sv = self.current();
         stats.level_files = vec![0; LEVELS];

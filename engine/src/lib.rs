@@ -71,6 +71,7 @@ pub mod corruption;
 pub mod db;
 pub mod error;
 pub mod manifest;
+mod mapped_reads;
 pub mod memtable;
 mod options;
 mod out_of_space;

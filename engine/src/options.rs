@@ -120,6 +120,12 @@ pub struct DbOptions {
     /// overwrite workload ran 27% slower. Off by default until compaction reads its inputs
     /// directly too (`cargo bench -p shoal-engine --bench compaction`, at f912d99).
     pub direct_table_writes: bool,
+    /// About the most bytes of mapped SSTable pages that reads leave in the process's
+    /// resident memory, all tables together: past it, every table's data blocks are released
+    /// (they stay in the OS page cache; the next read maps them back without I/O). Counted
+    /// in 64 KiB windows, what the kernel maps around each page a read faults in.
+    /// `usize::MAX` keeps every page a read touched until its table is closed.
+    pub mapped_read_bytes_max: usize,
     /// Drops entries during compaction ([`CompactionFilter`], whose docs say when it is
     /// asked and why only for write-once trees). `None` (the default) keeps everything.
     pub compaction_filter: Option<Arc<dyn CompactionFilter>>,
@@ -143,6 +149,7 @@ impl std::fmt::Debug for DbOptions {
                 &self.compaction_threads_backlog,
             )
             .field("direct_table_writes", &self.direct_table_writes)
+            .field("mapped_read_bytes_max", &self.mapped_read_bytes_max)
             .field("compaction_filter", &self.compaction_filter)
             .field("version_retention", &self.version_retention)
             .finish_non_exhaustive()
@@ -159,11 +166,12 @@ impl Default for DbOptions {
             durability: Durability::Sync,
             memtable_size_bytes: 64 << 20,
             // Small for idle and lightly written trees; a tree that fills one in under a
-            // second doubles it, up to 16 MiB under the default budget.
+            // second doubles it, up to 4 MiB under the default budget.
             memtable_size_bytes_min: 2 << 20,
-            // An embedded database's footprint: a quarter of what the two fixed 64 MiB
-            // memtables (active and flushing) held before (docs/DESIGN.md §3).
-            write_buffer_bytes_max: 32 << 20,
+            // An embedded database's footprint (docs/DESIGN.md §3): a 256-connection PutItem
+            // load ran as fast with 8 MiB as with 32 and held 24 MiB less
+            // (docs/PERFORMANCE.md, Memory).
+            write_buffer_bytes_max: 8 << 20,
             // Four segments: replay at open stays under a second, and the recycled pool
             // that covers it costs at most 256 MiB of disk.
             wal_live_bytes_max: 256 << 20,
@@ -180,6 +188,11 @@ impl Default for DbOptions {
             // The other core joins while writers are slowed (they have given it up then).
             compaction_threads_backlog: 2,
             direct_table_writes: false,
+            // No bound: a bound below a read load's working set makes every read after a
+            // release fault its pages back (GetItem over 20,000 items cost 23–25 µs of server
+            // CPU against 19–20 with an 8 MiB bound, docs/PERFORMANCE.md, Memory). Set it
+            // where memory matters more than read speed.
+            mapped_read_bytes_max: usize::MAX,
             compaction_filter: None,
             version_retention: None,
         }

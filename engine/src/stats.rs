@@ -51,6 +51,9 @@ pub struct DbStats {
     pub obsolete_files_removed: u64,
     /// New SSTables written over a recycled obsolete file rather than a new one.
     pub table_files_reused: u64,
+    /// Times the open tables' mapped pages were released because reads had mapped more than
+    /// `DbOptions::mapped_read_bytes_max` of them.
+    pub mapped_read_releases: u64,
     /// Bytes of all live memtables now: what the write-buffer budget
     /// (`DbOptions::write_buffer_bytes_max`) bounds.
     pub write_buffer_bytes: u64,

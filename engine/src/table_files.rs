@@ -46,6 +46,7 @@ use shoal_vfs::{Fs, ReadableFile, WritableFile};
 
 use crate::error::DbError;
 use crate::manifest;
+use crate::mapped_reads::MappedReads;
 use crate::sstable::{PrefixFn, Table, TableProperties};
 use crate::version::FileMeta;
 
@@ -76,14 +77,18 @@ pub(crate) struct FileRegistry {
     direct_writes: bool,
     /// Where the open tables report the corruption they meet.
     pub(crate) corruption: Arc<crate::corruption::CorruptionLog>,
+    /// The budget the open tables charge the pages their reads map to.
+    pub(crate) mapped_reads: Arc<MappedReads>,
 }
 
 impl FileRegistry {
     /// A registry whose new tables are written around the page cache when `direct_writes`
-    /// (`shoal_vfs::FileSystem::create_direct`).
-    pub(crate) fn new(direct_writes: bool) -> FileRegistry {
+    /// (`shoal_vfs::FileSystem::create_direct`), and whose open tables' reads leave at most
+    /// about `mapped_read_bytes_max` of their pages resident ([`MappedReads`]).
+    pub(crate) fn new(direct_writes: bool, mapped_read_bytes_max: usize) -> FileRegistry {
         FileRegistry {
             direct_writes,
+            mapped_reads: Arc::new(MappedReads::new(mapped_read_bytes_max)),
             ..FileRegistry::default()
         }
     }
@@ -305,9 +310,15 @@ pub(crate) fn open_table(
         .map_err(|e| DbError::io(format!("opening {}", path.display()), e))?;
     let file = files.track(fs, path, number, file);
     match Table::open(file, number, prefix) {
-        Ok(table) => Ok(Arc::new(
-            table.with_corruption_log(Arc::clone(&files.corruption)),
-        )),
+        Ok(table) => {
+            let table = Arc::new(
+                table
+                    .with_corruption_log(Arc::clone(&files.corruption))
+                    .with_mapped_reads(Arc::clone(&files.mapped_reads)),
+            );
+            files.mapped_reads.register(&table);
+            Ok(table)
+        }
         Err(error) => {
             if let crate::sstable::SstError::Corruption {
                 file_number,

@@ -134,6 +134,15 @@ mod tests {
     }
 
     #[test]
+    fn the_default_budget_lets_memtables_double_once() {
+        // 8 MiB: a memtable flushing and the next one, each at most 4 MiB. An explicit
+        // budget still sets the bound (the test above: 32 MiB, memtables up to 16).
+        let wb = WriteBuffer::new(&DbOptions::default());
+        assert_eq!((wb.min_bytes(), wb.max_bytes()), (2 << 20, 4 << 20));
+        assert_eq!(wb.next_size(2 << 20, Duration::from_millis(200)), 4 << 20);
+    }
+
+    #[test]
     fn a_minimum_above_the_maximum_gives_fixed_sizes() {
         // Tests and benches that set only memtable_size_bytes keep that size.
         let wb = buffer(2 << 20, 4 << 10, 32 << 20);

@@ -197,6 +197,32 @@ unsafe extern "C" fn visit_executable_segments(
     1
 }
 
+/// mimalloc's `mi_option_purge_delay` (its place in `mi_option_t`, the same in versions 2
+/// and 3): how many milliseconds freed memory waits before it goes back to the OS (1000 by
+/// default in version 3, the one linked).
+const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
+
+extern "C" {
+    fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
+}
+
+/// Has mimalloc give freed memory back to the OS at once, unless `MIMALLOC_PURGE_DELAY`
+/// says otherwise.
+///
+/// Why: under `shoal bench --workloads PutItem --connections 256` a seventh of the server's
+/// resident memory was allocator memory freed but not yet returned (mimalloc's arena: 80 MiB
+/// with the default delay of a second, 60 without, smaps 2026-11-29), as handler threads,
+/// flushes and compactions free buffers all the time; the same load ran as fast without the
+/// delay (docs/PERFORMANCE.md, Memory).
+pub fn purge_freed_memory_at_once() {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+        return;
+    }
+    // SAFETY: sets one of mimalloc's integer options, which it reads atomically; any value
+    // is valid for this one.
+    unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+}
+
 /// `serve --transparent-huge-pages`: lets the allocator have them again, as it asks to.
 pub fn allow_transparent_huge_pages() {
     // SAFETY: as in `at_start`.
@@ -212,6 +238,28 @@ pub fn allow_transparent_huge_pages() {
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
+
+    extern "C" {
+        fn mi_option_get(option: std::ffi::c_int) -> std::ffi::c_long;
+    }
+
+    /// mimalloc's purge delay now, in milliseconds.
+    fn purge_delay_ms() -> std::ffi::c_long {
+        // SAFETY: reads one of mimalloc's integer options.
+        unsafe { mi_option_get(MI_OPTION_PURGE_DELAY) }
+    }
+
+    #[test]
+    fn freed_memory_is_purged_at_once_after_serve_asks() {
+        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+            return;
+        }
+        // mimalloc's default delay until `serve` changes it (an option that is 0 by default
+        // would be the wrong one).
+        assert_eq!(purge_delay_ms(), 1000);
+        purge_freed_memory_at_once();
+        assert_eq!(purge_delay_ms(), 0);
+    }
 
     /// Constants in the executable's read-only data, three pages so two whole pages lie
     /// inside.

@@ -171,10 +171,17 @@ pub struct ServeArgs {
     #[arg(long)]
     pub transparent_huge_pages: bool,
     /// The write-buffer budget: the most memory all memtables hold together, in bytes
-    /// (default 32 MiB, at least 1 MiB). Memtables start at 2 MiB and grow with the write
+    /// (default 8 MiB, at least 1 MiB). Memtables start at 2 MiB and grow with the write
     /// rate up to half of it; at the budget, writes wait for flushes (docs/RUNNING.md).
-    #[arg(long, value_name = "BYTES", default_value_t = shoal_tables::StorageOptions::default().write_buffer_bytes_max as u64, value_parser = parse_write_buffer_bytes)]
+    #[arg(long, value_name = "BYTES", default_value_t = shoal_tables::StorageOptions::default().write_buffer_bytes_max as u64, value_parser = |text: &str| parse_bytes_at_least(text, 1 << 20))]
     pub write_buffer_bytes: u64,
+    /// The most bytes of table pages that reads keep mapped in the server's memory (at least
+    /// 64 KiB; default: no bound): past it they are let go, and stay in the OS page cache, so
+    /// a later read of them costs a page fault but no I/O. For memory over read speed: a
+    /// read working set larger than it pays that fault again after every release
+    /// (docs/RUNNING.md).
+    #[arg(long, value_name = "BYTES", value_parser = |text: &str| parse_bytes_at_least(text, 64 << 10))]
+    pub mapped_read_bytes: Option<u64>,
     /// The local directory standing for S3: bucket B, key K is the file DIR/B/K
     /// (docs/EXPORT.md, docs/IMPORT.md). ExportTableToPointInTime writes there and
     /// ImportTable reads there; without it, both are refused.
@@ -243,13 +250,14 @@ fn parse_record_bytes(text: &str) -> Result<u64, String> {
     }
 }
 
-/// `--write-buffer-bytes`: at least 1 MiB, so that a memtable holds more than a few items.
-fn parse_write_buffer_bytes(text: &str) -> Result<u64, String> {
-    const MINIMUM: u64 = 1 << 20;
+/// A size flag of at least `minimum` bytes that fits a usize: `--write-buffer-bytes` (1 MiB,
+/// so that a memtable holds more than a few items), `--mapped-read-bytes` (64 KiB, one
+/// window of what a read maps).
+fn parse_bytes_at_least(text: &str, minimum: u64) -> Result<u64, String> {
     match text.parse::<u64>() {
-        Ok(bytes) if bytes >= MINIMUM && usize::try_from(bytes).is_ok() => Ok(bytes),
+        Ok(bytes) if bytes >= minimum && usize::try_from(bytes).is_ok() => Ok(bytes),
         _ => Err(format!(
-            "must be a whole number of bytes, at least {MINIMUM}"
+            "must be a whole number of bytes, at least {minimum}"
         )),
     }
 }
@@ -283,6 +291,7 @@ pub fn transient_status_delay(args: &ServeArgs) -> Duration {
 
 /// `shoal serve`.
 pub fn run(args: ServeArgs) -> Result<(), String> {
+    memory::purge_freed_memory_at_once();
     // Off since before `main` (`memory.rs`); said again here to report a failure.
     if args.transparent_huge_pages {
         memory::allow_transparent_huge_pages();
@@ -293,8 +302,11 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
     let mut options = Options {
         storage: StorageOptions {
             durability,
-            // parse_write_buffer_bytes admits only sizes that fit a usize.
+            // parse_bytes_at_least admits only sizes that fit a usize.
             write_buffer_bytes_max: usize::try_from(args.write_buffer_bytes).unwrap_or(usize::MAX),
+            mapped_read_bytes_max: args.mapped_read_bytes.map_or(usize::MAX, |bytes| {
+                usize::try_from(bytes).unwrap_or(usize::MAX)
+            }),
             ..StorageOptions::default()
         },
         streams: StreamOptions {
@@ -492,6 +504,41 @@ mod tests {
             assert!(flags.iter().any(|f| f == flag), "{flag} in {flags:?}");
         }
         assert!(!flags.iter().any(|f| f == "--in-memory"), "{flags:?}");
+    }
+
+    #[test]
+    fn memory_defaults_are_the_smaller_ones_and_flags_still_set_the_old() {
+        let defaults = serve_args("shoal serve");
+        assert_eq!(
+            (defaults.handler_threads, defaults.write_buffer_bytes),
+            (32, 8 << 20)
+        );
+        let set = serve_args("shoal serve --handler-threads 64 --write-buffer-bytes 33554432");
+        assert_eq!(
+            (set.handler_threads, set.write_buffer_bytes),
+            (64, 32 << 20)
+        );
+    }
+
+    #[test]
+    fn mapped_read_bytes_is_unbounded_by_default_and_takes_a_window_or_more() {
+        assert_eq!(serve_args("shoal serve").mapped_read_bytes, None);
+        assert_eq!(
+            StorageOptions::default().mapped_read_bytes_max,
+            usize::MAX,
+            "the engine's default is no bound too"
+        );
+        let set = serve_args("shoal serve --mapped-read-bytes 65536");
+        assert_eq!(set.mapped_read_bytes, Some(64 << 10));
+        let error = parse("shoal serve --mapped-read-bytes 65535")
+            .err()
+            .unwrap();
+        assert!(error.contains("at least 65536"), "{error}");
+        // The write buffer's own minimum is unchanged.
+        let error = parse("shoal serve --write-buffer-bytes 1048575")
+            .err()
+            .unwrap();
+        assert!(error.contains("at least 1048576"), "{error}");
     }
 
     #[test]

@@ -94,6 +94,8 @@ pub struct StorageOptions {
     pub memtable_size_bytes_min: usize,
     /// All memtables together (`DbOptions::write_buffer_bytes_max`).
     pub write_buffer_bytes_max: usize,
+    /// Table pages reads keep mapped (`DbOptions::mapped_read_bytes_max`).
+    pub mapped_read_bytes_max: usize,
     /// WAL segment size (smaller segments preallocate faster; tests use small ones).
     pub wal_segment_size_bytes: u64,
 }
@@ -106,6 +108,7 @@ impl Default for StorageOptions {
             memtable_size_bytes: engine.memtable_size_bytes,
             memtable_size_bytes_min: engine.memtable_size_bytes_min,
             write_buffer_bytes_max: engine.write_buffer_bytes_max,
+            mapped_read_bytes_max: engine.mapped_read_bytes_max,
             wal_segment_size_bytes: 64 << 20,
         }
     }
@@ -140,9 +143,37 @@ impl Options {
             memtable_size_bytes: self.storage.memtable_size_bytes,
             memtable_size_bytes_min: self.storage.memtable_size_bytes_min,
             write_buffer_bytes_max: self.storage.write_buffer_bytes_max,
+            mapped_read_bytes_max: self.storage.mapped_read_bytes_max,
             wal_segment_size_bytes: self.storage.wal_segment_size_bytes,
             bloom_prefix: keys::bloom_prefix,
             ..DbOptions::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn storage_sizes_reach_the_engine() {
+        let options = Options {
+            storage: StorageOptions {
+                mapped_read_bytes_max: 1 << 30,
+                ..StorageOptions::default()
+            },
+            ..Options::default()
+        };
+        let retention = Arc::new(StreamRetention::new(0));
+        let pitr = Arc::new(PitrRetention::default());
+        let db = options.db_options(&retention, &pitr);
+        assert_eq!(db.mapped_read_bytes_max, 1 << 30);
+        // The sizes not set stay the engine's.
+        let engine = DbOptions::default();
+        assert_eq!(db.write_buffer_bytes_max, engine.write_buffer_bytes_max);
+        assert_eq!(
+            StorageOptions::default().mapped_read_bytes_max,
+            engine.mapped_read_bytes_max
+        );
     }
 }

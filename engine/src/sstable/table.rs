@@ -18,6 +18,7 @@ use super::format::{
 };
 use super::properties::TableProperties;
 use super::{PrefixFn, SstError};
+use crate::mapped_reads::{ChargedWindows, MappedReads};
 
 /// One point read of `user_key` as of a sequence number, as the memtables and tables it
 /// probes need it: the key's filter hash computed once, and the internal key to seek built
@@ -79,6 +80,9 @@ pub struct Table {
     /// Where a corruption met in this file is reported (the database's; none for a table
     /// opened on its own).
     corruption_log: Option<Arc<crate::corruption::CorruptionLog>>,
+    /// The windows of the file reads have charged to the database's budget of resident
+    /// mapped bytes (none for a table opened on its own).
+    mapped_reads: Option<ChargedWindows>,
 }
 
 /// A data block's checked contents.
@@ -172,6 +176,7 @@ impl Table {
             filter_holds_keys: footer.version >= FORMAT_VERSION_WHOLE_KEY_FILTER,
             block_verified: (0..block_count).map(|_| AtomicBool::new(false)).collect(),
             corruption_log: None,
+            mapped_reads: None,
         })
     }
 
@@ -288,6 +293,9 @@ impl Table {
             contents
         };
         let offset = handle.offset as usize;
+        if let Some(windows) = &self.mapped_reads {
+            windows.charge(offset, offset + contents.len());
+        }
         let layout = BlockLayout::parse(contents)
             .map_err(|e| self.corruption(offset + e.offset, e.detail))?;
         Ok(DataBlock {
@@ -308,6 +316,17 @@ impl Table {
         self.file.release(range);
     }
 
+    /// Releases the data blocks' pages from the process's resident memory and forgets the
+    /// windows charged for them (`mapped_reads`). The filter's pages stay: every point read
+    /// probes the filter of each table it passes, so releasing them made each read after a
+    /// release fault them back in, for a tenth of the bytes (about 10 bits a key).
+    pub(crate) fn release_mapped_reads(&self) {
+        if let Some(windows) = &self.mapped_reads {
+            windows.clear();
+        }
+        self.file.release(0..self.data_end());
+    }
+
     /// The bytes of a data block already returned by [`Table::data_block`].
     pub(crate) fn block_contents(&self, range: Range<usize>) -> &[u8] {
         &self.file.bytes()[range]
@@ -323,6 +342,12 @@ impl Table {
         log: Arc<crate::corruption::CorruptionLog>,
     ) -> Table {
         self.corruption_log = Some(log);
+        self
+    }
+
+    /// Charges the data blocks this table reads to `budget` from now on.
+    pub(crate) fn with_mapped_reads(mut self, budget: Arc<MappedReads>) -> Table {
+        self.mapped_reads = Some(ChargedWindows::new(budget, self.file.bytes().len()));
         self
     }
 

@@ -16,6 +16,7 @@ mod lsm_wal_cap;
 mod manifest_codec;
 mod manifest_crash;
 mod manifest_realfs;
+mod mapped_reads;
 mod no_space;
 mod recovery_flush;
 mod retention;

@@ -1,0 +1,116 @@
+//! The bound on mapped SSTable pages that reads leave resident
+//! (`DbOptions::mapped_read_bytes_max`), on real files: the tables' resident pages, read
+//! from `/proc/self/smaps` for this test's directory only, stay near the budget however many
+//! blocks point reads touch, every value reads back unchanged after the releases and after a
+//! reopen, and without a bound every page read stays resident.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use shoal_engine::Durability;
+use shoal_engine::{Db, DbOptions, TreeId, WriteBatch};
+
+/// Keys and value sizes that make about 6 MiB of tables: many 64 KiB windows.
+const KEYS: u32 = 12_000;
+
+fn options(mapped_read_bytes_max: usize) -> DbOptions {
+    DbOptions {
+        durability: Durability::None,
+        memtable_size_bytes: 1 << 20,
+        background_flush: false,
+        compaction_threads: 0,
+        mapped_read_bytes_max,
+        ..DbOptions::default()
+    }
+}
+
+fn value(key: u32) -> Vec<u8> {
+    let len = 300 + (key % 400) as usize;
+    (0..len).map(|i| (key as usize * 7 + i) as u8).collect()
+}
+
+/// Kibibytes of `dir`'s files mapped and resident in this process now.
+fn resident_table_kib(dir: &Path) -> u64 {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+    let prefix = dir.to_str().unwrap();
+    let mut in_dir = false;
+    let mut total = 0;
+    for line in smaps.lines() {
+        let mut fields = line.split_whitespace();
+        let first = fields.next().unwrap_or("");
+        if first.contains('-') && !first.ends_with(':') {
+            // A mapping's header: address range, permissions, offset, device, inode, path.
+            in_dir = fields.nth(4).is_some_and(|path| path.starts_with(prefix));
+        } else if in_dir && first == "Rss:" {
+            total += fields.next().unwrap().parse::<u64>().unwrap();
+        }
+    }
+    total
+}
+
+/// Writes every key, flushes it into tables, and reads every key back.
+fn write_and_read(db: &Db) -> (TreeId, BTreeMap<u32, Vec<u8>>) {
+    let tree = db.create_tree("items").unwrap();
+    let mut model = BTreeMap::new();
+    for key in 0..KEYS {
+        let mut batch = WriteBatch::new();
+        batch.put(tree, &key.to_be_bytes(), &value(key)).unwrap();
+        db.write(batch).unwrap();
+        model.insert(key, value(key));
+    }
+    db.flush_all().unwrap();
+    check(db, tree, &model);
+    (tree, model)
+}
+
+fn check(db: &Db, tree: TreeId, model: &BTreeMap<u32, Vec<u8>>) {
+    // Strided, so consecutive reads land in different windows, as random keys do.
+    for step in 0..7 {
+        for (key, expected) in model.iter().skip(step).step_by(7) {
+            let found = db.get(tree, &key.to_be_bytes(), None).unwrap();
+            assert_eq!(found.as_ref(), Some(expected), "key {key}");
+        }
+    }
+}
+
+#[test]
+fn point_reads_leave_about_the_budget_of_table_pages_resident_and_read_back_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let budget_bytes = 1 << 20;
+    let (tree, model) = {
+        let db = Db::open(dir.path(), options(budget_bytes)).unwrap();
+        let (tree, model) = write_and_read(&db);
+        let table_bytes: u64 = db.stats().level_bytes.iter().sum();
+        assert!(table_bytes > 4 * budget_bytes as u64, "{table_bytes}");
+        let stats = db.stats();
+        assert!(stats.mapped_read_releases > 0, "{stats:?}");
+        // The budget, plus what the reads since the last release mapped beyond their
+        // windows' count (a window's neighbour pages, the filters): well under the tables.
+        let resident_kib = resident_table_kib(dir.path());
+        assert!(
+            resident_kib * 1024 <= 2 * budget_bytes as u64,
+            "{resident_kib} KiB resident of {table_bytes} bytes of tables"
+        );
+        // Released pages read back the same bytes, again and again.
+        check(&db, tree, &model);
+        (tree, model)
+    };
+    let db = Db::open(dir.path(), options(budget_bytes)).unwrap();
+    check(&db, tree, &model);
+}
+
+#[test]
+fn without_a_bound_every_table_page_read_stays_resident() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options(usize::MAX)).unwrap();
+    write_and_read(&db);
+    let table_bytes: u64 = db.stats().level_bytes.iter().sum();
+    assert_eq!(db.stats().mapped_read_releases, 0);
+    let resident_kib = resident_table_kib(dir.path());
+    // Every data block was read: all of them are still mapped (the index pages were
+    // released at open).
+    assert!(
+        resident_kib * 1024 >= table_bytes * 9 / 10,
+        "{resident_kib} KiB resident of {table_bytes} bytes of tables"
+    );
+}
