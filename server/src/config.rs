@@ -48,9 +48,10 @@ pub const QUEUE_WAIT_MAX_DEFAULT: Duration = Duration::from_secs(5);
 
 /// Operations on the blocking pool at once by default: enough for group commit to gather
 /// many writers into each fsync, few enough that the threads' memory stays small. Each
-/// thread keeps its own allocator pages: a 256-connection PutItem load held 10 MiB less with
-/// 32 than with 64, at the same rate (16 were slower; docs/PERFORMANCE.md, Memory).
-pub const HANDLER_THREADS_DEFAULT: usize = 32;
+/// thread keeps its own allocator pages: a 256-connection PutItem load held 12 MiB less with
+/// 32 than with 64, but wrote 10–20% fewer items in four of four alternated pairs
+/// (docs/PERFORMANCE.md, Memory), so 64 stays.
+pub const HANDLER_THREADS_DEFAULT: usize = 64;
 
 /// Largest key file accepted.
 pub const KEY_FILE_BYTES_MAX: u64 = 1024 * 1024;

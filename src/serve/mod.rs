@@ -507,16 +507,16 @@ mod tests {
     }
 
     #[test]
-    fn memory_defaults_are_the_smaller_ones_and_flags_still_set_the_old() {
+    fn memory_defaults_and_flags_that_set_others() {
         let defaults = serve_args("shoal serve");
         assert_eq!(
             (defaults.handler_threads, defaults.write_buffer_bytes),
-            (32, 8 << 20)
+            (64, 8 << 20)
         );
-        let set = serve_args("shoal serve --handler-threads 64 --write-buffer-bytes 33554432");
+        let set = serve_args("shoal serve --handler-threads 32 --write-buffer-bytes 33554432");
         assert_eq!(
             (set.handler_threads, set.write_buffer_bytes),
-            (64, 32 << 20)
+            (32, 32 << 20)
         );
     }
 
