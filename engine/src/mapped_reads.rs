@@ -58,6 +58,11 @@ impl MappedReads {
         }
     }
 
+    /// Whether there is a budget at all (`usize::MAX` is none).
+    pub(crate) fn is_bounded(&self) -> bool {
+        self.budget_bytes != usize::MAX
+    }
+
     /// Counts `table`'s reads against the budget from now on.
     pub(crate) fn register(&self, table: &Arc<Table>) {
         let mut tables = self.tables.lock();

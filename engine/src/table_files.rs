@@ -311,11 +311,12 @@ pub(crate) fn open_table(
     let file = files.track(fs, path, number, file);
     match Table::open(file, number, prefix) {
         Ok(table) => {
-            let table = Arc::new(
-                table
-                    .with_corruption_log(Arc::clone(&files.corruption))
-                    .with_mapped_reads(Arc::clone(&files.mapped_reads)),
-            );
+            let table = table.with_corruption_log(Arc::clone(&files.corruption));
+            // Without a bound (the default) reads charge nothing: no count on the read path.
+            if !files.mapped_reads.is_bounded() {
+                return Ok(Arc::new(table));
+            }
+            let table = Arc::new(table.with_mapped_reads(Arc::clone(&files.mapped_reads)));
             files.mapped_reads.register(&table);
             Ok(table)
         }
