@@ -367,18 +367,24 @@ mod tests {
         );
     }
 
-    fn db_with_full_l0(trees: &[&str]) -> (Db, Vec<TreeId>) {
+    /// A database on a simulated file system whose flushes and compactions run only when the
+    /// test calls them.
+    fn db_run_by_hand(compaction: PolicyOptions) -> Db {
         let options = DbOptions {
             background_flush: false,
             compaction_threads: 0,
-            compaction: PolicyOptions {
-                l0_trigger_files: 2,
-                ..PolicyOptions::default()
-            },
+            compaction,
             ..DbOptions::default()
         };
         let fs = shoal_vfs::sim::SimFs::new().fs();
-        let db = Db::open_with_fs(fs, std::path::Path::new("/db"), options).unwrap();
+        Db::open_with_fs(fs, std::path::Path::new("/db"), options).unwrap()
+    }
+
+    fn db_with_full_l0(trees: &[&str]) -> (Db, Vec<TreeId>) {
+        let db = db_run_by_hand(PolicyOptions {
+            l0_trigger_files: 2,
+            ..PolicyOptions::default()
+        });
         let ids: Vec<TreeId> = trees.iter().map(|t| db.create_tree(t).unwrap()).collect();
         for round in 0..3u8 {
             let mut batch = WriteBatch::new();
@@ -393,18 +399,11 @@ mod tests {
 
     #[test]
     fn backlog_threads_claim_only_while_writers_are_slowed() {
-        let options = DbOptions {
-            background_flush: false,
-            compaction_threads: 0,
-            compaction: PolicyOptions {
-                l0_trigger_files: 8,
-                l0_slowdown_files: 3,
-                ..PolicyOptions::default()
-            },
-            ..DbOptions::default()
-        };
-        let fs = shoal_vfs::sim::SimFs::new().fs();
-        let db = Db::open_with_fs(fs, std::path::Path::new("/db"), options).unwrap();
+        let db = db_run_by_hand(PolicyOptions {
+            l0_trigger_files: 8,
+            l0_slowdown_files: 3,
+            ..PolicyOptions::default()
+        });
         let tree = db.create_tree("t").unwrap();
         let flush_one = |round: u8| {
             let mut batch = WriteBatch::new();
