@@ -72,6 +72,9 @@ impl TableIterator {
     fn load_block(&mut self, index: usize) -> Result<(), SstError> {
         self.cursor.reset(BlockLayout::default());
         let block = self.table.data_block(index)?;
+        if self.released_to.is_none() {
+            self.table.charge_mapped(&block);
+        }
         let offset = block.offset;
         self.block_index = index;
         self.block_range = offset..offset + block.contents.len();

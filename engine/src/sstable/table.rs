@@ -250,6 +250,7 @@ impl Table {
             return Ok(None);
         }
         let block = self.data_block(block_index)?;
+        self.charge_mapped(&block);
         let mut cursor = BlockCursor::default();
         cursor.reset(block.layout);
         cursor
@@ -293,9 +294,6 @@ impl Table {
             contents
         };
         let offset = handle.offset as usize;
-        if let Some(windows) = &self.mapped_reads {
-            windows.charge(offset, offset + contents.len());
-        }
         let layout = BlockLayout::parse(contents)
             .map_err(|e| self.corruption(offset + e.offset, e.detail))?;
         Ok(DataBlock {
@@ -314,6 +312,17 @@ impl Table {
     /// ([`ReadableFile::release`]).
     pub(crate) fn release(&self, range: Range<usize>) {
         self.file.release(range);
+    }
+
+    /// Charges `block`, which a read leaves mapped, to the database's budget of resident
+    /// mapped bytes (`mapped_reads`). Walks that release what they pass
+    /// (`TableIterator::releasing_behind`: compaction, whole-tree checks) leave nothing
+    /// mapped and do not call this; their blocks would only bring releases of the pages
+    /// point reads hold.
+    pub(crate) fn charge_mapped(&self, block: &DataBlock) {
+        if let Some(windows) = &self.mapped_reads {
+            windows.charge(block.offset, block.offset + block.contents.len());
+        }
     }
 
     /// Releases the data blocks' pages from the process's resident memory and forgets the

@@ -100,6 +100,34 @@ fn point_reads_leave_about_the_budget_of_table_pages_resident_and_read_back_unch
 }
 
 #[test]
+fn compaction_which_releases_what_it_reads_charges_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    // A budget of one window: any block charged past the first releases every table.
+    let db = Db::open(dir.path(), options(64 << 10)).unwrap();
+    let tree = db.create_tree("items").unwrap();
+    for key in 0..KEYS {
+        let mut batch = WriteBatch::new();
+        batch.put(tree, &key.to_be_bytes(), &value(key)).unwrap();
+        db.write(batch).unwrap();
+    }
+    db.flush_all().unwrap();
+    db.compact_tree(tree).unwrap();
+    assert!(
+        db.stats().compaction_bytes_read > 1 << 20,
+        "{:?}",
+        db.stats()
+    );
+    assert_eq!(db.stats().mapped_read_releases, 0);
+    // Point reads of the same tables are charged as before.
+    let found = db.get(tree, &0u32.to_be_bytes(), None).unwrap();
+    assert_eq!(found, Some(value(0)));
+    for key in 1..KEYS {
+        db.get(tree, &key.to_be_bytes(), None).unwrap();
+    }
+    assert!(db.stats().mapped_read_releases > 0);
+}
+
+#[test]
 fn without_a_bound_every_table_page_read_stays_resident() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), options(usize::MAX)).unwrap();
