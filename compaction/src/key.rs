@@ -156,6 +156,13 @@ impl InlinePrefix {
     pub fn of_internal_key(internal_key: &[u8]) -> InlinePrefix {
         InlinePrefix::of_user_key(user_key(internal_key))
     }
+
+    /// The first eight bytes, as a big-endian word: where two leading words differ they
+    /// order the keys as the whole prefixes do (a table tree's key starts with its
+    /// partition's hash, so across partitions this word alone decides).
+    pub fn leading_word(&self) -> u64 {
+        self.0[0]
+    }
 }
 
 #[cfg(test)]
