@@ -4,6 +4,7 @@
 pub mod calendar;
 pub mod error;
 pub mod json;
+pub mod json_text;
 pub mod keycodec;
 pub mod number;
 pub mod size;

@@ -598,9 +598,13 @@ struct ToJsonText;
 impl Encoding for ToJsonText {
     type Output = Vec<u8>;
     fn encode<T: Serialize>(&self, response: &T) -> Vec<u8> {
+        // serde_json's text, written with strings escaped a word at a time
+        // (`shoal_model::json_text`); serde_json itself for what that writer refuses.
         // Responses are plain data with string keys, so serialisation cannot fail; if it ever
         // did, an empty object is still a well-formed answer (as `api::encode` does).
-        serde_json::to_vec(response).unwrap_or_else(|_| b"{}".to_vec())
+        shoal_model::json_text::to_vec(response)
+            .or_else(|_| serde_json::to_vec(response))
+            .unwrap_or_else(|_| b"{}".to_vec())
     }
 }
 

@@ -1,0 +1,859 @@
+//! JSON text of a response, byte for byte what `serde_json::to_vec` writes, with strings
+//! scanned for characters to escape eight bytes at a time.
+//!
+//! Why: serde_json looks every byte of a string up in its escape table, one at a time, and
+//! nothing in its API lets a caller change that. Items are mostly strings, so a read that
+//! returns items spent a tenth of the server's CPU there: 9–11% under `shoal bench
+//! --workloads BatchGetItem` (25 items of ~1 KB an answer; perf, 2026-11-29). Here a word
+//! with no quote, backslash or control character (the usual case) is copied whole.
+//!
+//! The output is serde_json's compact form: the same escapes (`\"`, `\\`, `\b`, `\t`, `\n`,
+//! `\f`, `\r`, other control characters as `\u00xx` in lower case; nothing else escaped),
+//! integers as `itoa` writes them, floats as `zmij` does (the formatter serde_json uses;
+//! `null` if not finite), bytes as an array of numbers, `None` and `()` as `null`, enum variants as serde_json tags them, and
+//! map keys that are strings, characters, booleans, integers or finite floats (all but the
+//! first two quoted). A key of any other kind is an error, as in serde_json. serde_json's `RawValue` is refused
+//! (no response holds one). Tests compare the two on generated values.
+
+use serde::ser::{self, Error as _, Serialize};
+
+/// The JSON text of `value`, as `serde_json::to_vec` would write it.
+pub fn to_vec<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, serde_json::Error> {
+    let mut writer = Writer {
+        out: Vec::with_capacity(128),
+    };
+    value.serialize(&mut writer)?;
+    Ok(writer.out)
+}
+
+/// The name serde_json's `RawValue` serializes under: its bytes are JSON already.
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+struct Writer {
+    out: Vec<u8>,
+}
+
+const WORD_ONES: u64 = 0x0101_0101_0101_0101;
+const WORD_HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// Non-zero if some byte of `word` needs an escape: below 0x20, a quote or a backslash.
+/// (Only whether it is zero is exact, as the classic bit tricks give it.)
+fn escape_bits(word: u64) -> u64 {
+    // A byte below 0x20 borrows through its high bit when 0x20 is subtracted from it, and
+    // a byte at or above 0x80 is excluded by `!word`; a byte equal to `c` is a zero byte
+    // of `word ^ c`.
+    let zero_bits = |w: u64| w.wrapping_sub(WORD_ONES) & !w;
+    let below_space = word.wrapping_sub(WORD_ONES * 0x20) & !word;
+    let quote = zero_bits(word ^ (WORD_ONES * u64::from(b'"')));
+    let backslash = zero_bits(word ^ (WORD_ONES * u64::from(b'\\')));
+    (below_space | quote | backslash) & WORD_HIGHS
+}
+
+/// Whether none of `bytes`' 32 bytes needs an escape: four words checked together, one
+/// branch for the lot.
+fn clean_32(bytes: &[u8; 32]) -> bool {
+    let mut bits = 0;
+    for word in bytes.chunks_exact(8) {
+        let mut buffer = [0u8; 8];
+        buffer.copy_from_slice(word);
+        bits |= escape_bits(u64::from_le_bytes(buffer));
+    }
+    bits == 0
+}
+
+const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";
+
+/// Writes `text` as a JSON string.
+fn write_string(out: &mut Vec<u8>, text: &str) {
+    let bytes = text.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    // `bytes[run_start..at]` needs no escape and is not yet written.
+    let mut run_start = 0;
+    let mut at = 0;
+    while at < bytes.len() {
+        if let Some(block) = bytes[at..].first_chunk::<32>() {
+            if clean_32(block) {
+                at += 32;
+                continue;
+            }
+        }
+        if let Some(word) = bytes[at..].first_chunk::<8>() {
+            if escape_bits(u64::from_le_bytes(*word)) == 0 {
+                at += 8;
+                continue;
+            }
+        }
+        // A word with something to escape, or the last bytes: one byte at a time.
+        let end = (at + 8).min(bytes.len());
+        for (offset, &byte) in bytes[at..end].iter().enumerate() {
+            let escape: &[u8] = match byte {
+                b'"' => b"\\\"",
+                b'\\' => b"\\\\",
+                0x08 => b"\\b",
+                b'\t' => b"\\t",
+                b'\n' => b"\\n",
+                0x0c => b"\\f",
+                b'\r' => b"\\r",
+                0x00..=0x1f => &[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX_DIGITS[usize::from(byte >> 4)],
+                    HEX_DIGITS[usize::from(byte & 0xf)],
+                ],
+                _ => continue,
+            };
+            out.extend_from_slice(&bytes[run_start..at + offset]);
+            out.extend_from_slice(escape);
+            run_start = at + offset + 1;
+        }
+        at = end;
+    }
+    out.extend_from_slice(&bytes[run_start..]);
+    out.push(b'"');
+}
+
+fn write_integer(out: &mut Vec<u8>, value: impl itoa::Integer) {
+    out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
+}
+
+fn write_float(out: &mut Vec<u8>, value: impl zmij::Float, finite: bool) {
+    if finite {
+        out.extend_from_slice(zmij::Buffer::new().format_finite(value).as_bytes());
+    } else {
+        out.extend_from_slice(b"null");
+    }
+}
+
+/// A sequence or map being written: whether an element was written yet (a comma goes
+/// before every later one), and what closes it.
+struct Compound<'a> {
+    writer: &'a mut Writer,
+    first: bool,
+    /// The bytes written at the end: `]`, `}`, or `}}` / `]}` for an enum variant's.
+    close: &'static [u8],
+}
+
+impl Compound<'_> {
+    fn separate(&mut self) {
+        if !self.first {
+            self.writer.out.push(b',');
+        }
+        self.first = false;
+    }
+
+    fn finish(self) {
+        self.writer.out.extend_from_slice(self.close);
+    }
+}
+
+impl Writer {
+    fn compound(&mut self, open: &[u8], close: &'static [u8]) -> Compound<'_> {
+        self.out.extend_from_slice(open);
+        Compound {
+            writer: self,
+            first: true,
+            close,
+        }
+    }
+
+    /// Opens `{"variant":` and then `inner`, the wrapping serde_json gives a variant's data.
+    fn variant(&mut self, variant: &str, inner: &[u8], close: &'static [u8]) -> Compound<'_> {
+        self.out.push(b'{');
+        write_string(&mut self.out, variant);
+        self.out.push(b':');
+        self.compound(inner, close)
+    }
+}
+
+impl<'a> ser::Serializer for &'a mut Writer {
+    type Ok = ();
+    type Error = serde_json::Error;
+    type SerializeSeq = Compound<'a>;
+    type SerializeTuple = Compound<'a>;
+    type SerializeTupleStruct = Compound<'a>;
+    type SerializeTupleVariant = Compound<'a>;
+    type SerializeMap = Compound<'a>;
+    type SerializeStruct = Compound<'a>;
+    type SerializeStructVariant = Compound<'a>;
+
+    fn serialize_bool(self, value: bool) -> Result<(), Self::Error> {
+        self.out
+            .extend_from_slice(if value { b"true" } else { b"false" });
+        Ok(())
+    }
+
+    fn serialize_i8(self, value: i8) -> Result<(), Self::Error> {
+        write_integer(&mut self.out, value);
+        Ok(())
+    }
+
+    fn serialize_i16(self, value: i16) -> Result<(), Self::Error> {
+        write_integer(&mut self.out, value);
+        Ok(())
+    }
+
+    fn serialize_i32(self, value: i32) -> Result<(), Self::Error> {
+        write_integer(&mut self.out, value);
+        Ok(())
+    }
+
+    fn serialize_i64(self, value: i64) -> Result<(), Self::Error> {
+        write_integer(&mut self.out, value);
+        Ok(())
+    }
+
+    fn serialize_i128(self, value: i128) -> Result<(), Self::Error> {
+        write_integer(&mut self.out, value);
+        Ok(())
+    }
+
+    fn serialize_u8(self, value: u8) -> Result<(), Self::Error> {
+        write_integer(&mut self.out, value);
+        Ok(())
+    }
+
+    fn serialize_u16(self, value: u16) -> Result<(), Self::Error> {
+        write_integer(&mut self.out, value);
+        Ok(())
+    }
+
+    fn serialize_u32(self, value: u32) -> Result<(), Self::Error> {
+        write_integer(&mut self.out, value);
+        Ok(())
+    }
+
+    fn serialize_u64(self, value: u64) -> Result<(), Self::Error> {
+        write_integer(&mut self.out, value);
+        Ok(())
+    }
+
+    fn serialize_u128(self, value: u128) -> Result<(), Self::Error> {
+        write_integer(&mut self.out, value);
+        Ok(())
+    }
+
+    fn serialize_f32(self, value: f32) -> Result<(), Self::Error> {
+        write_float(&mut self.out, value, value.is_finite());
+        Ok(())
+    }
+
+    fn serialize_f64(self, value: f64) -> Result<(), Self::Error> {
+        write_float(&mut self.out, value, value.is_finite());
+        Ok(())
+    }
+
+    fn serialize_char(self, value: char) -> Result<(), Self::Error> {
+        write_string(&mut self.out, value.encode_utf8(&mut [0u8; 4]));
+        Ok(())
+    }
+
+    fn serialize_str(self, value: &str) -> Result<(), Self::Error> {
+        write_string(&mut self.out, value);
+        Ok(())
+    }
+
+    fn serialize_bytes(self, value: &[u8]) -> Result<(), Self::Error> {
+        let mut seq = self.compound(b"[", b"]");
+        for byte in value {
+            seq.separate();
+            write_integer(&mut seq.writer.out, *byte);
+        }
+        seq.finish();
+        Ok(())
+    }
+
+    fn serialize_none(self) -> Result<(), Self::Error> {
+        self.serialize_unit()
+    }
+
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<(), Self::Error> {
+        value.serialize(self)
+    }
+
+    fn serialize_unit(self) -> Result<(), Self::Error> {
+        self.out.extend_from_slice(b"null");
+        Ok(())
+    }
+
+    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Self::Error> {
+        self.serialize_unit()
+    }
+
+    fn serialize_unit_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+    ) -> Result<(), Self::Error> {
+        self.serialize_str(variant)
+    }
+
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        name: &'static str,
+        value: &T,
+    ) -> Result<(), Self::Error> {
+        if name == RAW_VALUE_TOKEN {
+            return Err(serde_json::Error::custom(
+                "a RawValue is not written by shoal_model::json_text",
+            ));
+        }
+        value.serialize(self)
+    }
+
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        value: &T,
+    ) -> Result<(), Self::Error> {
+        let wrapper = self.variant(variant, b"", b"}");
+        value.serialize(&mut *wrapper.writer)?;
+        wrapper.finish();
+        Ok(())
+    }
+
+    fn serialize_seq(self, _len: Option<usize>) -> Result<Compound<'a>, Self::Error> {
+        Ok(self.compound(b"[", b"]"))
+    }
+
+    fn serialize_tuple(self, len: usize) -> Result<Compound<'a>, Self::Error> {
+        self.serialize_seq(Some(len))
+    }
+
+    fn serialize_tuple_struct(
+        self,
+        _name: &'static str,
+        len: usize,
+    ) -> Result<Compound<'a>, Self::Error> {
+        self.serialize_seq(Some(len))
+    }
+
+    fn serialize_tuple_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        _len: usize,
+    ) -> Result<Compound<'a>, Self::Error> {
+        Ok(self.variant(variant, b"[", b"]}"))
+    }
+
+    fn serialize_map(self, _len: Option<usize>) -> Result<Compound<'a>, Self::Error> {
+        Ok(self.compound(b"{", b"}"))
+    }
+
+    fn serialize_struct(
+        self,
+        _name: &'static str,
+        len: usize,
+    ) -> Result<Compound<'a>, Self::Error> {
+        self.serialize_map(Some(len))
+    }
+
+    fn serialize_struct_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        _len: usize,
+    ) -> Result<Compound<'a>, Self::Error> {
+        Ok(self.variant(variant, b"{", b"}}"))
+    }
+}
+
+impl ser::SerializeSeq for Compound<'_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
+        self.separate();
+        value.serialize(&mut *self.writer)
+    }
+
+    fn end(self) -> Result<(), Self::Error> {
+        self.finish();
+        Ok(())
+    }
+}
+
+impl ser::SerializeTuple for Compound<'_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
+        ser::SerializeSeq::serialize_element(self, value)
+    }
+
+    fn end(self) -> Result<(), Self::Error> {
+        ser::SerializeSeq::end(self)
+    }
+}
+
+impl ser::SerializeTupleStruct for Compound<'_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
+        ser::SerializeSeq::serialize_element(self, value)
+    }
+
+    fn end(self) -> Result<(), Self::Error> {
+        ser::SerializeSeq::end(self)
+    }
+}
+
+impl ser::SerializeTupleVariant for Compound<'_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
+        ser::SerializeSeq::serialize_element(self, value)
+    }
+
+    fn end(self) -> Result<(), Self::Error> {
+        ser::SerializeSeq::end(self)
+    }
+}
+
+impl ser::SerializeMap for Compound<'_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Self::Error> {
+        self.separate();
+        key.serialize(KeyWriter(&mut self.writer.out))
+    }
+
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
+        self.writer.out.push(b':');
+        value.serialize(&mut *self.writer)
+    }
+
+    fn end(self) -> Result<(), Self::Error> {
+        self.finish();
+        Ok(())
+    }
+}
+
+impl ser::SerializeStruct for Compound<'_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), Self::Error> {
+        self.separate();
+        write_string(&mut self.writer.out, key);
+        ser::SerializeMap::serialize_value(self, value)
+    }
+
+    fn end(self) -> Result<(), Self::Error> {
+        self.finish();
+        Ok(())
+    }
+}
+
+impl ser::SerializeStructVariant for Compound<'_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), Self::Error> {
+        ser::SerializeStruct::serialize_field(self, key, value)
+    }
+
+    fn end(self) -> Result<(), Self::Error> {
+        self.finish();
+        Ok(())
+    }
+}
+
+/// Writes a map key: JSON keys are strings, so serde_json quotes the integers, booleans and
+/// finite floats it accepts as keys and refuses the rest.
+struct KeyWriter<'a>(&'a mut Vec<u8>);
+
+impl KeyWriter<'_> {
+    fn quoted(self, text: &str) -> Result<(), serde_json::Error> {
+        self.0.push(b'"');
+        self.0.extend_from_slice(text.as_bytes());
+        self.0.push(b'"');
+        Ok(())
+    }
+
+    fn integer(self, value: impl itoa::Integer) -> Result<(), serde_json::Error> {
+        self.quoted(itoa::Buffer::new().format(value))
+    }
+
+    fn float(self, value: impl zmij::Float, finite: bool) -> Result<(), serde_json::Error> {
+        if !finite {
+            return Err(serde_json::Error::custom(
+                "float key must be finite, got NaN or +/-inf",
+            ));
+        }
+        self.quoted(zmij::Buffer::new().format_finite(value))
+    }
+}
+
+fn key_must_be_a_string() -> serde_json::Error {
+    serde_json::Error::custom("key must be a string")
+}
+
+impl ser::Serializer for KeyWriter<'_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    type SerializeSeq = ser::Impossible<(), serde_json::Error>;
+    type SerializeTuple = ser::Impossible<(), serde_json::Error>;
+    type SerializeTupleStruct = ser::Impossible<(), serde_json::Error>;
+    type SerializeTupleVariant = ser::Impossible<(), serde_json::Error>;
+    type SerializeMap = ser::Impossible<(), serde_json::Error>;
+    type SerializeStruct = ser::Impossible<(), serde_json::Error>;
+    type SerializeStructVariant = ser::Impossible<(), serde_json::Error>;
+
+    fn serialize_str(self, value: &str) -> Result<(), Self::Error> {
+        write_string(self.0, value);
+        Ok(())
+    }
+
+    fn serialize_char(self, value: char) -> Result<(), Self::Error> {
+        write_string(self.0, value.encode_utf8(&mut [0u8; 4]));
+        Ok(())
+    }
+
+    fn serialize_bool(self, value: bool) -> Result<(), Self::Error> {
+        self.quoted(if value { "true" } else { "false" })
+    }
+
+    fn serialize_i8(self, value: i8) -> Result<(), Self::Error> {
+        self.integer(value)
+    }
+
+    fn serialize_i16(self, value: i16) -> Result<(), Self::Error> {
+        self.integer(value)
+    }
+
+    fn serialize_i32(self, value: i32) -> Result<(), Self::Error> {
+        self.integer(value)
+    }
+
+    fn serialize_i64(self, value: i64) -> Result<(), Self::Error> {
+        self.integer(value)
+    }
+
+    fn serialize_i128(self, value: i128) -> Result<(), Self::Error> {
+        self.integer(value)
+    }
+
+    fn serialize_u8(self, value: u8) -> Result<(), Self::Error> {
+        self.integer(value)
+    }
+
+    fn serialize_u16(self, value: u16) -> Result<(), Self::Error> {
+        self.integer(value)
+    }
+
+    fn serialize_u32(self, value: u32) -> Result<(), Self::Error> {
+        self.integer(value)
+    }
+
+    fn serialize_u64(self, value: u64) -> Result<(), Self::Error> {
+        self.integer(value)
+    }
+
+    fn serialize_u128(self, value: u128) -> Result<(), Self::Error> {
+        self.integer(value)
+    }
+
+    fn serialize_unit_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+    ) -> Result<(), Self::Error> {
+        self.serialize_str(variant)
+    }
+
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        value: &T,
+    ) -> Result<(), Self::Error> {
+        value.serialize(self)
+    }
+
+    fn serialize_f32(self, value: f32) -> Result<(), Self::Error> {
+        self.float(value, value.is_finite())
+    }
+
+    fn serialize_f64(self, value: f64) -> Result<(), Self::Error> {
+        self.float(value, value.is_finite())
+    }
+
+    fn serialize_bytes(self, _value: &[u8]) -> Result<(), Self::Error> {
+        Err(key_must_be_a_string())
+    }
+
+    fn serialize_none(self) -> Result<(), Self::Error> {
+        Err(key_must_be_a_string())
+    }
+
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<(), Self::Error> {
+        value.serialize(self)
+    }
+
+    fn serialize_unit(self) -> Result<(), Self::Error> {
+        Err(key_must_be_a_string())
+    }
+
+    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Self::Error> {
+        Err(key_must_be_a_string())
+    }
+
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        _index: u32,
+        _variant: &'static str,
+        _value: &T,
+    ) -> Result<(), Self::Error> {
+        Err(key_must_be_a_string())
+    }
+
+    fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq, Self::Error> {
+        Err(key_must_be_a_string())
+    }
+
+    fn serialize_tuple(self, _len: usize) -> Result<Self::SerializeTuple, Self::Error> {
+        Err(key_must_be_a_string())
+    }
+
+    fn serialize_tuple_struct(
+        self,
+        _name: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeTupleStruct, Self::Error> {
+        Err(key_must_be_a_string())
+    }
+
+    fn serialize_tuple_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        _variant: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeTupleVariant, Self::Error> {
+        Err(key_must_be_a_string())
+    }
+
+    fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap, Self::Error> {
+        Err(key_must_be_a_string())
+    }
+
+    fn serialize_struct(
+        self,
+        _name: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeStruct, Self::Error> {
+        Err(key_must_be_a_string())
+    }
+
+    fn serialize_struct_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        _variant: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeStructVariant, Self::Error> {
+        Err(key_must_be_a_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+    use serde::Serialize;
+    use serde_json::Value;
+
+    use super::*;
+    use crate::value::AttributeValue;
+
+    fn same_as_serde_json<T: Serialize + ?Sized>(value: &T) {
+        let ours = to_vec(value).expect("ours writes it");
+        let theirs = serde_json::to_vec(value).expect("serde_json writes it");
+        assert_eq!(
+            String::from_utf8_lossy(&ours),
+            String::from_utf8_lossy(&theirs)
+        );
+    }
+
+    /// Strings over the characters that matter: every control character, quote, backslash,
+    /// slash, DEL, multi-byte characters, and plain letters in runs longer than a word.
+    fn text() -> impl Strategy<Value = String> {
+        let character = prop_oneof![
+            4 => Just('x'),
+            1 => (0u32..0x20).prop_map(|c| char::from_u32(c).unwrap_or('x')),
+            1 => prop::sample::select(vec!['"', '\\', '/', '\u{7f}', 'é', '€', '😀', '\u{2028}']),
+        ];
+        prop::collection::vec(character, 0..40).prop_map(|chars| chars.into_iter().collect())
+    }
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            text().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::btree_map(text(), inner, 0..6)
+                    .prop_map(|map| Value::Object(map.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn writes_what_serde_json_writes(value in json_value()) {
+            same_as_serde_json(&value);
+        }
+
+        #[test]
+        fn strings_are_escaped_as_serde_json_escapes_them(text in text()) {
+            same_as_serde_json(&text);
+        }
+    }
+
+    #[test]
+    fn every_byte_alone_and_inside_a_word_is_escaped_as_serde_json_escapes_it() {
+        for code in 0u32..0x100 {
+            let Some(character) = char::from_u32(code) else {
+                continue;
+            };
+            same_as_serde_json(&character.to_string());
+            // At each position of a 32-byte block, of a word after it, and of the tail.
+            for position in 0..=42 {
+                let mut text = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEF".to_string();
+                text.insert(position, character);
+                same_as_serde_json(&text);
+            }
+        }
+    }
+
+    #[derive(Serialize)]
+    enum Shape {
+        Unit,
+        Newtype(u8),
+        Tuple(u8, String),
+        Struct { side: f32, name: Option<String> },
+    }
+
+    #[derive(Serialize)]
+    struct Response {
+        #[serde(rename = "Item", skip_serializing_if = "Option::is_none")]
+        item: Option<BTreeMap<String, AttributeValue>>,
+        shapes: Vec<Shape>,
+        bytes: &'static [u8],
+        unit: (),
+        pair: (i8, u128),
+        counts: BTreeMap<u32, bool>,
+        flags: BTreeMap<bool, char>,
+        not_finite: [f64; 3],
+    }
+
+    #[test]
+    fn typed_responses_and_enum_variants_are_written_as_serde_json_writes_them() {
+        let item: BTreeMap<String, AttributeValue> = [
+            (
+                "s".to_string(),
+                AttributeValue::S("a \"quoted\"\n text".into()),
+            ),
+            (
+                "n".to_string(),
+                AttributeValue::N("-12.50".parse().expect("a number")),
+            ),
+            ("b".to_string(), AttributeValue::B(vec![0, 1, 255])),
+            (
+                "l".to_string(),
+                AttributeValue::L(vec![AttributeValue::Null, AttributeValue::Bool(true)]),
+            ),
+        ]
+        .into_iter()
+        .collect();
+        let response = Response {
+            item: Some(item),
+            shapes: vec![
+                Shape::Unit,
+                Shape::Newtype(7),
+                Shape::Tuple(1, "t".into()),
+                Shape::Struct {
+                    side: 0.1,
+                    name: None,
+                },
+            ],
+            bytes: b"\x00\x7f",
+            unit: (),
+            pair: (-8, u128::MAX),
+            counts: [(1, true), (20, false)].into_iter().collect(),
+            flags: [(false, '"')].into_iter().collect(),
+            not_finite: [f64::NAN, f64::INFINITY, 1.0],
+        };
+        same_as_serde_json(&response);
+        let without_item = Response {
+            item: None,
+            ..response
+        };
+        same_as_serde_json(&without_item);
+    }
+
+    #[test]
+    fn float_and_optional_keys_are_written_as_serde_json_writes_them() {
+        let floats: std::collections::HashMap<_, _> = [(FloatKey(2.5), 1)].into_iter().collect();
+        same_as_serde_json(&floats);
+        let optional: BTreeMap<Option<u8>, u8> = [(Some(3), 4)].into_iter().collect();
+        same_as_serde_json(&optional);
+        let not_finite: std::collections::HashMap<_, _> =
+            [(FloatKey(f64::NAN), 1)].into_iter().collect();
+        assert!(serde_json::to_vec(&not_finite).is_err());
+        assert!(to_vec(&not_finite).is_err());
+    }
+
+    /// A float usable as a map key in a test.
+    #[derive(Serialize, PartialEq)]
+    struct FloatKey(f64);
+    impl Eq for FloatKey {}
+    impl std::hash::Hash for FloatKey {
+        fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+            self.0.to_bits().hash(state);
+        }
+    }
+
+    #[test]
+    fn keys_serde_json_refuses_are_refused() {
+        let byte_keys: BTreeMap<Vec<u8>, u8> = [(vec![1], 1)].into_iter().collect();
+        assert!(serde_json::to_vec(&byte_keys).is_err());
+        assert!(to_vec(&byte_keys).is_err());
+    }
+
+    #[test]
+    fn a_raw_value_is_refused_rather_than_written_as_a_string() {
+        #[derive(Serialize)]
+        #[serde(rename = "$serde_json::private::RawValue")]
+        struct Raw(&'static str);
+        assert!(to_vec(&Raw("{}")).is_err());
+    }
+}
