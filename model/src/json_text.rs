@@ -149,7 +149,28 @@ impl Compound<'_> {
     }
 }
 
+/// The serializer methods of every integer type, each handing its value to `self.integer`.
+macro_rules! integers_through_integer {
+    () => {
+        integers_through_integer!(
+            serialize_i8: i8, serialize_i16: i16, serialize_i32: i32, serialize_i64: i64,
+            serialize_i128: i128, serialize_u8: u8, serialize_u16: u16, serialize_u32: u32,
+            serialize_u64: u64, serialize_u128: u128
+        );
+    };
+    ($($method:ident: $type:ty),*) => {$(
+        fn $method(self, value: $type) -> Result<(), Self::Error> {
+            self.integer(value)
+        }
+    )*};
+}
+
 impl Writer {
+    fn integer(&mut self, value: impl itoa::Integer) -> Result<(), serde_json::Error> {
+        write_integer(&mut self.out, value);
+        Ok(())
+    }
+
     fn compound(&mut self, open: &[u8], close: &'static [u8]) -> Compound<'_> {
         self.out.extend_from_slice(open);
         Compound {
@@ -185,55 +206,7 @@ impl<'a> ser::Serializer for &'a mut Writer {
         Ok(())
     }
 
-    fn serialize_i8(self, value: i8) -> Result<(), Self::Error> {
-        write_integer(&mut self.out, value);
-        Ok(())
-    }
-
-    fn serialize_i16(self, value: i16) -> Result<(), Self::Error> {
-        write_integer(&mut self.out, value);
-        Ok(())
-    }
-
-    fn serialize_i32(self, value: i32) -> Result<(), Self::Error> {
-        write_integer(&mut self.out, value);
-        Ok(())
-    }
-
-    fn serialize_i64(self, value: i64) -> Result<(), Self::Error> {
-        write_integer(&mut self.out, value);
-        Ok(())
-    }
-
-    fn serialize_i128(self, value: i128) -> Result<(), Self::Error> {
-        write_integer(&mut self.out, value);
-        Ok(())
-    }
-
-    fn serialize_u8(self, value: u8) -> Result<(), Self::Error> {
-        write_integer(&mut self.out, value);
-        Ok(())
-    }
-
-    fn serialize_u16(self, value: u16) -> Result<(), Self::Error> {
-        write_integer(&mut self.out, value);
-        Ok(())
-    }
-
-    fn serialize_u32(self, value: u32) -> Result<(), Self::Error> {
-        write_integer(&mut self.out, value);
-        Ok(())
-    }
-
-    fn serialize_u64(self, value: u64) -> Result<(), Self::Error> {
-        write_integer(&mut self.out, value);
-        Ok(())
-    }
-
-    fn serialize_u128(self, value: u128) -> Result<(), Self::Error> {
-        write_integer(&mut self.out, value);
-        Ok(())
-    }
+    integers_through_integer!();
 
     fn serialize_f32(self, value: f32) -> Result<(), Self::Error> {
         write_float(&mut self.out, value, value.is_finite());
@@ -381,44 +354,29 @@ impl ser::SerializeSeq for Compound<'_> {
     }
 }
 
-impl ser::SerializeTuple for Compound<'_> {
-    type Ok = ();
-    type Error = serde_json::Error;
+/// Tuples of every kind are written as sequences (a variant's wrapped by `variant`).
+macro_rules! written_as_a_sequence {
+    ($($kind:ident :: $method:ident),*) => {$(
+        impl ser::$kind for Compound<'_> {
+            type Ok = ();
+            type Error = serde_json::Error;
 
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
-        ser::SerializeSeq::serialize_element(self, value)
-    }
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
+                ser::SerializeSeq::serialize_element(self, value)
+            }
 
-    fn end(self) -> Result<(), Self::Error> {
-        ser::SerializeSeq::end(self)
-    }
+            fn end(self) -> Result<(), Self::Error> {
+                ser::SerializeSeq::end(self)
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTupleStruct for Compound<'_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
-        ser::SerializeSeq::serialize_element(self, value)
-    }
-
-    fn end(self) -> Result<(), Self::Error> {
-        ser::SerializeSeq::end(self)
-    }
-}
-
-impl ser::SerializeTupleVariant for Compound<'_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
-        ser::SerializeSeq::serialize_element(self, value)
-    }
-
-    fn end(self) -> Result<(), Self::Error> {
-        ser::SerializeSeq::end(self)
-    }
-}
+written_as_a_sequence!(
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 impl ser::SerializeMap for Compound<'_> {
     type Ok = ();
@@ -533,45 +491,7 @@ impl ser::Serializer for KeyWriter<'_> {
         self.quoted(if value { "true" } else { "false" })
     }
 
-    fn serialize_i8(self, value: i8) -> Result<(), Self::Error> {
-        self.integer(value)
-    }
-
-    fn serialize_i16(self, value: i16) -> Result<(), Self::Error> {
-        self.integer(value)
-    }
-
-    fn serialize_i32(self, value: i32) -> Result<(), Self::Error> {
-        self.integer(value)
-    }
-
-    fn serialize_i64(self, value: i64) -> Result<(), Self::Error> {
-        self.integer(value)
-    }
-
-    fn serialize_i128(self, value: i128) -> Result<(), Self::Error> {
-        self.integer(value)
-    }
-
-    fn serialize_u8(self, value: u8) -> Result<(), Self::Error> {
-        self.integer(value)
-    }
-
-    fn serialize_u16(self, value: u16) -> Result<(), Self::Error> {
-        self.integer(value)
-    }
-
-    fn serialize_u32(self, value: u32) -> Result<(), Self::Error> {
-        self.integer(value)
-    }
-
-    fn serialize_u64(self, value: u64) -> Result<(), Self::Error> {
-        self.integer(value)
-    }
-
-    fn serialize_u128(self, value: u128) -> Result<(), Self::Error> {
-        self.integer(value)
-    }
+    integers_through_integer!();
 
     fn serialize_unit_variant(
         self,
