@@ -38,7 +38,7 @@ use crate::compact_schedule::Scheduler;
 use crate::error::DbError;
 use crate::manifest::{self, Manifest, ManifestError};
 use crate::memtable::{Memtable, MemtableEntry, MemtableInserter};
-pub use crate::options::{CompactionFilter, DbOptions, VersionRetention};
+pub use crate::options::{CompactionFilter, DbOptions, PointReads, VersionRetention};
 use crate::out_of_space::{Backoff, Work};
 use crate::pacer::WritePacer;
 use crate::shared::{FlushState, Shared};
@@ -237,7 +237,7 @@ impl Db {
         // flush or compaction that crashed before its version was installed.
         manifest::remove_obsolete_files(&fs, dir, &version, &manifest.current_file_name())?;
 
-        let files = FileRegistry::new(options.direct_table_writes, options.mapped_read_bytes_max);
+        let files = FileRegistry::new(&options);
         let mut tables = std::collections::HashMap::new();
         for number in version.live_file_numbers() {
             let table = open_table(&fs, dir, number, options.bloom_prefix, &files)?;
@@ -1244,7 +1244,8 @@ fn build_sstable(
 }
 
 /// A key's newest visible value, searching newest data first, read by `read_value` where it
-/// lies (memtable node or mapped SSTable block): a caller that decodes it needs no copy.
+/// lies (memtable node, mapped SSTable block, or the one copy of the block made for this
+/// read, `DbOptions::point_reads`): a caller that decodes it needs no copy.
 pub(crate) fn lookup<R>(
     sv: &SuperVersion,
     tree: TreeId,
@@ -1262,6 +1263,9 @@ pub(crate) fn lookup<R>(
             });
         }
     }
+    // One buffer for the blocks of every table probed: allocated only if a table's filter
+    // lets the read through, grown to the largest block.
+    let mut block_copy = Vec::new();
     for file in sv.version.files_for_key(tree, user_key) {
         let Some(table) = sv.tables.get(&file.number) else {
             debug_assert!(
@@ -1271,7 +1275,7 @@ pub(crate) fn lookup<R>(
             );
             continue;
         };
-        if let Some((kind, value)) = table.get_for(&point)? {
+        if let Some((kind, value)) = table.get_for(&point, &mut block_copy)? {
             return Ok(match kind {
                 EntryKind::Put => Some(read_value(value)),
                 EntryKind::Delete => None,

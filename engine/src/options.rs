@@ -8,6 +8,23 @@ use shoal_wal::Durability;
 use crate::sstable::PrefixFn;
 use crate::version::TreeId;
 
+/// How a point read reads the one data block it needs from a table file
+/// ([`DbOptions::point_reads`]). Only files whose bytes are a memory mapping
+/// (`shoal_vfs::ReadableFile::is_mapping`, real files) are read by copy: the in-memory and
+/// simulated file systems hold their bytes on the heap, where a copy is pure cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PointReads {
+    /// Copied into a buffer of the read with `pread(2)` (`shoal_vfs::ReadableFile::read_at`):
+    /// nothing of the table enters the process's resident memory, so a write load that
+    /// reads each old item (index maintenance) holds no table pages.
+    Copied,
+    /// Read in place where the file is mapped: no copy and no system call, but each page
+    /// touched, with the 64 KiB the kernel maps around it, stays resident until its table
+    /// closes (or until `mapped_read_bytes_max` releases it).
+    #[default]
+    Mapped,
+}
+
 /// Lets compaction drop entries that are no longer wanted, such as stream records past their
 /// retention period ([`DbOptions::compaction_filter`]).
 ///
@@ -126,6 +143,10 @@ pub struct DbOptions {
     /// in 64 KiB windows, what the kernel maps around each page a read faults in.
     /// `usize::MAX` keeps every page a read touched until its table is closed.
     pub mapped_read_bytes_max: usize,
+    /// How point reads ([`Db::get`](crate::Db::get)) read a table's data block: copied out
+    /// of the file or in place in its mapping ([`PointReads`]). Iterators (queries, scans,
+    /// compaction) read through the mapping whatever this says.
+    pub point_reads: PointReads,
     /// Drops entries during compaction ([`CompactionFilter`], whose docs say when it is
     /// asked and why only for write-once trees). `None` (the default) keeps everything.
     pub compaction_filter: Option<Arc<dyn CompactionFilter>>,
@@ -150,6 +171,7 @@ impl std::fmt::Debug for DbOptions {
             )
             .field("direct_table_writes", &self.direct_table_writes)
             .field("mapped_read_bytes_max", &self.mapped_read_bytes_max)
+            .field("point_reads", &self.point_reads)
             .field("compaction_filter", &self.compaction_filter)
             .field("version_retention", &self.version_retention)
             .finish_non_exhaustive()
@@ -193,6 +215,7 @@ impl Default for DbOptions {
             // CPU against 19–20 with an 8 MiB bound, docs/PERFORMANCE.md, Memory). Set it
             // where memory matters more than read speed.
             mapped_read_bytes_max: usize::MAX,
+            point_reads: PointReads::default(),
             compaction_filter: None,
             version_retention: None,
         }
