@@ -1244,13 +1244,14 @@ fn build_sstable(
 }
 
 /// A key's newest visible value, searching newest data first, read by `read_value` where it
-/// lies (memtable node, mapped SSTable block, or the one copy of the block made for this
-/// read, `DbOptions::point_reads`): a caller that decodes it needs no copy.
+/// lies (memtable node, mapped SSTable block, or, if `copy_blocks`, the one copy of the block
+/// made for this read, `DbOptions::point_reads`): a caller that decodes it needs no copy.
 pub(crate) fn lookup<R>(
     sv: &SuperVersion,
     tree: TreeId,
     user_key: &[u8],
     seq: u64,
+    copy_blocks: bool,
     read_value: impl FnOnce(&[u8]) -> R,
 ) -> Result<Option<R>, DbError> {
     let mems = sv.memtables.get(&tree).ok_or(DbError::UnknownTree(tree))?;
@@ -1275,7 +1276,8 @@ pub(crate) fn lookup<R>(
             );
             continue;
         };
-        if let Some((kind, value)) = table.get_for(&point, &mut block_copy)? {
+        let found = table.get_for(&point, copy_blocks.then_some(&mut block_copy))?;
+        if let Some((kind, value)) = found {
             return Ok(match kind {
                 EntryKind::Put => Some(read_value(value)),
                 EntryKind::Delete => None,
@@ -1305,7 +1307,25 @@ impl Db {
         read_value: impl FnOnce(&[u8]) -> R,
     ) -> Result<Option<R>, DbError> {
         let (seq, sv) = self.read_view(snapshot);
-        lookup(&sv, tree, key, seq, read_value)
+        let copy_blocks = self.shared.options.point_reads == PointReads::Copied;
+        lookup(&sv, tree, key, seq, copy_blocks, read_value)
+    }
+
+    /// [`Db::get_with`] for the value a write is about to replace (a write that maintains
+    /// indexes reads the old item first). Its table block is read once: later reads of the
+    /// key find the write's value in a memtable. So unless `DbOptions::point_reads` is
+    /// `Mapped`, it is copied out of the table file, and leaves no page of it in the
+    /// process's resident memory.
+    pub fn get_replaced_with<R>(
+        &self,
+        tree: TreeId,
+        key: &[u8],
+        snapshot: Option<&Snapshot>,
+        read_value: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>, DbError> {
+        let (seq, sv) = self.read_view(snapshot);
+        let copy_blocks = self.shared.options.point_reads != PointReads::Mapped;
+        lookup(&sv, tree, key, seq, copy_blocks, read_value)
     }
 
     /// The sequence number and superversion a read uses, consistent with each other.

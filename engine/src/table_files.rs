@@ -47,7 +47,7 @@ use shoal_vfs::{Fs, ReadableFile, WritableFile};
 use crate::error::DbError;
 use crate::manifest;
 use crate::mapped_reads::MappedReads;
-use crate::options::{DbOptions, PointReads};
+use crate::options::DbOptions;
 use crate::sstable::{PrefixFn, Table, TableProperties};
 use crate::version::FileMeta;
 
@@ -80,21 +80,17 @@ pub(crate) struct FileRegistry {
     pub(crate) corruption: Arc<crate::corruption::CorruptionLog>,
     /// The budget the open tables charge the pages their reads map to.
     pub(crate) mapped_reads: Arc<MappedReads>,
-    /// How the open tables' point reads read their blocks (`DbOptions::point_reads`).
-    point_reads: PointReads,
 }
 
 impl FileRegistry {
     /// A registry whose new tables are written around the page cache when
-    /// `options.direct_table_writes` (`shoal_vfs::FileSystem::create_direct`), whose open
+    /// `options.direct_table_writes` (`shoal_vfs::FileSystem::create_direct`), and whose open
     /// tables' reads leave at most about `options.mapped_read_bytes_max` of their pages
-    /// resident ([`MappedReads`]), and whose tables' point reads read as
-    /// `options.point_reads` says.
+    /// resident ([`MappedReads`]).
     pub(crate) fn new(options: &DbOptions) -> FileRegistry {
         FileRegistry {
             direct_writes: options.direct_table_writes,
             mapped_reads: Arc::new(MappedReads::new(options.mapped_read_bytes_max)),
-            point_reads: options.point_reads,
             ..FileRegistry::default()
         }
     }
@@ -325,9 +321,7 @@ pub(crate) fn open_table(
     let file = files.track(fs, path, number, file);
     match Table::open(file, number, prefix) {
         Ok(table) => {
-            let table = table
-                .with_corruption_log(Arc::clone(&files.corruption))
-                .with_point_reads(files.point_reads);
+            let table = table.with_corruption_log(Arc::clone(&files.corruption));
             // Without a bound (the default) reads charge nothing: no count on the read path.
             if !files.mapped_reads.is_bounded() {
                 return Ok(Arc::new(table));

@@ -182,10 +182,10 @@ pub struct ServeArgs {
     /// (docs/RUNNING.md).
     #[arg(long, value_name = "BYTES", value_parser = |text: &str| parse_bytes_at_least(text, 64 << 10))]
     pub mapped_read_bytes: Option<u64>,
-    /// How GetItem, and a write reading the old item, read table blocks: `copied` out of
-    /// the file with a system call, so no table page stays in the server's memory, or
-    /// `mapped`, in place where the file is mapped, each page touched staying resident
-    /// (docs/RUNNING.md).
+    /// How reads of one item read table blocks: `copied` out of the file with a system call,
+    /// so no table page stays in the server's memory; `mapped`, in place where the file is
+    /// mapped, each page touched staying resident; or `copied-for-writes`, a write's read
+    /// of the item it replaces copied and GetItem's mapped (docs/RUNNING.md).
     #[arg(long, value_name = "HOW", default_value = point_reads_name(StorageOptions::default().point_reads), value_parser = parse_point_reads)]
     pub point_reads: PointReads,
     /// The local directory standing for S3: bucket B, key K is the file DIR/B/K
@@ -269,8 +269,9 @@ fn parse_bytes_at_least(text: &str, minimum: u64) -> Result<u64, String> {
 }
 
 /// `--point-reads`' values.
-const POINT_READS_NAMES: [(&str, PointReads); 2] = [
+const POINT_READS_NAMES: [(&str, PointReads); 3] = [
     ("copied", PointReads::Copied),
+    ("copied-for-writes", PointReads::CopiedForWrites),
     ("mapped", PointReads::Mapped),
 ];
 
@@ -286,7 +287,7 @@ fn parse_point_reads(text: &str) -> Result<PointReads, String> {
         .iter()
         .find(|(name, _)| *name == text)
         .map(|(_, value)| *value)
-        .ok_or_else(|| "must be copied or mapped".to_string())
+        .ok_or_else(|| "must be copied, copied-for-writes or mapped".to_string())
 }
 
 /// The `--long` flags of `serve` that take a value, for [`dynamodb_local::translate`].
@@ -570,20 +571,24 @@ mod tests {
     }
 
     #[test]
-    fn point_reads_default_to_the_engines_and_take_copied_or_mapped() {
+    fn point_reads_default_to_the_engines_and_take_each_way() {
         assert_eq!(
             serve_args("shoal serve").point_reads,
             StorageOptions::default().point_reads
         );
         for (text, expected) in [
             ("copied", PointReads::Copied),
+            ("copied-for-writes", PointReads::CopiedForWrites),
             ("mapped", PointReads::Mapped),
         ] {
             let args = serve_args(&format!("shoal serve --point-reads {text}"));
             assert_eq!(args.point_reads, expected);
         }
         let error = parse("shoal serve --point-reads Mapped").err().unwrap();
-        assert!(error.contains("must be copied or mapped"), "{error}");
+        assert!(
+            error.contains("must be copied, copied-for-writes or"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -96,8 +96,8 @@ pub struct StorageOptions {
     pub write_buffer_bytes_max: usize,
     /// Table pages reads keep mapped (`DbOptions::mapped_read_bytes_max`).
     pub mapped_read_bytes_max: usize,
-    /// How point reads (GetItem, and the old item a write reads) read table blocks: copied
-    /// out of the file or in place in its mapping (`DbOptions::point_reads`).
+    /// How reads of one item (GetItem, and the old item a write reads) read table blocks:
+    /// copied out of the file or in place in its mapping (`DbOptions::point_reads`).
     pub point_reads: PointReads,
     /// WAL segment size (smaller segments preallocate faster; tests use small ones).
     pub wal_segment_size_bytes: u64,

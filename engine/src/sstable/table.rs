@@ -1,6 +1,6 @@
 //! An open table: footer, index, filter and properties checked and held in memory; data
 //! blocks read from the file's bytes (an mmap for real files) on demand, or, for point
-//! reads of a mapped file when the database says so, copied out of the file
+//! reads of a mapped file when the caller asks, copied out of the file
 //! ([`PointReads`](crate::PointReads)).
 
 use std::cell::OnceCell;
@@ -21,7 +21,6 @@ use super::format::{
 use super::properties::TableProperties;
 use super::{PrefixFn, SstError};
 use crate::mapped_reads::{ChargedWindows, MappedReads};
-use crate::options::PointReads;
 
 /// One point read of `user_key` as of a sequence number, as the memtables and tables it
 /// probes need it: the key's filter hash computed once, and the internal key to seek built
@@ -86,9 +85,6 @@ pub struct Table {
     /// The windows of the file reads have charged to the database's budget of resident
     /// mapped bytes (none for a table opened on its own).
     mapped_reads: Option<ChargedWindows>,
-    /// Whether point reads copy their data block out of the file (`read_at`) rather than
-    /// read it where the file is mapped: `PointReads::Copied` on a file that is a mapping.
-    copied_point_reads: bool,
 }
 
 /// A data block's checked contents.
@@ -183,7 +179,6 @@ impl Table {
             block_verified: (0..block_count).map(|_| AtomicBool::new(false)).collect(),
             corruption_log: None,
             mapped_reads: None,
-            copied_point_reads: false,
         })
     }
 
@@ -236,26 +231,29 @@ impl Table {
 
     /// The newest entry for `user_key` with seq <= `snapshot_seq`: `Some((kind, value))`, or
     /// `None` if the table holds no such version. Consults the bloom filter first. The value
-    /// is copied out; [`Table::get_for`] reads it in place.
+    /// is copied out, and so is its block if the file is a mapping; [`Table::get_for`] can
+    /// read it in place.
     pub fn get(
         &self,
         user_key: &[u8],
         snapshot_seq: u64,
     ) -> Result<Option<(EntryKind, Vec<u8>)>, SstError> {
         let mut block_copy = Vec::new();
-        let found = self.get_for(&PointLookup::new(user_key, snapshot_seq), &mut block_copy)?;
+        let lookup = PointLookup::new(user_key, snapshot_seq);
+        let found = self.get_for(&lookup, Some(&mut block_copy))?;
         Ok(found.map(|(kind, value)| (kind, value.to_vec())))
     }
 
     /// [`Table::get`] for a lookup that may probe several tables: the key's hash and seek
     /// target are computed once for all of them. The value borrows from the data block:
-    /// where the file is mapped, or from `block_copy` when the table's point reads copy
-    /// their block ([`Table::with_point_reads`]). `block_copy` is grown to the largest block
-    /// read and never shrunk, so one buffer serves every table a lookup probes.
+    /// copied into `block_copy` if one is given and the file is a mapping
+    /// (`DbOptions::point_reads` says why), else where the file's bytes lie. `block_copy` is
+    /// grown to the largest block read and never shrunk, so one buffer serves every table
+    /// a lookup probes.
     pub fn get_for<'a>(
         &'a self,
         lookup: &PointLookup,
-        block_copy: &'a mut Vec<u8>,
+        block_copy: Option<&'a mut Vec<u8>>,
     ) -> Result<Option<(EntryKind, &'a [u8])>, SstError> {
         if !self.may_contain_lookup(lookup) {
             return Ok(None);
@@ -266,7 +264,7 @@ impl Table {
         if block_index == self.block_count() {
             return Ok(None);
         }
-        let block = if self.copied_point_reads {
+        let block = if let Some(block_copy) = block_copy.filter(|_| self.file.is_mapping()) {
             self.read_data_block(block_index, Some(block_copy))?
         } else {
             let block = self.data_block(block_index)?;
@@ -405,13 +403,6 @@ impl Table {
         log: Arc<crate::corruption::CorruptionLog>,
     ) -> Table {
         self.corruption_log = Some(log);
-        self
-    }
-
-    /// Has point reads copy their data block out of the file from now on, if `point_reads`
-    /// says so and the file is a mapping (of heap-held bytes a copy is pure cost).
-    pub fn with_point_reads(mut self, point_reads: PointReads) -> Table {
-        self.copied_point_reads = point_reads == PointReads::Copied && self.file.is_mapping();
         self
     }
 

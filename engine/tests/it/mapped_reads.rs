@@ -3,7 +3,8 @@
 //! from `/proc/self/smaps` for this test's directory only, stay near the budget however many
 //! blocks point reads touch, every value reads back unchanged after the releases and after a
 //! reopen, and without a bound every page read stays resident. Point reads that copy their
-//! blocks (`DbOptions::point_reads`) leave no data pages resident at all.
+//! blocks (`DbOptions::point_reads`) leave no data pages resident at all: all of them, or,
+//! by default, a write's reads of the values it replaces.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -146,32 +147,74 @@ fn without_a_bound_every_table_page_read_stays_resident() {
     );
 }
 
+/// Reads every key of `model` as a write reads the value it replaces
+/// (`Db::get_replaced_with`), strided as `check` reads them.
+fn check_replaced(db: &Db, tree: TreeId, model: &BTreeMap<u32, Vec<u8>>) {
+    for step in 0..7 {
+        for (key, expected) in model.iter().skip(step).step_by(7) {
+            let found = db.get_replaced_with(tree, &key.to_be_bytes(), None, <[u8]>::to_vec);
+            assert_eq!(found.unwrap().as_ref(), Some(expected), "key {key}");
+        }
+    }
+}
+
 #[test]
 fn copied_point_reads_leave_no_data_pages_resident_and_read_back_unchanged() {
-    let dir = tempfile::tempdir().unwrap();
-    let copied = DbOptions {
-        point_reads: PointReads::Copied,
-        ..options(usize::MAX)
-    };
-    let (tree, model) = {
-        let db = Db::open(dir.path(), copied.clone()).unwrap();
-        let (tree, model) = write_and_read(&db);
-        let table_bytes: u64 = db.stats().level_bytes.iter().sum();
-        assert!(table_bytes > 4 << 20, "{table_bytes}");
-        // Only what open checks and every read probes is mapped (each table's filter,
-        // properties and footer, with the 64 KiB windows the kernel maps around them: about
-        // 100 KiB a table here), not the data blocks, though every one was read: without
-        // the copies they were 90% of the tables, and all of them stayed resident.
-        let resident_kib = resident_table_kib(dir.path());
-        assert!(
-            resident_kib * 1024 <= table_bytes / 5,
-            "{resident_kib} KiB resident of {table_bytes} bytes of tables"
-        );
-        // Nothing was mapped, so nothing was charged or released.
-        assert_eq!(db.stats().mapped_read_releases, 0);
-        check(&db, tree, &model);
-        (tree, model)
-    };
-    let db = Db::open(dir.path(), copied).unwrap();
-    check(&db, tree, &model);
+    // Every point read copied; under the default, the reads of values writes replace, and
+    // other point reads stay mapped.
+    for (point_reads, replaced, copied) in [
+        (PointReads::Copied, false, true),
+        (PointReads::CopiedForWrites, true, true),
+        (PointReads::CopiedForWrites, false, false),
+    ] {
+        let case = format!("{point_reads:?}, replaced reads {replaced}");
+        let dir = tempfile::tempdir().unwrap();
+        let options = DbOptions {
+            point_reads,
+            ..options(usize::MAX)
+        };
+        let read = |db: &Db, tree, model: &BTreeMap<u32, Vec<u8>>| {
+            if replaced {
+                check_replaced(db, tree, model);
+            } else {
+                check(db, tree, model);
+            }
+        };
+        let (tree, model) = {
+            let db = Db::open(dir.path(), options.clone()).unwrap();
+            let tree = db.create_tree("items").unwrap();
+            let mut model = BTreeMap::new();
+            for key in 0..KEYS {
+                let mut batch = WriteBatch::new();
+                batch.put(tree, &key.to_be_bytes(), &value(key)).unwrap();
+                db.write(batch).unwrap();
+                model.insert(key, value(key));
+            }
+            db.flush_all().unwrap();
+            read(&db, tree, &model);
+            let table_bytes: u64 = db.stats().level_bytes.iter().sum();
+            assert!(table_bytes > 4 << 20, "{table_bytes}");
+            let resident_kib = resident_table_kib(dir.path());
+            if copied {
+                // Only what open checks and every read probes is mapped (each table's
+                // filter, properties and footer, with the 64 KiB windows the kernel maps
+                // around them: about 100 KiB a table here), not the data blocks, though
+                // every one was read.
+                assert!(
+                    resident_kib * 1024 <= table_bytes / 5,
+                    "{case}: {resident_kib} KiB resident of {table_bytes} bytes of tables"
+                );
+            } else {
+                assert!(
+                    resident_kib * 1024 >= table_bytes * 9 / 10,
+                    "{case}: {resident_kib} KiB resident of {table_bytes} bytes of tables"
+                );
+            }
+            // No bound: nothing was charged or released.
+            assert_eq!(db.stats().mapped_read_releases, 0, "{case}");
+            (tree, model)
+        };
+        let db = Db::open(dir.path(), options).unwrap();
+        read(&db, tree, &model);
+    }
 }

@@ -1,7 +1,7 @@
 //! Every byte of a small SSTable is covered by a checksum: flipping any one of them is
 //! reported as corruption, and no read ever returns data that differs from what was written.
-//! A point read that copies its block out of a real file (`PointReads::Copied`) reports each
-//! flip exactly as one that reads the mapping does.
+//! A point read that copies its block out of a real file (`DbOptions::point_reads`) reports
+//! each flip exactly as one that reads the mapping does.
 
 use std::io;
 use std::path::Path;
@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::sstable_support;
 use shoal_compaction::key::{encode, EntryKind, InternalKey};
 use shoal_compaction::InternalIterator;
-use shoal_engine::sstable::{SstError, Table, TableOptions};
+use shoal_engine::sstable::{PointLookup, SstError, Table, TableOptions};
 use shoal_engine::{Db, DbOptions, Durability, PointReads, WriteBatch};
 use shoal_vfs::{FileSystem, ReadableFile, RealFs};
 use sstable_support::{build, open, two_byte_prefix};
@@ -226,13 +226,8 @@ impl ReadableFile for CopyWatched {
     }
 }
 
-/// `bytes` written to a real file at `path` and opened as a table whose point reads read as
-/// `point_reads` says.
-fn open_real(
-    path: &Path,
-    bytes: &[u8],
-    point_reads: PointReads,
-) -> Result<(Table, Arc<CopyWatched>), SstError> {
+/// `bytes` written to a real file at `path` and opened as a table.
+fn open_real(path: &Path, bytes: &[u8]) -> Result<(Table, Arc<CopyWatched>), SstError> {
     std::fs::write(path, bytes).unwrap();
     let file = Arc::new(CopyWatched {
         inner: RealFs.open_read(path).unwrap(),
@@ -244,16 +239,20 @@ fn open_real(
         7,
         two_byte_prefix,
     )?;
-    Ok((table.with_point_reads(point_reads), file))
+    Ok((table, file))
 }
 
-/// Every point read of `cases`, errors written out whole (offset and detail included).
-fn point_reads(table: &Table, cases: &[GetCase]) -> Vec<String> {
+/// Every point read of `cases`, each block copied out of the file if `copied`, errors
+/// written out whole (offset and detail included).
+fn point_reads(table: &Table, cases: &[GetCase], copied: bool) -> Vec<String> {
     let mut results = Vec::new();
+    let mut block_copy = Vec::new();
     for case in cases {
         // Twice: the second read of a block skips its CRC once the first has checked it.
         for _ in 0..2 {
-            results.push(format!("{:?}", table.get(&case.user_key, case.snapshot)));
+            let lookup = PointLookup::new(&case.user_key, case.snapshot);
+            let found = table.get_for(&lookup, copied.then_some(&mut block_copy));
+            results.push(format!("{found:?}"));
         }
     }
     results
@@ -264,10 +263,12 @@ fn a_copied_point_read_reports_every_flipped_byte_as_a_mapped_one() {
     let dir = tempfile::tempdir().unwrap();
     let (entries, bytes) = small_table();
     let cases = get_cases(&open(bytes.clone(), two_byte_prefix).unwrap(), &entries);
-    let (copied, file) = open_real(&dir.path().join("copied"), &bytes, PointReads::Copied).unwrap();
-    let (mapped, mapped_file) =
-        open_real(&dir.path().join("mapped"), &bytes, PointReads::Mapped).unwrap();
-    assert_eq!(point_reads(&copied, &cases), point_reads(&mapped, &cases));
+    let (copied, file) = open_real(&dir.path().join("copied"), &bytes).unwrap();
+    let (mapped, mapped_file) = open_real(&dir.path().join("mapped"), &bytes).unwrap();
+    assert_eq!(
+        point_reads(&copied, &cases, true),
+        point_reads(&mapped, &cases, false)
+    );
     assert!(file.copied_reads.load(Ordering::Relaxed) > 0, "copied");
     assert_eq!(
         mapped_file.copied_reads.load(Ordering::Relaxed),
@@ -279,8 +280,8 @@ fn a_copied_point_read_reports_every_flipped_byte_as_a_mapped_one() {
     for position in 0..bytes.len() {
         let mut flipped = bytes.clone();
         flipped[position] ^= 0x10;
-        let copied = open_real(&dir.path().join("copied"), &flipped, PointReads::Copied);
-        let mapped = open_real(&dir.path().join("mapped"), &flipped, PointReads::Mapped);
+        let copied = open_real(&dir.path().join("copied"), &flipped);
+        let mapped = open_real(&dir.path().join("mapped"), &flipped);
         let (copied, mapped) = match (copied, mapped) {
             (Ok((copied, _)), Ok((mapped, _))) => (copied, mapped),
             // Damage found at open: no point read is made, whatever the mode.
@@ -294,8 +295,9 @@ fn a_copied_point_read_reports_every_flipped_byte_as_a_mapped_one() {
                 mapped.err()
             ),
         };
-        let results = point_reads(&copied, &cases);
-        assert_eq!(results, point_reads(&mapped, &cases), "byte {position}");
+        let results = point_reads(&copied, &cases, true);
+        let mapped_results = point_reads(&mapped, &cases, false);
+        assert_eq!(results, mapped_results, "byte {position}");
         corrupt_reads += results.iter().filter(|r| r.contains("Corruption")).count();
     }
     assert!(corrupt_reads > 0, "some flips reach the data blocks");
@@ -305,7 +307,7 @@ fn a_copied_point_read_reports_every_flipped_byte_as_a_mapped_one() {
 fn a_failed_copy_is_an_io_error() {
     let dir = tempfile::tempdir().unwrap();
     let (entries, bytes) = small_table();
-    let (table, file) = open_real(&dir.path().join("t"), &bytes, PointReads::Copied).unwrap();
+    let (table, file) = open_real(&dir.path().join("t"), &bytes).unwrap();
     file.fail_copies.store(true, Ordering::Relaxed);
     let key = InternalKey::parse(&entries[0].0).unwrap().user_key.to_vec();
     let error = table.get(&key, 1000).unwrap_err();
@@ -350,11 +352,14 @@ fn a_database_reports_a_damaged_block_alike_whether_point_reads_copy_or_map() {
     for point_reads in [PointReads::Copied, PointReads::Mapped] {
         let db = Db::open(dir.path(), options(point_reads)).unwrap();
         let error = db.get(tree, &0u32.to_be_bytes(), None).unwrap_err();
+        // A write's read of the value it replaces meets the same damage the same way.
+        let replaced = db.get_replaced_with(tree, &0u32.to_be_bytes(), None, |_| ());
+        assert_eq!(replaced.unwrap_err().to_string(), error.to_string());
         // A block of the same table that the flip missed reads as before.
         let found = db.get(tree, &1_999u32.to_be_bytes(), None).unwrap();
         assert_eq!(found, Some(vec![7u8; 100]), "{point_reads:?}");
         let report = db.corruption_report();
-        assert_eq!(report.failures, 1, "{point_reads:?}");
+        assert_eq!(report.failures, 2, "{point_reads:?}");
         reported.push((error.to_string(), report));
     }
     assert!(reported[0].0.contains("checksum mismatch"), "{reported:?}");

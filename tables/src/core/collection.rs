@@ -118,7 +118,8 @@ impl CollectionDelta {
     }
 }
 
-/// Reads the record of the collection of `pk` (an absent record is an empty collection).
+/// Reads the record of the collection of `pk` (an absent record is an empty collection) that
+/// a write is about to replace, read as such (`Db::get_replaced_with`).
 pub fn read_record(
     db: &Db,
     table: &TableDef,
@@ -127,7 +128,7 @@ pub fn read_record(
 ) -> Result<CollectionRecord, ApiError> {
     let key = keys::collection_key(pk).map_err(internal)?;
     match db
-        .get_with(table.tree, &key, snapshot, CollectionRecord::decode)
+        .get_replaced_with(table.tree, &key, snapshot, CollectionRecord::decode)
         .map_err(internal)?
     {
         None => Ok(CollectionRecord::default()),

@@ -378,7 +378,7 @@ impl Database {
                     continue;
                 }
             };
-            let old = self.read_item(&action.table, &action.key, None)?;
+            let old = self.read_replaced_item(&action.table, &action.key)?;
             match decide(&self.features, action, old)? {
                 Ok(outcome) => {
                     reasons.push(Reason::None);
