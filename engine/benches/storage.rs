@@ -1,7 +1,8 @@
 //! Storage-core benchmarks (issue "Storage core"): 5-record atomic batches across two trees
-//! with durability none and sync at 1–16 writer threads, point gets of existing and missing
-//! keys, forward and reverse scans of a 100-record collection, WAL replay, and the raw
-//! 4 KB append+fdatasync floor; and, below all of them, the workload's memtable inserts alone.
+//! with durability none and sync at 1–16 writer threads, point gets of existing keys (each
+//! block read in place and copied out, `DbOptions::point_reads`) and missing keys, forward
+//! and reverse scans of a 100-record collection, WAL replay, and the raw 4 KB
+//! append+fdatasync floor; and, below all of them, the workload's memtable inserts alone.
 //! Run: `cargo bench -p shoal-engine --bench storage`.
 //!
 //! Besides criterion's timings, each write benchmark prints the process CPU time per batch

@@ -1311,19 +1311,18 @@ impl Db {
         lookup(&sv, tree, key, seq, copy_blocks, read_value)
     }
 
-    /// [`Db::get_with`] for the value a write is about to replace (a write that maintains
-    /// indexes reads the old item first). Its table block is read once: later reads of the
-    /// key find the write's value in a memtable. So unless `DbOptions::point_reads` is
-    /// `Mapped`, it is copied out of the table file, and leaves no page of it in the
-    /// process's resident memory.
+    /// [`Db::get_with`], now, for the value a write is about to replace (a write that
+    /// maintains indexes reads the old item first). Its table block is read once: later
+    /// reads of the key find the write's value in a memtable. So unless
+    /// `DbOptions::point_reads` is `Mapped`, it is copied out of the table file, and leaves
+    /// no page of it in the process's resident memory.
     pub fn get_replaced_with<R>(
         &self,
         tree: TreeId,
         key: &[u8],
-        snapshot: Option<&Snapshot>,
         read_value: impl FnOnce(&[u8]) -> R,
     ) -> Result<Option<R>, DbError> {
-        let (seq, sv) = self.read_view(snapshot);
+        let (seq, sv) = self.read_view(None);
         let copy_blocks = self.shared.options.point_reads != PointReads::Mapped;
         lookup(&sv, tree, key, seq, copy_blocks, read_value)
     }

@@ -52,8 +52,8 @@ fn resident_table_kib(dir: &Path) -> u64 {
     total
 }
 
-/// Writes every key, flushes it into tables, and reads every key back.
-fn write_and_read(db: &Db) -> (TreeId, BTreeMap<u32, Vec<u8>>) {
+/// Writes every key and flushes it into tables.
+fn write(db: &Db) -> (TreeId, BTreeMap<u32, Vec<u8>>) {
     let tree = db.create_tree("items").unwrap();
     let mut model = BTreeMap::new();
     for key in 0..KEYS {
@@ -63,6 +63,12 @@ fn write_and_read(db: &Db) -> (TreeId, BTreeMap<u32, Vec<u8>>) {
         model.insert(key, value(key));
     }
     db.flush_all().unwrap();
+    (tree, model)
+}
+
+/// Writes every key, flushes it into tables, and reads every key back.
+fn write_and_read(db: &Db) -> (TreeId, BTreeMap<u32, Vec<u8>>) {
+    let (tree, model) = write(db);
     check(db, tree, &model);
     (tree, model)
 }
@@ -152,7 +158,7 @@ fn without_a_bound_every_table_page_read_stays_resident() {
 fn check_replaced(db: &Db, tree: TreeId, model: &BTreeMap<u32, Vec<u8>>) {
     for step in 0..7 {
         for (key, expected) in model.iter().skip(step).step_by(7) {
-            let found = db.get_replaced_with(tree, &key.to_be_bytes(), None, <[u8]>::to_vec);
+            let found = db.get_replaced_with(tree, &key.to_be_bytes(), <[u8]>::to_vec);
             assert_eq!(found.unwrap().as_ref(), Some(expected), "key {key}");
         }
     }
@@ -182,15 +188,7 @@ fn copied_point_reads_leave_no_data_pages_resident_and_read_back_unchanged() {
         };
         let (tree, model) = {
             let db = Db::open(dir.path(), options.clone()).unwrap();
-            let tree = db.create_tree("items").unwrap();
-            let mut model = BTreeMap::new();
-            for key in 0..KEYS {
-                let mut batch = WriteBatch::new();
-                batch.put(tree, &key.to_be_bytes(), &value(key)).unwrap();
-                db.write(batch).unwrap();
-                model.insert(key, value(key));
-            }
-            db.flush_all().unwrap();
+            let (tree, model) = write(&db);
             read(&db, tree, &model);
             let table_bytes: u64 = db.stats().level_bytes.iter().sum();
             assert!(table_bytes > 4 << 20, "{table_bytes}");

@@ -353,7 +353,7 @@ fn a_database_reports_a_damaged_block_alike_whether_point_reads_copy_or_map() {
         let db = Db::open(dir.path(), options(point_reads)).unwrap();
         let error = db.get(tree, &0u32.to_be_bytes(), None).unwrap_err();
         // A write's read of the value it replaces meets the same damage the same way.
-        let replaced = db.get_replaced_with(tree, &0u32.to_be_bytes(), None, |_| ());
+        let replaced = db.get_replaced_with(tree, &0u32.to_be_bytes(), |_| ());
         assert_eq!(replaced.unwrap_err().to_string(), error.to_string());
         // A block of the same table that the flip missed reads as before.
         let found = db.get(tree, &1_999u32.to_be_bytes(), None).unwrap();

@@ -399,7 +399,7 @@ pub fn stage(
         }
         let key = record_key(table.tree, *stripe);
         // The record this batch replaces (`Db::get_replaced_with`).
-        let before = db.get_replaced_with(stats_tree, &key, None, <[u8]>::to_vec);
+        let before = db.get_replaced_with(stats_tree, &key, <[u8]>::to_vec);
         let before = match before.map_err(internal)? {
             Some(bytes) => StatsRecord::decode(&bytes).map_err(internal)?,
             None => StatsRecord::default(),

@@ -482,7 +482,7 @@ impl Core {
     ) -> Result<Option<Item>, ApiError> {
         let found = self
             .db
-            .get_replaced_with(table.tree, &key.base_key()?, None, decode_item);
+            .get_replaced_with(table.tree, &key.base_key()?, decode_item);
         found.map_err(internal)?.transpose().map_err(internal)
     }
 
@@ -657,7 +657,7 @@ impl Core {
                     continue;
                 }
                 // The entry this write replaces (`Db::get_replaced_with`).
-                let stored = match self.db.get_replaced_with(tree, key, None, <[u8]>::to_vec) {
+                let stored = match self.db.get_replaced_with(tree, key, <[u8]>::to_vec) {
                     Ok(stored) => stored,
                     // The index was deleted since the write was planned (a GSI deleted while
                     // still being created): its entries, and its counts, went with its tree.
@@ -716,7 +716,7 @@ impl Core {
                 // item's size is common, and the record often sits in an old table.
                 continue;
             }
-            let before = collection::read_record(&self.db, table, pk, None)?;
+            let before = collection::read_record(&self.db, table, pk)?;
             let after = before.apply(delta)?;
             collection::check_growth(&before, &after, self.item_collection_size_limit_bytes)?;
             if after == before {
