@@ -1,7 +1,8 @@
 //! Storage-core benchmarks (issue "Storage core"): 5-record atomic batches across two trees
-//! with durability none and sync at 1–16 writer threads, point gets of existing and missing
-//! keys, forward and reverse scans of a 100-record collection, WAL replay, and the raw
-//! 4 KB append+fdatasync floor; and, below all of them, the workload's memtable inserts alone.
+//! with durability none and sync at 1–16 writer threads, point gets of existing keys (each
+//! block read in place and copied out, `DbOptions::point_reads`) and missing keys, forward
+//! and reverse scans of a 100-record collection, WAL replay, and the raw 4 KB
+//! append+fdatasync floor; and, below all of them, the workload's memtable inserts alone.
 //! Run: `cargo bench -p shoal-engine --bench storage`.
 //!
 //! Besides criterion's timings, each write benchmark prints the process CPU time per batch
@@ -17,7 +18,7 @@ use rand::{Rng, SeedableRng};
 use shoal_engine::db::{LOCK_FILE_NAME, WAL_DIR_NAME};
 use shoal_engine::memtable::{Memtable, MemtableInserter};
 use shoal_engine::Durability;
-use shoal_engine::{Db, DbOptions, Direction, EntryKind, TreeId, WriteBatch};
+use shoal_engine::{Db, DbOptions, Direction, EntryKind, PointReads, TreeId, WriteBatch};
 
 const THREAD_COUNTS: [usize; 5] = [1, 2, 4, 8, 16];
 
@@ -62,10 +63,20 @@ fn prefix8(key: &[u8]) -> &[u8] {
 }
 
 fn open(dir: &Path, durability: Durability) -> (Db, TreeId, TreeId) {
+    open_reading(dir, durability, PointReads::default())
+}
+
+/// [`open`] with point reads read as `point_reads` says.
+fn open_reading(
+    dir: &Path,
+    durability: Durability,
+    point_reads: PointReads,
+) -> (Db, TreeId, TreeId) {
     let db = Db::open(
         dir,
         DbOptions {
             durability,
+            point_reads,
             bloom_prefix: prefix8,
             // The fixed 64 MiB memtables and unbounded write buffer these figures were
             // measured with, not the write-rate-following defaults.
@@ -157,15 +168,28 @@ fn bench_reads(c: &mut Criterion) {
         db.write(batch).unwrap();
     }
     db.flush_all().unwrap();
+    drop(db);
     let mut group = c.benchmark_group("point_get");
     group.throughput(Throughput::Elements(1));
-    let mut i = 0usize;
-    group.bench_function("existing", |b| {
-        b.iter(|| {
-            i = (i + 7919) % keys.len();
-            assert!(db.get(items, &key16(keys[i], 0), None).unwrap().is_some());
-        })
-    });
+    // Each data block read where the table is mapped, or copied out of the file
+    // (`DbOptions::point_reads`): the copy's cost, with every page in the page cache.
+    let mut db = None;
+    for point_reads in [PointReads::Mapped, PointReads::Copied] {
+        drop(db.take());
+        let (reading, items, _) = open_reading(dir.path(), Durability::None, point_reads);
+        let reading = db.insert(reading);
+        let mut i = 0usize;
+        group.bench_function(format!("existing/{point_reads:?}"), |b| {
+            b.iter(|| {
+                i = (i + 7919) % keys.len();
+                assert!(reading
+                    .get(items, &key16(keys[i], 0), None)
+                    .unwrap()
+                    .is_some());
+            })
+        });
+    }
+    let Some(db) = db else { return };
     group.bench_function("missing", |b| {
         b.iter(|| {
             let k: u64 = rng.random();

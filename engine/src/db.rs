@@ -38,7 +38,7 @@ use crate::compact_schedule::Scheduler;
 use crate::error::DbError;
 use crate::manifest::{self, Manifest, ManifestError};
 use crate::memtable::{Memtable, MemtableEntry, MemtableInserter};
-pub use crate::options::{CompactionFilter, DbOptions, VersionRetention};
+pub use crate::options::{CompactionFilter, DbOptions, PointReads, VersionRetention};
 use crate::out_of_space::{Backoff, Work};
 use crate::pacer::WritePacer;
 use crate::shared::{FlushState, Shared};
@@ -237,7 +237,7 @@ impl Db {
         // flush or compaction that crashed before its version was installed.
         manifest::remove_obsolete_files(&fs, dir, &version, &manifest.current_file_name())?;
 
-        let files = FileRegistry::new(options.direct_table_writes, options.mapped_read_bytes_max);
+        let files = FileRegistry::new(&options);
         let mut tables = std::collections::HashMap::new();
         for number in version.live_file_numbers() {
             let table = open_table(&fs, dir, number, options.bloom_prefix, &files)?;
@@ -1244,12 +1244,14 @@ fn build_sstable(
 }
 
 /// A key's newest visible value, searching newest data first, read by `read_value` where it
-/// lies (memtable node or mapped SSTable block): a caller that decodes it needs no copy.
+/// lies (memtable node, mapped SSTable block, or, if `copy_blocks`, the one copy of the block
+/// made for this read, `DbOptions::point_reads`): a caller that decodes it needs no copy.
 pub(crate) fn lookup<R>(
     sv: &SuperVersion,
     tree: TreeId,
     user_key: &[u8],
     seq: u64,
+    copy_blocks: bool,
     read_value: impl FnOnce(&[u8]) -> R,
 ) -> Result<Option<R>, DbError> {
     let mems = sv.memtables.get(&tree).ok_or(DbError::UnknownTree(tree))?;
@@ -1262,6 +1264,9 @@ pub(crate) fn lookup<R>(
             });
         }
     }
+    // One buffer for the blocks of every table probed: allocated only if a table's filter
+    // lets the read through, grown to the largest block.
+    let mut block_copy = Vec::new();
     for file in sv.version.files_for_key(tree, user_key) {
         let Some(table) = sv.tables.get(&file.number) else {
             debug_assert!(
@@ -1271,7 +1276,8 @@ pub(crate) fn lookup<R>(
             );
             continue;
         };
-        if let Some((kind, value)) = table.get_for(&point)? {
+        let found = table.get_for(&point, copy_blocks.then_some(&mut block_copy))?;
+        if let Some((kind, value)) = found {
             return Ok(match kind {
                 EntryKind::Put => Some(read_value(value)),
                 EntryKind::Delete => None,
@@ -1301,7 +1307,24 @@ impl Db {
         read_value: impl FnOnce(&[u8]) -> R,
     ) -> Result<Option<R>, DbError> {
         let (seq, sv) = self.read_view(snapshot);
-        lookup(&sv, tree, key, seq, read_value)
+        let copy_blocks = self.shared.options.point_reads == PointReads::Copied;
+        lookup(&sv, tree, key, seq, copy_blocks, read_value)
+    }
+
+    /// [`Db::get_with`], now, for the value a write is about to replace (a write that
+    /// maintains indexes reads the old item first). Its table block is read once: later
+    /// reads of the key find the write's value in a memtable. So unless
+    /// `DbOptions::point_reads` is `Mapped`, it is copied out of the table file, and leaves
+    /// no page of it in the process's resident memory.
+    pub fn get_replaced_with<R>(
+        &self,
+        tree: TreeId,
+        key: &[u8],
+        read_value: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>, DbError> {
+        let (seq, sv) = self.read_view(None);
+        let copy_blocks = self.shared.options.point_reads != PointReads::Mapped;
+        lookup(&sv, tree, key, seq, copy_blocks, read_value)
     }
 
     /// The sequence number and superversion a read uses, consistent with each other.

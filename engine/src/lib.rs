@@ -89,7 +89,7 @@ mod write_buffer;
 pub use batch::WriteBatch;
 pub use checkpoint::{LinkedFile, SourceFile};
 // DbOptions::compaction is a PolicyOptions: embedders need not depend on the compaction crate.
-pub use db::{CompactionFilter, Db, DbOptions, Snapshot, VersionRetention};
+pub use db::{CompactionFilter, Db, DbOptions, PointReads, Snapshot, VersionRetention};
 pub use error::DbError;
 pub use read::{DbIterator, Direction};
 pub use shoal_compaction::key::EntryKind;

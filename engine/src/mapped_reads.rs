@@ -8,7 +8,8 @@
 //! touches blocks all over the tables, so this grew with the data: 38–68 MiB of a 139–170 MiB
 //! server under `shoal bench --workloads PutItem --connections 256` (smaps, 2026-11-29).
 //! Iterators that read a table once already release what they pass
-//! (`TableIterator::releasing_behind`); point reads and other iterators did not.
+//! (`TableIterator::releasing_behind`); point reads and other iterators did not. Point reads
+//! that copy their block (`DbOptions::point_reads`) map nothing and charge nothing.
 //!
 //! How: the bytes a read may have mapped are charged in windows of [`WINDOW_BYTES`], each
 //! window of a table once until its next release — the kernel maps up to that much of

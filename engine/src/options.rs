@@ -8,6 +8,33 @@ use shoal_wal::Durability;
 use crate::sstable::PrefixFn;
 use crate::version::TreeId;
 
+/// How a point read reads the one data block it needs from a table file
+/// ([`DbOptions::point_reads`]). Only files whose bytes are a memory mapping
+/// (`shoal_vfs::ReadableFile::is_mapping`, real files) are read by copy: the in-memory and
+/// simulated file systems hold their bytes on the heap, where a copy is pure cost.
+///
+/// Why the choice: a block read in place leaves its page, with the 64 KiB the kernel maps
+/// around it, in the process's resident memory until its table closes (or
+/// `mapped_read_bytes_max` releases it), and a write load that reads each old item (index
+/// maintenance) touches blocks all over the tables; a copy (`pread(2)`) leaves nothing, but
+/// costs a system call per block, about 1 µs (`cargo bench -p shoal-engine --bench storage
+/// -- point_get`: 2.2 µs a read against 1.2), 7% more server CPU per GetItem
+/// (docs/PERFORMANCE.md, Memory). Hence the default: copies for writes' reads only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PointReads {
+    /// Every point read copies its block into a buffer of the read
+    /// (`shoal_vfs::ReadableFile::read_at`): no table page stays resident for point reads.
+    Copied,
+    /// Reads of the value a write replaces ([`Db::get_replaced_with`](crate::Db::get_replaced_with))
+    /// copy their block, other point reads read it in place: a write's read is not repeated
+    /// (later reads find the new value in a memtable), so keeping its page resident only
+    /// costs memory, while a read load keeps its working set mapped and pays no system call.
+    #[default]
+    CopiedForWrites,
+    /// Every point read reads its block in place where the file is mapped.
+    Mapped,
+}
+
 /// Lets compaction drop entries that are no longer wanted, such as stream records past their
 /// retention period ([`DbOptions::compaction_filter`]).
 ///
@@ -126,6 +153,11 @@ pub struct DbOptions {
     /// in 64 KiB windows, what the kernel maps around each page a read faults in.
     /// `usize::MAX` keeps every page a read touched until its table is closed.
     pub mapped_read_bytes_max: usize,
+    /// How point reads ([`Db::get`](crate::Db::get),
+    /// [`Db::get_replaced_with`](crate::Db::get_replaced_with)) read a table's data block:
+    /// copied out of the file or in place in its mapping ([`PointReads`]). Iterators
+    /// (queries, scans, compaction) read through the mapping whatever this says.
+    pub point_reads: PointReads,
     /// Drops entries during compaction ([`CompactionFilter`], whose docs say when it is
     /// asked and why only for write-once trees). `None` (the default) keeps everything.
     pub compaction_filter: Option<Arc<dyn CompactionFilter>>,
@@ -150,6 +182,7 @@ impl std::fmt::Debug for DbOptions {
             )
             .field("direct_table_writes", &self.direct_table_writes)
             .field("mapped_read_bytes_max", &self.mapped_read_bytes_max)
+            .field("point_reads", &self.point_reads)
             .field("compaction_filter", &self.compaction_filter)
             .field("version_retention", &self.version_retention)
             .finish_non_exhaustive()
@@ -193,6 +226,7 @@ impl Default for DbOptions {
             // CPU against 19–20 with an 8 MiB bound, docs/PERFORMANCE.md, Memory). Set it
             // where memory matters more than read speed.
             mapped_read_bytes_max: usize::MAX,
+            point_reads: PointReads::default(),
             compaction_filter: None,
             version_retention: None,
         }

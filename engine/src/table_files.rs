@@ -47,6 +47,7 @@ use shoal_vfs::{Fs, ReadableFile, WritableFile};
 use crate::error::DbError;
 use crate::manifest;
 use crate::mapped_reads::MappedReads;
+use crate::options::DbOptions;
 use crate::sstable::{PrefixFn, Table, TableProperties};
 use crate::version::FileMeta;
 
@@ -82,13 +83,14 @@ pub(crate) struct FileRegistry {
 }
 
 impl FileRegistry {
-    /// A registry whose new tables are written around the page cache when `direct_writes`
-    /// (`shoal_vfs::FileSystem::create_direct`), and whose open tables' reads leave at most
-    /// about `mapped_read_bytes_max` of their pages resident ([`MappedReads`]).
-    pub(crate) fn new(direct_writes: bool, mapped_read_bytes_max: usize) -> FileRegistry {
+    /// A registry whose new tables are written around the page cache when
+    /// `options.direct_table_writes` (`shoal_vfs::FileSystem::create_direct`), and whose open
+    /// tables' reads leave at most about `options.mapped_read_bytes_max` of their pages
+    /// resident ([`MappedReads`]).
+    pub(crate) fn new(options: &DbOptions) -> FileRegistry {
         FileRegistry {
-            direct_writes,
-            mapped_reads: Arc::new(MappedReads::new(mapped_read_bytes_max)),
+            direct_writes: options.direct_table_writes,
+            mapped_reads: Arc::new(MappedReads::new(options.mapped_read_bytes_max)),
             ..FileRegistry::default()
         }
     }
@@ -247,6 +249,14 @@ struct TrackedFile {
 impl ReadableFile for TrackedFile {
     fn bytes(&self) -> &[u8] {
         self.inner.bytes()
+    }
+
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.inner.read_at(offset, buf)
+    }
+
+    fn is_mapping(&self) -> bool {
+        self.inner.is_mapping()
     }
 
     fn release(&self, range: std::ops::Range<usize>) {

@@ -18,8 +18,8 @@ use shoal_server::faults::{parse_rule_set, RuleSet};
 use shoal_server::{AuthMode, CorsOrigins, EngineHandler, ServerConfig};
 use shoal_tables::capacity::throttle::CapacityMode;
 use shoal_tables::{
-    BackupOptions, Database, EmulationOptions, Lag, Options, ReplicationOptions, StorageOptions,
-    StreamOptions, TimeToLiveOptions, TransferOptions,
+    BackupOptions, Database, EmulationOptions, Lag, Options, PointReads, ReplicationOptions,
+    StorageOptions, StreamOptions, TimeToLiveOptions, TransferOptions,
 };
 
 #[derive(Args)]
@@ -182,6 +182,12 @@ pub struct ServeArgs {
     /// (docs/RUNNING.md).
     #[arg(long, value_name = "BYTES", value_parser = |text: &str| parse_bytes_at_least(text, 64 << 10))]
     pub mapped_read_bytes: Option<u64>,
+    /// How reads of one item read table blocks: `copied` out of the file with a system call,
+    /// so no table page stays in the server's memory; `mapped`, in place where the file is
+    /// mapped, each page touched staying resident; or `copied-for-writes`, a write's read
+    /// of the item it replaces copied and GetItem's mapped (docs/RUNNING.md).
+    #[arg(long, value_name = "HOW", default_value = point_reads_name(StorageOptions::default().point_reads), value_parser = parse_point_reads)]
+    pub point_reads: PointReads,
     /// The local directory standing for S3: bucket B, key K is the file DIR/B/K
     /// (docs/EXPORT.md, docs/IMPORT.md). ExportTableToPointInTime writes there and
     /// ImportTable reads there; without it, both are refused.
@@ -262,6 +268,28 @@ fn parse_bytes_at_least(text: &str, minimum: u64) -> Result<u64, String> {
     }
 }
 
+/// `--point-reads`' values.
+const POINT_READS_NAMES: [(&str, PointReads); 3] = [
+    ("copied", PointReads::Copied),
+    ("copied-for-writes", PointReads::CopiedForWrites),
+    ("mapped", PointReads::Mapped),
+];
+
+fn point_reads_name(point_reads: PointReads) -> &'static str {
+    POINT_READS_NAMES
+        .iter()
+        .find(|(_, value)| *value == point_reads)
+        .map_or("", |(name, _)| name)
+}
+
+fn parse_point_reads(text: &str) -> Result<PointReads, String> {
+    POINT_READS_NAMES
+        .iter()
+        .find(|(name, _)| *name == text)
+        .map(|(_, value)| *value)
+        .ok_or_else(|| "must be copied, copied-for-writes or mapped".to_string())
+}
+
 /// The `--long` flags of `serve` that take a value, for [`dynamodb_local::translate`].
 pub fn serve_value_flags() -> Vec<String> {
     let command = crate::Cli::command();
@@ -307,6 +335,7 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
             mapped_read_bytes_max: args.mapped_read_bytes.map_or(usize::MAX, |bytes| {
                 usize::try_from(bytes).unwrap_or(usize::MAX)
             }),
+            point_reads: args.point_reads,
             ..StorageOptions::default()
         },
         streams: StreamOptions {
@@ -539,6 +568,27 @@ mod tests {
             .err()
             .unwrap();
         assert!(error.contains("at least 1048576"), "{error}");
+    }
+
+    #[test]
+    fn point_reads_default_to_the_engines_and_take_each_way() {
+        assert_eq!(
+            serve_args("shoal serve").point_reads,
+            StorageOptions::default().point_reads
+        );
+        for (text, expected) in [
+            ("copied", PointReads::Copied),
+            ("copied-for-writes", PointReads::CopiedForWrites),
+            ("mapped", PointReads::Mapped),
+        ] {
+            let args = serve_args(&format!("shoal serve --point-reads {text}"));
+            assert_eq!(args.point_reads, expected);
+        }
+        let error = parse("shoal serve --point-reads Mapped").err().unwrap();
+        assert!(
+            error.contains("must be copied, copied-for-writes or"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -46,6 +46,8 @@ pub use emulation::EmulationOptions;
 pub use options::{LimitOptions, Options, StorageOptions};
 pub use replication::status::ReplicationLink;
 pub use replication::ReplicationOptions;
+// StorageOptions::point_reads is the engine's: embedders need not depend on the engine.
+pub use shoal_engine::PointReads;
 pub use shoal_wal::Durability;
 pub use streams::api::{StreamReader, StreamStart};
 pub use streams::record::{EventName, StreamRecord};

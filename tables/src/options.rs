@@ -17,7 +17,7 @@
 use crate::replication::ReplicationOptions;
 use std::sync::Arc;
 
-use shoal_engine::{CompactionFilter, DbOptions, VersionRetention};
+use shoal_engine::{CompactionFilter, DbOptions, PointReads, VersionRetention};
 
 use crate::backups::pitr_clock::PitrRetention;
 use crate::backups::BackupOptions;
@@ -96,6 +96,9 @@ pub struct StorageOptions {
     pub write_buffer_bytes_max: usize,
     /// Table pages reads keep mapped (`DbOptions::mapped_read_bytes_max`).
     pub mapped_read_bytes_max: usize,
+    /// How reads of one item (GetItem, and the old item a write reads) read table blocks:
+    /// copied out of the file or in place in its mapping (`DbOptions::point_reads`).
+    pub point_reads: PointReads,
     /// WAL segment size (smaller segments preallocate faster; tests use small ones).
     pub wal_segment_size_bytes: u64,
 }
@@ -109,6 +112,7 @@ impl Default for StorageOptions {
             memtable_size_bytes_min: engine.memtable_size_bytes_min,
             write_buffer_bytes_max: engine.write_buffer_bytes_max,
             mapped_read_bytes_max: engine.mapped_read_bytes_max,
+            point_reads: engine.point_reads,
             wal_segment_size_bytes: 64 << 20,
         }
     }
@@ -144,6 +148,7 @@ impl Options {
             memtable_size_bytes_min: self.storage.memtable_size_bytes_min,
             write_buffer_bytes_max: self.storage.write_buffer_bytes_max,
             mapped_read_bytes_max: self.storage.mapped_read_bytes_max,
+            point_reads: self.storage.point_reads,
             wal_segment_size_bytes: self.storage.wal_segment_size_bytes,
             bloom_prefix: keys::bloom_prefix,
             ..DbOptions::default()
@@ -160,6 +165,7 @@ mod tests {
         let options = Options {
             storage: StorageOptions {
                 mapped_read_bytes_max: 1 << 30,
+                point_reads: PointReads::Copied,
                 ..StorageOptions::default()
             },
             ..Options::default()
@@ -168,6 +174,7 @@ mod tests {
         let pitr = Arc::new(PitrRetention::default());
         let db = options.db_options(&retention, &pitr);
         assert_eq!(db.mapped_read_bytes_max, 1 << 30);
+        assert_eq!(db.point_reads, PointReads::Copied);
         // The sizes not set stay the engine's.
         let engine = DbOptions::default();
         assert_eq!(db.write_buffer_bytes_max, engine.write_buffer_bytes_max);
@@ -175,5 +182,8 @@ mod tests {
             StorageOptions::default().mapped_read_bytes_max,
             engine.mapped_read_bytes_max
         );
+        assert_eq!(StorageOptions::default().point_reads, engine.point_reads);
+        let default = Options::default().db_options(&retention, &pitr);
+        assert_eq!(default.point_reads, engine.point_reads);
     }
 }

@@ -100,6 +100,21 @@ pub trait WritableFile: Send + Sync {
 pub trait ReadableFile: Send + Sync {
     /// Every byte of the file as it was when opened.
     fn bytes(&self) -> &[u8];
+    /// Copies the bytes at `offset..offset + buf.len()` into `buf`: the same bytes
+    /// [`ReadableFile::bytes`] holds there, exactly `buf.len()` of them. A range reaching
+    /// past the end of the file is an error (`UnexpectedEof`), and so is a failed read;
+    /// neither panics. A mapped file reads them with `pread(2)`, so nothing of the file
+    /// enters the process's resident memory; the default copies from `bytes()`.
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        copy_at(self.bytes(), offset, buf)
+    }
+    /// Whether [`ReadableFile::bytes`] is a memory mapping of a file, whose pages a read
+    /// leaves in the process's resident memory: only then is a copy by
+    /// [`ReadableFile::read_at`] worth making to keep them out. Files held on the heap
+    /// (the in-memory and simulated file systems) say no: for them a copy is pure cost.
+    fn is_mapping(&self) -> bool {
+        false
+    }
     /// A hint that the bytes of `range` will not be read again soon: a mapped file takes the
     /// pages holding them out of the process's resident memory (they stay in the OS page
     /// cache, and a later read maps them back in). What [`ReadableFile::bytes`] returns is
@@ -112,6 +127,26 @@ pub trait ReadableFile: Send + Sync {
     fn release(&self, range: std::ops::Range<usize>) {
         let _ = range;
     }
+}
+
+/// [`ReadableFile::read_at`] from a file's bytes held in memory.
+fn copy_at(bytes: &[u8], offset: u64, buf: &mut [u8]) -> io::Result<()> {
+    let source = usize::try_from(offset)
+        .ok()
+        .and_then(|start| Some(start..start.checked_add(buf.len())?))
+        .and_then(|range| bytes.get(range))
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "read of {} bytes at {offset} past the end of a {}-byte file",
+                    buf.len(),
+                    bytes.len()
+                ),
+            )
+        })?;
+    buf.copy_from_slice(source);
+    Ok(())
 }
 
 /// Holds an exclusive lock on a data directory until dropped.

@@ -355,6 +355,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn files_in_memory_are_no_mapping_and_copy_from_their_bytes() {
+        let fs = MemFs::new();
+        let dir = Path::new("/db");
+        fs.create_dir_all(dir).unwrap();
+        fs.create(&dir.join("a"))
+            .unwrap()
+            .write_all(b"hello world")
+            .unwrap();
+        let read = fs.open_read(&dir.join("a")).unwrap();
+        assert!(!read.is_mapping(), "a copy of heap bytes is pure cost");
+        let mut buf = [0u8; 5];
+        read.read_at(6, &mut buf).unwrap();
+        assert_eq!(&buf, b"world");
+        let past_end = read.read_at(7, &mut buf).unwrap_err();
+        assert_eq!(past_end.kind(), io::ErrorKind::UnexpectedEof);
+    }
+
+    #[test]
     fn files_are_written_read_renamed_and_removed() {
         let fs = MemFs::new();
         let dir = Path::new("/db");

@@ -72,7 +72,8 @@ impl WritableFile for RealWritable {
 }
 
 enum RealReadable {
-    Mapped(memmap2::Mmap),
+    /// The mapping, and the file kept open beside it for reads by copy (`read_at`).
+    Mapped(memmap2::Mmap, File),
     // mmap of a zero-length file fails on Linux; an empty file is simply no bytes.
     Empty,
 }
@@ -80,13 +81,28 @@ enum RealReadable {
 impl ReadableFile for RealReadable {
     fn bytes(&self) -> &[u8] {
         match self {
-            RealReadable::Mapped(map) => map,
+            RealReadable::Mapped(map, _) => map,
             RealReadable::Empty => &[],
         }
     }
 
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        match self {
+            // `read_exact_at` reports a read cut short by the end of the file as
+            // `UnexpectedEof`, as the trait asks.
+            RealReadable::Mapped(_, file) => {
+                std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+            }
+            RealReadable::Empty => crate::copy_at(&[], offset, buf),
+        }
+    }
+
+    fn is_mapping(&self) -> bool {
+        matches!(self, RealReadable::Mapped(..))
+    }
+
     fn release(&self, range: Range<usize>) {
-        let RealReadable::Mapped(map) = self else {
+        let RealReadable::Mapped(map, _) = self else {
             return;
         };
         // The map starts on a page boundary: whole pages are offsets that are multiples of
@@ -175,7 +191,7 @@ impl FileSystem for RealFs {
         // segments are only read during recovery, before any writer opens them. Another
         // process changing the file under us is excluded by the data-directory lock.
         let map = unsafe { memmap2::Mmap::map(&file)? };
-        Ok(Arc::new(RealReadable::Mapped(map)))
+        Ok(Arc::new(RealReadable::Mapped(map, file)))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
@@ -365,6 +381,37 @@ mod tests {
         // Less than a page releases nothing.
         read.release(5..100);
         assert_eq!(resident_kib(address), 4096);
+    }
+
+    #[test]
+    fn a_copied_read_returns_the_mapped_bytes_and_refuses_past_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("file");
+        let fs = RealFs;
+        let contents: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
+        let file = fs.create(&path).unwrap();
+        file.write_all(&contents).unwrap();
+        file.sync_data().unwrap();
+        let read = fs.open_read(&path).unwrap();
+        assert!(read.is_mapping());
+        let mut buf = vec![0u8; 5_000];
+        read.read_at(4_093, &mut buf).unwrap();
+        assert_eq!(buf, &read.bytes()[4_093..9_093]);
+        // Up to the last byte is a read; one byte further is an error, not a panic.
+        read.read_at(15_000, &mut buf).unwrap();
+        assert_eq!(buf, &contents[15_000..]);
+        let past_end = read.read_at(15_001, &mut buf).unwrap_err();
+        assert_eq!(past_end.kind(), io::ErrorKind::UnexpectedEof);
+        assert!(read.read_at(u64::MAX, &mut buf).is_err());
+
+        // An empty file maps nothing; it reads nothing but an empty range.
+        let empty = dir.path().join("empty");
+        fs.create(&empty).unwrap().sync_data().unwrap();
+        let read = fs.open_read(&empty).unwrap();
+        assert!(!read.is_mapping());
+        read.read_at(0, &mut []).unwrap();
+        let past_end = read.read_at(0, &mut buf[..1]).unwrap_err();
+        assert_eq!(past_end.kind(), io::ErrorKind::UnexpectedEof);
     }
 
     #[test]

@@ -117,23 +117,47 @@ pub(crate) fn verified_block(
     handle: BlockHandle,
     kind: BlockKind,
 ) -> Result<&[u8], DecodeError> {
+    let range = block_range_with_trailer(handle, file.len())?;
+    let start = range.start;
+    checked_block(&file[range], kind).map_err(|e| DecodeError::at(start + e.offset, e.detail))
+}
+
+/// Where the block at `handle` lies in a file of `file_len` bytes, its trailer included;
+/// an error (at the block's offset) if it reaches past the end of the file.
+pub(crate) fn block_range_with_trailer(
+    handle: BlockHandle,
+    file_len: usize,
+) -> Result<std::ops::Range<usize>, DecodeError> {
     let start = handle.offset as usize;
-    let out_of_bounds = DecodeError::at(start, "block handle points outside the file");
     let end = handle
         .end_with_trailer()
-        .filter(|end| *end <= file.len() as u64)
-        .ok_or(out_of_bounds)? as usize;
-    let kind_pos = end - 4 - 1;
+        .filter(|end| *end <= file_len as u64)
+        .ok_or(DecodeError::at(
+            start,
+            "block handle points outside the file",
+        ))?;
+    Ok(start..end as usize)
+}
+
+/// Checks the CRC and kind of one block's bytes, its trailer included (however they were
+/// read: in place in a mapped file or copied out of it), and returns its contents. On
+/// failure the error offset is relative to the block's start.
+pub(crate) fn checked_block(block: &[u8], kind: BlockKind) -> Result<&[u8], DecodeError> {
+    let too_short = DecodeError::at(0, "block shorter than its trailer");
+    let kind_pos = block
+        .len()
+        .checked_sub(BLOCK_TRAILER_LEN)
+        .ok_or(too_short)?;
     // The CRC covers the kind byte *as stored*, so a flipped kind byte fails the CRC.
-    let covered = &file[start..kind_pos + 1];
-    let stored_crc = read_u32(file, kind_pos + 1).ok_or(out_of_bounds)?;
+    let covered = &block[..kind_pos + 1];
+    let stored_crc = read_u32(block, kind_pos + 1).ok_or(too_short)?;
     if crc32fast::hash(covered) != stored_crc {
-        return Err(DecodeError::at(start, "block checksum mismatch"));
+        return Err(DecodeError::at(0, "block checksum mismatch"));
     }
-    if file[kind_pos] != kind as u8 {
+    if block[kind_pos] != kind as u8 {
         return Err(DecodeError::at(kind_pos, "block is of an unexpected kind"));
     }
-    Ok(&file[start..kind_pos])
+    Ok(&block[..kind_pos])
 }
 
 /// The fixed-size record at the end of every table.
@@ -295,5 +319,26 @@ mod tests {
             size: 1,
         };
         assert!(verified_block(&file, overflowing, BlockKind::Data).is_err());
+        // The same check on the block's bytes alone (a block copied out of its file), with
+        // offsets from the block's start; a piece shorter than a trailer is refused.
+        let mut padded = b"xx".to_vec();
+        padded.extend_from_slice(&file);
+        let handle = BlockHandle { offset: 2, size: 5 };
+        assert_eq!(checked_block(&file, BlockKind::Data), Ok(&b"hello"[..]));
+        let mut flipped = padded.clone();
+        flipped[3] ^= 0x01;
+        assert_eq!(
+            verified_block(&flipped, handle, BlockKind::Data).unwrap_err(),
+            DecodeError::at(2, "block checksum mismatch")
+        );
+        assert_eq!(
+            checked_block(&flipped[2..], BlockKind::Data).unwrap_err(),
+            DecodeError::at(0, "block checksum mismatch")
+        );
+        assert_eq!(
+            verified_block(&padded, handle, BlockKind::Index).unwrap_err(),
+            DecodeError::at(7, "block is of an unexpected kind")
+        );
+        assert!(checked_block(&file[..4], BlockKind::Data).is_err());
     }
 }

@@ -4,7 +4,9 @@
 //! [`shoal_compaction::compare_internal`] order. It is written once by [`TableBuilder`], then read
 //! many times, concurrently, through [`Table`] (point lookups) and [`TableIterator`] (scans in
 //! both directions). Reads go through [`shoal_vfs::ReadableFile::bytes`], which is an mmap for
-//! real files, so a read copies nothing until it returns a value.
+//! real files, so a read copies nothing until it returns a value; a point read may instead
+//! copy its one data block out of the file ([`crate::PointReads`]), so that it leaves no
+//! page of it in the process's resident memory.
 //!
 //! # File format (version 2)
 //!

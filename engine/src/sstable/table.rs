@@ -1,5 +1,7 @@
 //! An open table: footer, index, filter and properties checked and held in memory; data
-//! blocks read from the file's bytes (an mmap for real files) on demand.
+//! blocks read from the file's bytes (an mmap for real files) on demand, or, for point
+//! reads of a mapped file when the caller asks, copied out of the file
+//! ([`PointReads`](crate::PointReads)).
 
 use std::cell::OnceCell;
 use std::cmp::Ordering;
@@ -13,8 +15,8 @@ use shoal_vfs::ReadableFile;
 use super::block::{BlockCursor, BlockLayout};
 use super::bloom::{self, FilterShape};
 use super::format::{
-    get_varint, verified_block, BlockHandle, BlockKind, DecodeError, Footer, FOOTER_LEN,
-    FORMAT_VERSION_WHOLE_KEY_FILTER,
+    block_range_with_trailer, checked_block, get_varint, verified_block, BlockHandle, BlockKind,
+    DecodeError, Footer, FOOTER_LEN, FORMAT_VERSION_WHOLE_KEY_FILTER,
 };
 use super::properties::TableProperties;
 use super::{PrefixFn, SstError};
@@ -228,18 +230,31 @@ impl Table {
     }
 
     /// The newest entry for `user_key` with seq <= `snapshot_seq`: `Some((kind, value))`, or
-    /// `None` if the table holds no such version. Consults the bloom filter first.
+    /// `None` if the table holds no such version. Consults the bloom filter first. The value
+    /// is copied out, and so is its block if the file is a mapping; [`Table::get_for`] can
+    /// read it in place.
     pub fn get(
         &self,
         user_key: &[u8],
         snapshot_seq: u64,
-    ) -> Result<Option<(EntryKind, &[u8])>, SstError> {
-        self.get_for(&PointLookup::new(user_key, snapshot_seq))
+    ) -> Result<Option<(EntryKind, Vec<u8>)>, SstError> {
+        let mut block_copy = Vec::new();
+        let lookup = PointLookup::new(user_key, snapshot_seq);
+        let found = self.get_for(&lookup, Some(&mut block_copy))?;
+        Ok(found.map(|(kind, value)| (kind, value.to_vec())))
     }
 
     /// [`Table::get`] for a lookup that may probe several tables: the key's hash and seek
-    /// target are computed once for all of them.
-    pub fn get_for(&self, lookup: &PointLookup) -> Result<Option<(EntryKind, &[u8])>, SstError> {
+    /// target are computed once for all of them. The value borrows from the data block:
+    /// copied into `block_copy` if one is given and the file is a mapping
+    /// (`DbOptions::point_reads` says why), else where the file's bytes lie. `block_copy` is
+    /// grown to the largest block read and never shrunk, so one buffer serves every table
+    /// a lookup probes.
+    pub fn get_for<'a>(
+        &'a self,
+        lookup: &PointLookup,
+        block_copy: Option<&'a mut Vec<u8>>,
+    ) -> Result<Option<(EntryKind, &'a [u8])>, SstError> {
         if !self.may_contain_lookup(lookup) {
             return Ok(None);
         }
@@ -249,8 +264,13 @@ impl Table {
         if block_index == self.block_count() {
             return Ok(None);
         }
-        let block = self.data_block(block_index)?;
-        self.charge_mapped(&block);
+        let block = if let Some(block_copy) = block_copy.filter(|_| self.file.is_mapping()) {
+            self.read_data_block(block_index, Some(block_copy))?
+        } else {
+            let block = self.data_block(block_index)?;
+            self.charge_mapped(&block);
+            block
+        };
         let mut cursor = BlockCursor::default();
         cursor.reset(block.layout);
         cursor
@@ -265,7 +285,8 @@ impl Table {
             return Ok(None);
         }
         let (start, end) = cursor.value_range();
-        // In place: the value is read where the table's file is mapped, not copied.
+        // In place: the value is read where the block lies (mapped or copied), not copied
+        // again.
         Ok(Some((found.kind, &block.contents[start..end])))
     }
 
@@ -278,22 +299,53 @@ impl Table {
         self.index.find(target)
     }
 
-    /// The contents of data block `index`, CRC-checked the first time it is read.
+    /// The contents of data block `index`, read where the file is mapped, CRC-checked the
+    /// first time it is read.
     pub(crate) fn data_block(&self, index: usize) -> Result<DataBlock<'_>, SstError> {
+        self.read_data_block(index, None)
+    }
+
+    /// Data block `index`, in place in the mapped file, or copied into `block_copy` with
+    /// `read_at` when one is given. Either way the same checks, with the same errors at the
+    /// same offsets: the CRC and kind the first time the block is read (its trailer is
+    /// read only then), the layout every time.
+    fn read_data_block<'a>(
+        &'a self,
+        index: usize,
+        block_copy: Option<&'a mut Vec<u8>>,
+    ) -> Result<DataBlock<'a>, SstError> {
         let handle = self.index.handle(index);
-        let bytes = self.file.bytes();
+        let offset = handle.offset as usize;
         let verified = &self.block_verified[index];
-        let contents = if verified.load(AtomicOrdering::Acquire) {
-            // The handle was bounds-checked at open (the blocks tile the file).
-            let start = handle.offset as usize;
-            &bytes[start..start + handle.size as usize]
+        let unchecked = !verified.load(AtomicOrdering::Acquire);
+        // The blocks were found to tile the file at open; this only keeps a bad handle an
+        // error rather than a panic.
+        let with_trailer = block_range_with_trailer(handle, self.file.bytes().len())
+            .map_err(|e| self.corruption(e.offset, e.detail))?;
+        let read_len = if unchecked {
+            with_trailer.len()
         } else {
-            let contents = verified_block(bytes, handle, BlockKind::Data)
-                .map_err(|e| self.corruption(e.offset, e.detail))?;
+            handle.size as usize
+        };
+        let bytes: &'a [u8] = match block_copy {
+            None => &self.file.bytes()[offset..offset + read_len],
+            Some(block_copy) => {
+                if block_copy.len() < read_len {
+                    block_copy.resize(read_len, 0);
+                }
+                self.file
+                    .read_at(handle.offset, &mut block_copy[..read_len])?;
+                &block_copy[..read_len]
+            }
+        };
+        let contents = if unchecked {
+            let contents = checked_block(bytes, BlockKind::Data)
+                .map_err(|e| self.corruption(offset + e.offset, e.detail))?;
             verified.store(true, AtomicOrdering::Release);
             contents
+        } else {
+            bytes
         };
-        let offset = handle.offset as usize;
         let layout = BlockLayout::parse(contents)
             .map_err(|e| self.corruption(offset + e.offset, e.detail))?;
         Ok(DataBlock {

@@ -10,7 +10,7 @@ use shoal_compaction::{compare_internal, InternalIterator};
 use shoal_engine::sstable::{
     whole_key, SstError, Table, TableBuilder, TableIterator, TableOptions, TableProperties,
 };
-use sstable_support::{build, open, owned, two_byte_prefix, MemReadable, MemWritable};
+use sstable_support::{build, open, two_byte_prefix, MemReadable, MemWritable};
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
@@ -153,7 +153,7 @@ fn check_table(table: &Arc<Table>, entries: &Entries, targets: &[(Vec<u8>, u64, 
         }
 
         assert_eq!(
-            table.get(&user_key, seq).map(owned).unwrap(),
+            table.get(&user_key, seq).unwrap(),
             model_get(entries, &user_key, seq),
             "get({user_key:?}, {seq})"
         );
@@ -260,9 +260,9 @@ fn default_options_round_trip_through_real_files() {
     assert_eq!(table.properties(), &properties);
     check_table(&table, &entries, &[(b"user-0007".to_vec(), 50_000, false)]);
     // Versions of user-0003 are at seqs 9994 and 9993; below both there is nothing.
-    assert_eq!(table.get(b"user-0003", 9992).map(owned).unwrap(), None);
+    assert_eq!(table.get(b"user-0003", 9992).unwrap(), None);
     assert_eq!(
-        table.get(b"user-0003", 9993).map(owned).unwrap(),
+        table.get(b"user-0003", 9993).unwrap(),
         Some((EntryKind::Put, b"value-7".to_vec()))
     );
 }
@@ -313,7 +313,7 @@ fn whole_key_filter_rejects_absent_keys_of_a_present_prefix() {
         absent_hits < 50,
         "{absent_hits} of 1000 absent keys of a present prefix pass the filter"
     );
-    assert_eq!(table.get(b"user-2500", 10).map(owned).unwrap(), None);
+    assert_eq!(table.get(b"user-2500", 10).unwrap(), None);
 }
 
 /// Rewrites a table's footer to another format version, keeping its CRC valid.
@@ -338,7 +338,7 @@ fn version_1_tables_are_read_filtering_prefixes_only() {
     let table = open(with_version(bytes.clone(), 1), two_byte_prefix).unwrap();
     check_table(&table, &entries, &[(b"user-0007".to_vec(), 50, false)]);
     assert!((2000..3000).all(|i| table.may_contain_key(format!("user-{i:04}").as_bytes())));
-    assert_eq!(table.get(b"user-2500", 10).map(owned).unwrap(), None);
+    assert_eq!(table.get(b"user-2500", 10).unwrap(), None);
 
     for unknown in [0, 3] {
         let opened = open(with_version(bytes.clone(), unknown), two_byte_prefix);
@@ -358,7 +358,7 @@ fn empty_table_is_valid_and_empty() {
     assert!(!it.valid());
     it.seek_for_prev(&encode(b"k", 1, EntryKind::Put)).unwrap();
     assert!(!it.valid());
-    assert_eq!(table.get(b"k", 10).map(owned).unwrap(), None);
+    assert_eq!(table.get(b"k", 10).unwrap(), None);
 }
 
 fn mem_builder() -> TableBuilder {

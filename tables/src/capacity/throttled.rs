@@ -353,7 +353,7 @@ impl Database {
             Some(Written::StoredAt(Some(key))) => {
                 let stored = key_from_request(table, key)
                     .ok()
-                    .and_then(|key| self.read_item(table, &key, None).ok().flatten());
+                    .and_then(|key| self.read_replaced_item(table, &key).ok().flatten());
                 stored.map_or_else(Vec::new, |item| index_partitions_of(table, &item))
             }
             _ => Vec::new(),

@@ -138,7 +138,7 @@ impl Database {
             if last_of_key.get(&key.base_key()?) != Some(&position) {
                 continue;
             }
-            let old = self.read_item(table, key, None)?;
+            let old = self.read_replaced_item(table, key)?;
             match plan_write(&self.features, table, key, old.as_ref(), Some(item), false) {
                 Ok(plan) => plans.push(plan),
                 Err(error) => refused.push((position, error)),

@@ -29,7 +29,7 @@ use crate::core::catalog::TableDef;
 use crate::core::error::internal;
 use crate::core::keys;
 use crate::core::store::Core;
-use shoal_engine::{Db, Direction, Snapshot};
+use shoal_engine::{Db, Direction};
 use std::ops::Bound;
 
 /// Length of a stored record.
@@ -118,16 +118,16 @@ impl CollectionDelta {
     }
 }
 
-/// Reads the record of the collection of `pk` (an absent record is an empty collection).
+/// Reads the record of the collection of `pk` (an absent record is an empty collection) that
+/// a write is about to replace, now, read as such (`Db::get_replaced_with`).
 pub fn read_record(
     db: &Db,
     table: &TableDef,
     pk: &AttributeValue,
-    snapshot: Option<&Snapshot>,
 ) -> Result<CollectionRecord, ApiError> {
     let key = keys::collection_key(pk).map_err(internal)?;
     match db
-        .get_with(table.tree, &key, snapshot, CollectionRecord::decode)
+        .get_replaced_with(table.tree, &key, CollectionRecord::decode)
         .map_err(internal)?
     {
         None => Ok(CollectionRecord::default()),

@@ -398,7 +398,9 @@ pub fn stage(
             continue;
         }
         let key = record_key(table.tree, *stripe);
-        let before = match db.get(stats_tree, &key, None).map_err(internal)? {
+        // The record this batch replaces (`Db::get_replaced_with`).
+        let before = db.get_replaced_with(stats_tree, &key, <[u8]>::to_vec);
+        let before = match before.map_err(internal)? {
             Some(bytes) => StatsRecord::decode(&bytes).map_err(internal)?,
             None => StatsRecord::default(),
         };

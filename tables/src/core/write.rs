@@ -465,11 +465,25 @@ impl Core {
         key: &ItemKey,
         snapshot: Option<&Snapshot>,
     ) -> Result<Option<Item>, ApiError> {
-        self.db
-            .get_with(table.tree, &key.base_key()?, snapshot, decode_item)
-            .map_err(internal)?
-            .transpose()
-            .map_err(internal)
+        let found = self
+            .db
+            .get_with(table.tree, &key.base_key()?, snapshot, decode_item);
+        found.map_err(internal)?.transpose().map_err(internal)
+    }
+
+    /// The stored item with `key` that a write is about to replace, now: read as the engine
+    /// reads such values (`Db::get_replaced_with`: its table block copied by default, since
+    /// later reads find the new item in a memtable, so the write load leaves no table pages
+    /// in memory).
+    pub(crate) fn read_replaced_item(
+        &self,
+        table: &TableDef,
+        key: &ItemKey,
+    ) -> Result<Option<Item>, ApiError> {
+        let found = self
+            .db
+            .get_replaced_with(table.tree, &key.base_key()?, decode_item);
+        found.map_err(internal)?.transpose().map_err(internal)
     }
 
     /// Commits the plans of one or more item writes of `table` as ONE atomic batch, with
@@ -642,7 +656,8 @@ impl Core {
                 if tree == table.tree || !stats::counted_by_reading(table, tree) {
                     continue;
                 }
-                let stored = match self.db.get(tree, key, None) {
+                // The entry this write replaces (`Db::get_replaced_with`).
+                let stored = match self.db.get_replaced_with(tree, key, <[u8]>::to_vec) {
                     Ok(stored) => stored,
                     // The index was deleted since the write was planned (a GSI deleted while
                     // still being created): its entries, and its counts, went with its tree.
@@ -701,7 +716,7 @@ impl Core {
                 // item's size is common, and the record often sits in an old table.
                 continue;
             }
-            let before = collection::read_record(&self.db, table, pk, None)?;
+            let before = collection::read_record(&self.db, table, pk)?;
             let after = before.apply(delta)?;
             collection::check_growth(&before, &after, self.item_collection_size_limit_bytes)?;
             if after == before {

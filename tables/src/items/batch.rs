@@ -155,7 +155,7 @@ impl Database {
             for group in groups.values() {
                 let mut table_plans = Vec::with_capacity(group.writes.len());
                 for write in &group.writes {
-                    let old = self.read_item(&group.table, &write.key, None)?;
+                    let old = self.read_replaced_item(&group.table, &write.key)?;
                     table_plans.push(plan_write(
                         &self.features,
                         &group.table,

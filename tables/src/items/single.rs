@@ -68,7 +68,7 @@ impl Database {
             let _in_flight = self.claim_write(&table, &key)?;
             let _collection = self.locks.lock(table.tree, &key.partition_prefix()?);
             self.hold_in_flight();
-            let old = self.read_item(&table, &key, None)?;
+            let old = self.read_replaced_item(&table, &key)?;
             check_condition(
                 condition.as_ref(),
                 old.as_ref(),
@@ -128,7 +128,7 @@ impl Database {
             let _in_flight = self.claim_write(&table, &key)?;
             let _collection = self.locks.lock(table.tree, &key.partition_prefix()?);
             self.hold_in_flight();
-            let old = self.read_item(&table, &key, None)?;
+            let old = self.read_replaced_item(&table, &key)?;
             check_condition(
                 condition.as_ref(),
                 old.as_ref(),
@@ -186,7 +186,7 @@ impl Database {
             let _in_flight = self.claim_write(&table, &key)?;
             let _collection = self.locks.lock(table.tree, &key.partition_prefix()?);
             self.hold_in_flight();
-            let old = self.read_item(&table, &key, None)?;
+            let old = self.read_replaced_item(&table, &key)?;
             check_condition(
                 condition.as_ref(),
                 old.as_ref(),

@@ -378,7 +378,7 @@ impl Database {
                     continue;
                 }
             };
-            let old = self.read_item(&action.table, &action.key, None)?;
+            let old = self.read_replaced_item(&action.table, &action.key)?;
             match decide(&self.features, action, old)? {
                 Ok(outcome) => {
                     reasons.push(Reason::None);
@@ -477,7 +477,7 @@ impl Database {
             let Some(action) = resolved.get(first).and_then(Resolved::action) else {
                 continue;
             };
-            let before = collection::read_record(&self.db, &action.table, &action.key.pk, None)?;
+            let before = collection::read_record(&self.db, &action.table, &action.key.pk)?;
             let after = before.apply(delta)?;
             let limit = self.options.limits.item_collection_size_limit_bytes;
             if collection::check_growth(&before, &after, limit).is_err() {

@@ -81,7 +81,7 @@ pub(crate) fn apply_change(
             }
             return Ok(Applied::Superseded);
         }
-        let old = core.read_item(destination, &key, None)?;
+        let old = core.read_replaced_item(destination, &key)?;
         let new: Option<&Item> = match change {
             Change::Put(item) => Some(item),
             Change::Delete(_) => None,

@@ -236,7 +236,7 @@ fn capped_table(db: &shoal_tables::Database) {
 
 fn record(db: &shoal_tables::Database, pk: &str) -> CollectionRecord {
     let table = db.table("Capped").unwrap();
-    read_record(db.lsm(), &table, &AttributeValue::S(pk.into()), None).unwrap()
+    read_record(db.lsm(), &table, &AttributeValue::S(pk.into())).unwrap()
 }
 
 fn item(sk: &str, v: Option<&str>, payload_bytes: usize) -> Value {

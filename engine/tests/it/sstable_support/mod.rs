@@ -72,10 +72,3 @@ pub fn open(bytes: Vec<u8>, prefix: PrefixFn) -> Result<Arc<Table>, SstError> {
 pub fn two_byte_prefix(user_key: &[u8]) -> &[u8] {
     &user_key[..user_key.len().min(2)]
 }
-
-/// A `Table::get` result (which borrows the table's mapped bytes) as owned data.
-pub fn owned(
-    found: Option<(shoal_compaction::EntryKind, &[u8])>,
-) -> Option<(shoal_compaction::EntryKind, Vec<u8>)> {
-    found.map(|(kind, value)| (kind, value.to_vec()))
-}
