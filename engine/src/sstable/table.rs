@@ -318,12 +318,12 @@ impl Table {
         let offset = handle.offset as usize;
         let verified = &self.block_verified[index];
         let unchecked = !verified.load(AtomicOrdering::Acquire);
-        // The blocks were found to tile the file at open; this only keeps a bad handle an
-        // error rather than a panic.
-        let with_trailer = block_range_with_trailer(handle, self.file.bytes().len())
-            .map_err(|e| self.corruption(e.offset, e.detail))?;
+        // A checked block is read without its trailer, and its handle was bounds-checked at
+        // open (the blocks tile the file): only the first read resolves the trailer's end.
         let read_len = if unchecked {
-            with_trailer.len()
+            block_range_with_trailer(handle, self.file.bytes().len())
+                .map_err(|e| self.corruption(e.offset, e.detail))?
+                .len()
         } else {
             handle.size as usize
         };
