@@ -41,7 +41,8 @@ pub fn new_request_id() -> String {
         *digit = REQUEST_ID_ALPHABET[(count % 36) as usize];
         count /= 36;
     }
-    id.iter().map(|&byte| char::from(byte)).collect()
+    // ASCII letters and digits only: copied as they are, not collected char by char.
+    String::from_utf8_lossy(&id).into_owned()
 }
 
 /// The characters of request ids.

@@ -27,9 +27,13 @@ thread_local! {
 
 /// The region of the operation running on this thread.
 pub fn current() -> String {
-    REQUEST_REGION
-        .with(|region| region.borrow().clone())
-        .unwrap_or_else(|| ARN_REGION.to_owned())
+    with_current(str::to_owned)
+}
+
+/// Calls `read` with the region of the operation running on this thread, without copying
+/// it (every data-plane request resolves its table in its region).
+pub fn with_current<T>(read: impl FnOnce(&str) -> T) -> T {
+    REQUEST_REGION.with(|region| read(region.borrow().as_deref().unwrap_or(ARN_REGION)))
 }
 
 /// Runs `operation` with `region` (when given) as the region of its ARNs; the previous one

@@ -68,7 +68,7 @@ impl Core {
     /// The definition of the table a request in the current Region (`core::region`) means
     /// by `name` (`catalog::resolve`), if any.
     pub fn find_table(&self, name: &str) -> Option<Arc<TableDef>> {
-        resolve(&self.catalog.read(), name, &region::current()).cloned()
+        region::with_current(|region| resolve(&self.catalog.read(), name, region).cloned())
     }
 
     /// The definition of table `name` (in the current Region), or ResourceNotFoundException.
