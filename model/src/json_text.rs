@@ -461,6 +461,82 @@ impl ser::SerializeStructVariant for Compound<'_> {
     }
 }
 
+/// The serializer methods a writer of one scalar refuses: unit structs, newtype variants and
+/// every compound, each answered `$refusal()`; with the compound types they never return.
+macro_rules! refused_compounds {
+    ($refusal:ident) => {
+        type SerializeSeq = ser::Impossible<(), serde_json::Error>;
+        type SerializeTuple = ser::Impossible<(), serde_json::Error>;
+        type SerializeTupleStruct = ser::Impossible<(), serde_json::Error>;
+        type SerializeTupleVariant = ser::Impossible<(), serde_json::Error>;
+        type SerializeMap = ser::Impossible<(), serde_json::Error>;
+        type SerializeStruct = ser::Impossible<(), serde_json::Error>;
+        type SerializeStructVariant = ser::Impossible<(), serde_json::Error>;
+
+        fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Self::Error> {
+            Err($refusal())
+        }
+
+        fn serialize_newtype_variant<T: Serialize + ?Sized>(
+            self,
+            _name: &'static str,
+            _index: u32,
+            _variant: &'static str,
+            _value: &T,
+        ) -> Result<(), Self::Error> {
+            Err($refusal())
+        }
+
+        fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq, Self::Error> {
+            Err($refusal())
+        }
+
+        fn serialize_tuple(self, _len: usize) -> Result<Self::SerializeTuple, Self::Error> {
+            Err($refusal())
+        }
+
+        fn serialize_tuple_struct(
+            self,
+            _name: &'static str,
+            _len: usize,
+        ) -> Result<Self::SerializeTupleStruct, Self::Error> {
+            Err($refusal())
+        }
+
+        fn serialize_tuple_variant(
+            self,
+            _name: &'static str,
+            _index: u32,
+            _variant: &'static str,
+            _len: usize,
+        ) -> Result<Self::SerializeTupleVariant, Self::Error> {
+            Err($refusal())
+        }
+
+        fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap, Self::Error> {
+            Err($refusal())
+        }
+
+        fn serialize_struct(
+            self,
+            _name: &'static str,
+            _len: usize,
+        ) -> Result<Self::SerializeStruct, Self::Error> {
+            Err($refusal())
+        }
+
+        fn serialize_struct_variant(
+            self,
+            _name: &'static str,
+            _index: u32,
+            _variant: &'static str,
+            _len: usize,
+        ) -> Result<Self::SerializeStructVariant, Self::Error> {
+            Err($refusal())
+        }
+    };
+}
+
 /// Copies a `RawValue`'s string as it is; serde_json refuses anything else there, and so does
 /// this.
 struct RawText<'a>(&'a mut Vec<u8>);
@@ -481,13 +557,7 @@ macro_rules! refused_in_raw_text {
 impl ser::Serializer for RawText<'_> {
     type Ok = ();
     type Error = serde_json::Error;
-    type SerializeSeq = ser::Impossible<(), serde_json::Error>;
-    type SerializeTuple = ser::Impossible<(), serde_json::Error>;
-    type SerializeTupleStruct = ser::Impossible<(), serde_json::Error>;
-    type SerializeTupleVariant = ser::Impossible<(), serde_json::Error>;
-    type SerializeMap = ser::Impossible<(), serde_json::Error>;
-    type SerializeStruct = ser::Impossible<(), serde_json::Error>;
-    type SerializeStructVariant = ser::Impossible<(), serde_json::Error>;
+    refused_compounds!(not_a_raw_value);
 
     fn serialize_str(self, value: &str) -> Result<(), Self::Error> {
         self.0.extend_from_slice(value.as_bytes());
@@ -506,10 +576,6 @@ impl ser::Serializer for RawText<'_> {
         Err(not_a_raw_value())
     }
 
-    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Self::Error> {
-        Err(not_a_raw_value())
-    }
-
     fn serialize_unit_variant(
         self,
         _name: &'static str,
@@ -524,64 +590,6 @@ impl ser::Serializer for RawText<'_> {
         _name: &'static str,
         _value: &T,
     ) -> Result<(), Self::Error> {
-        Err(not_a_raw_value())
-    }
-
-    fn serialize_newtype_variant<T: Serialize + ?Sized>(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        _value: &T,
-    ) -> Result<(), Self::Error> {
-        Err(not_a_raw_value())
-    }
-
-    fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq, Self::Error> {
-        Err(not_a_raw_value())
-    }
-
-    fn serialize_tuple(self, _len: usize) -> Result<Self::SerializeTuple, Self::Error> {
-        Err(not_a_raw_value())
-    }
-
-    fn serialize_tuple_struct(
-        self,
-        _name: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeTupleStruct, Self::Error> {
-        Err(not_a_raw_value())
-    }
-
-    fn serialize_tuple_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeTupleVariant, Self::Error> {
-        Err(not_a_raw_value())
-    }
-
-    fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap, Self::Error> {
-        Err(not_a_raw_value())
-    }
-
-    fn serialize_struct(
-        self,
-        _name: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeStruct, Self::Error> {
-        Err(not_a_raw_value())
-    }
-
-    fn serialize_struct_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeStructVariant, Self::Error> {
         Err(not_a_raw_value())
     }
 }
@@ -619,13 +627,7 @@ fn key_must_be_a_string() -> serde_json::Error {
 impl ser::Serializer for KeyWriter<'_> {
     type Ok = ();
     type Error = serde_json::Error;
-    type SerializeSeq = ser::Impossible<(), serde_json::Error>;
-    type SerializeTuple = ser::Impossible<(), serde_json::Error>;
-    type SerializeTupleStruct = ser::Impossible<(), serde_json::Error>;
-    type SerializeTupleVariant = ser::Impossible<(), serde_json::Error>;
-    type SerializeMap = ser::Impossible<(), serde_json::Error>;
-    type SerializeStruct = ser::Impossible<(), serde_json::Error>;
-    type SerializeStructVariant = ser::Impossible<(), serde_json::Error>;
+    refused_compounds!(key_must_be_a_string);
 
     fn serialize_str(self, value: &str) -> Result<(), Self::Error> {
         write_string(self.0, value);
@@ -681,68 +683,6 @@ impl ser::Serializer for KeyWriter<'_> {
     }
 
     fn serialize_unit(self) -> Result<(), Self::Error> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Self::Error> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_newtype_variant<T: Serialize + ?Sized>(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        _value: &T,
-    ) -> Result<(), Self::Error> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq, Self::Error> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_tuple(self, _len: usize) -> Result<Self::SerializeTuple, Self::Error> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_tuple_struct(
-        self,
-        _name: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeTupleStruct, Self::Error> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_tuple_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeTupleVariant, Self::Error> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap, Self::Error> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_struct(
-        self,
-        _name: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeStruct, Self::Error> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_struct_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeStructVariant, Self::Error> {
         Err(key_must_be_a_string())
     }
 }

@@ -475,20 +475,16 @@ impl Reader<'_> {
         }
         let size = match self.byte()? {
             1 => {
-                let text = self.str()?;
                 out.extend_from_slice(b"{\"S\":");
-                json_text::write_string(out, text);
-                text.len()
+                self.string_json(out)?
             }
             2 => {
                 out.extend_from_slice(b"{\"N\":");
                 self.number_json(out)?
             }
             3 => {
-                let bytes = self.slice()?;
                 out.extend_from_slice(b"{\"B\":");
-                json_text::write_string(out, &encode_base64(bytes));
-                bytes.len()
+                self.binary_json(out)?
             }
             4 => {
                 let flag = match self.byte()? {
@@ -511,47 +507,21 @@ impl Reader<'_> {
             }
             7 => {
                 out.extend_from_slice(b"{\"L\":");
-                let count = self.count()?;
-                let mut size = CONTAINER_OVERHEAD_BYTES;
-                self.elements_json(out, count, |reader, out| {
-                    size += ELEMENT_OVERHEAD_BYTES + reader.value_json(out, depth + 1)?;
-                    Ok(())
-                })?;
-                size
+                let (count, elements_size) =
+                    self.elements_json(out, |reader, out| reader.value_json(out, depth + 1))?;
+                CONTAINER_OVERHEAD_BYTES + count * ELEMENT_OVERHEAD_BYTES + elements_size
             }
             8 => {
                 out.extend_from_slice(b"{\"SS\":");
-                let count = self.count()?;
-                let mut size = 0;
-                self.elements_json(out, count, |reader, out| {
-                    let text = reader.str()?;
-                    json_text::write_string(out, text);
-                    size += text.len();
-                    Ok(())
-                })?;
-                size
+                self.elements_json(out, Self::string_json)?.1
             }
             9 => {
                 out.extend_from_slice(b"{\"NS\":");
-                let count = self.count()?;
-                let mut size = 0;
-                self.elements_json(out, count, |reader, out| {
-                    size += reader.number_json(out)?;
-                    Ok(())
-                })?;
-                size
+                self.elements_json(out, Self::number_json)?.1
             }
             10 => {
                 out.extend_from_slice(b"{\"BS\":");
-                let count = self.count()?;
-                let mut size = 0;
-                self.elements_json(out, count, |reader, out| {
-                    let bytes = reader.slice()?;
-                    json_text::write_string(out, &encode_base64(bytes));
-                    size += bytes.len();
-                    Ok(())
-                })?;
-                size
+                self.elements_json(out, Self::binary_json)?.1
             }
             _ => return Err(self.error("unknown value tag")),
         };
@@ -559,22 +529,38 @@ impl Reader<'_> {
         Ok(size)
     }
 
-    /// `count` elements as a JSON array, each written by `element`.
+    /// A count and that many elements as a JSON array, each written by `element`, which
+    /// returns its size; returns the count and the sizes' sum.
     fn elements_json(
         &mut self,
         out: &mut Vec<u8>,
-        count: usize,
-        mut element: impl FnMut(&mut Self, &mut Vec<u8>) -> Result<(), CodecError>,
-    ) -> Result<(), CodecError> {
+        mut element: impl FnMut(&mut Self, &mut Vec<u8>) -> Result<usize, CodecError>,
+    ) -> Result<(usize, usize), CodecError> {
+        let count = self.count()?;
         out.push(b'[');
+        let mut size = 0;
         for index in 0..count {
             if index > 0 {
                 out.push(b',');
             }
-            element(self, out)?;
+            size += element(self, out)?;
         }
         out.push(b']');
-        Ok(())
+        Ok((count, size))
+    }
+
+    /// A string as a JSON string; returns its size.
+    fn string_json(&mut self, out: &mut Vec<u8>) -> Result<usize, CodecError> {
+        let text = self.str()?;
+        json_text::write_string(out, text);
+        Ok(text.len())
+    }
+
+    /// Bytes as the JSON string of their base64; returns their size.
+    fn binary_json(&mut self, out: &mut Vec<u8>) -> Result<usize, CodecError> {
+        let bytes = self.slice()?;
+        json_text::write_string(out, &encode_base64(bytes));
+        Ok(bytes.len())
     }
 
     /// A number as the JSON string of its canonical text; returns its size.
