@@ -106,7 +106,7 @@ fn get_item_answers_the_decoded_items_text_byte_for_byte() {
     }
 }
 
-/// A 4,604-byte item (name `k` and `big`, name `p` and 4,600 bytes) is two 4 KB read units
+/// A 4,605-byte item (name `k` and `big`, name `p` and 4,600 bytes) is two 4 KB read units
 /// strongly consistent, one eventually consistent; an absent item costs the half or whole
 /// unit of a read of nothing.
 #[test]
