@@ -12,8 +12,10 @@
 //! integers as `itoa` writes them, floats as `zmij` does (the formatter serde_json uses;
 //! `null` if not finite), bytes as an array of numbers, `None` and `()` as `null`, enum variants as serde_json tags them, and
 //! map keys that are strings, characters, booleans, integers or finite floats (all but the
-//! first two quoted). A key of any other kind is an error, as in serde_json. serde_json's `RawValue` is refused
-//! (no response holds one). Tests compare the two on generated values.
+//! first two quoted). A key of any other kind is an error, as in serde_json. JSON text already
+//! written ([`RawJson`], serde_json's `RawValue`) is copied as it is, as serde_json (feature
+//! `raw_value`) copies it: how a read's answer carries an item written to JSON straight from
+//! its stored bytes. Tests compare the two on generated values.
 
 use serde::ser::{self, Error as _, Serialize};
 
@@ -26,8 +28,23 @@ pub fn to_vec<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, serde_json::E
     Ok(writer.out)
 }
 
-/// The name serde_json's `RawValue` serializes under: its bytes are JSON already.
+/// The name serde_json's `RawValue` serializes under (a struct of one field of that name,
+/// whose string is JSON already).
 const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+/// JSON text to be written as it is, inside a larger answer. It serializes as serde_json's
+/// `RawValue` does, so this writer and serde_json (feature `raw_value`) both copy it; the
+/// caller vouches that it is one well-formed JSON value.
+pub struct RawJson<'a>(pub &'a str);
+
+impl Serialize for RawJson<'_> {
+    fn serialize<S: ser::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use ser::SerializeStruct;
+        let mut raw = serializer.serialize_struct(RAW_VALUE_TOKEN, 1)?;
+        raw.serialize_field(RAW_VALUE_TOKEN, self.0)?;
+        raw.end()
+    }
+}
 
 struct Writer {
     out: Vec<u8>,
@@ -63,8 +80,9 @@ fn clean_32(bytes: &[u8; 32]) -> bool {
 
 const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";
 
-/// Writes `text` as a JSON string.
-fn write_string(out: &mut Vec<u8>, text: &str) {
+/// Writes `text` as a JSON string (its escapes as serde_json writes them): the one string
+/// writer of the answers, also used by the tables layer to write stored items as JSON.
+pub fn write_string(out: &mut Vec<u8>, text: &str) {
     let bytes = text.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
@@ -134,6 +152,8 @@ struct Compound<'a> {
     first: bool,
     /// The bytes written at the end: `]`, `}`, or `}}` / `]}` for an enum variant's.
     close: &'static [u8],
+    /// A `RawValue`: its one field's string is copied as it is, with nothing around it.
+    raw: bool,
 }
 
 impl Compound<'_> {
@@ -177,6 +197,7 @@ impl Writer {
             writer: self,
             first: true,
             close,
+            raw: false,
         }
     }
 
@@ -320,11 +341,12 @@ impl<'a> ser::Serializer for &'a mut Writer {
         Ok(self.compound(b"{", b"}"))
     }
 
-    fn serialize_struct(
-        self,
-        _name: &'static str,
-        len: usize,
-    ) -> Result<Compound<'a>, Self::Error> {
+    fn serialize_struct(self, name: &'static str, len: usize) -> Result<Compound<'a>, Self::Error> {
+        if name == RAW_VALUE_TOKEN {
+            let mut raw = self.compound(b"", b"");
+            raw.raw = true;
+            return Ok(raw);
+        }
         self.serialize_map(Some(len))
     }
 
@@ -407,6 +429,9 @@ impl ser::SerializeStruct for Compound<'_> {
         key: &'static str,
         value: &T,
     ) -> Result<(), Self::Error> {
+        if self.raw {
+            return value.serialize(RawText(&mut self.writer.out));
+        }
         self.separate();
         write_string(&mut self.writer.out, key);
         ser::SerializeMap::serialize_value(self, value)
@@ -433,6 +458,139 @@ impl ser::SerializeStructVariant for Compound<'_> {
     fn end(self) -> Result<(), Self::Error> {
         self.finish();
         Ok(())
+    }
+}
+
+/// The serializer methods a writer of one scalar refuses: unit structs, newtype variants and
+/// every compound, each answered `$refusal()`; with the compound types they never return.
+macro_rules! refused_compounds {
+    ($refusal:ident) => {
+        type SerializeSeq = ser::Impossible<(), serde_json::Error>;
+        type SerializeTuple = ser::Impossible<(), serde_json::Error>;
+        type SerializeTupleStruct = ser::Impossible<(), serde_json::Error>;
+        type SerializeTupleVariant = ser::Impossible<(), serde_json::Error>;
+        type SerializeMap = ser::Impossible<(), serde_json::Error>;
+        type SerializeStruct = ser::Impossible<(), serde_json::Error>;
+        type SerializeStructVariant = ser::Impossible<(), serde_json::Error>;
+
+        fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Self::Error> {
+            Err($refusal())
+        }
+
+        fn serialize_newtype_variant<T: Serialize + ?Sized>(
+            self,
+            _name: &'static str,
+            _index: u32,
+            _variant: &'static str,
+            _value: &T,
+        ) -> Result<(), Self::Error> {
+            Err($refusal())
+        }
+
+        fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq, Self::Error> {
+            Err($refusal())
+        }
+
+        fn serialize_tuple(self, _len: usize) -> Result<Self::SerializeTuple, Self::Error> {
+            Err($refusal())
+        }
+
+        fn serialize_tuple_struct(
+            self,
+            _name: &'static str,
+            _len: usize,
+        ) -> Result<Self::SerializeTupleStruct, Self::Error> {
+            Err($refusal())
+        }
+
+        fn serialize_tuple_variant(
+            self,
+            _name: &'static str,
+            _index: u32,
+            _variant: &'static str,
+            _len: usize,
+        ) -> Result<Self::SerializeTupleVariant, Self::Error> {
+            Err($refusal())
+        }
+
+        fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap, Self::Error> {
+            Err($refusal())
+        }
+
+        fn serialize_struct(
+            self,
+            _name: &'static str,
+            _len: usize,
+        ) -> Result<Self::SerializeStruct, Self::Error> {
+            Err($refusal())
+        }
+
+        fn serialize_struct_variant(
+            self,
+            _name: &'static str,
+            _index: u32,
+            _variant: &'static str,
+            _len: usize,
+        ) -> Result<Self::SerializeStructVariant, Self::Error> {
+            Err($refusal())
+        }
+    };
+}
+
+/// Copies a `RawValue`'s string as it is; serde_json refuses anything else there, and so does
+/// this.
+struct RawText<'a>(&'a mut Vec<u8>);
+
+fn not_a_raw_value() -> serde_json::Error {
+    serde_json::Error::custom("expected RawValue")
+}
+
+/// The serializer methods of values a `RawValue` never holds, each refusing it.
+macro_rules! refused_in_raw_text {
+    ($($method:ident $(: $type:ty)?),*) => {$(
+        fn $method(self $(, _value: $type)?) -> Result<(), Self::Error> {
+            Err(not_a_raw_value())
+        }
+    )*};
+}
+
+impl ser::Serializer for RawText<'_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    refused_compounds!(not_a_raw_value);
+
+    fn serialize_str(self, value: &str) -> Result<(), Self::Error> {
+        self.0.extend_from_slice(value.as_bytes());
+        Ok(())
+    }
+
+    refused_in_raw_text!(
+        serialize_bool: bool, serialize_i8: i8, serialize_i16: i16, serialize_i32: i32,
+        serialize_i64: i64, serialize_i128: i128, serialize_u8: u8, serialize_u16: u16,
+        serialize_u32: u32, serialize_u64: u64, serialize_u128: u128, serialize_f32: f32,
+        serialize_f64: f64, serialize_char: char, serialize_bytes: &[u8], serialize_none,
+        serialize_unit
+    );
+
+    fn serialize_some<T: Serialize + ?Sized>(self, _value: &T) -> Result<(), Self::Error> {
+        Err(not_a_raw_value())
+    }
+
+    fn serialize_unit_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        _variant: &'static str,
+    ) -> Result<(), Self::Error> {
+        Err(not_a_raw_value())
+    }
+
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        _value: &T,
+    ) -> Result<(), Self::Error> {
+        Err(not_a_raw_value())
     }
 }
 
@@ -469,13 +627,7 @@ fn key_must_be_a_string() -> serde_json::Error {
 impl ser::Serializer for KeyWriter<'_> {
     type Ok = ();
     type Error = serde_json::Error;
-    type SerializeSeq = ser::Impossible<(), serde_json::Error>;
-    type SerializeTuple = ser::Impossible<(), serde_json::Error>;
-    type SerializeTupleStruct = ser::Impossible<(), serde_json::Error>;
-    type SerializeTupleVariant = ser::Impossible<(), serde_json::Error>;
-    type SerializeMap = ser::Impossible<(), serde_json::Error>;
-    type SerializeStruct = ser::Impossible<(), serde_json::Error>;
-    type SerializeStructVariant = ser::Impossible<(), serde_json::Error>;
+    refused_compounds!(key_must_be_a_string);
 
     fn serialize_str(self, value: &str) -> Result<(), Self::Error> {
         write_string(self.0, value);
@@ -531,68 +683,6 @@ impl ser::Serializer for KeyWriter<'_> {
     }
 
     fn serialize_unit(self) -> Result<(), Self::Error> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Self::Error> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_newtype_variant<T: Serialize + ?Sized>(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        _value: &T,
-    ) -> Result<(), Self::Error> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq, Self::Error> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_tuple(self, _len: usize) -> Result<Self::SerializeTuple, Self::Error> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_tuple_struct(
-        self,
-        _name: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeTupleStruct, Self::Error> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_tuple_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeTupleVariant, Self::Error> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap, Self::Error> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_struct(
-        self,
-        _name: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeStruct, Self::Error> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_struct_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeStructVariant, Self::Error> {
         Err(key_must_be_a_string())
     }
 }
@@ -767,6 +857,38 @@ mod tests {
         let byte_keys: BTreeMap<Vec<u8>, u8> = [(vec![1], 1)].into_iter().collect();
         assert!(serde_json::to_vec(&byte_keys).is_err());
         assert!(to_vec(&byte_keys).is_err());
+    }
+
+    #[derive(Serialize)]
+    struct WithRawItem<'a> {
+        #[serde(rename = "Item")]
+        item: RawJson<'a>,
+        items: Vec<RawJson<'a>>,
+        after: u8,
+    }
+
+    #[test]
+    fn raw_json_is_copied_as_serde_json_copies_it() {
+        let response = WithRawItem {
+            item: RawJson(r#"{"a":{"S":"x\"y"}}"#),
+            items: vec![RawJson("{}"), RawJson(r#"{"n":{"N":"-1.5"}}"#)],
+            after: 7,
+        };
+        same_as_serde_json(&response);
+        assert_eq!(
+            String::from_utf8_lossy(&to_vec(&response).expect("written")),
+            r#"{"Item":{"a":{"S":"x\"y"}},"items":[{},{"n":{"N":"-1.5"}}],"after":7}"#
+        );
+        // A struct merely named like a RawValue, holding something else, is refused as
+        // serde_json refuses it.
+        #[derive(Serialize)]
+        #[serde(rename = "$serde_json::private::RawValue")]
+        struct NotRaw {
+            #[serde(rename = "$serde_json::private::RawValue")]
+            number: u8,
+        }
+        assert!(serde_json::to_vec(&NotRaw { number: 1 }).is_err());
+        assert!(to_vec(&NotRaw { number: 1 }).is_err());
     }
 
     #[test]

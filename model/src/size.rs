@@ -35,9 +35,9 @@ pub fn check_attribute_name(name: &str) -> Result<(), ApiError> {
 }
 
 /// Fixed cost of a map or list, on top of its elements.
-const CONTAINER_OVERHEAD_BYTES: usize = 3;
+pub const CONTAINER_OVERHEAD_BYTES: usize = 3;
 /// Extra cost of each element of a map or list.
-const ELEMENT_OVERHEAD_BYTES: usize = 1;
+pub const ELEMENT_OVERHEAD_BYTES: usize = 1;
 
 impl AttributeValue {
     /// Bytes this value counts for in item size (SPEC §1.3): S by UTF-8 length, B by

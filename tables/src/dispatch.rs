@@ -9,7 +9,8 @@ use crate::api::batch::{BatchGetItemInput, BatchWriteItemInput};
 use crate::api::batch::{BatchGetItemOutput, BatchWriteItemOutput};
 use crate::api::common::ConsumedCapacity;
 use crate::api::items::{
-    DeleteItemInput, GetItemInput, GetItemOutput, PutItemInput, PutItemOutput, UpdateItemInput,
+    DeleteItemInput, GetItemInput, GetItemOutput, JsonItem, PutItemInput, PutItemOutput,
+    UpdateItemInput,
 };
 use crate::api::partiql::{
     BatchExecuteStatementInput, BatchExecuteStatementOutput, ExecuteStatementInput,
@@ -22,6 +23,7 @@ use crate::api::transact::{
 };
 use crate::api::{decode, encode};
 use crate::capacity::metering::{self, CallCharge, CapacityTotals, Metered, Returned};
+use crate::core::item_codec::ItemForm;
 use crate::database::Database;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -156,7 +158,7 @@ impl Database {
                 self.throttled(input, |input| self.put_item(input))
             }),
             "GetItem" => self.metered(body, metered, &encoding, |input| {
-                self.throttled(input, |input| self.get_item(input))
+                self.throttled(input, |input| self.get_item_as::<E::Item>(input))
             }),
             "UpdateItem" => self.metered(body, metered, &encoding, |input| {
                 self.throttled(input, |input| self.update_item(input))
@@ -168,7 +170,7 @@ impl Database {
                 self.throttled_batch_write_item(input)
             }),
             "BatchGetItem" => self.metered(body, metered, &encoding, |input| {
-                self.throttled_batch_get_item(input)
+                self.throttled_batch_get_item::<E::Item>(input)
             }),
             "TransactWriteItems" => self.metered(body, metered, &encoding, |input| {
                 self.throttled_transact_write_items(input)
@@ -579,6 +581,9 @@ impl RequestBody for JsonText<'_> {
 /// How a typed response becomes the caller's answer.
 trait Encoding {
     type Output;
+    /// The form a read's items are answered in: GetItem and BatchGetItem read them straight
+    /// into it.
+    type Item: ItemForm;
     fn encode<T: Serialize>(&self, response: &T) -> Self::Output;
 }
 
@@ -587,6 +592,7 @@ struct ToValue;
 
 impl Encoding for ToValue {
     type Output = Value;
+    type Item = shoal_model::Item;
     fn encode<T: Serialize>(&self, response: &T) -> Value {
         encode(response)
     }
@@ -595,8 +601,11 @@ impl Encoding for ToValue {
 /// As JSON text (the server).
 struct ToJsonText;
 
+/// Items are written to JSON text straight from their stored bytes (`JsonItem`), never
+/// built as an `Item` to be serialised again.
 impl Encoding for ToJsonText {
     type Output = Vec<u8>;
+    type Item = JsonItem;
     fn encode<T: Serialize>(&self, response: &T) -> Vec<u8> {
         // serde_json's text, written with strings escaped a word at a time
         // (`shoal_model::json_text`); serde_json itself for what that writer refuses.
@@ -620,22 +629,20 @@ trait CarriesCapacity {
 }
 
 /// `items` counted and sized.
-fn returned<'a>(items: impl IntoIterator<Item = &'a shoal_model::Item>) -> Option<Returned> {
+fn returned<'a, F: ItemForm + 'a>(items: impl IntoIterator<Item = &'a F>) -> Option<Returned> {
     let mut returned = Returned::default();
     for item in items {
         returned.items += 1;
-        returned.bytes += shoal_model::item_size_bytes(item) as u64;
+        returned.bytes += item.size_bytes();
     }
     Some(returned)
 }
 
-/// Responses with one ConsumedCapacity; a read's with `=> |output| what it returned`.
+/// Responses with one ConsumedCapacity; a read's with `=> |output| what it returned`, and
+/// `<F>` first for a response generic in the form of its items.
 macro_rules! carries_one_capacity {
-    ($($response:ty),*) => {$(
-        carries_one_capacity!($response => |_output| None);
-    )*};
-    ($response:ty => |$output:ident| $returned:expr) => {
-        impl CarriesCapacity for $response {
+    (@impl [$($generics:tt)*] $response:ty => |$output:ident| $returned:expr) => {
+        impl$($generics)* CarriesCapacity for $response {
             fn consumed_capacity(&self) -> &[ConsumedCapacity] {
                 self.consumed_capacity.as_slice()
             }
@@ -651,16 +658,22 @@ macro_rules! carries_one_capacity {
             }
         }
     };
+    (<$form:ident> $response:ty => |$output:ident| $returned:expr) => {
+        carries_one_capacity!(@impl [<$form: ItemForm>] $response => |$output| $returned);
+    };
+    ($($response:ty),*) => {$(
+        carries_one_capacity!(@impl [] $response => |_output| None);
+    )*};
+    ($response:ty => |$output:ident| $returned:expr) => {
+        carries_one_capacity!(@impl [] $response => |$output| $returned);
+    };
 }
 
 /// Responses with one ConsumedCapacity per table; a read's with `=> |output| what it
-/// returned`.
+/// returned`, and `<F>` first for a response generic in the form of its items.
 macro_rules! carries_capacity_per_table {
-    ($($response:ty),*) => {$(
-        carries_capacity_per_table!($response => |_output| None);
-    )*};
-    ($response:ty => |$output:ident| $returned:expr) => {
-        impl CarriesCapacity for $response {
+    (@impl [$($generics:tt)*] $response:ty => |$output:ident| $returned:expr) => {
+        impl$($generics)* CarriesCapacity for $response {
             fn consumed_capacity(&self) -> &[ConsumedCapacity] {
                 self.consumed_capacity.as_deref().unwrap_or(&[])
             }
@@ -676,6 +689,15 @@ macro_rules! carries_capacity_per_table {
             }
         }
     };
+    (<$form:ident> $response:ty => |$output:ident| $returned:expr) => {
+        carries_capacity_per_table!(@impl [<$form: ItemForm>] $response => |$output| $returned);
+    };
+    ($($response:ty),*) => {$(
+        carries_capacity_per_table!(@impl [] $response => |_output| None);
+    )*};
+    ($response:ty => |$output:ident| $returned:expr) => {
+        carries_capacity_per_table!(@impl [] $response => |$output| $returned);
+    };
 }
 
 carries_one_capacity!(PutItemOutput, ExecuteStatementOutput);
@@ -685,9 +707,9 @@ carries_capacity_per_table!(
     BatchExecuteStatementOutput,
     ExecuteTransactionOutput
 );
-carries_one_capacity!(GetItemOutput => |output| returned(&output.item));
+carries_one_capacity!(<F> GetItemOutput<F> => |output| returned(&output.item));
 carries_one_capacity!(QueryResponse => |output| returned(output.items.iter().flatten()));
-carries_capacity_per_table!(BatchGetItemOutput => |output| returned(output.responses.values().flatten()));
+carries_capacity_per_table!(<F> BatchGetItemOutput<F> => |output| returned(output.responses.values().flatten()));
 carries_capacity_per_table!(TransactGetItemsOutput => |output| returned(
     output.responses.iter().filter_map(|response| response.item.as_ref())
 ));

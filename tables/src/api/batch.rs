@@ -96,15 +96,26 @@ pub struct BatchGetItemInput {
     pub return_consumed_capacity: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+/// `I`: how the items are held, as in [`GetItemOutput`](crate::api::items::GetItemOutput).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct BatchGetItemOutput {
+pub struct BatchGetItemOutput<I = Item> {
     /// Items found, per table (every requested table has an entry, maybe empty).
-    pub responses: BTreeMap<String, Vec<Item>>,
+    pub responses: BTreeMap<String, Vec<I>>,
     /// Keys not read because the response reached 16 MB; always present.
     pub unprocessed_keys: BTreeMap<String, KeysAndAttributes>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub consumed_capacity: Option<Vec<ConsumedCapacity>>,
+}
+
+impl<I> Default for BatchGetItemOutput<I> {
+    fn default() -> Self {
+        BatchGetItemOutput {
+            responses: BTreeMap::new(),
+            unprocessed_keys: BTreeMap::new(),
+            consumed_capacity: None,
+        }
+    }
 }
 
 /// The table-level members shared by the requests of a batch, after their checks.

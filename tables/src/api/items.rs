@@ -78,13 +78,46 @@ pub struct GetItemInput {
     pub return_consumed_capacity: Option<String>,
 }
 
+/// `I`: how the item is held — an [`Item`] for the Rust API, a [`JsonItem`] when the answer
+/// is written as JSON text.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct GetItemOutput {
+pub struct GetItemOutput<I = Item> {
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub item: Option<Item>,
+    pub item: Option<I>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub consumed_capacity: Option<ConsumedCapacity>,
+}
+
+/// An item of a read answered as JSON text (`Database::execute_json_text`): when answered
+/// whole, its DynamoDB JSON written straight from its stored bytes
+/// (`core::item_codec::item_json`), with no [`Item`] built; when projected, the item built
+/// in memory. Either way it serializes as the [`Item`] would, byte for byte.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum JsonItem {
+    /// The stored item's DynamoDB JSON and its DynamoDB size (`item_size_bytes`).
+    Written {
+        json: String,
+        size_bytes: u64,
+    },
+    Built(Item),
+}
+
+impl Serialize for JsonItem {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            JsonItem::Written { json, .. } => {
+                shoal_model::json_text::RawJson(json).serialize(serializer)
+            }
+            JsonItem::Built(item) => item.serialize(serializer),
+        }
+    }
+}
+
+impl From<Item> for JsonItem {
+    fn from(item: Item) -> JsonItem {
+        JsonItem::Built(item)
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

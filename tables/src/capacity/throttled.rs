@@ -34,6 +34,7 @@ use crate::capacity::throttle::{
     IndexPartitionUnits, Refusal,
 };
 use crate::core::catalog::TableDef;
+use crate::core::item_codec::ItemForm;
 use crate::core::plan::WritePlan;
 use crate::core::write::key_from_request;
 use crate::database::Database;
@@ -158,7 +159,7 @@ impl OneCapacity for PutItemOutput {
     }
 }
 
-impl OneCapacity for GetItemOutput {
+impl<F> OneCapacity for GetItemOutput<F> {
     fn consumed_capacity(&mut self) -> Option<&mut ConsumedCapacity> {
         self.consumed_capacity.as_mut()
     }
@@ -552,15 +553,15 @@ impl Database {
     }
 
     /// BatchGetItem under capacity emulation: refused keys come back unprocessed.
-    pub(crate) fn throttled_batch_get_item(
+    pub(crate) fn throttled_batch_get_item<F: ItemForm>(
         &self,
         mut input: BatchGetItemInput,
-    ) -> Result<BatchGetItemOutput, ApiError> {
+    ) -> Result<BatchGetItemOutput<F>, ApiError> {
         if !self.capacity_observed() {
-            return self.batch_get_item(input);
+            return self.batch_get_item_as(input);
         }
         let Some(request_items) = input.request_items.take() else {
-            return self.batch_get_item(input);
+            return self.batch_get_item_as(input);
         };
         let mut admitted: BTreeMap<String, KeysAndAttributes> = BTreeMap::new();
         let mut unprocessed: BTreeMap<String, KeysAndAttributes> = BTreeMap::new();
@@ -598,7 +599,7 @@ impl Database {
         }
         input.request_items = Some(admitted);
         let total = ask_per_index(&mut input.return_consumed_capacity);
-        let mut output = self.batch_get_item(input)?;
+        let mut output = self.batch_get_item_as(input)?;
         self.charge_per_table(
             output.consumed_capacity.as_mut(),
             total,

@@ -30,7 +30,11 @@
 
 use std::collections::BTreeMap;
 
-use shoal_model::{AttributeValue, Item, Number};
+use shoal_model::json::encode_base64;
+
+use crate::api::items::JsonItem;
+use shoal_model::size::{CONTAINER_OVERHEAD_BYTES, ELEMENT_OVERHEAD_BYTES};
+use shoal_model::{json_text, AttributeValue, Item, Number};
 
 /// Version byte leading every encoded item.
 pub const FORMAT_VERSION: u8 = 1;
@@ -243,15 +247,20 @@ impl<'a> Reader<'a> {
     /// caller keeps it (Scan 39.6-40.1 us against 41.2-41.8 in alternating runs).
     #[inline(always)]
     fn string(&mut self) -> Result<String, CodecError> {
+        Ok(self.str()?.to_owned())
+    }
+
+    /// A length-prefixed UTF-8 string, borrowed from the bytes.
+    #[inline(always)]
+    fn str(&mut self) -> Result<&'a str, CodecError> {
         let start = self.offset;
         let bytes = self.slice()?;
         // simdutf8 validates with SIMD: reading items is mostly copying their strings, and
         // std's validation was a sixth of that (Scan of 1 KB items, tables_peers).
-        let text = simdutf8::basic::from_utf8(bytes).map_err(|_| CodecError {
+        simdutf8::basic::from_utf8(bytes).map_err(|_| CodecError {
             offset: start,
             detail: "invalid UTF-8",
-        })?;
-        Ok(text.to_owned())
+        })
     }
 
     fn number(&mut self) -> Result<Number, CodecError> {
@@ -355,6 +364,213 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// What a read makes of a stored item: the decoded [`Item`] (the Rust API), or its JSON
+/// ([`JsonItem`], what a server answers). Items made in memory (projections) convert from
+/// an [`Item`].
+pub(crate) trait ItemForm: From<Item> + serde::Serialize {
+    fn from_stored(bytes: &[u8]) -> Result<Self, CodecError>;
+    /// Its DynamoDB size (`shoal_model::item_size_bytes`).
+    fn size_bytes(&self) -> u64;
+}
+
+impl ItemForm for Item {
+    fn from_stored(bytes: &[u8]) -> Result<Item, CodecError> {
+        decode_item(bytes)
+    }
+
+    fn size_bytes(&self) -> u64 {
+        shoal_model::item_size_bytes(self) as u64
+    }
+}
+
+impl ItemForm for JsonItem {
+    fn from_stored(bytes: &[u8]) -> Result<JsonItem, CodecError> {
+        let (json, size_bytes) = item_json(bytes)?;
+        Ok(JsonItem::Written { json, size_bytes })
+    }
+
+    fn size_bytes(&self) -> u64 {
+        match self {
+            JsonItem::Written { size_bytes, .. } => *size_bytes,
+            JsonItem::Built(item) => item.size_bytes(),
+        }
+    }
+}
+
+/// The DynamoDB JSON of a stored item and its DynamoDB size
+/// (`shoal_model::item_size_bytes`), written in one walk of the bytes with no [`Item`] built:
+/// byte for byte `json_text::to_vec(&decode_item(bytes)?)`, so a read answering over JSON
+/// skips building the item's maps and strings only to write them out again.
+///
+/// Bytes the walk does not take as they are — anything [`decode_item`] would refuse, and
+/// names out of order or repeated, which only corruption leaves and which decoding sorts —
+/// are handed to [`decode_item`] and the item it builds written out: every byte string
+/// answers, or fails, exactly as it did through the decoder.
+pub fn item_json(bytes: &[u8]) -> Result<(String, u64), CodecError> {
+    // JSON adds a type tag and quotes per value to the stored bytes.
+    let mut out = Vec::with_capacity(bytes.len() + bytes.len() / 2 + 16);
+    let mut reader = Reader { bytes, offset: 0 };
+    let transcoded = reader.item_json(&mut out);
+    if let (Ok(size_bytes), Ok(json)) = (transcoded, String::from_utf8(out)) {
+        return Ok((json, size_bytes as u64));
+    }
+    let item = decode_item(bytes)?;
+    let json = shoal_model::json_text::to_vec(&item)
+        .ok()
+        .and_then(|json| String::from_utf8(json).ok())
+        .ok_or(CodecError {
+            offset: 0,
+            detail: "item not writable as JSON",
+        })?;
+    Ok((json, shoal_model::item_size_bytes(&item) as u64))
+}
+
+impl Reader<'_> {
+    /// [`decode_item`]'s checks, writing JSON instead of building the item; returns its size.
+    fn item_json(&mut self, out: &mut Vec<u8>) -> Result<usize, CodecError> {
+        if self.byte()? != FORMAT_VERSION {
+            return Err(self.error("unknown item format version"));
+        }
+        // An item counts its names and values only, with no overhead of a map.
+        let (_, size) = self.map_json(out, 0)?;
+        if self.offset != self.bytes.len() {
+            return Err(self.error("trailing bytes after the item"));
+        }
+        Ok(size)
+    }
+
+    /// A map as a JSON object, values at nesting `value_depth`; returns its number of
+    /// members and their size (names and values).
+    fn map_json(
+        &mut self,
+        out: &mut Vec<u8>,
+        value_depth: usize,
+    ) -> Result<(usize, usize), CodecError> {
+        let count = self.count()?;
+        out.push(b'{');
+        let mut size = 0;
+        let mut previous: Option<&str> = None;
+        for index in 0..count {
+            let name = self.str()?;
+            // Stored names ascend; anything else is left to the decoder (see `item_json`).
+            if previous.is_some_and(|previous| previous >= name) {
+                return Err(self.error("names out of order"));
+            }
+            previous = Some(name);
+            if index > 0 {
+                out.push(b',');
+            }
+            json_text::write_string(out, name);
+            out.push(b':');
+            size += name.len() + self.value_json(out, value_depth)?;
+        }
+        out.push(b'}');
+        Ok((count, size))
+    }
+
+    /// A value as DynamoDB JSON (`{"S":"…"}`, …), at nesting `depth`; returns its size.
+    fn value_json(&mut self, out: &mut Vec<u8>, depth: usize) -> Result<usize, CodecError> {
+        if depth > DEPTH_MAX {
+            return Err(self.error("nesting too deep"));
+        }
+        let size = match self.byte()? {
+            1 => {
+                out.extend_from_slice(b"{\"S\":");
+                self.string_json(out)?
+            }
+            2 => {
+                out.extend_from_slice(b"{\"N\":");
+                self.number_json(out)?
+            }
+            3 => {
+                out.extend_from_slice(b"{\"B\":");
+                self.binary_json(out)?
+            }
+            4 => {
+                let flag = match self.byte()? {
+                    0 => b"false".as_slice(),
+                    1 => b"true",
+                    _ => return Err(self.error("bad boolean")),
+                };
+                out.extend_from_slice(b"{\"BOOL\":");
+                out.extend_from_slice(flag);
+                1
+            }
+            5 => {
+                out.extend_from_slice(b"{\"NULL\":true");
+                1
+            }
+            6 => {
+                out.extend_from_slice(b"{\"M\":");
+                let (count, members_size) = self.map_json(out, depth + 1)?;
+                CONTAINER_OVERHEAD_BYTES + count * ELEMENT_OVERHEAD_BYTES + members_size
+            }
+            7 => {
+                out.extend_from_slice(b"{\"L\":");
+                let (count, elements_size) =
+                    self.elements_json(out, |reader, out| reader.value_json(out, depth + 1))?;
+                CONTAINER_OVERHEAD_BYTES + count * ELEMENT_OVERHEAD_BYTES + elements_size
+            }
+            8 => {
+                out.extend_from_slice(b"{\"SS\":");
+                self.elements_json(out, Self::string_json)?.1
+            }
+            9 => {
+                out.extend_from_slice(b"{\"NS\":");
+                self.elements_json(out, Self::number_json)?.1
+            }
+            10 => {
+                out.extend_from_slice(b"{\"BS\":");
+                self.elements_json(out, Self::binary_json)?.1
+            }
+            _ => return Err(self.error("unknown value tag")),
+        };
+        out.push(b'}');
+        Ok(size)
+    }
+
+    /// A count and that many elements as a JSON array, each written by `element`, which
+    /// returns its size; returns the count and the sizes' sum.
+    fn elements_json(
+        &mut self,
+        out: &mut Vec<u8>,
+        mut element: impl FnMut(&mut Self, &mut Vec<u8>) -> Result<usize, CodecError>,
+    ) -> Result<(usize, usize), CodecError> {
+        let count = self.count()?;
+        out.push(b'[');
+        let mut size = 0;
+        for index in 0..count {
+            if index > 0 {
+                out.push(b',');
+            }
+            size += element(self, out)?;
+        }
+        out.push(b']');
+        Ok((count, size))
+    }
+
+    /// A string as a JSON string; returns its size.
+    fn string_json(&mut self, out: &mut Vec<u8>) -> Result<usize, CodecError> {
+        let text = self.str()?;
+        json_text::write_string(out, text);
+        Ok(text.len())
+    }
+
+    /// Bytes as the JSON string of their base64; returns their size.
+    fn binary_json(&mut self, out: &mut Vec<u8>) -> Result<usize, CodecError> {
+        let bytes = self.slice()?;
+        json_text::write_string(out, &encode_base64(bytes));
+        Ok(bytes.len())
+    }
+
+    /// A number as the JSON string of its canonical text; returns its size.
+    fn number_json(&mut self, out: &mut Vec<u8>) -> Result<usize, CodecError> {
+        let number = self.number()?;
+        json_text::write_string(out, &number.to_string());
+        Ok(number.byte_size())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -406,6 +622,128 @@ mod tests {
         }
     }
 
+    /// Text that needs every escape JSON has, and text that needs none, in runs longer and
+    /// shorter than the string writer's 8- and 32-byte blocks.
+    fn json_text_string() -> impl Strategy<Value = String> {
+        let character = prop_oneof![
+            4 => Just('x'),
+            1 => (0u32..0x20).prop_map(|c| char::from_u32(c).unwrap_or('x')),
+            1 => prop::sample::select(vec!['"', '\\', '/', '\u{7f}', 'é', '€', '😀', '\u{2028}']),
+        ];
+        prop::collection::vec(character, 0..40).prop_map(|chars| chars.into_iter().collect())
+    }
+
+    fn json_number() -> impl Strategy<Value = Number> {
+        prop_oneof![
+            number(),
+            Just(Number::zero()),
+            (any::<i64>()).prop_map(Number::from_i64),
+            prop::sample::select(vec![
+                "-0.000001",
+                "1e125",
+                "-1e-130",
+                "99999999999999999999999999999999999999",
+                "0.5"
+            ])
+            .prop_filter_map("parses", |text| Number::parse(text).ok()),
+        ]
+    }
+
+    /// Every kind of value, nested five deep, with names and strings needing escapes.
+    fn json_value() -> impl Strategy<Value = AttributeValue> {
+        let bytes = || prop::collection::vec(any::<u8>(), 0..40);
+        let leaf = prop_oneof![
+            json_text_string().prop_map(AttributeValue::S),
+            json_number().prop_map(AttributeValue::N),
+            bytes().prop_map(AttributeValue::B),
+            any::<bool>().prop_map(AttributeValue::Bool),
+            Just(AttributeValue::Null),
+            prop::collection::vec(json_text_string(), 1..4).prop_map(AttributeValue::Ss),
+            prop::collection::vec(json_number(), 1..4).prop_map(AttributeValue::Ns),
+            prop::collection::vec(bytes(), 1..4).prop_map(AttributeValue::Bs),
+        ];
+        leaf.prop_recursive(5, 48, 5, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(AttributeValue::L),
+                prop::collection::btree_map(json_text_string(), inner, 0..5)
+                    .prop_map(AttributeValue::M),
+            ]
+        })
+    }
+
+    fn json_item() -> impl Strategy<Value = Item> {
+        prop::collection::btree_map(
+            json_text_string().prop_filter("a name", |name| !name.is_empty()),
+            json_value(),
+            0..8,
+        )
+    }
+
+    /// `item_json`'s answer, or its error, as decoding then writing gives it.
+    fn decoded_json(bytes: &[u8]) -> Result<(String, u64), CodecError> {
+        let item = decode_item(bytes)?;
+        let json = json_text::to_vec(&item).expect("an item is written");
+        Ok((
+            String::from_utf8(json).expect("JSON text"),
+            shoal_model::item_size_bytes(&item) as u64,
+        ))
+    }
+
+    proptest! {
+        #[test]
+        fn item_json_is_the_decoded_items_json_text_and_size(item in json_item()) {
+            let bytes = encode_item(&item);
+            // The walk itself, not the decoder it leaves odd bytes to.
+            let mut walked = Vec::new();
+            let size = Reader { bytes: &bytes, offset: 0 }.item_json(&mut walked);
+            let (json, size_bytes) = decoded_json(&bytes).expect("decodes");
+            prop_assert_eq!(String::from_utf8_lossy(&walked), json.as_str());
+            prop_assert_eq!(size, Ok(size_bytes as usize));
+            prop_assert_eq!(size_bytes, shoal_model::item_size_bytes(&item) as u64);
+            prop_assert_eq!(item_json(&bytes), Ok((json, size_bytes)));
+        }
+
+        /// Damaged bytes answer as the decoder answers them: the same error, or (when the
+        /// damage still decodes) the same item.
+        #[test]
+        fn damaged_bytes_answer_as_decoding_answers(
+            item in json_item(),
+            damage in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..3),
+            cut in any::<prop::sample::Index>(),
+        ) {
+            let mut bytes = encode_item(&item);
+            for (at, byte) in damage {
+                let at = at.index(bytes.len());
+                bytes[at] = byte;
+            }
+            prop_assert_eq!(item_json(&bytes), decoded_json(&bytes));
+            let cut = cut.index(bytes.len());
+            prop_assert_eq!(item_json(&bytes[..cut]), decoded_json(&bytes[..cut]));
+        }
+    }
+
+    /// A 4.5 KB item's DynamoDB size, counted by hand: names, strings, a number's bytes
+    /// (`Number::byte_size`: 1 + a byte per two significant digits), a list's overhead.
+    #[test]
+    fn item_json_counts_the_size_dynamodb_counts() {
+        let item = Item::from([
+            ("pk".to_string(), AttributeValue::S("k".into())),
+            ("payload".to_string(), AttributeValue::S("x".repeat(4500))),
+            (
+                "n".to_string(),
+                AttributeValue::N(Number::parse("1234").unwrap()),
+            ),
+            (
+                "l".to_string(),
+                AttributeValue::L(vec![AttributeValue::Bool(true), AttributeValue::Null]),
+            ),
+        ]);
+        // pk: 2 + 1; payload: 7 + 4500; n: 1 + (1 + 2); l: 1 + 3 + (1 + 1) * 2.
+        let by_hand = 3 + 4507 + 4 + 8;
+        let (_, size_bytes) = item_json(&encode_item(&item)).unwrap();
+        assert_eq!(size_bytes, by_hand);
+    }
+
     /// Names out of order or repeated (never written, only corrupt) decode in name order, the
     /// last value of a repeated name kept: what a reader expects of a map, whatever order the
     /// decoder builds it in.
@@ -433,6 +771,8 @@ mod tests {
                 inserted.insert(name.to_string(), AttributeValue::S(text.to_string()));
             }
             assert_eq!(decode_item(&bytes).unwrap(), inserted);
+            // Written as JSON as the decoded item is, not in their stored order.
+            assert_eq!(item_json(&bytes), decoded_json(&bytes));
 
             // The same pairs as a nested map (kind 6) under one attribute.
             let mut nested = vec![FORMAT_VERSION];

@@ -24,7 +24,7 @@ use crate::core::feature::{Features, Initiator, ItemChange};
 use crate::core::index::{
     self, IndexEntry, IndexRef, HASH_KEY_BYTES_MAX, RANGE_KEY_BYTES_MAX, STORAGE_OVERHEAD_BYTES,
 };
-use crate::core::item_codec::{decode_item, encode_item_sized};
+use crate::core::item_codec::{decode_item, encode_item_sized, ItemForm};
 use crate::core::keys;
 use crate::core::plan::ItemKey;
 use crate::core::plan::Mutation;
@@ -465,9 +465,19 @@ impl Core {
         key: &ItemKey,
         snapshot: Option<&Snapshot>,
     ) -> Result<Option<Item>, ApiError> {
+        self.read_item_as(table, key, snapshot)
+    }
+
+    /// [`Core::read_item`] in the form `F` a read answers with (decoded, or as JSON).
+    pub(crate) fn read_item_as<F: ItemForm>(
+        &self,
+        table: &TableDef,
+        key: &ItemKey,
+        snapshot: Option<&Snapshot>,
+    ) -> Result<Option<F>, ApiError> {
         let found = self
             .db
-            .get_with(table.tree, &key.base_key()?, snapshot, decode_item);
+            .get_with(table.tree, &key.base_key()?, snapshot, F::from_stored);
         found.map_err(internal)?.transpose().map_err(internal)
     }
 

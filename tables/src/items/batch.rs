@@ -28,6 +28,7 @@ use crate::api::common::{
 use crate::core::catalog::TableDef;
 use crate::core::collection::{self, CollectionRecord};
 use crate::core::error::internal;
+use crate::core::item_codec::ItemForm;
 use crate::core::locks::CollectionLocks;
 use crate::core::plan::{ItemKey, WriteCapacity, WritePlan};
 use crate::core::units::{read_units, ReadConsistency};
@@ -205,6 +206,15 @@ impl Database {
 
     /// BatchGetItem: up to 100 keys across tables, read at one snapshot.
     pub fn batch_get_item(&self, input: BatchGetItemInput) -> Result<BatchGetItemOutput, ApiError> {
+        self.batch_get_item_as(input)
+    }
+
+    /// [`Database::batch_get_item`] answering its items in the form `F` (decoded, or as
+    /// JSON).
+    pub(crate) fn batch_get_item_as<F: ItemForm>(
+        &self,
+        input: BatchGetItemInput,
+    ) -> Result<BatchGetItemOutput<F>, ApiError> {
         let (mode, request_items) = input.check_constraints()?;
         let mut projections = Vec::with_capacity(request_items.len());
         for request in request_items.values() {
@@ -248,20 +258,13 @@ impl Database {
             for (key, key_item) in keys.iter().zip(&request.keys) {
                 let full = response_bytes >= BATCH_BYTES_MAX;
                 if !full {
-                    let item = self.read_item(table, key, Some(read_at))?;
-                    let size_bytes = item
-                        .as_ref()
-                        .map_or(0, |item| shoal_model::item_size_bytes(item) as u64);
+                    let (item, size_bytes) =
+                        self.read_answered_item(table, key, Some(read_at), projection.as_ref())?;
                     if response_bytes + size_bytes <= BATCH_BYTES_MAX {
                         response_bytes += size_bytes;
                         *units.entry(table.name.clone()).or_default() +=
                             read_units(size_bytes, consistency);
-                        if let Some(item) = item {
-                            found.push(match projection {
-                                Some(projection) => projection.apply(item),
-                                None => item,
-                            });
-                        }
+                        found.extend(item);
                         continue;
                     }
                     // This item would pass 16 MB: it and everything after it wait.

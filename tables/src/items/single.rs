@@ -8,8 +8,11 @@
 
 use std::collections::BTreeMap;
 
+use shoal_engine::Snapshot;
 use shoal_expr::legacy::AttributeValueUpdate;
-use shoal_expr::{check_no_mixing, extract_paths, Condition, ConditionKind, Context, Update};
+use shoal_expr::{
+    check_no_mixing, extract_paths, Condition, ConditionKind, Context, Projection, Update,
+};
 use shoal_model::{item_to_json, ApiError, AttributeValue, ErrorCode, Item};
 
 use crate::api::common::{Capacity, ConsumedCapacity, ReturnConsumedCapacity};
@@ -20,7 +23,8 @@ use crate::api::items::{
 };
 use crate::core::catalog::TableDef;
 use crate::core::collection::{self, CollectionRecord};
-use crate::core::plan::WritePlan;
+use crate::core::item_codec::ItemForm;
+use crate::core::plan::{ItemKey, WritePlan};
 use crate::core::units::{read_units, ReadConsistency};
 use crate::core::write::{
     check_new_item, check_update_key_paths, failed_condition_units, key_from_request, key_of_item,
@@ -252,6 +256,14 @@ impl Database {
     /// GetItem: reads one item: the latest version, unless `EmulationOptions::eventual_read_lag`
     /// lags a read without `ConsistentRead` (`emulation::lag`).
     pub fn get_item(&self, input: GetItemInput) -> Result<GetItemOutput, ApiError> {
+        self.get_item_as(input)
+    }
+
+    /// [`Database::get_item`] answering its item in the form `F` (decoded, or as JSON).
+    pub(crate) fn get_item_as<F: ItemForm>(
+        &self,
+        input: GetItemInput,
+    ) -> Result<GetItemOutput<F>, ApiError> {
         let return_consumed_capacity = input.check_constraints()?;
         let mut legacy = Vec::new();
         if input.attributes_to_get.is_some() {
@@ -278,22 +290,37 @@ impl Database {
         let key = key_from_request(&table, input.key.as_ref().unwrap_or(&Item::new()))?;
 
         let lagged = self.lagged_snapshot(false, input.consistent_read);
-        let item = self.read_item(&table, &key, lagged.as_deref())?;
-        let size_bytes = item
-            .as_ref()
-            .map_or(0, |item| shoal_model::item_size_bytes(item) as u64);
+        let (item, size_bytes) =
+            self.read_answered_item(&table, &key, lagged.as_deref(), projection.as_ref())?;
         let units = read_units(
             size_bytes,
             ReadConsistency::from_consistent_read(input.consistent_read),
         );
-        let item = match (item, &projection) {
-            (Some(item), Some(projection)) => Some(projection.apply(item)),
-            (item, _) => item,
-        };
         Ok(GetItemOutput {
             item,
             consumed_capacity: read_capacity(&table.name, units, return_consumed_capacity),
         })
+    }
+
+    /// The item with `key` as a read answers it, in the form `F`, projected if asked, and the
+    /// size its read units are counted on: the whole stored item's, whatever the projection
+    /// keeps. (GetItem and BatchGetItem.) A projected item is built in memory and projected;
+    /// a whole one is read straight into `F`.
+    pub(crate) fn read_answered_item<F: ItemForm>(
+        &self,
+        table: &TableDef,
+        key: &ItemKey,
+        snapshot: Option<&Snapshot>,
+        projection: Option<&Projection>,
+    ) -> Result<(Option<F>, u64), ApiError> {
+        let Some(projection) = projection else {
+            let item: Option<F> = self.read_item_as(table, key, snapshot)?;
+            let size_bytes = item.as_ref().map_or(0, F::size_bytes);
+            return Ok((item, size_bytes));
+        };
+        let item = self.read_item(table, key, snapshot)?;
+        let size_bytes = item.as_ref().map_or(0, ItemForm::size_bytes);
+        Ok((item.map(|item| F::from(projection.apply(item))), size_bytes))
     }
 
     /// Commits one item's plan; returns its collection's new record (tables with an LSI).

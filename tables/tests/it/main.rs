@@ -48,6 +48,7 @@ mod items_capacity;
 mod items_expression_edges;
 mod items_model;
 mod items_ops;
+mod json_answers;
 mod metering;
 mod operations_answered;
 mod page_size_boundary;
