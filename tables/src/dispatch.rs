@@ -180,10 +180,10 @@ impl Database {
             }),
             // items: add arms above this line
             "Query" => self.metered(body, metered, &encoding, |input| {
-                self.throttled(input, |input| self.query(input))
+                self.throttled(input, |input| self.query_as::<E::Item>(input))
             }),
             "Scan" => self.metered(body, metered, &encoding, |input| {
-                self.throttled(input, |input| self.scan(input))
+                self.throttled(input, |input| self.scan_as::<E::Item>(input))
             }),
             "ExecuteStatement" => {
                 self.metered_statements(body, &encoding, |input| self.execute_statement(input))
@@ -708,7 +708,7 @@ carries_capacity_per_table!(
     ExecuteTransactionOutput
 );
 carries_one_capacity!(<F> GetItemOutput<F> => |output| returned(&output.item));
-carries_one_capacity!(QueryResponse => |output| returned(output.items.iter().flatten()));
+carries_one_capacity!(<F> QueryResponse<F> => |output| returned(output.items.iter().flatten()));
 carries_capacity_per_table!(<F> BatchGetItemOutput<F> => |output| returned(output.responses.values().flatten()));
 carries_capacity_per_table!(TransactGetItemsOutput => |output| returned(
     output.responses.iter().filter_map(|response| response.item.as_ref())

@@ -97,13 +97,14 @@ fn start_key<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Item>,
     })
 }
 
-/// The answer to a Query or a Scan: one page.
+/// The answer to a Query or a Scan: one page. `I`: how the items are held, as in
+/// [`GetItemOutput`](crate::api::items::GetItemOutput).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct QueryResponse {
+pub struct QueryResponse<I = Item> {
     /// Absent with `Select: COUNT`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub items: Option<Vec<Item>>,
+    pub items: Option<Vec<I>>,
     /// Items the filter kept.
     pub count: u64,
     /// Items evaluated (read) before the filter.
@@ -117,7 +118,7 @@ pub struct QueryResponse {
 }
 
 /// A Scan answers with the same shape as a Query.
-pub type ScanResponse = QueryResponse;
+pub type ScanResponse<I = Item> = QueryResponse<I>;
 
 /// Largest `TotalSegments` DynamoDB accepts.
 pub const TOTAL_SEGMENTS_MAX: i64 = 1_000_000;

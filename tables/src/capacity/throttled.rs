@@ -165,7 +165,7 @@ impl<F> OneCapacity for GetItemOutput<F> {
     }
 }
 
-impl OneCapacity for QueryResponse {
+impl<F> OneCapacity for QueryResponse<F> {
     fn consumed_capacity(&mut self) -> Option<&mut ConsumedCapacity> {
         self.consumed_capacity.as_mut()
     }

@@ -371,6 +371,9 @@ pub(crate) trait ItemForm: From<Item> + serde::Serialize {
     fn from_stored(bytes: &[u8]) -> Result<Self, CodecError>;
     /// Its DynamoDB size (`shoal_model::item_size_bytes`).
     fn size_bytes(&self) -> u64;
+    /// The item itself if it is held decoded (a page's last key is read from it without
+    /// decoding the stored bytes again).
+    fn decoded(&self) -> Option<&Item>;
 }
 
 impl ItemForm for Item {
@@ -380,6 +383,10 @@ impl ItemForm for Item {
 
     fn size_bytes(&self) -> u64 {
         shoal_model::item_size_bytes(self) as u64
+    }
+
+    fn decoded(&self) -> Option<&Item> {
+        Some(self)
     }
 }
 
@@ -393,6 +400,13 @@ impl ItemForm for JsonItem {
         match self {
             JsonItem::Written { size_bytes, .. } => *size_bytes,
             JsonItem::Built(item) => item.size_bytes(),
+        }
+    }
+
+    fn decoded(&self) -> Option<&Item> {
+        match self {
+            JsonItem::Written { .. } => None,
+            JsonItem::Built(item) => Some(item),
         }
     }
 }

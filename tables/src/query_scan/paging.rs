@@ -34,7 +34,7 @@ use crate::core::catalog::{
 };
 use crate::core::error::internal;
 use crate::core::index::{self, projects};
-use crate::core::item_codec::decode_item;
+use crate::core::item_codec::{decode_item, ItemForm};
 use crate::core::keys;
 use crate::core::units::{read_blocks, read_units, ReadConsistency, READ_UNIT_BYTES};
 use crate::Database;
@@ -376,11 +376,11 @@ pub struct PagePlan<'a> {
     pub snapshot: &'a Snapshot,
 }
 
-/// One page read.
-#[derive(Debug, Clone, Default)]
-pub struct Page {
+/// One page read, its items in the form `F` the read answers with.
+#[derive(Debug, Clone)]
+pub struct Page<F = Item> {
     /// Kept entries, shaped (empty with Select COUNT).
-    pub items: Vec<Item>,
+    pub items: Vec<F>,
     /// Entries the filter kept.
     pub count: u64,
     /// Entries evaluated.
@@ -460,23 +460,53 @@ impl ReadCharge {
 }
 
 impl Database {
-    /// Reads one page from `cursor` (see the module docs for the rules).
-    pub(crate) fn read_page(
+    /// Reads one page from `cursor` (see the module docs for the rules), its items in the
+    /// form `F` (decoded, or as JSON).
+    pub(crate) fn read_page<F: ItemForm>(
         &self,
         plan: &PagePlan<'_>,
         cursor: &mut dyn EntryCursor,
-    ) -> Result<Page, ApiError> {
-        let mut page = Page::default();
+    ) -> Result<Page<F>, ApiError> {
+        let mut page = Page {
+            items: Vec::new(),
+            count: 0,
+            scanned_count: 0,
+            last_evaluated_key: None,
+            charge: ReadCharge::default(),
+        };
         // The LastEvaluatedKey of the entry before this one, for a page that the next entry
         // would take past its size; kept only once one entry could do that, so that pages
         // of small entries do not build a key per entry.
         let mut previous_key: Option<Item> = None;
+        // Entries answered as stored, with no filter to evaluate and no base item to fetch,
+        // are read straight into the answer's form: as JSON, written from their bytes with
+        // no Item built (`item_codec::item_json`).
+        let answered_whole = plan.filter.is_none()
+            && !plan.shape.fetch
+            && matches!(plan.shape.output, Output::Entry);
         while cursor.advance()? {
-            let entry = decode_item(cursor.value()).map_err(internal)?;
+            let stored = cursor.value();
+            let entry = if answered_whole {
+                PageEntry::Whole(F::from_stored(stored).map_err(internal)?)
+            } else {
+                PageEntry::Decoded(decode_item(stored).map_err(internal)?)
+            };
+            // The key of this entry, for a page that stops at it or may stop after it.
+            let key_of = |entry: &PageEntry<F>| -> Result<Item, ApiError> {
+                let decoded;
+                let item = match entry.decoded() {
+                    Some(item) => item,
+                    None => {
+                        decoded = decode_item(stored).map_err(internal)?;
+                        &decoded
+                    }
+                };
+                Ok(plan.target.last_evaluated_key(plan.table, item))
+            };
             let mut charge = page.charge;
-            charge.entry_bytes += shoal_model::item_size_bytes(&entry) as u64;
+            charge.entry_bytes += entry.size_bytes();
             let fetched = if plan.shape.fetch {
-                let base = self.fetch_base_item(plan, &entry)?;
+                let base = self.fetch_base_item(plan, entry.needed()?)?;
                 charge.fetched_blocks += read_blocks(shoal_model::item_size_bytes(&base) as u64);
                 Some(base)
             } else {
@@ -495,21 +525,31 @@ impl Database {
                 .is_some_and(|limit| page.scanned_count >= limit as u64);
             let stop = limit_reached || page_bytes >= PAGE_SIZE_BYTES_MAX;
             if stop {
-                page.last_evaluated_key = Some(plan.target.last_evaluated_key(plan.table, &entry));
+                page.last_evaluated_key = Some(key_of(&entry)?);
             } else if page_bytes + ENTRY_PAGE_BYTES_MAX > PAGE_SIZE_BYTES_MAX {
-                previous_key = Some(plan.target.last_evaluated_key(plan.table, &entry));
+                previous_key = Some(key_of(&entry)?);
             }
-            let fullest = fetched.as_ref().unwrap_or(&entry);
-            if plan.filter.is_none_or(|filter| filter.evaluate(fullest)) {
+            let kept = match plan.filter {
+                None => true,
+                Some(filter) => match &fetched {
+                    Some(fetched) => filter.evaluate(fetched),
+                    None => filter.evaluate(entry.needed()?),
+                },
+            };
+            if kept {
                 page.count += 1;
                 match &plan.shape.output {
                     Output::Count => {}
                     Output::Specific(projection) => {
-                        page.items.push(projection.apply(fetched.unwrap_or(entry)))
+                        let fullest = match fetched {
+                            Some(fetched) => fetched,
+                            None => entry.into_decoded()?,
+                        };
+                        page.items.push(F::from(projection.apply(fullest)))
                     }
                     // Moved, not cloned: items may be 400 KB each.
-                    Output::Fetched => page.items.extend(fetched),
-                    Output::Entry => page.items.push(entry),
+                    Output::Fetched => page.items.extend(fetched.map(F::from)),
+                    Output::Entry => page.items.push(entry.into_form()),
                 }
             }
             if stop {
@@ -543,6 +583,53 @@ impl Database {
                 "index entry of table {} has no base item",
                 table.name
             ))),
+        }
+    }
+}
+
+/// An entry of a page as read: decoded, or read whole into the answer's form `F`
+/// (`read_page` says when).
+enum PageEntry<F> {
+    Decoded(Item),
+    Whole(F),
+}
+
+impl<F: ItemForm> PageEntry<F> {
+    /// Its DynamoDB size (`shoal_model::item_size_bytes`).
+    fn size_bytes(&self) -> u64 {
+        match self {
+            PageEntry::Decoded(item) => shoal_model::item_size_bytes(item) as u64,
+            PageEntry::Whole(form) => form.size_bytes(),
+        }
+    }
+
+    fn decoded(&self) -> Option<&Item> {
+        match self {
+            PageEntry::Decoded(item) => Some(item),
+            PageEntry::Whole(form) => form.decoded(),
+        }
+    }
+
+    /// The decoded entry a filter, a projection or a fetch works on: always there, since
+    /// `read_page` reads an entry whole only when none of them applies.
+    fn needed(&self) -> Result<&Item, ApiError> {
+        self.decoded()
+            .ok_or_else(|| internal("a page entry read whole was asked for its attributes"))
+    }
+
+    fn into_decoded(self) -> Result<Item, ApiError> {
+        match self {
+            PageEntry::Decoded(item) => Ok(item),
+            PageEntry::Whole(_) => Err(internal(
+                "a page entry read whole was asked for its attributes",
+            )),
+        }
+    }
+
+    fn into_form(self) -> F {
+        match self {
+            PageEntry::Decoded(item) => F::from(item),
+            PageEntry::Whole(form) => form,
         }
     }
 }
@@ -679,7 +766,7 @@ mod tests {
                 consistency: ReadConsistency::Strong,
                 snapshot,
             };
-            db.read_page(&plan, &mut cursor).unwrap().items
+            db.read_page::<Item>(&plan, &mut cursor).unwrap().items
         };
         let misc = |value: &str| {
             vec![Item::from([(

@@ -20,6 +20,7 @@ use crate::api::query::{
 };
 use crate::core::catalog::{KeySchema, TableDef};
 use crate::core::error::internal;
+use crate::core::item_codec::ItemForm;
 use crate::core::keys::{self, KeyRange};
 use crate::core::units::ReadConsistency;
 use crate::query_scan::paging::{parse_select, plan_shape, Output, PagePlan, ReadTarget};
@@ -36,6 +37,14 @@ const CANNOT_BE_RESTARTED: &str = "The query can return at most one row and cann
 impl Database {
     /// DynamoDB `Query`.
     pub fn query(&self, request: QueryRequest) -> Result<QueryResponse, ApiError> {
+        self.query_as(request)
+    }
+
+    /// [`Database::query`] answering its items in the form `F` (decoded, or as JSON).
+    pub(crate) fn query_as<F: ItemForm>(
+        &self,
+        request: QueryRequest,
+    ) -> Result<QueryResponse<F>, ApiError> {
         // Member constraints, all reported together.
         query_constraints(&request)?;
         let table_name = table_name_of(request.table_name.as_deref())?;

@@ -25,6 +25,7 @@ use crate::api::query::{
     ScanResponse, TOTAL_SEGMENTS_MAX,
 };
 use crate::core::error::internal;
+use crate::core::item_codec::ItemForm;
 use crate::core::keys::{self, KeyRange};
 use crate::core::units::ReadConsistency;
 use crate::query_scan::paging::{
@@ -40,6 +41,14 @@ const INVALID_START_KEY: &str =
 impl Database {
     /// DynamoDB `Scan`.
     pub fn scan(&self, request: ScanRequest) -> Result<ScanResponse, ApiError> {
+        self.scan_as(request)
+    }
+
+    /// [`Database::scan`] answering its items in the form `F` (decoded, or as JSON).
+    pub(crate) fn scan_as<F: ItemForm>(
+        &self,
+        request: ScanRequest,
+    ) -> Result<ScanResponse<F>, ApiError> {
         // Member constraints, all reported together.
         scan_constraints(&request)?;
         let table_name = table_name_of(request.table_name.as_deref())?;
