@@ -77,8 +77,6 @@ pub struct Table {
     /// Whether the filter holds every user key as well as every prefix (format version 2
     /// on), so a point lookup can rule out a key whose collection the table does hold.
     filter_holds_keys: bool,
-    /// Whether each data block's CRC has been checked, so hot blocks are hashed once.
-    block_verified: Vec<AtomicBool>,
     /// Where a corruption met in this file is reported (the database's; none for a table
     /// opened on its own).
     corruption_log: Option<Arc<crate::corruption::CorruptionLog>>,
@@ -176,7 +174,6 @@ impl Table {
             index,
             filter,
             filter_holds_keys: footer.version >= FORMAT_VERSION_WHOLE_KEY_FILTER,
-            block_verified: (0..block_count).map(|_| AtomicBool::new(false)).collect(),
             corruption_log: None,
             mapped_reads: None,
         })
@@ -314,9 +311,10 @@ impl Table {
         index: usize,
         block_copy: Option<&'a mut Vec<u8>>,
     ) -> Result<DataBlock<'a>, SstError> {
-        let handle = self.index.handle(index);
+        let entry = self.index.entry(index);
+        let handle = entry.handle;
         let offset = handle.offset as usize;
-        let verified = &self.block_verified[index];
+        let verified = &entry.block_verified;
         let unchecked = !verified.load(AtomicOrdering::Acquire);
         // A checked block is read without its trailer, and its handle was bounds-checked at
         // open (the blocks tile the file): only the first read resolves the trailer's end.
@@ -444,13 +442,33 @@ struct BlockIndex {
     entries: Vec<IndexEntry>,
 }
 
+/// One data block as a point read needs it, in one cache line: the search's last step
+/// compares `prefix`, and the read then takes `handle` and `block_verified` from the same
+/// line. Unaligned (64 bytes at any 8-byte boundary), 7 entries in 8 straddled two lines,
+/// and the verified flags were a third line elsewhere.
+#[repr(align(64))]
 struct IndexEntry {
     /// The key's first bytes: the binary search compares these and reads `keys` only on a
     /// tie, so each step touches one entry instead of an entry and a key elsewhere
     /// (see [`InlinePrefix`]).
     prefix: InlinePrefix,
-    key: Range<usize>,
+    /// Where the key lies in `BlockIndex::keys` (u32s, so the entry fits its line).
+    key_start: u32,
+    key_len: u32,
     handle: BlockHandle,
+    /// Whether the data block's CRC has been checked, so hot blocks are hashed once.
+    block_verified: AtomicBool,
+}
+
+// An entry that outgrew or left its line would straddle two again.
+const _: () =
+    assert!(std::mem::size_of::<IndexEntry>() == 64 && std::mem::align_of::<IndexEntry>() == 64);
+
+impl IndexEntry {
+    fn key_range(&self) -> Range<usize> {
+        let start = self.key_start as usize;
+        start..start + self.key_len as usize
+    }
 }
 
 impl BlockIndex {
@@ -480,19 +498,26 @@ impl BlockIndex {
             }
             expected_offset = handle.end_with_trailer().ok_or(bad_handle)?;
             if let Some(last) = index.entries.last() {
-                let previous = &index.keys[last.key.clone()];
+                let previous = &index.keys[last.key_range()];
                 if shoal_compaction::compare_internal(previous, cursor.key()) != Ordering::Less {
                     return Err(DecodeError::at(value_start, "index keys out of order"));
                 }
             }
             let key_start = index.keys.len();
             index.keys.extend_from_slice(cursor.key());
+            // Only a corrupt index holds 4 GiB of keys (each is at most 64 KiB).
+            let too_large = DecodeError::at(value_start, "index keys exceed 4 GiB");
+            let key_start = u32::try_from(key_start).map_err(|_| too_large)?;
+            let key_len = u32::try_from(cursor.key().len()).map_err(|_| too_large)?;
+            key_start.checked_add(key_len).ok_or(too_large)?;
             let prefix = InlinePrefix::of_internal_key(cursor.key());
             index.leading_words.push(prefix.leading_word());
             index.entries.push(IndexEntry {
                 prefix,
-                key: key_start..index.keys.len(),
+                key_start,
+                key_len,
                 handle,
+                block_verified: AtomicBool::new(false),
             });
             cursor.next(contents)?;
         }
@@ -504,11 +529,11 @@ impl BlockIndex {
     }
 
     fn key(&self, index: usize) -> &[u8] {
-        &self.keys[self.entries[index].key.clone()]
+        &self.keys[self.entries[index].key_range()]
     }
 
-    fn handle(&self, index: usize) -> BlockHandle {
-        self.entries[index].handle
+    fn entry(&self, index: usize) -> &IndexEntry {
+        &self.entries[index]
     }
 
     /// Where the data blocks end (0 if there are none).
@@ -531,7 +556,7 @@ impl BlockIndex {
         start
             + self.entries[start..start + run_len_entries].partition_point(|entry| {
                 entry.prefix.cmp(&target_prefix).then_with(|| {
-                    shoal_compaction::compare_internal(&self.keys[entry.key.clone()], target)
+                    shoal_compaction::compare_internal(&self.keys[entry.key_range()], target)
                 }) == Ordering::Less
             })
     }
