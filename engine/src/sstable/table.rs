@@ -429,6 +429,22 @@ impl Table {
     }
 }
 
+/// How many of the first `words` (sorted) equal `word`. The run is usually a block or a
+/// few (a partition's items), so this probes 1, 2, 4, … words ahead, in the cache lines the
+/// search for the run's start ended on, and binary-searches only the last stretch; a binary
+/// search of the whole rest of the array missed the cache at most of its steps (a third of
+/// `find_block` in a profile of point reads).
+fn run_len(words: &[u64], word: u64) -> usize {
+    // words[..known] all equal `word`; the run ends within the next `step` words.
+    let (mut known, mut step) = (0, 1);
+    while known + step <= words.len() && words[known + step - 1] == word {
+        known += step;
+        step *= 2;
+    }
+    let end = (known + step).min(words.len());
+    known + words[known..end].partition_point(|w| *w == word)
+}
+
 /// The decoded index block: each data block's last key and handle, in order.
 struct BlockIndex {
     /// Every index key, concatenated (one allocation for the whole index).
@@ -551,7 +567,7 @@ impl BlockIndex {
         // word is below the target, every one with a larger word above it, so only the run
         // sharing the target's word needs the entries' prefixes and keys.
         let start = self.leading_words.partition_point(|w| *w < word);
-        let run_len_entries = self.leading_words[start..].partition_point(|w| *w == word);
+        let run_len_entries = run_len(&self.leading_words[start..], word);
         debug_assert_eq!(self.leading_words.len(), self.entries.len());
         start
             + self.entries[start..start + run_len_entries].partition_point(|entry| {
@@ -559,5 +575,22 @@ impl BlockIndex {
                     shoal_compaction::compare_internal(&self.keys[entry.key_range()], target)
                 }) == Ordering::Less
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::run_len;
+
+    #[test]
+    fn run_len_counts_the_leading_run_of_every_length() {
+        for len in 0..70 {
+            for run in 0..=len {
+                let words: Vec<u64> = (0..len).map(|i| if i < run { 5 } else { 9 }).collect();
+                assert_eq!(run_len(&words, 5), run, "run {run} of {len}");
+                // A word below or above the array's starts no run.
+                assert_eq!(run_len(&words, 4), 0);
+            }
+        }
     }
 }
