@@ -45,10 +45,11 @@
 //!
 //! Each key is stored as the length of the prefix it shares with the previous key plus the
 //! bytes that differ. Every `restart_interval` entries, and in data blocks also once the
-//! entries since the last restart hold `restart_span_bytes` (since 2026-11; a reader needs
-//! nothing new, as it learns the restarts from the array), the sharing restarts (`shared = 0`)
-//! and the entry's offset is recorded in the restart array; a seek binary-searches the
-//! restart keys and then scans at most one interval, and a step backwards decodes forward
+//! entries since the last restart hold `restart_span_bytes`, the sharing restarts
+//! (`shared = 0`) and the entry's offset is recorded in the restart array. Where restarts
+//! fall is the writer's choice, not part of the format: a reader takes them from the array
+//! (tables written before restarts by size read as they did). A seek binary-searches the
+//! restart keys and then scans at most one run, and a step backwards decodes forward
 //! from the restart point before the current entry. A restart count of zero means an empty
 //! block. Every key is a full internal key (at least 8 bytes, kind byte 0 or 1).
 //!
