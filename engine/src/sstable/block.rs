@@ -46,6 +46,68 @@ impl BlockLayout {
         })
     }
 
+    /// Loads the first byte of each restart entry of a block with few of them, so that their
+    /// cache misses overlap: a binary search learns each probe's address only from the
+    /// compare before it, so the misses of the entries it visits would otherwise follow one
+    /// another.
+    #[inline]
+    fn warm_restart_entries(&self, block: &[u8]) {
+        if self.restart_count > WARMED_RESTARTS_MAX {
+            return;
+        }
+        for index in 0..self.restart_count {
+            if let Some(offset) = read_u32(block, self.entries_end + 4 * index) {
+                std::hint::black_box(block.get(offset as usize).copied());
+            }
+        }
+    }
+
+    /// Decodes the header of the entry at `offset`, whose previous key is
+    /// `previous_key_len` bytes long, checking that it fits the entries.
+    #[inline]
+    fn entry_header(
+        &self,
+        block: &[u8],
+        offset: usize,
+        previous_key_len: usize,
+    ) -> Result<EntryHeader, DecodeError> {
+        let entries = &block[..self.entries_end];
+        let mut pos = offset;
+        let truncated = DecodeError::at(offset, "entry header truncated");
+        let shared = get_varint(entries, &mut pos).ok_or(truncated)?;
+        let unshared = get_varint(entries, &mut pos).ok_or(truncated)?;
+        let value_len = get_varint(entries, &mut pos).ok_or(truncated)?;
+        if shared > previous_key_len as u64 {
+            return Err(DecodeError::at(
+                offset,
+                "entry shares more than the previous key",
+            ));
+        }
+        let remaining = (entries.len() - pos) as u64;
+        if unshared > remaining || value_len > remaining - unshared {
+            return Err(DecodeError::at(offset, "entry runs past the block"));
+        }
+        let key_end = pos + unshared as usize;
+        Ok(EntryHeader {
+            shared: shared as usize,
+            unshared_start: pos,
+            key_end,
+            value_end: key_end + value_len as usize,
+        })
+    }
+
+    /// The key of restart entry `index`, read in place: a restart shares nothing with the
+    /// key before it, so its key lies whole in the block.
+    fn restart_key<'b>(&self, block: &'b [u8], index: usize) -> Result<&'b [u8], DecodeError> {
+        let offset = self.restart_offset(block, index)?;
+        let header = self.entry_header(block, offset, 0)?;
+        let key = &block[header.unshared_start..header.key_end];
+        if !is_internal_key(key) {
+            return Err(DecodeError::at(offset, "entry key is not an internal key"));
+        }
+        Ok(key)
+    }
+
     fn restart_offset(&self, block: &[u8], index: usize) -> Result<usize, DecodeError> {
         let pos = self.entries_end + 4 * index;
         let offset = read_u32(block, pos)
@@ -56,6 +118,26 @@ impl BlockLayout {
         }
         Ok(offset)
     }
+}
+
+/// Blocks with at most this many restart points have every restart entry loaded before a
+/// seek's binary search (`BlockLayout::warm_restart_entries`); a 4 KiB data block of
+/// entries of `TableOptions::restart_span_bytes` or more has about four.
+const WARMED_RESTARTS_MAX: usize = 8;
+
+/// Where an entry's parts lie in its block.
+struct EntryHeader {
+    /// Bytes of the key shared with the previous key.
+    shared: usize,
+    /// Where the rest of the key starts; it ends at `key_end`, where the value starts.
+    unshared_start: usize,
+    key_end: usize,
+    value_end: usize,
+}
+
+/// Whether `key` can be an internal key: long enough for its trailer, with a known kind.
+fn is_internal_key(key: &[u8]) -> bool {
+    key.len() >= TRAILER_LEN && key[key.len() - 1] <= 1
 }
 
 /// A position inside one block. Invalid until positioned.
@@ -122,12 +204,14 @@ impl BlockCursor {
             self.valid = false;
             return Ok(());
         }
+        self.valid = false;
+        self.layout.warm_restart_entries(block);
         // Find the last restart point whose key is < target; the answer is at or after it.
+        // The keys it compares are read in place, not copied into `self.key`.
         let (mut low, mut high) = (0, self.layout.restart_count - 1);
         while low < high {
             let mid = low + (high - low).div_ceil(2);
-            self.seek_to_restart(block, mid)?;
-            if compare(&self.key, target) == Ordering::Less {
+            if compare(self.layout.restart_key(block, mid)?, target) == Ordering::Less {
                 low = mid;
             } else {
                 high = mid - 1;
@@ -202,31 +286,16 @@ impl BlockCursor {
     #[inline]
     fn decode_at(&mut self, block: &[u8], offset: usize) -> Result<(), DecodeError> {
         self.valid = false;
-        let entries = &block[..self.layout.entries_end];
-        let mut pos = offset;
-        let truncated = DecodeError::at(offset, "entry header truncated");
-        let shared = get_varint(entries, &mut pos).ok_or(truncated)?;
-        let unshared = get_varint(entries, &mut pos).ok_or(truncated)?;
-        let value_len = get_varint(entries, &mut pos).ok_or(truncated)?;
-        if shared > self.key.len() as u64 {
-            return Err(DecodeError::at(
-                offset,
-                "entry shares more than the previous key",
-            ));
-        }
-        let remaining = (entries.len() - pos) as u64;
-        if unshared > remaining || value_len > remaining - unshared {
-            return Err(DecodeError::at(offset, "entry runs past the block"));
-        }
-        let key_end = pos + unshared as usize;
-        self.key.truncate(shared as usize);
-        self.key.extend_from_slice(&entries[pos..key_end]);
-        if self.key.len() < TRAILER_LEN || self.key[self.key.len() - 1] > 1 {
+        let header = self.layout.entry_header(block, offset, self.key.len())?;
+        self.key.truncate(header.shared);
+        self.key
+            .extend_from_slice(&block[header.unshared_start..header.key_end]);
+        if !is_internal_key(&self.key) {
             return Err(DecodeError::at(offset, "entry key is not an internal key"));
         }
         self.current = offset;
-        self.value_start = key_end;
-        self.value_end = key_end + value_len as usize;
+        self.value_start = header.key_end;
+        self.value_end = header.value_end;
         self.next = self.value_end;
         while self.restart_index + 1 < self.layout.restart_count
             && self.layout.restart_offset(block, self.restart_index + 1)? <= offset
@@ -251,7 +320,15 @@ mod tests {
     use shoal_compaction::key::{encode, EntryKind};
 
     fn build(entries: &[(Vec<u8>, Vec<u8>)], restart_interval: usize) -> Vec<u8> {
-        let mut builder = BlockBuilder::new(restart_interval);
+        build_spanned(entries, restart_interval, usize::MAX)
+    }
+
+    fn build_spanned(
+        entries: &[(Vec<u8>, Vec<u8>)],
+        restart_interval: usize,
+        restart_span_bytes: usize,
+    ) -> Vec<u8> {
+        let mut builder = BlockBuilder::new(restart_interval, restart_span_bytes);
         for (k, v) in entries {
             builder.add(k, v);
         }
@@ -293,9 +370,15 @@ mod tests {
     #[test]
     fn reads_back_forward_backward_and_seeks() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
-        for (count, interval) in [(0, 1), (1, 16), (2, 1), (50, 1), (200, 3), (300, 16)] {
+        // Restarts by count alone, then also by size (every entry, runs of ~2 and ~4
+        // entries); the few restarts of the small blocks are loaded before a seek.
+        let shapes = [(0, 1), (1, 16), (2, 1), (50, 1), (200, 3), (300, 16)]
+            .into_iter()
+            .map(|(count, interval)| (count, interval, usize::MAX))
+            .chain([(40, 16, 0), (60, 16, 40), (120, 16, 80), (7, 16, 30)]);
+        for (count, interval, span) in shapes {
             let entries = random_entries(&mut rng, count);
-            let block = build(&entries, interval);
+            let block = build_spanned(&entries, interval, span);
             let mut cursor = BlockCursor::default();
             cursor.reset(BlockLayout::parse(&block).unwrap());
 
@@ -381,6 +464,36 @@ mod tests {
         assert!(
             compressed * 2 < raw_bytes,
             "{compressed} vs raw {raw_bytes}"
+        );
+    }
+
+    fn restart_count(block: &[u8]) -> usize {
+        BlockLayout::parse(block).unwrap().restart_count
+    }
+
+    #[test]
+    fn large_entries_each_restart_and_small_ones_share_prefixes() {
+        let entries = |value_len: usize| -> Vec<(Vec<u8>, Vec<u8>)> {
+            (0..32u32)
+                .map(|i| {
+                    let user = format!("collection-0001/item-{i:05}");
+                    let key = encode(user.as_bytes(), 5, EntryKind::Put);
+                    (key, vec![7; value_len])
+                })
+                .collect()
+        };
+        // Entries past the span each start a restart, whatever the count interval.
+        assert_eq!(restart_count(&build_spanned(&entries(600), 16, 512)), 32);
+        assert_eq!(restart_count(&build(&entries(600), 16)), 2);
+        // Small ones keep sharing key prefixes until their run reaches the span: a run's
+        // first entry is 79 bytes, the rest 49 (6 of their 36 key bytes unshared), so the
+        // 11th entry of a run restarts.
+        assert_eq!(restart_count(&build_spanned(&entries(40), 16, 512)), 4);
+        assert_eq!(restart_count(&build(&entries(40), 16)), 2);
+        // ... and under 16 entries of 20 bytes stay one run of the count interval.
+        assert_eq!(
+            restart_count(&build_spanned(&entries(20)[..16], 16, 512)),
+            1
         );
     }
 

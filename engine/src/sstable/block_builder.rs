@@ -7,6 +7,9 @@ pub(crate) struct BlockBuilder {
     buf: Vec<u8>,
     restarts: Vec<u32>,
     restart_interval: usize,
+    /// A restart point also starts once the entries since the last one hold this many
+    /// bytes (see `TableOptions::restart_span_bytes`).
+    restart_span_bytes: usize,
     entry_count: usize,
     /// Entries since the last restart point; starts "full" so the first entry restarts.
     entries_since_restart: usize,
@@ -14,11 +17,12 @@ pub(crate) struct BlockBuilder {
 }
 
 impl BlockBuilder {
-    pub fn new(restart_interval: usize) -> BlockBuilder {
+    pub fn new(restart_interval: usize, restart_span_bytes: usize) -> BlockBuilder {
         BlockBuilder {
             buf: Vec::new(),
             restarts: Vec::new(),
             restart_interval: restart_interval.max(1),
+            restart_span_bytes,
             entry_count: 0,
             entries_since_restart: restart_interval.max(1),
             last_key: Vec::new(),
@@ -28,7 +32,10 @@ impl BlockBuilder {
     /// Appends an entry. The caller guarantees keys arrive in increasing order and that the
     /// block stays under 4 GiB (offsets are u32).
     pub fn add(&mut self, key: &[u8], value: &[u8]) {
-        let shared = if self.entries_since_restart == self.restart_interval {
+        let span_bytes = self.buf.len() - self.restarts.last().map_or(0, |r| *r as usize);
+        let shared = if self.entries_since_restart == self.restart_interval
+            || span_bytes >= self.restart_span_bytes
+        {
             self.restarts.push(self.buf.len() as u32);
             self.entries_since_restart = 0;
             0

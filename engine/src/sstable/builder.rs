@@ -46,7 +46,7 @@ impl BuildBuffers {
             unwritten: Vec::with_capacity(WRITE_CHUNK_BYTES + BLOCK_SIZE_MAX_BYTES),
             prefix_hashes: Vec::new(),
             key_hashes: Vec::new(),
-            index_block: BlockBuilder::new(INDEX_RESTART_INTERVAL),
+            index_block: BlockBuilder::new(INDEX_RESTART_INTERVAL, usize::MAX),
         }
     }
 
@@ -97,6 +97,7 @@ impl TableBuilder {
         let options = TableOptions {
             block_size_bytes: options.block_size_bytes.clamp(1, BLOCK_SIZE_MAX_BYTES),
             restart_interval: options.restart_interval.max(1),
+            restart_span_bytes: options.restart_span_bytes,
             bloom_bits_per_key: options.bloom_bits_per_key.min(BLOOM_BITS_PER_KEY_MAX),
             prefix: options.prefix,
         };
@@ -116,7 +117,7 @@ impl TableBuilder {
                 offset,
                 failed: false,
             },
-            data_block: BlockBuilder::new(options.restart_interval),
+            data_block: BlockBuilder::new(options.restart_interval, options.restart_span_bytes),
             index_block: buffers.index_block,
             options,
             prefix_hashes: buffers.prefix_hashes,
@@ -298,7 +299,7 @@ impl Drop for TableBuilder {
             unwritten: std::mem::take(&mut self.output.unwritten),
             prefix_hashes: std::mem::take(&mut self.prefix_hashes),
             key_hashes: std::mem::take(&mut self.key_hashes),
-            index_block: std::mem::replace(&mut self.index_block, BlockBuilder::new(1)),
+            index_block: std::mem::replace(&mut self.index_block, BlockBuilder::new(1, usize::MAX)),
         };
         if buffers.capacity_bytes() > BUILD_BUFFERS_RETAINED_BYTES_MAX {
             return;

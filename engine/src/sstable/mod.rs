@@ -44,9 +44,12 @@
 //! ```
 //!
 //! Each key is stored as the length of the prefix it shares with the previous key plus the
-//! bytes that differ. Every `restart_interval` entries the sharing restarts (`shared = 0`)
-//! and the entry's offset is recorded in the restart array; a seek binary-searches the
-//! restart keys and then scans at most one interval, and a step backwards decodes forward
+//! bytes that differ. Every `restart_interval` entries, and in data blocks also once the
+//! entries since the last restart hold `restart_span_bytes`, the sharing restarts
+//! (`shared = 0`) and the entry's offset is recorded in the restart array. Where restarts
+//! fall is the writer's choice, not part of the format: a reader takes them from the array
+//! (tables written before restarts by size read as they did). A seek binary-searches the
+//! restart keys and then scans at most one run, and a step backwards decodes forward
 //! from the restart point before the current entry. A restart count of zero means an empty
 //! block. Every key is a full internal key (at least 8 bytes, kind byte 0 or 1).
 //!
@@ -134,6 +137,13 @@ pub struct TableOptions {
     pub block_size_bytes: usize,
     /// Keys between restart points in a data block (0 is taken as 1).
     pub restart_interval: usize,
+    /// A data block's restart point also starts once the entries since the last one hold
+    /// this many bytes (`usize::MAX`: by count alone). Large entries then each start one:
+    /// a point seek's binary search over the restarts lands on its entry, where a walk
+    /// from one restart decoded every entry before it, a cache miss each that could only
+    /// start once the one before was decoded (4 KiB blocks of 1 KB items held 4 entries
+    /// behind one restart). Small entries keep their prefix compression.
+    pub restart_span_bytes: usize,
     /// Bloom filter bits per distinct prefix; 0 writes no filter (clamped to <= 64).
     pub bloom_bits_per_key: usize,
     /// Maps a user key to the prefix the bloom filter is built on.
@@ -145,6 +155,7 @@ impl Default for TableOptions {
         TableOptions {
             block_size_bytes: 4096,
             restart_interval: 16,
+            restart_span_bytes: 512,
             bloom_bits_per_key: 10,
             prefix: whole_key,
         }

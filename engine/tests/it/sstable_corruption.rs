@@ -38,6 +38,8 @@ fn small_table() -> (Entries, Vec<u8>) {
     let options = TableOptions {
         block_size_bytes: 128,
         restart_interval: 4,
+        // Restarts by size too, so blocks mix both kinds of run.
+        restart_span_bytes: 40,
         bloom_bits_per_key: 10,
         prefix: two_byte_prefix,
     };

@@ -64,14 +64,19 @@ fn options_strategy() -> impl Strategy<Value = TableOptions> {
     (
         16usize..600,
         1usize..8,
+        // By count alone, or also by size: every entry (0) to runs of several.
+        prop_oneof![Just(usize::MAX), 0usize..120],
         prop_oneof![Just(0usize), Just(10usize)],
     )
         .prop_map(
-            |(block_size_bytes, restart_interval, bloom_bits_per_key)| TableOptions {
-                block_size_bytes,
-                restart_interval,
-                bloom_bits_per_key,
-                prefix: two_byte_prefix,
+            |(block_size_bytes, restart_interval, restart_span_bytes, bloom_bits_per_key)| {
+                TableOptions {
+                    block_size_bytes,
+                    restart_interval,
+                    restart_span_bytes,
+                    bloom_bits_per_key,
+                    prefix: two_byte_prefix,
+                }
             },
         )
 }
