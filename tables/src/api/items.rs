@@ -114,6 +114,14 @@ impl Serialize for JsonItem {
     }
 }
 
+impl Drop for JsonItem {
+    fn drop(&mut self) {
+        if let JsonItem::Written { json, .. } = self {
+            crate::core::item_codec::recycle_json_buffer(std::mem::take(json).into_bytes());
+        }
+    }
+}
+
 impl From<Item> for JsonItem {
     fn from(item: Item) -> JsonItem {
         JsonItem::Built(item)

@@ -28,6 +28,7 @@
 //! checksummed blocks, so a failure here means a bug or a format mismatch, never data to
 //! trust.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use shoal_model::json::encode_base64;
@@ -422,7 +423,7 @@ impl ItemForm for JsonItem {
 /// answers, or fails, exactly as it did through the decoder.
 pub fn item_json(bytes: &[u8]) -> Result<(String, u64), CodecError> {
     // JSON adds a type tag and quotes per value to the stored bytes.
-    let mut out = Vec::with_capacity(bytes.len() + bytes.len() / 2 + 16);
+    let mut out = json_buffer(bytes.len() + bytes.len() / 2 + 16);
     let mut reader = Reader { bytes, offset: 0 };
     let transcoded = reader.item_json(&mut out);
     if let (Ok(size_bytes), Ok(json)) = (transcoded, String::from_utf8(out)) {
@@ -437,6 +438,46 @@ pub fn item_json(bytes: &[u8]) -> Result<(String, u64), CodecError> {
             detail: "item not writable as JSON",
         })?;
     Ok((json, shoal_model::item_size_bytes(&item) as u64))
+}
+
+thread_local! {
+    /// Buffers of items' JSON freed on this thread ([`recycle_json_buffer`]), for the next
+    /// [`item_json`] to write into.
+    static FREE_JSON_BUFFERS: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Freed buffers a thread keeps: a page of a Query or Scan answers up to its Limit's
+/// items, 50 in `shoal bench`.
+const FREE_JSON_BUFFERS_MAX: usize = 64;
+
+/// The largest buffer kept for reuse, so a thread keeps at most 512 KiB.
+const FREE_JSON_BUFFER_CAPACITY_BYTES_MAX: usize = 8 * 1024;
+
+/// An empty buffer of at least `capacity_bytes`, reused if this thread freed one.
+fn json_buffer(capacity_bytes: usize) -> Vec<u8> {
+    let mut buffer = FREE_JSON_BUFFERS
+        .with(|free| free.borrow_mut().pop())
+        .unwrap_or_default();
+    buffer.reserve(capacity_bytes);
+    buffer
+}
+
+/// Gives back the buffer of an item's JSON once it has been answered. Why: a page's items
+/// were each written into a buffer of their own, all freed together once the answer was
+/// written; with freed memory returned to the OS at once (`shoal serve`'s allocator
+/// setting), every page faulted its buffers' memory back in, which doubled a Scan's server
+/// CPU. Kept buffers are bounded in number and size.
+pub(crate) fn recycle_json_buffer(mut buffer: Vec<u8>) {
+    if buffer.capacity() > FREE_JSON_BUFFER_CAPACITY_BYTES_MAX {
+        return;
+    }
+    buffer.clear();
+    FREE_JSON_BUFFERS.with(|free| {
+        let mut free = free.borrow_mut();
+        if free.len() < FREE_JSON_BUFFERS_MAX {
+            free.push(buffer);
+        }
+    });
 }
 
 impl Reader<'_> {
@@ -694,6 +735,43 @@ mod tests {
     }
 
     /// `item_json`'s answer, or its error, as decoding then writing gives it.
+    /// A freed item's buffer is the next one written into, on the same thread; a thread
+    /// keeps at most `FREE_JSON_BUFFERS_MAX` of them, none larger than
+    /// `FREE_JSON_BUFFER_CAPACITY_BYTES_MAX`.
+    #[test]
+    fn freed_json_buffers_are_reused_and_bounded() {
+        let count_free = || FREE_JSON_BUFFERS.with(|free| free.borrow().len());
+        let mut item = Item::new();
+        item.insert("k".to_string(), AttributeValue::S("v".repeat(100)));
+        let bytes = encode_item(&item);
+        let (json, _) = item_json(&bytes).unwrap();
+        let address = json.as_ptr();
+        assert_eq!(count_free(), 0);
+        drop(JsonItem::Written {
+            json,
+            size_bytes: 0,
+        });
+        assert_eq!(count_free(), 1);
+        let (again, _) = item_json(&bytes).unwrap();
+        assert_eq!(
+            again.as_ptr(),
+            address,
+            "the freed buffer is written into again"
+        );
+        assert_eq!(count_free(), 0);
+        // The neighbouring cases: an item built in memory gives nothing back, and neither
+        // does a buffer over the size kept.
+        drop(JsonItem::Built(item));
+        assert_eq!(count_free(), 0);
+        recycle_json_buffer(Vec::with_capacity(FREE_JSON_BUFFER_CAPACITY_BYTES_MAX + 1));
+        assert_eq!(count_free(), 0);
+        for _ in 0..FREE_JSON_BUFFERS_MAX + 10 {
+            recycle_json_buffer(Vec::with_capacity(16));
+        }
+        assert_eq!(count_free(), FREE_JSON_BUFFERS_MAX);
+        drop(again);
+    }
+
     fn decoded_json(bytes: &[u8]) -> Result<(String, u64), CodecError> {
         let item = decode_item(bytes)?;
         let json = json_text::to_vec(&item).expect("an item is written");
