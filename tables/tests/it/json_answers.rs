@@ -90,21 +90,13 @@ fn get_item_bodies() -> Vec<serde_json::Value> {
 fn get_item_answers_the_decoded_items_text_byte_for_byte() {
     let db = open();
     for body in get_item_bodies() {
-        let text = serde_json::to_vec(&body).unwrap();
-        let (answer, charge) = db.execute_json_text_charged(None, "GetItem", &text);
-        let answer = answer.unwrap();
-        let input: GetItemInput = serde_json::from_value(body.clone()).unwrap();
-        let typed = db.get_item(input).unwrap();
-        let expected = json_text::to_vec(&typed).unwrap();
-        assert_eq!(
-            String::from_utf8_lossy(&answer),
-            String::from_utf8_lossy(&expected),
-            "{body}"
-        );
-        let returned = charge.returned.unwrap();
-        assert_eq!(returned.items, u64::from(typed.item.is_some()), "{body}");
-        let size = typed.item.as_ref().map_or(0, shoal_model::item_size_bytes);
-        assert_eq!(returned.bytes, size as u64, "{body}");
+        let typed = |body: serde_json::Value| {
+            db.get_item(serde_json::from_value::<GetItemInput>(body).unwrap())
+                .unwrap()
+        };
+        assert_text_matches_typed(&db, "GetItem", &body, typed, |answer| {
+            answer.item.iter().cloned().collect()
+        });
     }
 }
 
@@ -154,25 +146,13 @@ fn batch_get_item_answers_the_decoded_items_text_byte_for_byte() {
             if let Some(capacity) = capacity {
                 body["ReturnConsumedCapacity"] = json!(capacity);
             }
-            let text = serde_json::to_vec(&body).unwrap();
-            let (answer, charge) = db.execute_json_text_charged(None, "BatchGetItem", &text);
-            let answer = answer.unwrap();
-            let input: BatchGetItemInput = serde_json::from_value(body.clone()).unwrap();
-            let typed = db.batch_get_item(input).unwrap();
-            let expected = json_text::to_vec(&typed).unwrap();
-            assert_eq!(
-                String::from_utf8_lossy(&answer),
-                String::from_utf8_lossy(&expected),
-                "{body}"
-            );
-            let items: Vec<_> = typed.responses.values().flatten().collect();
-            let returned = charge.returned.unwrap();
-            assert_eq!(returned.items, items.len() as u64);
-            let size: usize = items
-                .iter()
-                .map(|item| shoal_model::item_size_bytes(item))
-                .sum();
-            assert_eq!(returned.bytes, size as u64, "{body}");
+            let typed = |body: serde_json::Value| {
+                db.batch_get_item(serde_json::from_value::<BatchGetItemInput>(body).unwrap())
+                    .unwrap()
+            };
+            assert_text_matches_typed(&db, "BatchGetItem", &body, typed, |answer| {
+                answer.responses.values().flatten().cloned().collect()
+            });
         }
     }
 }
