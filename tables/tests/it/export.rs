@@ -832,6 +832,42 @@ fn an_export_while_writes_go_on_is_the_table_at_one_instant() {
     );
 }
 
+/// Waits (up to 10 s) until the newest entry of point-in-time recovery's clock holds every
+/// write: the entry's own write, which takes the sequence number after the one it records,
+/// is the last one made.
+fn wait_for_clock_entry_after_every_write(db: &Database) {
+    let clock = db
+        .lsm()
+        .tree_id("pitr-clock")
+        .expect("the clock tree exists");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let newest = db
+            .lsm()
+            .scan(
+                clock,
+                std::ops::Bound::Unbounded,
+                std::ops::Bound::Unbounded,
+                shoal_engine::Direction::Reverse,
+                None,
+                1,
+            )
+            .unwrap();
+        let recorded_seq = newest
+            .first()
+            .map(|(_, value)| u64::from_be_bytes(value[..8].try_into().unwrap()));
+        let visible_seq = db.lsm().visible_seq();
+        if recorded_seq.is_some_and(|recorded_seq| recorded_seq + 1 >= visible_seq) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no clock entry after the writes: {recorded_seq:?}, visible {visible_seq}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// An ExportTime in the past exports the table as it was then, from the history
 /// point-in-time recovery keeps, though the items have been overwritten and deleted since
 /// and the tree flushed and compacted.
@@ -842,8 +878,10 @@ fn an_export_at_a_past_time_is_the_table_then() {
     let db = Database::open_in_memory(options(Some(root.path()))).unwrap();
     create_indexed(&db, "Tbl");
     let then = put_all(&db, "Tbl", (0..300).map(rich_item).collect());
-    // Past a clock entry taken after the writes, before the next ones.
-    std::thread::sleep(Duration::from_millis(60));
+    // Past a clock entry taken after the writes, before the next ones. The upkeep thread
+    // takes one every 10 ms, but on a loaded machine it may not run for longer than a fixed
+    // sleep (which once let the export miss the last 25 items): wait for that entry.
+    wait_for_clock_entry_after_every_write(&db);
     let export_time = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
