@@ -613,16 +613,13 @@ impl<F: ItemForm> PageEntry<F> {
     /// The decoded entry a filter, a projection or a fetch works on: always there, since
     /// `read_page` reads an entry whole only when none of them applies.
     fn needed(&self) -> Result<&Item, ApiError> {
-        self.decoded()
-            .ok_or_else(|| internal("a page entry read whole was asked for its attributes"))
+        self.decoded().ok_or_else(read_whole)
     }
 
     fn into_decoded(self) -> Result<Item, ApiError> {
         match self {
             PageEntry::Decoded(item) => Ok(item),
-            PageEntry::Whole(_) => Err(internal(
-                "a page entry read whole was asked for its attributes",
-            )),
+            PageEntry::Whole(_) => Err(read_whole()),
         }
     }
 
@@ -632,6 +629,12 @@ impl<F: ItemForm> PageEntry<F> {
             PageEntry::Whole(form) => form,
         }
     }
+}
+
+/// The internal error of a page entry read whole and then asked for its attributes, which
+/// `read_page` never does.
+fn read_whole() -> ApiError {
+    internal("a page entry read whole was asked for its attributes")
 }
 
 fn key_value<'i>(
