@@ -376,10 +376,11 @@ fn scan_answers_the_decoded_items_text_byte_for_byte() {
 }
 
 /// Items of 4,012 bytes (`pk` and `p`: 3, `sk` and `s000`: 6, `pad` and 4,000 bytes: 4,003)
-/// read by a Query over JSON text: one page sums its items' sizes and rounds up to 4 KB
-/// units (SPEC §5), halved when eventually consistent.
+/// read by a Query or a Scan over JSON text: one page sums its items' sizes and rounds up
+/// to 4 KB units (SPEC §5), halved when eventually consistent. A BatchGetItem rounds up
+/// each item instead.
 #[test]
-fn query_answered_as_text_charges_the_units_counted_by_hand() {
+fn query_scan_and_batch_answered_as_text_charge_the_units_counted_by_hand() {
     let db = open();
     let s = |name: &str| json!({"AttributeName": name, "AttributeType": "S"});
     db.execute(
@@ -399,6 +400,7 @@ fn query_answered_as_text_charges_the_units_counted_by_hand() {
         db.execute("PutItem", json!({"TableName": "Sized", "Item": item}))
             .unwrap();
     }
+    let mut cases = Vec::new();
     for (limit, consistent, units, bytes) in [
         (1, true, 1.0, 4012),
         (2, true, 2.0, 8024),  // 8,024 bytes: 1.96 units, rounded up to 2
@@ -406,19 +408,46 @@ fn query_answered_as_text_charges_the_units_counted_by_hand() {
         (3, false, 1.5, 12036),
         (5, false, 2.5, 20060), // 20,060 bytes: 4.9 units, 5, halved
     ] {
-        let body = json!({"TableName": "Sized", "KeyConditionExpression": "pk = :p",
+        let query = json!({"TableName": "Sized", "KeyConditionExpression": "pk = :p",
             "ExpressionAttributeValues": {":p": {"S": "p"}}, "Limit": limit,
             "ConsistentRead": consistent, "ReturnConsumedCapacity": "TOTAL"});
+        cases.push(("Query", query, "Sized", limit, units, bytes));
+        let scan = json!({"TableName": "Sized", "Limit": limit,
+            "ConsistentRead": consistent, "ReturnConsumedCapacity": "TOTAL"});
+        cases.push(("Scan", scan, "Sized", limit, units, bytes));
+    }
+    // `big` (4,605 bytes: 2 units) and `a` (under 4 KB: 1 unit) are 3 units strongly
+    // consistent, 1.5 eventually; their sum rounded up as one would be 2.
+    let a_bytes = db
+        .get_item(
+            serde_json::from_value(json!({"TableName": "Tbl", "Key": {"k": {"S": "a"}}})).unwrap(),
+        )
+        .unwrap()
+        .item
+        .map(|item| shoal_model::item_size_bytes(&item) as u64)
+        .unwrap();
+    assert!(a_bytes + 4605 < 8192, "{a_bytes}");
+    for (consistent, units) in [(true, 3.0), (false, 1.5)] {
+        let batch = json!({"RequestItems": {"Tbl": {"ConsistentRead": consistent,
+            "Keys": [{"k": {"S": "big"}}, {"k": {"S": "a"}}]}}, "ReturnConsumedCapacity": "TOTAL"});
+        cases.push(("BatchGetItem", batch, "Tbl", 2, units, 4605 + a_bytes));
+    }
+    for (operation, body, table, items, units, bytes) in cases {
         let (answer, charge) =
-            db.execute_json_text_charged(None, "Query", &serde_json::to_vec(&body).unwrap());
+            db.execute_json_text_charged(None, operation, &serde_json::to_vec(&body).unwrap());
         let answer: serde_json::Value = serde_json::from_slice(&answer.unwrap()).unwrap();
+        let consumed = match operation {
+            "BatchGetItem" => answer["ConsumedCapacity"][0].clone(),
+            _ => answer["ConsumedCapacity"].clone(),
+        };
         assert_eq!(
-            answer["ConsumedCapacity"],
-            json!({"TableName": "Sized", "CapacityUnits": units}),
+            consumed,
+            json!({"TableName": table, "CapacityUnits": units}),
             "{body}"
         );
-        assert_eq!(answer["Count"], json!(limit), "{body}");
         assert_eq!(charge.units, Some(units), "{body}");
-        assert_eq!(charge.returned.unwrap().bytes, bytes, "{body}");
+        let returned = charge.returned.unwrap();
+        assert_eq!(returned.items, items, "{body}");
+        assert_eq!(returned.bytes, bytes, "{body}");
     }
 }
