@@ -157,7 +157,10 @@ pub struct PolicyOptions {
     /// time, and a 10 GB sustained run's slowest tenth fell to half its mean
     /// (docs/PERFORMANCE.md, sustained ingest).
     pub slowdown_rate_start_bytes_per_sec: u64,
-    /// ...falling geometrically to this rate at the hard threshold (at least 1 KiB/s).
+    /// ...falling geometrically to this rate three quarters of the way to the hard threshold
+    /// (clamped between the minimum and the start)...
+    pub slowdown_rate_knee_bytes_per_sec: u64,
+    /// ...and on to this rate at the hard threshold (at least 1 KiB/s).
     pub slowdown_rate_min_bytes_per_sec: u64,
     /// Size ratio between adjacent levels (at least 2).
     pub level_ratio: u64,
@@ -186,6 +189,7 @@ impl Default for PolicyOptions {
             pending_max_delay_percent: 100,
             pending_slowdown_floor_bytes: 0,
             slowdown_rate_start_bytes_per_sec: 256 << 20,
+            slowdown_rate_knee_bytes_per_sec: 64 << 20,
             slowdown_rate_min_bytes_per_sec: 256 << 10,
             level_ratio: 10,
             base_level_bytes: 64 << 20,
@@ -291,6 +295,10 @@ pub fn pick(view: &LevelsView, opts: &PolicyOptions) -> Option<Job> {
     }
 }
 
+/// How far between the soft and the hard threshold the write rate reaches
+/// `slowdown_rate_knee_bytes_per_sec` (see [`write_rate_limit`]).
+pub const SLOWDOWN_KNEE_FRACTION: f64 = 0.75;
+
 /// The lowest write rate any option can ask for: a slowed writer always makes progress.
 pub const SLOWDOWN_RATE_FLOOR_BYTES_PER_SEC: u64 = 1 << 10;
 
@@ -305,8 +313,15 @@ pub const SLOWDOWN_RATE_FLOOR_BYTES_PER_SEC: u64 = 1 << 10;
 ///
 /// At the soft threshold the rate is `slowdown_rate_start_bytes_per_sec`; it falls
 /// geometrically with the backlog (a constant factor per step, as RocksDB's delayed write rate
-/// does) to `slowdown_rate_min_bytes_per_sec` at the hard threshold, and stays there beyond
-/// it. A rate, not a delay per write: a writer slightly over the threshold is slowed slightly
+/// does) to `slowdown_rate_knee_bytes_per_sec` three quarters of the way to the hard
+/// threshold, then geometrically to `slowdown_rate_min_bytes_per_sec` at the hard threshold,
+/// and stays there beyond it. The knee keeps the fall gentle where a writer faster than
+/// compaction settles: falling straight from 256 MiB/s to 256 KiB/s (a factor of 1.8 per L0
+/// file), a 10 GB sustained run's writer swung between free and a tenth of its speed, and its
+/// slowest tenth ran at 0.56–0.63 of its mean; with the knee at 64 MiB/s, 0.70–0.77 (at
+/// 32 MiB/s, 0.60–0.62: the gentler the fall, the steadier the writer; docs/PERFORMANCE.md,
+/// sustained ingest). The last quarter still brings a writer that outruns compaction down
+/// to the minimum, as before. A rate, not a delay per write: a writer slightly over the threshold is slowed slightly
 /// whatever its batch size (a fixed 1 ms per write stopped a writer of 10 µs batches almost
 /// dead at the threshold), and a writer faster than compaction settles where the rate meets
 /// what compaction drains. The engine paces writes to it, never holding one more than a second.
@@ -325,7 +340,15 @@ pub fn write_rate_limit(view: &LevelsView, opts: &PolicyOptions) -> Option<u64> 
         .slowdown_rate_min_bytes_per_sec
         .max(SLOWDOWN_RATE_FLOOR_BYTES_PER_SEC);
     let start = opts.slowdown_rate_start_bytes_per_sec.max(min);
-    let rate = start as f64 * (min as f64 / start as f64).powf(fraction);
+    let knee = opts.slowdown_rate_knee_bytes_per_sec.clamp(min, start);
+    let geometric =
+        |from: u64, to: u64, part: f64| from as f64 * (to as f64 / from as f64).powf(part);
+    let rate = if fraction <= SLOWDOWN_KNEE_FRACTION {
+        geometric(start, knee, fraction / SLOWDOWN_KNEE_FRACTION)
+    } else {
+        let past_knee = (fraction - SLOWDOWN_KNEE_FRACTION) / (1.0 - SLOWDOWN_KNEE_FRACTION);
+        geometric(knee, min, past_knee)
+    };
     // Rounding can land a hair outside [min, start]; the ends are exact.
     Some((rate as u64).clamp(min, start))
 }
@@ -993,19 +1016,56 @@ mod tests {
     const START: u64 = 256 << 20;
     const MIN: u64 = 256 << 10;
 
+    const KNEE: u64 = 64 << 20;
+
     #[test]
-    fn write_rate_falls_geometrically_with_l0_and_bottoms_out() {
+    fn write_rate_falls_geometrically_with_l0_to_the_knee_then_bottoms_out() {
         let opts = PolicyOptions::default();
         let rate = |files| write_rate_limit(&view(vec![l0_files(files)]), &opts);
         assert_eq!(rate(11), None);
         assert_eq!(rate(12), Some(START));
-        // Halfway between the thresholds: the geometric mean of the two rates (8 MiB/s
-        // for 256 MiB/s and 256 KiB/s, to within rounding).
-        assert!(rate(18).unwrap().abs_diff(8 << 20) <= 1, "{:?}", rate(18));
+        // Three quarters of the way from 12 files to 24: the knee, 64 MiB/s.
+        assert_eq!(rate(21), Some(KNEE));
+        // Halfway, two thirds of the way to the knee: 256 MiB/s x (1/4)^(2/3) = 101.6 MiB/s
+        // (106,528,681 B/s); a quarter of the way, one third: x (1/4)^(1/3), 161.3 MiB/s.
+        assert!(
+            rate(18).unwrap().abs_diff(106_528_681) <= 1,
+            "{:?}",
+            rate(18)
+        );
+        assert!(
+            rate(15).unwrap().abs_diff(169_103_740) <= 1,
+            "{:?}",
+            rate(15)
+        );
+        // Past the knee the rest of the way down: at 23 files, two thirds of the last
+        // quarter, 64 MiB/s x (1/256)^(2/3) = 1.59 MiB/s (1,664,510 B/s).
+        assert!(rate(23).unwrap().abs_diff(1_664_510) <= 1, "{:?}", rate(23));
         let rates: Vec<u64> = (12..=24).map(|files| rate(files).unwrap()).collect();
         assert!(rates.windows(2).all(|pair| pair[0] > pair[1]), "{rates:?}");
         assert_eq!(rate(24), Some(MIN));
         assert_eq!(rate(100), Some(MIN));
+    }
+
+    #[test]
+    fn a_knee_outside_the_rates_is_clamped_to_them() {
+        // A knee above the start: the rate stays at the start to three quarters, then falls
+        // the whole way in the last quarter; below the minimum: it is reached at the knee.
+        let with_knee = |knee| PolicyOptions {
+            slowdown_rate_knee_bytes_per_sec: knee,
+            ..PolicyOptions::default()
+        };
+        let high = with_knee(u64::MAX);
+        let rate =
+            |opts: &PolicyOptions, files| write_rate_limit(&view(vec![l0_files(files)]), opts);
+        assert_eq!(rate(&high, 18), Some(START));
+        assert_eq!(rate(&high, 21), Some(START));
+        assert!(rate(&high, 23).unwrap() < START);
+        assert_eq!(rate(&high, 24), Some(MIN));
+        let low = with_knee(0);
+        assert!(rate(&low, 18).unwrap() < START);
+        assert_eq!(rate(&low, 21), Some(MIN));
+        assert_eq!(rate(&low, 24), Some(MIN));
     }
 
     #[test]

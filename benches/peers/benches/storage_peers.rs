@@ -17,6 +17,10 @@
 //! read-while-writing mix): each gets the ~1 KB record of a batch drawn uniformly from those
 //! written so far, and the run reports their reads per second and any key not found.
 //!
+//! `SHOAL_PEER_POLICY=field=value,...` sets fields of Shoal's compaction policy
+//! (`PolicyOptions`: the L0 thresholds, the pending-bytes percentages, the slowdown rates,
+//! `level_ratio`, `base_level_bytes`), for trying a policy on the same workload.
+//!
 //! `SHOAL_PEER_DIRECT_TABLE_WRITES=1` has Shoal write its SSTables around the page cache
 //! (`DbOptions::direct_table_writes`, off by default; `0` forces it off), for comparing the
 //! two. `SHOAL_PEER_WAL_MAPPED=0` has Shoal write its WAL with `write(2)` instead of through a
@@ -86,6 +90,37 @@ struct Shoal {
     index: TreeId,
 }
 
+/// The compaction policy, with `SHOAL_PEER_POLICY=field=value,...` overriding fields.
+fn policy_from_env() -> shoal_engine::PolicyOptions {
+    let mut policy = shoal_engine::PolicyOptions::default();
+    let Ok(spec) = std::env::var("SHOAL_PEER_POLICY") else {
+        return policy;
+    };
+    for pair in spec.split(',').filter(|pair| !pair.is_empty()) {
+        let (field, value) = pair
+            .split_once('=')
+            .unwrap_or_else(|| panic!("SHOAL_PEER_POLICY: {pair} is not field=value"));
+        let value: u64 = value
+            .parse()
+            .unwrap_or_else(|_| panic!("SHOAL_PEER_POLICY: {field} takes a whole number"));
+        match field {
+            "l0_trigger_files" => policy.l0_trigger_files = value as usize,
+            "l0_slowdown_files" => policy.l0_slowdown_files = value as usize,
+            "l0_max_delay_files" => policy.l0_max_delay_files = value as usize,
+            "pending_slowdown_percent" => policy.pending_slowdown_percent = value,
+            "pending_max_delay_percent" => policy.pending_max_delay_percent = value,
+            "slowdown_rate_start_bytes_per_sec" => policy.slowdown_rate_start_bytes_per_sec = value,
+            "slowdown_rate_min_bytes_per_sec" => policy.slowdown_rate_min_bytes_per_sec = value,
+            "slowdown_rate_knee_bytes_per_sec" => policy.slowdown_rate_knee_bytes_per_sec = value,
+            "level_ratio" => policy.level_ratio = value,
+            "base_level_bytes" => policy.base_level_bytes = value,
+            other => panic!("unknown policy field {other}"),
+        }
+    }
+    eprintln!("policy: {policy:?}");
+    policy
+}
+
 impl Shoal {
     fn open(dir: &std::path::Path, durability: Durability) -> Shoal {
         let db = Db::open(
@@ -112,6 +147,7 @@ impl Shoal {
                 memtable_size_bytes: 64 << 20,
                 memtable_size_bytes_min: 64 << 20,
                 write_buffer_bytes_max: usize::MAX,
+                compaction: policy_from_env(),
                 ..DbOptions::default()
             },
         )

@@ -242,6 +242,7 @@ fn write_rate_falls_as_l0_grows_and_bottoms_out() {
         l0_slowdown_files: 2,
         l0_max_delay_files: 6,
         slowdown_rate_start_bytes_per_sec: 1 << 20,
+        slowdown_rate_knee_bytes_per_sec: 128 << 10,
         slowdown_rate_min_bytes_per_sec: 16 << 10,
         ..PolicyOptions::default()
     };
