@@ -321,7 +321,9 @@ pub const SLOWDOWN_RATE_FLOOR_BYTES_PER_SEC: u64 = 1 << 10;
 /// slowest tenth ran at 0.56–0.63 of its mean; with the knee at 64 MiB/s, 0.70–0.77 (at
 /// 32 MiB/s, 0.60–0.62: the gentler the fall, the steadier the writer; docs/PERFORMANCE.md,
 /// sustained ingest). The last quarter still brings a writer that outruns compaction down
-/// to the minimum, as before. A rate, not a delay per write: a writer slightly over the threshold is slowed slightly
+/// to the minimum, as before.
+///
+/// A rate, not a delay per write: a writer slightly over the threshold is slowed slightly
 /// whatever its batch size (a fixed 1 ms per write stopped a writer of 10 µs batches almost
 /// dead at the threshold), and a writer faster than compaction settles where the rate meets
 /// what compaction drains. The engine paces writes to it, never holding one more than a second.
@@ -1090,6 +1092,8 @@ mod tests {
         assert_eq!(limit(400), (300, Some(START)));
         let middle = limit(700).1.unwrap();
         assert!(MIN < middle && middle < START, "{middle}");
+        // Three quarters of the way from 300 MiB waiting to 1000: the knee.
+        assert_eq!(limit(925), (825, Some(KNEE)));
         // (At 1200 MiB L5 is the largest level: its target is 120 MiB, 1080 MiB wait.)
         assert_eq!(limit(1200), (1080, Some(MIN)));
         // L5 outgrowing L6 (a backlog the writer built faster than compaction drains it):
