@@ -734,7 +734,6 @@ mod tests {
         )
     }
 
-    /// `item_json`'s answer, or its error, as decoding then writing gives it.
     /// A freed item's buffer is the next one written into, on the same thread; a thread
     /// keeps at most `FREE_JSON_BUFFERS_MAX` of them, none larger than
     /// `FREE_JSON_BUFFER_CAPACITY_BYTES_MAX`.
@@ -772,6 +771,7 @@ mod tests {
         drop(again);
     }
 
+    /// `item_json`'s answer, or its error, as decoding then writing gives it.
     fn decoded_json(bytes: &[u8]) -> Result<(String, u64), CodecError> {
         let item = decode_item(bytes)?;
         let json = json_text::to_vec(&item).expect("an item is written");
