@@ -297,7 +297,7 @@ pub fn pick(view: &LevelsView, opts: &PolicyOptions) -> Option<Job> {
 
 /// How far between the soft and the hard threshold the write rate reaches
 /// `slowdown_rate_knee_bytes_per_sec` (see [`write_rate_limit`]).
-pub const SLOWDOWN_KNEE_FRACTION: f64 = 0.75;
+const SLOWDOWN_KNEE_FRACTION: f64 = 0.75;
 
 /// The lowest write rate any option can ask for: a slowed writer always makes progress.
 pub const SLOWDOWN_RATE_FLOOR_BYTES_PER_SEC: u64 = 1 << 10;
