@@ -834,11 +834,12 @@ fn an_export_while_writes_go_on_is_the_table_at_one_instant() {
 
 /// Waits (up to 10 s) until the newest entry of point-in-time recovery's clock holds every
 /// write: the entry's own write, which takes the sequence number after the one it records,
-/// is the last one made.
+/// is the last one made. An entry's value is the sequence number it records, u64
+/// big-endian (`backups::pitr_clock`).
 fn wait_for_clock_entry_after_every_write(db: &Database) {
     let clock = db
         .lsm()
-        .tree_id("pitr-clock")
+        .tree_id(shoal_tables::backups::pitr_clock::PITR_CLOCK_TREE_NAME)
         .expect("the clock tree exists");
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
