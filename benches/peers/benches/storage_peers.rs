@@ -6,7 +6,8 @@
 //!
 //! `SHOAL_PEER_SUSTAINED_BATCHES=N` runs only a sustained comparison instead: one writer puts N
 //! batches (durability none) into each engine in turn, and the run reports throughput for
-//! the whole run and per tenth of it, process CPU per batch and the bytes on disk at the end.
+//! the whole run and per tenth of it, the slowest tenth's rate against the mean (how evenly
+//! the engine paced its writer), process CPU per batch and the bytes on disk at the end.
 //! Criterion's runs write well under a million batches, a burst that an engine can absorb
 //! by deferring compaction; N in the millions shows the rate each engine sustains once its
 //! compaction has to keep up. `SHOAL_PEER_SUSTAINED_ENGINES=shoal,rocksdb` (a comma-separated
@@ -501,7 +502,7 @@ fn sustained_writes(_: &mut Criterion) {
             written.store(n, AtomicOrdering::Relaxed);
             if n % (batches / TENTHS).max(1) == 0 {
                 let seconds = tenth_start.elapsed().as_secs_f64();
-                tenth_rates.push(format!("{:.1}k", (batches / TENTHS) as f64 / seconds / 1e3));
+                tenth_rates.push((batches / TENTHS) as f64 / seconds);
                 tenth_start = Instant::now();
             }
         }
@@ -521,13 +522,22 @@ fn sustained_writes(_: &mut Criterion) {
                 reads as f64 / elapsed.as_secs_f64() / 1e3
             );
         }
+        let mean_rate = batches as f64 / elapsed.as_secs_f64();
+        // How evenly the run was paced (docs/PERFORMANCE.md records it): the slowest tenth
+        // against the whole run's mean.
+        let slowest_tenth = tenth_rates.iter().copied().fold(f64::INFINITY, f64::min);
+        let tenths: Vec<String> = tenth_rates
+            .iter()
+            .map(|rate| format!("{:.1}k", rate / 1e3))
+            .collect();
         eprintln!(
-            "sustained/{engine_name}: {batches} batches in {:.1} s = {:.1}k batches/s, CPU per batch {:.1} µs, {:.0} MiB on disk at the end; per tenth: {}",
+            "sustained/{engine_name}: {batches} batches in {:.1} s = {:.1}k batches/s, CPU per batch {:.1} µs, {:.0} MiB on disk at the end; per tenth: {}; slowest tenth {:.2} of the mean",
             elapsed.as_secs_f64(),
-            batches as f64 / elapsed.as_secs_f64() / 1e3,
+            mean_rate / 1e3,
             cpu.as_secs_f64() * 1e6 / batches as f64,
             dir_bytes(dir.path()) as f64 / (1u64 << 20) as f64,
-            tenth_rates.join(" ")
+            tenths.join(" "),
+            slowest_tenth / mean_rate
         );
         if let Some(report) = engine.report() {
             eprintln!("sustained/{engine_name}: {report}");
