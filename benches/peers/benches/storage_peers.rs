@@ -13,7 +13,8 @@
 //! compaction has to keep up. `SHOAL_PEER_SUSTAINED_ENGINES=shoal,rocksdb` (a comma-separated
 //! list of `shoal`, `fjall`, `fjall_buffer`, `rocksdb`) runs only the engines named.
 //! `SHOAL_PEER_SUSTAINED_TRACE=1` prints the engine's report (writes slowed, write
-//! amplification, files and bytes per level) every two seconds of the run.
+//! amplification, files and bytes per level; for Shoal also each tree's bytes per level and
+//! the rate its backlog holds writers to) every two seconds of the run.
 //! `SHOAL_PEER_SUSTAINED_READERS=R` adds R threads that read while the writer writes (the
 //! read-while-writing mix): each gets the ~1 KB record of a batch drawn uniformly from those
 //! written so far, and the run reports their reads per second and any key not found.
@@ -176,13 +177,35 @@ impl Engine for Shoal {
     fn report(&self) -> Option<String> {
         let stats = self.db.stats();
         let mib = |bytes: &u64| format!("{:.0}", *bytes as f64 / (1u64 << 20) as f64);
+        // Each tree's own shape and brake: the totals above can hide that one tree, not
+        // the other, holds every batch (a batch waits for the slower of its two trees).
+        let trees: Vec<String> = [("items", self.items), ("index", self.index)]
+            .into_iter()
+            .map(|(name, tree)| {
+                let shape = self.db.tree_stats(tree).unwrap();
+                let rate = match self.db.write_rate_limit(tree) {
+                    Some(rate) => format!("{:.1} MiB/s", rate as f64 / (1u64 << 20) as f64),
+                    None => "free".to_owned(),
+                };
+                format!(
+                    "{name} [{}] {rate}",
+                    shape
+                        .level_bytes
+                        .iter()
+                        .map(mib)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })
+            .collect();
         Some(format!(
-            "{} writes slowed for compaction, {:.2} s in all; write amplification {:.2}; files per level {:?}, MiB per level [{}]",
+            "{} writes slowed for compaction, {:.2} s in all; write amplification {:.2}; files per level {:?}, MiB per level [{}]; {}",
             stats.write_stalls,
             stats.stall_time_total.as_secs_f64(),
             stats.write_amplification,
             stats.level_files,
-            stats.level_bytes.iter().map(mib).collect::<Vec<_>>().join(", ")
+            stats.level_bytes.iter().map(mib).collect::<Vec<_>>().join(", "),
+            trees.join("; ")
         ))
     }
 }
