@@ -176,7 +176,13 @@ impl Engine for Shoal {
 
     fn report(&self) -> Option<String> {
         let stats = self.db.stats();
-        let mib = |bytes: &u64| format!("{:.0}", *bytes as f64 / (1u64 << 20) as f64);
+        let mib_per_level = |level_bytes: &[u64]| {
+            level_bytes
+                .iter()
+                .map(|bytes| format!("{:.0}", *bytes as f64 / (1u64 << 20) as f64))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         // Each tree's own shape and brake: the totals above can hide that one tree, not
         // the other, holds every batch (a batch waits for the slower of its two trees).
         let trees: Vec<String> = [("items", self.items), ("index", self.index)]
@@ -187,15 +193,7 @@ impl Engine for Shoal {
                     Some(rate) => format!("{:.1} MiB/s", rate as f64 / (1u64 << 20) as f64),
                     None => "free".to_owned(),
                 };
-                format!(
-                    "{name} [{}] {rate}",
-                    shape
-                        .level_bytes
-                        .iter()
-                        .map(mib)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
+                format!("{name} [{}] {rate}", mib_per_level(&shape.level_bytes))
             })
             .collect();
         Some(format!(
@@ -204,7 +202,7 @@ impl Engine for Shoal {
             stats.stall_time_total.as_secs_f64(),
             stats.write_amplification,
             stats.level_files,
-            stats.level_bytes.iter().map(mib).collect::<Vec<_>>().join(", "),
+            mib_per_level(&stats.level_bytes),
             trees.join("; ")
         ))
     }
