@@ -43,7 +43,7 @@ use dynoxide::actions as dx;
 use serde_json::json;
 use shoal_tables::api::items::{GetItemInput, PutItemInput, UpdateItemInput};
 use shoal_tables::api::query::{QueryRequest, ScanRequest};
-use shoal_tables::{Database, Durability, Options};
+use shoal_tables::{Database, Durability, Options, StorageOptions};
 
 /// The allocator the `shoal` binary uses; both engines in this process share it.
 #[global_allocator]
@@ -469,7 +469,7 @@ fn open_shoal(dir: &Path, sync: bool) -> Database {
     // and the database reopened with the durability under test.
     let options = |durability| Options {
         storage: StorageOptions {
-            durability: durability,
+            durability,
             ..StorageOptions::default()
         },
         ..Options::default()
