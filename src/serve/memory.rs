@@ -261,9 +261,15 @@ mod tests {
         assert_eq!(purge_delay_ms(), 0);
     }
 
-    /// Constants in the executable's read-only data, three pages so two whole pages lie
-    /// inside.
-    static CONSTANT_BYTES: [u8; 3 * 4096] = [7; 3 * 4096];
+    /// The most a page fault maps around the faulting page (the kernel's fault-around
+    /// window, 64 KiB by default, aligned to its size).
+    const FAULT_AROUND_BYTES: usize = 64 << 10;
+
+    /// Constants in the executable's read-only data, three fault-around windows long so a
+    /// whole aligned window lies inside: any other test faulting in its own constants
+    /// meanwhile maps the window around them back in, and must not map the page this test
+    /// checks (it did, now and then, while tests ran in parallel).
+    static CONSTANT_BYTES: [u8; 3 * FAULT_AROUND_BYTES] = [7; 3 * FAULT_AROUND_BYTES];
 
     fn flags_of(address: usize) -> u64 {
         let pagemap = std::fs::File::open("/proc/self/pagemap").unwrap();
@@ -275,9 +281,9 @@ mod tests {
     fn start_up_pages_are_unmapped_and_private_copies_kept() {
         let page = shoal_vfs::page_size();
         let constants = std::hint::black_box(CONSTANT_BYTES.as_ptr()) as usize;
-        let read_page = constants.div_ceil(page) * page;
+        let read_page = constants.div_ceil(FAULT_AROUND_BYTES) * FAULT_AROUND_BYTES;
         let copied_page = read_page + page;
-        assert!(copied_page + page <= constants + CONSTANT_BYTES.len());
+        assert!(read_page + FAULT_AROUND_BYTES <= constants + CONSTANT_BYTES.len());
         // SAFETY: `read_page` lies inside CONSTANT_BYTES.
         assert_eq!(
             unsafe { std::ptr::read_volatile(read_page as *const u8) },
