@@ -320,8 +320,8 @@ pub const SLOWDOWN_RATE_FLOOR_BYTES_PER_SEC: u64 = 1 << 10;
 /// file), a 10 GB sustained run's writer swung between free and a tenth of its speed, and its
 /// slowest tenth ran at 0.56–0.63 of its mean; with the knee at 48 MiB/s, 0.71–0.78, and
 /// with a reader beside the writer (which settles near 70 MiB/s, past a knee at 64 MiB/s
-/// where the fall turns steep) 0.65–0.77 (docs/PERFORMANCE.md, sustained ingest). The last quarter still brings a writer that outruns compaction down
-/// to the minimum, as before.
+/// where the fall turns steep) 0.64–0.77 (docs/PERFORMANCE.md, sustained ingest). The last
+/// quarter still brings a writer that outruns compaction down to the minimum, as before.
 ///
 /// A rate, not a delay per write: a writer slightly over the threshold is slowed slightly
 /// whatever its batch size (a fixed 1 ms per write stopped a writer of 10 µs batches almost
