@@ -23,11 +23,12 @@
 //! - **Back-pressure.** Before a write, the touched trees' backlog gives a write rate from
 //!   `shoal_compaction::write_rate_limit`: none below `l0_slowdown_files` L0 files and (leveled)
 //!   below `pending_slowdown_percent` of the last level waiting to move down (and never
-//!   below what two L0 compactions bring), then falling geometrically to
-//!   `slowdown_rate_knee_bytes_per_sec` and on to `slowdown_rate_min_bytes_per_sec`. It is
-//!   computed per tree whenever a version is installed (`write_rates`, kept in the
-//!   superversion), so a write only looks its trees up. The `pacer` holds writers to it, never for more than a second per write:
-//!   slowed, never stopped. It only applies when background compaction runs; without it
+//!   below what [`PENDING_FLOOR_L0_COMPACTIONS`] L0 compactions bring), then falling
+//!   geometrically to `slowdown_rate_knee_bytes_per_sec` and on to
+//!   `slowdown_rate_min_bytes_per_sec`. It is computed per tree whenever a version is
+//!   installed (`write_rates`, kept in the superversion), so a write only looks its trees
+//!   up. The `pacer` holds writers to it, never for more than a second per write: slowed,
+//!   never stopped. It only applies when background compaction runs; without it
 //!   nothing would drain the backlog.
 
 use std::collections::BTreeSet;
