@@ -2,11 +2,13 @@
 //! workload's writes. Every acknowledged write must be there with its value, what survived
 //! must be a prefix of the writes (an unacknowledged write is there whole or not at all, a
 //! transaction all or nothing), and the stream must hold exactly one record per change of
-//! that prefix, in order. Items that had expired when they were put are checked apart, since
-//! Time to Live deletes them when it likes: each is there as written or deleted with a
-//! stream record that names the service, never twice and never a phantom, and gone within
-//! the run's bound at the end ([`History::expired_left`]). How the store is read (a database in this process, or a server over
-//! HTTP) is the caller's: it hands over an [`Observed`].
+//! that prefix, in order; when the table matches several prefixes, the stream picks among
+//! them ([`History::check`]). Items that had expired when they were put are checked apart,
+//! since Time to Live deletes them when it likes: each is there as written or deleted with
+//! a stream record that names the service, never twice and never a phantom, and gone within
+//! the run's bound at the end ([`History::expired_left`]). How the store is read (a
+//! database in this process, or a server over HTTP) is the caller's: it hands over an
+//! [`Observed`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -200,6 +202,15 @@ pub struct History {
     expired_lost: BTreeSet<u64>,
 }
 
+/// A prefix of the workload the table matches: operations `0..m`, the items they leave,
+/// their stream records (`records[i]` are operation `i`'s) and each key's last writer.
+struct Prefix {
+    m: u64,
+    model: Model,
+    records: Vec<Vec<(EventName, String)>>,
+    last_writer: BTreeMap<String, u64>,
+}
+
 impl History {
     pub fn new(seed: u64, transactions: bool, time_to_live: bool) -> History {
         History {
@@ -235,18 +246,21 @@ impl History {
             .partition(|(key, _)| is_expired_key(key));
         let stored = &stored;
         // Find the prefix the store holds: operations 0..m for m in applied..=acknowledged + 1.
+        // Several may match: a write that changed nothing visible (a put and then a delete
+        // of the same key) leaves the table as it was, survived or not.
         let mut model = self.model.clone();
         let mut records = self.records.clone();
         let mut last_writer = self.last_writer.clone();
-        let mut found = None;
-        let mut first_found = None;
+        let mut candidates = Vec::new();
         let mut m = self.applied;
         loop {
             if &model.items == stored {
-                first_found.get_or_insert(m);
-                // A later prefix may match too (a write that changed nothing visible); keep
-                // looking up to the in-flight operation and take the longest.
-                found = Some((m, model.clone(), records.clone(), last_writer.clone()));
+                candidates.push(Prefix {
+                    m,
+                    model: model.clone(),
+                    records: records.clone(),
+                    last_writer: last_writer.clone(),
+                });
             }
             if m > acknowledged {
                 break;
@@ -262,7 +276,7 @@ impl History {
             }
             m += 1;
         }
-        let Some((m, model, records, last_writer)) = found else {
+        let Some(first_found) = candidates.first().map(|prefix| prefix.m) else {
             self.diagnose(stored, acknowledged, report);
             return;
         };
@@ -275,11 +289,18 @@ impl History {
             }
             other => (other, None),
         };
+        let order = observed.stream_order;
+        let Prefix {
+            m,
+            model,
+            records,
+            last_writer,
+        } = self.choose_prefix(candidates, stream.as_ref(), order, acknowledged, lossy);
         // Operations before `certain` are in the store for sure; from there to `m` they
         // changed nothing visible and may be lost where that is allowed, or be the one in
         // flight.
         let certain = if lossy {
-            first_found.unwrap_or(m)
+            first_found
         } else {
             m.min(acknowledged)
         };
@@ -326,13 +347,44 @@ impl History {
             None => {}
             Some(Err(e)) => report.violate("stream unreadable", e),
             Some(Ok(stream)) => {
-                check_stream(self.seed, &stream, &records, observed.stream_order, report)
+                for (kind, what) in stream_problems(self.seed, &stream, &records, order) {
+                    report.violate(kind, what);
+                }
             }
         }
         self.applied = m;
         self.model = model;
         self.records = records;
         self.last_writer = last_writer;
+    }
+
+    /// Of the prefixes the table matches (`candidates`, shortest first, never empty), the
+    /// one that survived: the longest whose stream checks clean, since the stream tells apart
+    /// what the table cannot (a put and a delete of one key, both lost at a power loss, leave
+    /// the table as both surviving would). Without a stream, or when none checks clean, the
+    /// longest, whose problems are then reported. Where no acknowledged write may be lost,
+    /// only prefixes holding every acknowledged write are chosen from (when the table
+    /// matches one), so a stream missing an acknowledged write's record stays a violation.
+    fn choose_prefix(
+        &self,
+        mut candidates: Vec<Prefix>,
+        stream: Option<&Result<Vec<(EventName, String)>, String>>,
+        order: StreamOrder,
+        acknowledged: u64,
+        lossy: bool,
+    ) -> Prefix {
+        debug_assert!(!candidates.is_empty(), "the table matched some prefix");
+        let longest = candidates.last().map_or(0, |prefix| prefix.m);
+        let floor = if lossy { 0 } else { longest.min(acknowledged) };
+        let clean = match stream {
+            Some(Ok(stream)) => candidates.iter().rposition(|prefix| {
+                prefix.m >= floor
+                    && stream_problems(self.seed, stream, &prefix.records, order).is_empty()
+            }),
+            _ => None,
+        };
+        let chosen = clean.unwrap_or(candidates.len() - 1);
+        candidates.swap_remove(chosen)
     }
 
     /// Checks the expired items after a recovery in which operations `0..certain` survived,
@@ -646,14 +698,14 @@ fn read_back(key: &str, stored: &Items, expected: &BTreeMap<String, Item>) -> St
 
 /// Compares the stream with the changes of the surviving operations (`records[i]` are
 /// operation `i`'s): per key, exactly once and in order; with [`StreamOrder::Global`] also
-/// in one order for the whole table.
-fn check_stream(
+/// in one order for the whole table. Returns the problems found, as (kind, description).
+fn stream_problems(
     seed: u64,
     stream: &[(EventName, String)],
     records: &[Vec<(EventName, String)>],
     order: StreamOrder,
-    report: &mut CrashTestReport,
-) {
+) -> Vec<(&'static str, String)> {
+    let mut problems = Vec::new();
     let mut expected: BTreeMap<&str, Vec<(u64, EventName)>> = BTreeMap::new();
     for (i, changes) in records.iter().enumerate() {
         for (event, key) in changes {
@@ -688,19 +740,19 @@ fn check_stream(
         let expected_at = want.get(at).map_or("nothing".to_string(), |(i, event)| {
             format!("{} of {}", event.as_str(), operation(seed, *i).describe(*i))
         });
-        report.violate(
+        problems.push((
             kind,
             format!(
                 "{key}: {} records for {} changes; record {at} of the key is {read_at}, expected {expected_at}",
                 got.len(),
                 want.len()
             ),
-        );
+        ));
     }
     if order == StreamOrder::Global && !wrong {
         let flat: Vec<&(EventName, String)> = records.iter().flatten().collect();
         if let Some(at) = (0..stream.len()).find(|&i| &stream[i] != flat[i]) {
-            report.violate(
+            problems.push((
                 "stream out of order",
                 format!(
                     "record {at} is {} {}, the change was {} {}",
@@ -709,9 +761,10 @@ fn check_stream(
                     flat[at].0.as_str(),
                     flat[at].1
                 ),
-            );
+            ));
         }
     }
+    problems
 }
 
 /// Converts an item read back over HTTP into the model's form.
