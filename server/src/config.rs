@@ -49,8 +49,9 @@ pub const QUEUE_WAIT_MAX_DEFAULT: Duration = Duration::from_secs(5);
 /// Operations on the blocking pool at once by default: enough for group commit to gather
 /// many writers into each fsync, few enough that the threads' memory stays small. Each
 /// thread keeps its own allocator pages: a 256-connection PutItem load held 12 MiB less with
-/// 32 than with 64, but wrote 10–20% fewer items in four of four alternated pairs
-/// (docs/PERFORMANCE.md, Memory), so 64 stays.
+/// 32 than with 64, but wrote 10–20% fewer items in four of four alternated pairs; 48 held
+/// about 5 MiB less and wrote fewer in seven pairs of ten (median 3%; docs/PERFORMANCE.md,
+/// Memory), so 64 stays.
 pub const HANDLER_THREADS_DEFAULT: usize = 64;
 
 /// Largest key file accepted.
