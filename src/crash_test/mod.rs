@@ -683,10 +683,17 @@ mod tests {
         (db, observed)
     }
 
+    /// Checks `observed` as a recovery in which no acknowledged write may be lost.
     fn check(observed: Observed, acknowledged: u64) -> (History, CrashTestReport) {
+        check_as(observed, acknowledged, false)
+    }
+
+    /// Checks `observed`; `lossy`: as a power loss's recovery, where acknowledged writes may
+    /// be lost.
+    fn check_as(observed: Observed, acknowledged: u64, lossy: bool) -> (History, CrashTestReport) {
         let mut history = History::new(5, true, true);
         let mut report = CrashTestReport::default();
-        history.check(observed, acknowledged, false, &mut report);
+        history.check(observed, acknowledged, lossy, &mut report);
         (history, report)
     }
 
@@ -801,27 +808,19 @@ mod tests {
         unreachable!("the workload never ends")
     }
 
-    /// Checks `observed` as a power loss's recovery (acknowledged writes may be lost).
-    fn check_lossy(observed: Observed, acknowledged: u64) -> (History, CrashTestReport) {
-        let mut history = History::new(5, true, true);
-        let mut report = CrashTestReport::default();
-        history.check(observed, acknowledged, true, &mut report);
-        (history, report)
-    }
-
     #[test]
     fn a_put_and_its_delete_lost_at_a_power_loss_are_told_apart_by_the_stream() {
         let i = put_then_delete_of_an_absent_key();
         // Both acknowledged, both lost with the log's unsynced tail: the table matches the
         // prefixes 0..i and 0..i + 2, and only the stream says which survived.
         let (_, lost) = written(i);
-        let (history, report) = check_lossy(lost, i + 2);
+        let (history, report) = check_as(lost, i + 2, true);
         assert_eq!(report.violation_count(), 0, "{}", report.render());
         assert_eq!(history.applied, i);
         assert_eq!(report.acknowledged_lost_allowed, 2);
         // Both survived: the longer prefix, with their INSERT and REMOVE.
         let (_, kept) = written(i + 2);
-        let (history, report) = check_lossy(kept, i + 2);
+        let (history, report) = check_as(kept, i + 2, true);
         assert_eq!(report.violation_count(), 0, "{}", report.render());
         assert_eq!(history.applied, i + 2);
         assert_eq!(report.acknowledged_lost_allowed, 0);
@@ -836,7 +835,7 @@ mod tests {
                 .unwrap();
             stream.remove(remove);
         }
-        let (_, report) = check_lossy(half, i + 2);
+        let (_, report) = check_as(half, i + 2, true);
         assert!(
             report.violations.contains_key("stream record missing"),
             "{}",
