@@ -289,13 +289,21 @@ impl History {
             }
             other => (other, None),
         };
-        let order = observed.stream_order;
-        let Prefix {
-            m,
-            model,
-            records,
-            last_writer,
-        } = self.choose_prefix(candidates, stream.as_ref(), order, acknowledged, lossy);
+        let (
+            Prefix {
+                m,
+                model,
+                records,
+                last_writer,
+            },
+            stream_problems_found,
+        ) = self.choose_prefix(
+            candidates,
+            stream.as_ref(),
+            observed.stream_order,
+            acknowledged,
+            lossy,
+        );
         // Operations before `certain` are in the store for sure; from there to `m` they
         // changed nothing visible and may be lost where that is allowed, or be the one in
         // flight.
@@ -346,8 +354,8 @@ impl History {
         match stream {
             None => {}
             Some(Err(e)) => report.violate("stream unreadable", e),
-            Some(Ok(stream)) => {
-                for (kind, what) in stream_problems(self.seed, &stream, &records, order) {
+            Some(Ok(_)) => {
+                for (kind, what) in stream_problems_found {
                     report.violate(kind, what);
                 }
             }
@@ -359,12 +367,13 @@ impl History {
     }
 
     /// Of the prefixes the table matches (`candidates`, shortest first, never empty), the
-    /// one that survived: the longest whose stream checks clean, since the stream tells apart
-    /// what the table cannot (a put and a delete of one key, both lost at a power loss, leave
-    /// the table as both surviving would). Without a stream, or when none checks clean, the
-    /// longest, whose problems are then reported. Where no acknowledged write may be lost,
-    /// only prefixes holding every acknowledged write are chosen from (when the table
-    /// matches one), so a stream missing an acknowledged write's record stays a violation.
+    /// one that survived, with its stream problems (none without a stream): the longest
+    /// whose stream checks clean, since the stream tells apart what the table cannot (a put
+    /// and a delete of one key, both lost at a power loss, leave the table as both surviving
+    /// would). Without a stream, or when none checks clean, the longest. Where no
+    /// acknowledged write may be lost, only prefixes holding every acknowledged write are
+    /// chosen from (when the table matches one), so a stream missing an acknowledged
+    /// write's record stays a violation.
     fn choose_prefix(
         &self,
         mut candidates: Vec<Prefix>,
@@ -372,19 +381,34 @@ impl History {
         order: StreamOrder,
         acknowledged: u64,
         lossy: bool,
-    ) -> Prefix {
+    ) -> (Prefix, Vec<(&'static str, String)>) {
         debug_assert!(!candidates.is_empty(), "the table matched some prefix");
-        let longest = candidates.last().map_or(0, |prefix| prefix.m);
-        let floor = if lossy { 0 } else { longest.min(acknowledged) };
-        let clean = match stream {
-            Some(Ok(stream)) => candidates.iter().rposition(|prefix| {
-                prefix.m >= floor
-                    && stream_problems(self.seed, stream, &prefix.records, order).is_empty()
-            }),
-            _ => None,
+        let longest = candidates.len() - 1;
+        let Some(Ok(stream)) = stream else {
+            return (candidates.swap_remove(longest), Vec::new());
         };
-        let chosen = clean.unwrap_or(candidates.len() - 1);
-        candidates.swap_remove(chosen)
+        let floor = if lossy {
+            0
+        } else {
+            candidates[longest].m.min(acknowledged)
+        };
+        // Longest first; the longest is never below the floor, so its problems are known
+        // by the time the walk ends.
+        let mut longest_problems = None;
+        for at in (0..candidates.len()).rev() {
+            if candidates[at].m < floor {
+                break;
+            }
+            let problems = stream_problems(self.seed, stream, &candidates[at].records, order);
+            if problems.is_empty() {
+                return (candidates.swap_remove(at), problems);
+            }
+            longest_problems.get_or_insert(problems);
+        }
+        (
+            candidates.swap_remove(longest),
+            longest_problems.unwrap_or_default(),
+        )
     }
 
     /// Checks the expired items after a recovery in which operations `0..certain` survived,
