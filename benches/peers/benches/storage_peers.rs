@@ -176,10 +176,11 @@ impl Engine for Shoal {
 
     fn report(&self) -> Option<String> {
         let stats = self.db.stats();
+        let mib = |bytes: u64| bytes as f64 / (1u64 << 20) as f64;
         let mib_per_level = |level_bytes: &[u64]| {
             level_bytes
                 .iter()
-                .map(|bytes| format!("{:.0}", *bytes as f64 / (1u64 << 20) as f64))
+                .map(|bytes| format!("{:.0}", mib(*bytes)))
                 .collect::<Vec<_>>()
                 .join(", ")
         };
@@ -190,7 +191,7 @@ impl Engine for Shoal {
             .map(|(name, tree)| {
                 let shape = self.db.tree_stats(tree).unwrap();
                 let rate = match self.db.write_rate_limit(tree) {
-                    Some(rate) => format!("{:.1} MiB/s", rate as f64 / (1u64 << 20) as f64),
+                    Some(rate) => format!("{:.1} MiB/s", mib(rate)),
                     None => "free".to_owned(),
                 };
                 format!("{name} [{}] {rate}", mib_per_level(&shape.level_bytes))
