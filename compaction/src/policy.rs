@@ -24,7 +24,10 @@
 //! L0's score is its file count over the trigger, or, once it reaches the trigger, its bytes
 //! over the base level's target if that is higher: a small base level is over its target after
 //! every L0 job, and scoring L0 by file count alone would let it drain the base level while L0
-//! piles up (RocksDB scores L0 the same way for the same reason).
+//! piles up (RocksDB scores L0 the same way for the same reason). One exception to the
+//! scores: while writers are braked for the bytes waiting to move down ([`write_rate_limit`]),
+//! a file of the deepest level above the last that is over its target moves first, since only
+//! that move lowers what the brake measures.
 //!
 //! **Size-tiered**. Every L0 file is a sorted run, and each non-empty lower level is one run.
 //! Once there are `l0_trigger_files` runs, it merges a window of adjacent runs (never skipping
@@ -332,12 +335,10 @@ pub fn write_rate_limit(view: &LevelsView, opts: &PolicyOptions) -> Option<u64> 
         PolicyKind::Leveled => (level_files(view, 0).len(), pending_fraction(view, opts)),
         PolicyKind::SizeTiered => (sorted_runs(view, opts).len(), None),
     };
-    let by_runs = backlog_fraction(
-        runs as u64,
-        opts.l0_slowdown_files as u64,
-        opts.l0_max_delay_files as u64,
-    );
-    let fraction = by_runs.into_iter().chain(pending).reduce(f64::max)?;
+    let fraction = runs_fraction(runs, opts)
+        .into_iter()
+        .chain(pending)
+        .reduce(f64::max)?;
     let min = opts
         .slowdown_rate_min_bytes_per_sec
         .max(SLOWDOWN_RATE_FLOOR_BYTES_PER_SEC);
@@ -353,6 +354,16 @@ pub fn write_rate_limit(view: &LevelsView, opts: &PolicyOptions) -> Option<u64> 
     };
     // Rounding can land a hair outside [min, start]; the ends are exact.
     Some((rate as u64).clamp(min, start))
+}
+
+/// Where L0's file count (sorted runs, for size-tiered) lies between `l0_slowdown_files` and
+/// `l0_max_delay_files`, as [`backlog_fraction`].
+fn runs_fraction(runs: usize, opts: &PolicyOptions) -> Option<f64> {
+    backlog_fraction(
+        runs as u64,
+        opts.l0_slowdown_files as u64,
+        opts.l0_max_delay_files as u64,
+    )
 }
 
 /// Where `backlog` lies between `soft` (0.0) and `hard` (1.0, and beyond); `None` below soft.
@@ -460,6 +471,9 @@ fn numbers(files: &[FileView]) -> Vec<u64> {
 fn pick_leveled(view: &LevelsView, opts: &PolicyOptions) -> Option<Job> {
     let targets = level_targets(view, opts);
     let last = last_level(view, opts);
+    if let Some(job) = pick_pending_first(view, opts, &targets, last) {
+        return Some(job);
+    }
 
     // Score every level that can start a compaction: L0 by file count, the others by bytes
     // not already being compacted over their target. The last level never compacts by size.
@@ -489,6 +503,38 @@ fn pick_leveled(view: &LevelsView, opts: &PolicyOptions) -> Option<Job> {
                 pick_level_file(view, level)
             }
         })
+}
+
+/// While writers are braked for pending bytes more than for L0's file count, a job that
+/// lowers pending bytes goes first: a file of the deepest level above the last that is over
+/// its target moves into the level below it, which is the last level or a level under its
+/// target. An L0 job adds its files to the base level, and a move between two levels that are
+/// both over their targets only shifts the excess; yet scored by size, L0 and the base level
+/// win every turn (the base target is a few MiB while one L0 job brings hundreds), and the
+/// level above the last waits until it outgrows the last level itself: at a0b95ea, 10 GB of
+/// sustained writes with a reader beside them had the items tree's L5 at 1,399 MiB over a
+/// last level of 869, and the brake held the writer to 0.4 MiB/s until L5-to-L6 jobs caught
+/// up (docs/PERFORMANCE.md, sustained ingest). With this rule, against 46a8cac, the run's mean
+/// rose 13% (52–54 k to 57–64 k batches/s), its slowest tenth was 0.71–0.76 of the mean in
+/// six runs of seven (0.63 in one), and write amplification fell (5.65 against 6.72). The
+/// price: L0 waits while pending bytes drain, so it held 10–21 files, and the reader beside
+/// the writer read 15–20% fewer keys a second. `None` when the brake is not on for pending
+/// bytes, or when no such file is free; the scores decide then.
+fn pick_pending_first(
+    view: &LevelsView,
+    opts: &PolicyOptions,
+    targets: &LevelTargets,
+    last: usize,
+) -> Option<Job> {
+    let pending = pending_fraction(view, opts)?;
+    if runs_fraction(level_files(view, 0).len(), opts).is_some_and(|runs| runs > pending) {
+        return None;
+    }
+    let deepest_over = (targets.base_level..last).rev().find(|&level| {
+        let target = targets.target_bytes[level];
+        target > 0 && total_bytes(level_files(view, level)) > target
+    })?;
+    pick_level_file(view, deepest_over)
 }
 
 /// L0's score (module docs): its file count over the trigger, raised to its bytes over the
@@ -847,6 +893,76 @@ mod tests {
         assert_eq!(job.inputs, vec![(0, vec![9])]);
         assert_eq!(job.output_level, 6);
         assert!(job.trivial_move);
+    }
+
+    /// The shape of the a0b95ea trace: the level above the last has outgrown the last level,
+    /// and the base level holds one L0 job's worth, far over its few-MiB target.
+    fn level_above_the_last_outgrown(l0: Vec<FileView>) -> LevelsView {
+        let mut levels = vec![l0, Vec::new(), Vec::new(), Vec::new()];
+        levels.push(vec![file(9, 256 * MIB, "k00", "k99")]);
+        levels.push(
+            (0..10)
+                .map(|i| file(10 + i, 100 * MIB, &format!("k{i}0"), &format!("k{i}9")))
+                .collect(),
+        );
+        levels.push(
+            (0..10)
+                .map(|i| file(30 + i, 87 * MIB, &format!("k{i}0"), &format!("k{i}9")))
+                .collect(),
+        );
+        view(levels)
+    }
+
+    #[test]
+    fn a_pending_bytes_brake_moves_the_level_above_the_last_down_first() {
+        let opts = PolicyOptions::default();
+        let tree = level_above_the_last_outgrown(l0_files(4));
+        // Targets follow the largest level, L5's 1,000 MiB: L5 100 MiB, L4 10 MiB (the base).
+        // Pending: (256 - 10) + (1000 - 100) = 1,146 MiB, past 100% of the 870 MiB last level.
+        assert_eq!(pending_bytes(&tree, &opts), 1_146 * MIB);
+        assert_eq!(write_rate_limit(&tree, &opts), Some(256 << 10));
+        // By score the base level (25.6 times its target) beats L5 (10 times); that move
+        // only shifts L4's excess into L5. Moving an L5 file into L6 lowers pending bytes.
+        let job = pick(&tree, &opts).unwrap();
+        assert_eq!(job.inputs, vec![(5, vec![10]), (6, vec![30])]);
+        assert_eq!(job.output_level, 6);
+
+        // With that file already moving, the next free one goes.
+        let mut busy = tree.clone();
+        busy.levels[5][0].being_compacted = true;
+        busy.levels[6][0].being_compacted = true;
+        let job = pick(&busy, &opts).unwrap();
+        assert_eq!(job.inputs, vec![(5, vec![11]), (6, vec![31])]);
+    }
+
+    #[test]
+    fn without_a_pending_bytes_brake_the_scores_choose() {
+        // The same tree with the brake's floor above its pending bytes: L4 wins on score.
+        let opts = PolicyOptions {
+            pending_slowdown_floor_bytes: 2_000 * MIB,
+            ..PolicyOptions::default()
+        };
+        let tree = level_above_the_last_outgrown(l0_files(4));
+        assert_eq!(write_rate_limit(&tree, &opts), None);
+        let job = pick(&tree, &opts).unwrap();
+        assert_eq!(job.inputs[0], (4, vec![9]));
+        assert_eq!(job.output_level, 5);
+
+        // The brake on, but harder for L0's file count than for pending bytes: the scores
+        // choose too, and L0 (24 files over a trigger of 4) goes first.
+        let opts = PolicyOptions {
+            pending_max_delay_percent: 1_000,
+            ..PolicyOptions::default()
+        };
+        let flushes = (0..24)
+            .rev()
+            .map(|n| file(100 + n, 64 * MIB, "k00", "k99"))
+            .collect();
+        let tree = level_above_the_last_outgrown(flushes);
+        assert!(pending_fraction(&tree, &opts).is_some_and(|f| f < 1.0));
+        let job = pick(&tree, &opts).unwrap();
+        assert_eq!(job.inputs[0].0, 0);
+        assert_eq!(job.output_level, 4);
     }
 
     #[test]
