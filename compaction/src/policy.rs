@@ -515,10 +515,10 @@ fn pick_leveled(view: &LevelsView, opts: &PolicyOptions) -> Option<Job> {
 /// sustained writes with a reader beside them had the items tree's L5 at 1,399 MiB over a
 /// last level of 869, and the brake held the writer to 0.4 MiB/s until L5-to-L6 jobs caught
 /// up (docs/PERFORMANCE.md, sustained ingest). With this rule, against 46a8cac, the run's mean
-/// rose 13% (52–54 k to 57–64 k batches/s), its slowest tenth was 0.71–0.76 of the mean in
-/// six runs of seven (0.63 in one), and write amplification fell (5.65 against 6.72). The
+/// rose 15% (52–54 k to 56–64 k batches/s), its slowest tenth was 0.71–0.76 of the mean in
+/// nine runs of ten (0.63 in one), and write amplification fell (5.65 against 6.72). The
 /// price: L0 waits while pending bytes drain, so it held 10–21 files, and the reader beside
-/// the writer read 15–20% fewer keys a second. `None` when the brake is not on for pending
+/// the writer read 17% fewer keys a second on average. `None` when the brake is not on for pending
 /// bytes, or when no such file is free; the scores decide then.
 fn pick_pending_first(
     view: &LevelsView,
