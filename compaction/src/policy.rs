@@ -518,8 +518,8 @@ fn pick_leveled(view: &LevelsView, opts: &PolicyOptions) -> Option<Job> {
 /// rose 15% (52–54 k to 56–64 k batches/s), its slowest tenth was 0.71–0.76 of the mean in
 /// nine runs of ten (0.63 in one), and write amplification fell (5.65 against 6.72). The
 /// price: L0 waits while pending bytes drain, so it held 10–21 files, and the reader beside
-/// the writer read 17% fewer keys a second on average. `None` when the brake is not on for pending
-/// bytes, or when no such file is free; the scores decide then.
+/// the writer read 17% fewer keys a second on average. `None` when the brake is not on for
+/// pending bytes, or when no such file is free; the scores decide then.
 fn pick_pending_first(
     view: &LevelsView,
     opts: &PolicyOptions,
