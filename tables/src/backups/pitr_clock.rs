@@ -62,9 +62,10 @@ pub struct PitrRetention {
     /// to a sequence number until its snapshot is registered: a floor then never passes a
     /// sequence number between the check and the registration.
     pub(crate) advancing: Mutex<()>,
-    /// The sequence number the last clock write got: the clock is written again only
-    /// once something else was written after it.
-    last_clock_write_seq: AtomicU64,
+    /// Every write up to this sequence number is covered by a clock entry (see
+    /// [`covered_through_seq`]): the clock is written again only once something else was
+    /// written after it.
+    clock_covers_through_seq: AtomicU64,
 }
 
 impl VersionRetention for PitrRetention {
@@ -114,6 +115,25 @@ pub(crate) fn note_pitr_trees(retention: &PitrRetention, catalog: &Catalog) {
     }
     drop(floors);
     retention.loaded.store(true, Ordering::Release);
+}
+
+/// What a clock entry that records `visible` and was itself written at sequence number
+/// `written` covers. Its own write, when nothing else came between reading `visible` and
+/// writing it (`written == visible + 1`); else only `visible`: writes that landed in between
+/// are not in the entry, and the next tick must take one for them. Taking the entry's own
+/// number in that case too once left a quiet table's last writes outside every entry, so a
+/// restore or export to any later time missed them (seen as an export at a past time
+/// missing items: entry at 1375, visible 1501 for as long as nothing more was written).
+fn covered_through_seq(visible: u64, written: u64) -> u64 {
+    debug_assert!(
+        written > visible,
+        "the entry's own write comes after what it records"
+    );
+    if written == visible + 1 {
+        written
+    } else {
+        visible
+    }
 }
 
 fn encode_millis(millis: u64) -> [u8; 8] {
@@ -207,15 +227,15 @@ impl Database {
         let retention = &self.backups.pitr;
         let now = self.options.clock.now_millis();
         let visible = self.db.visible_seq();
-        if visible > retention.last_clock_write_seq.load(Ordering::Acquire) {
+        if visible > retention.clock_covers_through_seq.load(Ordering::Acquire) {
             let mut batch = WriteBatch::new();
             batch
                 .put(clock, &encode_millis(now), &visible.to_be_bytes())
                 .map_err(internal)?;
             let written = self.db.write(batch).map_err(internal)?;
             retention
-                .last_clock_write_seq
-                .store(written, Ordering::Release);
+                .clock_covers_through_seq
+                .store(covered_through_seq(visible, written), Ordering::Release);
         }
 
         let mut window_longest = 0;
@@ -259,5 +279,21 @@ impl Database {
         }
         self.db.write(batch).map_err(internal)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::covered_through_seq;
+
+    #[test]
+    fn an_entry_raced_by_other_writes_covers_only_what_it_records() {
+        // Writes 1376..=1500 landed between reading `visible` and the entry's own write:
+        // they are in no entry, so the next tick must take one (1501 > 1375).
+        assert_eq!(covered_through_seq(1375, 1501), 1375);
+        // The neighbouring case that must not change: nothing came between, so the entry's
+        // own write is covered and a quiet database takes no more entries (1376 is not
+        // above 1376).
+        assert_eq!(covered_through_seq(1375, 1376), 1376);
     }
 }
