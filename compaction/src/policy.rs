@@ -24,10 +24,10 @@
 //! L0's score is its file count over the trigger, or, once it reaches the trigger, its bytes
 //! over the base level's target if that is higher: a small base level is over its target after
 //! every L0 job, and scoring L0 by file count alone would let it drain the base level while L0
-//! piles up (RocksDB scores L0 the same way for the same reason). One exception to the
-//! scores: while writers are braked for the bytes waiting to move down ([`write_rate_limit`]),
-//! a file of the deepest level above the last that is over its target moves first, since only
-//! that move lowers what the brake measures.
+//! piles up (RocksDB scores L0 the same way for the same reason). While writers are braked
+//! for the bytes waiting to move down ([`write_rate_limit`]), the deepest level above the
+//! last that is over its target scores above every other, since moving its files down is the
+//! move that lowers what the brake measures.
 //!
 //! **Size-tiered**. Every L0 file is a sorted run, and each non-empty lower level is one run.
 //! Once there are `l0_trigger_files` runs, it merges a window of adjacent runs (never skipping
@@ -332,7 +332,10 @@ pub const SLOWDOWN_RATE_FLOOR_BYTES_PER_SEC: u64 = 1 << 10;
 /// what compaction drains. The engine paces writes to it, never holding one more than a second.
 pub fn write_rate_limit(view: &LevelsView, opts: &PolicyOptions) -> Option<u64> {
     let (runs, pending) = match opts.kind {
-        PolicyKind::Leveled => (level_files(view, 0).len(), pending_fraction(view, opts)),
+        PolicyKind::Leveled => (
+            level_files(view, 0).len(),
+            pending_fraction(view, opts, &level_targets(view, opts)),
+        ),
         PolicyKind::SizeTiered => (sorted_runs(view, opts).len(), None),
     };
     let fraction = runs_fraction(runs, opts)
@@ -378,7 +381,11 @@ fn backlog_fraction(backlog: u64, soft: u64, hard: u64) -> Option<f64> {
 /// Leveled: the bytes waiting to move down, i.e. what L1 to the level above the last hold
 /// over their dynamic targets (a level above the base level has target 0: all of it waits).
 pub fn pending_bytes(view: &LevelsView, opts: &PolicyOptions) -> u64 {
-    let targets = level_targets(view, opts);
+    pending_bytes_over(view, &level_targets(view, opts))
+}
+
+/// [`pending_bytes`] over targets already computed.
+fn pending_bytes_over(view: &LevelsView, targets: &LevelTargets) -> u64 {
     let last = targets.target_bytes.len() - 1;
     (1..last)
         .map(|level| {
@@ -393,8 +400,12 @@ fn pending_scale_bytes(last_level_bytes: u64, opts: &PolicyOptions) -> u64 {
     last_level_bytes.max(opts.base_level_bytes).max(1)
 }
 
-fn pending_fraction(view: &LevelsView, opts: &PolicyOptions) -> Option<f64> {
-    let last = last_level(view, opts);
+fn pending_fraction(
+    view: &LevelsView,
+    opts: &PolicyOptions,
+    targets: &LevelTargets,
+) -> Option<f64> {
+    let last = targets.target_bytes.len() - 1;
     let scale = pending_scale_bytes(total_bytes(level_files(view, last)), opts);
     let percent_of_scale = |percent: u64| (scale as u128 * u128::from(percent) / 100) as u64;
     let soft = percent_of_scale(opts.pending_slowdown_percent);
@@ -402,7 +413,7 @@ fn pending_fraction(view: &LevelsView, opts: &PolicyOptions) -> Option<f64> {
     // still falls over the same span of bytes.
     let floor_raise = opts.pending_slowdown_floor_bytes.saturating_sub(soft);
     backlog_fraction(
-        pending_bytes(view, opts),
+        pending_bytes_over(view, targets),
         soft.saturating_add(floor_raise),
         percent_of_scale(opts.pending_max_delay_percent).saturating_add(floor_raise),
     )
@@ -471,9 +482,7 @@ fn numbers(files: &[FileView]) -> Vec<u64> {
 fn pick_leveled(view: &LevelsView, opts: &PolicyOptions) -> Option<Job> {
     let targets = level_targets(view, opts);
     let last = last_level(view, opts);
-    if let Some(job) = pick_pending_first(view, opts, &targets, last) {
-        return Some(job);
-    }
+    let drains_pending = level_draining_pending_bytes(view, opts, &targets, last);
 
     // Score every level that can start a compaction: L0 by file count, the others by bytes
     // not already being compacted over their target. The last level never compacts by size.
@@ -483,6 +492,8 @@ fn pick_leveled(view: &LevelsView, opts: &PolicyOptions) -> Option<Job> {
         let files = level_files(view, level);
         let idle_bytes = total_bytes(files.iter().filter(|f| !f.being_compacted));
         let score = match targets.target_bytes[level] {
+            // The one move that lowers pending bytes while they brake writers: first of all.
+            _ if drains_pending == Some(level) => f64::INFINITY,
             // Above the base level: any data there is in the way and drains down first.
             0 if idle_bytes > 0 => f64::MAX,
             0 => 0.0,
@@ -505,36 +516,36 @@ fn pick_leveled(view: &LevelsView, opts: &PolicyOptions) -> Option<Job> {
         })
 }
 
-/// While writers are braked for pending bytes more than for L0's file count, a job that
-/// lowers pending bytes goes first: a file of the deepest level above the last that is over
-/// its target moves into the level below it, which is the last level or a level under its
-/// target. An L0 job adds its files to the base level, and a move between two levels that are
-/// both over their targets only shifts the excess; yet scored by size, L0 and the base level
-/// win every turn (the base target is a few MiB while one L0 job brings hundreds), and the
-/// level above the last waits until it outgrows the last level itself: at a0b95ea, 10 GB of
-/// sustained writes with a reader beside them had the items tree's L5 at 1,399 MiB over a
-/// last level of 869, and the brake held the writer to 0.4 MiB/s until L5-to-L6 jobs caught
-/// up (docs/PERFORMANCE.md, sustained ingest). With this rule, against 46a8cac, the run's mean
-/// rose 15% (52–54 k to 56–64 k batches/s), its slowest tenth was 0.71–0.76 of the mean in
-/// nine runs of ten (0.63 in one), and write amplification fell (5.65 against 6.72). The
-/// price: L0 waits while pending bytes drain, so it held 10–21 files, and the reader beside
-/// the writer read 17% fewer keys a second on average. `None` when the brake is not on for
-/// pending bytes, or when no such file is free; the scores decide then.
-fn pick_pending_first(
+/// The level whose jobs go first (they score above every other): while writers are braked
+/// for pending bytes more than for L0's file count, the deepest level above the last that
+/// is over its target. Moving one of its files into the level below it (the last level, or
+/// a level under its target) lowers pending bytes. An L0 job adds its files to the base
+/// level, and a move between two levels that are both over their targets only shifts the
+/// excess; yet scored by size, L0 and the base level win every turn (the base target is a
+/// few MiB while one L0 job brings hundreds), and the level above the last waits until it
+/// outgrows the last level itself: at a0b95ea, 10 GB of sustained writes with a reader
+/// beside them had the items tree's L5 at 1,399 MiB over a last level of 869, and the brake
+/// held the writer to 0.4 MiB/s until L5-to-L6 jobs caught up (docs/PERFORMANCE.md,
+/// sustained ingest). With this rule, against 46a8cac, the run's mean rose 15% (52–54 k to
+/// 56–64 k batches/s), its slowest tenth was 0.71–0.76 of the mean in nine runs of ten
+/// (0.63 in one), and write amplification fell (5.65 against 6.72). The price: L0 waits
+/// while pending bytes drain, so it held 10–21 files, and the reader beside the writer read
+/// 17% fewer keys a second on average. `None` when the brake is not on for pending bytes;
+/// when none of the level's files is free, the other scores decide.
+fn level_draining_pending_bytes(
     view: &LevelsView,
     opts: &PolicyOptions,
     targets: &LevelTargets,
     last: usize,
-) -> Option<Job> {
-    let pending = pending_fraction(view, opts)?;
+) -> Option<usize> {
+    let pending = pending_fraction(view, opts, targets)?;
     if runs_fraction(level_files(view, 0).len(), opts).is_some_and(|runs| runs > pending) {
         return None;
     }
-    let deepest_over = (targets.base_level..last).rev().find(|&level| {
-        let target = targets.target_bytes[level];
-        target > 0 && total_bytes(level_files(view, level)) > target
-    })?;
-    pick_level_file(view, deepest_over)
+    // Levels from the base level down have targets of at least one byte.
+    (targets.base_level..last)
+        .rev()
+        .find(|&level| total_bytes(level_files(view, level)) > targets.target_bytes[level])
 }
 
 /// L0's score (module docs): its file count over the trigger, raised to its bytes over the
@@ -959,7 +970,8 @@ mod tests {
             .map(|n| file(100 + n, 64 * MIB, "k00", "k99"))
             .collect();
         let tree = level_above_the_last_outgrown(flushes);
-        assert!(pending_fraction(&tree, &opts).is_some_and(|f| f < 1.0));
+        let targets = level_targets(&tree, &opts);
+        assert!(pending_fraction(&tree, &opts, &targets).is_some_and(|f| f < 1.0));
         let job = pick(&tree, &opts).unwrap();
         assert_eq!(job.inputs[0].0, 0);
         assert_eq!(job.output_level, 4);
