@@ -351,14 +351,12 @@ impl History {
         for (kind, problem) in observed.index_problems {
             report.violate(&kind, problem);
         }
-        match stream {
-            None => {}
-            Some(Err(e)) => report.violate("stream unreadable", e),
-            Some(Ok(_)) => {
-                for (kind, what) in stream_problems_found {
-                    report.violate(kind, what);
-                }
-            }
+        // Empty without a readable stream (`choose_prefix`).
+        if let Some(Err(e)) = stream {
+            report.violate("stream unreadable", e);
+        }
+        for (kind, what) in stream_problems_found {
+            report.violate(kind, what);
         }
         self.applied = m;
         self.model = model;
