@@ -6,6 +6,7 @@
 //! about items, tables or files beyond what the engine hands it.
 //!
 //! - [`merge`]: [`MergingIterator`], every version from many sources in one order.
+//! - [`concat`]: [`ConcatenatingIterator`], the disjoint files of one level as one source.
 //! - [`user_iter`]: [`UserIterator`], the reader's view at a snapshot (newest visible value
 //!   per user key, deletes hidden), both directions.
 //! - [`gc`]: [`CompactionIterator`], what a compaction writes given the live snapshots.
@@ -14,6 +15,7 @@
 //!   [`write_rate_limit`], the back-pressure on writers.
 //! - [`vec_iter`]: [`VecIterator`], an in-memory source for tests.
 
+pub mod concat;
 pub mod gc;
 pub mod iter;
 pub mod key;
@@ -23,6 +25,7 @@ pub mod policy;
 pub mod user_iter;
 pub mod vec_iter;
 
+pub use concat::{in_order_and_disjoint, ConcatenatingIterator};
 pub use gc::{CompactionIterator, GcStats};
 pub use iter::{InternalIterator, IterError};
 pub use key::{compare_internal, EntryKind, InternalKey, SEQ_MAX};

@@ -28,8 +28,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use shoal_compaction::{
-    CompactionIterator, EntryKind, InternalIterator, InternalKey, IterError, Job, MergingIterator,
-    OutputSplitter,
+    in_order_and_disjoint, CompactionIterator, ConcatenatingIterator, EntryKind, InternalIterator,
+    InternalKey, IterError, Job, MergingIterator, OutputSplitter,
 };
 
 use crate::error::DbError;
@@ -87,14 +87,7 @@ fn write_outputs(
     claimed: &ClaimedJob,
     outputs: &mut OutputFiles<'_>,
 ) -> Result<Option<u64>, DbError> {
-    // Each input is read once, front to back: its pages leave the process's resident memory
-    // as the merge passes them, or a compaction would keep all of its inputs resident until
-    // they are dropped (in a `shoal check`, most of its peak RSS).
-    let sources: Vec<Source> = claimed
-        .tables
-        .iter()
-        .map(|table| Box::new(table.iter().releasing_behind()) as Source)
-        .collect();
+    let sources = merge_sources(claimed);
     // The retention floor is read before the snapshots (`VersionRetention` says why).
     let retention_floor = shared
         .options
@@ -145,6 +138,44 @@ fn write_outputs(
             .map_err(|e| DbError::io(format!("syncing {}", shared.dir.display()), e))?;
     }
     Ok(Some(key_filter.map_or(0, |filter| filter.dropped_entries)))
+}
+
+/// The merge's sources: one per L0 file (L0 files overlap), and one per deeper level, its
+/// files concatenated in key order (`shoal_compaction::concat` says why: the merge compares
+/// a key per source for every entry). A level whose files are not sorted and disjoint, which
+/// a valid version never holds, keeps one source per file, which merges correctly anyway.
+///
+/// Each input is read once, front to back: its pages leave the process's resident memory as
+/// the merge passes them, or a compaction would keep all of its inputs resident until they
+/// are dropped (in a `shoal check`, most of its peak RSS).
+fn merge_sources(claimed: &ClaimedJob) -> Vec<Source> {
+    let mut tables = claimed.tables.iter();
+    let mut sources: Vec<Source> = Vec::with_capacity(claimed.tables.len());
+    for (level, files) in &claimed.inputs {
+        let level_tables = tables.by_ref().take(files.len());
+        let iterators =
+            level_tables.map(|table| Box::new(table.iter().releasing_behind()) as Source);
+        let disjoint = *level > 0
+            && in_order_and_disjoint(
+                files
+                    .iter()
+                    .map(|file| (file.smallest_key.as_slice(), file.largest_key.as_slice())),
+            );
+        debug_assert!(
+            *level == 0 || disjoint,
+            "input files of level {level} overlap or are out of order"
+        );
+        if disjoint && files.len() > 1 {
+            sources.push(Box::new(ConcatenatingIterator::new(iterators.collect())));
+        } else {
+            sources.extend(iterators);
+        }
+    }
+    debug_assert!(
+        tables.next().is_none(),
+        "more input tables than input files"
+    );
+    sources
 }
 
 /// Applies `DbOptions::compaction_filter` to a bottommost job's garbage-collected output,

@@ -1,5 +1,5 @@
-//! Model tests for `MergingIterator` and `UserIterator`: random versions spread over random
-//! children, random sequences of seeks and moves in both directions, compared at every step
+//! Model tests for `MergingIterator` (over plain children and over `ConcatenatingIterator`
+//! levels) and `UserIterator`: random versions spread over random children, random sequences of seeks and moves in both directions, compared at every step
 //! against a plain sorted list (merge) or a map of user key -> newest visible value (user view).
 
 use std::collections::BTreeMap;
@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 use shoal_compaction::key::encode;
 use shoal_compaction::{
-    compare_internal, EntryKind, InternalIterator, MergingIterator, UserIterator, VecIterator,
+    compare_internal, ConcatenatingIterator, EntryKind, InternalIterator, MergingIterator,
+    UserIterator, VecIterator,
 };
 
 /// One version of a user key.
@@ -107,53 +108,97 @@ fn visible(versions: &[Version], snapshot_seq: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
         .collect()
 }
 
+/// Runs `ops` on `it`, a merge of `versions`, checking every step against a sorted list of
+/// them.
+fn follow_sorted_model(
+    it: &mut impl InternalIterator,
+    versions: &[Version],
+    ops: &[Op],
+) -> Result<(), TestCaseError> {
+    let mut model: Vec<(Vec<u8>, Vec<u8>)> = versions
+        .iter()
+        .map(|v| (v.internal_key(), v.value()))
+        .collect();
+    model.sort_by(|a, b| compare_internal(&a.0, &b.0));
+    let mut position: Option<usize> = None;
+    for op in ops {
+        match op {
+            Op::SeekToFirst => {
+                it.seek_to_first().unwrap();
+                position = (!model.is_empty()).then_some(0);
+            }
+            Op::SeekToLast => {
+                it.seek_to_last().unwrap();
+                position = model.len().checked_sub(1);
+            }
+            Op::Seek(k, s) => {
+                let target = encode(k, *s, EntryKind::Put);
+                it.seek(&target).unwrap();
+                let i = model.partition_point(|e| compare_internal(&e.0, &target).is_lt());
+                position = (i < model.len()).then_some(i);
+            }
+            Op::SeekForPrev(k, s) => {
+                let target = encode(k, *s, EntryKind::Delete);
+                it.seek_for_prev(&target).unwrap();
+                let i = model.partition_point(|e| compare_internal(&e.0, &target).is_le());
+                position = i.checked_sub(1);
+            }
+            Op::Next => {
+                it.next().unwrap();
+                position = position.map(|i| i + 1).filter(|&i| i < model.len());
+            }
+            Op::Prev => {
+                it.prev().unwrap();
+                position = position.and_then(|i| i.checked_sub(1));
+            }
+        }
+        prop_assert_eq!(it.valid(), position.is_some(), "after {:?}", op);
+        if let Some(i) = position {
+            prop_assert_eq!(it.key(), &model[i].0[..], "after {:?}", op);
+            prop_assert_eq!(it.value(), &model[i].1[..], "after {:?}", op);
+        }
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
     #[test]
     fn merge_matches_sorted_model(versions in versions(), ops in prop::collection::vec(op(), 1..40)) {
-        let mut model: Vec<(Vec<u8>, Vec<u8>)> =
-            versions.iter().map(|v| (v.internal_key(), v.value())).collect();
-        model.sort_by(|a, b| compare_internal(&a.0, &b.0));
-        let mut it = merged(&versions);
-        let mut position: Option<usize> = None;
-        for op in &ops {
-            match op {
-                Op::SeekToFirst => {
-                    it.seek_to_first().unwrap();
-                    position = (!model.is_empty()).then_some(0);
-                }
-                Op::SeekToLast => {
-                    it.seek_to_last().unwrap();
-                    position = model.len().checked_sub(1);
-                }
-                Op::Seek(k, s) => {
-                    let target = encode(k, *s, EntryKind::Put);
-                    it.seek(&target).unwrap();
-                    let i = model.partition_point(|e| compare_internal(&e.0, &target).is_lt());
-                    position = (i < model.len()).then_some(i);
-                }
-                Op::SeekForPrev(k, s) => {
-                    let target = encode(k, *s, EntryKind::Delete);
-                    it.seek_for_prev(&target).unwrap();
-                    let i = model.partition_point(|e| compare_internal(&e.0, &target).is_le());
-                    position = i.checked_sub(1);
-                }
-                Op::Next => {
-                    it.next().unwrap();
-                    position = position.map(|i| i + 1).filter(|&i| i < model.len());
-                }
-                Op::Prev => {
-                    it.prev().unwrap();
-                    position = position.and_then(|i| i.checked_sub(1));
-                }
-            }
-            prop_assert_eq!(it.valid(), position.is_some(), "after {:?}", op);
-            if let Some(i) = position {
-                prop_assert_eq!(it.key(), &model[i].0[..], "after {:?}", op);
-                prop_assert_eq!(it.value(), &model[i].1[..], "after {:?}", op);
-            }
+        follow_sorted_model(&mut merged(&versions), &versions, &ops)?;
+    }
+
+    /// The same, with each child a level: its entries cut into files at random places
+    /// (files may be empty, and a user key's versions may straddle a cut), walked by a
+    /// `ConcatenatingIterator`, as compaction merges the levels below L0.
+    #[test]
+    fn merge_of_concatenated_levels_matches_sorted_model(
+        versions in versions(),
+        cuts in prop::collection::vec(prop::collection::vec(0usize..40, 0..6), CHILDREN_MAX),
+        ops in prop::collection::vec(op(), 1..40),
+    ) {
+        let mut children: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); CHILDREN_MAX];
+        for v in &versions {
+            children[v.child].push((v.internal_key(), v.value()));
         }
+        let levels = children
+            .into_iter()
+            .zip(&cuts)
+            .map(|(mut entries, cuts)| {
+                entries.sort_by(|a, b| compare_internal(&a.0, &b.0));
+                let mut cuts: Vec<usize> = cuts.iter().map(|&c| c.min(entries.len())).collect();
+                cuts.sort_unstable();
+                let mut files = Vec::new();
+                let mut from = 0;
+                for cut in cuts.into_iter().chain([entries.len()]) {
+                    files.push(VecIterator::from_raw(entries[from..cut].to_vec()));
+                    from = cut;
+                }
+                ConcatenatingIterator::new(files)
+            })
+            .collect();
+        follow_sorted_model(&mut MergingIterator::new(levels), &versions, &ops)?;
     }
 
     #[test]
