@@ -103,11 +103,12 @@ fn bench_merge(c: &mut Criterion) {
         b.iter_batched(
             || {
                 let mut sources = l0_sources();
-                let files = level
+                let files: Vec<VecIterator> = level
                     .iter()
                     .map(|entries| VecIterator::from_raw(entries.clone()))
                     .collect();
-                sources.push(Box::new(ConcatenatingIterator::new(files)));
+                let bounds = files.iter().filter_map(VecIterator::bounds).collect();
+                sources.push(Box::new(ConcatenatingIterator::new(files, bounds)));
                 MergingIterator::new(sources)
             },
             drain,

@@ -8,30 +8,63 @@
 //! Given each level as one [`ConcatenatingIterator`], the merge compares one key per level,
 //! plus one per L0 file (L0 files overlap, so each stays a child of its own).
 //!
+//! Reads use it too: a page of a Scan, or a Query whose range spans many files, merged one
+//! source per file, and its first seek asked every file of every level for its first key at
+//! or after the start; with each child's key range known ([`FileBounds`]), a seek asks only
+//! the one file of each level whose range holds the target.
+//!
 //! The children must be in ascending key order with disjoint ranges: every internal key of a
-//! child sorts before every internal key of the next. The caller checks this against the
-//! files' metadata ([`in_order_and_disjoint`]); a violation would make the source yield keys
-//! out of order, which a merge would write into a file as if sorted.
+//! child sorts before every internal key of the next, as the bounds given say. The caller
+//! checks this ([`in_order_and_disjoint`]); a violation would make the source yield keys out
+//! of order, which a merge would write into a file as if sorted.
 
 use std::cmp::Ordering;
 
 use crate::iter::{InternalIterator, IterError};
 use crate::key::compare_internal;
 
+/// The smallest and largest internal keys of a child (a file's, from its metadata).
+pub trait FileBounds {
+    fn smallest_key(&self) -> &[u8];
+    fn largest_key(&self) -> &[u8];
+}
+
+impl<B: FileBounds + ?Sized> FileBounds for std::sync::Arc<B> {
+    fn smallest_key(&self) -> &[u8] {
+        (**self).smallest_key()
+    }
+    fn largest_key(&self) -> &[u8] {
+        (**self).largest_key()
+    }
+}
+
+/// (smallest, largest) internal keys.
+impl FileBounds for (Vec<u8>, Vec<u8>) {
+    fn smallest_key(&self) -> &[u8] {
+        &self.0
+    }
+    fn largest_key(&self) -> &[u8] {
+        &self.1
+    }
+}
+
 /// Children in ascending, disjoint key order, walked one after the other.
 #[derive(Debug)]
-pub struct ConcatenatingIterator<I: InternalIterator> {
+pub struct ConcatenatingIterator<I: InternalIterator, B: FileBounds> {
     children: Vec<I>,
+    /// Each child's key range, in the same order.
+    bounds: Vec<B>,
     /// The child holding the current entry; `children.len()` when exhausted or unpositioned.
     current: usize,
 }
 
-/// Whether files whose (smallest, largest) internal keys are `ranges`, in this order, are
-/// sorted and disjoint: each file's smallest key is not above its largest, and each file's
-/// largest key sorts strictly before the next file's smallest.
-pub fn in_order_and_disjoint<'a>(ranges: impl IntoIterator<Item = (&'a [u8], &'a [u8])>) -> bool {
+/// Whether files with these bounds, in this order, are sorted and disjoint: each file's
+/// smallest key is not above its largest, and each file's largest key sorts strictly before
+/// the next file's smallest.
+pub fn in_order_and_disjoint<B: FileBounds>(bounds: &[B]) -> bool {
     let mut previous_largest: Option<&[u8]> = None;
-    for (smallest, largest) in ranges {
+    for bound in bounds {
+        let (smallest, largest) = (bound.smallest_key(), bound.largest_key());
         if compare_internal(smallest, largest) == Ordering::Greater {
             return false;
         }
@@ -43,12 +76,22 @@ pub fn in_order_and_disjoint<'a>(ranges: impl IntoIterator<Item = (&'a [u8], &'a
     true
 }
 
-impl<I: InternalIterator> ConcatenatingIterator<I> {
-    /// Walks `children` in order; they must be sorted and disjoint (module docs). The result
-    /// is unpositioned until a seek.
-    pub fn new(children: Vec<I>) -> ConcatenatingIterator<I> {
+impl<I: InternalIterator, B: FileBounds> ConcatenatingIterator<I, B> {
+    /// Walks `children` in order, whose key ranges are `bounds`; they must be sorted and
+    /// disjoint (module docs, [`in_order_and_disjoint`]). The result is unpositioned until a
+    /// seek.
+    pub fn new(children: Vec<I>, bounds: Vec<B>) -> ConcatenatingIterator<I, B> {
+        assert_eq!(children.len(), bounds.len(), "one range per child");
+        debug_assert!(
+            in_order_and_disjoint(&bounds),
+            "children out of order or overlapping"
+        );
         let current = children.len();
-        ConcatenatingIterator { children, current }
+        ConcatenatingIterator {
+            children,
+            bounds,
+            current,
+        }
     }
 
     /// Runs a positioning step; on an error the cursor is left invalid, so no stale entry is
@@ -96,7 +139,7 @@ impl<I: InternalIterator> ConcatenatingIterator<I> {
     }
 }
 
-impl<I: InternalIterator> InternalIterator for ConcatenatingIterator<I> {
+impl<I: InternalIterator, B: FileBounds> InternalIterator for ConcatenatingIterator<I, B> {
     fn valid(&self) -> bool {
         self.children
             .get(self.current)
@@ -119,38 +162,44 @@ impl<I: InternalIterator> InternalIterator for ConcatenatingIterator<I> {
         self.positioned(|this| this.last_from(this.children.len().checked_sub(1)))
     }
 
-    /// The children's ranges are not known here, so each is asked in turn until one has an
-    /// entry at or after `target`: the first such is the answer, since every later child's
-    /// keys sort after it. Compaction only ever seeks to the first entry.
+    /// Only the first child whose largest key is at or after `target` is sought; every
+    /// child before it ends before `target`.
     fn seek(&mut self, target: &[u8]) -> Result<(), IterError> {
         self.positioned(|this| {
-            this.current = 0;
-            while this.current < this.children.len() {
-                let child = &mut this.children[this.current];
-                child.seek(target)?;
-                if child.valid() {
-                    return Ok(());
-                }
-                this.current += 1;
+            let at = this
+                .bounds
+                .partition_point(|bound| compare_internal(bound.largest_key(), target).is_lt());
+            let Some(child) = this.children.get_mut(at) else {
+                this.current = this.children.len();
+                return Ok(());
+            };
+            child.seek(target)?;
+            if child.valid() {
+                this.current = at;
+                return Ok(());
             }
-            Ok(())
+            this.first_from(at + 1)
         })
     }
 
+    /// Only the last child whose smallest key is at or before `target` is sought; every
+    /// child after it starts after `target`.
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<(), IterError> {
         self.positioned(|this| {
-            let mut index = this.children.len().checked_sub(1);
-            while let Some(at) = index {
-                let child = &mut this.children[at];
-                child.seek_for_prev(target)?;
-                if child.valid() {
-                    this.current = at;
-                    return Ok(());
-                }
-                index = at.checked_sub(1);
+            let after = this
+                .bounds
+                .partition_point(|bound| compare_internal(bound.smallest_key(), target).is_le());
+            let Some(at) = after.checked_sub(1) else {
+                this.current = this.children.len();
+                return Ok(());
+            };
+            let child = &mut this.children[at];
+            child.seek_for_prev(target)?;
+            if child.valid() {
+                this.current = at;
+                return Ok(());
             }
-            this.current = this.children.len();
-            Ok(())
+            this.last_from(at.checked_sub(1))
         })
     }
 
@@ -198,14 +247,21 @@ mod tests {
         (encode(key, seq, EntryKind::Put), value)
     }
 
-    fn files() -> Vec<VecIterator> {
-        vec![
-            VecIterator::new(vec![put(b"a", 3), put(b"a", 1), put(b"c", 2)]),
-            // An empty file between two others is skipped both ways.
-            VecIterator::new(Vec::new()),
-            VecIterator::new(vec![put(b"e", 9), put(b"g", 4)]),
-            VecIterator::new(vec![put(b"k", 5)]),
-        ]
+    type Level = ConcatenatingIterator<VecIterator, (Vec<u8>, Vec<u8>)>;
+
+    /// A level of `files`, each given as its entries.
+    fn level(files: Vec<Vec<(Vec<u8>, Vec<u8>)>>) -> Level {
+        let files: Vec<VecIterator> = files.into_iter().map(VecIterator::new).collect();
+        let bounds = files.iter().filter_map(VecIterator::bounds).collect();
+        ConcatenatingIterator::new(files, bounds)
+    }
+
+    fn files() -> Level {
+        level(vec![
+            vec![put(b"a", 3), put(b"a", 1), put(b"c", 2)],
+            vec![put(b"e", 9), put(b"g", 4)],
+            vec![put(b"k", 5)],
+        ])
     }
 
     fn forward(it: &mut impl InternalIterator) -> Vec<Vec<u8>> {
@@ -232,7 +288,7 @@ mod tests {
 
     #[test]
     fn walks_the_children_one_after_the_other_both_ways() {
-        let mut it = ConcatenatingIterator::new(files());
+        let mut it = files();
         assert!(!it.valid(), "unpositioned until a seek");
         it.seek_to_first().unwrap();
         assert_eq!(
@@ -248,7 +304,7 @@ mod tests {
 
     #[test]
     fn seeks_land_in_the_child_that_holds_the_target() {
-        let mut it = ConcatenatingIterator::new(files());
+        let mut it = files();
         // Past the end of the first child: the next child's first entry.
         it.seek(&encode(b"d", 100, EntryKind::Put)).unwrap();
         assert_eq!(it.value(), b"e@9");
@@ -271,12 +327,12 @@ mod tests {
         // in the same order whether the level is one concatenated child or three.
         let l0 = || VecIterator::new(vec![put(b"a", 20), put(b"f", 21), put(b"k", 22)]);
         let mut by_file: Vec<VecIterator> = vec![l0()];
-        by_file.extend(files());
+        by_file.extend(files().children);
         let mut by_file = MergingIterator::new(by_file);
         by_file.seek_to_first().unwrap();
         let mut by_level = MergingIterator::new(vec![
             Box::new(l0()) as Box<dyn InternalIterator>,
-            Box::new(ConcatenatingIterator::new(files())),
+            Box::new(files()),
         ]);
         by_level.seek_to_first().unwrap();
         let expected = forward(&mut by_file);
@@ -286,7 +342,7 @@ mod tests {
 
     #[test]
     fn no_children_is_always_invalid() {
-        let mut it: ConcatenatingIterator<VecIterator> = ConcatenatingIterator::new(Vec::new());
+        let mut it = level(Vec::new());
         it.seek_to_first().unwrap();
         assert!(!it.valid());
         it.seek_to_last().unwrap();
@@ -304,9 +360,7 @@ mod tests {
                 .map(|(s, l)| ((*s).clone(), (*l).clone()))
                 .collect()
         };
-        let check = |list: Vec<(Vec<u8>, Vec<u8>)>| {
-            in_order_and_disjoint(list.iter().map(|(s, l)| (s.as_slice(), l.as_slice())))
-        };
+        let check = |list: Vec<(Vec<u8>, Vec<u8>)>| in_order_and_disjoint(&list);
         assert!(check(ranges(&[(&a3, &c2), (&e9, &g4)])));
         assert!(check(Vec::new()));
         // Out of order, overlapping, or one file's smallest above its largest: refused.
@@ -319,5 +373,65 @@ mod tests {
         let (c5, c1) = (key(b"c", 5), key(b"c", 1));
         assert!(check(ranges(&[(&a3, &c5), (&c1, &g4)])));
         assert!(!check(ranges(&[(&a3, &c1), (&c5, &g4)])));
+    }
+
+    /// Counts the seeks its child is asked for.
+    struct Counted<'a>(VecIterator, &'a std::cell::Cell<u32>);
+
+    impl InternalIterator for Counted<'_> {
+        fn valid(&self) -> bool {
+            self.0.valid()
+        }
+        fn key(&self) -> &[u8] {
+            self.0.key()
+        }
+        fn value(&self) -> &[u8] {
+            self.0.value()
+        }
+        fn seek_to_first(&mut self) -> Result<(), IterError> {
+            self.0.seek_to_first()
+        }
+        fn seek_to_last(&mut self) -> Result<(), IterError> {
+            self.0.seek_to_last()
+        }
+        fn seek(&mut self, target: &[u8]) -> Result<(), IterError> {
+            self.1.set(self.1.get() + 1);
+            self.0.seek(target)
+        }
+        fn seek_for_prev(&mut self, target: &[u8]) -> Result<(), IterError> {
+            self.1.set(self.1.get() + 1);
+            self.0.seek_for_prev(target)
+        }
+        fn next(&mut self) -> Result<(), IterError> {
+            self.0.next()
+        }
+        fn prev(&mut self) -> Result<(), IterError> {
+            self.0.prev()
+        }
+    }
+
+    #[test]
+    fn a_seek_asks_only_the_child_whose_range_holds_the_target() {
+        let seeks = std::cell::Cell::new(0);
+        let files: Vec<VecIterator> = (0..100u32)
+            .map(|i| VecIterator::new(vec![put(format!("k{i:03}").as_bytes(), 1)]))
+            .collect();
+        let bounds = files.iter().filter_map(VecIterator::bounds).collect();
+        let children = files
+            .into_iter()
+            .map(|file| Counted(file, &seeks))
+            .collect();
+        let mut it = ConcatenatingIterator::new(children, bounds);
+        it.seek(&encode(b"k042", 5, EntryKind::Put)).unwrap();
+        assert_eq!(it.value(), b"k042@1");
+        assert_eq!(seeks.get(), 1);
+        it.seek_for_prev(&encode(b"k0425", 5, EntryKind::Put))
+            .unwrap();
+        assert_eq!(it.value(), b"k042@1");
+        assert_eq!(seeks.get(), 2);
+        // Between two files: only the next file is sought.
+        it.seek(&encode(b"k0425", 5, EntryKind::Put)).unwrap();
+        assert_eq!(it.value(), b"k043@1");
+        assert_eq!(seeks.get(), 3);
     }
 }

@@ -33,6 +33,15 @@ impl VecIterator {
         }
     }
 
+    /// The first and last internal keys held, as a file's metadata gives them (for a
+    /// [`crate::ConcatenatingIterator`]); `None` when empty.
+    pub fn bounds(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        Some((
+            self.entries.first()?.0.clone(),
+            self.entries.last()?.0.clone(),
+        ))
+    }
+
     fn current(&self) -> &(Vec<u8>, Vec<u8>) {
         debug_assert!(
             self.position.is_some(),

@@ -1,7 +1,8 @@
 //! Storage-core benchmarks (issue "Storage core"): 5-record atomic batches across two trees
 //! with durability none and sync at 1–16 writer threads, point gets of existing keys (each
 //! block read in place and copied out, `DbOptions::point_reads`) and missing keys, forward
-//! and reverse scans of a 100-record collection, WAL replay, and the raw 4 KB
+//! and reverse scans of a 100-record collection, 50-entry pages of a range over ~100 files,
+//! WAL replay, and the raw 4 KB
 //! append+fdatasync floor; and, below all of them, the workload's memtable inserts alone.
 //! Run: `cargo bench -p shoal-engine --bench storage`.
 //!
@@ -391,6 +392,65 @@ fn bench_memtable_inserts(c: &mut Criterion) {
     group.finish();
 }
 
+/// A page of a Scan, or of a Query whose range spans many files: 50 entries from a random
+/// key onwards, in a tree of about 100 MiB cut into 1 MiB files (so its levels hold ~100
+/// files, as a 6 GiB tree's levels do at the 64 MiB default). Each level's files in the
+/// range are one source of the read's merge, or one source each.
+fn bench_range_pages(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(
+        dir.path(),
+        DbOptions {
+            durability: Durability::None,
+            bloom_prefix: prefix8,
+            memtable_size_bytes: 1 << 20,
+            memtable_size_bytes_min: 1 << 20,
+            compaction: shoal_engine::PolicyOptions {
+                target_file_bytes: 1 << 20,
+                base_level_bytes: 4 << 20,
+                ..shoal_engine::PolicyOptions::default()
+            },
+            ..DbOptions::default()
+        },
+    )
+    .unwrap();
+    let items = db.create_tree("items").unwrap();
+    let value = vec![5u8; 100];
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    const RECORDS: u64 = 1_000_000;
+    for _ in 0..RECORDS / 100 {
+        let mut batch = WriteBatch::new();
+        for _ in 0..100 {
+            batch.put(items, &key16(rng.random(), 0), &value).unwrap();
+        }
+        db.write(batch).unwrap();
+    }
+    db.flush_all().unwrap();
+    db.compact_until_idle().unwrap();
+    let mut group = c.benchmark_group("range_page_50_of_1M");
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("forward", |b| {
+        b.iter(|| {
+            let lower = key16(rng.random(), 0);
+            let mut iter = db
+                .iter(
+                    items,
+                    Bound::Included(&lower),
+                    Bound::Unbounded,
+                    Direction::Forward,
+                    None,
+                )
+                .unwrap();
+            let mut n = 0;
+            while n < 50 && iter.advance().unwrap() {
+                n += 1;
+            }
+            n
+        })
+    });
+    group.finish();
+}
+
 criterion_group!(
     benches,
     bench_memtable_inserts,
@@ -398,6 +458,7 @@ criterion_group!(
     bench_batches,
     bench_reads,
     bench_collection_scans,
+    bench_range_pages,
     bench_replay
 );
 criterion_main!(benches);

@@ -155,18 +155,16 @@ fn merge_sources(claimed: &ClaimedJob) -> Vec<Source> {
         let level_tables = tables.by_ref().take(files.len());
         let iterators =
             level_tables.map(|table| Box::new(table.iter().releasing_behind()) as Source);
-        let disjoint = *level > 0
-            && in_order_and_disjoint(
-                files
-                    .iter()
-                    .map(|file| (file.smallest_key.as_slice(), file.largest_key.as_slice())),
-            );
+        let disjoint = *level > 0 && in_order_and_disjoint(files);
         debug_assert!(
             *level == 0 || disjoint,
             "input files of level {level} overlap or are out of order"
         );
         if disjoint && files.len() > 1 {
-            sources.push(Box::new(ConcatenatingIterator::new(iterators.collect())));
+            sources.push(Box::new(ConcatenatingIterator::new(
+                iterators.collect(),
+                files.clone(),
+            )));
         } else {
             sources.extend(iterators);
         }

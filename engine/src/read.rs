@@ -11,7 +11,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use shoal_compaction::InternalIterator;
-use shoal_compaction::{MergingIterator, UserIterator};
+use shoal_compaction::{ConcatenatingIterator, MergingIterator, UserIterator};
 
 use crate::db::{Db, Snapshot};
 use crate::error::DbError;
@@ -195,20 +195,36 @@ impl Db {
             .map(|m| Box::new(m.iter()) as Source)
             .collect();
         let (lo, hi) = (bound_key(&lower), bound_key(&upper));
-        for file in sv
-            .version
-            .files_for_range(tree, lo.as_deref(), hi.as_deref())
+        for (level, files) in
+            sv.version
+                .files_for_range_by_level(tree, lo.as_deref(), hi.as_deref())
         {
-            match sv.tables.get(&file.number) {
-                Some(table) if release_behind => {
-                    sources.push(Box::new(table.iter().releasing_behind()))
+            let mut iterators = Vec::with_capacity(files.len());
+            let mut bounds = Vec::with_capacity(files.len());
+            for file in files {
+                match sv.tables.get(&file.number) {
+                    Some(table) if release_behind => {
+                        iterators.push(Box::new(table.iter().releasing_behind()) as Source)
+                    }
+                    Some(table) => iterators.push(Box::new(table.iter())),
+                    None => {
+                        debug_assert!(
+                            false,
+                            "version names file {} with no open table",
+                            file.number
+                        );
+                        continue;
+                    }
                 }
-                Some(table) => sources.push(Box::new(table.iter())),
-                None => debug_assert!(
-                    false,
-                    "version names file {} with no open table",
-                    file.number
-                ),
+                bounds.push(file);
+            }
+            // A level's files are disjoint (the version checks it when built), so they are
+            // one source: the merge compares one key per level, not per file, and a seek
+            // reads only the file whose range holds its target (`shoal_compaction::concat`).
+            if level > 0 && iterators.len() > 1 {
+                sources.push(Box::new(ConcatenatingIterator::new(iterators, bounds)));
+            } else {
+                sources.extend(iterators);
             }
         }
         Ok(DbIterator {

@@ -59,6 +59,16 @@ pub struct FileMeta {
     pub seq_max: u64,
 }
 
+/// A level's files merge as one source (`shoal_compaction::concat`), sought by their ranges.
+impl shoal_compaction::FileBounds for FileMeta {
+    fn smallest_key(&self) -> &[u8] {
+        &self.smallest_key
+    }
+    fn largest_key(&self) -> &[u8] {
+        &self.largest_key
+    }
+}
+
 impl FileMeta {
     /// User key of the smallest internal key.
     pub fn smallest_user_key(&self) -> &[u8] {
@@ -446,6 +456,20 @@ impl Version {
         lo: Option<&[u8]>,
         hi: Option<&[u8]>,
     ) -> Vec<Arc<FileMeta>> {
+        self.files_for_range_by_level(tree, lo, hi)
+            .into_iter()
+            .flat_map(|(_, files)| files)
+            .collect()
+    }
+
+    /// [`Version::files_for_range`], each level's files apart: (level, files) for each level
+    /// with a file in the range, L0 first.
+    pub fn files_for_range_by_level(
+        &self,
+        tree: TreeId,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+    ) -> Vec<(usize, Vec<Arc<FileMeta>>)> {
         let Some(tree) = self.trees.get(&tree) else {
             return Vec::new();
         };
@@ -456,21 +480,21 @@ impl Version {
         }
         let mut found = Vec::new();
         for (level, files) in tree.levels.iter().enumerate() {
-            if level == 0 {
-                found.extend(
-                    files
-                        .iter()
-                        .filter(|f| f.overlaps_user_range(lo, hi))
-                        .cloned(),
-                );
+            let in_range: Vec<Arc<FileMeta>> = if level == 0 {
+                files
+                    .iter()
+                    .filter(|f| f.overlaps_user_range(lo, hi))
+                    .cloned()
+                    .collect()
             } else {
                 let start = lo.map_or(0, |lo| files.partition_point(|f| f.largest_user_key() < lo));
                 let end = hi.map_or(files.len(), |hi| {
                     files.partition_point(|f| f.smallest_user_key() <= hi)
                 });
-                if start < end {
-                    found.extend(files[start..end].iter().cloned());
-                }
+                files[start..end.max(start)].to_vec()
+            };
+            if !in_range.is_empty() {
+                found.push((level, in_range));
             }
         }
         found
@@ -943,6 +967,27 @@ mod tests {
         );
         assert!(v.files_for_range(0, Some(b"m"), Some(b"a")).is_empty());
         assert!(v.files_for_range(0, Some(b"zz"), None).is_empty());
+        // By level: each level's files apart (reads concatenate those below L0), and no
+        // entry for a level with none in the range.
+        let by_level = |lo: Option<&[u8]>, hi: Option<&[u8]>| -> Vec<(usize, Vec<u64>)> {
+            v.files_for_range_by_level(0, lo, hi)
+                .iter()
+                .map(|(level, files)| (*level, numbers(files)))
+                .collect()
+        };
+        assert_eq!(
+            by_level(None, None),
+            vec![
+                (0, vec![12, 11, 10]),
+                (1, vec![21, 20, 22]),
+                (2, vec![30, 31])
+            ]
+        );
+        assert_eq!(
+            by_level(Some(b"q"), None),
+            vec![(1, vec![22]), (2, vec![31])]
+        );
+        assert!(by_level(Some(b"m"), Some(b"a")).is_empty());
     }
 
     #[test]

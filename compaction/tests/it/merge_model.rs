@@ -169,8 +169,8 @@ proptest! {
         follow_sorted_model(&mut merged(&versions), &versions, &ops)?;
     }
 
-    /// The same, with each child a level: its entries cut into files at random places
-    /// (files may be empty, and a user key's versions may straddle a cut), walked by a
+    /// The same, with each child a level: its entries cut into files at random places (a
+    /// user key's versions may straddle a cut), walked by a
     /// `ConcatenatingIterator`, as compaction merges the levels below L0.
     #[test]
     fn merge_of_concatenated_levels_matches_sorted_model(
@@ -192,10 +192,14 @@ proptest! {
                 let mut files = Vec::new();
                 let mut from = 0;
                 for cut in cuts.into_iter().chain([entries.len()]) {
-                    files.push(VecIterator::from_raw(entries[from..cut].to_vec()));
+                    // A file holds at least one entry (its bounds are its first and last).
+                    if cut > from {
+                        files.push(VecIterator::from_raw(entries[from..cut].to_vec()));
+                    }
                     from = cut;
                 }
-                ConcatenatingIterator::new(files)
+                let bounds = files.iter().filter_map(VecIterator::bounds).collect();
+                ConcatenatingIterator::new(files, bounds)
             })
             .collect();
         follow_sorted_model(&mut MergingIterator::new(levels), &versions, &ops)?;
