@@ -449,21 +449,8 @@ impl Version {
     }
 
     /// Files of one tree overlapping the user-key range [`lo`, `hi`] (inclusive; None =
-    /// unbounded): L0 files newest first, then each deeper level in key order.
-    pub fn files_for_range(
-        &self,
-        tree: TreeId,
-        lo: Option<&[u8]>,
-        hi: Option<&[u8]>,
-    ) -> Vec<Arc<FileMeta>> {
-        self.files_for_range_by_level(tree, lo, hi)
-            .into_iter()
-            .flat_map(|(_, files)| files)
-            .collect()
-    }
-
-    /// [`Version::files_for_range`], each level's files apart: (level, files) for each level
-    /// with a file in the range, L0 first.
+    /// unbounded), each level's apart: (level, files) for each level with a file in the
+    /// range, L0 first with its files newest first, then each deeper level in key order.
     pub fn files_for_range_by_level(
         &self,
         tree: TreeId,
@@ -944,29 +931,26 @@ mod tests {
     #[test]
     fn files_for_range_overlaps() {
         let v = layered();
+        let flat = |lo: Option<&[u8]>, hi: Option<&[u8]>| -> Vec<Arc<FileMeta>> {
+            v.files_for_range_by_level(0, lo, hi)
+                .into_iter()
+                .flat_map(|(_, files)| files)
+                .collect()
+        };
         assert_eq!(
-            numbers(&v.files_for_range(0, None, None)),
+            numbers(&flat(None, None)),
             vec![12, 11, 10, 21, 20, 22, 30, 31]
         );
+        assert_eq!(numbers(&flat(Some(b"f"), Some(b"i"))), vec![10, 20, 30, 31]);
         assert_eq!(
-            numbers(&v.files_for_range(0, Some(b"f"), Some(b"i"))),
-            vec![10, 20, 30, 31]
-        );
-        assert_eq!(
-            numbers(&v.files_for_range(0, Some(b"k"), Some(b"m"))),
+            numbers(&flat(Some(b"k"), Some(b"m"))),
             vec![12, 10, 31],
             "bounds are inclusive"
         );
-        assert_eq!(
-            numbers(&v.files_for_range(0, None, Some(b"b"))),
-            vec![11, 21, 30]
-        );
-        assert_eq!(
-            numbers(&v.files_for_range(0, Some(b"q"), None)),
-            vec![22, 31]
-        );
-        assert!(v.files_for_range(0, Some(b"m"), Some(b"a")).is_empty());
-        assert!(v.files_for_range(0, Some(b"zz"), None).is_empty());
+        assert_eq!(numbers(&flat(None, Some(b"b"))), vec![11, 21, 30]);
+        assert_eq!(numbers(&flat(Some(b"q"), None)), vec![22, 31]);
+        assert!(flat(Some(b"m"), Some(b"a")).is_empty());
+        assert!(flat(Some(b"zz"), None).is_empty());
         // By level: each level's files apart (reads concatenate those below L0), and no
         // entry for a level with none in the range.
         let by_level = |lo: Option<&[u8]>, hi: Option<&[u8]>| -> Vec<(usize, Vec<u64>)> {
