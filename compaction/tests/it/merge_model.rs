@@ -1,6 +1,7 @@
 //! Model tests for `MergingIterator` (over plain children and over `ConcatenatingIterator`
-//! levels) and `UserIterator`: random versions spread over random children, random sequences of seeks and moves in both directions, compared at every step
-//! against a plain sorted list (merge) or a map of user key -> newest visible value (user view).
+//! levels) and `UserIterator`: random versions spread over random children, random
+//! sequences of seeks and moves in both directions, compared at every step against a plain
+//! sorted list (merge) or a map of user key -> newest visible value (user view).
 
 use std::collections::BTreeMap;
 
