@@ -67,7 +67,8 @@ fn drain(mut merge: MergingIterator<Box<dyn InternalIterator>>) -> u64 {
     merge.seek_to_first().unwrap();
     let mut entries = 0;
     while merge.valid() {
-        entries += merge.key().len() as u64 & 1;
+        std::hint::black_box(merge.key());
+        entries += 1;
         merge.next().unwrap();
     }
     entries

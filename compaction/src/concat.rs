@@ -354,84 +354,44 @@ mod tests {
     #[test]
     fn order_check_accepts_sorted_disjoint_ranges_only() {
         let key = |k: &[u8], seq| encode(k, seq, EntryKind::Put);
-        let (a3, c2, e9, g4) = (key(b"a", 3), key(b"c", 2), key(b"e", 9), key(b"g", 4));
-        let ranges = |list: &[(&Vec<u8>, &Vec<u8>)]| -> Vec<(Vec<u8>, Vec<u8>)> {
-            list.iter()
-                .map(|(s, l)| ((*s).clone(), (*l).clone()))
-                .collect()
+        let check = |ranges: &[(&[u8], u64, &[u8], u64)]| {
+            let bounds: Vec<(Vec<u8>, Vec<u8>)> = ranges
+                .iter()
+                .map(|&(smallest, s, largest, l)| (key(smallest, s), key(largest, l)))
+                .collect();
+            in_order_and_disjoint(&bounds)
         };
-        let check = |list: Vec<(Vec<u8>, Vec<u8>)>| in_order_and_disjoint(&list);
-        assert!(check(ranges(&[(&a3, &c2), (&e9, &g4)])));
-        assert!(check(Vec::new()));
+        assert!(check(&[(b"a", 3, b"c", 2), (b"e", 9, b"g", 4)]));
+        assert!(check(&[]));
         // Out of order, overlapping, or one file's smallest above its largest: refused.
-        assert!(!check(ranges(&[(&e9, &g4), (&a3, &c2)])));
-        assert!(!check(ranges(&[(&a3, &e9), (&c2, &g4)])));
-        assert!(!check(ranges(&[(&c2, &a3)])));
+        assert!(!check(&[(b"e", 9, b"g", 4), (b"a", 3, b"c", 2)]));
+        assert!(!check(&[(b"a", 3, b"e", 9), (b"c", 2, b"g", 4)]));
+        assert!(!check(&[(b"c", 2, b"a", 3)]));
         // Two files sharing a boundary key (a user key split between files) overlap in
         // user keys but not in internal keys: in order, as a level may never hold them, but
         // the concatenation itself stays sorted.
-        let (c5, c1) = (key(b"c", 5), key(b"c", 1));
-        assert!(check(ranges(&[(&a3, &c5), (&c1, &g4)])));
-        assert!(!check(ranges(&[(&a3, &c1), (&c5, &g4)])));
-    }
-
-    /// Counts the seeks its child is asked for.
-    struct Counted<'a>(VecIterator, &'a std::cell::Cell<u32>);
-
-    impl InternalIterator for Counted<'_> {
-        fn valid(&self) -> bool {
-            self.0.valid()
-        }
-        fn key(&self) -> &[u8] {
-            self.0.key()
-        }
-        fn value(&self) -> &[u8] {
-            self.0.value()
-        }
-        fn seek_to_first(&mut self) -> Result<(), IterError> {
-            self.0.seek_to_first()
-        }
-        fn seek_to_last(&mut self) -> Result<(), IterError> {
-            self.0.seek_to_last()
-        }
-        fn seek(&mut self, target: &[u8]) -> Result<(), IterError> {
-            self.1.set(self.1.get() + 1);
-            self.0.seek(target)
-        }
-        fn seek_for_prev(&mut self, target: &[u8]) -> Result<(), IterError> {
-            self.1.set(self.1.get() + 1);
-            self.0.seek_for_prev(target)
-        }
-        fn next(&mut self) -> Result<(), IterError> {
-            self.0.next()
-        }
-        fn prev(&mut self) -> Result<(), IterError> {
-            self.0.prev()
-        }
+        assert!(check(&[(b"a", 3, b"c", 5), (b"c", 1, b"g", 4)]));
+        assert!(!check(&[(b"a", 3, b"c", 1), (b"c", 5, b"g", 4)]));
     }
 
     #[test]
     fn a_seek_asks_only_the_child_whose_range_holds_the_target() {
-        let seeks = std::cell::Cell::new(0);
-        let files: Vec<VecIterator> = (0..100u32)
-            .map(|i| VecIterator::new(vec![put(format!("k{i:03}").as_bytes(), 1)]))
-            .collect();
-        let bounds = files.iter().filter_map(VecIterator::bounds).collect();
-        let children = files
-            .into_iter()
-            .map(|file| Counted(file, &seeks))
-            .collect();
-        let mut it = ConcatenatingIterator::new(children, bounds);
+        let mut it = level(
+            (0..100u32)
+                .map(|i| vec![put(format!("k{i:03}").as_bytes(), 1)])
+                .collect(),
+        );
+        let seeks = |it: &Level| it.children.iter().map(VecIterator::seeks).sum::<u64>();
         it.seek(&encode(b"k042", 5, EntryKind::Put)).unwrap();
         assert_eq!(it.value(), b"k042@1");
-        assert_eq!(seeks.get(), 1);
+        assert_eq!(seeks(&it), 1);
         it.seek_for_prev(&encode(b"k0425", 5, EntryKind::Put))
             .unwrap();
         assert_eq!(it.value(), b"k042@1");
-        assert_eq!(seeks.get(), 2);
+        assert_eq!(seeks(&it), 2);
         // Between two files: only the next file is sought.
         it.seek(&encode(b"k0425", 5, EntryKind::Put)).unwrap();
         assert_eq!(it.value(), b"k043@1");
-        assert_eq!(seeks.get(), 3);
+        assert_eq!(seeks(&it), 3);
     }
 }

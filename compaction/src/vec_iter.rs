@@ -12,6 +12,8 @@ pub struct VecIterator {
     entries: Vec<(Vec<u8>, Vec<u8>)>,
     /// Index of the current entry; `None` when not positioned on an entry.
     position: Option<usize>,
+    /// `seek` and `seek_for_prev` calls so far, for tests of what a consumer asks.
+    seeks: u64,
 }
 
 impl VecIterator {
@@ -21,6 +23,7 @@ impl VecIterator {
         VecIterator {
             entries,
             position: None,
+            seeks: 0,
         }
     }
 
@@ -30,7 +33,13 @@ impl VecIterator {
         VecIterator {
             entries,
             position: None,
+            seeks: 0,
         }
+    }
+
+    /// How many times `seek` or `seek_for_prev` was called.
+    pub fn seeks(&self) -> u64 {
+        self.seeks
     }
 
     /// The first and last internal keys held, as a file's metadata gives them (for a
@@ -84,6 +93,7 @@ impl InternalIterator for VecIterator {
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<(), IterError> {
+        self.seeks += 1;
         let first_not_less = self
             .entries
             .partition_point(|(k, _)| compare_internal(k, target).is_lt());
@@ -92,6 +102,7 @@ impl InternalIterator for VecIterator {
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<(), IterError> {
+        self.seeks += 1;
         let first_greater = self
             .entries
             .partition_point(|(k, _)| compare_internal(k, target).is_le());
