@@ -15,8 +15,9 @@
 //!
 //! The children must be in ascending key order with disjoint ranges: every internal key of a
 //! child sorts before every internal key of the next, as the bounds given say. The caller
-//! checks this ([`in_order_and_disjoint`]); a violation would make the source yield keys out
-//! of order, which a merge would write into a file as if sorted.
+//! guarantees it (the engine's version refuses overlapping files in a level when it is
+//! built), and [`ConcatenatingIterator::new`] debug-asserts it; a violation would make the
+//! source yield keys out of order, which a merge would write into a file as if sorted.
 
 use std::cmp::Ordering;
 
@@ -61,7 +62,7 @@ pub struct ConcatenatingIterator<I: InternalIterator, B: FileBounds> {
 /// Whether files with these bounds, in this order, are sorted and disjoint: each file's
 /// smallest key is not above its largest, and each file's largest key sorts strictly before
 /// the next file's smallest.
-pub fn in_order_and_disjoint<B: FileBounds>(bounds: &[B]) -> bool {
+fn in_order_and_disjoint<B: FileBounds>(bounds: &[B]) -> bool {
     let mut previous_largest: Option<&[u8]> = None;
     for bound in bounds {
         let (smallest, largest) = (bound.smallest_key(), bound.largest_key());
@@ -78,8 +79,7 @@ pub fn in_order_and_disjoint<B: FileBounds>(bounds: &[B]) -> bool {
 
 impl<I: InternalIterator, B: FileBounds> ConcatenatingIterator<I, B> {
     /// Walks `children` in order, whose key ranges are `bounds`; they must be sorted and
-    /// disjoint (module docs, [`in_order_and_disjoint`]). The result is unpositioned until a
-    /// seek.
+    /// disjoint (module docs). The result is unpositioned until a seek.
     pub fn new(children: Vec<I>, bounds: Vec<B>) -> ConcatenatingIterator<I, B> {
         assert_eq!(children.len(), bounds.len(), "one range per child");
         debug_assert!(

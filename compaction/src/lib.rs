@@ -25,7 +25,7 @@ pub mod policy;
 pub mod user_iter;
 pub mod vec_iter;
 
-pub use concat::{in_order_and_disjoint, ConcatenatingIterator, FileBounds};
+pub use concat::{ConcatenatingIterator, FileBounds};
 pub use gc::{CompactionIterator, GcStats};
 pub use iter::{InternalIterator, IterError};
 pub use key::{compare_internal, EntryKind, InternalKey, SEQ_MAX};

@@ -28,13 +28,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use shoal_compaction::{
-    in_order_and_disjoint, CompactionIterator, ConcatenatingIterator, EntryKind, InternalIterator,
-    InternalKey, IterError, Job, MergingIterator, OutputSplitter,
+    CompactionIterator, EntryKind, InternalKey, IterError, Job, MergingIterator, OutputSplitter,
 };
 
 use crate::error::DbError;
 use crate::manifest;
 use crate::options::CompactionFilter;
+use crate::read::{push_level_sources, Source};
 use crate::shared::Shared;
 use crate::sstable::{Table, TableBuilder, TableOptions};
 use crate::stats::Counters;
@@ -52,8 +52,6 @@ pub(crate) enum JobOutcome {
     /// Nothing changed: the database is closing, or the tree was dropped meanwhile.
     Abandoned,
 }
-
-type Source = Box<dyn InternalIterator + Send>;
 
 /// A claimed job, with everything needed to run it. The input tables are held for the job's
 /// duration, so their files outlive any version swap that happens meanwhile.
@@ -140,10 +138,7 @@ fn write_outputs(
     Ok(Some(key_filter.map_or(0, |filter| filter.dropped_entries)))
 }
 
-/// The merge's sources: one per L0 file (L0 files overlap), and one per deeper level, its
-/// files concatenated in key order (`shoal_compaction::concat` says why: the merge compares
-/// a key per source for every entry). A level whose files are not sorted and disjoint, which
-/// a valid version never holds, keeps one source per file, which merges correctly anyway.
+/// The merge's sources: one per L0 file, one per deeper level (`push_level_sources`).
 ///
 /// Each input is read once, front to back: its pages leave the process's resident memory as
 /// the merge passes them, or a compaction would keep all of its inputs resident until they
@@ -152,22 +147,12 @@ fn merge_sources(claimed: &ClaimedJob) -> Vec<Source> {
     let mut tables = claimed.tables.iter();
     let mut sources: Vec<Source> = Vec::with_capacity(claimed.tables.len());
     for (level, files) in &claimed.inputs {
-        let level_tables = tables.by_ref().take(files.len());
-        let iterators =
-            level_tables.map(|table| Box::new(table.iter().releasing_behind()) as Source);
-        let disjoint = *level > 0 && in_order_and_disjoint(files);
-        debug_assert!(
-            *level == 0 || disjoint,
-            "input files of level {level} overlap or are out of order"
-        );
-        if disjoint && files.len() > 1 {
-            sources.push(Box::new(ConcatenatingIterator::new(
-                iterators.collect(),
-                files.clone(),
-            )));
-        } else {
-            sources.extend(iterators);
-        }
+        let iterators = tables
+            .by_ref()
+            .take(files.len())
+            .map(|table| Box::new(table.iter().releasing_behind()) as Source)
+            .collect();
+        push_level_sources(&mut sources, *level, iterators, files.clone());
     }
     debug_assert!(
         tables.next().is_none(),

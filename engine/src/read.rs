@@ -16,7 +16,7 @@ use shoal_compaction::{ConcatenatingIterator, MergingIterator, UserIterator};
 use crate::db::{Db, Snapshot};
 use crate::error::DbError;
 use crate::superversion::SuperVersion;
-use crate::version::TreeId;
+use crate::version::{FileMeta, TreeId};
 
 /// Which way a range is walked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,7 +25,28 @@ pub enum Direction {
     Reverse,
 }
 
-type Source = Box<dyn InternalIterator + Send>;
+/// One source of a merge: a memtable's, a table's, or a level's tables' iterator.
+pub(crate) type Source = Box<dyn InternalIterator + Send>;
+
+/// Adds to `sources` those of one `level` of a tree: its `files` (the version's, in its
+/// order) read through `iterators` (one per file, in the same order). L0 files overlap, so
+/// each is a source of its own. A deeper level's files are disjoint (a version refuses an
+/// overlap when it is built), so they are one [`ConcatenatingIterator`]: the merge then
+/// compares one key per level for every entry, not one per file, and a seek reads only the
+/// file whose range holds its target (`shoal_compaction::concat`).
+pub(crate) fn push_level_sources(
+    sources: &mut Vec<Source>,
+    level: usize,
+    iterators: Vec<Source>,
+    files: Vec<Arc<FileMeta>>,
+) {
+    debug_assert_eq!(iterators.len(), files.len(), "one iterator per file");
+    if level == 0 || files.len() < 2 {
+        sources.extend(iterators);
+    } else {
+        sources.push(Box::new(ConcatenatingIterator::new(iterators, files)));
+    }
+}
 
 /// An owned (user key, value) pair.
 pub type KeyValue = (Vec<u8>, Vec<u8>);
@@ -218,14 +239,7 @@ impl Db {
                 }
                 bounds.push(file);
             }
-            // A level's files are disjoint (the version checks it when built), so they are
-            // one source: the merge compares one key per level, not per file, and a seek
-            // reads only the file whose range holds its target (`shoal_compaction::concat`).
-            if level > 0 && iterators.len() > 1 {
-                sources.push(Box::new(ConcatenatingIterator::new(iterators, bounds)));
-            } else {
-                sources.extend(iterators);
-            }
+            push_level_sources(&mut sources, level, iterators, bounds);
         }
         Ok(DbIterator {
             inner: UserIterator::new(MergingIterator::new(sources), seq),
