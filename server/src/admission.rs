@@ -13,13 +13,16 @@
 //! - `connections_max` open connections in all, which bounds file descriptors and memory. A
 //!   connection accepted at the limit first closes the connection idle the longest (oldest
 //!   idle first: the one its client is least likely to reuse, since the SDKs' pools hand out
-//!   their most recently used connection). With none idle, it closes the connection that has
-//!   been waiting for the rest of its request body the longest (answered a
-//!   SerializationException, as at the body deadline): a client that sends half a body holds
-//!   a busy place, and enough of them from a few addresses (each under the per-address limit)
-//!   would otherwise fill the server for the whole body deadline. A request whose body has
-//!   arrived is never cut off. When every open connection has a whole request in flight, the
-//!   new connection waits for a place (below).
+//!   their most recently used connection). With none idle between requests, it closes the
+//!   connection stalled the longest: one that has sent no request since it opened, or one
+//!   waiting for the rest of its request body (answered a SerializationException, as at the
+//!   body deadline), whichever has waited longer. A client that sends half a body holds a
+//!   busy place, and enough of them from a few addresses (each under the per-address limit)
+//!   would otherwise fill the server for the whole body deadline. The SDKs' pools leave
+//!   connections behind that never sent a request; those are older than a request whose body
+//!   is arriving, so they go first, and a new connection is closed only after every older
+//!   stall. A request whose body has arrived is never cut off. When every open connection
+//!   has a whole request in flight, the new connection waits for a place (below).
 //! - `busy_per_client_max` busy connections from one client address, so that one client
 //!   sending its bodies slowly cannot hold every busy slot. Checked when a request starts;
 //!   at it, the request first closes its address's connection that has waited the longest
@@ -174,8 +177,9 @@ pub enum IdleClosure {
     ConnectionLimit,
     /// Accepting failed for want of file descriptors.
     OpenFiles,
-    /// This one was waiting for the rest of its request body the longest when a new
-    /// connection came in at `connections_max` with none idle, or when a request from its
+    /// This one was waiting for the rest of its request body when a new connection came in
+    /// at `connections_max` with none idle between requests, and had waited longer than any
+    /// that has sent nothing; or the longest of its address's, when a request from its
     /// address came in at `busy_per_client_max`.
     SlowBody,
 }
@@ -359,15 +363,11 @@ impl Admissions {
             return Admission::Close;
         }
         // Who makes room, in order: a connection idle between requests (its client has been
-        // served and reconnects if it needs to), the one waiting the longest for the rest of
-        // its body, then one that has sent no request yet. New connections come last, or a
-        // burst of new clients would close each other before their requests arrive (in a
-        // flood of half bodies, 508 of 1,000 concurrent clients were closed unanswered so);
-        // a flood's silent or half-head connections are older than they, so they go first.
+        // served and reconnects if it needs to), then the one stalled the longest (module
+        // docs).
         let room = registry.counted.len() < self.limits.connections_max
             || self.close_oldest_idle(&mut registry, IdleClosure::ConnectionLimit, NEVER_USED)
-            || self.close_oldest_receiving(&mut registry, None)
-            || self.close_oldest_idle(&mut registry, IdleClosure::ConnectionLimit, CLOSING);
+            || self.close_longest_stalled(&mut registry);
         if !room {
             return Admission::Throttle;
         }
@@ -454,22 +454,40 @@ impl Admissions {
         self.close_oldest_idle(&mut registry, reason, CLOSING)
     }
 
+    /// Closes, among the connections that have sent no request yet and those waiting for the
+    /// rest of a body, the one that has waited the longest: both wait times are stamps of
+    /// the same clock. New connections come last this way, or a burst of new clients would
+    /// close each other before their requests arrive (in a flood of half bodies, 508 of
+    /// 1,000 concurrent clients were closed unanswered so); a flood's silent, half-head and
+    /// half-body connections are older than they, so they go first. And a request whose body
+    /// is still on its way is not cut off while a connection an SDK's pool left behind
+    /// unused is open: before this order, a suite of 300 SDK clients at a limit of 64
+    /// connections had every place held by such connections, and cut requests off.
+    fn close_longest_stalled(&self, registry: &mut Registry) -> bool {
+        let receiving = self.oldest_receiving(registry, None);
+        // A connection that has sent nothing counts as stalled since it opened.
+        let silent_before = receiving
+            .as_ref()
+            .map_or(CLOSING, |(since, _)| NEVER_USED | since);
+        self.close_oldest_idle(registry, IdleClosure::ConnectionLimit, silent_before)
+            || receiving.is_some_and(|oldest| self.close_receiving(registry, oldest))
+            || self.close_oldest_idle(registry, IdleClosure::ConnectionLimit, CLOSING)
+    }
+
     /// Closes the connection idle the longest among those whose stamp is below `below`
-    /// ([`NEVER_USED`]: only connections idle between requests; [`CLOSING`]: any).
+    /// ([`NEVER_USED`]: only connections idle between requests; `NEVER_USED | stamp`: those
+    /// and the ones that opened before `stamp` and have sent nothing; [`CLOSING`]: any).
     fn close_oldest_idle(&self, registry: &mut Registry, reason: IdleClosure, below: u64) -> bool {
         // Two rounds: the queue, then a fresh scan. A queued connection that has been busy
         // since its stamp was taken (or has closed) fails the exchange and is skipped: it is
-        // no longer among the oldest idle. The queue is in stamp order: a front at or past
-        // `below` means none before it qualifies, and the queue is rebuilt.
+        // no longer among the oldest idle. The queue is in stamp order: an entry at or past
+        // `below` means none after it qualifies, and the queue is rebuilt.
         for _round in 0..2 {
-            if registry
-                .oldest_idle
-                .front()
-                .is_some_and(|(stamp, _)| *stamp >= below)
-            {
-                registry.oldest_idle.clear();
-            }
             while let Some((stamp, state)) = registry.oldest_idle.pop_front() {
+                if stamp >= below {
+                    registry.oldest_idle.clear();
+                    break;
+                }
                 let chosen = state
                     .activity
                     .compare_exchange(stamp, CLOSING, Ordering::AcqRel, Ordering::Acquire)
@@ -503,11 +521,14 @@ impl Admissions {
         false
     }
 
-    /// Closes the connection that has waited the longest for the rest of its request body
-    /// (among `only_client`'s, if given), if any is waiting (module docs); it stops counting
-    /// toward `connections_max` at once.
-    fn close_oldest_receiving(&self, registry: &mut Registry, only_client: Option<IpAddr>) -> bool {
-        let oldest = registry
+    /// The connection that has waited the longest for the rest of its request body (among
+    /// `only_client`'s, if given), with the stamp it began waiting at, if any is waiting.
+    fn oldest_receiving(
+        &self,
+        registry: &Registry,
+        only_client: Option<IpAddr>,
+    ) -> Option<(u64, Arc<ConnectionState>)> {
+        registry
             .counted
             .values()
             .filter(|state| only_client.is_none_or(|client| state.client == client))
@@ -515,10 +536,25 @@ impl Admissions {
                 let since = state.receiving_since.load(Ordering::Acquire);
                 (since != 0 && since != CLOSING).then_some((since, state))
             })
-            .min_by_key(|(since, _)| *since);
-        let Some((since, state)) = oldest else {
-            return false;
-        };
+            .min_by_key(|(since, _)| *since)
+            .map(|(since, state)| (since, Arc::clone(state)))
+    }
+
+    /// Closes the connection that has waited the longest for the rest of its request body
+    /// (among `only_client`'s, if given), if any is waiting (module docs); it stops counting
+    /// toward `connections_max` at once.
+    fn close_oldest_receiving(&self, registry: &mut Registry, only_client: Option<IpAddr>) -> bool {
+        self.oldest_receiving(registry, only_client)
+            .is_some_and(|oldest| self.close_receiving(registry, oldest))
+    }
+
+    /// Closes `state`'s connection, found waiting for its body since `since`, unless its body
+    /// has arrived since.
+    fn close_receiving(
+        &self,
+        registry: &mut Registry,
+        (since, state): (u64, Arc<ConnectionState>),
+    ) -> bool {
         // Fails if its body arrived meanwhile: then it is not chosen, and nothing is closed.
         if state
             .receiving_since
@@ -527,7 +563,6 @@ impl Admissions {
         {
             return false;
         }
-        let state = Arc::clone(state);
         registry.counted.remove(&state.id);
         state.stop_receiving.notify_one();
         state.close.notify_one();
@@ -1013,14 +1048,44 @@ mod tests {
         );
         // Its body arriving now changes nothing: it is no longer counted.
         drop(third_waiting);
-        let fifth = served(admissions.admit(client));
         // The second gets its body before anyone else comes: a whole request in flight is
-        // never cut off, so the next connection waits.
+        // never cut off, so with every place busy the next connection waits.
         drop(second_waiting);
         let fourth_busy = fourth.begin_request().await.unwrap();
-        let fifth_busy = fifth.begin_request().await.unwrap();
         assert!(matches!(admissions.admit(client), Admission::Queue(_)));
-        drop((busy, fourth_busy, fifth_busy));
+        assert!(!close_was_requested(&slots[1]));
+        drop((busy, fourth_busy));
+    }
+
+    #[tokio::test]
+    async fn of_a_body_wait_and_connections_that_sent_nothing_the_longest_stalled_makes_room() {
+        let admissions = admissions(3, 100);
+        let client = address("127.0.0.1");
+        // A connection an SDK's pool opened and never used, then a request whose body is on
+        // its way, then a connection that has not sent its request yet.
+        let left_unused = served(admissions.admit(client));
+        let receiving = served(admissions.admit(client));
+        let receiving_busy = receiving.begin_request().await.unwrap();
+        let waiting = receiving.receiving_body();
+        let newer = served(admissions.admit(client));
+        // The unused connection has waited longer than the body: it makes room.
+        let fourth = served(admissions.admit(client));
+        assert!(close_was_requested(&left_unused));
+        assert!(!close_was_requested(&receiving) && !close_was_requested(&newer));
+        let closed = |reason: IdleClosure| {
+            admissions.idle_closure_counts[reason.index()].load(Ordering::Relaxed)
+        };
+        assert_eq!(closed(IdleClosure::ConnectionLimit), 1);
+        assert_eq!(closed(IdleClosure::SlowBody), 0);
+        // The neighbouring case: the body has waited longer than the connections opened
+        // after it began, so it goes before them.
+        let fifth = served(admissions.admit(client));
+        tokio::time::timeout(Duration::from_secs(10), waiting.stopped())
+            .await
+            .expect("the request waiting for its body is stopped");
+        assert!(!close_was_requested(&newer) && !close_was_requested(&fourth));
+        assert_eq!(closed(IdleClosure::SlowBody), 1);
+        drop((receiving_busy, fifth));
     }
 
     #[tokio::test]

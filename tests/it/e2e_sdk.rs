@@ -698,6 +698,12 @@ async fn a_client_per_test_in_a_long_suite_is_never_refused() {
                 assert_eq!(metric(&server, &line), 0.0, "{line} {limits:?}");
             }
         }
+        // No request was cut off while its body was on its way to make room.
+        let cut_off = metric(
+            &server,
+            "shoal_idle_connections_closed_total{reason=\"slow_body\"}",
+        );
+        assert_eq!(cut_off, 0.0, "{limits:?}");
         let open = metric(&server, "shoal_open_connections");
         let closed = metric(
             &server,

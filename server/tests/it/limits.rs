@@ -621,6 +621,43 @@ async fn connections_waiting_for_their_bodies_do_not_fill_the_server() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_on_its_way_outlasts_a_connection_left_unused_before_it() {
+    // An SDK's pool leaves connections open that never sent a request. At the limit, such
+    // a connection, older than a request whose body is still arriving, makes room first:
+    // the request is not cut off.
+    let server = TestServer::start(ServerConfig {
+        connections_max: 3,
+        ..ServerConfig::default()
+    })
+    .await;
+    let mut left_unused = connect_from("127.0.0.1", server.address).await;
+    let mut on_its_way = half_sent_bodies("127.0.0.1", server.address, 1).await;
+    // The server has read its head and waits for the rest.
+    wait_for_busy(server.address, 1).await;
+    // A newer connection that has sent nothing fills the server (closing, if it is still
+    // counted, the connection the metrics were read on: idle between requests).
+    let newer = connect_from("127.0.0.1", server.address).await;
+    assert_eq!(served_within_bound("127.0.0.1", server.address).await, 200);
+    let mut rest = Vec::new();
+    tokio::time::timeout(EXCHANGE_TIMEOUT, left_unused.read_to_end(&mut rest))
+        .await
+        .expect("the connection left unused was not closed")
+        .unwrap();
+    assert!(rest.is_empty());
+    // The body's rest arrives, and its request is answered.
+    on_its_way[0]
+        .write_all(format!("\":\"{}\"}}", "x".repeat(992)).as_bytes())
+        .await
+        .unwrap();
+    let response = read_response(&mut on_its_way[0]).await;
+    assert_eq!(response.status, 200);
+    assert_eq!(slow_bodies_closed(server.address).await, 0.0);
+    assert_nobody_throttled(server.address).await;
+    drop(newer);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_idle_and_half_sent_heads_leaves_new_clients_served() {
     const LIMIT: usize = 200;
     let server = TestServer::start(ServerConfig {
