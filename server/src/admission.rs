@@ -21,8 +21,10 @@
 //!   would otherwise fill the server for the whole body deadline. The SDKs' pools leave
 //!   connections behind that never sent a request; those are older than a request whose body
 //!   is arriving, so they go first, and a new connection is closed only after every older
-//!   stall. A request whose body has arrived is never cut off. When every open connection
-//!   has a whole request in flight, the new connection waits for a place (below).
+//!   stall. A request whose body has arrived is never cut off, and one that raced the
+//!   closing of its connection (its head read after the connection was chosen, as idle or
+//!   new) gets [`BODY_WAIT_ONCE_CHOSEN`] for its body and is served. When every open
+//!   connection has a whole request in flight, the new connection waits for a place (below).
 //! - `busy_per_client_max` busy connections from one client address, so that one client
 //!   sending its bodies slowly cannot hold every busy slot. Checked when a request starts;
 //!   at it, the request first closes its address's connection that has waited the longest
@@ -774,32 +776,51 @@ impl ConnectionSlot {
     }
 
     /// Marks the connection's request as waiting for the rest of its body until the guard
-    /// drops, which makes the connection the last resort to close when the server is full
-    /// (module docs).
+    /// drops, which makes the connection one to close when the server is full (module docs).
     pub fn receiving_body(&self) -> ReceivingBody {
         let state = Arc::clone(&self.state);
-        // A connection chosen to close while its head was still arriving no longer counts,
-        // so nothing would choose it again: it does not wait for its body at all.
-        let since = if state.activity.load(Ordering::Acquire) == CLOSING {
+        // A connection chosen to close while its request was arriving (an idle or a new one:
+        // the client sent its request as the server made room) no longer counts, so nothing
+        // would choose it again: its body gets [`BODY_WAIT_ONCE_CHOSEN`] (`stopped`).
+        let chosen_before_waiting = state.activity.load(Ordering::Acquire) == CLOSING;
+        let since = if chosen_before_waiting {
             CLOSING
         } else {
             self.admissions.next_idle_stamp()
         };
         state.receiving_since.store(since, Ordering::Release);
         self.admissions.place_may_have_freed();
-        ReceivingBody { state }
+        ReceivingBody {
+            state,
+            chosen_before_waiting,
+        }
     }
 }
+
+/// How long the body of a request may take to arrive on a connection that was chosen to close
+/// before the request's head was read. Such a request raced the closing of an idle or new
+/// connection, which a client cannot see coming; it is served if its body comes within this
+/// (the client's SDK would not retry the error it would get otherwise), and the connection
+/// closes after the answer. Short, since the connection no longer counts toward the limit
+/// and holds its address's busy place meanwhile.
+pub const BODY_WAIT_ONCE_CHOSEN: Duration = Duration::from_secs(1);
 
 /// A request waiting for its body; see [`ConnectionSlot::receiving_body`].
 pub struct ReceivingBody {
     state: Arc<ConnectionState>,
+    /// The connection had been chosen to close before the wait began.
+    chosen_before_waiting: bool,
 }
 
 impl ReceivingBody {
-    /// Completes when the connection is chosen to make room: the request is to be answered
-    /// at once and the connection closed.
+    /// Completes when the connection is chosen to make room, or [`BODY_WAIT_ONCE_CHOSEN`]
+    /// after the wait began on a connection chosen before it: the request is then to be
+    /// answered at once and the connection closed.
     pub async fn stopped(&self) {
+        if self.chosen_before_waiting {
+            tokio::time::sleep(BODY_WAIT_ONCE_CHOSEN).await;
+            return;
+        }
         let stopped = self.state.stop_receiving.notified();
         tokio::pin!(stopped);
         stopped.as_mut().enable();
@@ -1086,6 +1107,36 @@ mod tests {
         assert!(!close_was_requested(&newer) && !close_was_requested(&fourth));
         assert_eq!(closed(IdleClosure::SlowBody), 1);
         drop((receiving_busy, fifth));
+    }
+
+    #[tokio::test]
+    async fn a_request_that_raced_its_connections_closing_gets_a_moment_for_its_body() {
+        let admissions = admissions(1, 100);
+        let client = address("127.0.0.1");
+        // Idle, then chosen to make room, as its client sends a request on it.
+        let raced = served(admissions.admit(client));
+        drop(raced.begin_request().await.unwrap());
+        let newer = served(admissions.admit(client));
+        assert!(close_was_requested(&raced));
+        let raced_busy = raced.begin_request().await.unwrap();
+        let started = Instant::now();
+        let waiting = raced.receiving_body();
+        // Its body has a moment to come (then it is served), not none.
+        waiting.stopped().await;
+        assert!(
+            started.elapsed() >= BODY_WAIT_ONCE_CHOSEN,
+            "{:?}",
+            started.elapsed()
+        );
+        // The neighbouring case that must not change: a request chosen while it waits for its
+        // body is stopped at once.
+        let newer_busy = newer.begin_request().await.unwrap();
+        let newer_waiting = newer.receiving_body();
+        let third = served(admissions.admit(client));
+        tokio::time::timeout(Duration::from_millis(100), newer_waiting.stopped())
+            .await
+            .expect("a request chosen while waiting for its body is stopped at once");
+        drop((raced_busy, newer_busy, third));
     }
 
     #[tokio::test]
