@@ -466,14 +466,16 @@ impl Admissions {
     /// unused is open: before this order, a suite of 300 SDK clients at a limit of 64
     /// connections had every place held by such connections, and cut requests off.
     fn close_longest_stalled(&self, registry: &mut Registry) -> bool {
-        let receiving = self.oldest_receiving(registry, None);
-        // A connection that has sent nothing counts as stalled since it opened.
-        let silent_before = receiving
-            .as_ref()
-            .map_or(CLOSING, |(since, _)| NEVER_USED | since);
-        self.close_oldest_idle(registry, IdleClosure::ConnectionLimit, silent_before)
-            || receiving.is_some_and(|oldest| self.close_receiving(registry, oldest))
-            || self.close_oldest_idle(registry, IdleClosure::ConnectionLimit, CLOSING)
+        let reason = IdleClosure::ConnectionLimit;
+        let Some(receiving @ (since, _)) = self.oldest_receiving(registry, None) else {
+            return self.close_oldest_idle(registry, reason, CLOSING);
+        };
+        // A connection that has sent nothing counts as stalled since it opened. If the body
+        // arrives before it is chosen, a newer silent connection goes instead.
+        let silent_before = NEVER_USED | since;
+        self.close_oldest_idle(registry, reason, silent_before)
+            || self.close_receiving(registry, receiving)
+            || self.close_oldest_idle(registry, reason, CLOSING)
     }
 
     /// Closes the connection idle the longest among those whose stamp is below `below`
@@ -965,6 +967,10 @@ mod tests {
         admissions.throttle_counts[Throttled { limit, reason }.index()].load(Ordering::Relaxed)
     }
 
+    fn closed_count(admissions: &Admissions, reason: IdleClosure) -> u64 {
+        admissions.idle_closure_counts[reason.index()].load(Ordering::Relaxed)
+    }
+
     #[tokio::test]
     async fn idle_connections_at_the_limit_make_room_oldest_first() {
         let admissions = admissions(3, 100);
@@ -982,11 +988,7 @@ mod tests {
         let fifth = served(admissions.admit(client));
         assert!(close_was_requested(&middle));
         assert!(!close_was_requested(&newest) && !close_was_requested(&fourth));
-        assert_eq!(
-            admissions.idle_closure_counts[IdleClosure::ConnectionLimit.index()]
-                .load(Ordering::Relaxed),
-            2
-        );
+        assert_eq!(closed_count(&admissions, IdleClosure::ConnectionLimit), 2);
         drop(fifth);
     }
 
@@ -1063,10 +1065,7 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(10), third_waiting.stopped())
             .await
             .expect("the chosen request hears it");
-        assert_eq!(
-            admissions.idle_closure_counts[IdleClosure::SlowBody.index()].load(Ordering::Relaxed),
-            1
-        );
+        assert_eq!(closed_count(&admissions, IdleClosure::SlowBody), 1);
         // Its body arriving now changes nothing: it is no longer counted.
         drop(third_waiting);
         // The second gets its body before anyone else comes: a whole request in flight is
@@ -1093,9 +1092,7 @@ mod tests {
         let fourth = served(admissions.admit(client));
         assert!(close_was_requested(&left_unused));
         assert!(!close_was_requested(&receiving) && !close_was_requested(&newer));
-        let closed = |reason: IdleClosure| {
-            admissions.idle_closure_counts[reason.index()].load(Ordering::Relaxed)
-        };
+        let closed = |reason| closed_count(&admissions, reason);
         assert_eq!(closed(IdleClosure::ConnectionLimit), 1);
         assert_eq!(closed(IdleClosure::SlowBody), 0);
         // The neighbouring case: the body has waited longer than the connections opened
