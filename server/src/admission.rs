@@ -1107,6 +1107,36 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_idle_queue_yields_no_connection_past_the_bound_asked_for() {
+        let admissions = admissions(4, 100);
+        let client = address("127.0.0.1");
+        let idle_first = served(admissions.admit(client));
+        drop(idle_first.begin_request().await.unwrap());
+        let idle_second = served(admissions.admit(client));
+        drop(idle_second.begin_request().await.unwrap());
+        let receiving = served(admissions.admit(client));
+        let receiving_busy = receiving.begin_request().await.unwrap();
+        let waiting = receiving.receiving_body();
+        let silent = served(admissions.admit(client));
+        // A scan for any idle connection queues both idle ones and the silent one, and
+        // closes the first; the second then goes busy, so its queued stamp is stale.
+        assert!(admissions.close_an_idle_connection(IdleClosure::OpenFiles));
+        assert!(close_was_requested(&idle_first));
+        let second_busy = idle_second.begin_request().await.unwrap();
+        let filler = served(admissions.admit(client));
+        // At the limit, none is idle between requests: the queue's silent connection, opened
+        // after the body wait began, is not taken for one; the body wait, stalled longer,
+        // makes room.
+        let last = served(admissions.admit(client));
+        tokio::time::timeout(Duration::from_secs(10), waiting.stopped())
+            .await
+            .expect("the request waiting for its body is stopped");
+        assert!(!close_was_requested(&silent));
+        assert_eq!(closed_count(&admissions, IdleClosure::ConnectionLimit), 0);
+        drop((receiving_busy, second_busy, filler, last));
+    }
+
+    #[tokio::test]
     async fn a_request_that_raced_its_connections_closing_gets_a_moment_for_its_body() {
         let admissions = admissions(1, 100);
         let client = address("127.0.0.1");
