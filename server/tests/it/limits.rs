@@ -258,7 +258,7 @@ async fn read_until_closed(stream: &mut TcpStream) -> Vec<u8> {
     let mut received = Vec::new();
     tokio::time::timeout(EXCHANGE_TIMEOUT, stream.read_to_end(&mut received))
         .await
-        .expect("no answer in time")
+        .expect("the server did not close the connection in time")
         .unwrap();
     received
 }
@@ -593,12 +593,7 @@ async fn connections_waiting_for_their_bodies_do_not_fill_the_server() {
     let mut idle = TcpStream::connect(server.address).await.unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(served_within_bound("127.0.0.1", server.address).await, 200);
-    let mut rest = Vec::new();
-    tokio::time::timeout(EXCHANGE_TIMEOUT, idle.read_to_end(&mut rest))
-        .await
-        .expect("the idle connection was not closed")
-        .unwrap();
-    assert!(rest.is_empty());
+    assert!(read_until_closed(&mut idle).await.is_empty());
     // A connection waiting for the rest of its body holds it: a new one takes it too, and the
     // slow client is answered and disconnected. (A whole request in flight is never cut off;
     // `admission.rs`'s unit tests refuse a connection then.)
@@ -606,11 +601,7 @@ async fn connections_waiting_for_their_bodies_do_not_fill_the_server() {
     // idle connection if not.)
     let mut slow = half_sent_bodies("127.0.0.2", server.address, 1).await;
     assert_eq!(served_within_bound("127.0.0.1", server.address).await, 200);
-    let mut received = Vec::new();
-    tokio::time::timeout(EXCHANGE_TIMEOUT, slow[0].read_to_end(&mut received))
-        .await
-        .expect("the slow client was not closed")
-        .unwrap();
+    let received = read_until_closed(&mut slow[0]).await;
     if !received.is_empty() {
         let response = support::parse_response(&received);
         assert_eq!(response.status, 400);
@@ -638,12 +629,7 @@ async fn a_body_on_its_way_outlasts_a_connection_left_unused_before_it() {
     // counted, the connection the metrics were read on: idle between requests).
     let newer = connect_from("127.0.0.1", server.address).await;
     assert_eq!(served_within_bound("127.0.0.1", server.address).await, 200);
-    let mut rest = Vec::new();
-    tokio::time::timeout(EXCHANGE_TIMEOUT, left_unused.read_to_end(&mut rest))
-        .await
-        .expect("the connection left unused was not closed")
-        .unwrap();
-    assert!(rest.is_empty());
+    assert!(read_until_closed(&mut left_unused).await.is_empty());
     // The body's rest arrives, and its request is answered.
     on_its_way[0]
         .write_all(format!("\":\"{}\"}}", "x".repeat(992)).as_bytes())
