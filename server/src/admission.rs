@@ -971,6 +971,14 @@ mod tests {
         admissions.idle_closure_counts[reason.index()].load(Ordering::Relaxed)
     }
 
+    /// `future`'s output, or a failed test naming `what` if it takes longer than 10 s
+    /// (what every wait below allows for a thing that must happen).
+    async fn within_10s<F: std::future::Future>(future: F, what: &str) -> F::Output {
+        tokio::time::timeout(Duration::from_secs(10), future)
+            .await
+            .unwrap_or_else(|_| panic!("within 10 s: {what}"))
+    }
+
     #[tokio::test]
     async fn idle_connections_at_the_limit_make_room_oldest_first() {
         let admissions = admissions(3, 100);
@@ -1015,9 +1023,8 @@ mod tests {
             tokio::spawn(async move { served(admissions.wait_for_place(client).await) })
         };
         drop(second_busy);
-        let third = tokio::time::timeout(Duration::from_secs(10), waiter)
+        let third = within_10s(waiter, "a freed place reaches the waiting connection")
             .await
-            .expect("a freed place reaches the waiting connection")
             .unwrap();
         assert!(close_was_requested(&second));
         assert!(!close_was_requested(&first));
@@ -1059,12 +1066,12 @@ mod tests {
         let third_waiting = slots[2].receiving_body();
         let second_waiting = slots[1].receiving_body();
         let fourth = served(admissions.admit(address("127.0.0.3")));
-        tokio::time::timeout(Duration::from_secs(10), slots[2].close_requested())
-            .await
-            .expect("its connection is asked to close");
-        tokio::time::timeout(Duration::from_secs(10), third_waiting.stopped())
-            .await
-            .expect("the chosen request hears it");
+        within_10s(
+            slots[2].close_requested(),
+            "its connection is asked to close",
+        )
+        .await;
+        within_10s(third_waiting.stopped(), "the chosen request hears it").await;
         assert_eq!(closed_count(&admissions, IdleClosure::SlowBody), 1);
         // Its body arriving now changes nothing: it is no longer counted.
         drop(third_waiting);
@@ -1098,9 +1105,11 @@ mod tests {
         // The neighbouring case: the body has waited longer than the connections opened
         // after it began, so it goes before them.
         let fifth = served(admissions.admit(client));
-        tokio::time::timeout(Duration::from_secs(10), waiting.stopped())
-            .await
-            .expect("the request waiting for its body is stopped");
+        within_10s(
+            waiting.stopped(),
+            "the request waiting for its body is stopped",
+        )
+        .await;
         assert!(!close_was_requested(&newer) && !close_was_requested(&fourth));
         assert_eq!(closed(IdleClosure::SlowBody), 1);
         drop((receiving_busy, fifth));
@@ -1128,9 +1137,11 @@ mod tests {
         // after the body wait began, is not taken for one; the body wait, stalled longer,
         // makes room.
         let last = served(admissions.admit(client));
-        tokio::time::timeout(Duration::from_secs(10), waiting.stopped())
-            .await
-            .expect("the request waiting for its body is stopped");
+        within_10s(
+            waiting.stopped(),
+            "the request waiting for its body is stopped",
+        )
+        .await;
         assert!(!close_was_requested(&silent));
         assert_eq!(closed_count(&admissions, IdleClosure::ConnectionLimit), 0);
         drop((receiving_busy, second_busy, filler, last));
@@ -1213,9 +1224,8 @@ mod tests {
         let other_busy = other.begin_request().await.unwrap();
         // A request that ends hands its place to the one waiting the longest.
         drop(one);
-        let three = tokio::time::timeout(Duration::from_secs(10), third)
+        let three = within_10s(third, "the first waiting gets the place")
             .await
-            .expect("the first waiting gets the place")
             .unwrap();
         assert!(
             tokio::time::timeout(Duration::from_millis(20), fourth.as_mut())
@@ -1223,9 +1233,8 @@ mod tests {
                 .is_err()
         );
         drop(two);
-        let four = tokio::time::timeout(Duration::from_secs(10), fourth)
+        let four = within_10s(fourth, "the second waiting gets the next")
             .await
-            .expect("the second waiting gets the next")
             .unwrap();
         assert_eq!(
             admissions.queued_counts[Limit::ClientBusy.index()].load(Ordering::Relaxed),
@@ -1257,14 +1266,11 @@ mod tests {
         );
         // The half body of its own address was chosen (not the other address's, older), and
         // its place goes to the waiting request once it is answered.
-        tokio::time::timeout(Duration::from_secs(10), half_body.1.stopped())
-            .await
-            .expect("the half body is stopped");
+        within_10s(half_body.1.stopped(), "the half body is stopped").await;
         assert_ne!(other.state.receiving_since.load(Ordering::Acquire), CLOSING);
         drop(half_body);
-        let three = tokio::time::timeout(Duration::from_secs(10), third)
+        let three = within_10s(third, "the freed place reaches the waiting request")
             .await
-            .expect("the freed place reaches the waiting request")
             .unwrap();
         drop((three, whole, other_waiting, other_busy));
     }
