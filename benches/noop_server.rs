@@ -64,7 +64,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("noop server listening on http://127.0.0.1:{port}");
     let item = item_body();
     loop {
-        let (stream, _) = listener.accept().await?;
+        // Ctrl-C returns from main, so a build instrumented for profile-guided optimisation
+        // (scripts/build-pgo.sh) writes its counts on the way out.
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => accepted?,
+            _ = tokio::signal::ctrl_c() => return Ok(()),
+        };
         let _ = stream.set_nodelay(true);
         let item = item.clone();
         tokio::spawn(async move {
