@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Builds `shoal` with profile-guided optimisation (PGO) into target/pgo/release/shoal.
+#
+#   scripts/build-pgo.sh
+#
+# Three steps:
+#   1. an instrumented release build (target/pgo/instrumented), which counts how often each
+#      branch and call of the code runs;
+#   2. a training run: that build serves on a free local port from a scratch data directory
+#      while its own `shoal bench` sends it every fixed workload (PutItem, GetItem, Query on an
+#      LSI and a GSI, BatchGetItem, BatchWriteItem, Scan) and the data models in docs/models
+#      that use UpdateItem, conditional writes and transactions; the counts land in
+#      target/pgo/raw and are merged with the toolchain's llvm-profdata;
+#   3. the release build again, laid out by those counts: hot paths inlined and kept
+#      together, code no request ran optimised for size.
+#
+# Why: a DynamoDB request touches hyper, tokio, serde_json and five of Shoal's crates, and at
+# a moderate rate each one starts on cold caches, so the layout of the code counts. Measured
+# in docs/PERFORMANCE.md ("Over HTTP"). The build takes about twice the time of
+# `cargo build --release` plus a minute of training; the plain build stays the default.
+#
+# Needs rustup (the llvm-tools component is added if missing) and the ports the kernel hands
+# out. Everything it writes is under target/pgo; the final binary is checked by serving one
+# second of GetItems before the script reports success.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+root=$(pwd)
+work="$root/target/pgo"
+
+rustup component add llvm-tools >/dev/null
+host=$(rustc -vV | sed -n 's/^host: //p')
+profdata="$(rustc --print sysroot)/lib/rustlib/$host/bin/llvm-profdata"
+[ -x "$profdata" ] || { echo "build-pgo: no llvm-profdata at $profdata" >&2; exit 1; }
+
+# A free port: bind port 0 and read back what the kernel chose.
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Serves `$1` from a scratch directory on a free port; sets $pid, $endpoint and $scratch.
+start_server() {
+    scratch=$(mktemp -d)
+    local port
+    port=$(free_port)
+    endpoint="http://127.0.0.1:$port"
+    "$1" serve --port "$port" --data-dir "$scratch/data" >"$scratch/serve.log" 2>&1 &
+    pid=$!
+    local tries=0
+    until "$1" health --endpoint "$endpoint" --timeout-seconds 1 >/dev/null 2>&1; do
+        tries=$((tries + 1))
+        [ "$tries" -lt 300 ] || { echo "build-pgo: $1 did not start" >&2; exit 1; }
+        sleep 0.1
+    done
+}
+
+# Stops the server with SIGINT, so the instrumented build writes its counts on exit.
+stop_server() {
+    kill -INT "$pid"
+    wait "$pid" || true
+    rm -rf "$scratch"
+}
+
+echo "build-pgo: 1/3 instrumented build" >&2
+rm -f "$work/merged.profdata"
+RUSTFLAGS="-Cprofile-generate=$work/raw" \
+    cargo build --release --locked --bin shoal --target-dir "$work/instrumented"
+instrumented="$work/instrumented/release/shoal"
+# The dependencies' build scripts ran instrumented too: only the training's counts count.
+rm -rf "$work/raw"
+mkdir -p "$work/raw"
+
+echo "build-pgo: 2/3 training" >&2
+start_server "$instrumented"
+"$instrumented" bench --endpoint "$endpoint" --seconds 3 --items 20000 --partitions 1000 \
+    --connections 32 >/dev/null
+for model in forum single-table worked-example; do
+    "$instrumented" bench --endpoint "$endpoint" --model "docs/models/$model.json" >/dev/null
+done
+stop_server
+"$profdata" merge -o "$work/merged.profdata" "$work/raw"
+
+echo "build-pgo: 3/3 optimised build" >&2
+RUSTFLAGS="-Cprofile-use=$work/merged.profdata" \
+    cargo build --release --locked --bin shoal --target-dir "$work"
+optimised="$work/release/shoal"
+
+# The optimised binary must still serve: one second of GetItems without an error.
+start_server "$optimised"
+check=$("$optimised" bench --endpoint "$endpoint" --workloads GetItem --seconds 1 \
+    --items 1000 --partitions 100 --connections 4)
+stop_server
+echo "$check" | grep -q '^| GetItem | [1-9][0-9]* |.* | 0 |$' \
+    || { echo "build-pgo: the optimised build failed its check:" >&2; echo "$check" >&2; exit 1; }
+echo "$optimised"
