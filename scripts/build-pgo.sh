@@ -19,9 +19,9 @@
 # in docs/PERFORMANCE.md ("Over HTTP"). The build takes about twice the time of
 # `cargo build --release` plus a minute of training; the plain build stays the default.
 #
-# Needs rustup (the llvm-tools component is added if missing) and the ports the kernel hands
-# out. Everything it writes is under target/pgo; the final binary is checked by serving one
-# second of GetItems before the script reports success.
+# Needs rustup (the llvm-tools component is added if missing). Everything it writes is under
+# target/pgo; the final binary is checked by serving one second of GetItems before the script
+# reports success.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -33,24 +33,19 @@ host=$(rustc -vV | sed -n 's/^host: //p')
 profdata="$(rustc --print sysroot)/lib/rustlib/$host/bin/llvm-profdata"
 [ -x "$profdata" ] || { echo "build-pgo: no llvm-profdata at $profdata" >&2; exit 1; }
 
-# A free port: bind port 0 and read back what the kernel chose.
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# Serves `$1` from a scratch directory on a free port; sets $pid, $endpoint and $scratch.
+# Serves `$1` from a scratch directory on a port the kernel picks (`--port 0`); sets $pid,
+# $endpoint (read from the line the server prints once it listens) and $scratch.
 start_server() {
     scratch=$(mktemp -d)
-    local port
-    port=$(free_port)
-    endpoint="http://127.0.0.1:$port"
-    "$1" serve --port "$port" --data-dir "$scratch/data" >"$scratch/serve.log" 2>&1 &
+    "$1" serve --port 0 --data-dir "$scratch/data" >"$scratch/serve.out" 2>"$scratch/serve.log" &
     pid=$!
     local tries=0
-    until "$1" health --endpoint "$endpoint" --timeout-seconds 1 >/dev/null 2>&1; do
+    endpoint=""
+    until [ -n "$endpoint" ]; do
+        endpoint=$(sed -n 's/^shoal listening on //p' "$scratch/serve.out")
         tries=$((tries + 1))
-        [ "$tries" -lt 300 ] || { echo "build-pgo: $1 did not start" >&2; exit 1; }
-        sleep 0.1
+        [ "$tries" -lt 300 ] || { echo "build-pgo: $1 did not start" >&2; cat "$scratch/serve.log" >&2; exit 1; }
+        [ -n "$endpoint" ] || sleep 0.1
     done
 }
 
@@ -62,7 +57,7 @@ stop_server() {
 }
 
 echo "build-pgo: 1/3 instrumented build" >&2
-rm -f "$work/merged.profdata"
+rm -f "$work"/merged*.profdata
 RUSTFLAGS="-Cprofile-generate=$work/raw" \
     cargo build --release --locked --bin shoal --target-dir "$work/instrumented"
 instrumented="$work/instrumented/release/shoal"
@@ -79,9 +74,14 @@ for model in forum single-table worked-example; do
 done
 stop_server
 "$profdata" merge -o "$work/merged.profdata" "$work/raw"
+# Cargo does not look inside the profile, only at the flags: naming the profile by its hash
+# makes a new profile rebuild every crate rather than leave the unchanged ones laid out by
+# the last run's.
+profile="$work/merged-$(sha256sum "$work/merged.profdata" | cut -c1-16).profdata"
+cp "$work/merged.profdata" "$profile"
 
 echo "build-pgo: 3/3 optimised build" >&2
-RUSTFLAGS="-Cprofile-use=$work/merged.profdata" \
+RUSTFLAGS="-Cprofile-use=$profile" \
     cargo build --release --locked --bin shoal --target-dir "$work"
 optimised="$work/release/shoal"
 
