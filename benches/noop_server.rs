@@ -63,12 +63,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port))).await?;
     println!("noop server listening on http://127.0.0.1:{port}");
     let item = item_body();
+    // Ctrl-C returns from main, so a build instrumented for profile-guided optimisation
+    // (scripts/build-pgo.sh) writes its counts on the way out.
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
     loop {
-        // Ctrl-C returns from main, so a build instrumented for profile-guided optimisation
-        // (scripts/build-pgo.sh) writes its counts on the way out.
         let (stream, _) = tokio::select! {
             accepted = listener.accept() => accepted?,
-            _ = tokio::signal::ctrl_c() => return Ok(()),
+            _ = &mut ctrl_c => return Ok(()),
         };
         let _ = stream.set_nodelay(true);
         let item = item.clone();
