@@ -9,9 +9,16 @@
 //! cargo run --release --example noop_server -- 8001 &
 //! shoal bench --endpoint http://127.0.0.1:8001 --workloads GetItem --rate 10000 --server-pid $!
 //! ```
+//!
+//! A second argument, `WORK_MICROS`, has each GetItem spin on the CPU that long before it
+//! answers: the floor of a server whose own work costs that much. Beside Shoal at the same
+//! rate it tells how many microseconds of a GetItem are Shoal's own work, and whether the
+//! kernel's share (waking the waiting client) grows with the time the client waited, as it
+//! could on a virtual machine whose idle vCPUs halt (docs/PERFORMANCE.md, "Over HTTP").
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -32,6 +39,7 @@ fn item_body() -> Bytes {
 async fn answer(
     request: Request<Incoming>,
     item: Bytes,
+    work: Duration,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let get_item = request
         .headers()
@@ -41,6 +49,7 @@ async fn answer(
     // The body is read whole, as a real server must.
     let _ = request.into_body().collect().await;
     let body = if get_item {
+        spin(work);
         item
     } else {
         Bytes::from_static(b"{}")
@@ -53,6 +62,18 @@ async fn answer(
     Ok(response)
 }
 
+/// Keeps the CPU busy for `work` (a stand-in for a request's own work; a sleep would let
+/// the CPU idle).
+fn spin(work: Duration) {
+    if work.is_zero() {
+        return;
+    }
+    let started = Instant::now();
+    while started.elapsed() < work {
+        std::hint::spin_loop();
+    }
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let port: u16 = std::env::args()
@@ -60,6 +81,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|port| port.parse())
         .transpose()?
         .unwrap_or(8001);
+    let work = Duration::from_micros(
+        std::env::args()
+            .nth(2)
+            .map(|micros| micros.parse())
+            .transpose()?
+            .unwrap_or(0),
+    );
     let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port))).await?;
     println!("noop server listening on http://127.0.0.1:{port}");
     let item = item_body();
@@ -75,7 +103,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let _ = stream.set_nodelay(true);
         let item = item.clone();
         tokio::spawn(async move {
-            let service = service_fn(move |request| answer(request, item.clone()));
+            let service = service_fn(move |request| answer(request, item.clone(), work));
             let _ = http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
