@@ -14,9 +14,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use serde_json::{json, Value};
 
-use crate::client::Connection;
+use crate::client::{Connection, DYNAMODB_TARGET_PREFIX};
 
 /// Table the benchmark creates (and deletes first if it exists).
 pub const TABLE_NAME: &str = "ShoalLoadBench";
@@ -133,10 +134,28 @@ fn create_table_request() -> Value {
     })
 }
 
-/// The request of operation number `n` of a workload.
-fn request(workload: &str, n: u64, config: &LoadConfig) -> (&'static str, Value) {
-    // A cheap deterministic scramble so consecutive requests hit different keys.
-    let i = n.wrapping_mul(0x9E37_79B9_7F4A_7C15) % config.items.max(1);
+/// Which of a workload's distinct requests operation number `n` sends: an item number (from
+/// 0 to `items`), or for Scan a segment.
+fn request_index(workload: &str, n: u64, config: &LoadConfig) -> u64 {
+    if workload == "Scan" {
+        n % SCAN_SEGMENTS
+    } else {
+        // A cheap deterministic scramble so consecutive requests hit different keys.
+        n.wrapping_mul(0x9E37_79B9_7F4A_7C15) % config.items.max(1)
+    }
+}
+
+/// How many distinct requests a workload sends ([`request_index`]'s range).
+fn distinct_requests(workload: &str, config: &LoadConfig) -> u64 {
+    if workload == "Scan" {
+        SCAN_SEGMENTS
+    } else {
+        config.items.max(1)
+    }
+}
+
+/// A workload's request number `i` of [`distinct_requests`].
+fn request(workload: &str, i: u64, config: &LoadConfig) -> (&'static str, Value) {
     match workload {
         "PutItem" => (
             "PutItem",
@@ -185,11 +204,11 @@ fn request(workload: &str, n: u64, config: &LoadConfig) -> (&'static str, Value)
                 json!({"RequestItems": {TABLE_NAME: puts}}),
             )
         }
-        // Scan: the first page (Limit 50) of one of 16 segments.
+        // Scan: the first page (Limit 50) of segment `i`.
         _ => (
             "Scan",
             json!({"TableName": TABLE_NAME, "Limit": 50,
-                "Segment": n % SCAN_SEGMENTS, "TotalSegments": SCAN_SEGMENTS}),
+                "Segment": i, "TotalSegments": SCAN_SEGMENTS}),
         ),
     }
 }
@@ -205,6 +224,56 @@ fn batch_items(config: &LoadConfig) -> u64 {
 
 /// Segments the Scan workload's pages are drawn from.
 const SCAN_SEGMENTS: u64 = 16;
+
+/// The most bytes of request bodies rendered ahead of a timed run; a workload whose bodies
+/// would take more (BatchWriteItem over many items) renders each as it sends it.
+const RENDERED_BYTES_MAX: usize = 64 << 20;
+
+/// A workload's request bodies as JSON text, rendered before its timed run: building and
+/// serialising a JSON tree for each call cost the client CPU that the server under test
+/// shares the machine with (docs/PERFORMANCE.md, "Over HTTP").
+struct RenderedRequests {
+    operation: &'static str,
+    /// Indexed by [`request_index`]; None when they would exceed [`RENDERED_BYTES_MAX`].
+    bodies: Option<Vec<Bytes>>,
+}
+
+impl RenderedRequests {
+    /// Renders every distinct request of `workload`, unless they take more than `bytes_max`.
+    fn render(workload: &str, config: &LoadConfig, bytes_max: usize) -> RenderedRequests {
+        let operation = request(workload, 0, config).0;
+        let mut bodies = Vec::new();
+        let mut bytes = 0usize;
+        for i in 0..distinct_requests(workload, config) {
+            let body = Bytes::from(request(workload, i, config).1.to_string());
+            bytes += body.len();
+            if bytes > bytes_max {
+                return RenderedRequests {
+                    operation,
+                    bodies: None,
+                };
+            }
+            bodies.push(body);
+        }
+        RenderedRequests {
+            operation,
+            bodies: Some(bodies),
+        }
+    }
+
+    /// The body of operation number `n`.
+    fn body(&self, workload: &str, n: u64, config: &LoadConfig) -> Bytes {
+        let i = request_index(workload, n, config);
+        match self
+            .bodies
+            .as_ref()
+            .and_then(|bodies| bodies.get(i as usize))
+        {
+            Some(body) => body.clone(),
+            None => Bytes::from(request(workload, i, config).1.to_string()),
+        }
+    }
+}
 
 /// User + system CPU time of a process, from /proc/<pid>/stat.
 pub fn process_cpu_time(pid: u32) -> Option<Duration> {
@@ -359,6 +428,7 @@ pub async fn run_workload(
 ) -> Result<WorkloadResult, String> {
     let connections = config.connections.clamp(1, CONNECTIONS_MAX);
     let config = Arc::new(config.clone());
+    let requests = Arc::new(RenderedRequests::render(name, &config, RENDERED_BYTES_MAX));
     let cpu_before = config.server_pid.and_then(process_cpu_time);
     let client_cpu_before = process_cpu_time(std::process::id());
     let started = Instant::now();
@@ -366,6 +436,7 @@ pub async fn run_workload(
     let mut tasks = Vec::new();
     for connection_index in 0..connections {
         let config = Arc::clone(&config);
+        let requests = Arc::clone(&requests);
         let pacing = config
             .rate_per_second
             .map(|rate| Pacing::new(started, rate, connections, connection_index));
@@ -384,9 +455,12 @@ pub async fn run_workload(
                     tokio::time::sleep_until(due.into()).await;
                     sent += 1;
                 }
-                let (operation, body) = request(name, n, &config);
+                let body = requests.body(name, n, &config);
                 let sent = Instant::now();
-                match connection.call(operation, &body).await {
+                let answer = connection
+                    .call_text(DYNAMODB_TARGET_PREFIX, requests.operation, &body)
+                    .await;
+                match answer {
                     Ok((200, _)) => {
                         let micros = sent.elapsed().as_micros().min(u128::from(u32::MAX)) as u32;
                         latencies.push(micros);
@@ -544,6 +618,72 @@ mod tests {
             let off = at.abs_diff(expected);
             assert!(off < Duration::from_micros(1), "request {k} due at {at:?}");
         }
+    }
+
+    fn config(items: u64, partitions: u64) -> LoadConfig {
+        LoadConfig {
+            address: "127.0.0.1:1".to_string(),
+            connections: 4,
+            duration: Duration::from_secs(1),
+            items,
+            partitions,
+            server_pid: None,
+            workloads: Vec::new(),
+            rate_per_second: None,
+        }
+    }
+
+    #[test]
+    fn rendered_bodies_are_the_requests_each_operation_number_sends() {
+        let config = config(300, 7);
+        for workload in WORKLOADS {
+            let rendered = RenderedRequests::render(workload, &config, RENDERED_BYTES_MAX);
+            let bodies = rendered.bodies.as_ref().expect("300 items fit the budget");
+            assert_eq!(bodies.len() as u64, distinct_requests(workload, &config));
+            for n in 0..1_000 {
+                let (operation, body) =
+                    request(workload, request_index(workload, n, &config), &config);
+                assert_eq!(rendered.operation, operation, "{workload}");
+                assert_eq!(
+                    rendered.body(workload, n, &config),
+                    body.to_string().as_bytes(),
+                    "{workload} operation {n}"
+                );
+            }
+        }
+        // Scan cycles through its 16 segments; the keyed workloads spread over the items.
+        let scan = RenderedRequests::render("Scan", &config, RENDERED_BYTES_MAX);
+        assert_eq!(
+            scan.body("Scan", 0, &config),
+            scan.body("Scan", 16, &config)
+        );
+        assert_ne!(scan.body("Scan", 0, &config), scan.body("Scan", 1, &config));
+        let gets = RenderedRequests::render("GetItem", &config, RENDERED_BYTES_MAX);
+        assert_ne!(
+            gets.body("GetItem", 0, &config),
+            gets.body("GetItem", 1, &config)
+        );
+    }
+
+    #[test]
+    fn bodies_over_the_budget_are_rendered_as_each_is_sent() {
+        let config = config(300, 7);
+        let whole = RenderedRequests::render("BatchWriteItem", &config, RENDERED_BYTES_MAX);
+        let total: usize = whole
+            .bodies
+            .as_ref()
+            .map_or(0, |b| b.iter().map(Bytes::len).sum());
+        let over = RenderedRequests::render("BatchWriteItem", &config, total - 1);
+        assert!(over.bodies.is_none());
+        let within = RenderedRequests::render("BatchWriteItem", &config, total);
+        assert!(within.bodies.is_some());
+        for n in [0, 1, 299, 12_345] {
+            assert_eq!(
+                over.body("BatchWriteItem", n, &config),
+                whole.body("BatchWriteItem", n, &config)
+            );
+        }
+        assert_eq!(over.operation, "BatchWriteItem");
     }
 
     #[test]
