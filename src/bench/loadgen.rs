@@ -137,11 +137,12 @@ fn create_table_request() -> Value {
 /// Which of a workload's distinct requests operation number `n` sends: an item number (from
 /// 0 to `items`), or for Scan a segment.
 fn request_index(workload: &str, n: u64, config: &LoadConfig) -> u64 {
+    let distinct = distinct_requests(workload, config);
     if workload == "Scan" {
-        n % SCAN_SEGMENTS
+        n % distinct
     } else {
         // A cheap deterministic scramble so consecutive requests hit different keys.
-        n.wrapping_mul(0x9E37_79B9_7F4A_7C15) % config.items.max(1)
+        n.wrapping_mul(0x9E37_79B9_7F4A_7C15) % distinct
     }
 }
 
@@ -225,8 +226,8 @@ fn batch_items(config: &LoadConfig) -> u64 {
 /// Segments the Scan workload's pages are drawn from.
 const SCAN_SEGMENTS: u64 = 16;
 
-/// The most bytes of request bodies rendered ahead of a timed run; a workload whose bodies
-/// would take more (BatchWriteItem over many items) renders each as it sends it.
+/// The most bytes of request bodies rendered ahead of a timed run; past it (BatchWriteItem
+/// over many items) the rest are rendered as each is sent.
 const RENDERED_BYTES_MAX: usize = 64 << 20;
 
 /// A workload's request bodies as JSON text, rendered before its timed run: building and
@@ -234,12 +235,12 @@ const RENDERED_BYTES_MAX: usize = 64 << 20;
 /// shares the machine with (docs/PERFORMANCE.md, "Over HTTP").
 struct RenderedRequests {
     operation: &'static str,
-    /// Indexed by [`request_index`]; None when they would exceed [`RENDERED_BYTES_MAX`].
-    bodies: Option<Vec<Bytes>>,
+    /// The first of the distinct requests, by [`request_index`], as many as the budget holds.
+    bodies: Vec<Bytes>,
 }
 
 impl RenderedRequests {
-    /// Renders every distinct request of `workload`, unless they take more than `bytes_max`.
+    /// Renders the distinct requests of `workload` in order while they fit in `bytes_max`.
     fn render(workload: &str, config: &LoadConfig, bytes_max: usize) -> RenderedRequests {
         let operation = request(workload, 0, config).0;
         let mut bodies = Vec::new();
@@ -248,27 +249,17 @@ impl RenderedRequests {
             let body = Bytes::from(request(workload, i, config).1.to_string());
             bytes += body.len();
             if bytes > bytes_max {
-                return RenderedRequests {
-                    operation,
-                    bodies: None,
-                };
+                break;
             }
             bodies.push(body);
         }
-        RenderedRequests {
-            operation,
-            bodies: Some(bodies),
-        }
+        RenderedRequests { operation, bodies }
     }
 
     /// The body of operation number `n`.
     fn body(&self, workload: &str, n: u64, config: &LoadConfig) -> Bytes {
         let i = request_index(workload, n, config);
-        match self
-            .bodies
-            .as_ref()
-            .and_then(|bodies| bodies.get(i as usize))
-        {
+        match self.bodies.get(i as usize) {
             Some(body) => body.clone(),
             None => Bytes::from(request(workload, i, config).1.to_string()),
         }
@@ -638,8 +629,12 @@ mod tests {
         let config = config(300, 7);
         for workload in WORKLOADS {
             let rendered = RenderedRequests::render(workload, &config, RENDERED_BYTES_MAX);
-            let bodies = rendered.bodies.as_ref().expect("300 items fit the budget");
-            assert_eq!(bodies.len() as u64, distinct_requests(workload, &config));
+            let rendered_count = rendered.bodies.len() as u64;
+            assert_eq!(
+                rendered_count,
+                distinct_requests(workload, &config),
+                "{workload}"
+            );
             for n in 0..1_000 {
                 let (operation, body) =
                     request(workload, request_index(workload, n, &config), &config);
@@ -669,19 +664,20 @@ mod tests {
     fn bodies_over_the_budget_are_rendered_as_each_is_sent() {
         let config = config(300, 7);
         let whole = RenderedRequests::render("BatchWriteItem", &config, RENDERED_BYTES_MAX);
-        let total: usize = whole
-            .bodies
-            .as_ref()
-            .map_or(0, |b| b.iter().map(Bytes::len).sum());
-        let over = RenderedRequests::render("BatchWriteItem", &config, total - 1);
-        assert!(over.bodies.is_none());
+        assert_eq!(whole.bodies.len(), 300);
+        let total: usize = whole.bodies.iter().map(Bytes::len).sum();
         let within = RenderedRequests::render("BatchWriteItem", &config, total);
-        assert!(within.bodies.is_some());
-        for n in [0, 1, 299, 12_345] {
-            assert_eq!(
-                over.body("BatchWriteItem", n, &config),
-                whole.body("BatchWriteItem", n, &config)
-            );
+        assert_eq!(within.bodies.len(), 300);
+        // A budget a byte short holds every body but the last, which is rendered when sent.
+        let over = RenderedRequests::render("BatchWriteItem", &config, total - 1);
+        assert_eq!(over.bodies.len(), 299);
+        let half = RenderedRequests::render("BatchWriteItem", &config, total / 2);
+        assert!(half.bodies.iter().map(Bytes::len).sum::<usize>() <= total / 2);
+        assert!(half.bodies.len() < 300);
+        for n in 0..1_000 {
+            let expected = whole.body("BatchWriteItem", n, &config);
+            assert_eq!(over.body("BatchWriteItem", n, &config), expected, "{n}");
+            assert_eq!(half.body("BatchWriteItem", n, &config), expected, "{n}");
         }
         assert_eq!(over.operation, "BatchWriteItem");
     }
