@@ -18,6 +18,10 @@
 //! `SHOAL_PEER_SUSTAINED_READERS=R` adds R threads that read while the writer writes (the
 //! read-while-writing mix): each gets the ~1 KB record of a batch drawn uniformly from those
 //! written so far, and the run reports their reads per second and any key not found.
+//! `SHOAL_PEER_SUSTAINED_READ_RATE=N` holds the readers together to N reads a second (each
+//! to its share, caught up every millisecond) instead of as fast as they go: a free reader
+//! takes CPU from the writer in proportion to its engine's read speed, so with a fixed rate
+//! every engine's writer runs beside the same read load.
 //!
 //! `SHOAL_PEER_POLICY=field=value,...` sets fields of Shoal's compaction policy
 //! (`PolicyOptions`: the L0 thresholds, the pending-bytes percentages, the slowdown rates,
@@ -429,6 +433,14 @@ fn sustained_readers() -> u64 {
         .unwrap_or(0)
 }
 
+/// The reads a second the sustained readers are held to together, if any (module docs).
+fn sustained_read_rate() -> Option<f64> {
+    std::env::var("SHOAL_PEER_SUSTAINED_READ_RATE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|rate: &f64| *rate > 0.0)
+}
+
 /// The key base of the sustained run's `n`th batch: uniformly spread (splitmix64), and
 /// computable from `n`, so readers can ask for any batch already written.
 fn sustained_base(n: u64) -> u64 {
@@ -478,16 +490,27 @@ fn sustained_writes(_: &mut Criterion) {
         // Batches written so far: readers draw only keys that are already there.
         let written = Arc::new(AtomicU64::new(0));
         let done = Arc::new(AtomicBool::new(false));
-        let readers: Vec<_> = (0..sustained_readers())
+        let reader_count = sustained_readers();
+        let reader_rate = sustained_read_rate().map(|rate| rate / reader_count.max(1) as f64);
+        let readers: Vec<_> = (0..reader_count)
             .map(|reader| {
                 let (engine, written, done) = (engine.clone(), written.clone(), done.clone());
                 std::thread::spawn(move || {
                     let mut rng = rand::rngs::StdRng::seed_from_u64(1000 + reader);
                     let (mut reads, mut missing) = (0u64, 0u64);
+                    let reading_since = Instant::now();
                     while !done.load(AtomicOrdering::Relaxed) {
                         let upto = written.load(AtomicOrdering::Relaxed);
                         if upto == 0 {
                             std::thread::yield_now();
+                            continue;
+                        }
+                        // Held to a rate: ahead of it, sleep a millisecond (shorter sleeps
+                        // oversleep) and read what is owed then.
+                        let owed = reader_rate
+                            .map(|rate| (reading_since.elapsed().as_secs_f64() * rate) as u64);
+                        if owed.is_some_and(|owed| reads >= owed) {
+                            std::thread::sleep(Duration::from_millis(1));
                             continue;
                         }
                         let n = rng.random_range(1..=upto);
