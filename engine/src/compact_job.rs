@@ -26,6 +26,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
 use shoal_compaction::{
     CompactionIterator, EntryKind, InternalKey, IterError, Job, MergingIterator, OutputSplitter,
@@ -37,7 +38,7 @@ use crate::options::CompactionFilter;
 use crate::read::{push_level_sources, Source};
 use crate::shared::Shared;
 use crate::sstable::{Table, TableBuilder, TableOptions};
-use crate::stats::Counters;
+use crate::stats::CompactionRecord;
 use crate::table_files::{file_meta, open_table};
 use crate::version::{FileMeta, TreeId, VersionEdit};
 
@@ -66,15 +67,23 @@ pub(crate) struct ClaimedJob {
 
 /// Runs a claimed job to the end (module docs).
 pub(crate) fn run(shared: &Shared, claimed: &ClaimedJob) -> Result<JobOutcome, DbError> {
+    let started = Instant::now();
     if claimed.job.trivial_move {
-        return install(shared, claimed, OutputFiles::new(shared), Vec::new(), 0);
+        return install(
+            shared,
+            claimed,
+            OutputFiles::new(shared),
+            Vec::new(),
+            0,
+            started,
+        );
     }
     let mut outputs = OutputFiles::new(shared);
     let Some(filtered_entries) = write_outputs(shared, claimed, &mut outputs)? else {
         return Ok(JobOutcome::Abandoned);
     };
     let opened = outputs.open_all()?;
-    install(shared, claimed, outputs, opened, filtered_entries)
+    install(shared, claimed, outputs, opened, filtered_entries, started)
 }
 
 /// Writes the merged, filtered inputs into new files. Returns how many entries the
@@ -221,6 +230,7 @@ fn install(
     mut outputs: OutputFiles<'_>,
     opened: Vec<(FileMeta, Arc<Table>)>,
     filtered_entries: u64,
+    started: Instant,
 ) -> Result<JobOutcome, DbError> {
     let tree = claimed.tree;
     let output_level = claimed.job.output_level;
@@ -297,15 +307,14 @@ fn install(
     drop(guard);
     drop(manifest);
 
-    let counters = &shared.counters;
-    if claimed.job.trivial_move {
-        Counters::add(&counters.trivial_moves, 1);
-    } else {
-        Counters::add(&counters.compactions, 1);
-        Counters::add(&counters.compaction_bytes_read, input_bytes);
-        Counters::add(&counters.compaction_bytes_written, output_bytes);
-        Counters::add(&counters.compaction_entries_filtered, filtered_entries);
-    }
+    shared.counters.record_compaction(&CompactionRecord {
+        output_level,
+        trivial_move: claimed.job.trivial_move,
+        input_bytes,
+        output_bytes,
+        filtered_entries,
+        busy: started.elapsed(),
+    });
     Ok(JobOutcome::Installed)
 }
 

@@ -94,7 +94,7 @@ pub use error::DbError;
 pub use read::{DbIterator, Direction};
 pub use shoal_compaction::key::EntryKind;
 pub use shoal_compaction::{PolicyKind, PolicyOptions};
-pub use stats::{DbStats, TreeStats};
+pub use stats::{DbStats, LevelCompactionStats, TreeStats};
 pub use version::TreeId;
 // DbOptions::durability is the WAL's: embedders need not depend on the WAL crate.
 pub use shoal_wal::Durability;

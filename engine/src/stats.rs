@@ -5,6 +5,13 @@
 //! nothing) and user bytes are the encoded batch payloads committed through the WAL (keys,
 //! values and a few bytes of framing per entry). It counts since the database was opened.
 //!
+//! **Compaction by level** ([`LevelCompactionStats`], one per level a job wrote into, as
+//! RocksDB's per-level compaction stats): the jobs, the bytes they read from every input
+//! level and wrote into this one, and the time they took, from the start of the merge to the
+//! installed version, summed over the compaction threads. Where write amplification comes
+//! from is then readable level by level: `bytes_written / user_bytes_written` of each level,
+//! plus the flushes' share for L0; the levels' bytes add up to the totals.
+//!
 //! **Tree estimates** are computed from the current version's file metadata and the
 //! memtables, so they are always as fresh as the last write: each tombstone is assumed to
 //! delete one older put (`entries - 2 * tombstones`, as RocksDB estimates), and overwritten
@@ -36,6 +43,8 @@ pub struct DbStats {
     pub write_amplification: f64,
     /// Compactions that rewrote files.
     pub compactions: u64,
+    /// Compaction work per output level (`LEVELS` entries; module docs).
+    pub compaction_levels: Vec<LevelCompactionStats>,
     /// Compactions that only moved files to a deeper level.
     pub trivial_moves: u64,
     /// Versions installed compactions dropped because the compaction filter said so
@@ -57,6 +66,21 @@ pub struct DbStats {
     /// Bytes of all live memtables now: what the write-buffer budget
     /// (`DbOptions::write_buffer_bytes_max`) bounds.
     pub write_buffer_bytes: u64,
+}
+
+/// The compaction jobs that wrote into one level since open, over all trees (module docs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LevelCompactionStats {
+    /// Jobs that rewrote files into this level.
+    pub compactions: u64,
+    /// Jobs that moved a file into this level without rewriting it.
+    pub trivial_moves: u64,
+    /// Bytes of the input SSTables the rewriting jobs read, from every level they took.
+    pub bytes_read: u64,
+    /// Bytes of the SSTables they wrote into this level.
+    pub bytes_written: u64,
+    /// Time those jobs took (trivial moves included), summed over compaction threads.
+    pub busy: Duration,
 }
 
 /// One tree's size and shape, for DescribeTable-style reporting.
@@ -88,6 +112,28 @@ pub(crate) struct Counters {
     pub(crate) write_stalls: AtomicU64,
     pub(crate) stall_nanos_total: AtomicU64,
     pub(crate) stall_nanos_longest: AtomicU64,
+    /// Per output level: [`LevelCompactionStats`]'s counters.
+    pub(crate) levels: [LevelCounters; LEVELS],
+}
+
+/// The running counters of one level's [`LevelCompactionStats`].
+#[derive(Debug, Default)]
+pub(crate) struct LevelCounters {
+    compactions: AtomicU64,
+    trivial_moves: AtomicU64,
+    bytes_read: AtomicU64,
+    bytes_written: AtomicU64,
+    busy_nanos: AtomicU64,
+}
+
+/// One installed compaction job, as [`Counters::record_compaction`] counts it.
+pub(crate) struct CompactionRecord {
+    pub(crate) output_level: usize,
+    pub(crate) trivial_move: bool,
+    pub(crate) input_bytes: u64,
+    pub(crate) output_bytes: u64,
+    pub(crate) filtered_entries: u64,
+    pub(crate) busy: Duration,
 }
 
 impl Counters {
@@ -101,6 +147,27 @@ impl Counters {
         self.write_stalls.fetch_add(1, Ordering::Relaxed);
         self.stall_nanos_total.fetch_add(nanos, Ordering::Relaxed);
         self.stall_nanos_longest.fetch_max(nanos, Ordering::Relaxed);
+    }
+
+    /// Counts one installed job in the totals and in its output level's counters. A trivial
+    /// move reads and writes nothing; its time still counts (a manifest install).
+    pub(crate) fn record_compaction(&self, job: &CompactionRecord) {
+        debug_assert!(job.output_level < LEVELS);
+        let level = &self.levels[job.output_level.min(LEVELS - 1)];
+        let nanos = u64::try_from(job.busy.as_nanos()).unwrap_or(u64::MAX);
+        Self::add(&level.busy_nanos, nanos);
+        if job.trivial_move {
+            Self::add(&self.trivial_moves, 1);
+            Self::add(&level.trivial_moves, 1);
+            return;
+        }
+        Self::add(&self.compactions, 1);
+        Self::add(&self.compaction_bytes_read, job.input_bytes);
+        Self::add(&self.compaction_bytes_written, job.output_bytes);
+        Self::add(&self.compaction_entries_filtered, job.filtered_entries);
+        Self::add(&level.compactions, 1);
+        Self::add(&level.bytes_read, job.input_bytes);
+        Self::add(&level.bytes_written, job.output_bytes);
     }
 
     /// The counters as [`DbStats`] (shape fields left empty for the caller).
@@ -117,6 +184,17 @@ impl Counters {
             write_amplification: write_amplification(flushed.saturating_add(compacted), user),
             compactions: load(&self.compactions),
             trivial_moves: load(&self.trivial_moves),
+            compaction_levels: self
+                .levels
+                .iter()
+                .map(|level| LevelCompactionStats {
+                    compactions: load(&level.compactions),
+                    trivial_moves: load(&level.trivial_moves),
+                    bytes_read: load(&level.bytes_read),
+                    bytes_written: load(&level.bytes_written),
+                    busy: Duration::from_nanos(load(&level.busy_nanos)),
+                })
+                .collect(),
             compaction_entries_filtered: load(&self.compaction_entries_filtered),
             write_stalls: load(&self.write_stalls),
             stall_time_total: Duration::from_nanos(load(&self.stall_nanos_total)),

@@ -343,7 +343,37 @@ impl DynamoHandler for EngineHandler {
             stats.write_stalls,
             stats.stall_time_total.as_secs_f64(),
         );
+        render_compaction_levels(&stats.compaction_levels, out);
         render_corruption(&self.database.corruption_report(), out);
+    }
+}
+
+/// Compaction work by the level it wrote into (`shoal_tables::LevelCompactionStats`): where
+/// write amplification and compaction time go, level by level.
+fn render_compaction_levels(levels: &[shoal_tables::LevelCompactionStats], out: &mut String) {
+    type Field = fn(&shoal_tables::LevelCompactionStats) -> f64;
+    let families: [(&str, Field); 5] = [
+        ("shoal_compaction_level_compactions_total", |l| {
+            l.compactions as f64
+        }),
+        ("shoal_compaction_level_trivial_moves_total", |l| {
+            l.trivial_moves as f64
+        }),
+        ("shoal_compaction_level_bytes_read_total", |l| {
+            l.bytes_read as f64
+        }),
+        ("shoal_compaction_level_bytes_written_total", |l| {
+            l.bytes_written as f64
+        }),
+        ("shoal_compaction_level_seconds_total", |l| {
+            l.busy.as_secs_f64()
+        }),
+    ];
+    for (name, field) in families {
+        let _ = writeln!(out, "# TYPE {name} counter");
+        for (level, counted) in levels.iter().enumerate() {
+            let _ = writeln!(out, "{name}{{level=\"{level}\"}} {}", field(counted));
+        }
     }
 }
 
@@ -462,6 +492,33 @@ fn render_throttled(
 mod tests {
     use super::*;
     use shoal_tables::capacity::throttle::ThrottleCounts;
+
+    #[test]
+    fn compaction_levels_are_rendered_per_level() {
+        let levels = [
+            shoal_tables::LevelCompactionStats::default(),
+            shoal_tables::LevelCompactionStats {
+                compactions: 3,
+                trivial_moves: 2,
+                bytes_read: 4096,
+                bytes_written: 3000,
+                busy: std::time::Duration::from_millis(1500),
+            },
+        ];
+        let mut out = String::new();
+        render_compaction_levels(&levels, &mut out);
+        for line in [
+            "# TYPE shoal_compaction_level_bytes_written_total counter",
+            "shoal_compaction_level_compactions_total{level=\"0\"} 0",
+            "shoal_compaction_level_compactions_total{level=\"1\"} 3",
+            "shoal_compaction_level_trivial_moves_total{level=\"1\"} 2",
+            "shoal_compaction_level_bytes_read_total{level=\"1\"} 4096",
+            "shoal_compaction_level_bytes_written_total{level=\"1\"} 3000",
+            "shoal_compaction_level_seconds_total{level=\"1\"} 1.5",
+        ] {
+            assert!(out.lines().any(|l| l == line), "{line} missing:\n{out}");
+        }
+    }
 
     #[test]
     fn corrupt_reads_are_counted_and_each_damaged_place_named() {

@@ -48,6 +48,8 @@ pub use replication::status::ReplicationLink;
 pub use replication::ReplicationOptions;
 // StorageOptions::point_reads is the engine's: embedders need not depend on the engine.
 pub use shoal_engine::PointReads;
+// What `Database::lsm().stats()` reports per level, for a server rendering its metrics.
+pub use shoal_engine::LevelCompactionStats;
 pub use shoal_wal::Durability;
 pub use streams::api::{StreamReader, StreamStart};
 pub use streams::record::{EventName, StreamRecord};

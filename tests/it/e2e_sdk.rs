@@ -249,6 +249,7 @@ async fn the_official_sdk_drives_every_core_operation() {
         "PutItem",
         "shoal_wal_commits_total",
         "shoal_compactions_total",
+        "shoal_compaction_level_bytes_written_total{level=\"6\"}",
         "shoal_sstable_files",
         "shoal_consumed_write_capacity_units_total{table=\"Thread\"}",
         "shoal_consumed_read_capacity_units_total{table=\"Thread\"}",

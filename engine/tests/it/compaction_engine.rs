@@ -481,6 +481,74 @@ fn write_amplification_counts_flushes_and_compactions() {
 }
 
 #[test]
+fn one_compaction_is_counted_at_the_level_it_wrote_into() {
+    let fs = shoal_vfs::sim::SimFs::new().fs();
+    let db = open(&fs, options(PolicyKind::Leveled));
+    let tree = db.create_tree("t").unwrap();
+    // Two flushed files of the same 20 keys: L0 reaches its trigger (2), and one job merges
+    // both into one file.
+    for round in 0..2u8 {
+        for i in 0..20u64 {
+            put(&db, tree, &key(i), &[round; 80]);
+        }
+        db.flush_all().unwrap();
+    }
+    let flushed = db.stats();
+    assert_eq!(flushed.level_files[0], 2);
+    db.compact_until_idle().unwrap();
+    let stats = db.stats();
+    assert_eq!(stats.compactions, 1);
+    assert_eq!(stats.compaction_levels.len(), stats.level_bytes.len());
+    let level = (1..stats.level_files.len())
+        .find(|&level| stats.level_files[level] > 0)
+        .unwrap();
+    for (other, counted) in stats.compaction_levels.iter().enumerate() {
+        if other != level {
+            assert_eq!(
+                *counted,
+                shoal_engine::LevelCompactionStats::default(),
+                "L{other}"
+            );
+        }
+    }
+    let counted = stats.compaction_levels[level];
+    assert_eq!((counted.compactions, counted.trivial_moves), (1, 0));
+    // By hand: the job read the two flushed files and wrote what the level now holds.
+    assert_eq!(counted.bytes_read, flushed.level_bytes[0]);
+    assert_eq!(counted.bytes_read, stats.flush_bytes_written);
+    assert_eq!(counted.bytes_written, stats.level_bytes[level]);
+    assert_eq!(counted.bytes_written, stats.compaction_bytes_written);
+    assert!(!counted.busy.is_zero());
+}
+
+#[test]
+fn compaction_levels_add_up_to_the_totals() {
+    let fs = shoal_vfs::sim::SimFs::new().fs();
+    let db = open(&fs, options(PolicyKind::Leveled));
+    let tree = db.create_tree("t").unwrap();
+    for round in 0..24u64 {
+        for i in 0..100u64 {
+            put(&db, tree, &key(round * 60 + i), &[round as u8; 80]);
+        }
+        db.flush_all().unwrap();
+        db.compact_until_idle().unwrap();
+    }
+    let stats = db.stats();
+    let levels = &stats.compaction_levels;
+    let sum = |field: fn(&shoal_engine::LevelCompactionStats) -> u64| -> u64 {
+        levels.iter().map(field).sum()
+    };
+    assert_eq!(sum(|l| l.compactions), stats.compactions);
+    assert_eq!(sum(|l| l.trivial_moves), stats.trivial_moves);
+    assert_eq!(sum(|l| l.bytes_read), stats.compaction_bytes_read);
+    assert_eq!(sum(|l| l.bytes_written), stats.compaction_bytes_written);
+    // Nothing compacts into L0, and jobs wrote into more than one level of this tree.
+    assert_eq!(levels[0], shoal_engine::LevelCompactionStats::default());
+    let written_into = levels.iter().filter(|l| l.bytes_written > 0).count();
+    assert!(written_into >= 2, "{levels:?}");
+}
+
+#[test]
 fn background_thread_compacts_while_writers_write() {
     for kind in [PolicyKind::Leveled, PolicyKind::SizeTiered] {
         let fs = shoal_vfs::sim::SimFs::new().fs();
