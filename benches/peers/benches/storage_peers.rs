@@ -13,8 +13,9 @@
 //! compaction has to keep up. `SHOAL_PEER_SUSTAINED_ENGINES=shoal,rocksdb` (a comma-separated
 //! list of `shoal`, `fjall`, `fjall_buffer`, `rocksdb`) runs only the engines named.
 //! `SHOAL_PEER_SUSTAINED_TRACE=1` prints the engine's report (writes slowed, write
-//! amplification, files and bytes per level; for Shoal also each tree's bytes per level and
-//! the rate its backlog holds writers to) every two seconds of the run.
+//! amplification, files and bytes per level; for Shoal also the write amplification by level
+//! with its compaction time, each tree's bytes per level and the rate its backlog holds
+//! writers to) every two seconds of the run; the report ends every run.
 //! `SHOAL_PEER_SUSTAINED_READERS=R` adds R threads that read while the writer writes (the
 //! read-while-writing mix): each gets the ~1 KB record of a batch drawn uniformly from those
 //! written so far, and the run reports their reads per second and any key not found.
@@ -201,11 +202,34 @@ impl Engine for Shoal {
                 format!("{name} [{}] {rate}", mib_per_level(&shape.level_bytes))
             })
             .collect();
+        // Where the write amplification comes from: the flushes into L0, then each level's
+        // compactions' bytes written per user byte, and the compaction threads' time there.
+        let per_user_byte = |bytes: u64| bytes as f64 / stats.user_bytes_written.max(1) as f64;
+        let by_level: Vec<String> = std::iter::once(format!(
+            "L0 {:.2}",
+            per_user_byte(stats.flush_bytes_written)
+        ))
+        .chain(
+            stats
+                .compaction_levels
+                .iter()
+                .enumerate()
+                .filter(|(_, level)| level.compactions + level.trivial_moves > 0)
+                .map(|(index, level)| {
+                    format!(
+                        "L{index} {:.2} in {:.1} s",
+                        per_user_byte(level.bytes_written),
+                        level.busy.as_secs_f64()
+                    )
+                }),
+        )
+        .collect();
         Some(format!(
-            "{} writes slowed for compaction, {:.2} s in all; write amplification {:.2}; files per level {:?}, MiB per level [{}]; {}",
+            "{} writes slowed for compaction, {:.2} s in all; write amplification {:.2} ({}); files per level {:?}, MiB per level [{}]; {}",
             stats.write_stalls,
             stats.stall_time_total.as_secs_f64(),
             stats.write_amplification,
+            by_level.join(", "),
             stats.level_files,
             mib_per_level(&stats.level_bytes),
             trees.join("; ")
