@@ -104,15 +104,12 @@ pub struct TreeStats {
 pub(crate) struct Counters {
     pub(crate) user_bytes_written: AtomicU64,
     pub(crate) flush_bytes_written: AtomicU64,
-    pub(crate) compaction_bytes_read: AtomicU64,
-    pub(crate) compaction_bytes_written: AtomicU64,
-    pub(crate) compactions: AtomicU64,
-    pub(crate) trivial_moves: AtomicU64,
     pub(crate) compaction_entries_filtered: AtomicU64,
     pub(crate) write_stalls: AtomicU64,
     pub(crate) stall_nanos_total: AtomicU64,
     pub(crate) stall_nanos_longest: AtomicU64,
-    /// Per output level: [`LevelCompactionStats`]'s counters.
+    /// Per output level: [`LevelCompactionStats`]'s counters. The compaction totals of
+    /// [`DbStats`] are their sums, so the two cannot disagree.
     pub(crate) levels: [LevelCounters; LEVELS],
 }
 
@@ -149,25 +146,21 @@ impl Counters {
         self.stall_nanos_longest.fetch_max(nanos, Ordering::Relaxed);
     }
 
-    /// Counts one installed job in the totals and in its output level's counters. A trivial
-    /// move reads and writes nothing; its time still counts (a manifest install).
+    /// Counts one installed job in its output level's counters. A trivial move reads and
+    /// writes nothing; its time still counts (a manifest install).
     pub(crate) fn record_compaction(&self, job: &CompactionRecord) {
         debug_assert!(job.output_level < LEVELS);
         let level = &self.levels[job.output_level.min(LEVELS - 1)];
         let nanos = u64::try_from(job.busy.as_nanos()).unwrap_or(u64::MAX);
         Self::add(&level.busy_nanos, nanos);
         if job.trivial_move {
-            Self::add(&self.trivial_moves, 1);
             Self::add(&level.trivial_moves, 1);
             return;
         }
-        Self::add(&self.compactions, 1);
-        Self::add(&self.compaction_bytes_read, job.input_bytes);
-        Self::add(&self.compaction_bytes_written, job.output_bytes);
-        Self::add(&self.compaction_entries_filtered, job.filtered_entries);
         Self::add(&level.compactions, 1);
         Self::add(&level.bytes_read, job.input_bytes);
         Self::add(&level.bytes_written, job.output_bytes);
+        Self::add(&self.compaction_entries_filtered, job.filtered_entries);
     }
 
     /// The counters as [`DbStats`] (shape fields left empty for the caller).
@@ -175,26 +168,30 @@ impl Counters {
         let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         let user = load(&self.user_bytes_written);
         let flushed = load(&self.flush_bytes_written);
-        let compacted = load(&self.compaction_bytes_written);
+        let levels: Vec<LevelCompactionStats> = self
+            .levels
+            .iter()
+            .map(|level| LevelCompactionStats {
+                compactions: load(&level.compactions),
+                trivial_moves: load(&level.trivial_moves),
+                bytes_read: load(&level.bytes_read),
+                bytes_written: load(&level.bytes_written),
+                busy: Duration::from_nanos(load(&level.busy_nanos)),
+            })
+            .collect();
+        let sum = |field: fn(&LevelCompactionStats) -> u64| {
+            levels.iter().map(field).fold(0u64, u64::saturating_add)
+        };
+        let compacted = sum(|level| level.bytes_written);
         DbStats {
             user_bytes_written: user,
             flush_bytes_written: flushed,
-            compaction_bytes_read: load(&self.compaction_bytes_read),
+            compaction_bytes_read: sum(|level| level.bytes_read),
             compaction_bytes_written: compacted,
             write_amplification: write_amplification(flushed.saturating_add(compacted), user),
-            compactions: load(&self.compactions),
-            trivial_moves: load(&self.trivial_moves),
-            compaction_levels: self
-                .levels
-                .iter()
-                .map(|level| LevelCompactionStats {
-                    compactions: load(&level.compactions),
-                    trivial_moves: load(&level.trivial_moves),
-                    bytes_read: load(&level.bytes_read),
-                    bytes_written: load(&level.bytes_written),
-                    busy: Duration::from_nanos(load(&level.busy_nanos)),
-                })
-                .collect(),
+            compactions: sum(|level| level.compactions),
+            trivial_moves: sum(|level| level.trivial_moves),
+            compaction_levels: levels,
             compaction_entries_filtered: load(&self.compaction_entries_filtered),
             write_stalls: load(&self.write_stalls),
             stall_time_total: Duration::from_nanos(load(&self.stall_nanos_total)),
@@ -296,11 +293,24 @@ mod tests {
         assert_eq!(counters.snapshot().write_amplification, 0.0);
         Counters::add(&counters.user_bytes_written, 100);
         Counters::add(&counters.flush_bytes_written, 120);
-        Counters::add(&counters.compaction_bytes_written, 180);
+        for (output_level, output_bytes) in [(4, 100), (6, 80)] {
+            counters.record_compaction(&CompactionRecord {
+                output_level,
+                trivial_move: false,
+                input_bytes: 2 * output_bytes,
+                output_bytes,
+                filtered_entries: 0,
+                busy: Duration::from_millis(3),
+            });
+        }
         counters.record_stall(Duration::from_millis(5));
         counters.record_stall(Duration::from_millis(2));
         let stats = counters.snapshot();
         assert_eq!(stats.write_amplification, 3.0);
+        assert_eq!(stats.compaction_bytes_written, 180);
+        assert_eq!(stats.compaction_bytes_read, 360);
+        assert_eq!(stats.compactions, 2);
+        assert_eq!(stats.compaction_levels[4].busy, Duration::from_millis(3));
         assert_eq!(stats.write_stalls, 2);
         assert_eq!(stats.stall_time_total, Duration::from_millis(7));
         assert_eq!(stats.stall_time_longest, Duration::from_millis(5));
