@@ -15,9 +15,15 @@
 //! rate it tells how many microseconds of a GetItem are Shoal's own work, and whether the
 //! kernel's share (waking the waiting client) grows with the time the client waited, as it
 //! could on a virtual machine whose idle vCPUs halt (docs/PERFORMANCE.md, "Over HTTP").
+//! A third, `TOUCH_KIB`, has each GetItem then read that many KiB of a 64 MiB buffer, a
+//! different stretch each time: work that, like a real lookup, evicts what the kernel's
+//! network path had in the caches, to tell whether that is what makes a busy server's
+//! system time grow.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -36,10 +42,17 @@ fn item_body() -> Bytes {
     ))
 }
 
+/// What each GetItem does before it answers (module docs).
+#[derive(Clone, Copy)]
+struct Work {
+    spin: Duration,
+    touch_bytes: usize,
+}
+
 async fn answer(
     request: Request<Incoming>,
     item: Bytes,
-    work: Duration,
+    work: Work,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let get_item = request
         .headers()
@@ -49,7 +62,8 @@ async fn answer(
     // The body is read whole, as a real server must.
     let _ = request.into_body().collect().await;
     let body = if get_item {
-        spin(work);
+        spin(work.spin);
+        touch(work.touch_bytes);
         item
     } else {
         Bytes::from_static(b"{}")
@@ -74,6 +88,28 @@ fn spin(work: Duration) {
     }
 }
 
+/// The buffer `touch` reads: larger than the caches, so each read misses them.
+const TOUCH_BUFFER_BYTES: usize = 64 << 20;
+
+/// Reads `bytes` of a buffer larger than the caches, one byte per cache line, from a place
+/// that moves on with every call (module docs).
+fn touch(bytes: usize) {
+    static BUFFER: OnceLock<Vec<u8>> = OnceLock::new();
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    if bytes == 0 {
+        return;
+    }
+    let buffer = BUFFER.get_or_init(|| vec![1; TOUCH_BUFFER_BYTES]);
+    let bytes = bytes.min(buffer.len());
+    // Each call starts about 7 MiB past the last, so calls in a row share no lines.
+    let start = NEXT.fetch_add(7_777_777, Ordering::Relaxed) % (buffer.len() - bytes + 1);
+    let sum = buffer[start..start + bytes]
+        .iter()
+        .step_by(64)
+        .fold(0u64, |sum, byte| sum.wrapping_add(u64::from(*byte)));
+    std::hint::black_box(sum);
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let port: u16 = std::env::args()
@@ -81,13 +117,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|port| port.parse())
         .transpose()?
         .unwrap_or(8001);
-    let work = Duration::from_micros(
+    let argument = |index: usize| -> Result<u64, std::num::ParseIntError> {
         std::env::args()
-            .nth(2)
-            .map(|micros| micros.parse())
-            .transpose()?
-            .unwrap_or(0),
-    );
+            .nth(index)
+            .map(|value| value.parse())
+            .transpose()
+            .map(|value| value.unwrap_or(0))
+    };
+    let work = Work {
+        spin: Duration::from_micros(argument(2)?),
+        touch_bytes: usize::try_from(argument(3)?)?.saturating_mul(1024),
+    };
     let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port))).await?;
     println!("noop server listening on http://127.0.0.1:{port}");
     let item = item_body();
