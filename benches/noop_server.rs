@@ -112,21 +112,18 @@ fn touch(bytes: usize) {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let port: u16 = std::env::args()
-        .nth(1)
-        .map(|port| port.parse())
-        .transpose()?
-        .unwrap_or(8001);
-    let argument = |index: usize| -> Result<u64, std::num::ParseIntError> {
+    // PORT [WORK_MICROS [TOUCH_KIB]] (module docs), each a whole number.
+    let argument = |index: usize, default: u64| -> Result<u64, std::num::ParseIntError> {
         std::env::args()
             .nth(index)
             .map(|value| value.parse())
             .transpose()
-            .map(|value| value.unwrap_or(0))
+            .map(|value| value.unwrap_or(default))
     };
+    let port = u16::try_from(argument(1, 8001)?)?;
     let work = Work {
-        spin: Duration::from_micros(argument(2)?),
-        touch_bytes: usize::try_from(argument(3)?)?.saturating_mul(1024),
+        spin: Duration::from_micros(argument(2, 0)?),
+        touch_bytes: usize::try_from(argument(3, 0)?)?.saturating_mul(1024),
     };
     let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port))).await?;
     println!("noop server listening on http://127.0.0.1:{port}");
