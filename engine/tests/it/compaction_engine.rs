@@ -76,6 +76,17 @@ fn put(db: &Db, tree: TreeId, key: &[u8], value: &[u8]) {
     db.write(batch).unwrap();
 }
 
+/// Writes `rounds` flushed L0 files, each overwriting keys `0..keys` with 80-byte values
+/// marking its round.
+fn flush_overwrite_rounds(db: &Db, tree: TreeId, rounds: u8, keys: u64) {
+    for round in 0..rounds {
+        for i in 0..keys {
+            put(db, tree, &key(i), &[round; 80]);
+        }
+        db.flush_all().unwrap();
+    }
+}
+
 fn delete(db: &Db, tree: TreeId, key: &[u8]) {
     let mut batch = WriteBatch::new();
     batch.delete(tree, key).unwrap();
@@ -463,12 +474,7 @@ fn write_amplification_counts_flushes_and_compactions() {
     let fs = shoal_vfs::sim::SimFs::new().fs();
     let db = open(&fs, options(PolicyKind::Leveled));
     let tree = db.create_tree("t").unwrap();
-    for round in 0..4u8 {
-        for i in 0..100u64 {
-            put(&db, tree, &key(i), &[round; 80]);
-        }
-        db.flush_all().unwrap();
-    }
+    flush_overwrite_rounds(&db, tree, 4, 100);
     db.compact_until_idle().unwrap();
     let stats = db.stats();
     assert!(stats.user_bytes_written > 400 * 80);
@@ -487,12 +493,7 @@ fn one_compaction_is_counted_at_the_level_it_wrote_into() {
     let tree = db.create_tree("t").unwrap();
     // Two flushed files of the same 20 keys: L0 reaches its trigger (2), and one job merges
     // both into one file.
-    for round in 0..2u8 {
-        for i in 0..20u64 {
-            put(&db, tree, &key(i), &[round; 80]);
-        }
-        db.flush_all().unwrap();
-    }
+    flush_overwrite_rounds(&db, tree, 2, 20);
     let flushed = db.stats();
     assert_eq!(flushed.level_files[0], 2);
     db.compact_until_idle().unwrap();
