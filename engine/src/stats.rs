@@ -43,10 +43,10 @@ pub struct DbStats {
     pub write_amplification: f64,
     /// Compactions that rewrote files.
     pub compactions: u64,
-    /// Compaction work per output level (`LEVELS` entries; module docs).
-    pub compaction_levels: Vec<LevelCompactionStats>,
     /// Compactions that only moved files to a deeper level.
     pub trivial_moves: u64,
+    /// Compaction work per output level (`LEVELS` entries; module docs).
+    pub compaction_levels: Vec<LevelCompactionStats>,
     /// Versions installed compactions dropped because the compaction filter said so
     /// (`DbOptions::compaction_filter`).
     pub compaction_entries_filtered: u64,
