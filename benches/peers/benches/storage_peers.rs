@@ -8,6 +8,9 @@
 //! batches (durability none) into each engine in turn, and the run reports throughput for
 //! the whole run and per tenth of it, the slowest tenth's rate against the mean (how evenly
 //! the engine paced its writer), process CPU per batch and the bytes on disk at the end.
+//! Each tenth also shows the process CPU per batch it spent and how many cores that kept
+//! busy on average: a tenth near the machine's core count was bound by CPU, one well below
+//! by the writer alone or by the engine holding it back.
 //! Criterion's runs write well under a million batches, a burst that an engine can absorb
 //! by deferring compaction; N in the millions shows the rate each engine sustains once its
 //! compaction has to keep up. `SHOAL_PEER_SUSTAINED_ENGINES=shoal,rocksdb` (a comma-separated
@@ -26,7 +29,8 @@
 //!
 //! `SHOAL_PEER_POLICY=field=value,...` sets fields of Shoal's compaction policy
 //! (`PolicyOptions`: the L0 thresholds, the pending-bytes percentages, the slowdown rates,
-//! `level_ratio`, `base_level_bytes`), for trying a policy on the same workload.
+//! `level_ratio`, `base_level_bytes`, and `kind=leveled` or `kind=size_tiered` with the
+//! tiered ratios), for trying a policy on the same workload.
 //!
 //! `SHOAL_PEER_DIRECT_TABLE_WRITES=1` has Shoal write its SSTables around the page cache
 //! (`DbOptions::direct_table_writes`, off by default; `0` forces it off), for comparing the
@@ -107,6 +111,14 @@ fn policy_from_env() -> shoal_engine::PolicyOptions {
         let (field, value) = pair
             .split_once('=')
             .unwrap_or_else(|| panic!("SHOAL_PEER_POLICY: {pair} is not field=value"));
+        if field == "kind" {
+            policy.kind = match value {
+                "leveled" => shoal_engine::PolicyKind::Leveled,
+                "size_tiered" => shoal_engine::PolicyKind::SizeTiered,
+                other => panic!("SHOAL_PEER_POLICY: kind is leveled or size_tiered, not {other}"),
+            };
+            continue;
+        }
         let value: u64 = value
             .parse()
             .unwrap_or_else(|_| panic!("SHOAL_PEER_POLICY: {field} takes a whole number"));
@@ -121,6 +133,8 @@ fn policy_from_env() -> shoal_engine::PolicyOptions {
             "slowdown_rate_knee_bytes_per_sec" => policy.slowdown_rate_knee_bytes_per_sec = value,
             "level_ratio" => policy.level_ratio = value,
             "base_level_bytes" => policy.base_level_bytes = value,
+            "tiered_size_ratio_percent" => policy.tiered_size_ratio_percent = value,
+            "tiered_max_space_amp_percent" => policy.tiered_max_space_amp_percent = value,
             other => panic!("unknown policy field {other}"),
         }
     }
@@ -510,7 +524,10 @@ fn sustained_writes(_: &mut Criterion) {
         let cpu_before = cpu_time();
         let start = Instant::now();
         let mut tenth_rates = Vec::new();
+        // (CPU per batch, cores kept busy) of each tenth.
+        let mut tenth_cpu = Vec::new();
         let mut tenth_start = start;
+        let mut tenth_cpu_start = cpu_before;
         // Batches written so far: readers draw only keys that are already there.
         let written = Arc::new(AtomicU64::new(0));
         let done = Arc::new(AtomicBool::new(false));
@@ -571,8 +588,13 @@ fn sustained_writes(_: &mut Criterion) {
             written.store(n, AtomicOrdering::Relaxed);
             if n % (batches / TENTHS).max(1) == 0 {
                 let seconds = tenth_start.elapsed().as_secs_f64();
-                tenth_rates.push((batches / TENTHS) as f64 / seconds);
+                let cpu_now = cpu_time();
+                let cpu_seconds = (cpu_now - tenth_cpu_start).as_secs_f64();
+                let tenth_batches = (batches / TENTHS) as f64;
+                tenth_rates.push(tenth_batches / seconds);
+                tenth_cpu.push((cpu_seconds * 1e6 / tenth_batches, cpu_seconds / seconds));
                 tenth_start = Instant::now();
+                tenth_cpu_start = cpu_now;
             }
         }
         let elapsed = start.elapsed();
@@ -607,6 +629,14 @@ fn sustained_writes(_: &mut Criterion) {
             dir_bytes(dir.path()) as f64 / (1u64 << 20) as f64,
             tenths.join(" "),
             slowest_tenth / mean_rate
+        );
+        let tenth_cpu: Vec<String> = tenth_cpu
+            .iter()
+            .map(|(micros, cores)| format!("{micros:.1} µs ({cores:.2})"))
+            .collect();
+        eprintln!(
+            "sustained/{engine_name}: CPU per batch per tenth (cores busy): {}",
+            tenth_cpu.join(" ")
         );
         if let Some(report) = engine.report() {
             eprintln!("sustained/{engine_name}: {report}");
