@@ -523,6 +523,8 @@ fn sustained_writes(_: &mut Criterion) {
         let engine = open_engine(engine_name, dir.path(), false);
         let cpu_before = cpu_time();
         let start = Instant::now();
+        // Batches in a tenth: at least one, so a run of fewer than ten batches still divides.
+        let tenth_batches = (batches / TENTHS).max(1);
         let mut tenth_rates = Vec::new();
         // (CPU per batch, cores kept busy) of each tenth.
         let mut tenth_cpu = Vec::new();
@@ -586,13 +588,15 @@ fn sustained_writes(_: &mut Criterion) {
             let (value_1k, values_150) = batch_values(&pool, base);
             engine.write_batch(base, value_1k, values_150);
             written.store(n, AtomicOrdering::Relaxed);
-            if n % (batches / TENTHS).max(1) == 0 {
+            if n % tenth_batches == 0 {
                 let seconds = tenth_start.elapsed().as_secs_f64();
                 let cpu_now = cpu_time();
                 let cpu_seconds = (cpu_now - tenth_cpu_start).as_secs_f64();
-                let tenth_batches = (batches / TENTHS) as f64;
-                tenth_rates.push(tenth_batches / seconds);
-                tenth_cpu.push((cpu_seconds * 1e6 / tenth_batches, cpu_seconds / seconds));
+                tenth_rates.push(tenth_batches as f64 / seconds);
+                tenth_cpu.push((
+                    cpu_seconds * 1e6 / tenth_batches as f64,
+                    cpu_seconds / seconds,
+                ));
                 tenth_start = Instant::now();
                 tenth_cpu_start = cpu_now;
             }
