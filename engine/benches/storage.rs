@@ -3,7 +3,8 @@
 //! block read in place and copied out, `DbOptions::point_reads`) and missing keys, forward
 //! and reverse scans of a 100-record collection, 50-entry pages of a range over ~100 files,
 //! WAL replay, and the raw 4 KB
-//! append+fdatasync floor; and, below all of them, the workload's memtable inserts alone.
+//! append+fdatasync floor; and, below all of them, the workload's memtable inserts alone and
+//! the flush of a full memtable.
 //! Run: `cargo bench -p shoal-engine --bench storage`.
 //!
 //! Besides criterion's timings, each write benchmark prints the process CPU time per batch
@@ -392,6 +393,60 @@ fn bench_memtable_inserts(c: &mut Criterion) {
     group.finish();
 }
 
+/// A flush of a full memtable: 240,000 of the workload's ~150 B index records under random
+/// keys (~60 MiB in the memtable) written to one table, on the in-memory file system so
+/// that the figure is the flush's own work (walking the memtable in key order, building the
+/// blocks, filter and index) and not the disk's syncs. Key order is random order in the
+/// memtable's arenas, so each step reads a node and a value written far from the last ones.
+fn bench_flush(c: &mut Criterion) {
+    const ENTRIES: u64 = 240_000;
+    const ENTRIES_PER_BATCH: u64 = 50;
+    let value_150 = vec![9u8; 150];
+    let mut group = c.benchmark_group("flush");
+    group.throughput(Throughput::Elements(ENTRIES));
+    group.sample_size(10);
+    group.bench_function("60MiB_150B_values", |b| {
+        b.iter_custom(|iterations| {
+            let mut flushing = Duration::ZERO;
+            for iteration in 0..iterations {
+                let fs = shoal_vfs::mem::MemFs::new().fs();
+                let db = Db::open_with_fs(
+                    fs,
+                    Path::new("/db"),
+                    DbOptions {
+                        durability: Durability::None,
+                        bloom_prefix: prefix8,
+                        background_flush: false,
+                        compaction_threads: 0,
+                        memtable_size_bytes: 64 << 20,
+                        memtable_size_bytes_min: 64 << 20,
+                        write_buffer_bytes_max: usize::MAX,
+                        ..DbOptions::default()
+                    },
+                )
+                .unwrap();
+                let index = db.create_tree("index").unwrap();
+                let mut rng = rand::rngs::StdRng::seed_from_u64(11 + iteration);
+                for _ in 0..ENTRIES / ENTRIES_PER_BATCH {
+                    let mut batch = WriteBatch::new();
+                    for _ in 0..ENTRIES_PER_BATCH {
+                        batch
+                            .put(index, &key16(rng.random(), 1), &value_150)
+                            .unwrap();
+                    }
+                    db.write(batch).unwrap();
+                }
+                let start = Instant::now();
+                db.flush_all().unwrap();
+                flushing += start.elapsed();
+                assert_eq!(db.stats().level_files[0], 1, "the entries fit one memtable");
+            }
+            flushing
+        })
+    });
+    group.finish();
+}
+
 /// A page of a Scan, or of a Query whose range spans many files: 50 entries from a random
 /// key onwards, in a tree of about 100 MiB cut into 1 MiB files (so its levels hold ~100
 /// files, as a 6 GiB tree's levels do at the 64 MiB default). Each level's files in the
@@ -454,6 +509,7 @@ fn bench_range_pages(c: &mut Criterion) {
 criterion_group!(
     benches,
     bench_memtable_inserts,
+    bench_flush,
     bench_raw_fdatasync,
     bench_batches,
     bench_reads,

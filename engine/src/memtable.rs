@@ -468,6 +468,10 @@ impl InternalIterator for MemtableIterator {
 
     fn seek_to_first(&mut self) -> Result<(), IterError> {
         self.position(|list| list.first());
+        // A flush walks on from here: start the loads of the steps ahead.
+        if let Some(first) = self.current {
+            first.prefetch_following();
+        }
         Ok(())
     }
 
@@ -489,6 +493,9 @@ impl InternalIterator for MemtableIterator {
     fn next(&mut self) -> Result<(), IterError> {
         // The successor is reached through the entry's own link, in the same skiplist.
         self.current = self.current.and_then(|e| e.next());
+        if let Some(current) = self.current {
+            current.prefetch_following();
+        }
         Ok(())
     }
 

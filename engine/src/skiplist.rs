@@ -286,16 +286,21 @@ pub struct Search<'a, 's> {
 /// search will compare next.
 #[inline(always)]
 fn prefetch(node: Node<'_>) {
+    prefetch_line(node.ptr.as_ptr().cast::<u8>());
+}
+
+/// Asks the CPU to start loading the cache line holding `address`.
+#[inline(always)]
+fn prefetch_line(address: *const u8) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch is only a hint: it never faults, reads nothing into the program and
-    // writes nothing, whatever the address. This one is a live node's anyway.
+    // writes nothing, whatever the address. Callers pass addresses inside live nodes and
+    // values anyway.
     unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-            node.ptr.as_ptr().cast::<i8>(),
-        );
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(address.cast::<i8>());
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = node;
+    let _ = address;
 }
 
 /// One entry of a list: its internal key and value, borrowed from the list.
@@ -316,6 +321,26 @@ impl<'a> Entry<'a> {
     /// The entry after this one.
     pub fn next(self) -> Option<Entry<'a>> {
         self.node.next(0).map(|node| Entry { node })
+    }
+
+    /// Starts loading what a walk in key order reads after this entry: the next entry's
+    /// value, and the node after that. Called at each step, it keeps nodes two steps ahead
+    /// and values one step ahead, so a step's loads were started a step earlier.
+    ///
+    /// Why: key order is random order in the arenas, so each step of a walk misses the
+    /// cache on its node and on its value. A bare walk loses nothing to that (the CPU runs
+    /// ahead and overlaps them), but a flush does a block build's work between steps, too
+    /// much to run ahead past: a profile of the flush thread had 28% of its time on those
+    /// two loads, and with this the bench's flush of 240,000 entries takes 0.6 of the time.
+    pub fn prefetch_following(self) {
+        let Some(next) = self.node.next(0) else {
+            return;
+        };
+        // The next node's header was prefetched a step ago, as the node after that one.
+        prefetch_line(next.header().value.as_ptr().cast_const());
+        if let Some(after) = next.next(0) {
+            prefetch(after);
+        }
     }
 }
 
