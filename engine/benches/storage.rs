@@ -68,6 +68,20 @@ fn open(dir: &Path, durability: Durability) -> (Db, TreeId, TreeId) {
     open_reading(dir, durability, PointReads::default())
 }
 
+/// The options the benchmarks open with: the workload's bloom prefix, and the fixed 64 MiB
+/// memtables and unbounded write buffer these figures were measured with, not the
+/// write-rate-following defaults.
+fn bench_options(durability: Durability) -> DbOptions {
+    DbOptions {
+        durability,
+        bloom_prefix: prefix8,
+        memtable_size_bytes: 64 << 20,
+        memtable_size_bytes_min: 64 << 20,
+        write_buffer_bytes_max: usize::MAX,
+        ..DbOptions::default()
+    }
+}
+
 /// [`open`] with point reads read as `point_reads` says.
 fn open_reading(
     dir: &Path,
@@ -77,15 +91,8 @@ fn open_reading(
     let db = Db::open(
         dir,
         DbOptions {
-            durability,
             point_reads,
-            bloom_prefix: prefix8,
-            // The fixed 64 MiB memtables and unbounded write buffer these figures were
-            // measured with, not the write-rate-following defaults.
-            memtable_size_bytes: 64 << 20,
-            memtable_size_bytes_min: 64 << 20,
-            write_buffer_bytes_max: usize::MAX,
-            ..DbOptions::default()
+            ..bench_options(durability)
         },
     )
     .unwrap();
@@ -414,14 +421,9 @@ fn bench_flush(c: &mut Criterion) {
                     fs,
                     Path::new("/db"),
                     DbOptions {
-                        durability: Durability::None,
-                        bloom_prefix: prefix8,
                         background_flush: false,
                         compaction_threads: 0,
-                        memtable_size_bytes: 64 << 20,
-                        memtable_size_bytes_min: 64 << 20,
-                        write_buffer_bytes_max: usize::MAX,
-                        ..DbOptions::default()
+                        ..bench_options(Durability::None)
                     },
                 )
                 .unwrap();
