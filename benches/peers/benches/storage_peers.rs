@@ -525,9 +525,9 @@ fn sustained_writes(_: &mut Criterion) {
         let start = Instant::now();
         // Batches in a tenth: at least one, so a run of fewer than ten batches still divides.
         let tenth_batches = (batches / TENTHS).max(1);
-        let mut tenth_rates = Vec::new();
-        // (CPU per batch, cores kept busy) of each tenth.
-        let mut tenth_cpu = Vec::new();
+        // (wall seconds, process CPU seconds) of each tenth: its rate, CPU per batch and
+        // cores kept busy follow from them.
+        let mut tenths: Vec<(f64, f64)> = Vec::new();
         let mut tenth_start = start;
         let mut tenth_cpu_start = cpu_before;
         // Batches written so far: readers draw only keys that are already there.
@@ -589,13 +589,10 @@ fn sustained_writes(_: &mut Criterion) {
             engine.write_batch(base, value_1k, values_150);
             written.store(n, AtomicOrdering::Relaxed);
             if n % tenth_batches == 0 {
-                let seconds = tenth_start.elapsed().as_secs_f64();
                 let cpu_now = cpu_time();
-                let cpu_seconds = (cpu_now - tenth_cpu_start).as_secs_f64();
-                tenth_rates.push(tenth_batches as f64 / seconds);
-                tenth_cpu.push((
-                    cpu_seconds * 1e6 / tenth_batches as f64,
-                    cpu_seconds / seconds,
+                tenths.push((
+                    tenth_start.elapsed().as_secs_f64(),
+                    (cpu_now - tenth_cpu_start).as_secs_f64(),
                 ));
                 tenth_start = Instant::now();
                 tenth_cpu_start = cpu_now;
@@ -620,10 +617,14 @@ fn sustained_writes(_: &mut Criterion) {
         let mean_rate = batches as f64 / elapsed.as_secs_f64();
         // How evenly the run was paced (docs/PERFORMANCE.md records it): the slowest tenth
         // against the whole run's mean.
-        let slowest_tenth = tenth_rates.iter().copied().fold(f64::INFINITY, f64::min);
-        let tenths: Vec<String> = tenth_rates
+        let tenth_batches = tenth_batches as f64;
+        let slowest_tenth = tenths
             .iter()
-            .map(|rate| format!("{:.1}k", rate / 1e3))
+            .map(|(seconds, _)| tenth_batches / seconds)
+            .fold(f64::INFINITY, f64::min);
+        let tenth_rates: Vec<String> = tenths
+            .iter()
+            .map(|(seconds, _)| format!("{:.1}k", tenth_batches / seconds / 1e3))
             .collect();
         eprintln!(
             "sustained/{engine_name}: {batches} batches in {:.1} s = {:.1}k batches/s, CPU per batch {:.1} µs, {:.0} MiB on disk at the end; per tenth: {}; slowest tenth {:.2} of the mean",
@@ -631,12 +632,18 @@ fn sustained_writes(_: &mut Criterion) {
             mean_rate / 1e3,
             cpu.as_secs_f64() * 1e6 / batches as f64,
             dir_bytes(dir.path()) as f64 / (1u64 << 20) as f64,
-            tenths.join(" "),
+            tenth_rates.join(" "),
             slowest_tenth / mean_rate
         );
-        let tenth_cpu: Vec<String> = tenth_cpu
+        let tenth_cpu: Vec<String> = tenths
             .iter()
-            .map(|(micros, cores)| format!("{micros:.1} µs ({cores:.2})"))
+            .map(|(seconds, cpu_seconds)| {
+                format!(
+                    "{:.1} µs ({:.2})",
+                    cpu_seconds * 1e6 / tenth_batches,
+                    cpu_seconds / seconds
+                )
+            })
             .collect();
         eprintln!(
             "sustained/{engine_name}: CPU per batch per tenth (cores busy): {}",
