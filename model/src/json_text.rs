@@ -83,7 +83,14 @@ const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";
 /// Writes `text` as a JSON string (its escapes as serde_json writes them): the one string
 /// writer of the answers, also used by the tables layer to write stored items as JSON.
 pub fn write_string(out: &mut Vec<u8>, text: &str) {
-    let bytes = text.as_bytes();
+    write_utf8_string(out, text.as_bytes());
+}
+
+/// [`write_string`] for bytes not yet checked as UTF-8: only ASCII bytes are ever escaped,
+/// so every other byte is copied as it is and the output is UTF-8 exactly when `bytes` is.
+/// For a writer that checks its whole output once (the tables layer's stored items, whose
+/// strings would otherwise be checked one by one and then again as a whole).
+pub fn write_utf8_string(out: &mut Vec<u8>, bytes: &[u8]) {
     out.reserve(bytes.len() + 2);
     out.push(b'"');
     // `bytes[run_start..at]` needs no escape and is not yet written.

@@ -303,9 +303,12 @@ impl fmt::Display for Number {
         if self.negative {
             f.write_str("-")?;
         }
-        let digits = self.mantissa().to_string();
+        // itoa writes a u128 on the stack, several times faster than `to_string`'s
+        // allocation and generic formatting: every number of every answer comes through here.
+        let mut digits_buffer = itoa::Buffer::new();
+        let digits = digits_buffer.format(self.mantissa());
         if self.exponent >= 0 {
-            f.write_str(&digits)?;
+            f.write_str(digits)?;
             for _ in 0..self.exponent {
                 f.write_str("0")?;
             }
@@ -320,7 +323,7 @@ impl fmt::Display for Number {
             for _ in 0..fraction_len - digits.len() {
                 f.write_str("0")?;
             }
-            f.write_str(&digits)
+            f.write_str(digits)
         }
     }
 }

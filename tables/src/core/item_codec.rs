@@ -30,6 +30,7 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::io::Write as _;
 
 use shoal_model::json::encode_base64;
 
@@ -426,6 +427,8 @@ pub fn item_json(bytes: &[u8]) -> Result<(String, u64), CodecError> {
     let mut out = json_buffer(bytes.len() + bytes.len() / 2 + 16);
     let mut reader = Reader { bytes, offset: 0 };
     let transcoded = reader.item_json(&mut out);
+    // The walk copies strings unchecked, so this is the one check of their UTF-8: one pass
+    // over the answer rather than one call per string.
     if let (Ok(size_bytes), Ok(json)) = (transcoded, String::from_utf8(out)) {
         return Ok((json, size_bytes as u64));
     }
@@ -504,9 +507,10 @@ impl Reader<'_> {
         let count = self.count()?;
         out.push(b'{');
         let mut size = 0;
-        let mut previous: Option<&str> = None;
+        let mut previous: Option<&[u8]> = None;
         for index in 0..count {
-            let name = self.str()?;
+            // Bytes compare as their strings do; `item_json` checks the output's UTF-8.
+            let name = self.slice()?;
             // Stored names ascend; anything else is left to the decoder (see `item_json`).
             if previous.is_some_and(|previous| previous >= name) {
                 return Err(self.error("names out of order"));
@@ -515,7 +519,7 @@ impl Reader<'_> {
             if index > 0 {
                 out.push(b',');
             }
-            json_text::write_string(out, name);
+            json_text::write_utf8_string(out, name);
             out.push(b':');
             size += name.len() + self.value_json(out, value_depth)?;
         }
@@ -606,8 +610,8 @@ impl Reader<'_> {
 
     /// A string as a JSON string; returns its size.
     fn string_json(&mut self, out: &mut Vec<u8>) -> Result<usize, CodecError> {
-        let text = self.str()?;
-        json_text::write_string(out, text);
+        let text = self.slice()?;
+        json_text::write_utf8_string(out, text);
         Ok(text.len())
     }
 
@@ -621,7 +625,10 @@ impl Reader<'_> {
     /// A number as the JSON string of its canonical text; returns its size.
     fn number_json(&mut self, out: &mut Vec<u8>) -> Result<usize, CodecError> {
         let number = self.number()?;
-        json_text::write_string(out, &number.to_string());
+        // A number's text needs no escape, so it is written between quotes as it is.
+        out.push(b'"');
+        write!(out, "{number}").map_err(|_| self.error("number not writable"))?;
+        out.push(b'"');
         Ok(number.byte_size())
     }
 }
@@ -923,8 +930,14 @@ mod tests {
         for corrupt in [bad_name, bad_value] {
             let error = decode_item(&corrupt).unwrap_err();
             assert_eq!(error.detail, "invalid UTF-8");
+            // The JSON walk copies strings unchecked and checks its output once: the same
+            // refusal, not invalid JSON text.
+            assert_eq!(item_json(&corrupt).unwrap_err().detail, "invalid UTF-8");
         }
         assert_eq!(decode_item(&bytes).unwrap(), item);
+        // The neighbouring case: valid text beyond ASCII answers as it is.
+        let (json, _) = item_json(&bytes).unwrap();
+        assert_eq!(json, format!(r#"{{"name":{{"S":"{long_value}"}}}}"#));
     }
 
     #[test]
