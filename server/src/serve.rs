@@ -196,13 +196,7 @@ fn serve_connection(
         let slot = Arc::clone(&service_slot);
         async move {
             let response = match slot.begin_request().await {
-                Ok(_busy) => {
-                    let mut request = request;
-                    request
-                        .extensions_mut()
-                        .insert(BodyWatch(Arc::clone(&slot)));
-                    handle_http(&request_state, request, peer).await
-                }
+                Ok(_busy) => handle_http(&request_state, request, peer, &slot).await,
                 Err(_throttled) => throttle_request(&request_state, request).await,
             };
             if response.extensions().get::<DropConnection>().is_some() {
@@ -293,11 +287,6 @@ async fn throttle_request(
     close_connection(error_response(&ApiError::throttling(), &new_request_id()))
 }
 
-/// The connection a request came on, in its extensions, so that reading its body can be
-/// watched (`ConnectionSlot::receiving_body`).
-#[derive(Clone)]
-struct BodyWatch(Arc<ConnectionSlot>);
-
 struct ServerState {
     handler: Arc<dyn DynamoHandler>,
     admissions: Arc<Admissions>,
@@ -336,20 +325,32 @@ impl ServerState {
     }
 }
 
+/// `slot` is the connection the request came on, so that reading its body can be watched
+/// (`ConnectionSlot::receiving_body`). It is passed along rather than put in the request's
+/// extensions, whose map would cost three allocations a request.
 async fn handle_http(
     state: &ServerState,
     request: Request<Incoming>,
     peer: SocketAddr,
+    slot: &ConnectionSlot,
 ) -> Response<Full<Bytes>> {
     let started = Instant::now();
     let request_id = new_request_id();
     state.metrics.record_http_request();
     let (parts, body) = request.into_parts();
     let origin = cors::allowed_origin(state.config.cors.as_ref(), &parts.headers);
-    let (mut response, operation) =
-        answer(state, &parts, body, origin.is_some(), peer, &request_id).await;
+    let (mut response, operation) = answer(
+        state,
+        &parts,
+        body,
+        origin.is_some(),
+        peer,
+        slot,
+        &request_id,
+    )
+    .await;
     tracing::debug!(
-        request_id,
+        request_id = &*request_id,
         method = %parts.method,
         path = parts.uri.path(),
         operation = operation.unwrap_or("-"),
@@ -374,6 +375,7 @@ async fn answer(
     body: Incoming,
     has_allowed_origin: bool,
     peer: SocketAddr,
+    slot: &ConnectionSlot,
     request_id: &str,
 ) -> (Response<Full<Bytes>>, Option<&'static str>) {
     if let Err(error) = check_head_size(parts, state.config.header_bytes_max) {
@@ -446,7 +448,7 @@ async fn answer(
             )
         }
         Route::Api => {
-            let (mut answer, operation) = handle_api(state, parts, body, request_id).await;
+            let (mut answer, operation) = handle_api(state, parts, body, slot, request_id).await;
             // DynamoDB answers in the JSON dialect it was addressed in: `application/json`
             // to a client that sent it, `application/x-amz-json-1.0` to every other.
             if answers_plain_json(parts.headers.get(CONTENT_TYPE))
@@ -505,6 +507,7 @@ async fn handle_api(
     state: &ServerState,
     parts: &Parts,
     mut body: Incoming,
+    slot: &ConnectionSlot,
     request_id: &str,
 ) -> (Response<Full<Bytes>>, Option<&'static str>) {
     let body_bytes_max = state.config.body_bytes_max;
@@ -516,24 +519,17 @@ async fn handle_api(
     }
     // While the body is on its way the connection may be closed to make room for another
     // (`admission.rs`): a client that sent half a body is answered as at the deadline.
-    let watch = parts
-        .extensions
-        .get::<BodyWatch>()
-        .map(|watch| watch.0.receiving_body());
-    let read = read_body(&mut body, body_bytes_max, deadline);
-    let read = match &watch {
-        Some(watch) => tokio::select! {
-            read = read => read,
-            () = watch.stopped() => {
-                state.metrics.record_rejection("BodyReadTimeout");
-                let error = ApiError::serialization(
-                    "The request body was not received before the server, at its connection \
-                     limit, needed the connection for another client",
-                );
-                return (close_connection(error_response(&error, request_id)), None);
-            }
-        },
-        None => read.await,
+    let watch = slot.receiving_body();
+    let read = tokio::select! {
+        read = read_body(&mut body, body_bytes_max, deadline) => read,
+        () = watch.stopped() => {
+            state.metrics.record_rejection("BodyReadTimeout");
+            let error = ApiError::serialization(
+                "The request body was not received before the server, at its connection \
+                 limit, needed the connection for another client",
+            );
+            return (close_connection(error_response(&error, request_id)), None);
+        }
     };
     drop(watch);
     let sent = match read {
