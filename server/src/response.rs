@@ -30,7 +30,7 @@ pub const REQUEST_ID_LENGTH: usize = 52;
 /// secret, so rather than drawing 52 random characters per request, a process draws a random
 /// prefix once (38 characters, about 196 bits) and ends each id with its request count in
 /// base 36 (14 characters, more than a `u64` ever reaches).
-pub fn new_request_id() -> String {
+pub fn new_request_id() -> RequestId {
     static PREFIX: OnceLock<[u8; REQUEST_ID_PREFIX_LENGTH]> = OnceLock::new();
     static COUNT: AtomicU64 = AtomicU64::new(0);
     let prefix = PREFIX.get_or_init(random_request_id_prefix);
@@ -41,8 +41,27 @@ pub fn new_request_id() -> String {
         *digit = REQUEST_ID_ALPHABET[(count % 36) as usize];
         count /= 36;
     }
-    // ASCII letters and digits only: copied as they are, not collected char by char.
-    String::from_utf8_lossy(&id).into_owned()
+    RequestId(id)
+}
+
+/// A request id, kept on the stack: every request has one, so it costs no allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestId([u8; REQUEST_ID_LENGTH]);
+
+impl std::ops::Deref for RequestId {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        // Only `new_request_id` makes one, of ASCII letters and digits, so this never
+        // fails; an empty id would still leave a valid response.
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+}
+
+impl std::fmt::Display for RequestId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self)
+    }
 }
 
 /// The characters of request ids.
@@ -143,7 +162,7 @@ mod tests {
     #[test]
     fn many_request_ids_are_distinct_and_share_only_the_process_prefix() {
         let ids: std::collections::HashSet<String> =
-            (0..10_000).map(|_| new_request_id()).collect();
+            (0..10_000).map(|_| new_request_id().to_string()).collect();
         assert_eq!(ids.len(), 10_000);
         let prefixes: std::collections::HashSet<&str> = ids
             .iter()
