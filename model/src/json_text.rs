@@ -544,6 +544,9 @@ macro_rules! refused_compounds {
     };
 }
 
+/// The room a raw value's copy leaves after it (see `RawText::serialize_str`).
+const RAW_TEXT_FOLLOWING_BYTES: usize = 128;
+
 /// Copies a `RawValue`'s string as it is; serde_json refuses anything else there, and so does
 /// this.
 struct RawText<'a>(&'a mut Vec<u8>);
@@ -567,6 +570,10 @@ impl ser::Serializer for RawText<'_> {
     refused_compounds!(not_a_raw_value);
 
     fn serialize_str(self, value: &str) -> Result<(), Self::Error> {
+        // A raw value is most of a read's answer (a whole item), so room for what follows
+        // it (closing brackets, a ConsumedCapacity) is made with it: growing by exactly its
+        // length left the answer's last `}` to copy the whole answer again.
+        self.0.reserve(value.len() + RAW_TEXT_FOLLOWING_BYTES);
         self.0.extend_from_slice(value.as_bytes());
         Ok(())
     }
