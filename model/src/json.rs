@@ -13,6 +13,7 @@
 //! [`NESTING_LEVELS_MAX`] is rejected before descending further, so hostile input cannot
 //! overflow the stack. The top-level attribute value is level 1.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use base64::Engine;
@@ -238,29 +239,62 @@ impl<'de> serde::de::Visitor<'de> for AttributeValueVisitor {
         self,
         mut map: A,
     ) -> Result<AttributeValue, A::Error> {
-        let Some(tag) = map.next_key::<String>()? else {
+        let Some(Tag(tag)) = map.next_key::<Tag<'de>>()? else {
             return Self::decoded(&Value::Object(Map::new()));
         };
         let payload: Value = map.next_value()?;
-        let Some(next_tag) = map.next_key::<String>()? else {
+        let Some(Tag(next_tag)) = map.next_key::<Tag<'de>>()? else {
             // The common shape: one member.
-            match (tag.as_str(), payload) {
+            match (tag.as_ref(), payload) {
                 ("S", Value::String(text)) => return Ok(AttributeValue::S(text)),
                 (_, payload) => {
                     let mut object = Map::new();
-                    object.insert(tag, payload);
+                    object.insert(tag.into_owned(), payload);
                     return Self::decoded(&Value::Object(object));
                 }
             }
         };
         let mut object = Map::new();
-        object.insert(tag, payload);
+        object.insert(tag.into_owned(), payload);
         let next_payload: Value = map.next_value()?;
-        object.insert(next_tag, next_payload);
+        object.insert(next_tag.into_owned(), next_payload);
         while let Some((tag, payload)) = map.next_entry::<String, Value>()? {
             object.insert(tag, payload);
         }
         Self::decoded(&Value::Object(object))
+    }
+}
+
+/// A member name of an attribute value (its type tag, `S`, `N`, …), borrowed from the
+/// request's text when the parser can lend it (a name with no escapes, as every SDK sends):
+/// an owned `String` cost an allocation per attribute of every request.
+struct Tag<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Tag<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Tag<'de>, D::Error> {
+        deserializer.deserialize_str(TagVisitor)
+    }
+}
+
+struct TagVisitor;
+
+impl<'de> serde::de::Visitor<'de> for TagVisitor {
+    type Value = Tag<'de>;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("an AttributeValue's type")
+    }
+
+    fn visit_borrowed_str<E: serde::de::Error>(self, text: &'de str) -> Result<Tag<'de>, E> {
+        Ok(Tag(Cow::Borrowed(text)))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Tag<'de>, E> {
+        Ok(Tag(Cow::Owned(text.to_owned())))
+    }
+
+    fn visit_string<E: serde::de::Error>(self, text: String) -> Result<Tag<'de>, E> {
+        Ok(Tag(Cow::Owned(text)))
     }
 }
 
@@ -503,6 +537,10 @@ mod tests {
             "true",
             "null",
             r#"[{"S": "x"}]"#,
+            // Escaped type names: the parser cannot lend them, so they are owned copies.
+            r#"{"\u0053": "x"}"#,
+            r#"{"\u0053": "a", "\u004e": "1"}"#,
+            r#"{"\u004e": "7"}"#,
         ];
         // serde_json adds the position to an error raised while it parses text; the server
         // answers from the parsed body's error (`dispatch`), which has none.
@@ -518,6 +556,9 @@ mod tests {
             let parsed: Value = serde_json::from_str(text).unwrap();
             let from_text = serde_json::from_str::<AttributeValue>(text).map_err(message);
             let from_value = AttributeValue::deserialize(&parsed).map_err(message);
+            // An owned `Value` hands its member names over as owned strings.
+            let from_owned = AttributeValue::deserialize(parsed).map_err(message);
+            assert_eq!(from_owned, from_value, "{text} (owned)");
             (from_text, from_value)
         };
         for text in texts {
