@@ -140,6 +140,43 @@ pub fn write_utf8_string(out: &mut Vec<u8>, bytes: &[u8]) {
     out.push(b'"');
 }
 
+/// Writes `value`'s `Display` text as a JSON string with no `String` in between: the text is
+/// formatted straight into `out` and only rewritten with escapes if it has something to
+/// escape, which a number's canonical text (the usual caller) never has. Fails only if the
+/// `Display` implementation does.
+pub fn write_display_string(
+    out: &mut Vec<u8>,
+    value: &(impl std::fmt::Display + ?Sized),
+) -> std::fmt::Result {
+    out.push(b'"');
+    let start = out.len();
+    std::fmt::Write::write_fmt(&mut TextInto(out), format_args!("{value}"))?;
+    if out[start..].iter().any(|&byte| needs_escape(byte)) {
+        let text = out.split_off(start);
+        out.pop();
+        write_utf8_string(out, &text);
+    } else {
+        out.push(b'"');
+    }
+    Ok(())
+}
+
+/// Whether `byte` is written escaped in a JSON string (what [`escape_bits`] finds a word at a
+/// time).
+fn needs_escape(byte: u8) -> bool {
+    byte < 0x20 || byte == b'"' || byte == b'\\'
+}
+
+/// `fmt::Write` into a byte buffer, for [`write_display_string`].
+struct TextInto<'a>(&'a mut Vec<u8>);
+
+impl std::fmt::Write for TextInto<'_> {
+    fn write_str(&mut self, text: &str) -> std::fmt::Result {
+        self.0.extend_from_slice(text.as_bytes());
+        Ok(())
+    }
+}
+
 fn write_integer(out: &mut Vec<u8>, value: impl itoa::Integer) {
     out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
 }
@@ -254,6 +291,12 @@ impl<'a> ser::Serializer for &'a mut Writer {
     fn serialize_str(self, value: &str) -> Result<(), Self::Error> {
         write_string(&mut self.out, value);
         Ok(())
+    }
+
+    /// Without this, serde formats `value` into a `String` first (an item's numbers come
+    /// this way, as `Display` text).
+    fn collect_str<T: std::fmt::Display + ?Sized>(self, value: &T) -> Result<(), Self::Error> {
+        write_display_string(&mut self.out, value).map_err(serde_json::Error::custom)
     }
 
     fn serialize_bytes(self, value: &[u8]) -> Result<(), Self::Error> {
@@ -759,6 +802,22 @@ mod tests {
         #[test]
         fn strings_are_escaped_as_serde_json_escapes_them(text in text()) {
             same_as_serde_json(&text);
+        }
+
+        /// `collect_str` formats in place and escapes afterwards: text with something to
+        /// escape (the rare case) and text without (numbers) both come out as serde_json's.
+        #[test]
+        fn display_text_is_written_as_serde_json_writes_it(text in text()) {
+            same_as_serde_json(&Collected(&text));
+        }
+    }
+
+    /// Serialises its text through `collect_str`, as `Display` values are.
+    struct Collected<'a>(&'a str);
+
+    impl Serialize for Collected<'_> {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            serializer.collect_str(self.0)
         }
     }
 

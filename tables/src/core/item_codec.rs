@@ -30,7 +30,6 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::io::Write as _;
 
 use shoal_model::json::encode_base64;
 
@@ -625,10 +624,8 @@ impl Reader<'_> {
     /// A number as the JSON string of its canonical text; returns its size.
     fn number_json(&mut self, out: &mut Vec<u8>) -> Result<usize, CodecError> {
         let number = self.number()?;
-        // A number's text needs no escape, so it is written between quotes as it is.
-        out.push(b'"');
-        write!(out, "{number}").map_err(|_| self.error("number not writable"))?;
-        out.push(b'"');
+        json_text::write_display_string(out, &number)
+            .map_err(|_| self.error("number not writable"))?;
         Ok(number.byte_size())
     }
 }
