@@ -19,6 +19,13 @@
 //! different stretch each time: work that, like a real lookup, evicts what the kernel's
 //! network path had in the caches, to tell whether that is what makes a busy server's
 //! system time grow.
+//!
+//! With `NOOP_HTTP=httparse` in its environment it serves without hyper: each connection's
+//! bytes are parsed with httparse (the parser hyper itself uses) and answered with a status
+//! line, the content type and the length written by hand (no `Date`). The difference to the
+//! hyper server is what hyper's own machinery (its connection state, header map, body
+//! channel and encoder) costs a request: the most that any HTTP layer written for Shoal
+//! could save.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -33,6 +40,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// An item of the bench's shape, about 1 KB as JSON.
 fn item_body() -> Bytes {
@@ -110,6 +118,81 @@ fn touch(bytes: usize) {
     std::hint::black_box(sum);
 }
 
+/// Largest request head and body the server without hyper reads; a larger one closes the
+/// connection.
+const RAW_REQUEST_BYTES_MAX: usize = 64 << 10;
+
+/// Serves one connection without hyper (module docs): keep-alive, bodies sized by
+/// `Content-Length` only, until the client closes or sends what it cannot parse.
+async fn serve_without_hyper(mut stream: tokio::net::TcpStream, item: Bytes, work: Work) {
+    let mut buffer = vec![0u8; RAW_REQUEST_BYTES_MAX];
+    let mut filled = 0;
+    let mut answer = Vec::with_capacity(4096);
+    loop {
+        // The head, then as much body as it announces.
+        let (head_len, body_len, get_item) = loop {
+            let mut headers = [httparse::EMPTY_HEADER; 64];
+            let mut request = httparse::Request::new(&mut headers);
+            match request.parse(&buffer[..filled]) {
+                Ok(httparse::Status::Complete(head_len)) => {
+                    let mut body_len = 0;
+                    let mut get_item = false;
+                    for header in request.headers.iter() {
+                        if header.name.eq_ignore_ascii_case("content-length") {
+                            let Some(len) = std::str::from_utf8(header.value)
+                                .ok()
+                                .and_then(|text| text.trim().parse().ok())
+                            else {
+                                return;
+                            };
+                            body_len = len;
+                        } else if header.name.eq_ignore_ascii_case("x-amz-target") {
+                            get_item = header.value.ends_with(b".GetItem");
+                        }
+                    }
+                    break (head_len, body_len, get_item);
+                }
+                Ok(httparse::Status::Partial) => {}
+                Err(_) => return,
+            }
+            match stream.read(&mut buffer[filled..]).await {
+                Ok(0) | Err(_) => return,
+                Ok(read) => filled += read,
+            }
+        };
+        let request_len = head_len + body_len;
+        if request_len > buffer.len() {
+            return;
+        }
+        while filled < request_len {
+            match stream.read(&mut buffer[filled..]).await {
+                Ok(0) | Err(_) => return,
+                Ok(read) => filled += read,
+            }
+        }
+        let body: &[u8] = if get_item {
+            spin(work.spin);
+            touch(work.touch_bytes);
+            &item
+        } else {
+            b"{}"
+        };
+        answer.clear();
+        answer.extend_from_slice(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/x-amz-json-1.0\r\ncontent-length: ",
+        );
+        answer.extend_from_slice(body.len().to_string().as_bytes());
+        answer.extend_from_slice(b"\r\n\r\n");
+        answer.extend_from_slice(body);
+        if stream.write_all(&answer).await.is_err() {
+            return;
+        }
+        // A pipelined request's bytes move to the front.
+        buffer.copy_within(request_len..filled, 0);
+        filled -= request_len;
+    }
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // PORT [WORK_MICROS [TOUCH_KIB]] (module docs), each a whole number.
@@ -128,6 +211,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port))).await?;
     println!("noop server listening on http://127.0.0.1:{port}");
     let item = item_body();
+    let without_hyper = std::env::var("NOOP_HTTP").is_ok_and(|http| http == "httparse");
     // Ctrl-C returns from main, so a build instrumented for profile-guided optimisation
     // (scripts/build-pgo.sh) writes its counts on the way out.
     let ctrl_c = tokio::signal::ctrl_c();
@@ -139,6 +223,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         let _ = stream.set_nodelay(true);
         let item = item.clone();
+        if without_hyper {
+            tokio::spawn(serve_without_hyper(stream, item, work));
+            continue;
+        }
         tokio::spawn(async move {
             let service = service_fn(move |request| answer(request, item.clone(), work));
             let _ = http1::Builder::new()
