@@ -151,7 +151,7 @@ pub fn write_display_string(
     out.push(b'"');
     let start = out.len();
     std::fmt::Write::write_fmt(&mut TextInto(out), format_args!("{value}"))?;
-    if out[start..].iter().any(|&byte| needs_escape(byte)) {
+    if !escape_free(&out[start..]) {
         let text = out.split_off(start);
         out.pop();
         write_utf8_string(out, &text);
@@ -161,10 +161,14 @@ pub fn write_display_string(
     Ok(())
 }
 
-/// Whether `byte` is written escaped in a JSON string (what [`escape_bits`] finds a word at a
-/// time).
-fn needs_escape(byte: u8) -> bool {
-    byte < 0x20 || byte == b'"' || byte == b'\\'
+/// Whether no byte of `bytes` is written escaped: [`escape_bits`] on each word, the last one
+/// padded with a letter (which needs none), so that the rule is stated once.
+fn escape_free(bytes: &[u8]) -> bool {
+    bytes.chunks(8).all(|chunk| {
+        let mut word = [b'a'; 8];
+        word[..chunk.len()].copy_from_slice(chunk);
+        escape_bits(u64::from_le_bytes(word)) == 0
+    })
 }
 
 /// `fmt::Write` into a byte buffer, for [`write_display_string`].
@@ -809,6 +813,26 @@ mod tests {
         #[test]
         fn display_text_is_written_as_serde_json_writes_it(text in text()) {
             same_as_serde_json(&Collected(&text));
+        }
+    }
+
+    /// Every length around a word's, with the one byte to escape at every place: the padded
+    /// last word finds it as a whole word does, and a clean text of any length passes.
+    #[test]
+    fn escape_free_finds_an_escape_anywhere_in_any_length() {
+        for len in 0..=17 {
+            assert!(escape_free(&vec![b'7'; len]), "clean, {len} bytes");
+            for at in 0..len {
+                for byte in [b'"', b'\\', b'\n', 0x00, 0x1f] {
+                    let mut text = vec![b'7'; len];
+                    text[at] = byte;
+                    assert!(!escape_free(&text), "{byte:#x} at {at} of {len}");
+                }
+                // Bytes at and above a space, but for the two above, need none.
+                let mut text = vec![b'7'; len];
+                text[at] = 0xe9;
+                assert!(escape_free(&text), "0xe9 at {at} of {len}");
+            }
         }
     }
 
