@@ -28,6 +28,7 @@
 //! could save.
 
 use std::convert::Infallible;
+use std::io::Write as _;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -65,23 +66,32 @@ async fn answer(
     let get_item = request
         .headers()
         .get("x-amz-target")
-        .and_then(|target| target.to_str().ok())
-        .is_some_and(|target| target.ends_with(".GetItem"));
+        .is_some_and(|target| is_get_item(target.as_bytes()));
     // The body is read whole, as a real server must.
     let _ = request.into_body().collect().await;
-    let body = if get_item {
-        spin(work.spin);
-        touch(work.touch_bytes);
-        item
-    } else {
-        Bytes::from_static(b"{}")
-    };
+    let body = answer_body(get_item, item, work);
     let mut response = Response::new(Full::new(body));
     response.headers_mut().insert(
         "content-type",
         hyper::header::HeaderValue::from_static("application/x-amz-json-1.0"),
     );
     Ok(response)
+}
+
+/// Whether an `X-Amz-Target` names GetItem.
+fn is_get_item(target: &[u8]) -> bool {
+    target.ends_with(b".GetItem")
+}
+
+/// The answer to a request: after its work, the item to a GetItem, `{}` to anything else.
+fn answer_body(get_item: bool, item: Bytes, work: Work) -> Bytes {
+    if get_item {
+        spin(work.spin);
+        touch(work.touch_bytes);
+        item
+    } else {
+        Bytes::from_static(b"{}")
+    }
 }
 
 /// Keeps the CPU busy for `work` (a stand-in for a request's own work; a sleep would let
@@ -147,7 +157,7 @@ async fn serve_without_hyper(mut stream: tokio::net::TcpStream, item: Bytes, wor
                             };
                             body_len = len;
                         } else if header.name.eq_ignore_ascii_case("x-amz-target") {
-                            get_item = header.value.ends_with(b".GetItem");
+                            get_item = is_get_item(header.value);
                         }
                     }
                     break (head_len, body_len, get_item);
@@ -170,20 +180,15 @@ async fn serve_without_hyper(mut stream: tokio::net::TcpStream, item: Bytes, wor
                 Ok(read) => filled += read,
             }
         }
-        let body: &[u8] = if get_item {
-            spin(work.spin);
-            touch(work.touch_bytes);
-            &item
-        } else {
-            b"{}"
-        };
+        let body = answer_body(get_item, item.clone(), work);
         answer.clear();
-        answer.extend_from_slice(
-            b"HTTP/1.1 200 OK\r\ncontent-type: application/x-amz-json-1.0\r\ncontent-length: ",
+        // Writing into a Vec cannot fail.
+        let _ = write!(
+            answer,
+            "HTTP/1.1 200 OK\r\ncontent-type: application/x-amz-json-1.0\r\ncontent-length: {}\r\n\r\n",
+            body.len()
         );
-        answer.extend_from_slice(body.len().to_string().as_bytes());
-        answer.extend_from_slice(b"\r\n\r\n");
-        answer.extend_from_slice(body);
+        answer.extend_from_slice(&body);
         if stream.write_all(&answer).await.is_err() {
             return;
         }
