@@ -165,9 +165,8 @@ async fn serve_without_hyper(mut stream: tokio::net::TcpStream, item: Bytes, wor
                 Ok(httparse::Status::Partial) => {}
                 Err(_) => return,
             }
-            match stream.read(&mut buffer[filled..]).await {
-                Ok(0) | Err(_) => return,
-                Ok(read) => filled += read,
+            if !read_more(&mut stream, &mut buffer, &mut filled).await {
+                return;
             }
         };
         let request_len = head_len + body_len;
@@ -175,9 +174,8 @@ async fn serve_without_hyper(mut stream: tokio::net::TcpStream, item: Bytes, wor
             return;
         }
         while filled < request_len {
-            match stream.read(&mut buffer[filled..]).await {
-                Ok(0) | Err(_) => return,
-                Ok(read) => filled += read,
+            if !read_more(&mut stream, &mut buffer, &mut filled).await {
+                return;
             }
         }
         let body = answer_body(get_item, item.clone(), work);
@@ -195,6 +193,22 @@ async fn serve_without_hyper(mut stream: tokio::net::TcpStream, item: Bytes, wor
         // A pipelined request's bytes move to the front.
         buffer.copy_within(request_len..filled, 0);
         filled -= request_len;
+    }
+}
+
+/// Reads what the connection has into `buffer` after its first `filled` bytes; false once the
+/// client has closed, the read failed, or the buffer is full (a request too large to serve).
+async fn read_more(
+    stream: &mut tokio::net::TcpStream,
+    buffer: &mut [u8],
+    filled: &mut usize,
+) -> bool {
+    match stream.read(&mut buffer[*filled..]).await {
+        Ok(0) | Err(_) => false,
+        Ok(read) => {
+            *filled += read;
+            true
+        }
     }
 }
 
