@@ -14,7 +14,10 @@
 //! Criterion's runs write well under a million batches, a burst that an engine can absorb
 //! by deferring compaction; N in the millions shows the rate each engine sustains once its
 //! compaction has to keep up. `SHOAL_PEER_SUSTAINED_ENGINES=shoal,rocksdb` (a comma-separated
-//! list of `shoal`, `fjall`, `fjall_buffer`, `rocksdb`) runs only the engines named.
+//! list of `shoal`, `shoal_blob`, `fjall`, `fjall_buffer`, `rocksdb`) runs only the engines
+//! named; `shoal_blob` runs only when named: it is a probe, not an engine, Shoal with the
+//! 1 KB values in a log beside the tree, an estimate of what key-value separation would
+//! give these runs (see `ShoalBlob`).
 //! `SHOAL_PEER_SUSTAINED_TRACE=1` prints the engine's report (writes slowed, write
 //! amplification, files and bytes per level; for Shoal also the write amplification by level
 //! with its compaction time, each tree's bytes per level and the rate its backlog holds
@@ -251,6 +254,78 @@ impl Engine for Shoal {
     }
 }
 
+/// Shoal with its ~1 KB values kept out of the tree, a probe of what key-value separation
+/// (values in an append-only log, the tree holding only where each one is) would give the
+/// sustained runs: each batch's 1 KB value is written with one `write(2)` to a log beside
+/// the database (in the kernel when the batch is acknowledged, as `none` promises) and the
+/// `items` tree gets its 12-byte place (offset and length); a read looks the place up and
+/// `pread`s the value. It is an estimate, not a design: nothing is ever deleted from the log
+/// (the sustained runs write each key once, so there is no garbage a real design would have
+/// to collect), and the value is written once, where a real design logs it in the WAL and
+/// writes it again when the memtable is flushed, as RocksDB's integrated BlobDB does.
+struct ShoalBlob {
+    shoal: Shoal,
+    log: std::sync::Mutex<(std::fs::File, u64)>,
+    reader: std::fs::File,
+}
+
+impl ShoalBlob {
+    fn open(dir: &std::path::Path) -> ShoalBlob {
+        let shoal = Shoal::open(&dir.join("tree"), Durability::None);
+        let path = dir.join("values.log");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .unwrap();
+        let reader = std::fs::File::open(&path).unwrap();
+        ShoalBlob {
+            shoal,
+            log: std::sync::Mutex::new((log, 0)),
+            reader,
+        }
+    }
+}
+
+impl Engine for ShoalBlob {
+    fn write_batch(&self, base: u64, value_1k: &[u8], values_150: [&[u8]; 4]) {
+        use std::io::Write as _;
+        let offset = {
+            let mut log = self.log.lock().unwrap();
+            let offset = log.1;
+            log.0.write_all(value_1k).unwrap();
+            log.1 += value_1k.len() as u64;
+            offset
+        };
+        let mut place = [0u8; 12];
+        place[..8].copy_from_slice(&offset.to_le_bytes());
+        place[8..].copy_from_slice(&(value_1k.len() as u32).to_le_bytes());
+        let shoal = &self.shoal;
+        let mut batch = WriteBatch::new();
+        batch.put(shoal.items, &key16(base, 0), &place).unwrap();
+        for (i, value_150) in (1..5u64).zip(values_150) {
+            batch.put(shoal.index, &key16(base, i), value_150).unwrap();
+        }
+        shoal.db.write(batch).unwrap();
+    }
+
+    fn get(&self, key: &[u8]) -> bool {
+        use std::os::unix::fs::FileExt as _;
+        let Some(place) = self.shoal.db.get(self.shoal.items, key, None).unwrap() else {
+            return false;
+        };
+        let offset = u64::from_le_bytes(place[..8].try_into().unwrap());
+        let len = u32::from_le_bytes(place[8..12].try_into().unwrap()) as usize;
+        let mut value = vec![0u8; len];
+        self.reader.read_exact_at(&mut value, offset).unwrap();
+        true
+    }
+
+    fn report(&self) -> Option<String> {
+        self.shoal.report()
+    }
+}
+
 struct Fjall {
     db: fjall::Database,
     items: fjall::Keyspace,
@@ -428,6 +503,7 @@ fn open_engine(name: &str, dir: &std::path::Path, sync: bool) -> Arc<dyn Engine>
         // kill -9 of the process (not a power loss). fjall's Buffer mode is that contract.
         "fjall_buffer" => Arc::new(Fjall::open(dir, Some(PersistMode::Buffer))),
         "rocksdb" => Arc::new(RocksDb::open(dir, sync)),
+        "shoal_blob" if !sync => Arc::new(ShoalBlob::open(dir)),
         _ => Arc::new(Fjall::open(dir, Some(PersistMode::SyncData))),
     }
 }
@@ -512,11 +588,12 @@ fn sustained_writes(_: &mut Criterion) {
     const TENTHS: u64 = 10;
     // `SHOAL_PEER_SUSTAINED_ENGINES=shoal` (a comma-separated list) runs only those.
     let only = std::env::var("SHOAL_PEER_SUSTAINED_ENGINES").ok();
-    for engine_name in ["shoal", "fjall", "fjall_buffer", "rocksdb"] {
-        if only
+    for engine_name in ["shoal", "shoal_blob", "fjall", "fjall_buffer", "rocksdb"] {
+        let named = only
             .as_deref()
-            .is_some_and(|only| !only.split(',').any(|name| name == engine_name))
-        {
+            .map(|only| only.split(',').any(|name| name == engine_name));
+        // The probe runs only when asked for; the engines run unless a list leaves them out.
+        if named == Some(false) || (named.is_none() && engine_name == "shoal_blob") {
             continue;
         }
         let dir = tempfile::tempdir().unwrap();
