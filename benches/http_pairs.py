@@ -34,29 +34,17 @@ import argparse
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
+# Run as `python3 benches/http_pairs.py`, this file's folder is on the import path.
+from startup import answered, free_port
+
 SERVER_START_SECONDS_MAX = 30
 SERVER_STOP_SECONDS_MAX = 30
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def listening(port):
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 def micros(text):
@@ -93,11 +81,11 @@ def run_once(command, args):
     server = subprocess.Popen(server_prefix + argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + SERVER_START_SECONDS_MAX
-        while not listening(port):
+        while not answered(port):
             if server.poll() is not None:
-                raise RuntimeError(f"{argv[0]} exited with {server.returncode} before listening")
+                raise RuntimeError(f"{argv[0]} exited with {server.returncode} before answering")
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{argv[0]} did not listen on {port} in {SERVER_START_SECONDS_MAX} s")
+                raise RuntimeError(f"{argv[0]} did not answer on {port} in {SERVER_START_SECONDS_MAX} s")
             time.sleep(0.05)
         bench = bench_prefix + [
             args.bench, "bench",
@@ -185,7 +173,8 @@ def main():
     for workload, pairs in ratios.items():
         throughputs = [t for t, _ in pairs]
         cpus = [c for _, c in pairs if c is not None]
-        line = f"{workload}, {len(pairs)} pairs: ops/s A / B {spread(throughputs)}"
+        noun = "pair" if len(pairs) == 1 else "pairs"
+        line = f"{workload}, {len(pairs)} {noun}: ops/s A / B {spread(throughputs)}"
         if cpus:
             line += f"; CPU A / B {spread(cpus)}"
         print(line)
