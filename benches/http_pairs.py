@@ -12,8 +12,9 @@ ratios and, per workload, their range and median:
 
 For each run: starts the server with a fresh directory and a free port, waits until it answers,
 runs `shoal bench --endpoint ... --server-pid PID` with the options given, then stops the server
-with SIGTERM. Within a round the order alternates (A then B, then B then A), so a slow streak
-that starts mid-round weighs on both sides alike over the rounds. Linux only (reads /proc).
+with SIGTERM. The order alternates from round to round (A then B, then B then A), so a slow
+streak that starts mid-round weighs on both sides alike over the rounds. A run whose requests
+failed is named beside its pair: its ratio is not a fair one. Linux only (reads /proc).
 
     python3 benches/http_pairs.py [--rounds N] [--workloads W,...] [--pin] [--bench SHOAL] \\
         [--bench-arg ARG ...] -- COMMAND_A [ARG ...] --vs COMMAND_B [ARG ...]
@@ -57,7 +58,8 @@ def micros(text):
 
 
 def parse_report(text):
-    """{workload: (ops per second, server CPU µs per op)} from `shoal bench`'s table."""
+    """{workload: (ops per second, server CPU µs per op, failed requests)} from `shoal bench`'s
+    table."""
     rows = {}
     header = None
     for line in text.splitlines():
@@ -69,7 +71,7 @@ def parse_report(text):
             continue
         row = dict(zip(header, cells))
         cpu = row.get("server CPU per op", "")
-        rows[row["workload"]] = (float(row["ops/s"]), micros(cpu) if cpu else None)
+        rows[row["workload"]] = (float(row["ops/s"]), micros(cpu) if cpu else None, int(row["errors"]))
     return rows
 
 
@@ -155,10 +157,10 @@ def main():
         else:
             b = run_once(command_b, args)
             a = run_once(command_a, args)
-        for workload, (a_ops, a_cpu) in a.items():
+        for workload, (a_ops, a_cpu, a_errors) in a.items():
             if workload not in b:
                 continue
-            b_ops, b_cpu = b[workload]
+            b_ops, b_cpu, b_errors = b[workload]
             throughput = a_ops / b_ops if b_ops else float("inf")
             cpu = a_cpu / b_cpu if a_cpu and b_cpu else None
             ratios.setdefault(workload, []).append((throughput, cpu))
@@ -167,7 +169,8 @@ def main():
             )
             print(
                 f"round {round_number} (load {load:.1f}) {workload}: ops/s {a_ops:,.0f} / {b_ops:,.0f} "
-                f"= {throughput:.2f}; {cpu_text}",
+                f"= {throughput:.2f}; {cpu_text}"
+                + (f"; FAILED REQUESTS {a_errors} / {b_errors}" if a_errors or b_errors else ""),
                 flush=True,
             )
     for workload, pairs in ratios.items():
