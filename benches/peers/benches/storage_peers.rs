@@ -300,13 +300,8 @@ impl Engine for ShoalBlob {
         let mut place = [0u8; 12];
         place[..8].copy_from_slice(&offset.to_le_bytes());
         place[8..].copy_from_slice(&(value_1k.len() as u32).to_le_bytes());
-        let shoal = &self.shoal;
-        let mut batch = WriteBatch::new();
-        batch.put(shoal.items, &key16(base, 0), &place).unwrap();
-        for (i, value_150) in (1..5u64).zip(values_150) {
-            batch.put(shoal.index, &key16(base, i), value_150).unwrap();
-        }
-        shoal.db.write(batch).unwrap();
+        // The same batch as Shoal's, with the place where the value was.
+        self.shoal.write_batch(base, &place, values_150);
     }
 
     fn get(&self, key: &[u8]) -> bool {
